@@ -1,0 +1,241 @@
+//! `App`: the paper's `web_crawler_app`. `App::start` starts the supervision
+//! tree; the [`AppHandle`] is the public API over the master's messages, as
+//! the paper's module exports `add_url/1` and `search_text/2` over
+//! `gen_server:cast`.
+
+use crate::config::{Behaviours, CrawlConfig};
+use crate::master::{IdleReason, MasterMsg, Status};
+use crate::sup::{ChildInfo, Sup, SupArgs, SupMsg};
+use crate::types::OperationSpec;
+use ractor::{Actor, ActorRef, RpcReplyPort};
+use std::time::{Duration, Instant};
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+/// Errors of the app API.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum AppError {
+    #[error("could not start the supervision tree: {0}")]
+    Start(String),
+    #[error("the crawler stopped: {0}")]
+    Stopped(String),
+    #[error("the master did not answer within {0:?}")]
+    Timeout(Duration),
+    #[error("{0}")]
+    Rejected(String),
+}
+
+/// The application: starts the tree.
+#[derive(Debug)]
+pub struct App;
+
+impl App {
+    /// Start `web_crawler_sup` and its children. The store in `behaviours`
+    /// is opened by the caller; the master takes it over.
+    pub async fn start(config: CrawlConfig, behaviours: Behaviours) -> Result<AppHandle, AppError> {
+        if ActorRef::<SupMsg>::where_is(config.sup_name()).is_some() {
+            return Err(AppError::Start(format!(
+                "a node named {:?} already runs in this process",
+                config.node_name
+            )));
+        }
+        let (exit_tx, exit_rx) = watch::channel(None);
+        let args = SupArgs {
+            config: config.clone(),
+            behaviours,
+            exit: exit_tx,
+        };
+        let (sup, join) = Actor::spawn(Some(config.sup_name()), Sup, args)
+            .await
+            .map_err(|e| AppError::Start(e.to_string()))?;
+        Ok(AppHandle {
+            config,
+            sup,
+            join: Some(join),
+            exit: exit_rx,
+        })
+    }
+}
+
+/// A running app. Dropping it leaves the tree running; call [`AppHandle::stop`].
+#[derive(Debug)]
+pub struct AppHandle {
+    config: CrawlConfig,
+    sup: ActorRef<SupMsg>,
+    join: Option<JoinHandle<()>>,
+    exit: watch::Receiver<Option<String>>,
+}
+
+/// How long a call waits for a master that is being restarted.
+const MASTER_WAIT: Duration = Duration::from_secs(10);
+
+impl AppHandle {
+    pub fn config(&self) -> &CrawlConfig {
+        &self.config
+    }
+
+    /// Queue a URL for a plain crawl. Returns the normalized URL.
+    pub async fn add_url(&self, url: &str) -> Result<String, AppError> {
+        self.add_url_with(url, OperationSpec::crawl()).await
+    }
+
+    /// Queue a URL with an operation (paper: `add_url(URL, Operation)`).
+    pub async fn add_url_with(
+        &self,
+        url: &str,
+        operation: OperationSpec,
+    ) -> Result<String, AppError> {
+        let url = url.to_string();
+        self.call_master(MASTER_WAIT, move |reply| MasterMsg::AddUrl {
+            url: url.clone(),
+            operation: operation.clone(),
+            reply,
+        })
+        .await?
+        .map_err(AppError::Rejected)
+    }
+
+    /// Paper's `search_text(URL, Text)`: crawl from `url`, recording where
+    /// `text` occurs on each page.
+    pub async fn search_text(&self, url: &str, text: &str) -> Result<String, AppError> {
+        if text.is_empty() {
+            return Err(AppError::Rejected("search text is empty".to_string()));
+        }
+        self.add_url_with(url, OperationSpec::search_text(text))
+            .await
+    }
+
+    pub async fn status(&self) -> Result<Status, AppError> {
+        self.call_master(MASTER_WAIT, MasterMsg::Status).await
+    }
+
+    /// Wait until nothing is pending or processing (or the page budget is
+    /// spent). Survives master restarts; fails if the tree stops.
+    pub async fn wait_idle(&self) -> Result<IdleReason, AppError> {
+        loop {
+            match self.call_master(MASTER_WAIT, MasterMsg::WaitIdle).await {
+                Ok(reason) => return Ok(reason),
+                // The master died while we waited: ask its successor.
+                Err(AppError::Timeout(_)) => continue,
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    pub async fn pause(&self, paused: bool) -> Result<(), AppError> {
+        let master = self.master().await?;
+        master
+            .cast(MasterMsg::Pause(paused))
+            .map_err(|e| AppError::Stopped(e.to_string()))
+    }
+
+    /// Like `supervisor:which_children/1` on `web_crawler_sup`.
+    pub async fn which_children(&self) -> Result<Vec<ChildInfo>, AppError> {
+        ractor::call_t!(self.sup, SupMsg::WhichChildren, 5_000)
+            .map_err(|e| AppError::Stopped(e.to_string()))
+    }
+
+    /// Kill the master (`exit(Pid, kill)`); the supervisor restarts it.
+    pub async fn kill_master(&self) -> Result<(), AppError> {
+        self.master().await?.kill();
+        Ok(())
+    }
+
+    /// Why the tree stopped, once it has (empty string: a requested stop).
+    pub fn exit_reason(&self) -> Option<String> {
+        self.exit.borrow().clone()
+    }
+
+    /// Graceful stop: the master stops claiming, running slaves get
+    /// `grace` to finish, URLs not started go back to pending, the last batch
+    /// is written, then the tree stops.
+    pub async fn stop(mut self, grace: Duration) -> Result<(), AppError> {
+        if let Some(reason) = self.failure() {
+            return Err(AppError::Stopped(reason));
+        }
+        if let Ok(master) = self.master().await {
+            let _ = ractor::call_t!(
+                master,
+                |reply| MasterMsg::Drain {
+                    timeout: grace,
+                    reply
+                },
+                (grace + MASTER_WAIT).as_millis() as u64
+            );
+        }
+        let _ = ractor::call_t!(self.sup, SupMsg::Shutdown, MASTER_WAIT.as_millis() as u64);
+        if let Some(join) = self.join.take() {
+            let _ = join.await;
+        }
+        match self.failure() {
+            Some(reason) => Err(AppError::Stopped(reason)),
+            None => Ok(()),
+        }
+    }
+
+    /// Wait until the tree stops by itself (e.g. restart intensity exceeded).
+    pub async fn wait(mut self) -> Result<(), AppError> {
+        if let Some(join) = self.join.take() {
+            let _ = join.await;
+        }
+        match self.failure() {
+            Some(reason) => Err(AppError::Stopped(reason)),
+            None => Ok(()),
+        }
+    }
+
+    /// The tree stopped for a reason other than a requested stop.
+    fn failure(&self) -> Option<String> {
+        match self.exit.borrow().as_deref() {
+            Some("") => None,
+            Some(reason) => Some(reason.to_string()),
+            None if self.sup.get_status() == ractor::ActorStatus::Stopped => {
+                Some("the supervisor stopped".to_string())
+            }
+            None => None,
+        }
+    }
+
+    async fn master(&self) -> Result<ActorRef<MasterMsg>, AppError> {
+        let deadline = Instant::now() + MASTER_WAIT;
+        loop {
+            if let Some(reason) = self.failure() {
+                return Err(AppError::Stopped(reason));
+            }
+            if let Some(master) = ActorRef::<MasterMsg>::where_is(self.config.master_name()) {
+                return Ok(master);
+            }
+            if Instant::now() >= deadline {
+                return Err(AppError::Timeout(MASTER_WAIT));
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// Call the master, retrying while it is being restarted. A timeout of
+    /// `None` for the reply itself: idle waits can be long.
+    async fn call_master<R, F>(&self, wait: Duration, build: F) -> Result<R, AppError>
+    where
+        R: Send + 'static,
+        F: Fn(RpcReplyPort<R>) -> MasterMsg,
+    {
+        let deadline = Instant::now() + wait;
+        loop {
+            let master = self.master().await?;
+            match ractor::call!(master, &build) {
+                Ok(reply) => return Ok(reply),
+                Err(e) => {
+                    if let Some(reason) = self.failure() {
+                        return Err(AppError::Stopped(reason));
+                    }
+                    if Instant::now() >= deadline {
+                        return Err(AppError::Timeout(wait));
+                    }
+                    tracing::debug!(error = %e, "master call failed; retrying");
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+            }
+        }
+    }
+}

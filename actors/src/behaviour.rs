@@ -1,0 +1,300 @@
+//! Behaviours: the callback modules the OTP layer is generic over.
+//!
+//! As an OTP `gen_server` calls its callback module, the master calls a
+//! [`Store`], slaves call a [`Fetcher`], an [`Extractor`], a [`LinkPolicy`]
+//! and [`Operation`]s. The root crate implements them; tests and embedders
+//! may plug in their own.
+
+use crate::types::*;
+use async_trait::async_trait;
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::Arc;
+
+/// Error from a store backend. The master treats it as a crash: it fails, and
+/// the supervisor restarts it within the restart intensity.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    #[error("store backend error: {0}")]
+    Backend(String),
+    #[error("store holds data it cannot read: {0}")]
+    Corrupt(String),
+    #[error("invalid request to the store: {0}")]
+    Invalid(String),
+}
+
+/// One claim request: take up to `limit` pending URLs, at most `per_host_cap`
+/// per host counting the ones this node already holds (`held_per_host`).
+#[derive(Clone, Debug)]
+pub struct ClaimRequest {
+    pub now: Millis,
+    pub owner: String,
+    pub lease_until: Millis,
+    pub limit: usize,
+    pub per_host_cap: usize,
+    pub held_per_host: HashMap<String, usize>,
+}
+
+/// A fetched page, committed with the links it yielded.
+#[derive(Clone, Debug, Default)]
+pub struct ProcessedPage {
+    pub record: PageRecord,
+    /// Links admitted by the link policy, upserted before the page is marked
+    /// processed. Not followed when the page turns out to be a duplicate.
+    pub links: Vec<NewLink>,
+    pub search_hit: Option<SearchHit>,
+}
+
+/// A URL going back to pending for another attempt.
+#[derive(Clone, Debug)]
+pub struct Retry {
+    pub key: UrlKey,
+    pub not_before: Millis,
+    pub error: String,
+}
+
+/// Everything the master writes in one batch. A backend applies it in this
+/// order — seeds, then per page its links before the page itself, retries,
+/// hosts — so that a crash part-way re-processes a page instead of losing a link.
+#[derive(Clone, Debug, Default)]
+pub struct CommitBatch {
+    pub now: Millis,
+    /// Re-queue an already processed URL when it is older than this; `None`:
+    /// never (only its referral list grows).
+    pub reprocess_after_ms: Option<Millis>,
+    pub seeds: Vec<NewLink>,
+    pub pages: Vec<ProcessedPage>,
+    pub retries: Vec<Retry>,
+    pub hosts: Vec<HostRecord>,
+}
+
+impl CommitBatch {
+    pub fn is_empty(&self) -> bool {
+        self.seeds.is_empty()
+            && self.pages.is_empty()
+            && self.retries.is_empty()
+            && self.hosts.is_empty()
+    }
+}
+
+/// What a commit did, so the master knows whether the frontier moved.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CommitSummary {
+    /// New or re-queued pending URLs.
+    pub queued: u64,
+    /// Links that only added a referral (already pending or recently processed).
+    pub merged: u64,
+    pub duplicates: u64,
+}
+
+/// Which processed pages to list.
+#[derive(Clone, Debug, Default)]
+pub struct PageQuery {
+    pub limit: Option<usize>,
+    pub offset: usize,
+    pub only_failed: bool,
+}
+
+/// The store behaviour: the only durable state. Both the embedded store and
+/// MongoDB implement it; one conformance suite checks both.
+#[async_trait]
+pub trait Store: Send + Sync + 'static {
+    /// Atomically move up to `limit` pending URLs (including ones whose lease
+    /// expired) to `processing`, leased to `owner` until `lease_until`.
+    async fn claim(&self, req: ClaimRequest) -> Result<Vec<Job>, StoreError>;
+
+    /// Apply a batch of results idempotently (see [`CommitBatch`]).
+    async fn commit(&self, batch: CommitBatch) -> Result<CommitSummary, StoreError>;
+
+    /// Push the lease of URLs still held by `owner` forward.
+    async fn extend_leases(
+        &self,
+        keys: &[UrlKey],
+        owner: &str,
+        until: Millis,
+    ) -> Result<(), StoreError>;
+
+    /// Return URLs leased by `owner` to pending at once, except `keep` (still
+    /// running somewhere). Used when a master starts (its previous incarnation's
+    /// leases), when a pool is lost, and on graceful stop.
+    async fn release(&self, owner: &str, keep: &[UrlKey]) -> Result<u64, StoreError>;
+
+    /// Return exactly these URLs to pending.
+    async fn release_keys(&self, keys: &[UrlKey]) -> Result<u64, StoreError>;
+
+    async fn counts(&self) -> Result<StoreCounts, StoreError>;
+
+    async fn processed(&self, query: PageQuery) -> Result<Vec<ProcessedUrl>, StoreError>;
+
+    async fn processed_url(&self, url: &str) -> Result<Option<ProcessedUrl>, StoreError>;
+
+    async fn pending(&self, limit: usize) -> Result<Vec<PendingUrl>, StoreError>;
+
+    async fn search_results(&self, text: Option<&str>) -> Result<Vec<SearchResult>, StoreError>;
+
+    async fn broken_links(&self) -> Result<Vec<BrokenLink>, StoreError>;
+
+    async fn hosts(&self) -> Result<Vec<HostRecord>, StoreError>;
+
+    /// Processed page counts by HTTP status (`None`: no response).
+    async fn status_histogram(&self) -> Result<Vec<(Option<u16>, u64)>, StoreError>;
+}
+
+/// An HTTP response as the crawler needs it.
+#[derive(Clone, Debug, Default)]
+pub struct FetchedPage {
+    pub status: u16,
+    pub content_type: Option<String>,
+    pub content_length: Option<i64>,
+    pub server: Option<String>,
+    /// Raw `Location` header.
+    pub location: Option<String>,
+    pub retry_after_ms: Option<Millis>,
+    /// Decoded (gzip/deflate/br) body, at most the configured cap.
+    pub body: Vec<u8>,
+    pub truncated: bool,
+    pub fetch_ms: i64,
+}
+
+/// A fetch that got no usable response.
+#[derive(Clone, Debug, thiserror::Error)]
+#[error("{reason}")]
+pub struct FetchFailure {
+    pub reason: String,
+    /// Worth another attempt later (timeouts, refused connections, ...).
+    pub retryable: bool,
+}
+
+/// A host's robots.txt, parsed.
+pub trait RobotsRules: Send + Sync + fmt::Debug + 'static {
+    fn is_allowed(&self, url: &str) -> bool;
+    fn crawl_delay_ms(&self) -> Option<u64>;
+}
+
+/// robots.txt as fetched for one host: the rules, and the record to store.
+#[derive(Clone, Debug)]
+pub struct RobotsReport {
+    pub rules: Arc<dyn RobotsRules>,
+    pub record: HostRecord,
+    /// Unreachable robots.txt: nothing on the host may be fetched for now (RFC 9309).
+    pub unreachable: bool,
+}
+
+/// The fetch behaviour.
+#[async_trait]
+pub trait Fetcher: Send + Sync + 'static {
+    /// One GET; redirects are returned, not followed.
+    async fn fetch(&self, url: &str) -> Result<FetchedPage, FetchFailure>;
+    /// Fetch and parse `robots.txt` of the host `host` (`host[:port]`) reached by `scheme`.
+    async fn robots(&self, scheme: &str, host: &str) -> RobotsReport;
+}
+
+/// What the extractor found in a page.
+#[derive(Clone, Debug, Default)]
+pub struct ExtractedPage {
+    /// The body decoded to UTF-8 (what `search_text` positions index into).
+    pub document: String,
+    pub is_html: bool,
+    pub title: Option<String>,
+    pub headings: Vec<String>,
+    /// Visible text, without script/style/nav/footer.
+    pub text: String,
+    /// Absolute normalized links the page asks to be followed.
+    pub links: Vec<String>,
+    /// All links found, including nofollow and invalid ones.
+    pub links_found: usize,
+    /// 64-bit hash of the body, for content-seen de-duplication.
+    pub content_hash: u64,
+}
+
+/// The extract behaviour: body → text and links.
+pub trait Extractor: Send + Sync + 'static {
+    fn extract(&self, url: &str, page: &FetchedPage) -> ExtractedPage;
+}
+
+/// Why a link was not admitted to the frontier.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum Rejection {
+    #[error("invalid URL: {0}")]
+    Invalid(String),
+    #[error("out of scope")]
+    OutOfScope,
+    #[error("excluded by a URL filter")]
+    Filtered,
+    #[error("crawler trap: {0}")]
+    Trap(&'static str),
+    #[error("deeper than the max depth")]
+    TooDeep,
+}
+
+/// The link policy: validation, scope, filters and trap rules, as pure functions.
+pub trait LinkPolicy: Send + Sync + 'static {
+    /// Admit a URL given by a user (`add_url`).
+    fn seed(&self, url: &str, operation: &OperationSpec) -> Result<NewLink, Rejection>;
+    /// Admit a link found on (or redirected to from) the page of `referrer`.
+    fn link(&self, referrer: &Job, url: &str, redirect: bool) -> Result<NewLink, Rejection>;
+}
+
+/// Everything a page operation may look at.
+#[derive(Debug)]
+pub struct PageContext<'a> {
+    pub job: &'a Job,
+    pub page: &'a FetchedPage,
+    pub extracted: &'a ExtractedPage,
+}
+
+/// What an operation produced, for the master to store.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct OperationOutput {
+    pub search_hit: Option<SearchHit>,
+}
+
+/// A page operation (the paper's `operation` field): runs in the slave on
+/// every page fetched for a URL that carries it.
+#[async_trait]
+pub trait Operation: Send + Sync + 'static {
+    /// The name in `OperationSpec` that selects this operation.
+    fn name(&self) -> &str;
+    /// Checked at `add_url`, so a bad argument list is refused up front.
+    fn validate(&self, args: &[String]) -> Result<(), String>;
+    async fn run(&self, ctx: &PageContext<'_>, args: &[String]) -> Result<OperationOutput, String>;
+}
+
+/// The operations a node knows, by name.
+#[derive(Clone, Default)]
+pub struct Operations {
+    by_name: HashMap<String, Arc<dyn Operation>>,
+}
+
+impl fmt::Debug for Operations {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(self.by_name.keys()).finish()
+    }
+}
+
+impl Operations {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn with(mut self, op: Arc<dyn Operation>) -> Self {
+        self.by_name.insert(op.name().to_string(), op);
+        self
+    }
+
+    pub fn get(&self, name: &str) -> Option<&Arc<dyn Operation>> {
+        self.by_name.get(name)
+    }
+
+    /// Check that `spec` names a known operation with valid arguments.
+    pub fn validate(&self, spec: &OperationSpec) -> Result<(), String> {
+        match spec.name() {
+            None => Ok(()),
+            Some(name) => match self.by_name.get(name) {
+                None => Err(format!("unknown operation {name:?}")),
+                Some(op) => op.validate(spec.args()),
+            },
+        }
+    }
+}

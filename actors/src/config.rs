@@ -1,0 +1,147 @@
+//! Settings of the OTP layer and the behaviours it runs with.
+
+use crate::behaviour::{Extractor, Fetcher, LinkPolicy, Operations, Store};
+use crate::scheduler::Politeness;
+use crate::types::Millis;
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// OTP restart intensity: more than `max_restarts` restarts within `period`
+/// and the supervisor gives up, stopping the app (as `{one_for_one, 1, 60}`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RestartIntensity {
+    pub max_restarts: u32,
+    pub period: Duration,
+}
+
+impl Default for RestartIntensity {
+    /// The paper's `web_crawler_sup`: one restart in 60 seconds.
+    fn default() -> Self {
+        Self {
+            max_restarts: 1,
+            period: Duration::from_secs(60),
+        }
+    }
+}
+
+/// How the tree runs. Every field has a default; see [`CrawlConfig::default`].
+#[derive(Clone, Debug)]
+pub struct CrawlConfig {
+    /// This node's name: lease owner, recorded on each processed page.
+    pub node_name: String,
+    /// Slaves running at once on this node.
+    pub concurrency: usize,
+    /// Requests in flight per host.
+    pub per_host: usize,
+    /// Minimum delay between requests to one host.
+    pub min_delay: Duration,
+    /// How long a claimed URL stays leased without renewal.
+    pub lease: Duration,
+    /// Attempts before a URL is recorded as failed.
+    pub max_attempts: u32,
+    /// First retry delay; doubles with each attempt.
+    pub retry_backoff: Duration,
+    /// Stop claiming after this many pages fetched in this run.
+    pub max_pages: Option<u64>,
+    /// Re-queue a processed page linked again after this long (the paper's
+    /// availability monitoring); `None` never re-queues.
+    pub reprocess_after: Option<Duration>,
+    /// Claimed URLs held by this node at most (in the pool's queues or running).
+    pub window: usize,
+    /// Claimed URLs per host at most.
+    pub per_host_window: usize,
+    /// Results committed in one store write at most.
+    pub max_batch: usize,
+    pub robots_ttl: Duration,
+    pub robots_retry: Duration,
+    pub restart_intensity: RestartIntensity,
+    /// How often the master checks timers, leases and idleness.
+    pub tick: Duration,
+}
+
+impl Default for CrawlConfig {
+    fn default() -> Self {
+        Self {
+            node_name: "local".to_string(),
+            concurrency: 32,
+            per_host: 1,
+            min_delay: Duration::from_millis(250),
+            lease: Duration::from_secs(120),
+            max_attempts: 3,
+            retry_backoff: Duration::from_secs(2),
+            max_pages: None,
+            reprocess_after: None,
+            window: 0,
+            per_host_window: 0,
+            max_batch: 512,
+            robots_ttl: Duration::from_secs(24 * 3600),
+            robots_retry: Duration::from_secs(60),
+            restart_intensity: RestartIntensity::default(),
+            tick: Duration::from_millis(200),
+        }
+    }
+}
+
+impl CrawlConfig {
+    /// The window actually used: `window`, or by default enough to keep every
+    /// slave busy while results travel back.
+    pub fn effective_window(&self) -> usize {
+        if self.window > 0 {
+            self.window
+        } else {
+            (self.concurrency * 8).max(64)
+        }
+    }
+
+    pub fn effective_per_host_window(&self) -> usize {
+        if self.per_host_window > 0 {
+            self.per_host_window
+        } else {
+            (self.per_host * 8).max(8)
+        }
+    }
+
+    /// Registered name of this node's master (`web_crawler_master@NODE`):
+    /// ractor's registry is per process, so the node name keeps two apps in
+    /// one process apart.
+    pub fn master_name(&self) -> String {
+        format!("web_crawler_master@{}", self.node_name)
+    }
+
+    pub fn pool_name(&self) -> String {
+        format!("web_crawler_pool@{}", self.node_name)
+    }
+
+    pub fn sup_name(&self) -> String {
+        format!("web_crawler_sup@{}", self.node_name)
+    }
+
+    pub fn politeness(&self) -> Politeness {
+        Politeness {
+            max_in_flight: self.concurrency.max(1),
+            per_host: self.per_host.max(1),
+            min_delay_ms: self.min_delay.as_millis() as u64,
+            robots_ttl_ms: self.robots_ttl.as_millis() as Millis,
+            robots_retry_ms: self.robots_retry.as_millis() as Millis,
+        }
+    }
+}
+
+/// The callback modules the tree runs with.
+#[derive(Clone)]
+pub struct Behaviours {
+    pub store: Arc<dyn Store>,
+    pub fetcher: Arc<dyn Fetcher>,
+    pub extractor: Arc<dyn Extractor>,
+    pub policy: Arc<dyn LinkPolicy>,
+    pub operations: Operations,
+}
+
+impl fmt::Debug for Behaviours {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Behaviours")
+            .field("operations", &self.operations)
+            .finish_non_exhaustive()
+    }
+}

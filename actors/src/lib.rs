@@ -1,0 +1,21 @@
+#![doc = include_str!("../../supervision.md")]
+
+mod app;
+mod behaviour;
+mod config;
+pub mod frontier;
+mod master;
+mod pool;
+pub mod scheduler;
+mod slave;
+mod sup;
+mod types;
+
+pub use app::{App, AppError, AppHandle};
+pub use behaviour::*;
+pub use config::{Behaviours, CrawlConfig, RestartIntensity};
+pub use master::{IdleReason, Master, MasterMsg, SlaveReport, Status};
+pub use pool::{Pool, PoolMsg, PoolStats};
+pub use slave::{Slave, SlaveTask};
+pub use sup::{ChildInfo, ChildRole, Sup, SupMsg};
+pub use types::*;

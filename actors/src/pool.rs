@@ -1,0 +1,236 @@
+//! `Pool`: the paper's `pool` on one node. Takes claimed URLs from the
+//! master, keeps them in per-host queues ([`HostScheduler`]) and spawns one
+//! linked, short-lived [`Slave`] per URL when politeness allows. It supervises
+//! its slaves: a slave that fails is reported to the master as a failed
+//! attempt (the URL is retried, then recorded as failed).
+
+use crate::behaviour::RobotsReport;
+use crate::config::{Behaviours, CrawlConfig};
+use crate::master::{self, MasterMsg, SlaveReport};
+use crate::scheduler::{Action, HostScheduler};
+use crate::slave::{Slave, SlaveArgs, SlaveTask};
+use crate::types::{now_ms, Job, Millis};
+use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+use std::time::Duration;
+
+#[derive(Debug)]
+pub enum PoolMsg {
+    /// Claimed URLs from the master.
+    Dispatch(Vec<Job>),
+    /// Keys of every job held (queued or running): how a restarted master
+    /// learns what is still in flight.
+    Held(RpcReplyPort<Vec<Job>>),
+    /// Stop starting slaves; hand back the queued jobs (running ones finish).
+    Drain(RpcReplyPort<Vec<Job>>),
+    Stats(RpcReplyPort<PoolStats>),
+    RobotsFetched {
+        host: String,
+        report: RobotsReport,
+    },
+    HostBackoff {
+        host: String,
+        until: Millis,
+    },
+    /// A politeness delay ran out.
+    Wake,
+}
+
+/// What a pool is doing.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PoolStats {
+    pub running: usize,
+    pub queued: usize,
+}
+
+#[derive(Debug)]
+pub struct PoolArgs {
+    pub config: CrawlConfig,
+    pub behaviours: Behaviours,
+}
+
+#[derive(Debug)]
+enum Running {
+    Page(Job),
+    Robots(String),
+}
+
+#[derive(Debug)]
+pub struct PoolState {
+    args: PoolArgs,
+    scheduler: HostScheduler,
+    slaves: HashMap<ActorId, Running>,
+    /// Registered name of the master reports go to.
+    master: String,
+    draining: bool,
+    /// Time of the wake-up already scheduled, so delays don't pile up timers.
+    wake_at: Option<Millis>,
+}
+
+#[derive(Debug)]
+pub struct Pool;
+
+impl Actor for Pool {
+    type Msg = PoolMsg;
+    type State = PoolState;
+    type Arguments = PoolArgs;
+
+    async fn pre_start(
+        &self,
+        _myself: ActorRef<Self::Msg>,
+        args: PoolArgs,
+    ) -> Result<Self::State, ActorProcessingErr> {
+        Ok(PoolState {
+            scheduler: HostScheduler::new(args.config.politeness()),
+            master: args.config.master_name(),
+            args,
+            slaves: HashMap::new(),
+            draining: false,
+            wake_at: None,
+        })
+    }
+
+    async fn handle(
+        &self,
+        myself: ActorRef<Self::Msg>,
+        msg: Self::Msg,
+        state: &mut Self::State,
+    ) -> Result<(), ActorProcessingErr> {
+        match msg {
+            PoolMsg::Dispatch(jobs) => {
+                if state.draining {
+                    // Too late to start: the master releases what it sent.
+                    return Ok(());
+                }
+                for job in jobs {
+                    state.scheduler.push(job);
+                }
+            }
+            PoolMsg::Held(reply) => {
+                let _ = reply.send(state.scheduler.held());
+            }
+            PoolMsg::Drain(reply) => {
+                state.draining = true;
+                let _ = reply.send(state.scheduler.take_queued());
+            }
+            PoolMsg::Stats(reply) => {
+                let _ = reply.send(PoolStats {
+                    running: state.slaves.len(),
+                    queued: state.scheduler.queued(),
+                });
+            }
+            PoolMsg::RobotsFetched { host, report } => {
+                master::cast(&state.master, MasterMsg::HostRecord(report.record.clone()));
+                state
+                    .scheduler
+                    .robots_ready(&host, report.rules, report.unreachable, now_ms());
+            }
+            PoolMsg::HostBackoff { host, until } => state.scheduler.back_off(&host, until),
+            PoolMsg::Wake => state.wake_at = None,
+        }
+        pump(&myself, state).await
+    }
+
+    async fn handle_supervisor_evt(
+        &self,
+        myself: ActorRef<Self::Msg>,
+        evt: SupervisionEvent,
+        state: &mut Self::State,
+    ) -> Result<(), ActorProcessingErr> {
+        let (cell, failure) = match evt {
+            SupervisionEvent::ActorTerminated(cell, _, _) => (cell, None),
+            SupervisionEvent::ActorFailed(cell, err) => (cell, Some(err.to_string())),
+            _ => return Ok(()),
+        };
+        match state.slaves.remove(&cell.get_id()) {
+            Some(Running::Page(job)) => {
+                state.scheduler.finished(&job.key(), &job.host);
+                if let Some(reason) = failure {
+                    tracing::warn!(url = %job.url, %reason, "slave failed");
+                    master::report(
+                        &state.master,
+                        SlaveReport::Failed {
+                            job,
+                            reason: format!("slave crashed: {reason}"),
+                            retryable: true,
+                            status: None,
+                            retry_after: None,
+                        },
+                    );
+                }
+            }
+            Some(Running::Robots(host)) => match failure {
+                None => state.scheduler.robots_done(),
+                Some(reason) => {
+                    tracing::warn!(%host, %reason, "robots.txt slave failed");
+                    state.scheduler.robots_failed(&host);
+                }
+            },
+            None => {}
+        }
+        pump(&myself, state).await
+    }
+}
+
+/// Start whatever politeness allows now, and schedule the next wake-up.
+async fn pump(myself: &ActorRef<PoolMsg>, state: &mut PoolState) -> Result<(), ActorProcessingErr> {
+    if state.draining {
+        return Ok(());
+    }
+    let now = now_ms();
+    let (actions, wake) = state.scheduler.poll(now);
+    for action in actions {
+        match action {
+            Action::FetchRobots { scheme, host } => {
+                let task = SlaveTask::Robots {
+                    scheme,
+                    host: host.clone(),
+                };
+                let id = spawn_slave(myself, state, task).await?;
+                state.slaves.insert(id, Running::Robots(host));
+            }
+            Action::Run(job) => {
+                let id = spawn_slave(myself, state, SlaveTask::Page(job.clone())).await?;
+                state.slaves.insert(id, Running::Page(job));
+            }
+            Action::Blocked(job) => {
+                master::report(&state.master, SlaveReport::RobotsBlocked { job })
+            }
+            Action::Unreachable(job) => master::report(
+                &state.master,
+                SlaveReport::Failed {
+                    job,
+                    reason: "robots.txt unreachable".to_string(),
+                    retryable: true,
+                    status: None,
+                    retry_after: None,
+                },
+            ),
+        }
+    }
+    if let Some(at) = wake {
+        if state.wake_at.is_none_or(|w| at < w) {
+            state.wake_at = Some(at);
+            let delay = Duration::from_millis(at.saturating_sub(now).max(1) as u64);
+            myself.send_after(delay, || PoolMsg::Wake);
+        }
+    }
+    Ok(())
+}
+
+async fn spawn_slave(
+    myself: &ActorRef<PoolMsg>,
+    state: &PoolState,
+    task: SlaveTask,
+) -> Result<ActorId, ActorProcessingErr> {
+    let args = SlaveArgs {
+        task,
+        behaviours: state.args.behaviours.clone(),
+        node_name: state.args.config.node_name.clone(),
+        master: state.master.clone(),
+        pool: myself.clone(),
+    };
+    let (slave, _) = Actor::spawn_linked(None, Slave, args, myself.get_cell()).await?;
+    Ok(slave.get_id())
+}

@@ -1,0 +1,499 @@
+//! Per-host politeness for one pool, as a pure state machine: which job may
+//! start now, given robots.txt, per-host concurrency, per-host delay and the
+//! pool's total concurrency. The [`Pool`](crate::Pool) actor feeds it events
+//! and carries out the [`Action`]s it returns.
+
+use crate::behaviour::RobotsRules;
+use crate::types::{Job, Millis, UrlKey};
+use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
+
+/// Politeness settings.
+#[derive(Clone, Debug)]
+pub struct Politeness {
+    /// Slaves running at once in this pool (robots fetches included).
+    pub max_in_flight: usize,
+    /// Requests in flight per host.
+    pub per_host: usize,
+    /// Minimum time between two request starts on one host; a longer
+    /// robots.txt `Crawl-delay` wins.
+    pub min_delay_ms: u64,
+    /// How long robots.txt rules are trusted before they are fetched again.
+    pub robots_ttl_ms: Millis,
+    /// How long to wait before asking an unreachable robots.txt again.
+    pub robots_retry_ms: Millis,
+}
+
+/// Something the pool must do now.
+#[derive(Debug)]
+pub enum Action {
+    /// Spawn a slave that fetches robots.txt of this host.
+    FetchRobots { scheme: String, host: String },
+    /// Spawn a slave for this job.
+    Run(Job),
+    /// robots.txt disallows this job: report it, fetch nothing.
+    Blocked(Job),
+    /// robots.txt is unreachable: the job cannot be fetched now.
+    Unreachable(Job),
+}
+
+#[derive(Debug)]
+enum Robots {
+    Unknown,
+    Fetching,
+    Ready {
+        rules: Arc<dyn RobotsRules>,
+        unreachable: bool,
+        expires_at: Millis,
+    },
+}
+
+#[derive(Debug)]
+struct HostSlot {
+    robots: Robots,
+    queue: VecDeque<Job>,
+    running: Vec<Job>,
+    /// Earliest start of the next request (delay, Crawl-delay, Retry-After).
+    next_start: Millis,
+}
+
+/// The scheduler's state. All methods are cheap and never block.
+#[derive(Debug)]
+pub struct HostScheduler {
+    cfg: Politeness,
+    hosts: HashMap<String, HostSlot>,
+    /// Hosts with queued jobs, in round-robin order.
+    active: VecDeque<String>,
+    in_flight: usize,
+}
+
+impl HostScheduler {
+    pub fn new(cfg: Politeness) -> Self {
+        Self {
+            cfg,
+            hosts: HashMap::new(),
+            active: VecDeque::new(),
+            in_flight: 0,
+        }
+    }
+
+    /// Slaves running now (robots fetches included).
+    pub fn in_flight(&self) -> usize {
+        self.in_flight
+    }
+
+    /// Jobs queued but not started.
+    pub fn queued(&self) -> usize {
+        self.hosts.values().map(|h| h.queue.len()).sum()
+    }
+
+    /// Every job this pool holds, queued or running.
+    pub fn held(&self) -> Vec<Job> {
+        self.hosts
+            .values()
+            .flat_map(|h| h.queue.iter().chain(h.running.iter()).cloned())
+            .collect()
+    }
+
+    pub fn push(&mut self, job: Job) {
+        let slot = self
+            .hosts
+            .entry(job.host.clone())
+            .or_insert_with(|| HostSlot {
+                robots: Robots::Unknown,
+                queue: VecDeque::new(),
+                running: Vec::new(),
+                next_start: 0,
+            });
+        if slot.queue.is_empty() {
+            self.active.push_back(job.host.clone());
+        }
+        slot.queue.push_back(job);
+    }
+
+    /// robots.txt for `host` arrived (the robots slave has exited).
+    pub fn robots_ready(
+        &mut self,
+        host: &str,
+        rules: Arc<dyn RobotsRules>,
+        unreachable: bool,
+        now: Millis,
+    ) {
+        if let Some(slot) = self.hosts.get_mut(host) {
+            let ttl = if unreachable {
+                self.cfg.robots_retry_ms
+            } else {
+                self.cfg.robots_ttl_ms
+            };
+            slot.robots = Robots::Ready {
+                rules,
+                unreachable,
+                expires_at: now.saturating_add(ttl),
+            };
+        }
+    }
+
+    /// The robots fetch for `host` ended without a report (its slave failed):
+    /// ask again on the next pump.
+    pub fn robots_failed(&mut self, host: &str) {
+        if let Some(slot) = self.hosts.get_mut(host) {
+            if matches!(slot.robots, Robots::Fetching) {
+                slot.robots = Robots::Unknown;
+            }
+        }
+        self.in_flight = self.in_flight.saturating_sub(1);
+    }
+
+    /// A robots slave exited after reporting.
+    pub fn robots_done(&mut self) {
+        self.in_flight = self.in_flight.saturating_sub(1);
+    }
+
+    /// A page slave exited (whatever its outcome).
+    pub fn finished(&mut self, key: &UrlKey, host: &str) {
+        if let Some(slot) = self.hosts.get_mut(host) {
+            if let Some(i) = slot
+                .running
+                .iter()
+                .position(|j| j.url == key.url && j.operation == key.operation)
+            {
+                slot.running.swap_remove(i);
+                self.in_flight = self.in_flight.saturating_sub(1);
+            }
+        }
+    }
+
+    /// The host asked us to slow down (429/503 with Retry-After).
+    pub fn back_off(&mut self, host: &str, until: Millis) {
+        if let Some(slot) = self.hosts.get_mut(host) {
+            slot.next_start = slot.next_start.max(until);
+        }
+    }
+
+    /// Take every queued (not running) job out, e.g. to hand it back on drain.
+    pub fn take_queued(&mut self) -> Vec<Job> {
+        self.active.clear();
+        self.hosts
+            .values_mut()
+            .flat_map(|h| h.queue.drain(..))
+            .collect()
+    }
+
+    /// Decide what may start at `now`. Returns the actions and the time of
+    /// the next wake-up when something is waiting on a delay.
+    pub fn poll(&mut self, now: Millis) -> (Vec<Action>, Option<Millis>) {
+        let mut actions = Vec::new();
+        let mut wake: Option<Millis> = None;
+        let mut progress = true;
+        // Round-robin: one start per host per pass, passes until nothing moves.
+        while progress {
+            progress = false;
+            for _ in 0..self.active.len() {
+                let Some(host) = self.active.pop_front() else {
+                    break;
+                };
+                let keep = self.poll_host(&host, now, &mut actions, &mut wake, &mut progress);
+                if keep {
+                    self.active.push_back(host);
+                }
+            }
+        }
+        (actions, wake)
+    }
+
+    /// One step for one host; returns whether it stays active (has queued jobs).
+    fn poll_host(
+        &mut self,
+        host: &str,
+        now: Millis,
+        actions: &mut Vec<Action>,
+        wake: &mut Option<Millis>,
+        progress: &mut bool,
+    ) -> bool {
+        let cfg = &self.cfg;
+        let Some(slot) = self.hosts.get_mut(host) else {
+            return false;
+        };
+        if slot.queue.is_empty() {
+            return false;
+        }
+        if let Robots::Ready { expires_at, .. } = slot.robots {
+            if now >= expires_at && slot.running.is_empty() {
+                slot.robots = Robots::Unknown;
+            }
+        }
+        match &slot.robots {
+            Robots::Fetching => true,
+            Robots::Unknown => {
+                if self.in_flight < cfg.max_in_flight {
+                    let scheme = slot
+                        .queue
+                        .front()
+                        .map(|j| scheme_of(&j.url))
+                        .unwrap_or("http");
+                    actions.push(Action::FetchRobots {
+                        scheme: scheme.to_string(),
+                        host: host.to_string(),
+                    });
+                    slot.robots = Robots::Fetching;
+                    self.in_flight += 1;
+                    *progress = true;
+                }
+                true
+            }
+            Robots::Ready {
+                rules, unreachable, ..
+            } => {
+                let rules = rules.clone();
+                if *unreachable {
+                    actions.extend(slot.queue.drain(..).map(Action::Unreachable));
+                    *progress = true;
+                    return false;
+                }
+                // Disallowed jobs cost no request: settle them all at once.
+                let before = slot.queue.len();
+                let mut kept = VecDeque::with_capacity(before);
+                for job in slot.queue.drain(..) {
+                    if rules.is_allowed(&job.url) {
+                        kept.push_back(job);
+                    } else {
+                        actions.push(Action::Blocked(job));
+                    }
+                }
+                slot.queue = kept;
+                if slot.queue.len() != before {
+                    *progress = true;
+                }
+                if slot.queue.is_empty() {
+                    return false;
+                }
+                if slot.running.len() >= cfg.per_host || self.in_flight >= cfg.max_in_flight {
+                    return true;
+                }
+                if now < slot.next_start {
+                    *wake = Some(wake.map_or(slot.next_start, |w| w.min(slot.next_start)));
+                    return true;
+                }
+                let job = slot.queue.pop_front().expect("queue checked non-empty");
+                let delay = cfg
+                    .min_delay_ms
+                    .max(rules.crawl_delay_ms().unwrap_or(0))
+                    .min(i64::MAX as u64) as Millis;
+                slot.next_start = now.saturating_add(delay);
+                slot.running.push(job.clone());
+                self.in_flight += 1;
+                actions.push(Action::Run(job));
+                *progress = true;
+                !slot.queue.is_empty()
+            }
+        }
+    }
+}
+
+fn scheme_of(url: &str) -> &str {
+    url.split_once("://").map_or("http", |(s, _)| s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::types::OperationSpec;
+
+    #[derive(Debug)]
+    struct Rules {
+        deny_prefix: &'static str,
+        delay: Option<u64>,
+    }
+    impl RobotsRules for Rules {
+        fn is_allowed(&self, url: &str) -> bool {
+            !url.contains(self.deny_prefix)
+        }
+        fn crawl_delay_ms(&self) -> Option<u64> {
+            self.delay
+        }
+    }
+
+    fn job(host: &str, path: &str) -> Job {
+        Job {
+            url: format!("http://{host}{path}"),
+            host: host.to_string(),
+            operation: OperationSpec::crawl(),
+            depth: 0,
+            priority: 1.0,
+            attempts: 0,
+            redirect_hops: 0,
+        }
+    }
+
+    fn sched(max: usize, per_host: usize, delay: u64) -> HostScheduler {
+        HostScheduler::new(Politeness {
+            max_in_flight: max,
+            per_host,
+            min_delay_ms: delay,
+            robots_ttl_ms: 1_000_000,
+            robots_retry_ms: 1_000,
+        })
+    }
+
+    fn rules(deny: &'static str, delay: Option<u64>) -> Arc<dyn RobotsRules> {
+        Arc::new(Rules {
+            deny_prefix: deny,
+            delay,
+        })
+    }
+
+    fn runs(actions: &[Action]) -> Vec<String> {
+        actions
+            .iter()
+            .filter_map(|a| match a {
+                Action::Run(j) => Some(j.url.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn robots_is_fetched_once_before_any_page() {
+        let mut s = sched(10, 1, 0);
+        s.push(job("a", "/1"));
+        s.push(job("a", "/2"));
+        let (actions, _) = s.poll(0);
+        assert_eq!(actions.len(), 1);
+        assert!(
+            matches!(&actions[0], Action::FetchRobots { host, scheme } if host == "a" && scheme == "http")
+        );
+        // Still fetching: nothing else happens.
+        assert!(s.poll(0).0.is_empty());
+        s.robots_done();
+        s.robots_ready("a", rules("/private", None), false, 0);
+        assert_eq!(runs(&s.poll(0).0), vec!["http://a/1"]);
+    }
+
+    #[test]
+    fn per_host_limit_and_delay_hold() {
+        let mut s = sched(10, 1, 100);
+        s.robots_ready("a", rules("/x", None), false, 0); // no slot yet: ignored
+        for i in 0..3 {
+            s.push(job("a", &format!("/{i}")));
+        }
+        s.poll(0);
+        s.robots_done();
+        s.robots_ready("a", rules("/private", None), false, 0);
+        let (a, _) = s.poll(0);
+        assert_eq!(runs(&a), vec!["http://a/0"]);
+        // Second request waits for the first to finish (per_host = 1).
+        assert!(s.poll(0).0.is_empty());
+        s.finished(&job("a", "/0").key(), "a");
+        // ...and for the delay.
+        let (a, wake) = s.poll(50);
+        assert!(a.is_empty());
+        assert_eq!(wake, Some(100));
+        assert_eq!(runs(&s.poll(100).0), vec!["http://a/1"]);
+    }
+
+    #[test]
+    fn crawl_delay_longer_than_configured_wins() {
+        let mut s = sched(10, 4, 10);
+        s.push(job("a", "/0"));
+        s.push(job("a", "/1"));
+        s.poll(0);
+        s.robots_done();
+        s.robots_ready("a", rules("/private", Some(500)), false, 0);
+        assert_eq!(runs(&s.poll(0).0).len(), 1);
+        let (a, wake) = s.poll(100);
+        assert!(a.is_empty());
+        assert_eq!(wake, Some(500));
+    }
+
+    #[test]
+    fn disallowed_jobs_are_blocked_without_a_fetch() {
+        let mut s = sched(10, 1, 0);
+        s.push(job("a", "/private/1"));
+        s.push(job("a", "/ok"));
+        s.poll(0);
+        s.robots_done();
+        s.robots_ready("a", rules("/private", None), false, 0);
+        let (a, _) = s.poll(0);
+        assert!(matches!(&a[0], Action::Blocked(j) if j.url.ends_with("/private/1")));
+        assert_eq!(runs(&a), vec!["http://a/ok"]);
+    }
+
+    #[test]
+    fn unreachable_robots_returns_all_jobs() {
+        let mut s = sched(10, 1, 0);
+        s.push(job("a", "/1"));
+        s.poll(0);
+        s.robots_done();
+        s.robots_ready("a", rules("", None), true, 0);
+        let (a, _) = s.poll(0);
+        assert!(matches!(&a[0], Action::Unreachable(_)));
+        assert_eq!(s.queued(), 0);
+        // After the retry interval robots.txt is asked again.
+        s.push(job("a", "/2"));
+        let (a, _) = s.poll(2_000);
+        assert!(matches!(&a[0], Action::FetchRobots { .. }));
+    }
+
+    #[test]
+    fn hosts_share_the_pool_round_robin_within_the_global_limit() {
+        let mut s = sched(3, 2, 0);
+        for h in ["a", "b"] {
+            for i in 0..3 {
+                s.push(job(h, &format!("/{i}")));
+            }
+        }
+        let (a, _) = s.poll(0);
+        assert_eq!(a.len(), 2); // two robots fetches
+        s.robots_done();
+        s.robots_done();
+        s.robots_ready("a", rules("/private", None), false, 0);
+        s.robots_ready("b", rules("/private", None), false, 0);
+        let started = runs(&s.poll(0).0);
+        assert_eq!(started.len(), 3, "global limit");
+        assert!(started.iter().any(|u| u.contains("//a/")));
+        assert!(started.iter().any(|u| u.contains("//b/")));
+        assert_eq!(s.in_flight(), 3);
+        assert_eq!(s.held().len(), 6);
+    }
+
+    #[test]
+    fn back_off_delays_the_host() {
+        let mut s = sched(10, 1, 0);
+        s.push(job("a", "/1"));
+        s.push(job("a", "/2"));
+        s.poll(0);
+        s.robots_done();
+        s.robots_ready("a", rules("/private", None), false, 0);
+        s.poll(0);
+        s.back_off("a", 5_000);
+        s.finished(&job("a", "/1").key(), "a");
+        let (a, wake) = s.poll(10);
+        assert!(a.is_empty());
+        assert_eq!(wake, Some(5_000));
+        assert_eq!(runs(&s.poll(5_000).0), vec!["http://a/2"]);
+    }
+
+    #[test]
+    fn failed_robots_fetch_is_retried() {
+        let mut s = sched(10, 1, 0);
+        s.push(job("a", "/1"));
+        s.poll(0);
+        s.robots_failed("a");
+        let (a, _) = s.poll(0);
+        assert!(matches!(&a[0], Action::FetchRobots { .. }));
+    }
+
+    #[test]
+    fn take_queued_leaves_running_jobs() {
+        let mut s = sched(10, 1, 0);
+        s.push(job("a", "/1"));
+        s.push(job("a", "/2"));
+        s.poll(0);
+        s.robots_done();
+        s.robots_ready("a", rules("/private", None), false, 0);
+        s.poll(0);
+        let q = s.take_queued();
+        assert_eq!(q.len(), 1);
+        assert_eq!(s.held(), vec![job("a", "/1")]);
+    }
+}

@@ -1,0 +1,233 @@
+//! `Sup`: the paper's `web_crawler_sup`, a `one_for_one` supervisor over the
+//! pool and the master. ractor reports child exits; the restart policy and
+//! the restart intensity are ours, as OTP's: a child that exits is restarted
+//! alone; more than `max_restarts` restarts within `period` and the
+//! supervisor stops, taking the app down with the reason.
+
+use crate::config::{Behaviours, CrawlConfig};
+use crate::master::{Master, MasterArgs, MasterMsg};
+use crate::pool::{Pool, PoolArgs};
+use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
+use serde::{Deserialize, Serialize};
+use std::collections::{HashMap, VecDeque};
+use std::time::Instant;
+use tokio::sync::watch;
+
+/// The supervisor's children, in start order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum ChildRole {
+    Pool,
+    Master,
+}
+
+/// One row of `which_children`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChildInfo {
+    pub name: String,
+    pub role: ChildRole,
+    pub restarts: u32,
+}
+
+#[derive(Debug)]
+pub enum SupMsg {
+    /// Like `supervisor:which_children/1`.
+    WhichChildren(RpcReplyPort<Vec<ChildInfo>>),
+    /// Stop the children (master first, so it writes its last batch) and then
+    /// the supervisor itself, without restarting anything.
+    Shutdown(RpcReplyPort<()>),
+}
+
+#[derive(Debug)]
+pub struct SupArgs {
+    pub config: CrawlConfig,
+    pub behaviours: Behaviours,
+    /// Where the reason the tree stopped is published.
+    pub exit: watch::Sender<Option<String>>,
+}
+
+#[derive(Debug)]
+struct Child {
+    role: ChildRole,
+    cell: ractor::ActorCell,
+}
+
+#[derive(Debug)]
+pub struct SupState {
+    args: SupArgs,
+    children: HashMap<ActorId, Child>,
+    restart_times: VecDeque<Instant>,
+    restarts: HashMap<ChildRole, u32>,
+    shutting_down: bool,
+}
+
+#[derive(Debug)]
+pub struct Sup;
+
+impl Actor for Sup {
+    type Msg = SupMsg;
+    type State = SupState;
+    type Arguments = SupArgs;
+
+    async fn pre_start(
+        &self,
+        myself: ActorRef<Self::Msg>,
+        args: SupArgs,
+    ) -> Result<Self::State, ActorProcessingErr> {
+        let mut state = SupState {
+            args,
+            children: HashMap::new(),
+            restart_times: VecDeque::new(),
+            restarts: HashMap::new(),
+            shutting_down: false,
+        };
+        // The master adopts what the pool holds, so the pool starts first.
+        start_child(&myself, &mut state, ChildRole::Pool).await?;
+        start_child(&myself, &mut state, ChildRole::Master).await?;
+        Ok(state)
+    }
+
+    async fn handle(
+        &self,
+        myself: ActorRef<Self::Msg>,
+        msg: Self::Msg,
+        state: &mut Self::State,
+    ) -> Result<(), ActorProcessingErr> {
+        match msg {
+            SupMsg::WhichChildren(reply) => {
+                let mut rows: Vec<ChildInfo> = state
+                    .children
+                    .values()
+                    .map(|c| ChildInfo {
+                        name: c.cell.get_name().unwrap_or_default(),
+                        role: c.role,
+                        restarts: state.restarts.get(&c.role).copied().unwrap_or(0),
+                    })
+                    .collect();
+                rows.sort_by_key(|c| c.role == ChildRole::Master);
+                let _ = reply.send(rows);
+            }
+            SupMsg::Shutdown(reply) => {
+                state.shutting_down = true;
+                for role in [ChildRole::Master, ChildRole::Pool] {
+                    let cells: Vec<_> = state
+                        .children
+                        .values()
+                        .filter(|c| c.role == role)
+                        .map(|c| c.cell.clone())
+                        .collect();
+                    for cell in cells {
+                        let _ = cell.stop_and_wait(None, None).await;
+                    }
+                }
+                let _ = state.args.exit.send(Some(String::new()));
+                let _ = reply.send(());
+                myself.stop(None);
+            }
+        }
+        Ok(())
+    }
+
+    async fn handle_supervisor_evt(
+        &self,
+        myself: ActorRef<Self::Msg>,
+        evt: SupervisionEvent,
+        state: &mut Self::State,
+    ) -> Result<(), ActorProcessingErr> {
+        let (cell, why) = match evt {
+            SupervisionEvent::ActorTerminated(cell, _, reason) => {
+                (cell, reason.unwrap_or_else(|| "stopped".to_string()))
+            }
+            SupervisionEvent::ActorFailed(cell, err) => (cell, err.to_string()),
+            _ => return Ok(()),
+        };
+        let Some(child) = state.children.remove(&cell.get_id()) else {
+            return Ok(());
+        };
+        if state.shutting_down {
+            return Ok(());
+        }
+        tracing::error!(child = ?child.role, reason = %why, "child exited; restarting it");
+        // A child whose restart fails to start counts as another restart.
+        let mut why = why;
+        loop {
+            if let Some(reason) = note_restart(state, child.role, &why) {
+                tracing::error!(%reason, "supervisor giving up");
+                state.shutting_down = true;
+                for other in state.children.values() {
+                    other.cell.stop(Some("supervisor shutdown".to_string()));
+                }
+                let _ = state.args.exit.send(Some(reason.clone()));
+                myself.stop(Some(reason));
+                return Ok(());
+            }
+            match start_child(&myself, state, child.role).await {
+                Ok(()) => break,
+                Err(e) => {
+                    why = format!("restart failed: {e}");
+                    tracing::error!(child = ?child.role, reason = %why, "child did not start");
+                }
+            }
+        }
+        if child.role == ChildRole::Pool {
+            if let Some(master) = ActorRef::<MasterMsg>::where_is(state.args.config.master_name()) {
+                let _ = master.cast(MasterMsg::PoolRestarted);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Record a restart; `Some(reason)` when it exceeds the restart intensity.
+fn note_restart(state: &mut SupState, role: ChildRole, why: &str) -> Option<String> {
+    let now = Instant::now();
+    let intensity = state.args.config.restart_intensity;
+    while state
+        .restart_times
+        .front()
+        .is_some_and(|t| now.duration_since(*t) > intensity.period)
+    {
+        state.restart_times.pop_front();
+    }
+    state.restart_times.push_back(now);
+    if state.restart_times.len() as u32 > intensity.max_restarts {
+        return Some(format!(
+            "restart intensity exceeded ({} restart(s) in {:?}): {role:?} exited: {why}",
+            intensity.max_restarts, intensity.period
+        ));
+    }
+    *state.restarts.entry(role).or_default() += 1;
+    None
+}
+
+async fn start_child(
+    myself: &ActorRef<SupMsg>,
+    state: &mut SupState,
+    role: ChildRole,
+) -> Result<(), ActorProcessingErr> {
+    let cfg = &state.args.config;
+    let cell = match role {
+        ChildRole::Pool => {
+            let args = PoolArgs {
+                config: cfg.clone(),
+                behaviours: state.args.behaviours.clone(),
+            };
+            Actor::spawn_linked(Some(cfg.pool_name()), Pool, args, myself.get_cell())
+                .await?
+                .0
+                .get_cell()
+        }
+        ChildRole::Master => {
+            let args = MasterArgs {
+                config: cfg.clone(),
+                behaviours: state.args.behaviours.clone(),
+                restarts: state.restarts.get(&role).copied().unwrap_or(0),
+            };
+            Actor::spawn_linked(Some(cfg.master_name()), Master, args, myself.get_cell())
+                .await?
+                .0
+                .get_cell()
+        }
+    };
+    state.children.insert(cell.get_id(), Child { role, cell });
+    Ok(())
+}

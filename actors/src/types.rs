@@ -1,0 +1,266 @@
+//! Plain data that travels between actors and into the store.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// Milliseconds since the Unix epoch: the one timestamp representation the
+/// store uses for anything that changes after insert.
+pub type Millis = i64;
+
+/// Wall-clock now in epoch milliseconds.
+pub fn now_ms() -> Millis {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as Millis)
+        .unwrap_or(0)
+}
+
+/// The paper's `operation` field: an array whose first element names the
+/// operation and the rest are its arguments (`["search", "text"]`). The empty
+/// array is a plain crawl.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct OperationSpec(pub Vec<String>);
+
+impl OperationSpec {
+    /// A plain crawl: fetch, record, follow links.
+    pub fn crawl() -> Self {
+        Self(Vec::new())
+    }
+
+    /// The paper's `search_text(URL, Text)` operation.
+    pub fn search_text(text: impl Into<String>) -> Self {
+        Self(vec![SEARCH_OPERATION.to_string(), text.into()])
+    }
+
+    /// The operation's name, `None` for a plain crawl.
+    pub fn name(&self) -> Option<&str> {
+        self.0.first().map(String::as_str)
+    }
+
+    /// Arguments after the name.
+    pub fn args(&self) -> &[String] {
+        self.0.get(1..).unwrap_or(&[])
+    }
+
+    /// Canonical string form, used as part of the pending-URL key: a JSON
+    /// array, unambiguous for any strings (unlike joining).
+    pub fn key(&self) -> String {
+        serde_json::to_string(&self.0).expect("a list of strings always serializes")
+    }
+
+    /// Parse the form [`OperationSpec::key`] writes.
+    pub fn from_key(key: &str) -> Option<Self> {
+        serde_json::from_str(key).ok().map(Self)
+    }
+}
+
+impl fmt::Display for OperationSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.name() {
+            None => f.write_str("crawl"),
+            Some(_) => f.write_str(&self.0.join(" ")),
+        }
+    }
+}
+
+/// Name of the built-in search operation (paper listing 13).
+pub const SEARCH_OPERATION: &str = "search";
+
+/// Identity of a unit of work: the paper's pending_urls key.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct UrlKey {
+    pub url: String,
+    pub operation: OperationSpec,
+}
+
+/// A URL admitted to the frontier, on its way into `pending_urls`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct NewLink {
+    /// Normalized absolute URL.
+    pub url: String,
+    /// Politeness key: `host[:port]` of the URL.
+    pub host: String,
+    pub operation: OperationSpec,
+    /// The page that links here; `None` for a seed.
+    pub referral: Option<String>,
+    pub depth: u32,
+    /// OPIC credit handed down by the referrer; summed when referrals merge.
+    pub priority: f64,
+    /// Length of the redirect chain that led here (0 for a normal link).
+    pub redirect_hops: u32,
+}
+
+/// A claimed URL, leased to this node, on its way to a slave.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Job {
+    pub url: String,
+    pub host: String,
+    pub operation: OperationSpec,
+    pub depth: u32,
+    pub priority: f64,
+    /// Attempts made before this one.
+    pub attempts: u32,
+    pub redirect_hops: u32,
+}
+
+impl Job {
+    pub fn key(&self) -> UrlKey {
+        UrlKey {
+            url: self.url.clone(),
+            operation: self.operation.clone(),
+        }
+    }
+}
+
+/// What a slave learned about one page: the paper's processed_urls document,
+/// minus the referral fields the store maintains.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct PageRecord {
+    pub url: String,
+    pub operation: OperationSpec,
+    pub host: String,
+    pub depth: u32,
+    /// `None` when no HTTP response was had (network error, robots).
+    pub http_returncode: Option<u16>,
+    /// The Content-Length header, as the server sent it.
+    pub content_length: Option<i64>,
+    pub content_type: Option<String>,
+    pub server: Option<String>,
+    /// Links found on the page (before scope and filters).
+    pub links_count: u32,
+    pub title: Option<String>,
+    /// 64-bit hash of the body, for content-seen de-duplication.
+    pub content_hash: Option<u64>,
+    pub redirect_to: Option<String>,
+    /// Why the page is failed / not fetched, in one line.
+    pub error: Option<String>,
+    pub fetch_ms: i64,
+    /// Admitted out-links (site structure).
+    pub out_links: Vec<String>,
+    /// The body hit the size cap and was cut.
+    pub truncated: bool,
+    /// Name of the node whose slave fetched the page.
+    pub node: String,
+}
+
+/// Positions of a searched text in a page (paper listing 3).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SearchHit {
+    pub url: String,
+    pub text: String,
+    /// Byte offsets of each non-overlapping occurrence in the page decoded to UTF-8.
+    pub positions: Vec<u64>,
+}
+
+/// robots.txt and politeness facts about one host, for the `hosts` collection.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct HostRecord {
+    pub host: String,
+    /// `fetched` | `not_found` | `unreachable`
+    pub robots_status: String,
+    pub robots_http_code: Option<u16>,
+    pub robots_error: Option<String>,
+    pub robots_txt: Option<String>,
+    pub robots_fetched_at: Millis,
+    pub crawl_delay_ms: Option<u64>,
+    pub sitemaps: Vec<String>,
+}
+
+/// A stored processed_urls document, as read back.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ProcessedUrl {
+    #[serde(flatten)]
+    pub record: PageRecord,
+    pub referral_count: u64,
+    pub referral_list: Vec<String>,
+    pub duplicate_of: Option<String>,
+    pub d_processed: Millis,
+}
+
+/// A stored pending_urls document, as read back.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PendingUrl {
+    pub url: String,
+    pub operation: OperationSpec,
+    pub host: String,
+    pub status: String,
+    pub depth: u32,
+    pub priority: f64,
+    pub attempts: u32,
+    pub referral_list: Vec<String>,
+    pub d_change: Millis,
+    pub not_before: Millis,
+    pub lease_until: Option<Millis>,
+    pub last_error: Option<String>,
+}
+
+/// A stored search_results document.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SearchResult {
+    pub url: String,
+    pub text: String,
+    pub positions: Vec<u64>,
+    pub d_search: Millis,
+}
+
+/// A page that answered 4xx/5xx or could not be fetched, with who links to it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BrokenLink {
+    pub url: String,
+    pub http_returncode: Option<u16>,
+    pub error: Option<String>,
+    pub referral_list: Vec<String>,
+}
+
+/// Counts over the store, for status and the idle check.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StoreCounts {
+    /// Waiting in pending_urls (including ones waiting for a retry time).
+    pub pending: u64,
+    /// Leased to a slave somewhere.
+    pub processing: u64,
+    pub processed: u64,
+    /// Processed with an error (gave up, robots-blocked, ...).
+    pub failed: u64,
+    pub robots_blocked: u64,
+    pub duplicates: u64,
+    pub search_results: u64,
+}
+
+impl StoreCounts {
+    /// Nothing left to do in the frontier.
+    pub fn frontier_empty(&self) -> bool {
+        self.pending == 0 && self.processing == 0
+    }
+}
+
+/// Error text recorded for a page robots.txt disallows.
+pub const ROBOTS_BLOCKED: &str = "disallowed by robots.txt";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn operation_key_is_unambiguous() {
+        let a = OperationSpec(vec!["search".into(), "a,b".into()]);
+        let b = OperationSpec(vec!["search".into(), "a".into(), "b".into()]);
+        assert_ne!(a.key(), b.key());
+        assert_eq!(OperationSpec::crawl().key(), "[]");
+        assert_eq!(
+            OperationSpec::search_text("say \"hi\"").key(),
+            r#"["search","say \"hi\""]"#
+        );
+    }
+
+    #[test]
+    fn operation_name_and_args() {
+        let op = OperationSpec::search_text("needle");
+        assert_eq!(op.name(), Some("search"));
+        assert_eq!(op.args(), &["needle".to_string()]);
+        assert_eq!(OperationSpec::crawl().name(), None);
+        assert!(OperationSpec::crawl().args().is_empty());
+    }
+}
