@@ -1,1 +1,33 @@
-//! web_crawler
+//! # web_crawler
+//!
+//! A web crawler built the way an Erlang/OTP team builds systems: a
+//! supervision tree (`web_crawler_actors`) whose master owns the store,
+//! per-URL slave actors, and everything driven by messages. This crate holds
+//! the implementations of the tree's behaviours — URL normalization, robots,
+//! the hyper fetcher, the HTML extractor, the embedded SQLite store, the link
+//! policy, the `search_text` operation — and the CLI.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), web_crawler::Error> {
+//! use web_crawler::{start_embedded, Settings};
+//! let app = start_embedded("crawl.db".as_ref(), Settings::default()).await?;
+//! app.add_url("http://127.0.0.1:8080/").await?;
+//! app.wait_idle().await?;
+//! println!("{:?}", app.status().await?);
+//! app.stop(std::time::Duration::from_secs(5)).await?;
+//! # Ok(()) }
+//! ```
+
+pub mod extract;
+pub mod fetch;
+pub mod normalize;
+pub mod operations;
+pub mod policy;
+pub mod robots;
+pub mod store;
+
+mod settings;
+
+pub use settings::{start, start_embedded, Error, Settings};
+pub use web_crawler_actors as actors;
+pub use web_crawler_actors::{App, AppHandle, CrawlConfig, IdleReason, OperationSpec, Status};

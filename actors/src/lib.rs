@@ -11,6 +11,8 @@ mod slave;
 mod sup;
 mod types;
 
+/// Implementers of the behaviours use the same `async_trait` as the traits.
+pub use async_trait::async_trait;
 pub use app::{App, AppError, AppHandle};
 pub use behaviour::*;
 pub use config::{Behaviours, CrawlConfig, RestartIntensity};

@@ -1,0 +1,72 @@
+//! Wiring: settings → behaviours → a running app.
+
+use crate::extract::HtmlExtractor;
+use crate::fetch::{FetchConfig, FetchError, HttpFetcher};
+use crate::operations::builtin_operations;
+use crate::policy::{CrawlPolicy, PolicyConfig};
+use crate::store::SqliteStore;
+use std::path::Path;
+use std::sync::Arc;
+use web_crawler_actors::{
+    App, AppError, AppHandle, Behaviours, CrawlConfig, Operations, Store, StoreError,
+};
+
+/// Errors of starting and running a crawler.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Fetch(#[from] FetchError),
+    #[error(transparent)]
+    App(#[from] AppError),
+}
+
+/// Everything a node is configured with.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    pub crawl: CrawlConfig,
+    pub policy: PolicyConfig,
+    pub fetch: FetchConfig,
+    /// Operations a URL may carry; the built-in `search` by default. Add
+    /// your own with `Operations::with`.
+    pub operations: Operations,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            crawl: CrawlConfig::default(),
+            policy: PolicyConfig::default(),
+            fetch: FetchConfig::default(),
+            operations: builtin_operations(),
+        }
+    }
+}
+
+impl Settings {
+    /// The behaviours the tree runs with, over `store`.
+    pub fn behaviours(&self, store: Arc<dyn Store>) -> Result<Behaviours, Error> {
+        let fetcher = HttpFetcher::new(self.fetch.clone())?;
+        Ok(Behaviours {
+            store,
+            fetcher: Arc::new(fetcher),
+            extractor: Arc::new(HtmlExtractor::new(self.policy.normalize.clone())),
+            policy: Arc::new(CrawlPolicy::new(self.policy.clone())),
+            operations: self.operations.clone(),
+        })
+    }
+}
+
+/// Start the app over any store.
+pub async fn start(store: Arc<dyn Store>, settings: Settings) -> Result<AppHandle, Error> {
+    let behaviours = settings.behaviours(store)?;
+    Ok(App::start(settings.crawl.clone(), behaviours).await?)
+}
+
+/// Start the app on the embedded store at `db` (created if missing).
+pub async fn start_embedded(db: &Path, settings: Settings) -> Result<AppHandle, Error> {
+    let store = SqliteStore::open(db)?;
+    start(Arc::new(store), settings).await
+}

@@ -1,0 +1,454 @@
+//! End-to-end crawls of local test webs by the real tree on the embedded store.
+
+mod common;
+
+use common::{page_with_links, wait_for, Page, TestServer};
+use std::collections::{HashMap, HashSet};
+use std::net::Ipv4Addr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use web_crawler::actors::{
+    async_trait, ClaimRequest, CommitBatch, CommitSummary, HostRecord, Job, Operation,
+    OperationOutput, OperationSpec, PageContext, PageQuery, PendingUrl, ProcessedUrl, Store,
+    StoreCounts, StoreError, UrlKey,
+};
+use web_crawler::policy::Scope;
+use web_crawler::store::SqliteStore;
+use web_crawler::{start, IdleReason, Settings};
+
+fn settings(node: &str) -> Settings {
+    let mut s = Settings::default();
+    s.crawl.node_name = node.to_string();
+    s.crawl.concurrency = 8;
+    s.crawl.per_host = 1;
+    s.crawl.min_delay = Duration::ZERO;
+    s.crawl.retry_backoff = Duration::from_millis(20);
+    s.crawl.tick = Duration::from_millis(50);
+    s.policy.scope = Scope::Any;
+    s.fetch.total_timeout = Duration::from_secs(5);
+    s
+}
+
+fn temp_db() -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("crawl.db");
+    (dir, path)
+}
+
+/// Crawl to the end and hand back the store for inspection.
+async fn crawl(store: Arc<dyn Store>, settings: Settings, seeds: &[(String, OperationSpec)]) {
+    let app = start(store, settings).await.unwrap();
+    for (url, op) in seeds {
+        app.add_url_with(url, op.clone()).await.unwrap();
+    }
+    let idle = tokio::time::timeout(Duration::from_secs(120), app.wait_idle())
+        .await
+        .expect("crawl finishes")
+        .unwrap();
+    assert_eq!(idle, IdleReason::FrontierEmpty);
+    app.stop(Duration::from_secs(5)).await.unwrap();
+}
+
+async fn processed_by_url(store: &dyn Store) -> HashMap<String, ProcessedUrl> {
+    store
+        .processed(PageQuery::default())
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|p| (p.record.url.clone(), p))
+        .collect()
+}
+
+/// The small web: two hosts, robots.txt, redirects with a loop, a 404,
+/// relative links, normalization variants of one URL.
+async fn small_web() -> (TestServer, TestServer) {
+    let b = TestServer::start(
+        Ipv4Addr::new(127, 0, 0, 3),
+        HashMap::from([
+            ("/".to_string(), page_with_links("B home", &["/x"])),
+            ("/x".to_string(), page_with_links("B x", &["/"])),
+        ]),
+    )
+    .await;
+    let b_home = b.url("/");
+    let a_pages = HashMap::from([
+        (
+            "/robots.txt".to_string(),
+            Page::text("text/plain", "User-agent: *\nDisallow: /private/\n"),
+        ),
+        (
+            "/".to_string(),
+            page_with_links(
+                "A home",
+                &[
+                    "/a",
+                    "./b",
+                    "/a#section",
+                    "/sub/../a",
+                    "/%7Euser/",
+                    "/~user/",
+                    "/private/secret",
+                    "/redirect",
+                    "/loop1",
+                    "/missing",
+                    &b_home,
+                    "mailto:someone@example.com",
+                    "javascript:void(0)",
+                ],
+            ),
+        ),
+        ("/a".to_string(), page_with_links("A a", &["/", "/b", "/sub/c"])),
+        ("/b".to_string(), page_with_links("A b", &["/a", "HTTP://127.0.0.2:PORT/a"])),
+        ("/sub/c".to_string(), page_with_links("A c", &["../b", "d"])),
+        ("/sub/d".to_string(), page_with_links("A d", &[])),
+        ("/~user/".to_string(), page_with_links("A user", &[])),
+        ("/private/secret".to_string(), page_with_links("secret", &[])),
+        ("/redirect".to_string(), Page::redirect(301, "/target")),
+        ("/target".to_string(), page_with_links("A target", &[])),
+        ("/loop1".to_string(), Page::redirect(302, "/loop2")),
+        ("/loop2".to_string(), Page::redirect(302, "/loop1")),
+    ]);
+    // The absolute self-link needs the port, known only once bound: bind, then serve.
+    let probe = std::net::TcpListener::bind("127.0.0.2:0").unwrap();
+    let addr = probe.local_addr().unwrap();
+    drop(probe);
+    let a_pages = a_pages
+        .into_iter()
+        .map(|(k, mut v)| {
+            let body = String::from_utf8(v.body).unwrap();
+            v.body = body.replace("PORT", &addr.port().to_string()).into_bytes();
+            (k, v)
+        })
+        .collect();
+    let a = TestServer::start_on(addr, a_pages).await;
+    (a, b)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn crawls_a_small_web_exactly_once() {
+    let (a, b) = small_web().await;
+    let (_dir, db) = temp_db();
+    let store: Arc<dyn Store> = Arc::new(SqliteStore::open(&db).unwrap());
+    crawl(
+        store.clone(),
+        settings("e2e"),
+        &[(a.url("/"), OperationSpec::crawl())],
+    )
+    .await;
+
+    // Every reachable allowed page fetched exactly once; nothing disallowed fetched.
+    let a_expected = [
+        "/robots.txt", "/", "/a", "/b", "/sub/c", "/sub/d", "/~user/", "/redirect", "/target",
+        "/loop1", "/loop2", "/missing",
+    ];
+    let a_hits = a.hits();
+    for path in a_expected {
+        assert_eq!(a_hits.get(path), Some(&1), "{path} fetched once: {a_hits:?}");
+    }
+    assert_eq!(a_hits.len(), a_expected.len(), "nothing else fetched: {a_hits:?}");
+    assert_eq!(a.hits_of("/private/secret"), 0);
+    let b_hits = b.hits();
+    assert_eq!(b_hits.get("/"), Some(&1));
+    assert_eq!(b_hits.get("/x"), Some(&1));
+    assert_eq!(b_hits.get("/robots.txt"), Some(&1));
+
+    let pages = processed_by_url(&*store).await;
+    let home = &pages[&a.url("/")];
+    assert_eq!(home.record.http_returncode, Some(200));
+    assert_eq!(
+        home.record.content_type.as_deref(),
+        Some("text/html; charset=utf-8")
+    );
+    assert_eq!(home.record.links_count, 13, "every link found is counted");
+    assert_eq!(home.record.title.as_deref(), Some("A home"));
+
+    // Referral lists: /a is linked from /, /b and /b's absolute variant.
+    let a_page = &pages[&a.url("/a")];
+    let referrals: HashSet<&str> = a_page.referral_list.iter().map(String::as_str).collect();
+    assert_eq!(
+        referrals,
+        HashSet::from([a.url("/").as_str(), a.url("/b").as_str()])
+    );
+    assert_eq!(a_page.referral_count, 2);
+
+    // Redirects recorded, the loop ends.
+    assert_eq!(pages[&a.url("/redirect")].record.http_returncode, Some(301));
+    assert_eq!(
+        pages[&a.url("/redirect")].record.redirect_to.as_deref(),
+        Some(a.url("/target").as_str())
+    );
+    assert_eq!(
+        pages[&a.url("/loop2")].record.redirect_to.as_deref(),
+        Some(a.url("/loop1").as_str())
+    );
+    assert_eq!(pages[&a.url("/missing")].record.http_returncode, Some(404));
+
+    // robots-blocked page recorded, not fetched.
+    let secret = &pages[&a.url("/private/secret")];
+    assert_eq!(secret.record.http_returncode, None);
+    assert_eq!(
+        secret.record.error.as_deref(),
+        Some(web_crawler::actors::ROBOTS_BLOCKED)
+    );
+
+    let counts = store.counts().await.unwrap();
+    assert_eq!(counts.pending, 0);
+    assert_eq!(counts.processing, 0);
+    assert_eq!(counts.processed as usize, a_expected.len() - 1 + 1 + 2);
+
+    // The hosts collection knows both robots.txt outcomes.
+    let hosts = store.hosts().await.unwrap();
+    assert_eq!(hosts.len(), 2, "{hosts:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn host_scope_stays_on_the_seed_host() {
+    let (a, b) = small_web().await;
+    let (_dir, db) = temp_db();
+    let store: Arc<dyn Store> = Arc::new(SqliteStore::open(&db).unwrap());
+    let mut s = settings("scope");
+    s.policy.scope = Scope::Host;
+    crawl(store.clone(), s, &[(a.url("/"), OperationSpec::crawl())]).await;
+    assert_eq!(b.total_hits(), 0, "other host never contacted");
+    assert!(a.hits_of("/sub/d") == 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn search_text_records_exact_positions() {
+    // Build the page by hand, noting where the phrase goes.
+    let mut body = String::from("<html><head><title>needle page</title></head><body><p>");
+    let mut expected = vec![body.find("needle").unwrap() as u64];
+    for filler in ["first ", "then a longer run of words, ", "é and unicode "] {
+        body.push_str(filler);
+        expected.push(body.len() as u64);
+        body.push_str("needle");
+    }
+    body.push_str(" no more</p><a href=\"/other\">x</a></body></html>");
+    let server = TestServer::start(
+        Ipv4Addr::new(127, 0, 0, 4),
+        HashMap::from([
+            ("/".to_string(), Page::html(body)),
+            ("/other".to_string(), page_with_links("nothing here", &[])),
+        ]),
+    )
+    .await;
+    let (_dir, db) = temp_db();
+    let store: Arc<dyn Store> = Arc::new(SqliteStore::open(&db).unwrap());
+    crawl(
+        store.clone(),
+        settings("search"),
+        &[(server.url("/"), OperationSpec::search_text("needle"))],
+    )
+    .await;
+    let results = store.search_results(Some("needle")).await.unwrap();
+    assert_eq!(results.len(), 1, "only the page with the text: {results:?}");
+    assert_eq!(results[0].url, server.url("/"));
+    assert_eq!(results[0].positions, expected);
+    assert!(results[0].d_search > 0);
+    // The link was followed with the operation attached.
+    let other = store.processed_url(&server.url("/other")).await.unwrap().unwrap();
+    assert_eq!(other.record.operation, OperationSpec::search_text("needle"));
+}
+
+/// An operation that panics on pages containing "POISON".
+struct Poison;
+
+#[async_trait]
+impl Operation for Poison {
+    fn name(&self) -> &str {
+        "poison"
+    }
+    fn validate(&self, _args: &[String]) -> Result<(), String> {
+        Ok(())
+    }
+    async fn run(&self, ctx: &PageContext<'_>, _args: &[String]) -> Result<OperationOutput, String> {
+        if ctx.extracted.document.contains("POISON") {
+            panic!("poisoned page {}", ctx.job.url);
+        }
+        Ok(OperationOutput::default())
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_panicking_slave_is_retried_then_recorded_as_failed() {
+    let server = TestServer::start(
+        Ipv4Addr::new(127, 0, 0, 5),
+        HashMap::from([
+            ("/".to_string(), page_with_links("home", &["/poisoned", "/fine"])),
+            ("/poisoned".to_string(), Page::html("<p>POISON</p><a href=\"/after\">a</a>")),
+            ("/fine".to_string(), page_with_links("fine", &[])),
+        ]),
+    )
+    .await;
+    let (_dir, db) = temp_db();
+    let store: Arc<dyn Store> = Arc::new(SqliteStore::open(&db).unwrap());
+    let mut s = settings("poison");
+    s.crawl.max_attempts = 3;
+    s.operations = s.operations.clone().with(Arc::new(Poison));
+    let op = OperationSpec(vec!["poison".into()]);
+    crawl(store.clone(), s, &[(server.url("/"), op)]).await;
+
+    assert_eq!(server.hits_of("/poisoned"), 3, "fetched once per attempt");
+    assert_eq!(server.hits_of("/fine"), 1);
+    let failed = store.processed_url(&server.url("/poisoned")).await.unwrap().unwrap();
+    let error = failed.record.error.unwrap();
+    assert!(error.contains("failed after 3 attempt(s)"), "{error}");
+    assert!(error.contains("poisoned page"), "the panic message is kept: {error}");
+    assert_eq!(server.hits_of("/after"), 0, "a failed page's links are not followed");
+}
+
+/// The real SQLite store with injected failures: the Nth and later commits
+/// fail (up to `failures` times), as a disk or server error would.
+struct FlakyStore {
+    inner: SqliteStore,
+    commits: AtomicUsize,
+    fail_from: usize,
+    failures: AtomicUsize,
+}
+
+#[async_trait]
+impl Store for FlakyStore {
+    async fn claim(&self, req: ClaimRequest) -> Result<Vec<Job>, StoreError> {
+        self.inner.claim(req).await
+    }
+    async fn commit(&self, batch: CommitBatch) -> Result<CommitSummary, StoreError> {
+        let n = self.commits.fetch_add(1, Ordering::SeqCst);
+        if n >= self.fail_from
+            && self
+                .failures
+                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |f| f.checked_sub(1))
+                .is_ok()
+        {
+            return Err(StoreError::Backend("injected failure: disk I/O error".into()));
+        }
+        self.inner.commit(batch).await
+    }
+    async fn extend_leases(&self, k: &[UrlKey], o: &str, u: i64) -> Result<(), StoreError> {
+        self.inner.extend_leases(k, o, u).await
+    }
+    async fn release(&self, owner: &str, keep: &[UrlKey]) -> Result<u64, StoreError> {
+        self.inner.release(owner, keep).await
+    }
+    async fn release_keys(&self, keys: &[UrlKey]) -> Result<u64, StoreError> {
+        self.inner.release_keys(keys).await
+    }
+    async fn counts(&self) -> Result<StoreCounts, StoreError> {
+        self.inner.counts().await
+    }
+    async fn processed(&self, q: PageQuery) -> Result<Vec<ProcessedUrl>, StoreError> {
+        self.inner.processed(q).await
+    }
+    async fn processed_url(&self, url: &str) -> Result<Option<ProcessedUrl>, StoreError> {
+        self.inner.processed_url(url).await
+    }
+    async fn pending(&self, limit: usize) -> Result<Vec<PendingUrl>, StoreError> {
+        self.inner.pending(limit).await
+    }
+    async fn search_results(
+        &self,
+        text: Option<&str>,
+    ) -> Result<Vec<web_crawler::actors::SearchResult>, StoreError> {
+        self.inner.search_results(text).await
+    }
+    async fn broken_links(&self) -> Result<Vec<web_crawler::actors::BrokenLink>, StoreError> {
+        self.inner.broken_links().await
+    }
+    async fn hosts(&self) -> Result<Vec<HostRecord>, StoreError> {
+        self.inner.hosts().await
+    }
+    async fn status_histogram(&self) -> Result<Vec<(Option<u16>, u64)>, StoreError> {
+        self.inner.status_histogram().await
+    }
+}
+
+fn chain_web(n: usize) -> HashMap<String, Page> {
+    let mut pages = HashMap::new();
+    for i in 0..n {
+        let links: Vec<String> = (1..=3).map(|k| format!("/p{}", (i + k) % n)).collect();
+        let refs: Vec<&str> = links.iter().map(String::as_str).collect();
+        pages.insert(format!("/p{i}"), page_with_links(&format!("page {i}"), &refs));
+    }
+    pages.insert("/".to_string(), page_with_links("root", &["/p0"]));
+    pages
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crashed_master_is_restarted_and_the_crawl_completes() {
+    let server = TestServer::start(Ipv4Addr::new(127, 0, 0, 6), chain_web(60)).await;
+    let (_dir, db) = temp_db();
+    let store = Arc::new(FlakyStore {
+        inner: SqliteStore::open(&db).unwrap(),
+        commits: AtomicUsize::new(0),
+        fail_from: 5,
+        failures: AtomicUsize::new(1),
+    });
+    let app = start(store.clone(), settings("restart")).await.unwrap();
+    app.add_url(&server.url("/")).await.unwrap();
+    let idle = tokio::time::timeout(Duration::from_secs(60), app.wait_idle())
+        .await
+        .expect("crawl finishes")
+        .unwrap();
+    assert_eq!(idle, IdleReason::FrontierEmpty);
+    let status = app.status().await.unwrap();
+    assert_eq!(status.master_restarts, 1, "the sup restarted the master once");
+    let children = app.which_children().await.unwrap();
+    assert_eq!(children.len(), 2);
+    app.stop(Duration::from_secs(5)).await.unwrap();
+
+    let processed = processed_by_url(&store.inner).await;
+    for i in 0..60 {
+        let url = server.url(&format!("/p{i}"));
+        assert_eq!(processed[&url].record.http_returncode, Some(200), "{url}");
+    }
+    assert_eq!(store.inner.counts().await.unwrap().pending, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn exceeding_the_restart_intensity_stops_the_app_with_the_reason() {
+    let server = TestServer::start(Ipv4Addr::new(127, 0, 0, 7), chain_web(20)).await;
+    let (_dir, db) = temp_db();
+    let store = Arc::new(FlakyStore {
+        inner: SqliteStore::open(&db).unwrap(),
+        commits: AtomicUsize::new(0),
+        fail_from: 1,
+        failures: AtomicUsize::new(usize::MAX),
+    });
+    let app = start(store.clone(), settings("intensity")).await.unwrap();
+    app.add_url(&server.url("/")).await.unwrap();
+    let err = tokio::time::timeout(Duration::from_secs(30), app.wait_idle())
+        .await
+        .expect("the app stops")
+        .unwrap_err();
+    let msg = err.to_string();
+    assert!(msg.contains("restart intensity exceeded"), "{msg}");
+    assert!(msg.contains("injected failure"), "the child's reason is kept: {msg}");
+    assert!(app.exit_reason().is_some());
+    assert!(wait_for(Duration::from_secs(5), || app.exit_reason().is_some()).await);
+    assert!(app.wait().await.is_err());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resumes_on_the_same_store_without_refetching() {
+    let server = TestServer::start(Ipv4Addr::new(127, 0, 0, 8), chain_web(40)).await;
+    let (_dir, db) = temp_db();
+    {
+        let store: Arc<dyn Store> = Arc::new(SqliteStore::open(&db).unwrap());
+        let mut s = settings("resume");
+        s.crawl.max_pages = Some(15);
+        let app = start(store.clone(), s).await.unwrap();
+        app.add_url(&server.url("/")).await.unwrap();
+        assert_eq!(app.wait_idle().await.unwrap(), IdleReason::BudgetReached);
+        app.stop(Duration::from_secs(5)).await.unwrap();
+        assert!(store.counts().await.unwrap().pending > 0);
+    }
+    let store: Arc<dyn Store> = Arc::new(SqliteStore::open(&db).unwrap());
+    crawl(store.clone(), settings("resume"), &[(server.url("/"), OperationSpec::crawl())]).await;
+    let hits = server.hits();
+    for (target, n) in &hits {
+        if target != "/robots.txt" {
+            assert_eq!(*n, 1, "{target} fetched once across both runs");
+        }
+    }
+    assert_eq!(hits.len(), 40 + 2, "every page, the root and robots.txt");
+}
