@@ -1,6 +1,6 @@
 //! Flags and subcommands.
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result, bail};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use regex::Regex;
 use std::io::{IsTerminal, Write};
@@ -11,10 +11,14 @@ use std::time::{Duration, Instant};
 use web_crawler::actors::{AppHandle, IdleReason, OperationSpec, PageQuery, Store};
 use web_crawler::policy::Scope;
 use web_crawler::store::SqliteStore;
-use web_crawler::{start, Settings};
+use web_crawler::{Settings, start};
 
 #[derive(Debug, Parser)]
-#[command(name = "web_crawler", version, about = "An OTP-style supervised web crawler")]
+#[command(
+    name = "web_crawler",
+    version,
+    about = "An OTP-style supervised web crawler"
+)]
 pub(crate) struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -151,8 +155,10 @@ fn open_store(db: &Path) -> Result<Arc<SqliteStore>> {
 pub(crate) async fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command {
         Command::Crawl { urls, opts } => {
-            let seeds: Vec<(String, OperationSpec)> =
-                urls.into_iter().map(|u| (u, OperationSpec::crawl())).collect();
+            let seeds: Vec<(String, OperationSpec)> = urls
+                .into_iter()
+                .map(|u| (u, OperationSpec::crawl()))
+                .collect();
             crawl(&opts, &seeds).await
         }
         Command::SearchText { url, text, opts } => {
@@ -182,7 +188,7 @@ pub(crate) async fn run(cli: Cli) -> Result<ExitCode> {
             if !db.exists() {
                 bail!("no crawl database at {}", db.display());
             }
-            report(&open_store(&db)?, what, json, limit).await?;
+            report(&*open_store(&db)?, what, json, limit).await?;
             Ok(ExitCode::SUCCESS)
         }
     }
@@ -227,7 +233,11 @@ async fn show_progress(app: &AppHandle, enabled: bool) {
         if let Ok(s) = app.status().await {
             eprint!(
                 "\r\x1b[K{} pages  {:.0} pages/s  {} queued  {} in flight  {} errors",
-                s.fetched_this_run, s.pages_per_sec, s.store.pending, s.in_flight, s.errors_this_run
+                s.fetched_this_run,
+                s.pages_per_sec,
+                s.store.pending,
+                s.in_flight,
+                s.errors_this_run
             );
             let _ = std::io::stderr().flush();
         }
@@ -283,7 +293,12 @@ async fn summary(
     Ok(())
 }
 
-async fn report(store: &dyn Store, what: ReportKind, json: bool, limit: Option<usize>) -> Result<()> {
+async fn report(
+    store: &dyn Store,
+    what: ReportKind,
+    json: bool,
+    limit: Option<usize>,
+) -> Result<()> {
     let mut out = std::io::stdout().lock();
     match what {
         ReportKind::Pages => {

@@ -2,7 +2,7 @@
 
 use async_trait::async_trait;
 use web_crawler_actors::{
-    Operation, OperationOutput, Operations, PageContext, SearchHit, SEARCH_OPERATION,
+    Operation, OperationOutput, Operations, PageContext, SEARCH_OPERATION, SearchHit,
 };
 
 /// The paper's `search_text(URL, Text)` (listing 13): records where `Text`
@@ -73,11 +73,15 @@ mod tests {
         assert!(SearchText.validate(&[]).is_err());
         assert!(SearchText.validate(&["".into()]).is_err());
         assert!(SearchText.validate(&["a".into(), "b".into()]).is_err());
-        assert!(builtin_operations()
-            .validate(&web_crawler_actors::OperationSpec::search_text("x"))
-            .is_ok());
-        assert!(builtin_operations()
-            .validate(&web_crawler_actors::OperationSpec(vec!["nope".into()]))
-            .is_err());
+        assert!(
+            builtin_operations()
+                .validate(&web_crawler_actors::OperationSpec::search_text("x"))
+                .is_ok()
+        );
+        assert!(
+            builtin_operations()
+                .validate(&web_crawler_actors::OperationSpec(vec!["nope".into()]))
+                .is_err()
+        );
     }
 }

@@ -190,10 +190,14 @@ mod tests {
     #[test]
     fn seed_is_normalized_and_keyed_by_host_and_port() {
         let p = policy(PolicyConfig::default());
-        let s = p.seed(" HTTP://Example.COM:80/a/../b#x ", &OperationSpec::crawl()).unwrap();
+        let s = p
+            .seed(" HTTP://Example.COM:80/a/../b#x ", &OperationSpec::crawl())
+            .unwrap();
         assert_eq!(s.url, "http://example.com/b");
         assert_eq!(s.host, "example.com");
-        let s = p.seed("http://127.0.0.2:8080/", &OperationSpec::crawl()).unwrap();
+        let s = p
+            .seed("http://127.0.0.2:8080/", &OperationSpec::crawl())
+            .unwrap();
         assert_eq!(s.host, "127.0.0.2:8080");
         assert!(matches!(
             p.seed("mailto:a@b.c", &OperationSpec::crawl()),

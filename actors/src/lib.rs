@@ -11,9 +11,9 @@ mod slave;
 mod sup;
 mod types;
 
+pub use app::{App, AppError, AppHandle};
 /// Implementers of the behaviours use the same `async_trait` as the traits.
 pub use async_trait::async_trait;
-pub use app::{App, AppError, AppHandle};
 pub use behaviour::*;
 pub use config::{Behaviours, CrawlConfig, RestartIntensity};
 pub use master::{IdleReason, Master, MasterMsg, SlaveReport, Status};

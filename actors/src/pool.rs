@@ -9,7 +9,7 @@ use crate::config::{Behaviours, CrawlConfig};
 use crate::master::{self, MasterMsg, SlaveReport};
 use crate::scheduler::{Action, HostScheduler};
 use crate::slave::{Slave, SlaveArgs, SlaveTask};
-use crate::types::{now_ms, Job, Millis};
+use crate::types::{Job, Millis, now_ms};
 use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;

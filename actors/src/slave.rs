@@ -7,7 +7,7 @@ use crate::behaviour::{FetchedPage, PageContext, ProcessedPage, Rejection};
 use crate::config::Behaviours;
 use crate::master::{self, SlaveReport};
 use crate::pool::PoolMsg;
-use crate::types::{now_ms, Job, PageRecord};
+use crate::types::{Job, PageRecord, now_ms};
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 
 /// What one slave does.
@@ -98,7 +98,7 @@ pub(crate) async fn process(job: &Job, b: &Behaviours, node_name: &str) -> Slave
                 retryable: failure.retryable,
                 status: None,
                 retry_after: None,
-            }
+            };
         }
     };
     if page.status == 429 || page.status == 503 {

@@ -65,7 +65,8 @@ impl Page {
 
 /// HTML page with a title and links.
 pub fn page_with_links(title: &str, links: &[&str]) -> Page {
-    let mut html = format!("<!doctype html><html><head><title>{title}</title></head><body><h1>{title}</h1>");
+    let mut html =
+        format!("<!doctype html><html><head><title>{title}</title></head><body><h1>{title}</h1>");
     for l in links {
         html.push_str(&format!("<p><a href=\"{l}\">{l}</a></p>"));
     }

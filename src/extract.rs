@@ -1,0 +1,1900 @@
+//! HTML → title, headings, visible text and links.
+//!
+//! Built on html5gum's streaming tokenizer with a small amount of tree-builder knowledge
+//! (raw-text elements, foreign content, skip regions) tracked in counters and flags: no DOM is
+//! built, no per-token allocation happens on the hot path, and nothing here can panic on
+//! malformed input.
+
+use std::borrow::Cow;
+use std::cell::Cell;
+use std::collections::HashSet;
+use std::convert::Infallible;
+
+use encoding_rs::Encoding;
+use html5gum::emitters::callback::{CallbackEmitter, CallbackEvent};
+use html5gum::{Emitter, Error as TokenizerError, ForwardingEmitter, Span, State, Tokenizer};
+use url::Url;
+
+use crate::normalize::{NormalizeOptions, resolve};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LinkSource {
+    Anchor,
+    Area,
+    Canonical,
+    Alternate,
+    Frame,
+    IFrame,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExtractedLink {
+    /// resolved + normalized
+    pub url: Url,
+    pub source: LinkSource,
+    /// rel=nofollow on the element
+    pub nofollow: bool,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Extracted {
+    /// whitespace-collapsed, trimmed
+    pub title: Option<String>,
+    /// h1..h6 text, in order, whitespace-collapsed
+    pub headings: Vec<String>,
+    /// visible text: whitespace collapsed to single spaces, excluding script, style, noscript,
+    /// template, nav, footer, head content, svg; title and headings ARE included
+    pub text: String,
+    /// document order, de-duplicated by url keeping the first
+    pub links: Vec<ExtractedLink>,
+    /// hrefs that were present but could not be resolved or are not http(s)
+    pub invalid_links: usize,
+    /// effective `<base href>`, if any
+    pub base: Option<Url>,
+    /// `<meta name="robots" content="...nofollow...">` (or "none")
+    pub meta_nofollow: bool,
+    /// `<meta name="robots" content="...noindex...">` (or "none")
+    pub meta_noindex: bool,
+}
+
+/// How far into the body the `<meta charset>` prescan looks (WHATWG says 1024 bytes).
+const PRESCAN_LEN: usize = 1024;
+
+/// Decode a response body to UTF-8: charset from BOM first, then the Content-Type header's
+/// charset, then a `<meta charset>` / `<meta http-equiv="Content-Type" content="...charset=...">`
+/// prescan of the first 1024 bytes, else UTF-8. Unknown labels fall back to UTF-8 (no panic).
+/// Malformed bytes become U+FFFD. Returns the text and the encoding name actually used.
+pub fn decode_body(body: &[u8], content_type: Option<&str>) -> (String, &'static str) {
+    let (encoding, bom_len) = Encoding::for_bom(body)
+        .or_else(|| {
+            content_type
+                .and_then(content_type_charset)
+                .and_then(|label| Encoding::for_label(label.as_bytes()))
+                .and_then(usable_encoding)
+                .map(|e| (e, 0))
+        })
+        .or_else(|| prescan(&body[..body.len().min(PRESCAN_LEN)]).map(|e| (e, 0)))
+        .unwrap_or((encoding_rs::UTF_8, 0));
+    let (text, _had_errors) = encoding.decode_without_bom_handling(&body[bom_len..]);
+    (text.into_owned(), encoding.name())
+}
+
+/// The WHATWG "replacement" encoding (for labels like iso-2022-kr) would turn the whole page
+/// into a single U+FFFD: useless to a crawler, so such labels count as unknown.
+fn usable_encoding(e: &'static Encoding) -> Option<&'static Encoding> {
+    (e != encoding_rs::REPLACEMENT).then_some(e)
+}
+
+/// `charset` parameter of a Content-Type value, unquoted. Parameter names are
+/// case-insensitive; the first non-empty charset wins.
+fn content_type_charset(content_type: &str) -> Option<&str> {
+    content_type.split(';').skip(1).find_map(|param| {
+        let (name, value) = param.split_once('=')?;
+        if !name.trim().eq_ignore_ascii_case("charset") {
+            return None;
+        }
+        let value = value.trim().trim_matches(|c| c == '"' || c == '\'').trim();
+        (!value.is_empty()).then_some(value)
+    })
+}
+
+/// true if the Content-Type (or, when None, a sniff of the first bytes for "<!doctype html" /
+/// "<html") says HTML or XHTML.
+pub fn is_html(content_type: Option<&str>, body_start: &[u8]) -> bool {
+    if let Some(ct) = content_type {
+        let essence = ct.split(';').next().unwrap_or("").trim();
+        // An empty header carries no information, so it is treated like a missing one.
+        if !essence.is_empty() {
+            return essence.eq_ignore_ascii_case("text/html")
+                || essence.eq_ignore_ascii_case("application/xhtml+xml");
+        }
+    }
+    sniff_html(body_start)
+}
+
+fn sniff_html(bytes: &[u8]) -> bool {
+    let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
+    let start = bytes
+        .iter()
+        .position(|&b| !is_html_ws(b))
+        .unwrap_or(bytes.len());
+    let rest = &bytes[start..];
+    [&b"<!doctype html"[..], b"<html"].iter().any(|pat| {
+        // As in the WHATWG sniffing patterns, the tag must end there ("<htmlx" is no match).
+        starts_with_ignore_case(rest, pat)
+            && rest
+                .get(pat.len())
+                .is_none_or(|&b| b == b'>' || is_html_ws(b))
+    })
+}
+
+fn is_html_ws(b: u8) -> bool {
+    matches!(b, b'\t' | b'\n' | b'\x0C' | b'\r' | b' ')
+}
+
+fn starts_with_ignore_case(haystack: &[u8], prefix: &[u8]) -> bool {
+    haystack
+        .get(..prefix.len())
+        .is_some_and(|h| h.eq_ignore_ascii_case(prefix))
+}
+
+fn find_ignore_case(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack
+        .windows(needle.len())
+        .position(|w| w.eq_ignore_ascii_case(needle))
+}
+
+/// WHATWG "prescan a byte stream to determine its encoding", over an already-truncated slice.
+/// Running out of bytes anywhere aborts with None, as the spec does.
+fn prescan(b: &[u8]) -> Option<&'static Encoding> {
+    let mut i = 0;
+    while i < b.len() {
+        let rest = &b[i..];
+        if rest.starts_with(b"<!--") {
+            // The "--" of "<!--" may double as the end ("<!-->"), hence the search from i + 2.
+            let end = b[i + 2..].windows(3).position(|w| w == b"-->")?;
+            i += 2 + end + 3;
+            continue;
+        }
+        if starts_with_ignore_case(rest, b"<meta")
+            && rest.get(5).is_some_and(|&c| is_html_ws(c) || c == b'/')
+        {
+            i += 5;
+            if let Some(enc) = prescan_meta(b, &mut i)? {
+                return Some(enc);
+            }
+        } else if rest.len() >= 2
+            && rest[0] == b'<'
+            && (rest[1].is_ascii_alphabetic()
+                || (rest[1] == b'/' && rest.get(2).is_some_and(u8::is_ascii_alphabetic)))
+        {
+            // Other tags: skip the name, then their attributes, so that a '<meta' inside an
+            // attribute value is not mistaken for a tag.
+            i += b[i..].iter().position(|&c| is_html_ws(c) || c == b'>')?;
+            while prescan_attribute(b, &mut i).ok()?.is_some() {}
+        } else if rest.starts_with(b"<!") || rest.starts_with(b"</") || rest.starts_with(b"<?") {
+            i += 2 + b[i + 2..].iter().position(|&c| c == b'>')?;
+        }
+        i += 1;
+    }
+    None
+}
+
+/// The `<meta` branch of the prescan, with `i` just after "<meta". Outer None: ran out of
+/// bytes (abort the prescan). Inner None: this meta declares nothing usable, keep scanning.
+fn prescan_meta(b: &[u8], i: &mut usize) -> Option<Option<&'static Encoding>> {
+    let (mut seen_http_equiv, mut seen_content, mut seen_charset) = (false, false, false);
+    let mut got_pragma = false;
+    let mut need_pragma: Option<bool> = None;
+    // None: no charset seen yet; Some(None): a charset attribute with an unknown label.
+    let mut charset: Option<Option<&'static Encoding>> = None;
+    while let Some((name, value)) = prescan_attribute(b, i).ok()? {
+        // Only the first occurrence of an attribute name counts.
+        match name.as_slice() {
+            b"http-equiv" if !seen_http_equiv => {
+                seen_http_equiv = true;
+                got_pragma |= value == b"content-type";
+            }
+            b"content" if !seen_content => {
+                seen_content = true;
+                if charset.is_none() {
+                    if let Some(enc) = charset_from_meta_content(&value) {
+                        charset = Some(Some(enc));
+                        need_pragma = Some(true);
+                    }
+                }
+            }
+            b"charset" if !seen_charset => {
+                seen_charset = true;
+                charset = Some(Encoding::for_label(&value));
+                need_pragma = Some(false);
+            }
+            _ => {}
+        }
+    }
+    let declared = match need_pragma {
+        None => None,
+        Some(true) if !got_pragma => None,
+        Some(_) => charset.flatten(),
+    };
+    Some(declared.and_then(|enc| {
+        // A byte-level ASCII prescan cannot have found a UTF-16 page: the spec maps it to
+        // UTF-8, and x-user-defined to windows-1252.
+        if enc == encoding_rs::UTF_16LE || enc == encoding_rs::UTF_16BE {
+            Some(encoding_rs::UTF_8)
+        } else if enc == encoding_rs::X_USER_DEFINED {
+            Some(encoding_rs::WINDOWS_1252)
+        } else {
+            usable_encoding(enc)
+        }
+    }))
+}
+
+/// Lower-cased (name, value) of an attribute seen by the prescan.
+type PrescanAttr = (Vec<u8>, Vec<u8>);
+
+/// WHATWG "get an attribute" for the prescan: names and values are ASCII-lowercased.
+/// Ok(None) when the tag ends at '>' (position left on it); Err when out of bytes.
+fn prescan_attribute(b: &[u8], i: &mut usize) -> Result<Option<PrescanAttr>, ()> {
+    let at = |i: usize| b.get(i).copied().ok_or(());
+    while is_html_ws(at(*i)?) || at(*i)? == b'/' {
+        *i += 1;
+    }
+    if at(*i)? == b'>' {
+        return Ok(None);
+    }
+    let mut name = Vec::new();
+    let mut value = Vec::new();
+    let mut saw_equals = false;
+    loop {
+        let c = at(*i)?;
+        if c == b'=' && !name.is_empty() {
+            *i += 1;
+            saw_equals = true;
+            break;
+        }
+        if is_html_ws(c) {
+            break;
+        }
+        if c == b'/' || c == b'>' {
+            return Ok(Some((name, value)));
+        }
+        name.push(c.to_ascii_lowercase());
+        *i += 1;
+    }
+    if !saw_equals {
+        while is_html_ws(at(*i)?) {
+            *i += 1;
+        }
+        if at(*i)? != b'=' {
+            return Ok(Some((name, value)));
+        }
+        *i += 1;
+    }
+    while is_html_ws(at(*i)?) {
+        *i += 1;
+    }
+    let c = at(*i)?;
+    if c == b'"' || c == b'\'' {
+        loop {
+            *i += 1;
+            let d = at(*i)?;
+            if d == c {
+                *i += 1;
+                return Ok(Some((name, value)));
+            }
+            value.push(d.to_ascii_lowercase());
+        }
+    }
+    if c == b'>' {
+        return Ok(Some((name, value)));
+    }
+    loop {
+        let c = at(*i)?;
+        if is_html_ws(c) || c == b'>' {
+            return Ok(Some((name, value)));
+        }
+        value.push(c.to_ascii_lowercase());
+        *i += 1;
+    }
+}
+
+/// WHATWG "extract a character encoding from a meta element" (the `content` attribute).
+fn charset_from_meta_content(s: &[u8]) -> Option<&'static Encoding> {
+    let mut i = 0;
+    loop {
+        i += find_ignore_case(&s[i..], b"charset")? + b"charset".len();
+        while s.get(i).is_some_and(|&c| is_html_ws(c)) {
+            i += 1;
+        }
+        if s.get(i) != Some(&b'=') {
+            continue;
+        }
+        i += 1;
+        while s.get(i).is_some_and(|&c| is_html_ws(c)) {
+            i += 1;
+        }
+        let first = *s.get(i)?;
+        if first == b'"' || first == b'\'' {
+            let len = s[i + 1..].iter().position(|&c| c == first)?;
+            return Encoding::for_label(&s[i + 1..i + 1 + len]);
+        }
+        let len = s[i..]
+            .iter()
+            .position(|&c| is_html_ws(c) || c == b';')
+            .unwrap_or(s.len() - i);
+        return Encoding::for_label(&s[i..i + len]);
+    }
+}
+
+/// Tokenize HTML (streaming tokenizer, never a DOM, never a regex) and extract.
+pub fn extract_html(html: &str, page_url: &Url, opts: &NormalizeOptions) -> Extracted {
+    let mut extractor = Extractor::new(page_url, opts);
+    // Shared between the callback (which decides) and the emitter wrapper (which tells the
+    // tokenizer); Cells because both hold them at the same time.
+    let next_state = Cell::new(None);
+    let foreign = Cell::new(false);
+    {
+        let callback = |event: CallbackEvent<'_>, _: Span<()>| -> Option<Infallible> {
+            extractor.on_event(event);
+            if let Some(state) = extractor.next_state.take() {
+                next_state.set(Some(state));
+            }
+            foreign.set(extractor.in_foreign());
+            None
+        };
+        let emitter = StateSwitchingEmitter {
+            inner: CallbackEmitter::new(callback),
+            next_state: &next_state,
+            foreign: &foreign,
+        };
+        // The &str reader cannot fail (its error type is Infallible).
+        let _ = Tokenizer::new_with_emitter(html, emitter).finish();
+    }
+    extractor.finish()
+}
+
+/// Wraps html5gum's callback emitter to (a) switch the tokenizer into RAWTEXT/RCDATA/script
+/// states the way a tree builder would, which html5gum leaves to the emitter, (b) allow CDATA
+/// sections inside svg/math, and (c) skip parse-error bookkeeping we never look at.
+struct StateSwitchingEmitter<'c, E> {
+    inner: E,
+    next_state: &'c Cell<Option<State>>,
+    foreign: &'c Cell<bool>,
+}
+
+impl<E: Emitter<Token = Infallible>> ForwardingEmitter for StateSwitchingEmitter<'_, E> {
+    type Token = Infallible;
+
+    fn inner(&mut self) -> &mut impl Emitter<Token = Infallible> {
+        &mut self.inner
+    }
+
+    fn emit_current_tag(&mut self) -> Option<State> {
+        // The inner emitter runs our callback synchronously, which fills next_state.
+        let _ = self.inner.emit_current_tag();
+        self.next_state.take()
+    }
+
+    fn should_emit_errors(&mut self) -> bool {
+        false
+    }
+
+    fn emit_error(&mut self, _: TokenizerError) {}
+
+    fn adjusted_current_node_present_but_not_in_html_namespace(&mut self) -> bool {
+        self.foreign.get()
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Tag {
+    A,
+    Area,
+    Link,
+    Frame,
+    IFrame,
+    Base,
+    Meta,
+    Title,
+    Heading,
+    // Raw-text elements whose content is hidden.
+    Script,
+    Style,
+    NoEmbed,
+    NoFrames,
+    // Raw-text / RCDATA / plaintext elements whose content is visible.
+    Textarea,
+    Xmp,
+    Plaintext,
+    // Markup-containing elements whose content is hidden.
+    NoScript,
+    Template,
+    Nav,
+    Footer,
+    Svg,
+    // Foreign content that stays visible.
+    Math,
+    ForeignObject,
+    /// Renders on its own line, so adjacent text must not be glued together.
+    Block,
+    Other,
+}
+
+fn classify(name: &[u8]) -> Tag {
+    // html5gum lower-cases tag names, so exact byte matches suffice.
+    match name {
+        b"a" => Tag::A,
+        b"area" => Tag::Area,
+        b"link" => Tag::Link,
+        b"frame" => Tag::Frame,
+        b"iframe" => Tag::IFrame,
+        b"base" => Tag::Base,
+        b"meta" => Tag::Meta,
+        b"title" => Tag::Title,
+        b"h1" | b"h2" | b"h3" | b"h4" | b"h5" | b"h6" => Tag::Heading,
+        b"script" => Tag::Script,
+        b"style" => Tag::Style,
+        b"noembed" => Tag::NoEmbed,
+        b"noframes" => Tag::NoFrames,
+        b"textarea" => Tag::Textarea,
+        b"xmp" => Tag::Xmp,
+        b"plaintext" => Tag::Plaintext,
+        b"noscript" => Tag::NoScript,
+        b"template" => Tag::Template,
+        b"nav" => Tag::Nav,
+        b"footer" => Tag::Footer,
+        b"svg" => Tag::Svg,
+        b"math" => Tag::Math,
+        b"foreignobject" => Tag::ForeignObject,
+        b"address" | b"article" | b"aside" | b"blockquote" | b"body" | b"br" | b"button"
+        | b"caption" | b"center" | b"dd" | b"details" | b"dialog" | b"dir" | b"div" | b"dl"
+        | b"dt" | b"fieldset" | b"figcaption" | b"figure" | b"form" | b"frameset" | b"head"
+        | b"header" | b"hgroup" | b"hr" | b"html" | b"legend" | b"li" | b"listing" | b"main"
+        | b"menu" | b"ol" | b"optgroup" | b"option" | b"p" | b"pre" | b"section" | b"select"
+        | b"summary" | b"table" | b"tbody" | b"td" | b"tfoot" | b"th" | b"thead" | b"tr"
+        | b"ul" => Tag::Block,
+        _ => Tag::Other,
+    }
+}
+
+/// Whether text on either side of this tag is separate words.
+fn breaks_words(tag: Tag) -> bool {
+    // Script and style are hidden inline content: "foo<script>..</script>bar" renders "foobar".
+    !matches!(
+        tag,
+        Tag::A
+            | Tag::Area
+            | Tag::Link
+            | Tag::Base
+            | Tag::Meta
+            | Tag::Math
+            | Tag::Script
+            | Tag::Style
+            | Tag::Other
+    )
+}
+
+/// HTML start tags that end svg/math foreign content (WHATWG "in foreign content").
+fn breaks_out_of_foreign(name: &[u8]) -> bool {
+    matches!(
+        name,
+        b"b" | b"big"
+            | b"blockquote"
+            | b"body"
+            | b"br"
+            | b"center"
+            | b"code"
+            | b"dd"
+            | b"div"
+            | b"dl"
+            | b"dt"
+            | b"em"
+            | b"embed"
+            | b"h1"
+            | b"h2"
+            | b"h3"
+            | b"h4"
+            | b"h5"
+            | b"h6"
+            | b"head"
+            | b"hr"
+            | b"i"
+            | b"img"
+            | b"li"
+            | b"listing"
+            | b"menu"
+            | b"meta"
+            | b"nobr"
+            | b"ol"
+            | b"p"
+            | b"pre"
+            | b"ruby"
+            | b"s"
+            | b"small"
+            | b"span"
+            | b"strong"
+            | b"strike"
+            | b"sub"
+            | b"sup"
+            | b"table"
+            | b"tt"
+            | b"u"
+            | b"ul"
+            | b"var"
+    )
+}
+
+/// Tokenizer state a start tag switches to, as the tree builder would (scripting enabled for
+/// script, but noscript is parsed as markup so that its links are seen).
+fn state_after(tag: Tag) -> Option<State> {
+    match tag {
+        Tag::Title | Tag::Textarea => Some(State::RcData),
+        Tag::Script => Some(State::ScriptData),
+        Tag::Style | Tag::Xmp | Tag::IFrame | Tag::NoEmbed | Tag::NoFrames => Some(State::RawText),
+        Tag::Plaintext => Some(State::PlainText),
+        _ => None,
+    }
+}
+
+/// Attributes we capture; everything else is ignored without copying.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Attr {
+    Href,
+    Rel,
+    Src,
+    Name,
+    Content,
+}
+
+fn attr_of(tag: Tag, name: &[u8]) -> Option<Attr> {
+    match (tag, name) {
+        (Tag::A | Tag::Area | Tag::Link | Tag::Base, b"href") => Some(Attr::Href),
+        (Tag::A | Tag::Area | Tag::Link, b"rel") => Some(Attr::Rel),
+        (Tag::Frame | Tag::IFrame, b"src") => Some(Attr::Src),
+        (Tag::Meta, b"name") => Some(Attr::Name),
+        (Tag::Meta, b"content") => Some(Attr::Content),
+        _ => None,
+    }
+}
+
+/// One captured attribute of the current start tag. The buffer is reused across tags.
+#[derive(Default)]
+struct Slot {
+    present: bool,
+    value: String,
+}
+
+impl Slot {
+    fn reset(&mut self) {
+        self.present = false;
+        self.value.clear();
+    }
+
+    fn get(&self) -> Option<&str> {
+        self.present.then_some(self.value.as_str())
+    }
+}
+
+/// Accumulates text with whitespace runs (and tag-boundary breaks) collapsed to one space,
+/// never leading or trailing.
+#[derive(Default)]
+struct Collector {
+    buf: String,
+    pending_space: bool,
+}
+
+impl Collector {
+    fn push(&mut self, s: &str) {
+        // Byte-level scan: this is the hottest part of extraction after the tokenizer.
+        let bytes = s.as_bytes();
+        let mut start = 0;
+        let mut i = 0;
+        while i < bytes.len() {
+            let b = bytes[i];
+            let sep_len = if b.is_ascii() {
+                if !is_ascii_separator(b) {
+                    i += 1;
+                    continue;
+                }
+                // A lone space between two words is already collapsed: keep it inside the run
+                // so prose is copied in long memcpys rather than word by word.
+                if b == b' ' && i > start && bytes.get(i + 1).is_some_and(|&n| n > b' ' && n < 0x7F)
+                {
+                    i += 1;
+                    continue;
+                }
+                1
+            } else {
+                match s[i..].chars().next() {
+                    Some(c) if is_text_separator(c) => c.len_utf8(),
+                    Some(c) => {
+                        i += c.len_utf8();
+                        continue;
+                    }
+                    None => break,
+                }
+            };
+            self.push_run(&s[start..i]);
+            self.pending_space = true;
+            i += sep_len;
+            start = i;
+        }
+        self.push_run(&s[start..]);
+    }
+
+    /// Appends text that has no leading/trailing separators and only single inner spaces.
+    fn push_run(&mut self, run: &str) {
+        if run.is_empty() {
+            return;
+        }
+        if self.pending_space && !self.buf.is_empty() {
+            self.buf.push(' ');
+        }
+        self.pending_space = false;
+        self.buf.push_str(run);
+    }
+
+    fn word_break(&mut self) {
+        self.pending_space = true;
+    }
+
+    fn take(&mut self) -> String {
+        self.pending_space = false;
+        std::mem::take(&mut self.buf)
+    }
+}
+
+/// Unicode whitespace (so NBSP and ideographic space separate words) plus control characters
+/// such as stray NULs, which are never visible.
+fn is_text_separator(c: char) -> bool {
+    c.is_whitespace() || c.is_control()
+}
+
+/// `is_text_separator` for ASCII: space and the C0/DEL controls.
+fn is_ascii_separator(b: u8) -> bool {
+    b <= b' ' || b == 0x7F
+}
+
+fn lossy(bytes: &[u8]) -> Cow<'_, str> {
+    // Borrowed (free) in the normal case: the input is a &str and html5gum only splits at
+    // ASCII boundaries.
+    match std::str::from_utf8(bytes) {
+        Ok(s) => Cow::Borrowed(s),
+        Err(_) => String::from_utf8_lossy(bytes),
+    }
+}
+
+fn has_token(list: &str, token: &str) -> bool {
+    list.split_ascii_whitespace()
+        .any(|t| t.eq_ignore_ascii_case(token))
+}
+
+/// A link whose href is kept raw until the end, because `<base href>` applies to the whole
+/// document, including links that precede it.
+struct RawLink {
+    start: usize,
+    end: usize,
+    source: LinkSource,
+    nofollow: bool,
+}
+
+struct Extractor<'a> {
+    page_url: &'a Url,
+    opts: &'a NormalizeOptions,
+
+    /// Start tag being read (between OpenStartTag and CloseStartTag), else None.
+    tag: Option<Tag>,
+    /// The current start tag is an HTML tag that ends foreign content.
+    tag_breaks_out: bool,
+    attr: Option<Attr>,
+    href: Slot,
+    rel: Slot,
+    src: Slot,
+    name: Slot,
+    content: Slot,
+    /// State for the tokenizer after the start tag just closed.
+    next_state: Option<State>,
+
+    text: Collector,
+    title: Collector,
+    heading: Collector,
+    headings: Vec<String>,
+    title_result: Option<String>,
+    title_done: bool,
+    in_title: bool,
+    heading_open: bool,
+    /// Inside the raw text of script/style/iframe/noembed/noframes: the tokenizer emits
+    /// nothing but text until the matching end tag, so a flag suffices.
+    raw_hidden: bool,
+    // Open-element counters instead of a stack: enough to know whether text is hidden,
+    // and bounded memory however deep or broken the nesting.
+    noscript: u32,
+    template: u32,
+    nav: u32,
+    footer: u32,
+    svg: u32,
+    math: u32,
+    foreign_object: u32,
+
+    base_seen: bool,
+    base: Option<Url>,
+    hrefs: String,
+    raw_links: Vec<RawLink>,
+    meta_nofollow: bool,
+    meta_noindex: bool,
+}
+
+impl<'a> Extractor<'a> {
+    fn new(page_url: &'a Url, opts: &'a NormalizeOptions) -> Self {
+        Extractor {
+            page_url,
+            opts,
+            tag: None,
+            tag_breaks_out: false,
+            attr: None,
+            href: Slot::default(),
+            rel: Slot::default(),
+            src: Slot::default(),
+            name: Slot::default(),
+            content: Slot::default(),
+            next_state: None,
+            text: Collector::default(),
+            title: Collector::default(),
+            heading: Collector::default(),
+            headings: Vec::new(),
+            title_result: None,
+            title_done: false,
+            in_title: false,
+            heading_open: false,
+            raw_hidden: false,
+            noscript: 0,
+            template: 0,
+            nav: 0,
+            footer: 0,
+            svg: 0,
+            math: 0,
+            foreign_object: 0,
+            base_seen: false,
+            base: None,
+            hrefs: String::new(),
+            raw_links: Vec::new(),
+            meta_nofollow: false,
+            meta_noindex: false,
+        }
+    }
+
+    /// Inside svg/math and not inside an HTML integration point.
+    fn in_foreign(&self) -> bool {
+        (self.svg > 0 && self.foreign_object == 0) || (self.math > 0 && self.svg == 0)
+    }
+
+    fn text_visible(&self) -> bool {
+        !self.raw_hidden
+            && self.noscript == 0
+            && self.template == 0
+            && self.nav == 0
+            && self.footer == 0
+            && self.svg == 0
+    }
+
+    fn leave_foreign(&mut self) {
+        self.svg = 0;
+        self.math = 0;
+        self.foreign_object = 0;
+    }
+
+    fn slot(&mut self, attr: Attr) -> &mut Slot {
+        match attr {
+            Attr::Href => &mut self.href,
+            Attr::Rel => &mut self.rel,
+            Attr::Src => &mut self.src,
+            Attr::Name => &mut self.name,
+            Attr::Content => &mut self.content,
+        }
+    }
+
+    fn on_event(&mut self, event: CallbackEvent<'_>) {
+        match event {
+            CallbackEvent::OpenStartTag { name } => {
+                let tag = classify(name);
+                self.tag = Some(tag);
+                self.tag_breaks_out = self.in_foreign() && breaks_out_of_foreign(name);
+                self.attr = None;
+                self.href.reset();
+                self.rel.reset();
+                self.src.reset();
+                self.name.reset();
+                self.content.reset();
+            }
+            CallbackEvent::AttributeName { name } => {
+                // Attributes on end tags arrive with no open start tag: ignored.
+                self.attr = self.tag.and_then(|t| attr_of(t, name));
+                if let Some(attr) = self.attr {
+                    let slot = self.slot(attr);
+                    if slot.present {
+                        // Duplicate attribute: the first one wins, as in browsers.
+                        self.attr = None;
+                    } else {
+                        slot.present = true;
+                    }
+                }
+            }
+            CallbackEvent::AttributeValue { value } => {
+                if let Some(attr) = self.attr {
+                    self.slot(attr).value.push_str(&lossy(value));
+                }
+            }
+            CallbackEvent::CloseStartTag { self_closing } => self.start_tag(self_closing),
+            CallbackEvent::EndTag { name } => self.end_tag(name),
+            CallbackEvent::String { value } => self.on_text(value),
+            CallbackEvent::Comment { .. }
+            | CallbackEvent::Doctype { .. }
+            | CallbackEvent::Error(_) => {}
+        }
+    }
+
+    fn start_tag(&mut self, self_closing: bool) {
+        self.attr = None;
+        let Some(tag) = self.tag.take() else { return };
+        if self.tag_breaks_out {
+            self.leave_foreign();
+        }
+        let foreign = self.in_foreign();
+        match tag {
+            Tag::A => self.push_link(LinkSource::Anchor),
+            Tag::Area => self.push_link(LinkSource::Area),
+            Tag::Link => {
+                let rel = self.rel.get().unwrap_or("");
+                let (canonical, alternate) =
+                    (has_token(rel, "canonical"), has_token(rel, "alternate"));
+                if canonical {
+                    self.push_link(LinkSource::Canonical);
+                } else if alternate {
+                    self.push_link(LinkSource::Alternate);
+                }
+            }
+            Tag::Frame => self.push_frame(LinkSource::Frame),
+            Tag::IFrame => self.push_frame(LinkSource::IFrame),
+            Tag::Base => self.set_base(),
+            Tag::Meta => self.meta_robots(),
+            _ => {}
+        }
+        match tag {
+            // In foreign content self-closing tags really are empty; HTML ignores the flag.
+            Tag::Svg if !self_closing => self.svg = self.svg.saturating_add(1),
+            Tag::Math if !self_closing => self.math = self.math.saturating_add(1),
+            Tag::ForeignObject if self.svg > 0 && !self_closing => {
+                self.foreign_object = self.foreign_object.saturating_add(1);
+            }
+            Tag::NoScript => self.noscript = self.noscript.saturating_add(1),
+            Tag::Template => self.template = self.template.saturating_add(1),
+            Tag::Nav => self.nav = self.nav.saturating_add(1),
+            Tag::Footer => self.footer = self.footer.saturating_add(1),
+            Tag::Script | Tag::Style | Tag::IFrame | Tag::NoEmbed | Tag::NoFrames if !foreign => {
+                self.raw_hidden = true;
+            }
+            // An svg <title> is not the document title; one inside <template> is inert.
+            Tag::Title if !foreign && self.template == 0 => self.in_title = true,
+            Tag::Heading => {
+                // A heading start tag implicitly closes an open heading.
+                self.close_heading();
+                self.heading_open = self.text_visible();
+            }
+            _ => {}
+        }
+        if breaks_words(tag) {
+            self.word_break();
+        }
+        self.next_state = if foreign { None } else { state_after(tag) };
+    }
+
+    fn end_tag(&mut self, name: &[u8]) {
+        self.tag = None;
+        self.attr = None;
+        // In raw text the tokenizer only emits the matching end tag, so any end tag ends it.
+        self.raw_hidden = false;
+        if self.in_foreign() && matches!(name, b"p" | b"br") {
+            self.leave_foreign();
+        }
+        let tag = classify(name);
+        match tag {
+            Tag::Svg => {
+                self.svg = self.svg.saturating_sub(1);
+                if self.svg == 0 {
+                    self.foreign_object = 0;
+                }
+            }
+            Tag::Math => self.math = self.math.saturating_sub(1),
+            Tag::ForeignObject => self.foreign_object = self.foreign_object.saturating_sub(1),
+            Tag::NoScript => self.noscript = self.noscript.saturating_sub(1),
+            Tag::Template => self.template = self.template.saturating_sub(1),
+            Tag::Nav => self.nav = self.nav.saturating_sub(1),
+            Tag::Footer => self.footer = self.footer.saturating_sub(1),
+            Tag::Title => self.close_title(),
+            // Any of </h1>..</h6> closes whichever heading is open, as in browsers.
+            Tag::Heading => self.close_heading(),
+            _ => {}
+        }
+        if breaks_words(tag) {
+            self.word_break();
+        }
+    }
+
+    fn on_text(&mut self, bytes: &[u8]) {
+        if self.raw_hidden {
+            return;
+        }
+        let visible = self.text_visible();
+        if !visible && !self.in_title {
+            return;
+        }
+        let s = lossy(bytes);
+        if self.in_title && !self.title_done {
+            self.title.push(&s);
+        }
+        if visible {
+            self.text.push(&s);
+            if self.heading_open {
+                self.heading.push(&s);
+            }
+        }
+    }
+
+    fn word_break(&mut self) {
+        self.text.word_break();
+        self.heading.word_break();
+    }
+
+    fn close_title(&mut self) {
+        if !self.in_title {
+            return;
+        }
+        self.in_title = false;
+        // Like document.title: the first <title> decides, even if empty.
+        if !self.title_done {
+            self.title_done = true;
+            let t = self.title.take();
+            self.title_result = (!t.is_empty()).then_some(t);
+        }
+    }
+
+    fn close_heading(&mut self) {
+        if !self.heading_open {
+            return;
+        }
+        self.heading_open = false;
+        let h = self.heading.take();
+        if !h.is_empty() {
+            self.headings.push(h);
+        }
+    }
+
+    fn push_link(&mut self, source: LinkSource) {
+        let Some(href) = self.href.get() else { return };
+        let nofollow = has_token(self.rel.get().unwrap_or(""), "nofollow");
+        let start = self.hrefs.len();
+        self.hrefs.push_str(href);
+        self.raw_links.push(RawLink {
+            start,
+            end: self.hrefs.len(),
+            source,
+            nofollow,
+        });
+    }
+
+    fn push_frame(&mut self, source: LinkSource) {
+        let Some(src) = self.src.get() else { return };
+        // An empty src loads about:blank, not the page itself.
+        if src
+            .trim_matches(|c: char| c.is_ascii_whitespace())
+            .is_empty()
+        {
+            return;
+        }
+        let start = self.hrefs.len();
+        self.hrefs.push_str(src);
+        self.raw_links.push(RawLink {
+            start,
+            end: self.hrefs.len(),
+            source,
+            nofollow: false,
+        });
+    }
+
+    fn set_base(&mut self) {
+        // Only the first <base> with an href counts; if it is unusable the page URL stays the
+        // base (as with the WHATWG "frozen base URL" fallback).
+        if self.base_seen {
+            return;
+        }
+        if let Some(href) = self.href.get() {
+            self.base_seen = true;
+            self.base = resolve(self.page_url, href, self.opts).ok();
+        }
+    }
+
+    fn meta_robots(&mut self) {
+        let is_robots = self
+            .name
+            .get()
+            .is_some_and(|n| n.trim().eq_ignore_ascii_case("robots"));
+        if !is_robots {
+            return;
+        }
+        let content = self.content.get().unwrap_or("");
+        for directive in content
+            .split(|c: char| c == ',' || c.is_ascii_whitespace())
+            .filter(|d| !d.is_empty())
+        {
+            if directive.eq_ignore_ascii_case("none") {
+                self.meta_nofollow = true;
+                self.meta_noindex = true;
+            } else if directive.eq_ignore_ascii_case("nofollow") {
+                self.meta_nofollow = true;
+            } else if directive.eq_ignore_ascii_case("noindex") {
+                self.meta_noindex = true;
+            }
+        }
+    }
+
+    fn finish(mut self) -> Extracted {
+        // Unclosed title/heading at EOF: browsers keep what was read.
+        self.close_title();
+        self.close_heading();
+        let base = self.base.as_ref().unwrap_or(self.page_url);
+        let mut invalid_links = 0;
+        let mut links: Vec<ExtractedLink> = Vec::with_capacity(self.raw_links.len());
+        for raw in &self.raw_links {
+            match resolve(base, &self.hrefs[raw.start..raw.end], self.opts) {
+                Ok(url) => links.push(ExtractedLink {
+                    url,
+                    source: raw.source,
+                    nofollow: raw.nofollow,
+                }),
+                Err(_) => invalid_links += 1,
+            }
+        }
+        // Dedupe with a set borrowing the URLs' own strings: no extra allocation per link.
+        let keep: Vec<bool> = {
+            let mut seen: HashSet<&str> = HashSet::with_capacity(links.len());
+            links.iter().map(|l| seen.insert(l.url.as_str())).collect()
+        };
+        let mut keep = keep.into_iter();
+        links.retain(|_| keep.next().unwrap_or(false));
+        Extracted {
+            title: self.title_result,
+            headings: self.headings,
+            text: self.text.take(),
+            links,
+            invalid_links,
+            base: self.base,
+            meta_nofollow: self.meta_nofollow,
+            meta_noindex: self.meta_noindex,
+        }
+    }
+}
+
+/// The tree's extract behaviour: decode, tokenize, hand on the links the
+/// page allows to be followed.
+#[derive(Clone, Debug, Default)]
+pub struct HtmlExtractor {
+    normalize: NormalizeOptions,
+}
+
+impl HtmlExtractor {
+    pub fn new(normalize: NormalizeOptions) -> Self {
+        Self { normalize }
+    }
+}
+
+/// Bytes looked at to sniff HTML when the Content-Type is missing.
+const SNIFF_BYTES: usize = 512;
+
+impl web_crawler_actors::Extractor for HtmlExtractor {
+    fn extract(
+        &self,
+        url: &str,
+        page: &web_crawler_actors::FetchedPage,
+    ) -> web_crawler_actors::ExtractedPage {
+        let content_hash = xxhash_rust::xxh3::xxh3_64(&page.body);
+        let content_type = page.content_type.as_deref();
+        let html = is_html(content_type, &page.body[..page.body.len().min(SNIFF_BYTES)]);
+        let textual = html
+            || content_type.is_some_and(|c| {
+                let c = c.to_ascii_lowercase();
+                c.starts_with("text/") || c.contains("xml") || c.contains("json")
+            });
+        if !textual {
+            return web_crawler_actors::ExtractedPage {
+                content_hash,
+                ..Default::default()
+            };
+        }
+        let (document, _) = decode_body(&page.body, content_type);
+        let Some(page_url) = html.then(|| Url::parse(url).ok()).flatten() else {
+            return web_crawler_actors::ExtractedPage {
+                document,
+                content_hash,
+                ..Default::default()
+            };
+        };
+        let found = extract_html(&document, &page_url, &self.normalize);
+        let links = if found.meta_nofollow {
+            Vec::new()
+        } else {
+            found
+                .links
+                .iter()
+                .filter(|l| !l.nofollow)
+                .map(|l| l.url.to_string())
+                .collect()
+        };
+        web_crawler_actors::ExtractedPage {
+            links_found: found.links.len() + found.invalid_links,
+            links,
+            is_html: true,
+            title: found.title,
+            headings: found.headings,
+            text: found.text,
+            document,
+            content_hash,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn page() -> Url {
+        Url::parse("https://example.com/dir/page.html").unwrap()
+    }
+
+    fn ex(html: &str) -> Extracted {
+        extract_html(html, &page(), &NormalizeOptions::default())
+    }
+
+    fn urls(e: &Extracted) -> Vec<&str> {
+        e.links.iter().map(|l| l.url.as_str()).collect()
+    }
+
+    /// Deterministic pseudo-random numbers (Knuth's MMIX LCG) so failures reproduce.
+    struct Lcg(u64);
+
+    impl Lcg {
+        fn next(&mut self) -> u64 {
+            self.0 = self
+                .0
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            self.0 >> 33
+        }
+
+        fn below(&mut self, n: usize) -> usize {
+            (self.next() % n as u64) as usize
+        }
+    }
+
+    #[test]
+    fn title_headings_text_separation() {
+        let e = ex("<!doctype html><html><head><title>  My \n Page </title>\
+             <style>body { color: red }</style><script>var x = '<p>no</p>';</script>\
+             <meta charset=utf-8></head><body>\
+             <nav><a href=/home>Home</a> Menu</nav>\
+             <h1>Main   Title</h1><p>First para.</p>\
+             <h2>Sub <b>heading</b></h2><p>Second</p>\
+             <footer>Copyright <a href=/legal>legal</a></footer>\
+             <noscript>Enable JS</noscript><template><p>tpl</p></template>\
+             <svg><title>icon</title><text>svgtext</text></svg>\
+             <p>End</p></body></html>");
+        assert_eq!(e.title.as_deref(), Some("My Page"));
+        assert_eq!(e.headings, vec!["Main Title", "Sub heading"]);
+        assert_eq!(
+            e.text,
+            "My Page Main Title First para. Sub heading Second End"
+        );
+        // Links in nav and footer are still extracted; only their text is hidden.
+        assert_eq!(
+            urls(&e),
+            vec!["https://example.com/home", "https://example.com/legal"]
+        );
+    }
+
+    #[test]
+    fn whitespace_collapse_and_word_breaks() {
+        let e = ex(
+            "<p>  a \t\n b  </p><p>c</p>d<br>e<span>f</span>g<li>h\u{a0}\u{3000}i</li>\
+                    <div>\r\n</div>  <b>j</b><i>k</i>",
+        );
+        assert_eq!(e.text, "a b c d efg h i jk");
+        assert!(!e.text.starts_with(' ') && !e.text.ends_with(' '));
+        let e = ex("   ");
+        assert_eq!(e.text, "");
+        // Inline elements and comments do not split words.
+        assert_eq!(ex("un<em>break</em>able<!-- c -->s").text, "unbreakables");
+    }
+
+    #[test]
+    fn entities_decoded() {
+        let e = ex(
+            "<title>Tom &amp; Jerry</title><p>a &amp; b &lt;c&gt; &eacute; &#x41;&#66; \
+                    &nbsp;x &zzz;</p><a href=\"/q?a=1&amp;b=2\">l</a>",
+        );
+        assert_eq!(e.title.as_deref(), Some("Tom & Jerry"));
+        assert_eq!(e.text, "Tom & Jerry a & b <c> é AB x &zzz; l");
+        assert_eq!(urls(&e), vec!["https://example.com/q?a=1&b=2"]);
+        // Legacy unterminated entity in an attribute value followed by '=' stays literal.
+        let e = ex("<a href='/q?x=1&copy=2'>l</a>");
+        assert_eq!(urls(&e), vec!["https://example.com/q?x=1&copy=2"]);
+    }
+
+    #[test]
+    fn links_kinds_and_order() {
+        let e = ex("<link rel=stylesheet href=/s.css>\
+                    <link rel=\"Canonical\" href=\"https://example.com/canon\">\
+                    <link rel=\"alternate\" hreflang=de href=/de/>\
+                    <link rel=\"ALTERNATE stylesheet\" href=/alt.css>\
+                    <a href=a.html>a</a><area href=/map><frame src=f.html>\
+                    <iframe src=\"//cdn.example.org/i\"></iframe>\
+                    <a name=anchor-without-href>x</a><a href=\"../up\">up</a>");
+        let got: Vec<(&str, LinkSource)> =
+            e.links.iter().map(|l| (l.url.as_str(), l.source)).collect();
+        assert_eq!(
+            got,
+            vec![
+                ("https://example.com/canon", LinkSource::Canonical),
+                ("https://example.com/de/", LinkSource::Alternate),
+                ("https://example.com/alt.css", LinkSource::Alternate),
+                ("https://example.com/dir/a.html", LinkSource::Anchor),
+                ("https://example.com/map", LinkSource::Area),
+                ("https://example.com/dir/f.html", LinkSource::Frame),
+                ("https://cdn.example.org/i", LinkSource::IFrame),
+                ("https://example.com/up", LinkSource::Anchor),
+            ]
+        );
+        assert_eq!(e.invalid_links, 0);
+    }
+
+    #[test]
+    fn nofollow_on_anchors() {
+        let e = ex(
+            "<a href=/a rel=nofollow>a</a><a href=/b rel=\"noopener NoFollow\">b</a>\
+                    <a href=/c rel=\"nofollowx\">c</a><a href=/d>d</a>\
+                    <area href=/e rel=nofollow><link rel='canonical nofollow' href=/f>",
+        );
+        let got: Vec<(&str, bool)> = e.links.iter().map(|l| (l.url.path(), l.nofollow)).collect();
+        assert_eq!(
+            got,
+            vec![
+                ("/a", true),
+                ("/b", true),
+                ("/c", false),
+                ("/d", false),
+                ("/e", true),
+                ("/f", true)
+            ]
+        );
+        assert!(!e.meta_nofollow);
+    }
+
+    #[test]
+    fn dedupe_keeps_first_and_counts_invalid() {
+        let e = ex("<a href=/x#one rel=nofollow>1</a><a href='/x#two'>2</a>\
+                    <a href='HTTPS://EXAMPLE.COM:443/x'>3</a>\
+                    <a href='javascript:void(0)'>js</a><a href='mailto:a@b.c'>m</a>\
+                    <a href='tel:123'>t</a><a href='http://'>nohost</a>\
+                    <a href='http://exa mple.com/'>bad</a><a href='  /y  '>y</a>\
+                    <a href=''>self</a><a href='#top'>top</a>");
+        assert_eq!(
+            urls(&e),
+            vec![
+                "https://example.com/x",
+                "https://example.com/y",
+                "https://example.com/dir/page.html"
+            ]
+        );
+        assert!(e.links[0].nofollow, "first occurrence kept");
+        assert_eq!(e.invalid_links, 5);
+    }
+
+    #[test]
+    fn duplicate_attribute_first_wins() {
+        let e = ex("<a href=/first href=/second rel=x rel=nofollow>x</a>");
+        assert_eq!(urls(&e), vec!["https://example.com/first"]);
+        assert!(!e.links[0].nofollow);
+    }
+
+    #[test]
+    fn meta_robots() {
+        let e = ex("<meta name=robots content='noindex, nofollow'>");
+        assert!(e.meta_noindex && e.meta_nofollow);
+        let e = ex("<meta name=\"ROBOTS\" content=\"NOFOLLOW\">");
+        assert!(e.meta_nofollow && !e.meta_noindex);
+        let e = ex("<meta name=robots content=noindex>");
+        assert!(e.meta_noindex && !e.meta_nofollow);
+        let e = ex("<meta name=robots content='None'>");
+        assert!(e.meta_noindex && e.meta_nofollow);
+        let e = ex("<meta content='noindex,nofollow' name='robots'>");
+        assert!(e.meta_noindex && e.meta_nofollow);
+        let e = ex("<meta name=robots content='index, follow, noarchive'>\
+                    <meta name=description content='nofollow noindex none'>\
+                    <meta name=googlebot content=none><meta content=none>");
+        assert!(!e.meta_noindex && !e.meta_nofollow);
+        let e = ex("<meta name=robots content=noindex><meta name=robots content=nofollow>");
+        assert!(e.meta_noindex && e.meta_nofollow);
+    }
+
+    #[test]
+    fn base_href() {
+        let e = ex("<head><base href='https://cdn.example.net/root/'></head>\
+                    <a href=rel>r</a><a href=/abs>a</a><a href=//o.example/>o</a>");
+        assert_eq!(
+            e.base.as_ref().unwrap().as_str(),
+            "https://cdn.example.net/root/"
+        );
+        assert_eq!(
+            urls(&e),
+            vec![
+                "https://cdn.example.net/root/rel",
+                "https://cdn.example.net/abs",
+                "https://o.example/"
+            ]
+        );
+        // Relative base resolves against the page; it applies to links before it too; only
+        // the first base with an href counts.
+        let e = ex("<a href=x>x</a><base target=_blank><base href='/other/'>\
+                    <base href='https://ignored.example/'>");
+        assert_eq!(
+            e.base.as_ref().unwrap().as_str(),
+            "https://example.com/other/"
+        );
+        assert_eq!(urls(&e), vec!["https://example.com/other/x"]);
+        // Unusable first base → page URL is the base.
+        let e = ex("<base href='javascript:alert(1)'><base href='/later/'><a href=x>x</a>");
+        assert_eq!(e.base, None);
+        assert_eq!(urls(&e), vec!["https://example.com/dir/x"]);
+        assert_eq!(ex("<a href=x>x</a>").base, None);
+    }
+
+    #[test]
+    fn canonical() {
+        let e = ex("<link rel=canonical href='https://Example.com:443/Canon?utm_source=x#f'>");
+        assert_eq!(e.links.len(), 1);
+        assert_eq!(e.links[0].source, LinkSource::Canonical);
+        assert_eq!(
+            e.links[0].url.as_str(),
+            "https://example.com/Canon?utm_source=x"
+        );
+        let opts = NormalizeOptions {
+            strip_tracking_params: true,
+            sort_query: false,
+        };
+        let e = extract_html(
+            "<link rel=canonical href='/Canon?utm_source=x'>",
+            &page(),
+            &opts,
+        );
+        assert_eq!(e.links[0].url.as_str(), "https://example.com/Canon");
+        // link without canonical/alternate, or without href, is ignored
+        let e = ex("<link rel=icon href=/favicon.ico><link rel=canonical>");
+        assert!(e.links.is_empty());
+        assert_eq!(e.invalid_links, 0);
+    }
+
+    #[test]
+    fn frames() {
+        let e = ex(
+            "<frameset><frame src=top.html><frame src=' /main '></frameset>\
+                    <iframe src=''></iframe><iframe>fallback <a href=/no>no</a></iframe>\
+                    <iframe src=/embed>raw <b>text</b></iframe><p>after</p>",
+        );
+        let got: Vec<(&str, LinkSource)> =
+            e.links.iter().map(|l| (l.url.path(), l.source)).collect();
+        assert_eq!(
+            got,
+            vec![
+                ("/dir/top.html", LinkSource::Frame),
+                ("/main", LinkSource::Frame),
+                ("/embed", LinkSource::IFrame)
+            ]
+        );
+        // iframe content is raw text (not markup) and not shown.
+        assert_eq!(e.text, "after");
+    }
+
+    #[test]
+    fn script_with_end_tag_lookalikes() {
+        let e = ex(
+            "<script>document.write('</scr' + 'ipt>'); var s = '<a href=/fake>x</a>';\
+                    if (a < b && c > d) {}</script><p>shown</p>\
+                    <script><!-- document.write('<script></script>'); --></script><p>too</p>",
+        );
+        assert_eq!(e.text, "shown too");
+        assert!(e.links.is_empty());
+        // Upper-case end tag and attributes on it still close the script.
+        let e = ex("<SCRIPT type=text/javascript>x()</SCRIPT foo=bar><p>ok</p>");
+        assert_eq!(e.text, "ok");
+    }
+
+    #[test]
+    fn style_and_textarea_are_raw() {
+        let e = ex("<style>p::before { content: '<a href=/x>' }</style>\
+                    <textarea><a href=/y>&amp;</textarea><xmp><b>x</b></xmp>");
+        assert!(e.links.is_empty());
+        assert_eq!(e.text, "<a href=/y>& <b>x</b>");
+    }
+
+    #[test]
+    fn noscript_text_hidden_but_links_seen() {
+        let e = ex("<p>a</p><noscript><a href=/nojs>Please enable JS</a></noscript><p>b</p>");
+        assert_eq!(e.text, "a b");
+        assert_eq!(urls(&e), vec!["https://example.com/nojs"]);
+    }
+
+    #[test]
+    fn svg_foreign_content() {
+        // <title>/<style> inside svg are not raw text and not the document title.
+        let e = ex(
+            "<svg><title>Icon</title><style>.a{}</style><a href=/in-svg>x</a></svg>\
+                    <title>Real</title><p>after</p>",
+        );
+        assert_eq!(e.title.as_deref(), Some("Real"));
+        assert_eq!(e.text, "Real after");
+        assert_eq!(urls(&e), vec!["https://example.com/in-svg"]);
+        // Self-closing svg does not open anything.
+        assert_eq!(ex("<svg/><p>visible</p>").text, "visible");
+        // An unclosed svg is ended by an HTML block tag, as in browsers.
+        assert_eq!(ex("<svg><path d=''><p>visible</p>").text, "visible");
+        // foreignObject content is still inside the svg: hidden.
+        assert_eq!(
+            ex("<svg><foreignObject><div>fo</div></foreignObject></svg><p>x</p>").text,
+            "x"
+        );
+        // CDATA is allowed in svg and does not leak.
+        assert_eq!(ex("<svg><![CDATA[<p>cdata</p>]]></svg>ok").text, "ok");
+        // MathML text is visible.
+        assert_eq!(ex("<math><mi>x</mi></math>").text, "x");
+    }
+
+    #[test]
+    fn title_edge_cases() {
+        assert_eq!(ex("<p>no title</p>").title, None);
+        assert_eq!(ex("<title>  </title>").title, None);
+        // First title decides, later ones are not the title (but their text is visible).
+        let e = ex("<title>One</title><title>Two</title>");
+        assert_eq!(e.title.as_deref(), Some("One"));
+        assert_eq!(e.text, "One Two");
+        // Title is RCDATA: tags inside are text.
+        assert_eq!(
+            ex("<title>a <b>b</b></title>").title.as_deref(),
+            Some("a <b>b</b>")
+        );
+        // Unclosed title swallows the rest, like browsers.
+        assert_eq!(ex("<title>t <p>x").title.as_deref(), Some("t <p>x"));
+        // Title inside template is inert.
+        assert_eq!(ex("<template><title>T</title></template>").title, None);
+    }
+
+    #[test]
+    fn heading_edge_cases() {
+        let e = ex("<h1>a<h2>b</h2>c</h1><h3></h3><h4> d\n e </h4><h5>unclosed");
+        assert_eq!(e.headings, vec!["a", "b", "d e", "unclosed"]);
+        assert_eq!(e.text, "a b c d e unclosed");
+        let e = ex("<nav><h2>Menu</h2></nav><footer><h3>Contact</h3></footer><h1>Real</h1>");
+        assert_eq!(e.headings, vec!["Real"]);
+        let e = ex("<h1>Top <script>x</script><span>n</span>ews<nav>skip</nav></h1>");
+        assert_eq!(e.headings, vec!["Top news"]);
+    }
+
+    #[test]
+    fn broken_html_does_not_panic() {
+        let cases = [
+            "<a href=/x",
+            "<a href='/x",
+            "<a href=/ok>ok",
+            "<<<>>><a <b <c>>",
+            "< p>text</ p>",
+            "a < b > c",
+            "<a href=/u1 title=x y=z/ >1</a><a href=unquoted/path?x=1&y=2>2</a>",
+            "<div><span><p>unclosed",
+            "</nav></footer></svg></script>stray ends",
+            "<!-- unclosed comment <a href=/hidden>",
+            "<!doctype",
+            "<![CDATA[ x ]]>",
+            "<?php echo 1 ?>text",
+            "&#0; &#x110000; &#xD800; &#99999999999999; &",
+            "<a href=\"\0/nul\">n</a>\0\0text\0",
+            "<script>never closed <a href=/no>",
+            "<style>",
+            "<title>",
+            "<plaintext><a href=/no>",
+            "<nav><nav></nav>still hidden</nav>visible",
+            "<a href=\"/\u{1F600}\">emoji</a>",
+            "\u{FEFF}<p>bom</p>",
+        ];
+        for html in cases {
+            let _ = ex(html);
+        }
+        let e = ex("<a href=unquoted/path?x=1&y=2>2</a>");
+        assert_eq!(
+            urls(&e),
+            vec!["https://example.com/dir/unquoted/path?x=1&y=2"]
+        );
+        assert!(
+            ex("<a href=/x").links.is_empty(),
+            "EOF inside a tag drops it"
+        );
+        assert_eq!(urls(&ex("<a href=/ok>ok")), vec!["https://example.com/ok"]);
+        assert_eq!(
+            ex("<nav><nav></nav>still hidden</nav>visible").text,
+            "visible"
+        );
+        assert_eq!(ex("</nav></footer></svg>stray ends").text, "stray ends");
+        assert_eq!(ex("a < b > c").text, "a < b > c");
+        assert!(ex("<script>never closed <a href=/no>").links.is_empty());
+        assert_eq!(ex("<plaintext><a href=/no>").text, "<a href=/no>");
+        let e = ex("<a href=\"\0/nul\">n</a>\0\0text\0");
+        assert_eq!(e.text, "n text");
+        assert_eq!(e.links.len() + e.invalid_links, 1);
+    }
+
+    #[test]
+    fn deeply_nested() {
+        let depth = 100_000;
+        let html = format!(
+            "{}deep{}",
+            "<div><span>".repeat(depth),
+            "</span></div>".repeat(depth)
+        );
+        assert_eq!(ex(&html).text, "deep");
+        let html = format!("{}x", "<nav>".repeat(depth));
+        assert_eq!(ex(&html).text, "");
+        let html = format!("{}<p>y", "<svg><g>".repeat(depth));
+        assert_eq!(ex(&html).text, "y");
+        let html = "<a href=/a>".repeat(depth);
+        assert_eq!(ex(&html).links.len(), 1);
+        let html = format!("{}z", "<h1>".repeat(depth));
+        assert_eq!(ex(&html).headings, vec!["z"]);
+    }
+
+    #[test]
+    fn five_megabytes_of_garbage() {
+        let mut rng = Lcg(42);
+        let alphabet = b"<>/=\"' abcdefghijklmnopqrstuvwxyz!-&#;\n\0\xff";
+        let bytes: Vec<u8> = (0..5 * 1024 * 1024)
+            .map(|_| alphabet[rng.below(alphabet.len())])
+            .collect();
+        let html = String::from_utf8_lossy(&bytes);
+        let e = ex(&html);
+        assert!(e.text.len() < html.len());
+        let (decoded, _) = decode_body(&bytes, None);
+        assert!(!decoded.is_empty());
+    }
+
+    #[test]
+    fn pseudo_random_inputs_never_panic() {
+        const PIECES: &[&str] = &[
+            "<",
+            ">",
+            "</",
+            "/>",
+            "<a href=",
+            "<area href=",
+            "<link rel=canonical href=",
+            "<base href=",
+            "<meta name=robots content=",
+            "<frame src=",
+            "<iframe src=",
+            "\"",
+            "'",
+            "=",
+            " ",
+            "\n",
+            "&amp;",
+            "&",
+            "&#",
+            "&#x",
+            ";",
+            "<script>",
+            "</script>",
+            "<style>",
+            "</style>",
+            "<title>",
+            "</title>",
+            "<h1>",
+            "</h2>",
+            "<nav>",
+            "</nav>",
+            "<svg>",
+            "</svg>",
+            "<math>",
+            "<foreignObject>",
+            "<template>",
+            "<noscript>",
+            "</noscript>",
+            "<!--",
+            "-->",
+            "<!",
+            "<![CDATA[",
+            "]]>",
+            "<?",
+            "<plaintext>",
+            "<textarea>",
+            "javascript:",
+            "http://",
+            "//",
+            "../",
+            "#",
+            "?",
+            "%",
+            "%2e",
+            "\0",
+            "é",
+            "\u{FFFD}",
+            "\u{a0}",
+            "x",
+            "p",
+            "<p>",
+            "<br/>",
+            "<!doctype html>",
+        ];
+        let mut rng = Lcg(7);
+        let page = page();
+        let opts = NormalizeOptions {
+            strip_tracking_params: true,
+            sort_query: true,
+        };
+        for _ in 0..3000 {
+            let mut s = String::new();
+            let n = rng.below(60);
+            for _ in 0..n {
+                if rng.below(4) == 0 {
+                    // Raw random bytes, made valid UTF-8.
+                    let raw: Vec<u8> = (0..rng.below(8)).map(|_| rng.next() as u8).collect();
+                    s.push_str(&String::from_utf8_lossy(&raw));
+                } else {
+                    s.push_str(PIECES[rng.below(PIECES.len())]);
+                }
+            }
+            let e = extract_html(&s, &page, &opts);
+            assert!(!e.text.starts_with(' ') && !e.text.ends_with(' '));
+            assert!(!e.text.contains("  "));
+            let _ = is_html(None, s.as_bytes());
+            let cts = [
+                None,
+                Some("text/html; charset=shift_jis"),
+                Some("text/html; charset=bogus"),
+            ];
+            let _ = decode_body(s.as_bytes(), cts[rng.below(cts.len())]);
+        }
+    }
+
+    // ---- decoding ----
+
+    /// "Привет" in windows-1251.
+    const PRIVET_1251: &[u8] = b"\xCF\xF0\xE8\xE2\xE5\xF2";
+    /// "日本語" in Shift_JIS.
+    const NIHONGO_SJIS: &[u8] = b"\x93\xFA\x96\x7B\x8C\xEA";
+
+    fn with(prefix: &[u8], body: &[u8], suffix: &[u8]) -> Vec<u8> {
+        [prefix, body, suffix].concat()
+    }
+
+    #[test]
+    fn decode_utf8_default() {
+        let (s, enc) = decode_body("<p>héllo</p>".as_bytes(), None);
+        assert_eq!((s.as_str(), enc), ("<p>héllo</p>", "UTF-8"));
+        assert_eq!(decode_body(b"", None), (String::new(), "UTF-8"));
+        assert_eq!(
+            decode_body(b"", Some("text/html")),
+            (String::new(), "UTF-8")
+        );
+    }
+
+    #[test]
+    fn decode_windows_1251_via_header_and_meta() {
+        let body = with(b"<p>", PRIVET_1251, b"</p>");
+        let (s, enc) = decode_body(&body, Some("text/html; charset=windows-1251"));
+        assert_eq!((s.as_str(), enc), ("<p>Привет</p>", "windows-1251"));
+        // Quoted, odd case and spacing.
+        let (s, enc) = decode_body(&body, Some("Text/HTML;Charset = \"CP1251\""));
+        assert_eq!((s.as_str(), enc), ("<p>Привет</p>", "windows-1251"));
+
+        let body = with(
+            b"<html><head><meta charset=\"windows-1251\"></head><p>",
+            PRIVET_1251,
+            b"",
+        );
+        let (s, enc) = decode_body(&body, Some("text/html"));
+        assert!(s.ends_with("<p>Привет"), "{s}");
+        assert_eq!(enc, "windows-1251");
+        // Cross-check with encoding_rs's own encoder on a longer text.
+        let (bytes, _, _) = encoding_rs::WINDOWS_1251.encode("Съешь же ещё этих мягких булок");
+        let body = with(b"<meta charset=cp1251>", &bytes, b"");
+        let (s, _) = decode_body(&body, None);
+        assert_eq!(s, "<meta charset=cp1251>Съешь же ещё этих мягких булок");
+    }
+
+    #[test]
+    fn decode_shift_jis_via_header_and_meta() {
+        let body = with(b"<p>", NIHONGO_SJIS, b"</p>");
+        let (s, enc) = decode_body(&body, Some("text/html; charset=Shift_JIS"));
+        assert_eq!((s.as_str(), enc), ("<p>日本語</p>", "Shift_JIS"));
+
+        let body = with(
+            b"<!DOCTYPE html><HEAD><META HTTP-EQUIV=\"Content-Type\" \
+              CONTENT=\"text/html; charset=shift_jis\"></HEAD><p>",
+            NIHONGO_SJIS,
+            b"",
+        );
+        let (s, enc) = decode_body(&body, None);
+        assert!(s.ends_with("<p>日本語"), "{s}");
+        assert_eq!(enc, "Shift_JIS");
+        // x-sjis label, single quotes inside content.
+        let body = with(
+            b"<meta http-equiv=content-type content=\"text/html;charset='x-sjis'\">",
+            NIHONGO_SJIS,
+            b"",
+        );
+        assert_eq!(decode_body(&body, None).1, "Shift_JIS");
+    }
+
+    #[test]
+    fn decode_precedence() {
+        let meta_1251 = with(b"<meta charset=windows-1251>", PRIVET_1251, b"");
+        // Header beats meta.
+        let (s, enc) = decode_body(&meta_1251, Some("text/html; charset=koi8-r"));
+        assert_eq!(enc, "KOI8-R");
+        assert!(!s.contains("Привет"));
+        // BOM beats header and meta, and is stripped.
+        let body = with(b"\xEF\xBB\xBF", "<p>é</p>".as_bytes(), b"");
+        assert_eq!(
+            decode_body(&body, Some("text/html; charset=windows-1251")),
+            ("<p>é</p>".to_owned(), "UTF-8")
+        );
+        let utf16: Vec<u8> = "\u{FEFF}<p>hi</p>"
+            .encode_utf16()
+            .flat_map(u16::to_le_bytes)
+            .collect();
+        assert_eq!(
+            decode_body(&utf16, Some("text/html; charset=utf-8")),
+            ("<p>hi</p>".to_owned(), "UTF-16LE")
+        );
+        // Unknown header label: fall through to meta.
+        let (s, enc) = decode_body(&meta_1251, Some("text/html; charset=no-such-charset"));
+        assert_eq!(enc, "windows-1251");
+        assert!(s.ends_with("Привет"));
+        // Replacement-encoding labels count as unknown.
+        assert_eq!(
+            decode_body(b"<p>x</p>", Some("text/html; charset=iso-2022-kr")).1,
+            "UTF-8"
+        );
+        // latin1 means windows-1252 on the web.
+        assert_eq!(
+            decode_body(b"caf\xe9", Some("text/html; charset=ISO-8859-1")),
+            ("café".to_owned(), "windows-1252")
+        );
+    }
+
+    #[test]
+    fn decode_meta_prescan_rules() {
+        // Unknown meta label → UTF-8.
+        assert_eq!(decode_body(b"<meta charset=klingon><p>x", None).1, "UTF-8");
+        // content charset without http-equiv is ignored.
+        assert_eq!(
+            decode_body(b"<meta content='text/html; charset=koi8-r'>", None).1,
+            "UTF-8"
+        );
+        // Meta inside a comment is ignored; the next one counts.
+        assert_eq!(
+            decode_body(
+                b"<!-- <meta charset=koi8-r> --><meta charset=windows-1251>",
+                None
+            )
+            .1,
+            "windows-1251"
+        );
+        // "<meta" inside another tag's attribute value is not a tag.
+        assert_eq!(
+            decode_body(
+                b"<div title='<meta charset=koi8-r>'><meta charset=gbk>",
+                None
+            )
+            .1,
+            "GBK"
+        );
+        // Beyond the first 1024 bytes: not seen.
+        let mut late = vec![b' '; 1100];
+        late.extend_from_slice(b"<meta charset=windows-1251>");
+        assert_eq!(decode_body(&late, None).1, "UTF-8");
+        // A meta cut off by the 1024-byte limit aborts the prescan.
+        let mut cut = vec![b' '; 1010];
+        cut.extend_from_slice(b"<meta charset=windows-1251>");
+        assert_eq!(decode_body(&cut, None).1, "UTF-8");
+        // UTF-16 declared in meta means UTF-8; x-user-defined means windows-1252.
+        assert_eq!(decode_body(b"<meta charset=utf-16le>", None).1, "UTF-8");
+        assert_eq!(
+            decode_body(b"<meta charset=x-user-defined>", None).1,
+            "windows-1252"
+        );
+        // <meta/charset=...> and unquoted attributes.
+        assert_eq!(decode_body(b"<meta/charset=euc-jp>", None).1, "EUC-JP");
+        // First charset attribute wins.
+        assert_eq!(
+            decode_body(b"<meta charset=gbk charset=koi8-r>", None).1,
+            "GBK"
+        );
+        // Other tags and doctypes are skipped.
+        assert_eq!(
+            decode_body(
+                b"<!DOCTYPE html><?xml x?><html lang=en><meta charset=big5>",
+                None
+            )
+            .1,
+            "Big5"
+        );
+        // Garbage never panics.
+        for junk in [
+            &b"<meta"[..],
+            b"<meta ",
+            b"<meta charset",
+            b"<meta charset=\"",
+            b"<!--",
+            b"<a",
+            b"</",
+        ] {
+            assert_eq!(decode_body(junk, None).1, "UTF-8");
+        }
+    }
+
+    #[test]
+    fn mislabelled_charset_yields_replacement() {
+        // Header claims UTF-8 but the bytes are latin1.
+        let (s, enc) = decode_body(b"<p>caf\xe9 na\xefve</p>", Some("text/html; charset=utf-8"));
+        assert_eq!(enc, "UTF-8");
+        assert_eq!(s, "<p>caf\u{FFFD} na\u{FFFD}ve</p>");
+        let e = extract_html(&s, &page(), &NormalizeOptions::default());
+        assert_eq!(e.text, "caf\u{FFFD} na\u{FFFD}ve");
+    }
+
+    #[test]
+    fn decoded_body_extracts() {
+        let body = with(
+            b"<meta charset=windows-1251><title>",
+            PRIVET_1251,
+            b"</title><a href='/\xCF'>x</a>",
+        );
+        let (s, _) = decode_body(&body, None);
+        let e = extract_html(&s, &page(), &NormalizeOptions::default());
+        assert_eq!(e.title.as_deref(), Some("Привет"));
+        // Non-ASCII in hrefs ends up percent-encoded UTF-8.
+        assert_eq!(urls(&e), vec!["https://example.com/%D0%9F"]);
+    }
+
+    #[test]
+    fn is_html_checks() {
+        assert!(is_html(Some("text/html"), b""));
+        assert!(is_html(Some("Text/HTML; charset=utf-8"), b""));
+        assert!(is_html(Some("application/xhtml+xml"), b""));
+        assert!(!is_html(Some("text/plain"), b"<!doctype html>"));
+        assert!(!is_html(Some("application/json"), b"<html>"));
+        assert!(!is_html(Some("text/htmlx"), b""));
+        assert!(!is_html(Some("image/png"), b"\x89PNG"));
+        // Sniffing when the header is absent (or empty).
+        assert!(is_html(
+            None,
+            b"<!DOCTYPE HTML PUBLIC \"-//W3C//DTD HTML 4.01//EN\">"
+        ));
+        assert!(is_html(None, b"<!doctype html>"));
+        assert!(is_html(None, b"\xEF\xBB\xBF \r\n\t<HTML lang=en>"));
+        assert!(is_html(None, b"<html>"));
+        assert!(is_html(None, b"<html"));
+        assert!(is_html(Some(""), b"<html>"));
+        assert!(!is_html(None, b"<htmlx>"));
+        assert!(!is_html(None, b"<?xml version=\"1.0\"?><rss>"));
+        assert!(!is_html(None, b"{\"a\": 1}"));
+        assert!(!is_html(None, b""));
+        assert!(!is_html(None, b"hello <html>"));
+    }
+}

@@ -1,0 +1,5 @@
+//! Store backends.
+
+mod sqlite;
+
+pub use sqlite::SqliteStore;

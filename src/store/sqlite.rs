@@ -1,0 +1,1976 @@
+//! The embedded store: the paper's MongoDB collections as SQLite tables.
+//!
+//! One connection behind a mutex: SQLite serialises writers anyway, and a
+//! single connection makes every trait call one transaction that no other call
+//! of this process can interleave with (claims cannot hand out a URL twice).
+//! All SQL runs on tokio's blocking pool so the actors' runtime never stalls on
+//! disk I/O.
+
+use async_trait::async_trait;
+use rusqlite::{
+    Connection, ErrorCode, OptionalExtension, Row, Transaction, TransactionBehavior, named_params,
+    params,
+};
+use std::collections::HashSet;
+use std::path::Path;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+use web_crawler_actors::frontier::{LinkDecision, decide_link, dedupe_by_content};
+use web_crawler_actors::{
+    BrokenLink, ClaimRequest, CommitBatch, CommitSummary, HostRecord, Job, Millis, NewLink,
+    OperationSpec, PageQuery, PageRecord, PendingUrl, ProcessedUrl, ROBOTS_BLOCKED, SearchResult,
+    Store, StoreCounts, StoreError, UrlKey, now_ms,
+};
+
+/// Version of the table layout below; a file with another version is refused
+/// rather than misread.
+const SCHEMA_VERSION: i64 = 1;
+
+/// Idempotent: `open` runs it on every start. `pending_urls.id` aliases the
+/// rowid explicitly so that VACUUM cannot renumber it (it is the FIFO order).
+const SCHEMA: &str = r#"
+CREATE TABLE IF NOT EXISTS meta (
+    key   TEXT PRIMARY KEY,
+    value
+);
+CREATE TABLE IF NOT EXISTS pending_urls (
+    id            INTEGER PRIMARY KEY,
+    url           TEXT    NOT NULL,
+    operation     TEXT    NOT NULL,
+    host          TEXT    NOT NULL,
+    status        TEXT    NOT NULL DEFAULT 'pending',
+    d_change      INTEGER NOT NULL,
+    depth         INTEGER NOT NULL DEFAULT 0,
+    priority      REAL    NOT NULL DEFAULT 0,
+    attempts      INTEGER NOT NULL DEFAULT 0,
+    not_before    INTEGER NOT NULL DEFAULT 0,
+    lease_until   INTEGER,
+    lease_owner   TEXT,
+    redirect_hops INTEGER NOT NULL DEFAULT 0,
+    last_error    TEXT,
+    UNIQUE (url, operation)
+);
+CREATE INDEX IF NOT EXISTS pending_urls_claim ON pending_urls (status, host, priority DESC);
+CREATE INDEX IF NOT EXISTS pending_urls_lease ON pending_urls (status, lease_until);
+CREATE TABLE IF NOT EXISTS processed_urls (
+    url              TEXT PRIMARY KEY,
+    operation        TEXT    NOT NULL,
+    host             TEXT    NOT NULL,
+    depth            INTEGER NOT NULL DEFAULT 0,
+    "content-length" INTEGER,
+    "content-type"   TEXT,
+    server           TEXT,
+    http_returncode  INTEGER,
+    referral_count   INTEGER NOT NULL DEFAULT 0,
+    links_count      INTEGER NOT NULL DEFAULT 0,
+    d_processed      INTEGER NOT NULL,
+    title            TEXT,
+    content_hash     INTEGER,
+    duplicate_of     TEXT,
+    redirect_to      TEXT,
+    error            TEXT,
+    fetch_ms         INTEGER NOT NULL DEFAULT 0,
+    out_links        TEXT    NOT NULL DEFAULT '[]',
+    truncated        INTEGER NOT NULL DEFAULT 0,
+    node             TEXT    NOT NULL DEFAULT ''
+);
+CREATE INDEX IF NOT EXISTS processed_urls_content_hash ON processed_urls (content_hash);
+CREATE TABLE IF NOT EXISTS referrals (
+    url      TEXT NOT NULL,
+    referral TEXT NOT NULL,
+    PRIMARY KEY (url, referral)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS search_results (
+    id        INTEGER PRIMARY KEY,
+    url       TEXT    NOT NULL,
+    text      TEXT    NOT NULL,
+    positions TEXT    NOT NULL DEFAULT '[]',
+    d_search  INTEGER NOT NULL,
+    UNIQUE (url, text)
+);
+CREATE TABLE IF NOT EXISTS hosts (
+    host              TEXT PRIMARY KEY,
+    robots_status     TEXT    NOT NULL,
+    robots_http_code  INTEGER,
+    robots_error      TEXT,
+    robots_txt        TEXT,
+    robots_fetched_at INTEGER NOT NULL DEFAULT 0,
+    crawl_delay_ms    INTEGER,
+    sitemaps          TEXT    NOT NULL DEFAULT '[]'
+);
+"#;
+
+// --- statements -------------------------------------------------------------
+// Constants so `open` can compile each one against the file's schema (a clear
+// error up front instead of a failing crawl later) and so `prepare_cached`
+// finds them again by text.
+
+const EXPIRE_LEASES: &str = "UPDATE pending_urls
+    SET status = 'pending', lease_until = NULL, lease_owner = NULL, d_change = ?1
+    WHERE status = 'processing' AND lease_until < ?1";
+
+/// Rank every eligible row within its host, keep the ranks the host still has
+/// room for, then take rank 1 of every host before rank 2 of any. `held` is
+/// joined after ranking and materialized, so it is looked up only for the top
+/// `cap` rows of each host through an automatic index (joined inside the
+/// window it was rescanned per pending row: seconds at 100k rows).
+const CLAIM_SELECT: &str = "WITH held(host, n) AS MATERIALIZED (
+        SELECT key, value FROM json_each(:held)
+    ),
+    ranked AS (
+        SELECT id, host, priority,
+               ROW_NUMBER() OVER (PARTITION BY host ORDER BY priority DESC, id) AS rnk
+        FROM pending_urls
+        WHERE status = 'pending' AND not_before <= :now
+    )
+    SELECT p.id, p.url, p.operation, p.host, p.depth, p.priority, p.attempts, p.redirect_hops
+    FROM ranked AS r
+    LEFT JOIN held AS h ON h.host = r.host
+    JOIN pending_urls AS p ON p.id = r.id
+    WHERE r.rnk <= :cap AND r.rnk <= :cap - IFNULL(h.n, 0)
+    ORDER BY r.rnk, r.priority DESC, r.id
+    LIMIT :limit";
+
+const CLAIM_UPDATE: &str = "UPDATE pending_urls
+    SET status = 'processing', lease_until = ?2, lease_owner = ?3, d_change = ?4
+    WHERE id = ?1";
+
+const PROCESSED_AT: &str =
+    "SELECT d_processed FROM processed_urls WHERE url = ?1 AND operation = ?2";
+
+const INSERT_REFERRAL: &str = "INSERT OR IGNORE INTO referrals (url, referral) VALUES (?1, ?2)";
+
+const BUMP_REFERRAL_COUNT: &str =
+    "UPDATE processed_urls SET referral_count = referral_count + 1 WHERE url = ?1";
+
+/// `ON CONFLICT ... DO NOTHING` then [`MERGE_PENDING`] is the upsert the
+/// frontier rules describe, split in two so the caller can tell an insert
+/// (`queued`) from a merge (`merged`).
+const INSERT_PENDING: &str = "INSERT INTO pending_urls
+        (url, operation, host, status, d_change, depth, priority, attempts, not_before,
+         redirect_hops)
+    VALUES (?1, ?2, ?3, 'pending', ?4, ?5, ?6, 0, 0, ?7)
+    ON CONFLICT (url, operation) DO NOTHING";
+
+/// Status and attempts stay: merging a referral must not resurrect or reset a
+/// URL that is being fetched or waiting for a retry.
+const MERGE_PENDING: &str = "UPDATE pending_urls
+    SET priority = priority + ?3, depth = MIN(depth, ?4), redirect_hops = MIN(redirect_hops, ?5)
+    WHERE url = ?1 AND operation = ?2";
+
+/// Candidates for the page a body duplicates: originals first, then the
+/// oldest; never a copy of this very page (re-processing an original must not
+/// make it a duplicate of its own copy).
+const SAME_CONTENT: &str = "SELECT url, http_returncode FROM processed_urls
+    WHERE content_hash = ?1 AND url != ?2 AND (duplicate_of IS NULL OR duplicate_of != ?2)
+    ORDER BY duplicate_of IS NOT NULL, d_processed, url";
+
+/// REPLACE: one document per URL, the last operation wins (the paper's `_id`).
+/// referral_count is recounted so it always matches the referrals table.
+const WRITE_PROCESSED: &str = r#"INSERT OR REPLACE INTO processed_urls
+        (url, operation, host, depth, "content-length", "content-type", server,
+         http_returncode, referral_count, links_count, d_processed, title, content_hash,
+         duplicate_of, redirect_to, error, fetch_ms, out_links, truncated, node)
+    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, (SELECT COUNT(*) FROM referrals WHERE url = ?1),
+            ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)"#;
+
+const DELETE_PENDING: &str = "DELETE FROM pending_urls WHERE url = ?1 AND operation = ?2";
+
+const WRITE_SEARCH: &str = "INSERT INTO search_results (url, text, positions, d_search)
+    VALUES (?1, ?2, ?3, ?4)
+    ON CONFLICT (url, text) DO UPDATE SET positions = excluded.positions,
+                                          d_search = excluded.d_search";
+
+const RETRY: &str = "UPDATE pending_urls
+    SET status = 'pending', attempts = attempts + 1, not_before = ?3, last_error = ?4,
+        lease_until = NULL, lease_owner = NULL, d_change = ?5
+    WHERE url = ?1 AND operation = ?2";
+
+const WRITE_HOST: &str = "INSERT INTO hosts
+        (host, robots_status, robots_http_code, robots_error, robots_txt, robots_fetched_at,
+         crawl_delay_ms, sitemaps)
+    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+    ON CONFLICT (host) DO UPDATE SET
+        robots_status = excluded.robots_status,
+        robots_http_code = excluded.robots_http_code,
+        robots_error = excluded.robots_error,
+        robots_txt = excluded.robots_txt,
+        robots_fetched_at = excluded.robots_fetched_at,
+        crawl_delay_ms = excluded.crawl_delay_ms,
+        sitemaps = excluded.sitemaps";
+
+const EXTEND_LEASE: &str = "UPDATE pending_urls SET lease_until = ?3
+    WHERE url = ?1 AND operation = ?2 AND status = 'processing' AND lease_owner = ?4";
+
+const LEASED_BY: &str = "SELECT id, url, operation FROM pending_urls
+    WHERE status = 'processing' AND lease_owner = ?1";
+
+const RELEASE_ID: &str = "UPDATE pending_urls
+    SET status = 'pending', lease_until = NULL, lease_owner = NULL, d_change = ?2
+    WHERE id = ?1";
+
+const RELEASE_KEY: &str = "UPDATE pending_urls
+    SET status = 'pending', lease_until = NULL, lease_owner = NULL, d_change = ?3
+    WHERE url = ?1 AND operation = ?2 AND status = 'processing'";
+
+const COUNTS: &str = "SELECT
+    (SELECT COUNT(*) FROM pending_urls WHERE status = 'pending'),
+    (SELECT COUNT(*) FROM pending_urls WHERE status = 'processing'),
+    (SELECT COUNT(*) FROM processed_urls),
+    (SELECT COUNT(*) FROM processed_urls WHERE error IS NOT NULL),
+    (SELECT COUNT(*) FROM processed_urls WHERE error = ?1),
+    (SELECT COUNT(*) FROM processed_urls WHERE duplicate_of IS NOT NULL),
+    (SELECT COUNT(*) FROM search_results)";
+
+/// Column list shared by every processed_urls read, in [`read_processed`] order.
+macro_rules! processed_cols {
+    () => {
+        r#"url, operation, host, depth, "content-length", "content-type", server,
+           http_returncode, referral_count, links_count, d_processed, title, content_hash,
+           duplicate_of, redirect_to, error, fetch_ms, out_links, truncated, node"#
+    };
+}
+
+const PROCESSED_PAGE: &str = concat!(
+    "SELECT ",
+    processed_cols!(),
+    " FROM processed_urls
+    WHERE (:only_failed = 0 OR http_returncode >= 400 OR error IS NOT NULL)
+    ORDER BY url LIMIT :limit OFFSET :offset"
+);
+
+const PROCESSED_ONE: &str = concat!(
+    "SELECT ",
+    processed_cols!(),
+    " FROM processed_urls WHERE url = ?1"
+);
+
+const REFERRAL_LIST: &str = "SELECT referral FROM referrals WHERE url = ?1 ORDER BY referral";
+
+const PENDING_LIST: &str = "SELECT url, operation, host, status, depth, priority, attempts,
+        d_change, not_before, lease_until, last_error
+    FROM pending_urls ORDER BY id LIMIT ?1";
+
+const SEARCH_LIST: &str = "SELECT url, text, positions, d_search FROM search_results
+    WHERE ?1 IS NULL OR text = ?1 ORDER BY url, text";
+
+const BROKEN: &str = "SELECT url, http_returncode, error FROM processed_urls
+    WHERE http_returncode >= 400 OR (error IS NOT NULL AND error != ?1)
+    ORDER BY url";
+
+const HOST_LIST: &str = "SELECT host, robots_status, robots_http_code, robots_error, robots_txt,
+        robots_fetched_at, crawl_delay_ms, sitemaps
+    FROM hosts ORDER BY host";
+
+/// SQLite sorts NULL first in ascending order: "no response" leads.
+const HISTOGRAM: &str = "SELECT http_returncode, COUNT(*) FROM processed_urls
+    GROUP BY http_returncode ORDER BY http_returncode";
+
+const ALL_STATEMENTS: &[&str] = &[
+    EXPIRE_LEASES,
+    CLAIM_SELECT,
+    CLAIM_UPDATE,
+    PROCESSED_AT,
+    INSERT_REFERRAL,
+    BUMP_REFERRAL_COUNT,
+    INSERT_PENDING,
+    MERGE_PENDING,
+    SAME_CONTENT,
+    WRITE_PROCESSED,
+    DELETE_PENDING,
+    WRITE_SEARCH,
+    RETRY,
+    WRITE_HOST,
+    EXTEND_LEASE,
+    LEASED_BY,
+    RELEASE_ID,
+    RELEASE_KEY,
+    COUNTS,
+    PROCESSED_PAGE,
+    PROCESSED_ONE,
+    REFERRAL_LIST,
+    PENDING_LIST,
+    SEARCH_LIST,
+    BROKEN,
+    HOST_LIST,
+    HISTOGRAM,
+];
+
+// --- errors -----------------------------------------------------------------
+
+/// Internal error, so `?` works on rusqlite calls; mapped to [`StoreError`] at
+/// the trait boundary.
+#[derive(Debug, thiserror::Error)]
+enum Fail {
+    #[error(transparent)]
+    Sql(#[from] rusqlite::Error),
+    #[error("{0}")]
+    Corrupt(String),
+    #[error("{0}")]
+    Invalid(String),
+}
+
+impl From<Fail> for StoreError {
+    fn from(fail: Fail) -> Self {
+        match fail {
+            Fail::Sql(e) if is_unreadable(&e) => StoreError::Corrupt(e.to_string()),
+            Fail::Sql(e) => StoreError::Backend(e.to_string()),
+            Fail::Corrupt(msg) => StoreError::Corrupt(msg),
+            Fail::Invalid(msg) => StoreError::Invalid(msg),
+        }
+    }
+}
+
+/// SQLite's own error code, also for errors rusqlite reports with the SQL text.
+fn ffi_error(e: &rusqlite::Error) -> Option<&rusqlite::ffi::Error> {
+    match e {
+        rusqlite::Error::SqliteFailure(err, _)
+        | rusqlite::Error::SqlInputError { error: err, .. } => Some(err),
+        _ => None,
+    }
+}
+
+/// Errors that mean the data on disk, not the operation, is wrong.
+fn is_unreadable(e: &rusqlite::Error) -> bool {
+    matches!(
+        ffi_error(e).map(|err| err.code),
+        Some(ErrorCode::NotADatabase | ErrorCode::DatabaseCorrupt)
+    ) || matches!(
+        e,
+        rusqlite::Error::IntegralValueOutOfRange(..)
+            | rusqlite::Error::FromSqlConversionFailure(..)
+            | rusqlite::Error::InvalidColumnType(..)
+    )
+}
+
+// --- the store --------------------------------------------------------------
+
+/// The embedded [`Store`]: one SQLite file in WAL mode.
+#[derive(Clone)]
+pub struct SqliteStore {
+    conn: Arc<Mutex<Connection>>,
+}
+
+impl std::fmt::Debug for SqliteStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SqliteStore").finish_non_exhaustive()
+    }
+}
+
+impl SqliteStore {
+    /// Open or create the database file; WAL, synchronous=NORMAL, busy_timeout
+    /// 5 s, foreign_keys off; creates tables and indexes idempotently. A file
+    /// that is not a SQLite DB or has an incompatible schema is refused with a
+    /// message naming the path.
+    pub fn open(path: &Path) -> Result<Self, StoreError> {
+        let shown = path.display();
+        let mut conn = Connection::open(path)
+            .map_err(|e| StoreError::Backend(format!("cannot open store {shown}: {e}")))?;
+        init(&mut conn).map_err(|fail| match StoreError::from(fail) {
+            StoreError::Corrupt(msg) => {
+                StoreError::Corrupt(format!("{shown} is not a usable web crawler store: {msg}"))
+            }
+            StoreError::Invalid(msg) | StoreError::Backend(msg) => {
+                StoreError::Backend(format!("cannot open store {shown}: {msg}"))
+            }
+            other => StoreError::Backend(format!("cannot open store {shown}: {other}")),
+        })?;
+        tracing::debug!(path = %shown, "sqlite store open");
+        Ok(Self {
+            conn: Arc::new(Mutex::new(conn)),
+        })
+    }
+
+    /// Run `f` on the blocking pool with the connection locked.
+    async fn run<T, F>(&self, f: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Connection) -> Result<T, Fail> + Send + 'static,
+    {
+        let conn = Arc::clone(&self.conn);
+        tokio::task::spawn_blocking(move || {
+            // A panic inside a call dropped its Transaction, which rolled
+            // back: the connection is consistent, so poisoning is not fatal.
+            let mut guard = conn.lock().unwrap_or_else(PoisonError::into_inner);
+            f(&mut guard).map_err(StoreError::from)
+        })
+        .await
+        .map_err(|e| StoreError::Backend(format!("store task failed: {e}")))?
+    }
+
+    /// Run `f` in one write transaction. IMMEDIATE takes the write lock up
+    /// front, so another process on the file (a user's sqlite3) makes us wait
+    /// busy_timeout instead of failing half-way on a lock upgrade.
+    async fn write<T, F>(&self, f: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Transaction<'_>) -> Result<T, Fail> + Send + 'static,
+    {
+        self.run(move |conn| {
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let out = f(&tx)?;
+            tx.commit()?;
+            Ok(out)
+        })
+        .await
+    }
+
+    /// Run `f` in one read transaction, so a list and its referral lists come
+    /// from the same snapshot.
+    async fn read<T, F>(&self, f: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Transaction<'_>) -> Result<T, Fail> + Send + 'static,
+    {
+        self.run(move |conn| {
+            let tx = conn.transaction()?;
+            let out = f(&tx)?;
+            tx.finish()?;
+            Ok(out)
+        })
+        .await
+    }
+}
+
+fn init(conn: &mut Connection) -> Result<(), Fail> {
+    conn.busy_timeout(Duration::from_secs(5))?;
+    conn.pragma_update(None, "synchronous", "NORMAL")?;
+    conn.pragma_update(None, "foreign_keys", "OFF")?;
+    // Before anything persistent (WAL is recorded in the file header), so a
+    // file that is not ours is refused untouched.
+    check_identity(conn)?;
+    let mode: String =
+        conn.pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get(0))?;
+    if !mode.eq_ignore_ascii_case("wal") {
+        tracing::warn!(journal_mode = %mode, "sqlite refused WAL mode");
+    }
+    // Room for every statement in ALL_STATEMENTS, so none is ever recompiled.
+    conn.set_prepared_statement_cache_capacity(ALL_STATEMENTS.len() + 8);
+
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    tx.execute_batch(SCHEMA).map_err(schema_mismatch)?;
+    tx.execute(
+        "INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', ?1)",
+        [SCHEMA_VERSION],
+    )?;
+    // Compiling every statement checks columns and ON CONFLICT targets
+    // against what is actually in the file.
+    for sql in ALL_STATEMENTS {
+        tx.prepare_cached(sql).map_err(schema_mismatch)?;
+    }
+    tx.commit()?;
+    Ok(())
+}
+
+/// A new file, or one of ours at [`SCHEMA_VERSION`]. Reading sqlite_master is
+/// also the first read of the header, where a non-SQLite file fails.
+fn check_identity(conn: &Connection) -> Result<(), Fail> {
+    let tables: Vec<String> = conn
+        .prepare(
+            "SELECT name FROM sqlite_master
+             WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\'",
+        )?
+        .query_map([], |row| row.get(0))?
+        .collect::<Result<_, _>>()?;
+    if tables.iter().any(|t| t == "meta") {
+        let version: Option<rusqlite::types::Value> = conn
+            .query_row(
+                "SELECT value FROM meta WHERE key = 'schema_version'",
+                [],
+                |row| row.get(0),
+            )
+            .optional()?;
+        use rusqlite::types::Value;
+        match version {
+            Some(Value::Integer(SCHEMA_VERSION)) => Ok(()),
+            // Same number written as text by hand: still version 1.
+            Some(Value::Text(v)) if v.trim().parse::<i64>() == Ok(SCHEMA_VERSION) => Ok(()),
+            other => Err(Fail::Corrupt(format!(
+                "schema_version is {other:?}, this build reads version {SCHEMA_VERSION}"
+            ))),
+        }
+    } else if tables.is_empty() {
+        Ok(())
+    } else {
+        // Someone else's database: do not add our tables to it.
+        Err(Fail::Corrupt(format!(
+            "it holds tables ({}) but no meta table with a schema_version",
+            tables.join(", ")
+        )))
+    }
+}
+
+/// A table of ours that exists with other columns or constraints shows up as
+/// a plain SQLITE_ERROR ("no such column", "ON CONFLICT clause does not
+/// match") while compiling; anything else (I/O, locks) stays what it is.
+fn schema_mismatch(e: rusqlite::Error) -> Fail {
+    const SQLITE_ERROR: i32 = 1;
+    if ffi_error(&e).map(|f| f.extended_code & 0xff) != Some(SQLITE_ERROR) {
+        return Fail::Sql(e);
+    }
+    // Only SQLite's message: the Display of SqlInputError appends the whole
+    // schema script.
+    let msg = match &e {
+        rusqlite::Error::SqlInputError { msg, .. } => msg.clone(),
+        rusqlite::Error::SqliteFailure(_, Some(msg)) => msg.clone(),
+        other => other.to_string(),
+    };
+    Fail::Corrupt(format!("incompatible schema: {msg}"))
+}
+
+// --- conversions ------------------------------------------------------------
+
+fn to_i64<T: TryInto<i64>>(value: T, what: &str) -> Result<i64, Fail> {
+    value
+        .try_into()
+        .map_err(|_| Fail::Invalid(format!("{what} does not fit in a 64-bit signed integer")))
+}
+
+/// NULL reads as 0, so rows written by hand or by an older run still load.
+fn int_col<T: TryFrom<i64>>(row: &Row<'_>, idx: usize, what: &str) -> Result<T, Fail> {
+    let v: i64 = row.get::<_, Option<i64>>(idx)?.unwrap_or(0);
+    T::try_from(v).map_err(|_| Fail::Corrupt(format!("{what} = {v} is out of range")))
+}
+
+fn opt_int_col<T: TryFrom<i64>>(row: &Row<'_>, idx: usize, what: &str) -> Result<Option<T>, Fail> {
+    match row.get::<_, Option<i64>>(idx)? {
+        None => Ok(None),
+        Some(v) => T::try_from(v)
+            .map(Some)
+            .map_err(|_| Fail::Corrupt(format!("{what} = {v} is out of range"))),
+    }
+}
+
+fn text_col(row: &Row<'_>, idx: usize) -> Result<String, Fail> {
+    Ok(row.get::<_, Option<String>>(idx)?.unwrap_or_default())
+}
+
+fn operation_col(row: &Row<'_>, idx: usize, table: &str) -> Result<OperationSpec, Fail> {
+    let key: String = row.get(idx)?;
+    OperationSpec::from_key(&key).ok_or_else(|| {
+        Fail::Corrupt(format!(
+            "{table}.operation {key:?} is not a JSON array of strings"
+        ))
+    })
+}
+
+/// A JSON list column; NULL or empty text reads as the empty list. `parse`
+/// is `serde_json::from_str` at the concrete type (keeps serde out of the deps).
+fn json_col<T>(
+    row: &Row<'_>,
+    idx: usize,
+    what: &str,
+    parse: impl Fn(&str) -> serde_json::Result<Vec<T>>,
+) -> Result<Vec<T>, Fail> {
+    match row.get::<_, Option<String>>(idx)? {
+        None => Ok(Vec::new()),
+        Some(s) if s.trim().is_empty() => Ok(Vec::new()),
+        Some(s) => parse(&s)
+            .map_err(|e| Fail::Corrupt(format!("{what} is not the expected JSON list: {e}"))),
+    }
+}
+
+fn json_err(e: serde_json::Error) -> Fail {
+    Fail::Invalid(format!("cannot encode as JSON: {e}"))
+}
+
+fn read_processed(row: &Row<'_>) -> Result<ProcessedUrl, Fail> {
+    Ok(ProcessedUrl {
+        record: PageRecord {
+            url: row.get(0)?,
+            operation: operation_col(row, 1, "processed_urls")?,
+            host: text_col(row, 2)?,
+            depth: int_col(row, 3, "depth")?,
+            content_length: row.get(4)?,
+            content_type: row.get(5)?,
+            server: row.get(6)?,
+            http_returncode: opt_int_col(row, 7, "http_returncode")?,
+            links_count: int_col(row, 9, "links_count")?,
+            title: row.get(11)?,
+            // u64 hashes are stored bit-cast: SQLite integers are signed.
+            content_hash: row.get::<_, Option<i64>>(12)?.map(i64::cast_unsigned),
+            redirect_to: row.get(14)?,
+            error: row.get(15)?,
+            fetch_ms: int_col(row, 16, "fetch_ms")?,
+            out_links: json_col(row, 17, "out_links", |s| serde_json::from_str(s))?,
+            truncated: int_col::<i64>(row, 18, "truncated")? != 0,
+            node: text_col(row, 19)?,
+        },
+        referral_count: int_col(row, 8, "referral_count")?,
+        referral_list: Vec::new(),
+        duplicate_of: row.get(13)?,
+        d_processed: int_col(row, 10, "d_processed")?,
+    })
+}
+
+fn referral_list(tx: &Transaction<'_>, url: &str) -> Result<Vec<String>, Fail> {
+    let mut stmt = tx.prepare_cached(REFERRAL_LIST)?;
+    let list = stmt
+        .query_map([url], |row| row.get(0))?
+        .collect::<Result<_, _>>()?;
+    Ok(list)
+}
+
+fn limit_param(limit: Option<usize>) -> i64 {
+    // SQLite reads a negative LIMIT as "no limit".
+    limit.map_or(-1, |n| i64::try_from(n).unwrap_or(i64::MAX))
+}
+
+// --- commit -----------------------------------------------------------------
+
+/// The paper's `add_pending_url` for one link, as [`decide_link`] rules it.
+fn upsert_link(
+    tx: &Transaction<'_>,
+    link: &NewLink,
+    now: Millis,
+    reprocess_after_ms: Option<Millis>,
+    summary: &mut CommitSummary,
+) -> Result<(), Fail> {
+    let operation = link.operation.key();
+    let processed: Option<Millis> = tx
+        .prepare_cached(PROCESSED_AT)?
+        .query_row(params![link.url, operation], |row| row.get(0))
+        .optional()?;
+    match decide_link(processed, now, reprocess_after_ms) {
+        LinkDecision::ReferralOnly => {
+            if let Some(referral) = &link.referral {
+                let added = tx
+                    .prepare_cached(INSERT_REFERRAL)?
+                    .execute(params![link.url, referral])?;
+                if added > 0 {
+                    tx.prepare_cached(BUMP_REFERRAL_COUNT)?
+                        .execute([&link.url])?;
+                }
+            }
+            summary.merged += 1;
+        }
+        LinkDecision::Queue => {
+            let inserted = tx.prepare_cached(INSERT_PENDING)?.execute(params![
+                link.url,
+                operation,
+                link.host,
+                now,
+                link.depth,
+                link.priority,
+                link.redirect_hops,
+            ])?;
+            if inserted > 0 {
+                summary.queued += 1;
+            } else {
+                tx.prepare_cached(MERGE_PENDING)?.execute(params![
+                    link.url,
+                    operation,
+                    link.priority,
+                    link.depth,
+                    link.redirect_hops,
+                ])?;
+                summary.merged += 1;
+            }
+            if let Some(referral) = &link.referral {
+                tx.prepare_cached(INSERT_REFERRAL)?
+                    .execute(params![link.url, referral])?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The page this one's body duplicates, if any. Candidates are checked with
+/// the same [`dedupe_by_content`] rule, so a 200 page never counts as a copy
+/// of an identical error page.
+fn duplicate_of(tx: &Transaction<'_>, url: &str, hash: u64) -> Result<Option<String>, Fail> {
+    let mut stmt = tx.prepare_cached(SAME_CONTENT)?;
+    let mut rows = stmt.query(params![hash.cast_signed(), url])?;
+    while let Some(row) = rows.next()? {
+        let code: Option<u16> = opt_int_col(row, 1, "http_returncode")?;
+        if dedupe_by_content(code) {
+            return Ok(Some(row.get(0)?));
+        }
+    }
+    Ok(None)
+}
+
+fn apply_commit(tx: &Transaction<'_>, batch: &CommitBatch) -> Result<CommitSummary, Fail> {
+    let now = batch.now;
+    let mut summary = CommitSummary::default();
+    for link in &batch.seeds {
+        upsert_link(tx, link, now, batch.reprocess_after_ms, &mut summary)?;
+    }
+    for page in &batch.pages {
+        let rec = &page.record;
+        let dup = match rec.content_hash {
+            Some(hash) if dedupe_by_content(rec.http_returncode) => {
+                duplicate_of(tx, &rec.url, hash)?
+            }
+            _ => None,
+        };
+        if dup.is_some() {
+            summary.duplicates += 1;
+        } else {
+            // Links before the page: a crash in between re-fetches the page
+            // rather than losing a link.
+            for link in &page.links {
+                upsert_link(tx, link, now, batch.reprocess_after_ms, &mut summary)?;
+            }
+        }
+        let operation = rec.operation.key();
+        let out_links = serde_json::to_string(&rec.out_links).map_err(json_err)?;
+        tx.prepare_cached(WRITE_PROCESSED)?.execute(params![
+            rec.url,
+            operation,
+            rec.host,
+            rec.depth,
+            rec.content_length,
+            rec.content_type,
+            rec.server,
+            rec.http_returncode,
+            rec.links_count,
+            now,
+            rec.title,
+            rec.content_hash.map(u64::cast_signed),
+            dup,
+            rec.redirect_to,
+            rec.error,
+            rec.fetch_ms,
+            out_links,
+            rec.truncated,
+            rec.node,
+        ])?;
+        tx.prepare_cached(DELETE_PENDING)?
+            .execute(params![rec.url, operation])?;
+        if let Some(hit) = &page.search_hit {
+            let positions = serde_json::to_string(&hit.positions).map_err(json_err)?;
+            tx.prepare_cached(WRITE_SEARCH)?
+                .execute(params![hit.url, hit.text, positions, now])?;
+        }
+    }
+    for retry in &batch.retries {
+        tx.prepare_cached(RETRY)?.execute(params![
+            retry.key.url,
+            retry.key.operation.key(),
+            retry.not_before,
+            retry.error,
+            now,
+        ])?;
+    }
+    for host in &batch.hosts {
+        let delay = host
+            .crawl_delay_ms
+            .map(|d| to_i64(d, "crawl_delay_ms"))
+            .transpose()?;
+        let sitemaps = serde_json::to_string(&host.sitemaps).map_err(json_err)?;
+        tx.prepare_cached(WRITE_HOST)?.execute(params![
+            host.host,
+            host.robots_status,
+            host.robots_http_code,
+            host.robots_error,
+            host.robots_txt,
+            host.robots_fetched_at,
+            delay,
+            sitemaps,
+        ])?;
+    }
+    Ok(summary)
+}
+
+// --- claim ------------------------------------------------------------------
+
+fn apply_claim(tx: &Transaction<'_>, req: &ClaimRequest) -> Result<Vec<Job>, Fail> {
+    tx.prepare_cached(EXPIRE_LEASES)?.execute([req.now])?;
+    let held = serde_json::to_string(&req.held_per_host).map_err(json_err)?;
+    let mut chosen = Vec::new();
+    {
+        let mut stmt = tx.prepare_cached(CLAIM_SELECT)?;
+        let mut rows = stmt.query(named_params! {
+            ":held": held,
+            ":cap": i64::try_from(req.per_host_cap).unwrap_or(i64::MAX),
+            ":now": req.now,
+            ":limit": limit_param(Some(req.limit)),
+        })?;
+        while let Some(row) = rows.next()? {
+            let id: i64 = row.get(0)?;
+            chosen.push((
+                id,
+                Job {
+                    url: row.get(1)?,
+                    operation: operation_col(row, 2, "pending_urls")?,
+                    host: text_col(row, 3)?,
+                    depth: int_col(row, 4, "depth")?,
+                    priority: row.get::<_, Option<f64>>(5)?.unwrap_or(0.0),
+                    attempts: int_col(row, 6, "attempts")?,
+                    redirect_hops: int_col(row, 7, "redirect_hops")?,
+                },
+            ));
+        }
+    }
+    let mut update = tx.prepare_cached(CLAIM_UPDATE)?;
+    for (id, _) in &chosen {
+        update.execute(params![id, req.lease_until, req.owner, req.now])?;
+    }
+    Ok(chosen.into_iter().map(|(_, job)| job).collect())
+}
+
+#[async_trait]
+impl Store for SqliteStore {
+    async fn claim(&self, req: ClaimRequest) -> Result<Vec<Job>, StoreError> {
+        let jobs = self.write(move |tx| apply_claim(tx, &req)).await?;
+        tracing::trace!(claimed = jobs.len(), "claim");
+        Ok(jobs)
+    }
+
+    async fn commit(&self, batch: CommitBatch) -> Result<CommitSummary, StoreError> {
+        if batch.is_empty() {
+            return Ok(CommitSummary::default());
+        }
+        self.write(move |tx| apply_commit(tx, &batch)).await
+    }
+
+    async fn extend_leases(
+        &self,
+        keys: &[UrlKey],
+        owner: &str,
+        until: Millis,
+    ) -> Result<(), StoreError> {
+        if keys.is_empty() {
+            return Ok(());
+        }
+        let keys = keys.to_vec();
+        let owner = owner.to_string();
+        self.write(move |tx| {
+            let mut stmt = tx.prepare_cached(EXTEND_LEASE)?;
+            for key in &keys {
+                stmt.execute(params![key.url, key.operation.key(), until, owner])?;
+            }
+            Ok(())
+        })
+        .await
+    }
+
+    async fn release(&self, owner: &str, keep: &[UrlKey]) -> Result<u64, StoreError> {
+        let owner = owner.to_string();
+        let keep: HashSet<(String, String)> = keep
+            .iter()
+            .map(|k| (k.url.clone(), k.operation.key()))
+            .collect();
+        self.write(move |tx| {
+            // Filtered in Rust: `keep` is small and exact-match on the stored
+            // key text, which is what the unique index holds.
+            let ids: Vec<i64> = {
+                let mut stmt = tx.prepare_cached(LEASED_BY)?;
+                let mut rows = stmt.query([&owner])?;
+                let mut ids = Vec::new();
+                while let Some(row) = rows.next()? {
+                    let key: (String, String) = (row.get(1)?, row.get(2)?);
+                    if !keep.contains(&key) {
+                        ids.push(row.get(0)?);
+                    }
+                }
+                ids
+            };
+            let now = now_ms();
+            let mut stmt = tx.prepare_cached(RELEASE_ID)?;
+            for id in &ids {
+                stmt.execute(params![id, now])?;
+            }
+            Ok(ids.len() as u64)
+        })
+        .await
+    }
+
+    async fn release_keys(&self, keys: &[UrlKey]) -> Result<u64, StoreError> {
+        if keys.is_empty() {
+            return Ok(0);
+        }
+        let keys = keys.to_vec();
+        self.write(move |tx| {
+            let now = now_ms();
+            let mut stmt = tx.prepare_cached(RELEASE_KEY)?;
+            let mut released = 0u64;
+            for key in &keys {
+                released += stmt.execute(params![key.url, key.operation.key(), now])? as u64;
+            }
+            Ok(released)
+        })
+        .await
+    }
+
+    async fn counts(&self) -> Result<StoreCounts, StoreError> {
+        self.read(|tx| {
+            let counts = tx
+                .prepare_cached(COUNTS)?
+                .query_row([ROBOTS_BLOCKED], |row| {
+                    Ok([
+                        row.get::<_, i64>(0)?,
+                        row.get(1)?,
+                        row.get(2)?,
+                        row.get(3)?,
+                        row.get(4)?,
+                        row.get(5)?,
+                        row.get(6)?,
+                    ])
+                })?
+                .map(i64::cast_unsigned);
+            Ok(StoreCounts {
+                pending: counts[0],
+                processing: counts[1],
+                processed: counts[2],
+                failed: counts[3],
+                robots_blocked: counts[4],
+                duplicates: counts[5],
+                search_results: counts[6],
+            })
+        })
+        .await
+    }
+
+    async fn processed(&self, query: PageQuery) -> Result<Vec<ProcessedUrl>, StoreError> {
+        self.read(move |tx| {
+            let mut pages = Vec::new();
+            {
+                let mut stmt = tx.prepare_cached(PROCESSED_PAGE)?;
+                let mut rows = stmt.query(named_params! {
+                    ":only_failed": query.only_failed,
+                    ":limit": limit_param(query.limit),
+                    ":offset": i64::try_from(query.offset).unwrap_or(i64::MAX),
+                })?;
+                while let Some(row) = rows.next()? {
+                    pages.push(read_processed(row)?);
+                }
+            }
+            for page in &mut pages {
+                page.referral_list = referral_list(tx, &page.record.url)?;
+            }
+            Ok(pages)
+        })
+        .await
+    }
+
+    async fn processed_url(&self, url: &str) -> Result<Option<ProcessedUrl>, StoreError> {
+        let url = url.to_string();
+        self.read(move |tx| {
+            let page = {
+                let mut stmt = tx.prepare_cached(PROCESSED_ONE)?;
+                let mut rows = stmt.query([&url])?;
+                match rows.next()? {
+                    None => return Ok(None),
+                    Some(row) => read_processed(row)?,
+                }
+            };
+            let mut page = page;
+            page.referral_list = referral_list(tx, &url)?;
+            Ok(Some(page))
+        })
+        .await
+    }
+
+    async fn pending(&self, limit: usize) -> Result<Vec<PendingUrl>, StoreError> {
+        self.read(move |tx| {
+            let mut list = Vec::new();
+            {
+                let mut stmt = tx.prepare_cached(PENDING_LIST)?;
+                let mut rows = stmt.query([limit_param(Some(limit))])?;
+                while let Some(row) = rows.next()? {
+                    list.push(PendingUrl {
+                        url: row.get(0)?,
+                        operation: operation_col(row, 1, "pending_urls")?,
+                        host: text_col(row, 2)?,
+                        status: text_col(row, 3)?,
+                        depth: int_col(row, 4, "depth")?,
+                        priority: row.get::<_, Option<f64>>(5)?.unwrap_or(0.0),
+                        attempts: int_col(row, 6, "attempts")?,
+                        referral_list: Vec::new(),
+                        d_change: int_col(row, 7, "d_change")?,
+                        not_before: int_col(row, 8, "not_before")?,
+                        lease_until: row.get(9)?,
+                        last_error: row.get(10)?,
+                    });
+                }
+            }
+            for pending in &mut list {
+                pending.referral_list = referral_list(tx, &pending.url)?;
+            }
+            Ok(list)
+        })
+        .await
+    }
+
+    async fn search_results(&self, text: Option<&str>) -> Result<Vec<SearchResult>, StoreError> {
+        let text = text.map(str::to_string);
+        self.read(move |tx| {
+            let mut stmt = tx.prepare_cached(SEARCH_LIST)?;
+            let mut rows = stmt.query([&text])?;
+            let mut list = Vec::new();
+            while let Some(row) = rows.next()? {
+                list.push(SearchResult {
+                    url: row.get(0)?,
+                    text: row.get(1)?,
+                    positions: json_col(row, 2, "positions", |s| serde_json::from_str(s))?,
+                    d_search: int_col(row, 3, "d_search")?,
+                });
+            }
+            Ok(list)
+        })
+        .await
+    }
+
+    async fn broken_links(&self) -> Result<Vec<BrokenLink>, StoreError> {
+        self.read(|tx| {
+            let mut list = Vec::new();
+            {
+                let mut stmt = tx.prepare_cached(BROKEN)?;
+                let mut rows = stmt.query([ROBOTS_BLOCKED])?;
+                while let Some(row) = rows.next()? {
+                    list.push(BrokenLink {
+                        url: row.get(0)?,
+                        http_returncode: opt_int_col(row, 1, "http_returncode")?,
+                        error: row.get(2)?,
+                        referral_list: Vec::new(),
+                    });
+                }
+            }
+            for link in &mut list {
+                link.referral_list = referral_list(tx, &link.url)?;
+            }
+            Ok(list)
+        })
+        .await
+    }
+
+    async fn hosts(&self) -> Result<Vec<HostRecord>, StoreError> {
+        self.read(|tx| {
+            let mut stmt = tx.prepare_cached(HOST_LIST)?;
+            let mut rows = stmt.query([])?;
+            let mut list = Vec::new();
+            while let Some(row) = rows.next()? {
+                list.push(HostRecord {
+                    host: row.get(0)?,
+                    robots_status: text_col(row, 1)?,
+                    robots_http_code: opt_int_col(row, 2, "robots_http_code")?,
+                    robots_error: row.get(3)?,
+                    robots_txt: row.get(4)?,
+                    robots_fetched_at: int_col(row, 5, "robots_fetched_at")?,
+                    crawl_delay_ms: opt_int_col(row, 6, "crawl_delay_ms")?,
+                    sitemaps: json_col(row, 7, "sitemaps", |s| serde_json::from_str(s))?,
+                });
+            }
+            Ok(list)
+        })
+        .await
+    }
+
+    async fn status_histogram(&self) -> Result<Vec<(Option<u16>, u64)>, StoreError> {
+        self.read(|tx| {
+            let mut stmt = tx.prepare_cached(HISTOGRAM)?;
+            let mut rows = stmt.query([])?;
+            let mut list = Vec::new();
+            while let Some(row) = rows.next()? {
+                list.push((
+                    opt_int_col(row, 0, "http_returncode")?,
+                    int_col(row, 1, "count")?,
+                ));
+            }
+            Ok(list)
+        })
+        .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+    use web_crawler_actors::{ProcessedPage, Retry, SearchHit};
+
+    const OWNER: &str = "node1@master";
+
+    fn open_temp() -> (tempfile::TempDir, std::path::PathBuf, SqliteStore) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("crawl.db");
+        let store = SqliteStore::open(&path).unwrap();
+        (dir, path, store)
+    }
+
+    fn host_of(url: &str) -> String {
+        let rest = url.split_once("://").map_or(url, |(_, r)| r);
+        rest.split('/').next().unwrap().to_string()
+    }
+
+    fn link(url: &str, referral: Option<&str>, depth: u32, priority: f64) -> NewLink {
+        NewLink {
+            url: url.to_string(),
+            host: host_of(url),
+            operation: OperationSpec::crawl(),
+            referral: referral.map(str::to_string),
+            depth,
+            priority,
+            redirect_hops: 0,
+        }
+    }
+
+    fn key(url: &str) -> UrlKey {
+        UrlKey {
+            url: url.to_string(),
+            operation: OperationSpec::crawl(),
+        }
+    }
+
+    fn seeds(now: Millis, links: Vec<NewLink>) -> CommitBatch {
+        CommitBatch {
+            now,
+            seeds: links,
+            ..CommitBatch::default()
+        }
+    }
+
+    fn claim_req(now: Millis, limit: usize, cap: usize) -> ClaimRequest {
+        ClaimRequest {
+            now,
+            owner: OWNER.to_string(),
+            lease_until: now + 60_000,
+            limit,
+            per_host_cap: cap,
+            held_per_host: HashMap::new(),
+        }
+    }
+
+    fn page(url: &str, code: Option<u16>, hash: Option<u64>, links: Vec<NewLink>) -> ProcessedPage {
+        ProcessedPage {
+            record: PageRecord {
+                url: url.to_string(),
+                operation: OperationSpec::crawl(),
+                host: host_of(url),
+                http_returncode: code,
+                content_hash: hash,
+                links_count: links.len() as u32,
+                out_links: links.iter().map(|l| l.url.clone()).collect(),
+                node: "node1".to_string(),
+                ..PageRecord::default()
+            },
+            links,
+            search_hit: None,
+        }
+    }
+
+    fn pages(now: Millis, reprocess: Option<Millis>, pages: Vec<ProcessedPage>) -> CommitBatch {
+        CommitBatch {
+            now,
+            reprocess_after_ms: reprocess,
+            pages,
+            ..CommitBatch::default()
+        }
+    }
+
+    async fn pending_urls(store: &SqliteStore) -> Vec<String> {
+        let mut urls: Vec<String> = store
+            .pending(usize::MAX)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|p| p.url)
+            .collect();
+        urls.sort();
+        urls
+    }
+
+    /// Claim `url` alone and commit it as a plain 200 page.
+    async fn crawl_one(store: &SqliteStore, url: &str, now: Millis) {
+        store
+            .commit(seeds(now, vec![link(url, None, 0, 1.0)]))
+            .await
+            .unwrap();
+        let jobs = store.claim(claim_req(now, 100, 100)).await.unwrap();
+        assert!(jobs.iter().any(|j| j.url == url));
+        store
+            .commit(pages(now, None, vec![page(url, Some(200), None, vec![])]))
+            .await
+            .unwrap();
+    }
+
+    #[tokio::test]
+    async fn seed_upsert_merges_referrals() {
+        let (_dir, _path, store) = open_temp();
+        let s1 = store
+            .commit(seeds(
+                1_000,
+                vec![link("http://a/x", Some("http://a/1"), 3, 0.5)],
+            ))
+            .await
+            .unwrap();
+        assert_eq!((s1.queued, s1.merged), (1, 0));
+        let s2 = store
+            .commit(seeds(
+                2_000,
+                vec![
+                    link("http://a/x", Some("http://a/2"), 1, 0.25),
+                    // The same referrer again adds nothing to the list.
+                    link("http://a/x", Some("http://a/1"), 5, 0.25),
+                ],
+            ))
+            .await
+            .unwrap();
+        assert_eq!((s2.queued, s2.merged), (0, 2));
+        let pending = store.pending(10).await.unwrap();
+        assert_eq!(pending.len(), 1);
+        let p = &pending[0];
+        assert_eq!(p.referral_list, vec!["http://a/1", "http://a/2"]);
+        assert_eq!(p.priority, 1.0);
+        assert_eq!(p.depth, 1);
+        assert_eq!(p.status, "pending");
+        assert_eq!(p.attempts, 0);
+        assert_eq!(p.d_change, 1_000);
+    }
+
+    #[tokio::test]
+    async fn claim_caps_per_host_and_round_robins_across_hosts() {
+        let (_dir, _path, store) = open_temp();
+        store
+            .commit(seeds(
+                0,
+                vec![
+                    link("http://a/1", None, 0, 1.0),
+                    link("http://a/2", None, 0, 5.0),
+                    link("http://a/3", None, 0, 3.0),
+                    link("http://a/4", None, 0, 1.0),
+                    link("http://b/1", None, 0, 2.0),
+                    link("http://b/2", None, 0, 2.0),
+                    link("http://b/3", None, 0, 0.5),
+                    link("http://c/1", None, 0, 0.1),
+                    link("http://d/1", None, 0, 9.0),
+                ],
+            ))
+            .await
+            .unwrap();
+        let mut req = claim_req(10, 100, 2);
+        req.held_per_host = HashMap::from([("a".to_string(), 1), ("d".to_string(), 2)]);
+        let jobs = store.claim(req).await.unwrap();
+        let urls: Vec<&str> = jobs.iter().map(|j| j.url.as_str()).collect();
+        // Rank 1 of a, b, c (by priority), then rank 2 of b (FIFO tiebreak);
+        // a has room for one more, d for none.
+        assert_eq!(
+            urls,
+            vec!["http://a/2", "http://b/1", "http://c/1", "http://b/2"]
+        );
+        assert!(jobs.iter().all(|j| j.attempts == 0 && j.depth == 0));
+
+        // The limit cuts the round-robin order, not one host's queue.
+        let jobs = store.claim(claim_req(20, 2, 10)).await.unwrap();
+        let urls: Vec<&str> = jobs.iter().map(|j| j.url.as_str()).collect();
+        assert_eq!(urls, vec!["http://d/1", "http://a/3"]);
+
+        let counts = store.counts().await.unwrap();
+        assert_eq!((counts.pending, counts.processing), (3, 6));
+        let p = store.pending(100).await.unwrap();
+        let claimed = p.iter().find(|p| p.url == "http://a/2").unwrap();
+        assert_eq!(claimed.status, "processing");
+        assert_eq!(claimed.lease_until, Some(60_010));
+        assert_eq!(claimed.d_change, 10);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn claim_is_atomic_across_racing_tasks() {
+        let (_dir, _path, store) = open_temp();
+        let links = (0..500)
+            .map(|i| link(&format!("http://h{}/p{i}", i % 13), None, 0, 1.0))
+            .collect();
+        store.commit(seeds(0, links)).await.unwrap();
+        let mut tasks = Vec::new();
+        for t in 0..8 {
+            let store = store.clone();
+            tasks.push(tokio::spawn(async move {
+                let mut mine = Vec::new();
+                loop {
+                    let mut req = claim_req(1, 7, 1_000);
+                    req.owner = format!("owner{t}");
+                    let jobs = store.claim(req).await.unwrap();
+                    if jobs.is_empty() {
+                        return mine;
+                    }
+                    mine.extend(jobs.into_iter().map(|j| j.url));
+                }
+            }));
+        }
+        let mut all = Vec::new();
+        for task in tasks {
+            all.extend(task.await.unwrap());
+        }
+        assert_eq!(all.len(), 500);
+        let unique: HashSet<_> = all.iter().collect();
+        assert_eq!(unique.len(), 500);
+        let counts = store.counts().await.unwrap();
+        assert_eq!((counts.pending, counts.processing), (0, 500));
+    }
+
+    #[tokio::test]
+    async fn expired_leases_return_to_pending() {
+        let (_dir, _path, store) = open_temp();
+        store
+            .commit(seeds(0, vec![link("http://a/1", None, 0, 1.0)]))
+            .await
+            .unwrap();
+        let mut req = claim_req(1_000, 10, 10);
+        req.lease_until = 500; // already expired
+        assert_eq!(store.claim(req).await.unwrap().len(), 1);
+        // A lease that has not run out yet is not taken back.
+        let mut later = claim_req(400, 10, 10);
+        later.owner = "other".into();
+        assert!(store.claim(later).await.unwrap().is_empty());
+        let mut later = claim_req(2_000, 10, 10);
+        later.owner = "other".into();
+        let jobs = store.claim(later).await.unwrap();
+        assert_eq!(jobs.len(), 1);
+        assert_eq!(jobs[0].url, "http://a/1");
+        // Expiry is not an attempt: the fetch never reported.
+        assert_eq!(jobs[0].attempts, 0);
+    }
+
+    #[tokio::test]
+    async fn release_returns_all_but_kept_and_extend_needs_owner() {
+        let (_dir, _path, store) = open_temp();
+        let links = (0..4)
+            .map(|i| link(&format!("http://a/{i}"), None, 0, 1.0))
+            .collect();
+        store.commit(seeds(0, links)).await.unwrap();
+        assert_eq!(store.claim(claim_req(0, 10, 10)).await.unwrap().len(), 4);
+
+        store
+            .extend_leases(&[key("http://a/0")], "someone else", 999_999)
+            .await
+            .unwrap();
+        store
+            .extend_leases(&[key("http://a/1")], OWNER, 999_999)
+            .await
+            .unwrap();
+        let leases: HashMap<String, Option<Millis>> = store
+            .pending(10)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|p| (p.url, p.lease_until))
+            .collect();
+        assert_eq!(leases["http://a/0"], Some(60_000));
+        assert_eq!(leases["http://a/1"], Some(999_999));
+
+        assert_eq!(store.release("someone else", &[]).await.unwrap(), 0);
+        let released = store
+            .release(OWNER, &[key("http://a/1"), key("http://a/3")])
+            .await
+            .unwrap();
+        assert_eq!(released, 2);
+        let counts = store.counts().await.unwrap();
+        assert_eq!((counts.pending, counts.processing), (2, 2));
+        for p in store.pending(10).await.unwrap() {
+            if p.status == "pending" {
+                assert_eq!(p.lease_until, None);
+            }
+        }
+
+        // release_keys only moves processing rows.
+        let n = store
+            .release_keys(&[key("http://a/0"), key("http://a/1"), key("http://nope/")])
+            .await
+            .unwrap();
+        assert_eq!(n, 1);
+        let counts = store.counts().await.unwrap();
+        assert_eq!((counts.pending, counts.processing), (3, 1));
+    }
+
+    #[tokio::test]
+    async fn reprocess_interval_rule_both_ways() {
+        let (_dir, _path, store) = open_temp();
+        crawl_one(&store, "http://a/old", 100_000).await;
+        assert!(store.pending(10).await.unwrap().is_empty());
+
+        // Younger than the interval: only a referral, counted on the page.
+        let young = pages(
+            159_999,
+            Some(60_000),
+            vec![page(
+                "http://a/r1",
+                Some(200),
+                None,
+                vec![link("http://a/old", Some("http://a/r1"), 1, 1.0)],
+            )],
+        );
+        let s = store.commit(young).await.unwrap();
+        assert_eq!((s.queued, s.merged), (0, 1));
+        assert!(store.pending(10).await.unwrap().is_empty());
+        let old = store.processed_url("http://a/old").await.unwrap().unwrap();
+        assert_eq!(old.referral_count, 1);
+        assert_eq!(old.referral_list, vec!["http://a/r1"]);
+
+        // Never re-processed without an interval.
+        let never = pages(
+            10_000_000,
+            None,
+            vec![page(
+                "http://a/r2",
+                Some(200),
+                None,
+                vec![link("http://a/old", Some("http://a/r2"), 1, 1.0)],
+            )],
+        );
+        let s = store.commit(never).await.unwrap();
+        assert_eq!((s.queued, s.merged), (0, 1));
+        assert!(store.pending(10).await.unwrap().is_empty());
+        assert_eq!(
+            store
+                .processed_url("http://a/old")
+                .await
+                .unwrap()
+                .unwrap()
+                .referral_count,
+            2
+        );
+
+        // Old enough: queued again, keeping the referrals.
+        let due = pages(
+            160_000,
+            Some(60_000),
+            vec![page(
+                "http://a/r3",
+                Some(200),
+                None,
+                vec![link("http://a/old", Some("http://a/r3"), 1, 1.0)],
+            )],
+        );
+        let s = store.commit(due).await.unwrap();
+        assert_eq!((s.queued, s.merged), (1, 0));
+        let pending = store.pending(10).await.unwrap();
+        assert_eq!(pending.len(), 1);
+        assert_eq!(pending[0].url, "http://a/old");
+        assert_eq!(
+            pending[0].referral_list,
+            vec!["http://a/r1", "http://a/r2", "http://a/r3"]
+        );
+        // Processed again: the count is rebuilt from the referrals table.
+        store.claim(claim_req(170_000, 10, 10)).await.unwrap();
+        store
+            .commit(pages(
+                170_000,
+                None,
+                vec![page("http://a/old", Some(200), None, vec![])],
+            ))
+            .await
+            .unwrap();
+        let old = store.processed_url("http://a/old").await.unwrap().unwrap();
+        assert_eq!((old.referral_count, old.d_processed), (3, 170_000));
+        assert!(store.pending(10).await.unwrap().is_empty());
+    }
+
+    #[tokio::test]
+    async fn another_operation_is_queued_again() {
+        let (_dir, _path, store) = open_temp();
+        crawl_one(&store, "http://a/x", 1_000).await;
+        let mut search = link("http://a/x", Some("http://a/y"), 0, 1.0);
+        search.operation = OperationSpec::search_text("needle");
+        let s = store.commit(seeds(2_000, vec![search])).await.unwrap();
+        assert_eq!(s.queued, 1);
+        let jobs = store.claim(claim_req(2_000, 10, 10)).await.unwrap();
+        assert_eq!(jobs[0].operation, OperationSpec::search_text("needle"));
+    }
+
+    #[tokio::test]
+    async fn content_duplicate_is_recorded_and_its_links_not_followed() {
+        let (_dir, _path, store) = open_temp();
+        let original = page(
+            "http://a/orig",
+            Some(200),
+            Some(u64::MAX - 7),
+            vec![link("http://a/from-orig", Some("http://a/orig"), 1, 1.0)],
+        );
+        let copy = page(
+            "http://b/copy",
+            Some(200),
+            Some(u64::MAX - 7),
+            vec![link("http://b/from-copy", Some("http://b/copy"), 1, 1.0)],
+        );
+        let s = store
+            .commit(pages(1_000, None, vec![original, copy]))
+            .await
+            .unwrap();
+        assert_eq!((s.queued, s.duplicates), (1, 1));
+        assert_eq!(pending_urls(&store).await, vec!["http://a/from-orig"]);
+        let copy = store.processed_url("http://b/copy").await.unwrap().unwrap();
+        assert_eq!(copy.duplicate_of.as_deref(), Some("http://a/orig"));
+        assert_eq!(copy.record.content_hash, Some(u64::MAX - 7));
+        assert_eq!(copy.record.out_links, vec!["http://b/from-copy"]);
+        let orig = store.processed_url("http://a/orig").await.unwrap().unwrap();
+        assert_eq!(orig.duplicate_of, None);
+
+        // Re-processing the original is not a duplicate of its own copy.
+        let again = page("http://a/orig", Some(200), Some(u64::MAX - 7), vec![]);
+        let s = store.commit(pages(2_000, None, vec![again])).await.unwrap();
+        assert_eq!(s.duplicates, 0, "its copy does not make it a duplicate");
+        let orig = store.processed_url("http://a/orig").await.unwrap().unwrap();
+        assert_eq!(orig.duplicate_of, None);
+        // Re-processing a page alone with its hash: not a duplicate.
+        let solo = page("http://c/solo", Some(200), Some(42), vec![]);
+        store
+            .commit(pages(3_000, None, vec![solo.clone()]))
+            .await
+            .unwrap();
+        let s = store.commit(pages(4_000, None, vec![solo])).await.unwrap();
+        assert_eq!(s.duplicates, 0);
+        assert_eq!(store.counts().await.unwrap().duplicates, 2);
+    }
+
+    #[tokio::test]
+    async fn non_2xx_pages_are_never_deduplicated() {
+        let (_dir, _path, store) = open_temp();
+        let e1 = page(
+            "http://a/missing1",
+            Some(404),
+            Some(7),
+            vec![link("http://a/l1", None, 1, 1.0)],
+        );
+        let e2 = page(
+            "http://a/missing2",
+            Some(404),
+            Some(7),
+            vec![link("http://a/l2", None, 1, 1.0)],
+        );
+        // A 200 page with the same bytes as the error pages is not their copy.
+        let ok = page(
+            "http://a/ok",
+            Some(200),
+            Some(7),
+            vec![link("http://a/l3", None, 1, 1.0)],
+        );
+        let s = store
+            .commit(pages(1_000, None, vec![e1, e2, ok]))
+            .await
+            .unwrap();
+        assert_eq!((s.queued, s.duplicates), (3, 0));
+        for url in ["http://a/missing1", "http://a/missing2", "http://a/ok"] {
+            let p = store.processed_url(url).await.unwrap().unwrap();
+            assert_eq!(p.duplicate_of, None, "{url}");
+        }
+        // A second 200 page with that hash copies the 200 one, not a 404.
+        let ok2 = page("http://a/ok2", Some(200), Some(7), vec![]);
+        store.commit(pages(2_000, None, vec![ok2])).await.unwrap();
+        let p = store.processed_url("http://a/ok2").await.unwrap().unwrap();
+        assert_eq!(p.duplicate_of.as_deref(), Some("http://a/ok"));
+    }
+
+    #[tokio::test]
+    async fn search_result_is_replaced_on_reprocess() {
+        let (_dir, _path, store) = open_temp();
+        let mut p = page("http://a/s", Some(200), None, vec![]);
+        p.record.operation = OperationSpec::search_text("needle");
+        p.search_hit = Some(SearchHit {
+            url: "http://a/s".into(),
+            text: "needle".into(),
+            positions: vec![3, 40],
+        });
+        store
+            .commit(pages(1_000, None, vec![p.clone()]))
+            .await
+            .unwrap();
+        p.search_hit.as_mut().unwrap().positions = vec![u64::MAX, 7];
+        store
+            .commit(pages(2_000, None, vec![p.clone()]))
+            .await
+            .unwrap();
+        let mut other = p.clone();
+        other.search_hit.as_mut().unwrap().text = "hay".into();
+        store.commit(pages(3_000, None, vec![other])).await.unwrap();
+
+        let needle = store.search_results(Some("needle")).await.unwrap();
+        assert_eq!(
+            needle,
+            vec![SearchResult {
+                url: "http://a/s".into(),
+                text: "needle".into(),
+                positions: vec![u64::MAX, 7],
+                d_search: 2_000,
+            }]
+        );
+        assert_eq!(store.search_results(None).await.unwrap().len(), 2);
+        assert!(
+            store
+                .search_results(Some("nothing"))
+                .await
+                .unwrap()
+                .is_empty()
+        );
+        assert_eq!(store.counts().await.unwrap().search_results, 2);
+    }
+
+    #[tokio::test]
+    async fn retries_bump_attempts_and_respect_not_before() {
+        let (_dir, _path, store) = open_temp();
+        store
+            .commit(seeds(0, vec![link("http://a/flaky", None, 0, 1.0)]))
+            .await
+            .unwrap();
+        let jobs = store.claim(claim_req(0, 10, 10)).await.unwrap();
+        assert_eq!(jobs.len(), 1);
+        let retry = CommitBatch {
+            now: 100,
+            retries: vec![Retry {
+                key: key("http://a/flaky"),
+                not_before: 5_000,
+                error: "connection refused".into(),
+            }],
+            ..CommitBatch::default()
+        };
+        store.commit(retry).await.unwrap();
+        let p = &store.pending(10).await.unwrap()[0];
+        assert_eq!(p.status, "pending");
+        assert_eq!(p.attempts, 1);
+        assert_eq!(p.not_before, 5_000);
+        assert_eq!(p.lease_until, None);
+        assert_eq!(p.last_error.as_deref(), Some("connection refused"));
+
+        assert!(
+            store
+                .claim(claim_req(4_999, 10, 10))
+                .await
+                .unwrap()
+                .is_empty()
+        );
+        // A referral merging into the waiting row does not reset it.
+        store
+            .commit(seeds(
+                4_999,
+                vec![link("http://a/flaky", Some("http://a/r"), 0, 1.0)],
+            ))
+            .await
+            .unwrap();
+        let jobs = store.claim(claim_req(5_000, 10, 10)).await.unwrap();
+        assert_eq!(jobs.len(), 1);
+        assert_eq!(jobs[0].attempts, 1);
+        assert_eq!(jobs[0].priority, 2.0);
+    }
+
+    #[tokio::test]
+    async fn crash_between_links_and_page_loses_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("crawl.db");
+        {
+            let store = SqliteStore::open(&path).unwrap();
+            store
+                .commit(seeds(0, vec![link("http://a/page", None, 0, 1.0)]))
+                .await
+                .unwrap();
+            assert_eq!(store.claim(claim_req(0, 10, 10)).await.unwrap().len(), 1);
+            // The links half of the page's commit made it; marking the page
+            // processed did not.
+            let links = vec![
+                link("http://a/l1", Some("http://a/page"), 1, 0.5),
+                link("http://b/l2", Some("http://a/page"), 1, 0.5),
+            ];
+            store.commit(seeds(10, links)).await.unwrap();
+        }
+        let store = SqliteStore::open(&path).unwrap();
+        assert!(
+            store
+                .processed_url("http://a/page")
+                .await
+                .unwrap()
+                .is_none()
+        );
+        assert_eq!(
+            pending_urls(&store).await,
+            vec!["http://a/l1", "http://a/page", "http://b/l2"]
+        );
+        // The restarted master releases its previous incarnation's leases.
+        assert_eq!(store.release(OWNER, &[]).await.unwrap(), 1);
+        let jobs = store.claim(claim_req(20, 10, 10)).await.unwrap();
+        let mut urls: Vec<_> = jobs.iter().map(|j| j.url.as_str()).collect();
+        urls.sort();
+        assert_eq!(urls, vec!["http://a/l1", "http://a/page", "http://b/l2"]);
+        // Re-processing the page merges its links instead of duplicating them.
+        let redo = page(
+            "http://a/page",
+            Some(200),
+            None,
+            vec![link("http://a/l1", Some("http://a/page"), 1, 0.5)],
+        );
+        let s = store.commit(pages(30, None, vec![redo])).await.unwrap();
+        assert_eq!((s.queued, s.merged), (0, 1));
+        let l1 = store.pending(10).await.unwrap();
+        let l1 = l1.iter().find(|p| p.url == "http://a/l1").unwrap();
+        assert_eq!(l1.referral_list, vec!["http://a/page"]);
+    }
+
+    #[tokio::test]
+    async fn data_persists_across_reopen() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("crawl.db");
+        let host = HostRecord {
+            host: "a".into(),
+            robots_status: "fetched".into(),
+            robots_http_code: Some(200),
+            robots_error: None,
+            robots_txt: Some("User-agent: *\nDisallow: /private".into()),
+            robots_fetched_at: 123,
+            crawl_delay_ms: Some(u64::MAX >> 1),
+            sitemaps: vec!["http://a/sitemap.xml".into()],
+        };
+        let mut full = page(
+            "http://a/",
+            Some(200),
+            Some(99),
+            vec![link("http://a/next", Some("http://a/"), 1, 1.0)],
+        );
+        full.record.content_length = Some(1234);
+        full.record.content_type = Some("text/html".into());
+        full.record.server = Some("nginx".into());
+        full.record.title = Some("Home".into());
+        full.record.fetch_ms = 17;
+        full.record.truncated = true;
+        full.record.depth = 2;
+        {
+            let store = SqliteStore::open(&path).unwrap();
+            let batch = CommitBatch {
+                now: 5_000,
+                pages: vec![full.clone()],
+                hosts: vec![host.clone()],
+                ..CommitBatch::default()
+            };
+            store.commit(batch).await.unwrap();
+        }
+        let store = SqliteStore::open(&path).unwrap();
+        // Reopening twice more: schema creation is idempotent.
+        drop(SqliteStore::open(&path).unwrap());
+        assert_eq!(store.hosts().await.unwrap(), vec![host]);
+        let got = store.processed_url("http://a/").await.unwrap().unwrap();
+        assert_eq!(got.record, full.record);
+        assert_eq!(got.d_processed, 5_000);
+        assert_eq!(pending_urls(&store).await, vec!["http://a/next"]);
+        let jobs = store.claim(claim_req(6_000, 10, 10)).await.unwrap();
+        assert_eq!(jobs[0].depth, 1);
+    }
+
+    #[tokio::test]
+    async fn hosts_upsert_histogram_broken_links_and_failed_listing() {
+        let (_dir, _path, store) = open_temp();
+        let mut blocked = page("http://a/private", None, None, vec![]);
+        blocked.record.error = Some(ROBOTS_BLOCKED.into());
+        let mut down = page("http://b/", None, None, vec![]);
+        down.record.error = Some("connection refused".into());
+        let batch = CommitBatch {
+            now: 1_000,
+            seeds: vec![link("http://a/gone", Some("http://a/index"), 1, 1.0)],
+            pages: vec![
+                page("http://a/index", Some(200), None, vec![]),
+                page("http://a/gone", Some(404), None, vec![]),
+                page("http://a/err", Some(500), None, vec![]),
+                page("http://a/ok", Some(200), None, vec![]),
+                blocked,
+                down,
+            ],
+            hosts: vec![HostRecord {
+                host: "a".into(),
+                robots_status: "not_found".into(),
+                ..HostRecord::default()
+            }],
+            ..CommitBatch::default()
+        };
+        store.commit(batch).await.unwrap();
+        let updated = HostRecord {
+            host: "a".into(),
+            robots_status: "fetched".into(),
+            robots_http_code: Some(200),
+            crawl_delay_ms: Some(1_500),
+            ..HostRecord::default()
+        };
+        store
+            .commit(CommitBatch {
+                now: 2_000,
+                hosts: vec![updated.clone()],
+                ..CommitBatch::default()
+            })
+            .await
+            .unwrap();
+        assert_eq!(store.hosts().await.unwrap(), vec![updated]);
+
+        assert_eq!(
+            store.status_histogram().await.unwrap(),
+            vec![(None, 2), (Some(200), 2), (Some(404), 1), (Some(500), 1)]
+        );
+        let broken = store.broken_links().await.unwrap();
+        let urls: Vec<_> = broken.iter().map(|b| b.url.as_str()).collect();
+        assert_eq!(urls, vec!["http://a/err", "http://a/gone", "http://b/"]);
+        assert_eq!(broken[1].referral_list, vec!["http://a/index"]);
+        assert_eq!(broken[1].http_returncode, Some(404));
+        assert_eq!(broken[2].error.as_deref(), Some("connection refused"));
+
+        let failed = store
+            .processed(PageQuery {
+                only_failed: true,
+                ..PageQuery::default()
+            })
+            .await
+            .unwrap();
+        let urls: Vec<_> = failed.iter().map(|p| p.record.url.as_str()).collect();
+        assert_eq!(
+            urls,
+            vec![
+                "http://a/err",
+                "http://a/gone",
+                "http://a/private",
+                "http://b/"
+            ]
+        );
+        let window = store
+            .processed(PageQuery {
+                limit: Some(2),
+                offset: 1,
+                only_failed: false,
+            })
+            .await
+            .unwrap();
+        let urls: Vec<_> = window.iter().map(|p| p.record.url.as_str()).collect();
+        assert_eq!(urls, vec!["http://a/gone", "http://a/index"]);
+        assert_eq!(window[0].referral_count, 1);
+    }
+
+    #[tokio::test]
+    async fn counts_cover_every_collection() {
+        let (_dir, _path, store) = open_temp();
+        assert!(store.counts().await.unwrap().frontier_empty());
+        let mut blocked = page("http://a/private", None, None, vec![]);
+        blocked.record.error = Some(ROBOTS_BLOCKED.into());
+        let mut gave_up = page("http://a/timeout", None, None, vec![]);
+        gave_up.record.error = Some("timed out".into());
+        let mut hit = page("http://a/1", Some(200), Some(5), vec![]);
+        hit.search_hit = Some(SearchHit {
+            url: "http://a/1".into(),
+            text: "x".into(),
+            positions: vec![0],
+        });
+        let batch = CommitBatch {
+            now: 1_000,
+            seeds: (0..3)
+                .map(|i| link(&format!("http://q/{i}"), None, 0, 1.0))
+                .collect(),
+            pages: vec![
+                hit,
+                page("http://a/2", Some(200), Some(5), vec![]),
+                page("http://a/404", Some(404), None, vec![]),
+                blocked,
+                gave_up,
+            ],
+            ..CommitBatch::default()
+        };
+        store.commit(batch).await.unwrap();
+        store.claim(claim_req(1_000, 1, 10)).await.unwrap();
+        assert_eq!(
+            store.counts().await.unwrap(),
+            StoreCounts {
+                pending: 2,
+                processing: 1,
+                processed: 5,
+                failed: 2,
+                robots_blocked: 1,
+                duplicates: 1,
+                search_results: 1,
+            }
+        );
+    }
+
+    #[tokio::test]
+    async fn self_links_and_large_batches() {
+        let (_dir, _path, store) = open_temp();
+        store
+            .commit(seeds(0, vec![link("http://a/", None, 0, 1.0)]))
+            .await
+            .unwrap();
+        store.claim(claim_req(0, 10, 10)).await.unwrap();
+        let mut links: Vec<NewLink> = (0..5_000)
+            .map(|i| {
+                link(
+                    &format!("http://h{}/p{i}", i % 50),
+                    Some("http://a/"),
+                    1,
+                    0.001,
+                )
+            })
+            .collect();
+        links.push(link("http://a/", Some("http://a/"), 1, 0.001));
+        let started = std::time::Instant::now();
+        let s = store
+            .commit(pages(
+                10,
+                None,
+                vec![page("http://a/", Some(200), None, links)],
+            ))
+            .await
+            .unwrap();
+        tracing::info!(elapsed = ?started.elapsed(), "5001-link commit");
+        assert_eq!((s.queued, s.merged), (5_000, 1));
+        let home = store.processed_url("http://a/").await.unwrap().unwrap();
+        assert_eq!(home.referral_list, vec!["http://a/"]);
+        assert_eq!(home.referral_count, 1);
+        assert_eq!(store.counts().await.unwrap().pending, 5_000);
+    }
+
+    #[tokio::test]
+    async fn unparsable_operation_is_corrupt() {
+        let (_dir, path, store) = open_temp();
+        store
+            .commit(seeds(0, vec![link("http://a/1", None, 0, 1.0)]))
+            .await
+            .unwrap();
+        {
+            let conn = Connection::open(&path).unwrap();
+            conn.execute("UPDATE pending_urls SET operation = 'not json'", [])
+                .unwrap();
+        }
+        let err = store.claim(claim_req(0, 10, 10)).await.unwrap_err();
+        assert!(matches!(err, StoreError::Corrupt(_)), "{err}");
+        // The failed claim rolled back: nothing is left half-leased.
+        assert_eq!(store.counts().await.unwrap().processing, 0);
+    }
+
+    #[tokio::test]
+    async fn non_sqlite_or_foreign_files_are_refused_by_path() {
+        let dir = tempfile::tempdir().unwrap();
+        let junk = dir.path().join("notes.txt");
+        std::fs::write(&junk, "this is not a database, just some text. ".repeat(50)).unwrap();
+        let err = SqliteStore::open(&junk).unwrap_err();
+        let msg = err.to_string();
+        assert!(matches!(err, StoreError::Corrupt(_)), "{msg}");
+        assert!(msg.contains(&junk.display().to_string()), "{msg}");
+        assert!(msg.contains("not a database"), "{msg}");
+
+        let foreign = dir.path().join("other.db");
+        Connection::open(&foreign)
+            .unwrap()
+            .execute_batch("CREATE TABLE pending_urls (url TEXT)")
+            .unwrap();
+        let msg = SqliteStore::open(&foreign).unwrap_err().to_string();
+        assert!(msg.contains(&foreign.display().to_string()), "{msg}");
+        assert!(msg.contains("no meta table"), "{msg}");
+        // Refused untouched: not even switched to WAL.
+        let mode: String = Connection::open(&foreign)
+            .unwrap()
+            .query_row("PRAGMA journal_mode", [], |row| row.get(0))
+            .unwrap();
+        assert_eq!(mode, "delete");
+
+        let old = dir.path().join("old.db");
+        Connection::open(&old)
+            .unwrap()
+            .execute_batch(
+                "CREATE TABLE meta (key TEXT PRIMARY KEY, value);
+                 INSERT INTO meta VALUES ('schema_version', 1);
+                 CREATE TABLE pending_urls (url TEXT, operation TEXT);",
+            )
+            .unwrap();
+        let msg = SqliteStore::open(&old).unwrap_err().to_string();
+        assert!(msg.contains(&old.display().to_string()), "{msg}");
+        assert!(msg.contains("incompatible schema"), "{msg}");
+
+        let newer = dir.path().join("newer.db");
+        drop(SqliteStore::open(&newer).unwrap());
+        Connection::open(&newer)
+            .unwrap()
+            .execute("UPDATE meta SET value = 2 WHERE key = 'schema_version'", [])
+            .unwrap();
+        let msg = SqliteStore::open(&newer).unwrap_err().to_string();
+        assert!(msg.contains("schema_version"), "{msg}");
+    }
+}
