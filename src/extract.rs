@@ -197,11 +197,11 @@ fn prescan_meta(b: &[u8], i: &mut usize) -> Option<Option<&'static Encoding>> {
             }
             b"content" if !seen_content => {
                 seen_content = true;
-                if charset.is_none() {
-                    if let Some(enc) = charset_from_meta_content(&value) {
-                        charset = Some(Some(enc));
-                        need_pragma = Some(true);
-                    }
+                if charset.is_none()
+                    && let Some(enc) = charset_from_meta_content(&value)
+                {
+                    charset = Some(Some(enc));
+                    need_pragma = Some(true);
                 }
             }
             b"charset" if !seen_charset => {

@@ -767,7 +767,7 @@ pub(crate) mod test_server {
     }
 
     impl Server {
-        pub fn url(&self, path: &str) -> Url {
+        pub(crate) fn url(&self, path: &str) -> Url {
             url_for(self.addr, path)
         }
     }

@@ -131,10 +131,10 @@ pub struct MasterState {
 /// Send a message to the master by its registered name (as the paper's
 /// `gen_server:cast(web_crawler_master, ...)`), so a restarted master gets it.
 pub(crate) fn cast(master_name: &str, msg: MasterMsg) {
-    if let Some(master) = ActorRef::<MasterMsg>::where_is(master_name) {
-        if let Err(e) = master.cast(msg) {
-            tracing::debug!(error = %e, "master gone; its successor recovers the lease");
-        }
+    if let Some(master) = ActorRef::<MasterMsg>::where_is(master_name)
+        && let Err(e) = master.cast(msg)
+    {
+        tracing::debug!(error = %e, "master gone; its successor recovers the lease");
     }
 }
 
@@ -444,37 +444,37 @@ async fn pump(myself: &ActorRef<MasterMsg>, state: &mut MasterState) -> Result<(
     if !state.draining && !state.paused && !budget_reached(state) {
         let window = state.cfg.effective_window();
         let room = window.saturating_sub(state.outstanding.len());
-        if room > 0 {
-            if let Some(pool) = pool(&state.cfg) {
-                let mut limit = room;
-                if let Some(max) = state.cfg.max_pages {
-                    // Don't lease far more than the budget can use.
-                    let left = max.saturating_sub(state.fetched) as usize;
-                    limit = limit.min(left.saturating_sub(state.outstanding.len()));
-                }
-                if limit > 0 {
-                    let now = now_ms();
-                    let jobs = state
-                        .b
-                        .store
-                        .claim(ClaimRequest {
-                            now,
-                            owner: state.cfg.node_name.clone(),
-                            lease_until: now + state.cfg.lease.as_millis() as Millis,
-                            limit,
-                            per_host_cap: state.cfg.effective_per_host_window(),
-                            held_per_host: state.per_host.clone(),
-                        })
-                        .await?;
-                    if !jobs.is_empty() {
-                        claimed_any = true;
-                        for job in &jobs {
-                            *state.per_host.entry(job.host.clone()).or_default() += 1;
-                            state.outstanding.insert(job.key(), job.clone());
-                        }
-                        if let Err(e) = pool.cast(PoolMsg::Dispatch(jobs)) {
-                            tracing::warn!(error = %e, "pool unavailable; leases will expire");
-                        }
+        if room > 0
+            && let Some(pool) = pool(&state.cfg)
+        {
+            let mut limit = room;
+            if let Some(max) = state.cfg.max_pages {
+                // Don't lease far more than the budget can use.
+                let left = max.saturating_sub(state.fetched) as usize;
+                limit = limit.min(left.saturating_sub(state.outstanding.len()));
+            }
+            if limit > 0 {
+                let now = now_ms();
+                let jobs = state
+                    .b
+                    .store
+                    .claim(ClaimRequest {
+                        now,
+                        owner: state.cfg.node_name.clone(),
+                        lease_until: now + state.cfg.lease.as_millis() as Millis,
+                        limit,
+                        per_host_cap: state.cfg.effective_per_host_window(),
+                        held_per_host: state.per_host.clone(),
+                    })
+                    .await?;
+                if !jobs.is_empty() {
+                    claimed_any = true;
+                    for job in &jobs {
+                        *state.per_host.entry(job.host.clone()).or_default() += 1;
+                        state.outstanding.insert(job.key(), job.clone());
+                    }
+                    if let Err(e) = pool.cast(PoolMsg::Dispatch(jobs)) {
+                        tracing::warn!(error = %e, "pool unavailable; leases will expire");
                     }
                 }
             }

@@ -209,12 +209,12 @@ async fn pump(myself: &ActorRef<PoolMsg>, state: &mut PoolState) -> Result<(), A
             ),
         }
     }
-    if let Some(at) = wake {
-        if state.wake_at.is_none_or(|w| at < w) {
-            state.wake_at = Some(at);
-            let delay = Duration::from_millis(at.saturating_sub(now).max(1) as u64);
-            myself.send_after(delay, || PoolMsg::Wake);
-        }
+    if let Some(at) = wake
+        && state.wake_at.is_none_or(|w| at < w)
+    {
+        state.wake_at = Some(at);
+        let delay = Duration::from_millis(at.saturating_sub(now).max(1) as u64);
+        myself.send_after(delay, || PoolMsg::Wake);
     }
     Ok(())
 }

@@ -136,10 +136,10 @@ impl HostScheduler {
     /// The robots fetch for `host` ended without a report (its slave failed):
     /// ask again on the next pump.
     pub fn robots_failed(&mut self, host: &str) {
-        if let Some(slot) = self.hosts.get_mut(host) {
-            if matches!(slot.robots, Robots::Fetching) {
-                slot.robots = Robots::Unknown;
-            }
+        if let Some(slot) = self.hosts.get_mut(host)
+            && matches!(slot.robots, Robots::Fetching)
+        {
+            slot.robots = Robots::Unknown;
         }
         self.in_flight = self.in_flight.saturating_sub(1);
     }
@@ -151,15 +151,14 @@ impl HostScheduler {
 
     /// A page slave exited (whatever its outcome).
     pub fn finished(&mut self, key: &UrlKey, host: &str) {
-        if let Some(slot) = self.hosts.get_mut(host) {
-            if let Some(i) = slot
+        if let Some(slot) = self.hosts.get_mut(host)
+            && let Some(i) = slot
                 .running
                 .iter()
                 .position(|j| j.url == key.url && j.operation == key.operation)
-            {
-                slot.running.swap_remove(i);
-                self.in_flight = self.in_flight.saturating_sub(1);
-            }
+        {
+            slot.running.swap_remove(i);
+            self.in_flight = self.in_flight.saturating_sub(1);
         }
     }
 
@@ -217,10 +216,11 @@ impl HostScheduler {
         if slot.queue.is_empty() {
             return false;
         }
-        if let Robots::Ready { expires_at, .. } = slot.robots {
-            if now >= expires_at && slot.running.is_empty() {
-                slot.robots = Robots::Unknown;
-            }
+        if let Robots::Ready { expires_at, .. } = slot.robots
+            && now >= expires_at
+            && slot.running.is_empty()
+        {
+            slot.robots = Robots::Unknown;
         }
         match &slot.robots {
             Robots::Fetching => true,

@@ -168,10 +168,10 @@ impl Actor for Sup {
                 }
             }
         }
-        if child.role == ChildRole::Pool {
-            if let Some(master) = ActorRef::<MasterMsg>::where_is(state.args.config.master_name()) {
-                let _ = master.cast(MasterMsg::PoolRestarted);
-            }
+        if child.role == ChildRole::Pool
+            && let Some(master) = ActorRef::<MasterMsg>::where_is(state.args.config.master_name())
+        {
+            let _ = master.cast(MasterMsg::PoolRestarted);
         }
         Ok(())
     }
