@@ -119,9 +119,8 @@ async fn small_web() -> (TestServer, TestServer) {
         ("/loop2".to_string(), Page::redirect(302, "/loop1")),
     ]);
     // The absolute self-link needs the port, known only once bound: bind, then serve.
-    let probe = std::net::TcpListener::bind("127.0.0.2:0").unwrap();
-    let addr = probe.local_addr().unwrap();
-    drop(probe);
+    let listener = common::reserve(Ipv4Addr::new(127, 0, 0, 2));
+    let addr = listener.local_addr().unwrap();
     let a_pages = a_pages
         .into_iter()
         .map(|(k, mut v)| {
@@ -130,7 +129,7 @@ async fn small_web() -> (TestServer, TestServer) {
             (k, v)
         })
         .collect();
-    let a = TestServer::start_on(addr, a_pages).await;
+    let a = TestServer::serve(listener, a_pages).await;
     (a, b)
 }
 

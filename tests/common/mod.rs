@@ -2,6 +2,8 @@
 //! count every request they serve.
 #![allow(dead_code, unreachable_pub)]
 
+pub mod web;
+
 use bytes::Bytes;
 use http_body_util::Full;
 use hyper::server::conn::http1;
@@ -90,11 +92,16 @@ impl Drop for TestServer {
 impl TestServer {
     /// Serve `pages` (keyed by path and query, e.g. `/a?x=1`) on `ip`, port chosen by the OS.
     pub async fn start(ip: Ipv4Addr, pages: HashMap<String, Page>) -> TestServer {
-        Self::start_on(SocketAddr::from((ip, 0)), pages).await
+        Self::serve(reserve(ip), pages).await
     }
 
-    pub async fn start_on(addr: SocketAddr, pages: HashMap<String, Page>) -> TestServer {
-        let listener = TcpListener::bind(addr).await.expect("bind test server");
+    /// Serve on a listener from [`reserve`] (so pages can name its port).
+    pub async fn serve(
+        listener: std::net::TcpListener,
+        pages: HashMap<String, Page>,
+    ) -> TestServer {
+        listener.set_nonblocking(true).unwrap();
+        let listener = TcpListener::from_std(listener).expect("tokio listener");
         let addr = listener.local_addr().unwrap();
         let hits: Arc<Mutex<HashMap<String, u32>>> = Arc::default();
         let pages = Arc::new(pages);
@@ -164,6 +171,11 @@ impl TestServer {
     pub fn total_hits(&self) -> u32 {
         self.hits.lock().unwrap().values().sum()
     }
+}
+
+/// Bind a port on `ip` now, to serve on later.
+pub fn reserve(ip: Ipv4Addr) -> std::net::TcpListener {
+    std::net::TcpListener::bind(SocketAddr::from((ip, 0))).expect("bind test server")
 }
 
 /// Poll `cond` until it holds or `timeout` passes.
