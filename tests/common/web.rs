@@ -33,6 +33,16 @@ impl GeneratedWeb {
     /// `hosts` servers on 127.0.1.1, 127.0.1.2, ... each with `pages_per_host`
     /// pages `/p/0..` plus a root `/`.
     pub async fn start(hosts: usize, pages_per_host: usize, seed: u64) -> GeneratedWeb {
+        Self::start_with(hosts, pages_per_host, seed, std::time::Duration::ZERO).await
+    }
+
+    /// As [`GeneratedWeb::start`], every page answering after `delay`.
+    pub async fn start_with(
+        hosts: usize,
+        pages_per_host: usize,
+        seed: u64,
+        delay: std::time::Duration,
+    ) -> GeneratedWeb {
         let listeners: Vec<std::net::TcpListener> = (0..hosts)
             .map(|h| reserve(Ipv4Addr::new(127, 0, 1, (h + 1) as u8)))
             .collect();
@@ -40,7 +50,10 @@ impl GeneratedWeb {
         let mut rng = Lcg(seed);
         let mut servers = Vec::new();
         for (h, listener) in listeners.into_iter().enumerate() {
-            let pages = host_pages(h, &addrs, pages_per_host, &mut rng);
+            let pages = host_pages(h, &addrs, pages_per_host, &mut rng)
+                .into_iter()
+                .map(|(k, v)| (k, v.delay(delay)))
+                .collect();
             servers.push(TestServer::serve(listener, pages).await);
         }
         GeneratedWeb {

@@ -1,0 +1,228 @@
+//! The `web_crawler` binary, run as a newcomer would, against local test webs.
+
+mod common;
+
+use common::web::GeneratedWeb;
+use common::{Page, TestServer, page_with_links, wait_for};
+use std::collections::HashMap;
+use std::net::Ipv4Addr;
+use std::path::Path;
+use std::process::Output;
+use std::time::Duration;
+use tokio::process::Command;
+use web_crawler::actors::Store;
+use web_crawler::store::SqliteStore;
+
+fn bin() -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_web_crawler"));
+    cmd.env("RUST_LOG", "warn");
+    cmd
+}
+
+async fn run(args: &[&str]) -> Output {
+    tokio::time::timeout(Duration::from_secs(120), bin().args(args).output())
+        .await
+        .expect("the command finishes")
+        .expect("the command runs")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+async fn small_site() -> TestServer {
+    TestServer::start(
+        Ipv4Addr::new(127, 0, 2, 1),
+        HashMap::from([
+            (
+                "/robots.txt".to_string(),
+                Page::text("text/plain", "User-agent: *\nDisallow: /admin\n"),
+            ),
+            (
+                "/".to_string(),
+                page_with_links("home", &["/about", "/gone", "/admin/panel", "/words"]),
+            ),
+            ("/about".to_string(), page_with_links("about", &["/"])),
+            (
+                "/words".to_string(),
+                Page::html("<p>alpha beta alpha gamma alpha</p>"),
+            ),
+        ]),
+    )
+    .await
+}
+
+fn db_arg(dir: &Path) -> String {
+    dir.join("crawl.db").display().to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn crawl_then_report_pages_and_broken_links() {
+    let site = small_site().await;
+    let dir = tempfile::tempdir().unwrap();
+    let db = db_arg(dir.path());
+    let out = run(&["crawl", &site.url("/"), "--db", &db, "--delay-ms", "0"]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let summary = stdout(&out);
+    assert!(summary.contains("nothing left to crawl"), "{summary}");
+    assert!(summary.contains("robots-blocked 1"), "{summary}");
+    assert!(summary.contains("404"), "pages by status: {summary}");
+    assert_eq!(site.hits_of("/admin/panel"), 0);
+
+    let out = run(&["report", "pages", "--db", &db, "--json"]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let pages: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let urls: Vec<&str> = pages
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["url"].as_str().unwrap())
+        .collect();
+    for path in ["/", "/about", "/gone", "/admin/panel", "/words"] {
+        assert!(urls.contains(&site.url(path).as_str()), "{path} in {urls:?}");
+    }
+    let home = pages
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["url"] == site.url("/"))
+        .unwrap();
+    assert_eq!(home["http_returncode"], 200);
+    assert_eq!(home["links_count"], 4);
+
+    let out = run(&["report", "broken-links", "--db", &db]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.contains(&format!("{}\tHTTP 404", site.url("/gone"))), "{text}");
+    assert!(text.contains(&format!("linked from {}", site.url("/"))), "{text}");
+    assert!(!text.contains("/admin/panel"), "robots-blocked is not broken: {text}");
+
+    // Running it again on the same database has nothing left to do.
+    let before = site.total_hits();
+    let out = run(&["crawl", &site.url("/"), "--db", &db, "--delay-ms", "0"]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(site.total_hits(), before, "nothing is fetched again");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn search_text_prints_pages_and_positions() {
+    let site = small_site().await;
+    let dir = tempfile::tempdir().unwrap();
+    let db = db_arg(dir.path());
+    let out = run(&[
+        "search-text",
+        &site.url("/"),
+        "alpha",
+        "--db",
+        &db,
+        "--delay-ms",
+        "0",
+    ])
+    .await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    let body = "<p>alpha beta alpha gamma alpha</p>";
+    let expected: Vec<String> = body.match_indices("alpha").map(|(i, _)| i.to_string()).collect();
+    assert!(
+        text.contains(&format!("{}\t{}", site.url("/words"), expected.join(","))),
+        "{text}"
+    );
+    assert!(text.contains("1 page(s) contain \"alpha\""), "{text}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_input_is_one_clear_line_and_a_failure_exit() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = db_arg(dir.path());
+    for (args, needle) in [
+        (vec!["crawl", "not a url", "--db", &db], "invalid URL"),
+        (vec!["crawl", "ftp://127.0.0.1/", "--db", &db], "scheme"),
+        (
+            vec!["crawl", "http://127.0.0.1:9/", "--db", &db, "--deny", "("],
+            "not a valid regex",
+        ),
+        (vec!["report", "pages", "--db", "/nonexistent/x.db"], "no crawl database"),
+    ] {
+        let out = run(&args).await;
+        assert!(!out.status.success(), "{args:?} should fail");
+        let err = stderr(&out);
+        let first = err.lines().find(|l| l.starts_with("error:")).unwrap_or("");
+        assert!(first.contains(needle), "{args:?}: {err}");
+    }
+    // A file that is not a crawl database is refused, and left alone.
+    let not_db = dir.path().join("notes.txt");
+    std::fs::write(&not_db, "my notes, not a database").unwrap();
+    let out = run(&["crawl", "http://127.0.0.1:9/", "--db", not_db.to_str().unwrap()]).await;
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("notes.txt"), "{}", stderr(&out));
+    assert_eq!(std::fs::read_to_string(&not_db).unwrap(), "my notes, not a database");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigkill_mid_crawl_then_resume_loses_nothing() {
+    // Slow pages so the kill lands mid-crawl.
+    let web = GeneratedWeb::start_with(4, 60, 7, Duration::from_millis(15)).await;
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("kill.db");
+    let db_s = db.display().to_string();
+    let concurrency: u32 = 4;
+    let args = [
+        "crawl",
+        &web.seed_url(),
+        "--db",
+        &db_s,
+        "--scope",
+        "any",
+        "--delay-ms",
+        "0",
+        "--concurrency",
+        "4",
+        "--quiet",
+    ];
+    let mut child = bin().args(args).spawn().unwrap();
+    // Kill once a good part of the web is processed.
+    let killed_mid_crawl = wait_for(Duration::from_secs(60), || {
+        let total: u32 = web.servers.iter().map(|s| s.total_hits()).sum();
+        total >= 100
+    })
+    .await;
+    assert!(killed_mid_crawl, "the crawl made progress");
+    child.start_kill().unwrap(); // SIGKILL
+    let status = child.wait().await.unwrap();
+    assert!(!status.success());
+    {
+        let store = SqliteStore::open(&db).unwrap();
+        let counts = store.counts().await.unwrap();
+        assert!(counts.processed > 0 && counts.pending > 0, "killed mid-crawl: {counts:?}");
+    }
+
+    let out = run(&args).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+
+    let mut twice = 0;
+    for (h, target) in web.canonical_targets() {
+        let n = web.servers[h].hits_of(&target);
+        assert!(n >= 1, "host {h} {target} fetched");
+        if n > 1 {
+            twice += n - 1;
+        }
+    }
+    // Only pages in flight at the kill (running slaves plus reports not yet
+    // committed) may be fetched again.
+    assert!(twice <= 2 * concurrency, "{twice} repeated fetches");
+    let robots_violations: u32 = web
+        .servers
+        .iter()
+        .flat_map(|s| s.hits().into_iter())
+        .filter(|(t, _)| t.starts_with("/private/"))
+        .map(|(_, n)| n)
+        .sum();
+    assert_eq!(robots_violations, 0);
+    let store = SqliteStore::open(&db).unwrap();
+    let counts = store.counts().await.unwrap();
+    assert_eq!((counts.pending, counts.processing), (0, 0));
+}
