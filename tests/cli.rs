@@ -83,7 +83,10 @@ async fn crawl_then_report_pages_and_broken_links() {
         .map(|p| p["url"].as_str().unwrap())
         .collect();
     for path in ["/", "/about", "/gone", "/admin/panel", "/words"] {
-        assert!(urls.contains(&site.url(path).as_str()), "{path} in {urls:?}");
+        assert!(
+            urls.contains(&site.url(path).as_str()),
+            "{path} in {urls:?}"
+        );
     }
     let home = pages
         .as_array()
@@ -97,9 +100,18 @@ async fn crawl_then_report_pages_and_broken_links() {
     let out = run(&["report", "broken-links", "--db", &db]).await;
     assert!(out.status.success(), "{}", stderr(&out));
     let text = stdout(&out);
-    assert!(text.contains(&format!("{}\tHTTP 404", site.url("/gone"))), "{text}");
-    assert!(text.contains(&format!("linked from {}", site.url("/"))), "{text}");
-    assert!(!text.contains("/admin/panel"), "robots-blocked is not broken: {text}");
+    assert!(
+        text.contains(&format!("{}\tHTTP 404", site.url("/gone"))),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("linked from {}", site.url("/"))),
+        "{text}"
+    );
+    assert!(
+        !text.contains("/admin/panel"),
+        "robots-blocked is not broken: {text}"
+    );
 
     // Running it again on the same database has nothing left to do.
     let before = site.total_hits();
@@ -126,7 +138,10 @@ async fn search_text_prints_pages_and_positions() {
     assert!(out.status.success(), "{}", stderr(&out));
     let text = stdout(&out);
     let body = "<p>alpha beta alpha gamma alpha</p>";
-    let expected: Vec<String> = body.match_indices("alpha").map(|(i, _)| i.to_string()).collect();
+    let expected: Vec<String> = body
+        .match_indices("alpha")
+        .map(|(i, _)| i.to_string())
+        .collect();
     assert!(
         text.contains(&format!("{}\t{}", site.url("/words"), expected.join(","))),
         "{text}"
@@ -145,7 +160,10 @@ async fn bad_input_is_one_clear_line_and_a_failure_exit() {
             vec!["crawl", "http://127.0.0.1:9/", "--db", &db, "--deny", "("],
             "not a valid regex",
         ),
-        (vec!["report", "pages", "--db", "/nonexistent/x.db"], "no crawl database"),
+        (
+            vec!["report", "pages", "--db", "/nonexistent/x.db"],
+            "no crawl database",
+        ),
     ] {
         let out = run(&args).await;
         assert!(!out.status.success(), "{args:?} should fail");
@@ -156,10 +174,19 @@ async fn bad_input_is_one_clear_line_and_a_failure_exit() {
     // A file that is not a crawl database is refused, and left alone.
     let not_db = dir.path().join("notes.txt");
     std::fs::write(&not_db, "my notes, not a database").unwrap();
-    let out = run(&["crawl", "http://127.0.0.1:9/", "--db", not_db.to_str().unwrap()]).await;
+    let out = run(&[
+        "crawl",
+        "http://127.0.0.1:9/",
+        "--db",
+        not_db.to_str().unwrap(),
+    ])
+    .await;
     assert!(!out.status.success());
     assert!(stderr(&out).contains("notes.txt"), "{}", stderr(&out));
-    assert_eq!(std::fs::read_to_string(&not_db).unwrap(), "my notes, not a database");
+    assert_eq!(
+        std::fs::read_to_string(&not_db).unwrap(),
+        "my notes, not a database"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -197,7 +224,10 @@ async fn sigkill_mid_crawl_then_resume_loses_nothing() {
     {
         let store = SqliteStore::open(&db).unwrap();
         let counts = store.counts().await.unwrap();
-        assert!(counts.processed > 0 && counts.pending > 0, "killed mid-crawl: {counts:?}");
+        assert!(
+            counts.processed > 0 && counts.pending > 0,
+            "killed mid-crawl: {counts:?}"
+        );
     }
 
     let out = run(&args).await;
