@@ -25,6 +25,15 @@ fn main() -> std::process::ExitCode {
     };
     match runtime.block_on(cli::run(args)) {
         Ok(code) => code,
+        // `web_crawler report pages | head`: a closed pipe is not an error.
+        Err(e)
+            if e.chain().any(|c| {
+                c.downcast_ref::<std::io::Error>()
+                    .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+            }) =>
+        {
+            std::process::ExitCode::SUCCESS
+        }
         Err(e) => {
             eprintln!("error: {e:#}");
             std::process::ExitCode::FAILURE

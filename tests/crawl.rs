@@ -520,3 +520,49 @@ async fn resumes_on_the_same_store_without_refetching() {
     }
     assert_eq!(hits.len(), 40 + 2, "every page, the root and robots.txt");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unreachable_robots_txt_means_nothing_is_fetched() {
+    let server = TestServer::start(
+        Ipv4Addr::new(127, 0, 0, 9),
+        HashMap::from([
+            (
+                "/robots.txt".to_string(),
+                Page::text("text/plain", "busy").status(503),
+            ),
+            ("/".to_string(), page_with_links("home", &["/a"])),
+        ]),
+    )
+    .await;
+    let (_dir, db) = temp_db();
+    let store: Arc<dyn Store> = Arc::new(SqliteStore::open(&db).unwrap());
+    let mut s = settings("robots503");
+    s.crawl.max_attempts = 2;
+    s.crawl.robots_retry = Duration::from_millis(100);
+    crawl(
+        store.clone(),
+        s,
+        &[(server.url("/"), OperationSpec::crawl())],
+    )
+    .await;
+    assert_eq!(
+        server.hits_of("/"),
+        0,
+        "no page fetched while robots.txt is unreachable"
+    );
+    assert_eq!(
+        server.hits_of("/robots.txt"),
+        2,
+        "asked again after the retry interval"
+    );
+    let home = store
+        .processed_url(&server.url("/"))
+        .await
+        .unwrap()
+        .unwrap();
+    let error = home.record.error.unwrap();
+    assert!(error.contains("robots.txt unreachable"), "{error}");
+    let hosts = store.hosts().await.unwrap();
+    assert_eq!(hosts[0].robots_status, "unreachable");
+    assert_eq!(hosts[0].robots_http_code, Some(503));
+}

@@ -11,6 +11,8 @@ use crate::types::*;
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 /// How a slave's URL ended.
@@ -60,7 +62,7 @@ pub struct Status {
     pub store: StoreCounts,
     /// Claimed by this node and not yet reported (queued at the pool or running).
     pub in_flight: u64,
-    /// Pages fetched since this master started.
+    /// Pages fetched since the app started (across master restarts).
     pub fetched_this_run: u64,
     pub errors_this_run: u64,
     pub pages_per_sec: f64,
@@ -98,12 +100,38 @@ pub enum MasterMsg {
     },
 }
 
+/// Counters of one run of the app. The supervisor keeps them and hands them
+/// to each master incarnation, so budgets and rates survive restarts.
+#[derive(Debug)]
+pub struct RunStats {
+    started: Instant,
+    fetched: AtomicU64,
+    errors: AtomicU64,
+}
+
+impl Default for RunStats {
+    fn default() -> Self {
+        Self {
+            started: Instant::now(),
+            fetched: AtomicU64::new(0),
+            errors: AtomicU64::new(0),
+        }
+    }
+}
+
+impl RunStats {
+    fn fetched(&self) -> u64 {
+        self.fetched.load(Ordering::Relaxed)
+    }
+}
+
 #[derive(Debug)]
 pub struct MasterArgs {
     pub config: CrawlConfig,
     pub behaviours: Behaviours,
     /// How many times the supervisor restarted the master so far.
     pub restarts: u32,
+    pub run: Arc<RunStats>,
 }
 
 #[derive(Debug)]
@@ -122,9 +150,7 @@ pub struct MasterState {
     draining: bool,
     drain_deadline: Option<Millis>,
     paused: bool,
-    started: Instant,
-    fetched: u64,
-    errors: u64,
+    run: Arc<RunStats>,
     last_lease_renewal: Millis,
 }
 
@@ -173,9 +199,7 @@ impl Actor for Master {
             draining: false,
             drain_deadline: None,
             paused: false,
-            started: Instant::now(),
-            fetched: 0,
-            errors: 0,
+            run: args.run,
             last_lease_renewal: now_ms(),
         };
         // What the pool still holds was claimed by a previous incarnation and
@@ -352,7 +376,7 @@ fn on_report(state: &mut MasterState, report: SlaveReport) {
     state.batched_results += 1;
     match report {
         SlaveReport::Page { page, .. } => {
-            state.fetched += 1;
+            state.run.fetched.fetch_add(1, Ordering::Relaxed);
             state.batch.pages.push(*page);
         }
         SlaveReport::RobotsBlocked { job } => {
@@ -376,7 +400,7 @@ fn on_report(state: &mut MasterState, report: SlaveReport) {
             status,
             retry_after,
         } => {
-            state.errors += 1;
+            state.run.errors.fetch_add(1, Ordering::Relaxed);
             let attempt = job.attempts + 1;
             if retryable && attempt < state.cfg.max_attempts {
                 let backoff =
@@ -391,7 +415,7 @@ fn on_report(state: &mut MasterState, report: SlaveReport) {
             } else {
                 tracing::info!(url = %job.url, %reason, attempt, "giving up");
                 if status.is_some() {
-                    state.fetched += 1;
+                    state.run.fetched.fetch_add(1, Ordering::Relaxed);
                 }
                 state.batch.pages.push(ProcessedPage {
                     record: PageRecord {
@@ -433,7 +457,10 @@ async fn flush(state: &mut MasterState) -> Result<(), StoreError> {
 }
 
 fn budget_reached(state: &MasterState) -> bool {
-    state.cfg.max_pages.is_some_and(|max| state.fetched >= max)
+    state
+        .cfg
+        .max_pages
+        .is_some_and(|max| state.run.fetched() >= max)
 }
 
 /// Claim more work if there is room, hand it to the pool, and answer idle
@@ -450,7 +477,7 @@ async fn pump(myself: &ActorRef<MasterMsg>, state: &mut MasterState) -> Result<(
             let mut limit = room;
             if let Some(max) = state.cfg.max_pages {
                 // Don't lease far more than the budget can use.
-                let left = max.saturating_sub(state.fetched) as usize;
+                let left = max.saturating_sub(state.run.fetched()) as usize;
                 limit = limit.min(left.saturating_sub(state.outstanding.len()));
             }
             if limit > 0 {
@@ -519,7 +546,8 @@ async fn renew_leases(state: &mut MasterState) -> Result<(), StoreError> {
 
 async fn status(state: &mut MasterState) -> Result<Status, StoreError> {
     let store = state.b.store.counts().await?;
-    let elapsed = state.started.elapsed();
+    let elapsed = state.run.started.elapsed();
+    let fetched = state.run.fetched();
     let idle = if state.outstanding.is_empty() && state.batch.is_empty() {
         if budget_reached(state) {
             Some(IdleReason::BudgetReached)
@@ -535,9 +563,9 @@ async fn status(state: &mut MasterState) -> Result<Status, StoreError> {
         node: state.cfg.node_name.clone(),
         store,
         in_flight: state.outstanding.len() as u64,
-        fetched_this_run: state.fetched,
-        errors_this_run: state.errors,
-        pages_per_sec: state.fetched as f64 / elapsed.as_secs_f64().max(1e-3),
+        fetched_this_run: fetched,
+        errors_this_run: state.run.errors.load(Ordering::Relaxed),
+        pages_per_sec: fetched as f64 / elapsed.as_secs_f64().max(1e-3),
         elapsed_ms: elapsed.as_millis() as u64,
         paused: state.paused,
         idle,

@@ -197,6 +197,7 @@ async fn pump(myself: &ActorRef<PoolMsg>, state: &mut PoolState) -> Result<(), A
             Action::Blocked(job) => {
                 master::report(&state.master, SlaveReport::RobotsBlocked { job })
             }
+            // Retry once robots.txt is asked again, not sooner.
             Action::Unreachable(job) => master::report(
                 &state.master,
                 SlaveReport::Failed {
@@ -204,7 +205,7 @@ async fn pump(myself: &ActorRef<PoolMsg>, state: &mut PoolState) -> Result<(), A
                     reason: "robots.txt unreachable".to_string(),
                     retryable: true,
                     status: None,
-                    retry_after: None,
+                    retry_after: Some(now + state.args.config.robots_retry.as_millis() as Millis),
                 },
             ),
         }

@@ -5,11 +5,12 @@
 //! supervisor stops, taking the app down with the reason.
 
 use crate::config::{Behaviours, CrawlConfig};
-use crate::master::{Master, MasterArgs, MasterMsg};
+use crate::master::{Master, MasterArgs, MasterMsg, RunStats};
 use crate::pool::{Pool, PoolArgs};
 use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
 use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
 use std::time::Instant;
 use tokio::sync::watch;
 
@@ -57,6 +58,7 @@ pub struct SupState {
     children: HashMap<ActorId, Child>,
     restart_times: VecDeque<Instant>,
     restarts: HashMap<ChildRole, u32>,
+    run: Arc<RunStats>,
     shutting_down: bool,
 }
 
@@ -78,6 +80,7 @@ impl Actor for Sup {
             children: HashMap::new(),
             restart_times: VecDeque::new(),
             restarts: HashMap::new(),
+            run: Arc::default(),
             shutting_down: false,
         };
         // The master adopts what the pool holds, so the pool starts first.
@@ -221,6 +224,7 @@ async fn start_child(
                 config: cfg.clone(),
                 behaviours: state.args.behaviours.clone(),
                 restarts: state.restarts.get(&role).copied().unwrap_or(0),
+                run: state.run.clone(),
             };
             Actor::spawn_linked(Some(cfg.master_name()), Master, args, myself.get_cell())
                 .await?
