@@ -566,3 +566,40 @@ async fn unreachable_robots_txt_means_nothing_is_fetched() {
     assert_eq!(hosts[0].robots_status, "unreachable");
     assert_eq!(hosts[0].robots_http_code, Some(503));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_master_is_restarted_and_adopts_the_pools_work() {
+    let pages: HashMap<String, Page> = chain_web(40)
+        .into_iter()
+        .map(|(k, v)| (k, v.delay(Duration::from_millis(10))))
+        .collect();
+    let server = TestServer::start(Ipv4Addr::new(127, 0, 0, 10), pages).await;
+    let (_dir, db) = temp_db();
+    let store: Arc<dyn Store> = Arc::new(SqliteStore::open(&db).unwrap());
+    let app = start(store.clone(), settings("kill-master")).await.unwrap();
+    app.add_url(&server.url("/")).await.unwrap();
+    assert!(wait_for(Duration::from_secs(30), || server.total_hits() >= 10).await);
+    app.kill_master().await.unwrap();
+    let idle = tokio::time::timeout(Duration::from_secs(60), app.wait_idle())
+        .await
+        .expect("crawl finishes")
+        .unwrap();
+    assert_eq!(idle, IdleReason::FrontierEmpty);
+    assert_eq!(app.status().await.unwrap().master_restarts, 1);
+    let children = app.which_children().await.unwrap();
+    assert!(children.iter().any(|c| c.restarts == 1), "{children:?}");
+    app.stop(Duration::from_secs(5)).await.unwrap();
+    for i in 0..40 {
+        let url = server.url(&format!("/p{i}"));
+        let page = store.processed_url(&url).await.unwrap();
+        assert_eq!(
+            page.map(|p| p.record.http_returncode),
+            Some(Some(200)),
+            "{url}"
+        );
+    }
+    // The pool kept running across the restart; only reports lost with the
+    // old master's mailbox can cause a second fetch.
+    let repeated: u32 = server.hits().values().map(|n| n.saturating_sub(1)).sum();
+    assert!(repeated <= 2, "{repeated} repeated fetches");
+}
