@@ -1159,23 +1159,6 @@ mod tests {
         e.links.iter().map(|l| l.url.as_str()).collect()
     }
 
-    /// Deterministic pseudo-random numbers (Knuth's MMIX LCG) so failures reproduce.
-    struct Lcg(u64);
-
-    impl Lcg {
-        fn next(&mut self) -> u64 {
-            self.0 = self
-                .0
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            self.0 >> 33
-        }
-
-        fn below(&mut self, n: usize) -> usize {
-            (self.next() % n as u64) as usize
-        }
-    }
-
     #[test]
     fn title_headings_text_separation() {
         let e = ex("<!doctype html><html><head><title>  My \n Page </title>\
@@ -1560,10 +1543,10 @@ mod tests {
 
     #[test]
     fn five_megabytes_of_garbage() {
-        let mut rng = Lcg(42);
+        let mut rng = fastrand::Rng::with_seed(42);
         let alphabet = b"<>/=\"' abcdefghijklmnopqrstuvwxyz!-&#;\n\0\xff";
         let bytes: Vec<u8> = (0..5 * 1024 * 1024)
-            .map(|_| alphabet[rng.below(alphabet.len())])
+            .map(|_| alphabet[rng.usize(..alphabet.len())])
             .collect();
         let html = String::from_utf8_lossy(&bytes);
         let e = ex(&html);
@@ -1639,7 +1622,7 @@ mod tests {
             "<br/>",
             "<!doctype html>",
         ];
-        let mut rng = Lcg(7);
+        let mut rng = fastrand::Rng::with_seed(7);
         let page = page();
         let opts = NormalizeOptions {
             strip_tracking_params: true,
@@ -1647,14 +1630,14 @@ mod tests {
         };
         for _ in 0..3000 {
             let mut s = String::new();
-            let n = rng.below(60);
+            let n = rng.usize(..60);
             for _ in 0..n {
-                if rng.below(4) == 0 {
+                if rng.usize(..4) == 0 {
                     // Raw random bytes, made valid UTF-8.
-                    let raw: Vec<u8> = (0..rng.below(8)).map(|_| rng.next() as u8).collect();
+                    let raw: Vec<u8> = (0..rng.usize(..8)).map(|_| rng.u8(..)).collect();
                     s.push_str(&String::from_utf8_lossy(&raw));
                 } else {
-                    s.push_str(PIECES[rng.below(PIECES.len())]);
+                    s.push_str(PIECES[rng.usize(..PIECES.len())]);
                 }
             }
             let e = extract_html(&s, &page, &opts);
@@ -1666,7 +1649,7 @@ mod tests {
                 Some("text/html; charset=shift_jis"),
                 Some("text/html; charset=bogus"),
             ];
-            let _ = decode_body(s.as_bytes(), cts[rng.below(cts.len())]);
+            let _ = decode_body(s.as_bytes(), cts[rng.usize(..cts.len())]);
         }
     }
 

@@ -7,22 +7,6 @@ use super::{Page, TestServer, reserve};
 use std::collections::HashMap;
 use std::net::{Ipv4Addr, SocketAddr};
 
-/// Deterministic pseudo-random numbers (an LCG: tests must not vary run to run).
-struct Lcg(u64);
-
-impl Lcg {
-    fn next(&mut self) -> u64 {
-        self.0 = self
-            .0
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        self.0 >> 33
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-}
-
 /// The web, served.
 pub struct GeneratedWeb {
     pub servers: Vec<TestServer>,
@@ -47,7 +31,8 @@ impl GeneratedWeb {
             .map(|h| reserve(Ipv4Addr::new(127, 0, 1, (h + 1) as u8)))
             .collect();
         let addrs: Vec<SocketAddr> = listeners.iter().map(|l| l.local_addr().unwrap()).collect();
-        let mut rng = Lcg(seed);
+        // Seeded: the web is the same on every run.
+        let mut rng = fastrand::Rng::with_seed(seed);
         let mut servers = Vec::new();
         for (h, listener) in listeners.into_iter().enumerate() {
             let pages = host_pages(h, &addrs, pages_per_host, &mut rng)
@@ -80,24 +65,29 @@ impl GeneratedWeb {
 }
 
 /// Textual variants of one URL that all normalize to `http://addr/p/{i}`.
-fn variant(rng: &mut Lcg, from_host: SocketAddr, to: SocketAddr, i: usize) -> String {
+fn variant(rng: &mut fastrand::Rng, from_host: SocketAddr, to: SocketAddr, i: usize) -> String {
     let same = from_host == to;
     let abs = |host: &str| format!("http://{host}/p/{i}");
     let forms = if same { 9 } else { 3 };
-    match rng.below(forms) {
+    match rng.usize(..forms) {
         0 => abs(&to.to_string()),
         1 => format!("HTTP://{}:{}/p/{i}#frag", to.ip(), to.port()),
         2 => format!("http://{}/p/./{i}?", to),
         3 => format!("/p/{i}"),
         4 => format!("{i}"),
-        5 => format!("../p/{i}#section-{}", rng.below(5)),
+        5 => format!("../p/{i}#section-{}", rng.usize(..5)),
         6 => format!("/%70/{i}"),
         7 => format!("/p/x/../{i}"),
         _ => format!("./{i}"),
     }
 }
 
-fn host_pages(h: usize, addrs: &[SocketAddr], n: usize, rng: &mut Lcg) -> HashMap<String, Page> {
+fn host_pages(
+    h: usize,
+    addrs: &[SocketAddr],
+    n: usize,
+    rng: &mut fastrand::Rng,
+) -> HashMap<String, Page> {
     let me = addrs[h];
     let next_host = addrs[(h + 1) % addrs.len()];
     let mut pages = HashMap::new();
@@ -120,17 +110,17 @@ fn host_pages(h: usize, addrs: &[SocketAddr], n: usize, rng: &mut Lcg) -> HashMa
         // The chain makes every page reachable.
         links.push(format!("/p/{}", (i + 1) % n));
         for _ in 0..9 {
-            let roll = rng.below(100);
+            let roll = rng.usize(..100);
             let link = if roll < 10 {
-                let other = addrs[rng.below(addrs.len())];
-                let target = rng.below(n);
+                let other = addrs[rng.usize(..addrs.len())];
+                let target = rng.usize(..n);
                 variant(rng, me, other, target)
             } else if roll < 15 {
-                format!("/private/{}", rng.below(n))
+                format!("/private/{}", rng.usize(..n))
             } else if roll < 18 {
-                format!("/missing/{}", rng.below(20))
+                format!("/missing/{}", rng.usize(..20))
             } else {
-                let target = rng.below(n);
+                let target = rng.usize(..n);
                 variant(rng, me, me, target)
             };
             links.push(link);
