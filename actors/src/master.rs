@@ -229,10 +229,10 @@ impl Actor for Master {
 
     async fn post_start(
         &self,
-        myself: ActorRef<Self::Msg>,
+        _myself: ActorRef<Self::Msg>,
         state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
-        Ok(pump(&myself, state).await?)
+        Ok(pump(state).await?)
     }
 
     async fn handle(
@@ -249,13 +249,13 @@ impl Actor for Master {
             } => {
                 let result = add_url(state, &url, operation).await?;
                 let _ = reply.send(result);
-                pump(&myself, state).await?;
+                pump(state).await?;
             }
             MasterMsg::Report(report) => {
                 on_report(state, report);
                 if state.batched_results >= state.cfg.max_batch {
                     flush(state).await?;
-                    pump(&myself, state).await?;
+                    pump(state).await?;
                 } else {
                     schedule_flush(&myself, state);
                 }
@@ -267,12 +267,12 @@ impl Actor for Master {
             MasterMsg::Flush => {
                 state.flush_scheduled = false;
                 flush(state).await?;
-                pump(&myself, state).await?;
+                pump(state).await?;
             }
             MasterMsg::Tick => {
                 renew_leases(state).await?;
                 flush(state).await?;
-                pump(&myself, state).await?;
+                pump(state).await?;
             }
             MasterMsg::Status(reply) => {
                 let status = status(state).await?;
@@ -280,18 +280,18 @@ impl Actor for Master {
             }
             MasterMsg::WaitIdle(reply) => {
                 state.waiters.push(reply);
-                pump(&myself, state).await?;
+                pump(state).await?;
             }
             MasterMsg::Pause(paused) => {
                 state.paused = paused;
-                pump(&myself, state).await?;
+                pump(state).await?;
             }
             MasterMsg::PoolRestarted => {
                 let keys: Vec<UrlKey> = state.outstanding.drain().map(|(k, _)| k).collect();
                 state.per_host.clear();
                 let released = state.b.store.release_keys(&keys).await?;
                 tracing::warn!(released, "pool restarted; its URLs went back to pending");
-                pump(&myself, state).await?;
+                pump(state).await?;
             }
             MasterMsg::Drain { timeout, reply } => {
                 state.draining = true;
@@ -465,8 +465,7 @@ fn budget_reached(state: &MasterState) -> bool {
 
 /// Claim more work if there is room, hand it to the pool, and answer idle
 /// waiters when nothing is left.
-async fn pump(myself: &ActorRef<MasterMsg>, state: &mut MasterState) -> Result<(), StoreError> {
-    let _ = myself;
+async fn pump(state: &mut MasterState) -> Result<(), StoreError> {
     let mut claimed_any = false;
     if !state.draining && !state.paused && !budget_reached(state) {
         let window = state.cfg.effective_window();
