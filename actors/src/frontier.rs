@@ -2,6 +2,7 @@
 //! pure functions (both backends call them, so they agree).
 
 use crate::types::Millis;
+use std::collections::{HashMap, VecDeque};
 
 /// What to do with a link whose URL may already be known.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -34,9 +35,65 @@ pub fn dedupe_by_content(http_returncode: Option<u16>) -> bool {
     matches!(http_returncode, Some(200..=299))
 }
 
+/// Choose up to `limit` of `candidates` (in priority order, each with its
+/// host) so that no host gets more than `per_host_cap` minus what this node
+/// already holds of it, taking hosts in turn: the first of every host before
+/// the second of any.
+pub fn round_robin<'h, K>(
+    candidates: impl IntoIterator<Item = (K, &'h str)>,
+    limit: usize,
+    per_host_cap: usize,
+    held: &HashMap<String, usize>,
+) -> Vec<K> {
+    let mut hosts: Vec<(&str, VecDeque<K>)> = Vec::new();
+    let mut index: HashMap<&str, usize> = HashMap::new();
+    for (key, host) in candidates {
+        let i = *index.entry(host).or_insert_with(|| {
+            hosts.push((host, VecDeque::new()));
+            hosts.len() - 1
+        });
+        hosts[i].1.push_back(key);
+    }
+    let mut allowance: Vec<usize> = hosts
+        .iter()
+        .map(|(h, _)| per_host_cap.saturating_sub(held.get(*h).copied().unwrap_or(0)))
+        .collect();
+    let mut out = Vec::new();
+    loop {
+        let before = out.len();
+        for (i, (_, queue)) in hosts.iter_mut().enumerate() {
+            if out.len() == limit {
+                return out;
+            }
+            if allowance[i] > 0
+                && let Some(key) = queue.pop_front()
+            {
+                allowance[i] -= 1;
+                out.push(key);
+            }
+        }
+        if out.len() == before {
+            return out;
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn round_robin_takes_hosts_in_turn_within_their_caps() {
+        let candidates = [(1, "a"), (2, "a"), (3, "a"), (4, "b"), (5, "c"), (6, "c")];
+        let held = HashMap::from([("c".to_string(), 1)]);
+        assert_eq!(round_robin(candidates, 10, 2, &held), vec![1, 4, 5, 2]);
+        assert_eq!(round_robin(candidates, 2, 2, &held), vec![1, 4]);
+        assert!(round_robin(candidates, 0, 2, &held).is_empty());
+        assert_eq!(
+            round_robin(candidates, 10, 5, &HashMap::new()),
+            vec![1, 4, 5, 2, 6, 3]
+        );
+    }
 
     #[test]
     fn unknown_url_is_queued() {

@@ -1,5 +1,7 @@
-//! Store backends.
+//! Store backends: the embedded SQLite file (the default) and MongoDB.
 
+mod mongo;
 mod sqlite;
 
+pub use mongo::{DEFAULT_DATABASE, MongoStore};
 pub use sqlite::SqliteStore;

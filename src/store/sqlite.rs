@@ -158,12 +158,13 @@ const MERGE_PENDING: &str = "UPDATE pending_urls
     SET priority = priority + ?3, depth = MIN(depth, ?4), redirect_hops = MIN(redirect_hops, ?5)
     WHERE url = ?1 AND operation = ?2";
 
-/// Candidates for the page a body duplicates: originals first, then the
-/// oldest; never a copy of this very page (re-processing an original must not
-/// make it a duplicate of its own copy).
+/// The original a body duplicates: the oldest successful page with the same
+/// hash that is not itself a duplicate (so `duplicate_of` always names an
+/// original, and re-processing an original never makes it a copy of its copy).
 const SAME_CONTENT: &str = "SELECT url, http_returncode FROM processed_urls
-    WHERE content_hash = ?1 AND url != ?2 AND (duplicate_of IS NULL OR duplicate_of != ?2)
-    ORDER BY duplicate_of IS NOT NULL, d_processed, url";
+    WHERE content_hash = ?1 AND url != ?2 AND duplicate_of IS NULL
+      AND http_returncode BETWEEN 200 AND 299
+    ORDER BY d_processed, url";
 
 /// REPLACE: one document per URL, the last operation wins (the paper's `_id`).
 /// referral_count is recounted so it always matches the referrals table.

@@ -2,6 +2,7 @@
 //! count every request they serve.
 #![allow(dead_code, unreachable_pub)]
 
+pub mod backend;
 pub mod web;
 
 use bytes::Bytes;

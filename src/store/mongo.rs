@@ -1,0 +1,1036 @@
+//! The MongoDB store: the paper's `crawler` database with its collections
+//! `pending_urls`, `processed_urls` and `search_results` (listings 1–3), plus
+//! `hosts`, through the official `mongodb` driver.
+//!
+//! Every write is a single-document atomic operation made idempotent; there
+//! are no multi-document transactions, so it runs on a standalone server as
+//! on a replica set or a sharded cluster. Timestamps that change after insert
+//! are Int64 epoch milliseconds; `d_processed` and `d_search` are BSON dates,
+//! written only by whole-document replaces. Absent values are left out of a
+//! document (never stored as null), and queries test them with `$exists`.
+
+use async_trait::async_trait;
+use futures_util::TryStreamExt;
+use mongodb::bson::{Bson, DateTime, Document, doc, oid::ObjectId};
+use mongodb::error::{ErrorKind, WriteFailure};
+use mongodb::options::{ClientOptions, IndexOptions, ReturnDocument};
+use mongodb::{Client, Collection, Database, IndexModel};
+use std::collections::{HashMap, HashSet};
+use std::time::Duration;
+use web_crawler_actors::frontier::{LinkDecision, decide_link, dedupe_by_content};
+use web_crawler_actors::{
+    BrokenLink, ClaimRequest, CommitBatch, CommitSummary, HostRecord, Job, Millis, NewLink,
+    OperationSpec, PageQuery, PageRecord, PendingUrl, ProcessedPage, ProcessedUrl, ROBOTS_BLOCKED,
+    SearchResult, Store, StoreCounts, StoreError, UrlKey,
+};
+
+/// The paper's database name.
+pub const DEFAULT_DATABASE: &str = "crawler";
+
+const PENDING: &str = "pending";
+const PROCESSING: &str = "processing";
+
+/// MongoDB duplicate-key error code: the only way a duplicate is recognised.
+const DUPLICATE_KEY: i32 = 11000;
+
+/// [`Store`] over a MongoDB deployment.
+#[derive(Clone, Debug)]
+pub struct MongoStore {
+    db: Database,
+    pending: Collection<Document>,
+    processed: Collection<Document>,
+    search: Collection<Document>,
+    hosts: Collection<Document>,
+}
+
+fn backend(e: mongodb::error::Error) -> StoreError {
+    StoreError::Backend(format!("MongoDB: {e}"))
+}
+
+fn corrupt(what: impl std::fmt::Display) -> StoreError {
+    StoreError::Corrupt(what.to_string())
+}
+
+fn is_duplicate_key(e: &mongodb::error::Error) -> bool {
+    match e.kind.as_ref() {
+        ErrorKind::Write(WriteFailure::WriteError(w)) => w.code == DUPLICATE_KEY,
+        ErrorKind::Command(c) => c.code == DUPLICATE_KEY,
+        _ => false,
+    }
+}
+
+impl MongoStore {
+    /// Connect to `uri` and use database `database`; creates the indexes
+    /// (identified by their keys, so creating them again is a no-op).
+    pub async fn connect(uri: &str, database: &str) -> Result<Self, StoreError> {
+        let mut options = ClientOptions::parse(uri)
+            .await
+            .map_err(|e| StoreError::Invalid(format!("MongoDB URI {uri:?}: {e}")))?;
+        options.app_name = Some("web_crawler".to_string());
+        // Fail in seconds, with the reason, when no server answers.
+        options.server_selection_timeout = Some(Duration::from_secs(10));
+        options.connect_timeout = Some(Duration::from_secs(5));
+        let client = Client::with_options(options).map_err(backend)?;
+        let db = client.database(database);
+        db.run_command(doc! { "ping": 1 })
+            .await
+            .map_err(|e| StoreError::Backend(format!("cannot reach MongoDB at {uri}: {e}")))?;
+        let store = Self {
+            pending: db.collection("pending_urls"),
+            processed: db.collection("processed_urls"),
+            search: db.collection("search_results"),
+            hosts: db.collection("hosts"),
+            db,
+        };
+        store.create_indexes().await?;
+        Ok(store)
+    }
+
+    /// The database, for tools and tests that read raw documents.
+    pub fn database(&self) -> &Database {
+        &self.db
+    }
+
+    async fn create_indexes(&self) -> Result<(), StoreError> {
+        let unique = || IndexOptions::builder().unique(true).build();
+        let indexes = [
+            (
+                &self.pending,
+                doc! { "url": 1, "op_key": 1 },
+                Some(unique()),
+            ),
+            (
+                &self.pending,
+                doc! { "status": 1, "not_before": 1, "priority": -1 },
+                None,
+            ),
+            (&self.pending, doc! { "status": 1, "lease_until": 1 }, None),
+            (&self.pending, doc! { "claim_token": 1 }, None),
+            (&self.processed, doc! { "content_hash": 1 }, None),
+            (&self.search, doc! { "url": 1, "text": 1 }, Some(unique())),
+        ];
+        for (collection, keys, options) in indexes {
+            let model = IndexModel::builder().keys(keys).options(options).build();
+            collection.create_index(model).await.map_err(backend)?;
+        }
+        Ok(())
+    }
+
+    /// Upsert one admitted link (the paper's `add_pending_url`), given what
+    /// is known of the URL in processed_urls.
+    async fn upsert_link(
+        &self,
+        link: &MergedLink,
+        processed: &mut HashMap<String, ProcessedState>,
+        now: Millis,
+        reprocess_after_ms: Option<Millis>,
+        summary: &mut CommitSummary,
+    ) -> Result<(), StoreError> {
+        let op_key = link.operation.key();
+        let done = processed
+            .get(&link.url)
+            .filter(|p| p.op_key == op_key)
+            .map(|p| p.d_processed);
+        match decide_link(done, now, reprocess_after_ms) {
+            LinkDecision::ReferralOnly => {
+                summary.merged += 1;
+                if !link.referrals.is_empty() {
+                    self.add_processed_referrals(&link.url, &link.referrals)
+                        .await?;
+                }
+            }
+            LinkDecision::Queue => {
+                let filter = doc! { "url": &link.url, "op_key": &op_key };
+                let update = doc! {
+                    "$setOnInsert": {
+                        "operation": &link.operation.0,
+                        "host": &link.host,
+                        "status": PENDING,
+                        "d_change": now,
+                        "attempts": 0_i32,
+                        "not_before": 0_i64,
+                    },
+                    "$inc": { "priority": link.priority },
+                    "$min": { "depth": link.depth as i32, "redirect_hops": link.redirect_hops as i32 },
+                    "$addToSet": { "referral_list": { "$each": &link.referrals } },
+                };
+                // Two writers upserting the same new URL at once: one insert
+                // wins, the other gets 11000 and merges on its second try.
+                let result = match self
+                    .pending
+                    .update_one(filter.clone(), update.clone())
+                    .upsert(true)
+                    .await
+                {
+                    Err(e) if is_duplicate_key(&e) => self
+                        .pending
+                        .update_one(filter, update)
+                        .upsert(true)
+                        .await
+                        .map_err(backend)?,
+                    other => other.map_err(backend)?,
+                };
+                if result.upserted_id.is_some() {
+                    summary.queued += 1;
+                } else {
+                    summary.merged += 1;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Add referrals to a processed page and keep `referral_count` equal to
+    /// the list's length.
+    async fn add_processed_referrals(
+        &self,
+        url: &str,
+        referrals: &[String],
+    ) -> Result<(), StoreError> {
+        let after = self
+            .processed
+            .find_one_and_update(
+                doc! { "_id": url },
+                doc! { "$addToSet": { "referral_list": { "$each": referrals } } },
+            )
+            .return_document(ReturnDocument::After)
+            .projection(doc! { "referral_list": 1 })
+            .await
+            .map_err(backend)?;
+        if let Some(after) = after {
+            let count = after.get_array("referral_list").map_or(0, Vec::len);
+            self.processed
+                .update_one(
+                    doc! { "_id": url },
+                    doc! { "$set": { "referral_count": count as i32 } },
+                )
+                .await
+                .map_err(backend)?;
+        }
+        Ok(())
+    }
+
+    /// The original this page's body duplicates, if any.
+    async fn duplicate_of(&self, record: &PageRecord) -> Result<Option<String>, StoreError> {
+        let Some(hash) = record.content_hash else {
+            return Ok(None);
+        };
+        if !dedupe_by_content(record.http_returncode) {
+            return Ok(None);
+        }
+        let original = self
+            .processed
+            .find_one(doc! {
+                "content_hash": hash as i64,
+                "_id": { "$ne": &record.url },
+                "duplicate_of": { "$exists": false },
+                "http_returncode": { "$gte": 200, "$lt": 300 },
+            })
+            .sort(doc! { "d_processed": 1, "_id": 1 })
+            .projection(doc! { "_id": 1 })
+            .await
+            .map_err(backend)?;
+        Ok(original.and_then(|d| d.get_str("_id").ok().map(str::to_string)))
+    }
+
+    /// Commit one page: its links first, then the page (so a crash in between
+    /// re-processes the page and loses no link).
+    async fn commit_page(
+        &self,
+        page: &ProcessedPage,
+        processed: &mut HashMap<String, ProcessedState>,
+        now: Millis,
+        reprocess_after_ms: Option<Millis>,
+        summary: &mut CommitSummary,
+    ) -> Result<(), StoreError> {
+        let record = &page.record;
+        let duplicate_of = self.duplicate_of(record).await?;
+        if duplicate_of.is_some() {
+            summary.duplicates += 1;
+        } else {
+            for link in merge_links(&page.links) {
+                self.upsert_link(&link, processed, now, reprocess_after_ms, summary)
+                    .await?;
+            }
+        }
+        let op_key = record.operation.key();
+        // The pending document carries the referrals gathered while it waited.
+        let pending = self
+            .pending
+            .find_one(doc! { "url": &record.url, "op_key": &op_key })
+            .projection(doc! { "referral_list": 1 })
+            .await
+            .map_err(backend)?;
+        let previous = self
+            .processed
+            .find_one(doc! { "_id": &record.url })
+            .projection(doc! { "referral_list": 1 })
+            .await
+            .map_err(backend)?;
+        let mut referrals: Vec<String> = Vec::new();
+        let mut seen = HashSet::new();
+        for source in [previous.as_ref(), pending.as_ref()].into_iter().flatten() {
+            for r in strings(source, "referral_list") {
+                if seen.insert(r.clone()) {
+                    referrals.push(r);
+                }
+            }
+        }
+        let doc = processed_doc(record, &referrals, duplicate_of.as_deref(), now);
+        self.processed
+            .replace_one(doc! { "_id": &record.url }, doc)
+            .upsert(true)
+            .await
+            .map_err(backend)?;
+        processed.insert(
+            record.url.clone(),
+            ProcessedState {
+                op_key: op_key.clone(),
+                d_processed: now,
+            },
+        );
+        self.pending
+            .delete_one(doc! { "url": &record.url, "op_key": &op_key })
+            .await
+            .map_err(backend)?;
+        if let Some(hit) = &page.search_hit {
+            let positions: Vec<i64> = hit.positions.iter().map(|&p| p as i64).collect();
+            self.search
+                .replace_one(
+                    doc! { "url": &hit.url, "text": &hit.text },
+                    doc! {
+                        "url": &hit.url,
+                        "text": &hit.text,
+                        "positions": positions,
+                        "d_search": DateTime::from_millis(now),
+                    },
+                )
+                .upsert(true)
+                .await
+                .map_err(backend)?;
+        }
+        Ok(())
+    }
+
+    /// `processed_urls` state of these URLs, in one query.
+    async fn processed_states(
+        &self,
+        urls: Vec<&str>,
+    ) -> Result<HashMap<String, ProcessedState>, StoreError> {
+        let mut out = HashMap::new();
+        if urls.is_empty() {
+            return Ok(out);
+        }
+        let mut cursor = self
+            .processed
+            .find(doc! { "_id": { "$in": urls } })
+            .projection(doc! { "op_key": 1, "d_processed": 1 })
+            .await
+            .map_err(backend)?;
+        while let Some(d) = cursor.try_next().await.map_err(backend)? {
+            let url = d.get_str("_id").map_err(corrupt)?.to_string();
+            out.insert(
+                url,
+                ProcessedState {
+                    op_key: d.get_str("op_key").unwrap_or("[]").to_string(),
+                    d_processed: millis(&d, "d_processed"),
+                },
+            );
+        }
+        Ok(out)
+    }
+
+    async fn release_ids(&self, ids: Vec<Bson>) -> Result<u64, StoreError> {
+        if ids.is_empty() {
+            return Ok(0);
+        }
+        let result = self
+            .pending
+            .update_many(
+                doc! { "_id": { "$in": ids }, "status": PROCESSING },
+                doc! {
+                    "$set": { "status": PENDING, "d_change": web_crawler_actors::now_ms() },
+                    "$unset": { "lease_until": "", "lease_owner": "", "claim_token": "" },
+                },
+            )
+            .await
+            .map_err(backend)?;
+        Ok(result.modified_count)
+    }
+
+    async fn collect(
+        &self,
+        collection: &Collection<Document>,
+        filter: Document,
+        sort: Document,
+        limit: Option<usize>,
+        skip: usize,
+    ) -> Result<Vec<Document>, StoreError> {
+        let mut find = collection.find(filter).sort(sort).skip(skip as u64);
+        if let Some(limit) = limit {
+            find = find.limit(limit as i64);
+        }
+        find.await
+            .map_err(backend)?
+            .try_collect()
+            .await
+            .map_err(backend)
+    }
+}
+
+/// What a batch needs to know of a processed URL.
+#[derive(Debug)]
+struct ProcessedState {
+    op_key: String,
+    d_processed: Millis,
+}
+
+/// Links of one page merged by (url, operation): one upsert each.
+#[derive(Debug)]
+struct MergedLink {
+    url: String,
+    host: String,
+    operation: OperationSpec,
+    referrals: Vec<String>,
+    depth: u32,
+    priority: f64,
+    redirect_hops: u32,
+}
+
+fn merge_links(links: &[NewLink]) -> Vec<MergedLink> {
+    let mut index: HashMap<(&str, &OperationSpec), usize> = HashMap::new();
+    let mut out: Vec<MergedLink> = Vec::new();
+    for l in links {
+        match index.get(&(l.url.as_str(), &l.operation)) {
+            Some(&i) => {
+                let m = &mut out[i];
+                m.priority += l.priority;
+                m.depth = m.depth.min(l.depth);
+                m.redirect_hops = m.redirect_hops.min(l.redirect_hops);
+                if let Some(r) = &l.referral
+                    && !m.referrals.contains(r)
+                {
+                    m.referrals.push(r.clone());
+                }
+            }
+            None => {
+                index.insert((l.url.as_str(), &l.operation), out.len());
+                out.push(MergedLink {
+                    url: l.url.clone(),
+                    host: l.host.clone(),
+                    operation: l.operation.clone(),
+                    referrals: l.referral.iter().cloned().collect(),
+                    depth: l.depth,
+                    priority: l.priority,
+                    redirect_hops: l.redirect_hops,
+                });
+            }
+        }
+    }
+    out
+}
+
+/// The processed_urls document (listing 2 plus ours). Absent values are left out.
+fn processed_doc(
+    record: &PageRecord,
+    referrals: &[String],
+    duplicate_of: Option<&str>,
+    now: Millis,
+) -> Document {
+    let mut d = doc! {
+        "_id": &record.url,
+        "referral_count": referrals.len() as i32,
+        "referral_list": referrals,
+        "links_count": record.links_count as i32,
+        "d_processed": DateTime::from_millis(now),
+        "operation": &record.operation.0,
+        "op_key": record.operation.key(),
+        "host": &record.host,
+        "depth": record.depth as i32,
+        "fetch_ms": record.fetch_ms,
+        "out_links": &record.out_links,
+        "truncated": record.truncated,
+        "node": &record.node,
+    };
+    // The paper stores the header's text: "content-length" is a string.
+    if let Some(n) = record.content_length {
+        d.insert("content-length", n.to_string());
+    }
+    let optional: [(&str, Option<Bson>); 8] = [
+        (
+            "content-type",
+            record.content_type.clone().map(Bson::String),
+        ),
+        ("server", record.server.clone().map(Bson::String)),
+        (
+            "http_returncode",
+            record.http_returncode.map(|c| Bson::Int32(c as i32)),
+        ),
+        ("title", record.title.clone().map(Bson::String)),
+        (
+            "content_hash",
+            record.content_hash.map(|h| Bson::Int64(h as i64)),
+        ),
+        (
+            "duplicate_of",
+            duplicate_of.map(|s| Bson::String(s.to_string())),
+        ),
+        ("redirect_to", record.redirect_to.clone().map(Bson::String)),
+        ("error", record.error.clone().map(Bson::String)),
+    ];
+    for (key, value) in optional {
+        if let Some(v) = value {
+            d.insert(key, v);
+        }
+    }
+    d
+}
+
+/// An integer field written as Int64 or Int32 (or a double), as epoch ms
+/// for dates.
+fn int(d: &Document, key: &str) -> Option<i64> {
+    match d.get(key)? {
+        Bson::Int64(n) => Some(*n),
+        Bson::Int32(n) => Some(i64::from(*n)),
+        Bson::Double(f) => Some(*f as i64),
+        Bson::DateTime(t) => Some(t.timestamp_millis()),
+        _ => None,
+    }
+}
+
+fn millis(d: &Document, key: &str) -> Millis {
+    int(d, key).unwrap_or(0)
+}
+
+fn text(d: &Document, key: &str) -> Option<String> {
+    d.get_str(key).ok().map(str::to_string)
+}
+
+fn strings(d: &Document, key: &str) -> Vec<String> {
+    d.get_array(key)
+        .map(|a| {
+            a.iter()
+                .filter_map(|b| b.as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn operation_of(d: &Document) -> Result<OperationSpec, StoreError> {
+    match d.get("operation") {
+        None => Ok(OperationSpec::crawl()),
+        Some(Bson::Array(parts)) => parts
+            .iter()
+            .map(|b| b.as_str().map(str::to_string))
+            .collect::<Option<Vec<_>>>()
+            .map(OperationSpec)
+            .ok_or_else(|| corrupt(format!("operation is not an array of strings in {d}"))),
+        Some(other) => Err(corrupt(format!("operation is {other}, not an array"))),
+    }
+}
+
+fn job_of(d: &Document) -> Result<Job, StoreError> {
+    Ok(Job {
+        url: d.get_str("url").map_err(corrupt)?.to_string(),
+        host: text(d, "host").unwrap_or_default(),
+        operation: operation_of(d)?,
+        depth: int(d, "depth").unwrap_or(0) as u32,
+        priority: d
+            .get_f64("priority")
+            .ok()
+            .or_else(|| int(d, "priority").map(|n| n as f64))
+            .unwrap_or(0.0),
+        attempts: int(d, "attempts").unwrap_or(0) as u32,
+        redirect_hops: int(d, "redirect_hops").unwrap_or(0) as u32,
+    })
+}
+
+fn processed_of(d: &Document) -> Result<ProcessedUrl, StoreError> {
+    Ok(ProcessedUrl {
+        record: PageRecord {
+            url: d.get_str("_id").map_err(corrupt)?.to_string(),
+            operation: operation_of(d)?,
+            host: text(d, "host").unwrap_or_default(),
+            depth: int(d, "depth").unwrap_or(0) as u32,
+            http_returncode: int(d, "http_returncode").map(|c| c as u16),
+            content_length: text(d, "content-length")
+                .and_then(|s| s.parse().ok())
+                .or_else(|| int(d, "content-length")),
+            content_type: text(d, "content-type"),
+            server: text(d, "server"),
+            links_count: int(d, "links_count").unwrap_or(0) as u32,
+            title: text(d, "title"),
+            content_hash: int(d, "content_hash").map(|h| h as u64),
+            redirect_to: text(d, "redirect_to"),
+            error: text(d, "error"),
+            fetch_ms: millis(d, "fetch_ms"),
+            out_links: strings(d, "out_links"),
+            truncated: d.get_bool("truncated").unwrap_or(false),
+            node: text(d, "node").unwrap_or_default(),
+        },
+        referral_count: int(d, "referral_count").unwrap_or(0) as u64,
+        referral_list: strings(d, "referral_list"),
+        duplicate_of: text(d, "duplicate_of"),
+        d_processed: millis(d, "d_processed"),
+    })
+}
+
+fn host_doc(h: &HostRecord) -> Document {
+    let mut d = doc! {
+        "_id": &h.host,
+        "robots_status": &h.robots_status,
+        "robots_fetched_at": h.robots_fetched_at,
+        "sitemaps": &h.sitemaps,
+    };
+    if let Some(c) = h.robots_http_code {
+        d.insert("robots_http_code", c as i32);
+    }
+    if let Some(e) = &h.robots_error {
+        d.insert("robots_error", e);
+    }
+    if let Some(t) = &h.robots_txt {
+        d.insert("robots_txt", t);
+    }
+    if let Some(ms) = h.crawl_delay_ms {
+        d.insert("crawl_delay_ms", ms as i64);
+    }
+    d
+}
+
+fn host_of(d: &Document) -> HostRecord {
+    HostRecord {
+        host: text(d, "_id").unwrap_or_default(),
+        robots_status: text(d, "robots_status").unwrap_or_default(),
+        robots_http_code: int(d, "robots_http_code").map(|c| c as u16),
+        robots_error: text(d, "robots_error"),
+        robots_txt: text(d, "robots_txt"),
+        robots_fetched_at: millis(d, "robots_fetched_at"),
+        crawl_delay_ms: int(d, "crawl_delay_ms").map(|n| n as u64),
+        sitemaps: strings(d, "sitemaps"),
+    }
+}
+
+/// Pending URLs scanned per claim for each URL asked for: the per-host caps
+/// and round-robin are applied to this window.
+const CLAIM_SCAN_FACTOR: usize = 8;
+
+#[async_trait]
+impl Store for MongoStore {
+    async fn claim(&self, req: ClaimRequest) -> Result<Vec<Job>, StoreError> {
+        // Expired leases go back to pending first (a dead slave or node).
+        self.pending
+            .update_many(
+                doc! { "status": PROCESSING, "lease_until": { "$lt": req.now } },
+                doc! {
+                    "$set": { "status": PENDING, "d_change": req.now },
+                    "$unset": { "lease_until": "", "lease_owner": "", "claim_token": "" },
+                },
+            )
+            .await
+            .map_err(backend)?;
+        if req.limit == 0 {
+            return Ok(Vec::new());
+        }
+        let candidates: Vec<Document> = self
+            .pending
+            .find(doc! { "status": PENDING, "not_before": { "$lte": req.now } })
+            .sort(doc! { "priority": -1, "_id": 1 })
+            .limit((req.limit * CLAIM_SCAN_FACTOR).max(256) as i64)
+            .projection(doc! { "_id": 1, "host": 1 })
+            .await
+            .map_err(backend)?
+            .try_collect()
+            .await
+            .map_err(backend)?;
+        let chosen = web_crawler_actors::frontier::round_robin(
+            candidates
+                .iter()
+                .filter_map(|d| Some((d.get("_id")?.clone(), d.get_str("host").ok()?))),
+            req.limit,
+            req.per_host_cap,
+            &req.held_per_host,
+        );
+        if chosen.is_empty() {
+            return Ok(Vec::new());
+        }
+        // Each document's update is atomic: a concurrent claimer can take a
+        // candidate first, then our status filter skips it. The token tells
+        // which ones this call won.
+        // A string: the test server cannot match ObjectId values outside `_id`.
+        let token = ObjectId::new().to_hex();
+        self.pending
+            .update_many(
+                doc! { "_id": { "$in": chosen }, "status": PENDING },
+                doc! { "$set": {
+                    "status": PROCESSING,
+                    "lease_until": req.lease_until,
+                    "lease_owner": &req.owner,
+                    "claim_token": &token,
+                    "d_change": req.now,
+                } },
+            )
+            .await
+            .map_err(backend)?;
+        let won: Vec<Document> = self
+            .pending
+            .find(doc! { "claim_token": &token })
+            .sort(doc! { "priority": -1, "_id": 1 })
+            .await
+            .map_err(backend)?
+            .try_collect()
+            .await
+            .map_err(backend)?;
+        won.iter().map(job_of).collect()
+    }
+
+    async fn commit(&self, batch: CommitBatch) -> Result<CommitSummary, StoreError> {
+        let mut summary = CommitSummary::default();
+        let now = batch.now;
+        let mut urls: Vec<&str> = batch.seeds.iter().map(|l| l.url.as_str()).collect();
+        for page in &batch.pages {
+            urls.extend(page.links.iter().map(|l| l.url.as_str()));
+        }
+        urls.sort_unstable();
+        urls.dedup();
+        let mut processed = self.processed_states(urls).await?;
+        for link in merge_links(&batch.seeds) {
+            self.upsert_link(
+                &link,
+                &mut processed,
+                now,
+                batch.reprocess_after_ms,
+                &mut summary,
+            )
+            .await?;
+        }
+        for page in &batch.pages {
+            self.commit_page(
+                page,
+                &mut processed,
+                now,
+                batch.reprocess_after_ms,
+                &mut summary,
+            )
+            .await?;
+        }
+        for retry in &batch.retries {
+            self.pending
+                .update_one(
+                    doc! { "url": &retry.key.url, "op_key": retry.key.operation.key() },
+                    doc! {
+                        "$set": {
+                            "status": PENDING,
+                            "not_before": retry.not_before,
+                            "last_error": &retry.error,
+                            "d_change": now,
+                        },
+                        "$inc": { "attempts": 1_i32 },
+                        "$unset": { "lease_until": "", "lease_owner": "", "claim_token": "" },
+                    },
+                )
+                .await
+                .map_err(backend)?;
+        }
+        for host in &batch.hosts {
+            self.hosts
+                .replace_one(doc! { "_id": &host.host }, host_doc(host))
+                .upsert(true)
+                .await
+                .map_err(backend)?;
+        }
+        Ok(summary)
+    }
+
+    async fn extend_leases(
+        &self,
+        keys: &[UrlKey],
+        owner: &str,
+        until: Millis,
+    ) -> Result<(), StoreError> {
+        if keys.is_empty() {
+            return Ok(());
+        }
+        let urls: Vec<&str> = keys.iter().map(|k| k.url.as_str()).collect();
+        self.pending
+            .update_many(
+                doc! { "status": PROCESSING, "lease_owner": owner, "url": { "$in": urls } },
+                doc! { "$set": { "lease_until": until } },
+            )
+            .await
+            .map_err(backend)?;
+        Ok(())
+    }
+
+    async fn release(&self, owner: &str, keep: &[UrlKey]) -> Result<u64, StoreError> {
+        let keep: HashSet<(String, String)> = keep
+            .iter()
+            .map(|k| (k.url.clone(), k.operation.key()))
+            .collect();
+        let leased: Vec<Document> = self
+            .pending
+            .find(doc! { "status": PROCESSING, "lease_owner": owner })
+            .projection(doc! { "_id": 1, "url": 1, "op_key": 1 })
+            .await
+            .map_err(backend)?
+            .try_collect()
+            .await
+            .map_err(backend)?;
+        let ids = leased
+            .iter()
+            .filter(|d| {
+                let key = (
+                    text(d, "url").unwrap_or_default(),
+                    text(d, "op_key").unwrap_or_default(),
+                );
+                !keep.contains(&key)
+            })
+            .filter_map(|d| d.get("_id").cloned())
+            .collect();
+        self.release_ids(ids).await
+    }
+
+    async fn release_keys(&self, keys: &[UrlKey]) -> Result<u64, StoreError> {
+        if keys.is_empty() {
+            return Ok(0);
+        }
+        let wanted: HashSet<(String, String)> = keys
+            .iter()
+            .map(|k| (k.url.clone(), k.operation.key()))
+            .collect();
+        let urls: Vec<&str> = keys.iter().map(|k| k.url.as_str()).collect();
+        let docs: Vec<Document> = self
+            .pending
+            .find(doc! { "status": PROCESSING, "url": { "$in": urls } })
+            .projection(doc! { "_id": 1, "url": 1, "op_key": 1 })
+            .await
+            .map_err(backend)?
+            .try_collect()
+            .await
+            .map_err(backend)?;
+        let ids = docs
+            .iter()
+            .filter(|d| {
+                wanted.contains(&(
+                    text(d, "url").unwrap_or_default(),
+                    text(d, "op_key").unwrap_or_default(),
+                ))
+            })
+            .filter_map(|d| d.get("_id").cloned())
+            .collect();
+        self.release_ids(ids).await
+    }
+
+    async fn counts(&self) -> Result<StoreCounts, StoreError> {
+        let count = |c: &Collection<Document>, f: Document| {
+            let c = c.clone();
+            async move { c.count_documents(f).await.map_err(backend) }
+        };
+        Ok(StoreCounts {
+            pending: count(&self.pending, doc! { "status": PENDING }).await?,
+            processing: count(&self.pending, doc! { "status": PROCESSING }).await?,
+            processed: count(&self.processed, doc! {}).await?,
+            failed: count(&self.processed, doc! { "error": { "$exists": true } }).await?,
+            robots_blocked: count(&self.processed, doc! { "error": ROBOTS_BLOCKED }).await?,
+            duplicates: count(
+                &self.processed,
+                doc! { "duplicate_of": { "$exists": true } },
+            )
+            .await?,
+            search_results: count(&self.search, doc! {}).await?,
+        })
+    }
+
+    async fn processed(&self, query: PageQuery) -> Result<Vec<ProcessedUrl>, StoreError> {
+        let filter = if query.only_failed {
+            doc! { "$or": [ { "http_returncode": { "$gte": 400 } }, { "error": { "$exists": true } } ] }
+        } else {
+            doc! {}
+        };
+        self.collect(
+            &self.processed,
+            filter,
+            doc! { "_id": 1 },
+            query.limit,
+            query.offset,
+        )
+        .await?
+        .iter()
+        .map(processed_of)
+        .collect()
+    }
+
+    async fn processed_url(&self, url: &str) -> Result<Option<ProcessedUrl>, StoreError> {
+        self.processed
+            .find_one(doc! { "_id": url })
+            .await
+            .map_err(backend)?
+            .as_ref()
+            .map(processed_of)
+            .transpose()
+    }
+
+    async fn pending(&self, limit: usize) -> Result<Vec<PendingUrl>, StoreError> {
+        self.collect(&self.pending, doc! {}, doc! { "_id": 1 }, Some(limit), 0)
+            .await?
+            .iter()
+            .map(|d| {
+                let job = job_of(d)?;
+                Ok(PendingUrl {
+                    url: job.url,
+                    operation: job.operation,
+                    host: job.host,
+                    status: text(d, "status").unwrap_or_default(),
+                    depth: job.depth,
+                    priority: job.priority,
+                    attempts: job.attempts,
+                    referral_list: strings(d, "referral_list"),
+                    d_change: millis(d, "d_change"),
+                    not_before: millis(d, "not_before"),
+                    lease_until: int(d, "lease_until"),
+                    last_error: text(d, "last_error"),
+                })
+            })
+            .collect()
+    }
+
+    async fn search_results(
+        &self,
+        text_filter: Option<&str>,
+    ) -> Result<Vec<SearchResult>, StoreError> {
+        let filter = match text_filter {
+            Some(t) => doc! { "text": t },
+            None => doc! {},
+        };
+        self.collect(&self.search, filter, doc! { "url": 1, "text": 1 }, None, 0)
+            .await?
+            .iter()
+            .map(|d| {
+                Ok(SearchResult {
+                    url: text(d, "url").ok_or_else(|| corrupt("search result without url"))?,
+                    text: text(d, "text").unwrap_or_default(),
+                    positions: d
+                        .get_array("positions")
+                        .map(|a| {
+                            a.iter()
+                                .filter_map(|b| match b {
+                                    Bson::Int64(n) => Some(*n as u64),
+                                    Bson::Int32(n) => Some(*n as u64),
+                                    _ => None,
+                                })
+                                .collect()
+                        })
+                        .unwrap_or_default(),
+                    d_search: millis(d, "d_search"),
+                })
+            })
+            .collect()
+    }
+
+    async fn broken_links(&self) -> Result<Vec<BrokenLink>, StoreError> {
+        let filter = doc! { "$or": [
+            { "http_returncode": { "$gte": 400 } },
+            { "$and": [ { "error": { "$exists": true } }, { "error": { "$ne": ROBOTS_BLOCKED } } ] },
+        ] };
+        Ok(self
+            .collect(&self.processed, filter, doc! { "_id": 1 }, None, 0)
+            .await?
+            .iter()
+            .map(|d| BrokenLink {
+                url: text(d, "_id").unwrap_or_default(),
+                http_returncode: int(d, "http_returncode").map(|c| c as u16),
+                error: text(d, "error"),
+                referral_list: strings(d, "referral_list"),
+            })
+            .collect())
+    }
+
+    async fn hosts(&self) -> Result<Vec<HostRecord>, StoreError> {
+        Ok(self
+            .collect(&self.hosts, doc! {}, doc! { "_id": 1 }, None, 0)
+            .await?
+            .iter()
+            .map(host_of)
+            .collect())
+    }
+
+    async fn status_histogram(&self) -> Result<Vec<(Option<u16>, u64)>, StoreError> {
+        let mut cursor = self
+            .processed
+            .aggregate(vec![
+                doc! { "$group": { "_id": "$http_returncode", "n": { "$sum": 1 } } },
+            ])
+            .await
+            .map_err(backend)?;
+        let mut out = Vec::new();
+        while let Some(d) = cursor.try_next().await.map_err(backend)? {
+            out.push((
+                int(&d, "_id").map(|c| c as u16),
+                int(&d, "n").unwrap_or(0) as u64,
+            ));
+        }
+        out.sort();
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn link(url: &str, referral: Option<&str>, depth: u32, priority: f64) -> NewLink {
+        NewLink {
+            url: url.into(),
+            host: "h".into(),
+            operation: OperationSpec::crawl(),
+            referral: referral.map(Into::into),
+            depth,
+            priority,
+            redirect_hops: 0,
+        }
+    }
+
+    #[test]
+    fn links_merge_by_url_and_operation() {
+        let merged = merge_links(&[
+            link("http://h/a", Some("http://h/1"), 3, 0.5),
+            link("http://h/a", Some("http://h/2"), 1, 0.25),
+            link("http://h/a", Some("http://h/1"), 2, 0.25),
+            link("http://h/b", None, 1, 1.0),
+        ]);
+        assert_eq!(merged.len(), 2);
+        assert_eq!(merged[0].referrals, vec!["http://h/1", "http://h/2"]);
+        assert_eq!(merged[0].depth, 1);
+        assert_eq!(merged[0].priority, 1.0);
+        assert!(merged[1].referrals.is_empty());
+    }
+
+    #[test]
+    fn processed_doc_has_the_papers_fields_and_no_nulls() {
+        let record = PageRecord {
+            url: "http://h/".into(),
+            http_returncode: Some(200),
+            content_length: Some(1234),
+            content_type: Some("text/html".into()),
+            ..PageRecord::default()
+        };
+        let d = processed_doc(&record, &["http://h/r".to_string()], None, 1_000);
+        assert_eq!(d.get_str("_id").unwrap(), "http://h/");
+        assert_eq!(d.get_str("content-length").unwrap(), "1234");
+        assert_eq!(d.get_i32("http_returncode").unwrap(), 200);
+        assert_eq!(d.get_i32("referral_count").unwrap(), 1);
+        assert!(matches!(d.get("d_processed"), Some(Bson::DateTime(_))));
+        assert!(d.get("error").is_none() && d.get("duplicate_of").is_none());
+        assert!(d.values().all(|v| !matches!(v, Bson::Null)));
+        let back = processed_of(&d).unwrap();
+        assert_eq!(back.record.content_length, Some(1234));
+        assert_eq!(back.d_processed, 1_000);
+    }
+
+    #[test]
+    fn int32_is_read_where_int64_was_written() {
+        let d = doc! { "url": "u", "depth": 3_i32, "attempts": 2_i64, "priority": 1_i32 };
+        let job = job_of(&d).unwrap();
+        assert_eq!((job.depth, job.attempts, job.priority), (3, 2, 1.0));
+        assert!(job_of(&doc! { "url": "u", "operation": "search" }).is_err());
+    }
+}

@@ -1,0 +1,114 @@
+//! The two store backends, opened the same way for the tests that run on both.
+//! MongoDB tests use the server `scripts/mongo-server.sh` starts (the test
+//! command starts it first; a bare `cargo test` starts it on demand). If no
+//! server can be had, they fail loudly: they never skip.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
+use web_crawler::actors::Store;
+use web_crawler::store::{MongoStore, SqliteStore};
+
+/// Where a test's store lives; `open` again = a restarted process.
+pub enum Backend {
+    Sqlite {
+        _dir: tempfile::TempDir,
+        path: PathBuf,
+    },
+    Mongo {
+        uri: String,
+        database: String,
+    },
+}
+
+impl Backend {
+    pub fn sqlite() -> Backend {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("store.db");
+        Backend::Sqlite { _dir: dir, path }
+    }
+
+    /// A fresh database on the test server, named after the test.
+    pub fn mongo(test: &str) -> Backend {
+        static N: AtomicUsize = AtomicUsize::new(0);
+        let database = format!(
+            "wc_{}_{}_{}",
+            test.chars()
+                .filter(|c| c.is_ascii_alphanumeric())
+                .take(30)
+                .collect::<String>(),
+            std::process::id(),
+            N.fetch_add(1, Ordering::SeqCst)
+        );
+        Backend::Mongo {
+            uri: mongo_uri(),
+            database,
+        }
+    }
+
+    pub async fn open(&self) -> Arc<dyn Store> {
+        match self {
+            Backend::Sqlite { path, .. } => Arc::new(SqliteStore::open(path).unwrap()),
+            Backend::Mongo { uri, database } => {
+                Arc::new(MongoStore::connect(uri, database).await.unwrap())
+            }
+        }
+    }
+
+    pub fn is_mongo(&self) -> bool {
+        matches!(self, Backend::Mongo { .. })
+    }
+
+    /// CLI flags selecting this store.
+    pub fn cli_args(&self) -> Vec<String> {
+        match self {
+            Backend::Sqlite { path, .. } => vec!["--db".into(), path.display().to_string()],
+            Backend::Mongo { uri, database } => vec![
+                "--mongodb".into(),
+                uri.clone(),
+                "--mongodb-database".into(),
+                database.clone(),
+            ],
+        }
+    }
+}
+
+/// The test server's URI: `WEB_CRAWLER_TEST_MONGODB_URI`, or one started now.
+pub fn mongo_uri() -> String {
+    static URI: OnceLock<String> = OnceLock::new();
+    URI.get_or_init(|| {
+        if let Ok(uri) = std::env::var("WEB_CRAWLER_TEST_MONGODB_URI") {
+            return uri;
+        }
+        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/mongo-server.sh");
+        let out = std::process::Command::new("bash")
+            .args([script, "start"])
+            .output()
+            .expect("run scripts/mongo-server.sh");
+        assert!(
+            out.status.success(),
+            "these tests need a MongoDB-wire server and none could be started:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap().trim().to_string()
+    })
+    .clone()
+}
+
+/// One test body, run on both backends: `both!(name, body_fn)` makes
+/// `name::sqlite` and `name::mongo`.
+#[macro_export]
+macro_rules! on_both_backends {
+    ($name:ident, $body:ident) => {
+        mod $name {
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn sqlite() {
+                super::$body(super::common::backend::Backend::sqlite()).await;
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn mongo() {
+                super::$body(super::common::backend::Backend::mongo(stringify!($name))).await;
+            }
+        }
+    };
+}

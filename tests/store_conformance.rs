@@ -1,0 +1,561 @@
+//! One store conformance suite, run against both backends: the embedded
+//! SQLite store and MongoDB (a real server process).
+
+mod common;
+
+use common::backend::Backend;
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use web_crawler::actors::{
+    ClaimRequest, CommitBatch, HostRecord, Job, NewLink, OperationSpec, PageRecord, ProcessedPage,
+    Retry, SearchHit, Store, UrlKey,
+};
+
+const NOW: i64 = 1_700_000_000_000;
+
+fn link(url: &str, referral: Option<&str>, depth: u32, priority: f64) -> NewLink {
+    NewLink {
+        url: url.to_string(),
+        host: host_of(url),
+        operation: OperationSpec::crawl(),
+        referral: referral.map(str::to_string),
+        depth,
+        priority,
+        redirect_hops: 0,
+    }
+}
+
+fn host_of(url: &str) -> String {
+    url.split('/').nth(2).unwrap_or("").to_string()
+}
+
+fn claim_req(now: i64, limit: usize, cap: usize) -> ClaimRequest {
+    ClaimRequest {
+        now,
+        owner: "node-a".into(),
+        lease_until: now + 60_000,
+        limit,
+        per_host_cap: cap,
+        held_per_host: HashMap::new(),
+    }
+}
+
+fn page(url: &str, status: u16, hash: Option<u64>, links: Vec<NewLink>) -> ProcessedPage {
+    ProcessedPage {
+        record: PageRecord {
+            url: url.to_string(),
+            host: host_of(url),
+            http_returncode: Some(status),
+            content_type: Some("text/html".into()),
+            content_length: Some(10),
+            content_hash: hash,
+            links_count: links.len() as u32,
+            out_links: links.iter().map(|l| l.url.clone()).collect(),
+            ..PageRecord::default()
+        },
+        links,
+        search_hit: None,
+    }
+}
+
+fn seeds(now: i64, links: Vec<NewLink>) -> CommitBatch {
+    CommitBatch {
+        now,
+        seeds: links,
+        ..CommitBatch::default()
+    }
+}
+
+fn pages(now: i64, reprocess: Option<i64>, pages: Vec<ProcessedPage>) -> CommitBatch {
+    CommitBatch {
+        now,
+        reprocess_after_ms: reprocess,
+        pages,
+        ..CommitBatch::default()
+    }
+}
+
+async fn pending_urls(store: &dyn Store) -> Vec<String> {
+    let mut urls: Vec<String> = store
+        .pending(10_000)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|p| p.url)
+        .collect();
+    urls.sort();
+    urls
+}
+
+async fn upsert_and_referral_merge(b: Backend) {
+    let store = b.open().await;
+    let s = store
+        .commit(seeds(
+            NOW,
+            vec![
+                link("http://a/x", Some("http://a/1"), 3, 0.5),
+                link("http://a/x", Some("http://a/2"), 1, 0.25),
+                link("http://a/x", Some("http://a/1"), 2, 0.25),
+            ],
+        ))
+        .await
+        .unwrap();
+    assert_eq!(s.queued, 1);
+    let pending = store.pending(10).await.unwrap();
+    assert_eq!(pending.len(), 1);
+    let p = &pending[0];
+    let refs: HashSet<&str> = p.referral_list.iter().map(String::as_str).collect();
+    assert_eq!(refs, HashSet::from(["http://a/1", "http://a/2"]));
+    assert_eq!(p.depth, 1, "depth is the minimum");
+    assert!(
+        (p.priority - 1.0).abs() < 1e-9,
+        "credits are summed: {}",
+        p.priority
+    );
+    assert_eq!(p.status, "pending");
+    // Another operation on the same URL is another unit of work.
+    let mut other = link("http://a/x", None, 0, 1.0);
+    other.operation = OperationSpec::search_text("t");
+    store.commit(seeds(NOW, vec![other])).await.unwrap();
+    assert_eq!(store.pending(10).await.unwrap().len(), 2);
+}
+
+async fn claim_respects_per_host_caps_round_robin(b: Backend) {
+    let store = b.open().await;
+    let mut links = Vec::new();
+    for i in 0..5 {
+        links.push(link(&format!("http://a/{i}"), None, 0, 1.0));
+    }
+    links.push(link("http://b/0", None, 0, 1.0));
+    store.commit(seeds(NOW, links)).await.unwrap();
+    let mut req = claim_req(NOW, 10, 2);
+    req.held_per_host = HashMap::from([("b".to_string(), 2)]);
+    let jobs = store.claim(req).await.unwrap();
+    let hosts: Vec<&str> = jobs.iter().map(|j| j.host.as_str()).collect();
+    assert_eq!(
+        hosts,
+        vec!["a", "a"],
+        "cap 2 for a; b already holds its cap"
+    );
+    let jobs = store.claim(claim_req(NOW, 1, 2)).await.unwrap();
+    assert_eq!(jobs.len(), 1);
+    let counts = store.counts().await.unwrap();
+    assert_eq!((counts.pending, counts.processing), (3, 3));
+}
+
+async fn claims_race_without_double_claims(b: Backend) {
+    let store = b.open().await;
+    let n = 300;
+    let links = (0..n)
+        .map(|i| link(&format!("http://h{}/{i}", i % 7), None, 0, 1.0))
+        .collect();
+    store.commit(seeds(NOW, links)).await.unwrap();
+    let mut tasks = Vec::new();
+    for t in 0..8 {
+        let store = store.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut mine = Vec::new();
+            loop {
+                let mut req = claim_req(NOW, 7, 1_000);
+                req.owner = format!("node-{t}");
+                let jobs = store.claim(req).await.unwrap();
+                if jobs.is_empty() {
+                    return mine;
+                }
+                mine.extend(jobs.into_iter().map(|j| j.url));
+            }
+        }));
+    }
+    let mut all = Vec::new();
+    for t in tasks {
+        all.extend(t.await.unwrap());
+    }
+    let unique: HashSet<&String> = all.iter().collect();
+    assert_eq!(all.len(), n, "every URL claimed");
+    assert_eq!(unique.len(), n, "none claimed twice");
+}
+
+async fn lease_expiry_returns_urls(b: Backend) {
+    let store = b.open().await;
+    store
+        .commit(seeds(NOW, vec![link("http://a/1", None, 0, 1.0)]))
+        .await
+        .unwrap();
+    let first = store.claim(claim_req(NOW, 10, 10)).await.unwrap();
+    assert_eq!(first.len(), 1);
+    assert!(
+        store
+            .claim(claim_req(NOW + 1_000, 10, 10))
+            .await
+            .unwrap()
+            .is_empty(),
+        "leased"
+    );
+    let again = store.claim(claim_req(NOW + 61_000, 10, 10)).await.unwrap();
+    assert_eq!(again.len(), 1, "the lease expired: claimable again");
+    // Renewed leases do not expire.
+    let key = UrlKey {
+        url: "http://a/1".into(),
+        operation: OperationSpec::crawl(),
+    };
+    store
+        .extend_leases(std::slice::from_ref(&key), "node-a", NOW + 500_000)
+        .await
+        .unwrap();
+    assert!(
+        store
+            .claim(claim_req(NOW + 200_000, 10, 10))
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    // A restarting node releases its leases at once, except what still runs.
+    store
+        .commit(seeds(NOW, vec![link("http://a/2", None, 0, 1.0)]))
+        .await
+        .unwrap();
+    store.claim(claim_req(NOW, 10, 10)).await.unwrap();
+    assert_eq!(store.counts().await.unwrap().processing, 2);
+    assert_eq!(store.release("node-a", &[key.clone()]).await.unwrap(), 1);
+    assert_eq!(store.counts().await.unwrap().processing, 1);
+    assert_eq!(store.release_keys(&[key]).await.unwrap(), 1);
+    assert_eq!(store.counts().await.unwrap().processing, 0);
+}
+
+async fn reprocess_interval_rule(b: Backend) {
+    let store = b.open().await;
+    store
+        .commit(seeds(NOW, vec![link("http://a/p", None, 0, 1.0)]))
+        .await
+        .unwrap();
+    store.claim(claim_req(NOW, 10, 10)).await.unwrap();
+    store
+        .commit(pages(
+            NOW,
+            None,
+            vec![page("http://a/p", 200, Some(1), vec![])],
+        ))
+        .await
+        .unwrap();
+    assert!(pending_urls(&*store).await.is_empty());
+    // Linked again soon after: only the referral is added.
+    let interval = Some(60_000);
+    let s = store
+        .commit(seeds(
+            NOW + 1_000,
+            vec![link("http://a/p", Some("http://a/r1"), 1, 1.0)],
+        ))
+        .await
+        .unwrap();
+    assert_eq!((s.queued, s.merged), (0, 1));
+    let mut batch = seeds(
+        NOW + 1_000,
+        vec![link("http://a/p", Some("http://a/r2"), 1, 1.0)],
+    );
+    batch.reprocess_after_ms = interval;
+    store.commit(batch).await.unwrap();
+    let p = store.processed_url("http://a/p").await.unwrap().unwrap();
+    assert_eq!(p.referral_count, 2);
+    assert!(pending_urls(&*store).await.is_empty());
+    // Linked again after the interval: queued again.
+    let mut batch = seeds(
+        NOW + 61_000,
+        vec![link("http://a/p", Some("http://a/r3"), 1, 1.0)],
+    );
+    batch.reprocess_after_ms = interval;
+    let s = store.commit(batch).await.unwrap();
+    assert_eq!(s.queued, 1);
+    assert_eq!(pending_urls(&*store).await, vec!["http://a/p"]);
+}
+
+async fn content_duplicates_recorded_links_not_followed(b: Backend) {
+    let store = b.open().await;
+    let original = page(
+        "http://a/orig",
+        200,
+        Some(77),
+        vec![link("http://a/from-orig", Some("http://a/orig"), 1, 1.0)],
+    );
+    let copy = page(
+        "http://b/copy",
+        200,
+        Some(77),
+        vec![link("http://b/from-copy", Some("http://b/copy"), 1, 1.0)],
+    );
+    let s = store
+        .commit(pages(NOW, None, vec![original]))
+        .await
+        .unwrap();
+    assert_eq!(s.duplicates, 0);
+    let s = store
+        .commit(pages(NOW + 1, None, vec![copy]))
+        .await
+        .unwrap();
+    assert_eq!(s.duplicates, 1);
+    assert_eq!(pending_urls(&*store).await, vec!["http://a/from-orig"]);
+    let copy = store.processed_url("http://b/copy").await.unwrap().unwrap();
+    assert_eq!(copy.duplicate_of.as_deref(), Some("http://a/orig"));
+    // Re-processing the original does not make it a copy of its copy.
+    store
+        .commit(pages(
+            NOW + 2,
+            None,
+            vec![page("http://a/orig", 200, Some(77), vec![])],
+        ))
+        .await
+        .unwrap();
+    let orig = store.processed_url("http://a/orig").await.unwrap().unwrap();
+    assert_eq!(orig.duplicate_of, None);
+    // Identical error pages are not duplicates.
+    store
+        .commit(pages(
+            NOW + 3,
+            None,
+            vec![
+                page("http://a/e1", 404, Some(9), vec![]),
+                page("http://a/e2", 404, Some(9), vec![]),
+            ],
+        ))
+        .await
+        .unwrap();
+    assert_eq!(
+        store
+            .processed_url("http://a/e2")
+            .await
+            .unwrap()
+            .unwrap()
+            .duplicate_of,
+        None
+    );
+    assert_eq!(store.counts().await.unwrap().duplicates, 1);
+}
+
+async fn search_results_replace_per_page_and_text(b: Backend) {
+    let store = b.open().await;
+    let mut p = page("http://a/s", 200, None, vec![]);
+    p.search_hit = Some(SearchHit {
+        url: "http://a/s".into(),
+        text: "needle".into(),
+        positions: vec![3, 10, 99],
+    });
+    store
+        .commit(pages(NOW, None, vec![p.clone()]))
+        .await
+        .unwrap();
+    p.search_hit.as_mut().unwrap().positions = vec![4];
+    store.commit(pages(NOW + 5, None, vec![p])).await.unwrap();
+    let results = store.search_results(Some("needle")).await.unwrap();
+    assert_eq!(results.len(), 1);
+    assert_eq!(results[0].positions, vec![4]);
+    assert_eq!(results[0].d_search, NOW + 5);
+    assert!(
+        store
+            .search_results(Some("other"))
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert_eq!(store.counts().await.unwrap().search_results, 1);
+}
+
+async fn retries_back_off_then_failures_are_recorded(b: Backend) {
+    let store = b.open().await;
+    store
+        .commit(seeds(NOW, vec![link("http://a/f", None, 0, 1.0)]))
+        .await
+        .unwrap();
+    let job: Job = store.claim(claim_req(NOW, 1, 1)).await.unwrap().remove(0);
+    assert_eq!(job.attempts, 0);
+    let retry = CommitBatch {
+        now: NOW,
+        retries: vec![Retry {
+            key: job.key(),
+            not_before: NOW + 5_000,
+            error: "timed out".into(),
+        }],
+        ..CommitBatch::default()
+    };
+    store.commit(retry).await.unwrap();
+    assert!(
+        store
+            .claim(claim_req(NOW + 1_000, 1, 1))
+            .await
+            .unwrap()
+            .is_empty(),
+        "not before"
+    );
+    let job = store
+        .claim(claim_req(NOW + 5_000, 1, 1))
+        .await
+        .unwrap()
+        .remove(0);
+    assert_eq!(job.attempts, 1);
+    let pending = store.pending(10).await.unwrap();
+    assert_eq!(pending[0].last_error.as_deref(), Some("timed out"));
+    let mut failed = page("http://a/f", 503, None, vec![]);
+    failed.record.error = Some("failed after 2 attempt(s): HTTP 503".into());
+    failed.record.content_hash = None;
+    store
+        .commit(pages(NOW + 6_000, None, vec![failed]))
+        .await
+        .unwrap();
+    let counts = store.counts().await.unwrap();
+    assert_eq!(
+        (counts.failed, counts.pending, counts.processing),
+        (1, 0, 0)
+    );
+    let broken = store.broken_links().await.unwrap();
+    assert_eq!(broken.len(), 1);
+    assert_eq!(broken[0].http_returncode, Some(503));
+    assert_eq!(
+        store.status_histogram().await.unwrap(),
+        vec![(Some(503), 1)]
+    );
+}
+
+async fn resume_after_restart_on_the_same_store(b: Backend) {
+    {
+        let store = b.open().await;
+        store
+            .commit(seeds(
+                NOW,
+                vec![
+                    link("http://a/1", None, 0, 1.0),
+                    link("http://a/2", None, 0, 1.0),
+                ],
+            ))
+            .await
+            .unwrap();
+        store.claim(claim_req(NOW, 1, 10)).await.unwrap();
+        store
+            .commit(CommitBatch {
+                now: NOW,
+                hosts: vec![HostRecord {
+                    host: "a".into(),
+                    robots_status: "fetched".into(),
+                    robots_http_code: Some(200),
+                    robots_txt: Some("User-agent: *\nDisallow:".into()),
+                    robots_fetched_at: NOW,
+                    crawl_delay_ms: Some(1500),
+                    sitemaps: vec!["http://a/sitemap.xml".into()],
+                    ..HostRecord::default()
+                }],
+                ..CommitBatch::default()
+            })
+            .await
+            .unwrap();
+    }
+    // A new process: the same store, reopened.
+    let store = b.open().await;
+    let counts = store.counts().await.unwrap();
+    assert_eq!((counts.pending, counts.processing), (1, 1));
+    assert_eq!(
+        store.release("node-a", &[]).await.unwrap(),
+        1,
+        "the dead run's lease"
+    );
+    assert_eq!(store.claim(claim_req(NOW, 10, 10)).await.unwrap().len(), 2);
+    let hosts = store.hosts().await.unwrap();
+    assert_eq!(hosts.len(), 1);
+    assert_eq!(hosts[0].crawl_delay_ms, Some(1500));
+    assert_eq!(hosts[0].sitemaps, vec!["http://a/sitemap.xml"]);
+}
+
+async fn crash_between_links_and_processed_loses_nothing(b: Backend) {
+    {
+        let store = b.open().await;
+        store
+            .commit(seeds(NOW, vec![link("http://a/page", None, 0, 1.0)]))
+            .await
+            .unwrap();
+        store.claim(claim_req(NOW, 10, 10)).await.unwrap();
+        // The first half of a commit: the page's links are queued; the process
+        // dies before the page is marked processed.
+        store
+            .commit(seeds(
+                NOW,
+                vec![link("http://a/child", Some("http://a/page"), 1, 0.5)],
+            ))
+            .await
+            .unwrap();
+    }
+    let store = b.open().await;
+    store.release("node-a", &[]).await.unwrap();
+    assert_eq!(
+        pending_urls(&*store).await,
+        vec!["http://a/child", "http://a/page"]
+    );
+    // Re-processing the page queues its links again, idempotently.
+    let jobs = store.claim(claim_req(NOW, 10, 10)).await.unwrap();
+    assert_eq!(jobs.len(), 2);
+    let s = store
+        .commit(pages(
+            NOW,
+            None,
+            vec![page(
+                "http://a/page",
+                200,
+                Some(5),
+                vec![link("http://a/child", Some("http://a/page"), 1, 0.5)],
+            )],
+        ))
+        .await
+        .unwrap();
+    assert_eq!((s.queued, s.merged), (0, 1));
+    assert_eq!(pending_urls(&*store).await, vec!["http://a/child"]);
+    let child = &store.pending(10).await.unwrap()[0];
+    assert_eq!(child.referral_list, vec!["http://a/page"]);
+}
+
+async fn processed_documents_read_back_whole(b: Backend) {
+    let store: Arc<dyn Store> = b.open().await;
+    store
+        .commit(seeds(
+            NOW,
+            vec![link("http://a/doc", Some("http://a/"), 1, 1.0)],
+        ))
+        .await
+        .unwrap();
+    let mut p = page("http://a/doc", 301, None, vec![]);
+    p.record.redirect_to = Some("http://a/new".into());
+    p.record.title = Some("Moved".into());
+    p.record.server = Some("nginx".into());
+    p.record.fetch_ms = 12;
+    p.record.node = "node-a".into();
+    p.record.depth = 1;
+    store
+        .commit(pages(NOW + 7, None, vec![p.clone()]))
+        .await
+        .unwrap();
+    let back = store.processed_url("http://a/doc").await.unwrap().unwrap();
+    assert_eq!(back.record, p.record);
+    assert_eq!(back.referral_list, vec!["http://a/"]);
+    assert_eq!(back.referral_count, 1);
+    assert_eq!(back.d_processed, NOW + 7);
+    let listed = store.processed(Default::default()).await.unwrap();
+    assert_eq!(listed.len(), 1);
+}
+
+on_both_backends!(upsert_and_referral_merge_, upsert_and_referral_merge);
+on_both_backends!(
+    claim_caps_round_robin,
+    claim_respects_per_host_caps_round_robin
+);
+on_both_backends!(claim_race, claims_race_without_double_claims);
+on_both_backends!(lease_expiry, lease_expiry_returns_urls);
+on_both_backends!(reprocess_interval, reprocess_interval_rule);
+on_both_backends!(
+    content_duplicates,
+    content_duplicates_recorded_links_not_followed
+);
+on_both_backends!(search_results, search_results_replace_per_page_and_text);
+on_both_backends!(
+    retries_and_failures,
+    retries_back_off_then_failures_are_recorded
+);
+on_both_backends!(resume_after_restart, resume_after_restart_on_the_same_store);
+on_both_backends!(
+    crash_between_links_and_processed,
+    crash_between_links_and_processed_loses_nothing
+);
+on_both_backends!(processed_read_back, processed_documents_read_back_whole);
