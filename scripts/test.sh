@@ -1,7 +1,12 @@
 #!/usr/bin/env bash
-# The project's one test command (README; .ci/run calls it): the whole
-# workspace's unit, integration and doc tests, examples compiled.
+# The project's one test command (README; .ci/run calls it): starts the
+# MongoDB-wire test server (scripts/mongo-server.sh), then runs the whole
+# workspace's unit, integration and doc tests on both stores; stops the
+# server at the end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+uri=$(scripts/mongo-server.sh start)
+trap 'scripts/mongo-server.sh stop' EXIT
+export WEB_CRAWLER_TEST_MONGODB_URI=$uri
 cargo test --workspace --all-targets
 cargo test --workspace --doc

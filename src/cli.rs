@@ -4,13 +4,13 @@ use anyhow::{Context, Result, bail};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use regex::Regex;
 use std::io::{IsTerminal, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use web_crawler::actors::{AppHandle, IdleReason, OperationSpec, PageQuery, Store};
 use web_crawler::policy::Scope;
-use web_crawler::store::SqliteStore;
+use web_crawler::store::{MongoStore, SqliteStore};
 use web_crawler::{Settings, start};
 
 #[derive(Debug, Parser)]
@@ -47,8 +47,8 @@ enum Command {
     Report {
         #[arg(value_enum)]
         what: ReportKind,
-        #[arg(long, default_value = "crawler.db")]
-        db: PathBuf,
+        #[command(flatten)]
+        store: StoreOpts,
         /// Print JSON (one array) instead of a table.
         #[arg(long)]
         json: bool,
@@ -66,11 +66,38 @@ enum ReportKind {
     BrokenLinks,
 }
 
+/// Which store: the embedded file, or MongoDB when a URI is given.
 #[derive(Debug, Args)]
-struct CrawlOpts {
+struct StoreOpts {
     /// Embedded store file (SQLite), created if missing.
     #[arg(long, default_value = "crawler.db")]
     db: PathBuf,
+    /// Use MongoDB at this URI instead of the embedded store.
+    #[arg(long, env = "MONGODB_URI", value_name = "URI")]
+    mongodb: Option<String>,
+    /// MongoDB database name.
+    #[arg(long, default_value = web_crawler::store::DEFAULT_DATABASE)]
+    mongodb_database: String,
+}
+
+impl StoreOpts {
+    async fn open(&self, must_exist: bool) -> Result<Arc<dyn Store>> {
+        if let Some(uri) = &self.mongodb {
+            return Ok(Arc::new(
+                MongoStore::connect(uri, &self.mongodb_database).await?,
+            ));
+        }
+        if must_exist && !self.db.exists() {
+            bail!("no crawl database at {}", self.db.display());
+        }
+        Ok(Arc::new(SqliteStore::open(&self.db)?))
+    }
+}
+
+#[derive(Debug, Args)]
+struct CrawlOpts {
+    #[command(flatten)]
+    store: StoreOpts,
     /// Which links to follow off the referrer's site.
     #[arg(long, value_enum, default_value_t = Scope::Host)]
     scope: Scope,
@@ -148,10 +175,6 @@ fn compile(patterns: &[String], flag: &str) -> Result<Vec<Regex>> {
         .collect()
 }
 
-fn open_store(db: &Path) -> Result<Arc<SqliteStore>> {
-    Ok(Arc::new(SqliteStore::open(db)?))
-}
-
 pub(crate) async fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command {
         Command::Crawl { urls, opts } => {
@@ -166,7 +189,7 @@ pub(crate) async fn run(cli: Cli) -> Result<ExitCode> {
                 bail!("the search text is empty");
             }
             let code = crawl(&opts, &[(url, OperationSpec::search_text(&text))]).await?;
-            let store = open_store(&opts.db)?;
+            let store = opts.store.open(true).await?;
             let results = store.search_results(Some(&text)).await?;
             if opts.json {
                 println!("{}", serde_json::to_string_pretty(&results)?);
@@ -181,14 +204,11 @@ pub(crate) async fn run(cli: Cli) -> Result<ExitCode> {
         }
         Command::Report {
             what,
-            db,
+            store,
             json,
             limit,
         } => {
-            if !db.exists() {
-                bail!("no crawl database at {}", db.display());
-            }
-            report(&*open_store(&db)?, what, json, limit).await?;
+            report(&*store.open(true).await?, what, json, limit).await?;
             Ok(ExitCode::SUCCESS)
         }
     }
@@ -196,7 +216,7 @@ pub(crate) async fn run(cli: Cli) -> Result<ExitCode> {
 
 async fn crawl(opts: &CrawlOpts, seeds: &[(String, OperationSpec)]) -> Result<ExitCode> {
     let settings = opts.settings()?;
-    let store = open_store(&opts.db)?;
+    let store = opts.store.open(false).await?;
     let started = Instant::now();
     let app = start(store.clone(), settings).await?;
     for (url, op) in seeds {

@@ -2,6 +2,7 @@
 
 mod common;
 
+use common::backend::Backend;
 use common::{Page, TestServer, page_with_links, wait_for};
 use std::collections::{HashMap, HashSet};
 use std::net::Ipv4Addr;
@@ -14,12 +15,14 @@ use web_crawler::actors::{
     StoreError, UrlKey, async_trait,
 };
 use web_crawler::policy::Scope;
-use web_crawler::store::SqliteStore;
 use web_crawler::{IdleReason, Settings, start};
 
+/// Test settings; the node name is unique in the process (two tests may run
+/// the same body on two backends at once).
 fn settings(node: &str) -> Settings {
+    static N: AtomicUsize = AtomicUsize::new(0);
     let mut s = Settings::default();
-    s.crawl.node_name = node.to_string();
+    s.crawl.node_name = format!("{node}-{}", N.fetch_add(1, Ordering::SeqCst));
     s.crawl.concurrency = 8;
     s.crawl.per_host = 1;
     s.crawl.min_delay = Duration::ZERO;
@@ -28,12 +31,6 @@ fn settings(node: &str) -> Settings {
     s.policy.scope = Scope::Any;
     s.fetch.total_timeout = Duration::from_secs(5);
     s
-}
-
-fn temp_db() -> (tempfile::TempDir, std::path::PathBuf) {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("crawl.db");
-    (dir, path)
 }
 
 /// Crawl to the end and hand back the store for inspection.
@@ -133,11 +130,9 @@ async fn small_web() -> (TestServer, TestServer) {
     (a, b)
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn crawls_a_small_web_exactly_once() {
+async fn crawls_a_small_web_exactly_once(backend: Backend) {
     let (a, b) = small_web().await;
-    let (_dir, db) = temp_db();
-    let store: Arc<dyn Store> = Arc::new(SqliteStore::open(&db).unwrap());
+    let store = backend.open().await;
     crawl(
         store.clone(),
         settings("e2e"),
@@ -229,11 +224,9 @@ async fn crawls_a_small_web_exactly_once() {
     assert_eq!(hosts.len(), 2, "{hosts:?}");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn host_scope_stays_on_the_seed_host() {
+async fn host_scope_stays_on_the_seed_host(backend: Backend) {
     let (a, b) = small_web().await;
-    let (_dir, db) = temp_db();
-    let store: Arc<dyn Store> = Arc::new(SqliteStore::open(&db).unwrap());
+    let store = backend.open().await;
     let mut s = settings("scope");
     s.policy.scope = Scope::Host;
     crawl(store.clone(), s, &[(a.url("/"), OperationSpec::crawl())]).await;
@@ -241,8 +234,7 @@ async fn host_scope_stays_on_the_seed_host() {
     assert!(a.hits_of("/sub/d") == 1);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn search_text_records_exact_positions() {
+async fn search_text_records_exact_positions(b: Backend) {
     // Build the page by hand, noting where the phrase goes.
     let mut body = String::from("<html><head><title>needle page</title></head><body><p>");
     let mut expected = vec![body.find("needle").unwrap() as u64];
@@ -260,8 +252,7 @@ async fn search_text_records_exact_positions() {
         ]),
     )
     .await;
-    let (_dir, db) = temp_db();
-    let store: Arc<dyn Store> = Arc::new(SqliteStore::open(&db).unwrap());
+    let store = b.open().await;
     crawl(
         store.clone(),
         settings("search"),
@@ -305,8 +296,7 @@ impl Operation for Poison {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_panicking_slave_is_retried_then_recorded_as_failed() {
+async fn a_panicking_slave_is_retried_then_recorded_as_failed(b: Backend) {
     let server = TestServer::start(
         Ipv4Addr::new(127, 0, 0, 5),
         HashMap::from([
@@ -322,8 +312,7 @@ async fn a_panicking_slave_is_retried_then_recorded_as_failed() {
         ]),
     )
     .await;
-    let (_dir, db) = temp_db();
-    let store: Arc<dyn Store> = Arc::new(SqliteStore::open(&db).unwrap());
+    let store = b.open().await;
     let mut s = settings("poison");
     s.crawl.max_attempts = 3;
     s.operations = s.operations.clone().with(Arc::new(Poison));
@@ -353,7 +342,7 @@ async fn a_panicking_slave_is_retried_then_recorded_as_failed() {
 /// The real SQLite store with injected failures: the Nth and later commits
 /// fail (up to `failures` times), as a disk or server error would.
 struct FlakyStore {
-    inner: SqliteStore,
+    inner: Arc<dyn Store>,
     commits: AtomicUsize,
     fail_from: usize,
     failures: AtomicUsize,
@@ -430,12 +419,10 @@ fn chain_web(n: usize) -> HashMap<String, Page> {
     pages
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_crashed_master_is_restarted_and_the_crawl_completes() {
+async fn a_crashed_master_is_restarted_and_the_crawl_completes(b: Backend) {
     let server = TestServer::start(Ipv4Addr::new(127, 0, 0, 6), chain_web(60)).await;
-    let (_dir, db) = temp_db();
     let store = Arc::new(FlakyStore {
-        inner: SqliteStore::open(&db).unwrap(),
+        inner: b.open().await,
         commits: AtomicUsize::new(0),
         fail_from: 5,
         failures: AtomicUsize::new(1),
@@ -456,7 +443,7 @@ async fn a_crashed_master_is_restarted_and_the_crawl_completes() {
     assert_eq!(children.len(), 2);
     app.stop(Duration::from_secs(5)).await.unwrap();
 
-    let processed = processed_by_url(&store.inner).await;
+    let processed = processed_by_url(&*store.inner).await;
     for i in 0..60 {
         let url = server.url(&format!("/p{i}"));
         assert_eq!(processed[&url].record.http_returncode, Some(200), "{url}");
@@ -464,12 +451,10 @@ async fn a_crashed_master_is_restarted_and_the_crawl_completes() {
     assert_eq!(store.inner.counts().await.unwrap().pending, 0);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn exceeding_the_restart_intensity_stops_the_app_with_the_reason() {
+async fn exceeding_the_restart_intensity_stops_the_app_with_the_reason(b: Backend) {
     let server = TestServer::start(Ipv4Addr::new(127, 0, 0, 7), chain_web(20)).await;
-    let (_dir, db) = temp_db();
     let store = Arc::new(FlakyStore {
-        inner: SqliteStore::open(&db).unwrap(),
+        inner: b.open().await,
         commits: AtomicUsize::new(0),
         fail_from: 1,
         failures: AtomicUsize::new(usize::MAX),
@@ -491,12 +476,10 @@ async fn exceeding_the_restart_intensity_stops_the_app_with_the_reason() {
     assert!(app.wait().await.is_err());
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn resumes_on_the_same_store_without_refetching() {
+async fn resumes_on_the_same_store_without_refetching(b: Backend) {
     let server = TestServer::start(Ipv4Addr::new(127, 0, 0, 8), chain_web(40)).await;
-    let (_dir, db) = temp_db();
     {
-        let store: Arc<dyn Store> = Arc::new(SqliteStore::open(&db).unwrap());
+        let store = b.open().await;
         let mut s = settings("resume");
         s.crawl.max_pages = Some(15);
         let app = start(store.clone(), s).await.unwrap();
@@ -505,7 +488,7 @@ async fn resumes_on_the_same_store_without_refetching() {
         app.stop(Duration::from_secs(5)).await.unwrap();
         assert!(store.counts().await.unwrap().pending > 0);
     }
-    let store: Arc<dyn Store> = Arc::new(SqliteStore::open(&db).unwrap());
+    let store = b.open().await;
     crawl(
         store.clone(),
         settings("resume"),
@@ -521,8 +504,7 @@ async fn resumes_on_the_same_store_without_refetching() {
     assert_eq!(hits.len(), 40 + 2, "every page, the root and robots.txt");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn unreachable_robots_txt_means_nothing_is_fetched() {
+async fn unreachable_robots_txt_means_nothing_is_fetched(b: Backend) {
     let server = TestServer::start(
         Ipv4Addr::new(127, 0, 0, 9),
         HashMap::from([
@@ -534,8 +516,7 @@ async fn unreachable_robots_txt_means_nothing_is_fetched() {
         ]),
     )
     .await;
-    let (_dir, db) = temp_db();
-    let store: Arc<dyn Store> = Arc::new(SqliteStore::open(&db).unwrap());
+    let store = b.open().await;
     let mut s = settings("robots503");
     s.crawl.max_attempts = 2;
     s.crawl.robots_retry = Duration::from_millis(100);
@@ -567,15 +548,13 @@ async fn unreachable_robots_txt_means_nothing_is_fetched() {
     assert_eq!(hosts[0].robots_http_code, Some(503));
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_killed_master_is_restarted_and_adopts_the_pools_work() {
+async fn a_killed_master_is_restarted_and_adopts_the_pools_work(b: Backend) {
     let pages: HashMap<String, Page> = chain_web(40)
         .into_iter()
         .map(|(k, v)| (k, v.delay(Duration::from_millis(10))))
         .collect();
     let server = TestServer::start(Ipv4Addr::new(127, 0, 0, 10), pages).await;
-    let (_dir, db) = temp_db();
-    let store: Arc<dyn Store> = Arc::new(SqliteStore::open(&db).unwrap());
+    let store = b.open().await;
     let app = start(store.clone(), settings("kill-master")).await.unwrap();
     app.add_url(&server.url("/")).await.unwrap();
     assert!(wait_for(Duration::from_secs(30), || server.total_hits() >= 10).await);
@@ -603,3 +582,40 @@ async fn a_killed_master_is_restarted_and_adopts_the_pools_work() {
     let repeated: u32 = server.hits().values().map(|n| n.saturating_sub(1)).sum();
     assert!(repeated <= 2, "{repeated} repeated fetches");
 }
+
+on_both_backends!(
+    crawls_a_small_web_exactly_once,
+    crawls_a_small_web_exactly_once
+);
+on_both_backends!(
+    host_scope_stays_on_the_seed_host,
+    host_scope_stays_on_the_seed_host
+);
+on_both_backends!(
+    search_text_records_exact_positions,
+    search_text_records_exact_positions
+);
+on_both_backends!(
+    a_panicking_slave_is_retried_then_recorded_as_failed,
+    a_panicking_slave_is_retried_then_recorded_as_failed
+);
+on_both_backends!(
+    a_crashed_master_is_restarted_and_the_crawl_completes,
+    a_crashed_master_is_restarted_and_the_crawl_completes
+);
+on_both_backends!(
+    exceeding_the_restart_intensity_stops_the_app_with_the_reason,
+    exceeding_the_restart_intensity_stops_the_app_with_the_reason
+);
+on_both_backends!(
+    resumes_on_the_same_store_without_refetching,
+    resumes_on_the_same_store_without_refetching
+);
+on_both_backends!(
+    unreachable_robots_txt_means_nothing_is_fetched,
+    unreachable_robots_txt_means_nothing_is_fetched
+);
+on_both_backends!(
+    a_killed_master_is_restarted_and_adopts_the_pools_work,
+    a_killed_master_is_restarted_and_adopts_the_pools_work
+);

@@ -216,7 +216,13 @@ async fn lease_expiry_returns_urls(b: Backend) {
         .unwrap();
     store.claim(claim_req(NOW, 10, 10)).await.unwrap();
     assert_eq!(store.counts().await.unwrap().processing, 2);
-    assert_eq!(store.release("node-a", &[key.clone()]).await.unwrap(), 1);
+    assert_eq!(
+        store
+            .release("node-a", std::slice::from_ref(&key))
+            .await
+            .unwrap(),
+        1
+    );
     assert_eq!(store.counts().await.unwrap().processing, 1);
     assert_eq!(store.release_keys(&[key]).await.unwrap(), 1);
     assert_eq!(store.counts().await.unwrap().processing, 0);

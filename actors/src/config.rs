@@ -47,9 +47,10 @@ pub struct CrawlConfig {
     /// Re-queue a processed page linked again after this long (the paper's
     /// availability monitoring); `None` never re-queues.
     pub reprocess_after: Option<Duration>,
-    /// Claimed URLs held by this node at most (in the pool's queues or running).
+    /// Claimed URLs held by this node and not yet committed, at most (0: 4 ×
+    /// concurrency, at least 16).
     pub window: usize,
-    /// Claimed URLs per host at most.
+    /// Claimed URLs per host at most (0: 4 × per_host, at least 4).
     pub per_host_window: usize,
     /// Results committed in one store write at most.
     pub max_batch: usize,
@@ -85,12 +86,13 @@ impl Default for CrawlConfig {
 
 impl CrawlConfig {
     /// The window actually used: `window`, or by default enough to keep every
-    /// slave busy while results travel back.
+    /// slave busy while results travel back. It bounds the URLs claimed and
+    /// not yet committed: what a crash of the process can cost in re-fetches.
     pub fn effective_window(&self) -> usize {
         if self.window > 0 {
             self.window
         } else {
-            (self.concurrency * 8).max(64)
+            (self.concurrency * 4).max(16)
         }
     }
 
@@ -98,7 +100,7 @@ impl CrawlConfig {
         if self.per_host_window > 0 {
             self.per_host_window
         } else {
-            (self.per_host * 8).max(8)
+            (self.per_host * 4).max(4)
         }
     }
 

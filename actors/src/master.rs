@@ -143,7 +143,9 @@ pub struct MasterState {
     outstanding: HashMap<UrlKey, Job>,
     per_host: HashMap<String, usize>,
     batch: CommitBatch,
-    batched_results: usize,
+    /// Jobs whose results are in `batch`: still counted as outstanding until
+    /// committed, so the window bounds what a crash can cost.
+    reported: Vec<Job>,
     flush_scheduled: bool,
     waiters: Vec<RpcReplyPort<IdleReason>>,
     drain_waiters: Vec<RpcReplyPort<()>>,
@@ -192,7 +194,7 @@ impl Actor for Master {
             outstanding: HashMap::new(),
             per_host: HashMap::new(),
             batch: CommitBatch::default(),
-            batched_results: 0,
+            reported: Vec::new(),
             flush_scheduled: false,
             waiters: Vec::new(),
             drain_waiters: Vec::new(),
@@ -253,7 +255,7 @@ impl Actor for Master {
             }
             MasterMsg::Report(report) => {
                 on_report(state, report);
-                if state.batched_results >= state.cfg.max_batch {
+                if state.reported.len() >= state.cfg.max_batch {
                     flush(state).await?;
                     pump(state).await?;
                 } else {
@@ -371,9 +373,7 @@ fn forget(state: &mut MasterState, job: &Job) -> bool {
 
 /// Turn a report into writes for the next batch.
 fn on_report(state: &mut MasterState, report: SlaveReport) {
-    let job = report.job().clone();
-    forget(state, &job);
-    state.batched_results += 1;
+    state.reported.push(report.job().clone());
     match report {
         SlaveReport::Page { page, .. } => {
             state.run.fetched.fetch_add(1, Ordering::Relaxed);
@@ -448,11 +448,13 @@ async fn flush(state: &mut MasterState) -> Result<(), StoreError> {
         return Ok(());
     }
     let mut batch = std::mem::take(&mut state.batch);
-    state.batched_results = 0;
     batch.now = now_ms();
     batch.reprocess_after_ms = reprocess_after_ms(&state.cfg);
     let summary = state.b.store.commit(batch).await?;
     tracing::trace!(?summary, "committed");
+    for job in std::mem::take(&mut state.reported) {
+        forget(state, &job);
+    }
     Ok(())
 }
 
