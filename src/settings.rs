@@ -46,11 +46,10 @@ impl Default for Settings {
 }
 
 impl Settings {
-    /// The behaviours the tree runs with, over `store`.
-    pub fn behaviours(&self, store: Arc<dyn Store>) -> Result<Behaviours, Error> {
+    /// The behaviours pools and slaves run with.
+    pub fn behaviours(&self) -> Result<Behaviours, Error> {
         let fetcher = HttpFetcher::new(self.fetch.clone())?;
         Ok(Behaviours {
-            store,
             fetcher: Arc::new(fetcher),
             extractor: Arc::new(HtmlExtractor::new(self.policy.normalize.clone())),
             policy: Arc::new(CrawlPolicy::new(self.policy.clone())),
@@ -59,10 +58,16 @@ impl Settings {
     }
 }
 
-/// Start the app over any store.
+/// Start the app (a pool and the master) over any store.
 pub async fn start(store: Arc<dyn Store>, settings: Settings) -> Result<AppHandle, Error> {
-    let behaviours = settings.behaviours(store)?;
-    Ok(App::start(settings.crawl.clone(), behaviours).await?)
+    let behaviours = settings.behaviours()?;
+    Ok(App::start(settings.crawl.clone(), store, behaviours).await?)
+}
+
+/// Start a worker node's tree: a pool only, fetching for the cluster's master.
+pub async fn start_worker(settings: Settings) -> Result<AppHandle, Error> {
+    let behaviours = settings.behaviours()?;
+    Ok(App::start_worker(settings.crawl.clone(), behaviours).await?)
 }
 
 /// Start the app on the embedded store at `db` (created if missing).

@@ -341,6 +341,7 @@ async fn a_panicking_slave_is_retried_then_recorded_as_failed(b: Backend) {
 
 /// The real SQLite store with injected failures: the Nth and later commits
 /// fail (up to `failures` times), as a disk or server error would.
+#[derive(Debug)]
 struct FlakyStore {
     inner: Arc<dyn Store>,
     commits: AtomicUsize,

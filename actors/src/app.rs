@@ -3,11 +3,13 @@
 //! the paper's module exports `add_url/1` and `search_text/2` over
 //! `gen_server:cast`.
 
+use crate::behaviour::Store;
 use crate::config::{Behaviours, CrawlConfig};
 use crate::master::{IdleReason, MasterMsg, Status};
 use crate::sup::{ChildInfo, Sup, SupArgs, SupMsg};
 use crate::types::OperationSpec;
 use ractor::{Actor, ActorRef, RpcReplyPort};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
@@ -31,9 +33,30 @@ pub enum AppError {
 pub struct App;
 
 impl App {
-    /// Start `web_crawler_sup` and its children. The store in `behaviours`
-    /// is opened by the caller; the master takes it over.
-    pub async fn start(config: CrawlConfig, behaviours: Behaviours) -> Result<AppHandle, AppError> {
+    /// Start `web_crawler_sup` with a pool and the master, which takes over
+    /// `store` (opened by the caller).
+    pub async fn start(
+        config: CrawlConfig,
+        store: Arc<dyn Store>,
+        behaviours: Behaviours,
+    ) -> Result<AppHandle, AppError> {
+        Self::start_tree(config, Some(store), behaviours).await
+    }
+
+    /// Start a worker node's tree: `web_crawler_sup` with a pool only, which
+    /// fetches for the master of the cluster this node joins.
+    pub async fn start_worker(
+        config: CrawlConfig,
+        behaviours: Behaviours,
+    ) -> Result<AppHandle, AppError> {
+        Self::start_tree(config, None, behaviours).await
+    }
+
+    async fn start_tree(
+        config: CrawlConfig,
+        store: Option<Arc<dyn Store>>,
+        behaviours: Behaviours,
+    ) -> Result<AppHandle, AppError> {
         if ActorRef::<SupMsg>::where_is(config.sup_name()).is_some() {
             return Err(AppError::Start(format!(
                 "a node named {:?} already runs in this process",
@@ -43,6 +66,7 @@ impl App {
         let (exit_tx, exit_rx) = watch::channel(None);
         let args = SupArgs {
             config: config.clone(),
+            store,
             behaviours,
             exit: exit_tx,
         };

@@ -37,7 +37,7 @@ pub struct ClaimRequest {
 }
 
 /// A fetched page, committed with the links it yielded.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct ProcessedPage {
     pub record: PageRecord,
     /// Links admitted by the link policy, upserted before the page is marked
@@ -99,7 +99,7 @@ pub struct PageQuery {
 /// The store behaviour: the only durable state. Both the embedded store and
 /// MongoDB implement it; one conformance suite checks both.
 #[async_trait]
-pub trait Store: Send + Sync + 'static {
+pub trait Store: Send + Sync + fmt::Debug + 'static {
     /// Atomically move up to `limit` pending URLs (including ones whose lease
     /// expired) to `processing`, leased to `owner` until `lease_until`.
     async fn claim(&self, req: ClaimRequest) -> Result<Vec<Job>, StoreError>;

@@ -1,6 +1,6 @@
 //! Settings of the OTP layer and the behaviours it runs with.
 
-use crate::behaviour::{Extractor, Fetcher, LinkPolicy, Operations, Store};
+use crate::behaviour::{Extractor, Fetcher, LinkPolicy, Operations};
 use crate::scheduler::Politeness;
 use crate::types::Millis;
 use std::fmt;
@@ -130,10 +130,10 @@ impl CrawlConfig {
     }
 }
 
-/// The callback modules the tree runs with.
+/// The callback modules pools and slaves run with (the master also gets a
+/// [`Store`](crate::Store), on the node that runs it).
 #[derive(Clone)]
 pub struct Behaviours {
-    pub store: Arc<dyn Store>,
     pub fetcher: Arc<dyn Fetcher>,
     pub extractor: Arc<dyn Extractor>,
     pub policy: Arc<dyn LinkPolicy>,

@@ -2,6 +2,7 @@
 
 mod app;
 mod behaviour;
+pub mod cluster;
 mod config;
 pub mod frontier;
 mod master;
@@ -16,8 +17,8 @@ pub use app::{App, AppError, AppHandle};
 pub use async_trait::async_trait;
 pub use behaviour::*;
 pub use config::{Behaviours, CrawlConfig, RestartIntensity};
-pub use master::{IdleReason, Master, MasterMsg, SlaveReport, Status};
-pub use pool::{Pool, PoolMsg, PoolStats};
+pub use master::{IdleReason, Master, MasterMsg, NodeInfo, SlaveReport, Status};
+pub use pool::{Pool, PoolMsg};
 pub use slave::{Slave, SlaveTask};
 pub use sup::{ChildInfo, ChildRole, Sup, SupMsg};
 pub use types::*;

@@ -1,22 +1,25 @@
 //! `Master`: the paper's `web_crawler_master` gen_server. Owns the store
 //! handle; admits URLs (`add_url`, `search_text`); claims pending URLs in
-//! batches with a lease and hands them to the pool; collects slave reports
-//! and writes them back in batches. All its durable state is in the store,
-//! so a restarted master picks up where the last one stopped.
+//! batches with a lease and hands them to the pools of the cluster (each
+//! host to one node: rendezvous hashing weighted by load); collects slave
+//! reports and writes them back in batches. All its durable state is in the
+//! store, so a restarted master picks up where the last one stopped.
 
-use crate::behaviour::{ClaimRequest, CommitBatch, ProcessedPage, Retry, StoreError};
+use crate::behaviour::{ClaimRequest, CommitBatch, ProcessedPage, Retry, Store, StoreError};
+use crate::cluster;
 use crate::config::{Behaviours, CrawlConfig};
 use crate::pool::PoolMsg;
 use crate::types::*;
+use ractor::message::{BoxedDowncastErr, SerializedMessage};
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 use serde::{Deserialize, Serialize};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 /// How a slave's URL ended.
-#[derive(Debug)]
+#[derive(Debug, Serialize, Deserialize)]
 pub enum SlaveReport {
     Page {
         job: Job,
@@ -54,13 +57,23 @@ pub enum IdleReason {
     BudgetReached,
 }
 
+/// One node's pool as the master sees it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NodeInfo {
+    pub node: String,
+    /// URLs handed to it and not yet committed.
+    pub load: u64,
+    /// Hosts assigned to it.
+    pub hosts: u64,
+}
+
 /// A snapshot for `status`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Status {
     pub node: String,
     #[serde(flatten)]
     pub store: StoreCounts,
-    /// Claimed by this node and not yet reported (queued at the pool or running).
+    /// Claimed and not yet committed (queued at a pool, running, or reported).
     pub in_flight: u64,
     /// Pages fetched since the app started (across master restarts).
     pub fetched_this_run: u64,
@@ -70,6 +83,8 @@ pub struct Status {
     pub paused: bool,
     pub idle: Option<IdleReason>,
     pub master_restarts: u32,
+    /// The live pools, one per node.
+    pub nodes: Vec<NodeInfo>,
 }
 
 #[derive(Debug)]
@@ -82,6 +97,13 @@ pub enum MasterMsg {
     },
     Report(SlaveReport),
     HostRecord(HostRecord),
+    /// A pool's answer to `PoolMsg::Resync`: what it holds.
+    Adopt {
+        node: String,
+        jobs: Vec<Job>,
+    },
+    /// A draining pool's queued jobs: they go back to pending.
+    Unstarted(Vec<Job>),
     /// Write the batch collected so far (sent to self: reports queued behind
     /// it in the mailbox join the batch first).
     Flush,
@@ -90,7 +112,7 @@ pub enum MasterMsg {
     /// Reply when the crawl has nothing more to do.
     WaitIdle(RpcReplyPort<IdleReason>),
     Pause(bool),
-    /// The pool was restarted: everything it held is gone.
+    /// This node's pool was restarted: everything it held is gone.
     PoolRestarted,
     /// Graceful stop: stop claiming, let running slaves finish (up to the
     /// timeout), write everything, return unstarted URLs to pending.
@@ -98,6 +120,41 @@ pub enum MasterMsg {
         timeout: Duration,
         reply: RpcReplyPort<()>,
     },
+}
+
+/// The variants that may cross nodes (from remote pools and slaves).
+#[derive(Serialize, Deserialize)]
+enum MasterWire {
+    Report(SlaveReport),
+    HostRecord(HostRecord),
+    Adopt { node: String, jobs: Vec<Job> },
+    Unstarted(Vec<Job>),
+}
+
+impl ractor::Message for MasterMsg {
+    fn serializable() -> bool {
+        true
+    }
+
+    fn serialize(self) -> Result<SerializedMessage, BoxedDowncastErr> {
+        let wire = match self {
+            MasterMsg::Report(r) => MasterWire::Report(r),
+            MasterMsg::HostRecord(h) => MasterWire::HostRecord(h),
+            MasterMsg::Adopt { node, jobs } => MasterWire::Adopt { node, jobs },
+            MasterMsg::Unstarted(jobs) => MasterWire::Unstarted(jobs),
+            _ => return Err(BoxedDowncastErr),
+        };
+        cluster::to_wire(&wire)
+    }
+
+    fn deserialize(msg: SerializedMessage) -> Result<Self, BoxedDowncastErr> {
+        Ok(match cluster::from_wire(msg)? {
+            MasterWire::Report(r) => MasterMsg::Report(r),
+            MasterWire::HostRecord(h) => MasterMsg::HostRecord(h),
+            MasterWire::Adopt { node, jobs } => MasterMsg::Adopt { node, jobs },
+            MasterWire::Unstarted(jobs) => MasterMsg::Unstarted(jobs),
+        })
+    }
 }
 
 /// Counters of one run of the app. The supervisor keeps them and hands them
@@ -128,20 +185,46 @@ impl RunStats {
 #[derive(Debug)]
 pub struct MasterArgs {
     pub config: CrawlConfig,
+    pub store: Arc<dyn Store>,
     pub behaviours: Behaviours,
     /// How many times the supervisor restarted the master so far.
     pub restarts: u32,
     pub run: Arc<RunStats>,
 }
 
+/// A claimed URL and the node whose pool has it.
+#[derive(Debug)]
+struct Assigned {
+    job: Job,
+    node: String,
+}
+
+/// A (re)started master waits for the pools to say what they hold before it
+/// returns the rest of its leases to pending.
+#[derive(Debug)]
+struct Recovery {
+    deadline: Millis,
+    waiting: HashSet<String>,
+}
+
+/// How long a starting master waits for pools to answer `Resync`.
+const RECOVERY_WAIT_MS: Millis = 3_000;
+
 #[derive(Debug)]
 pub struct MasterState {
     cfg: CrawlConfig,
+    store: Arc<dyn Store>,
     b: Behaviours,
     restarts: u32,
-    /// Claimed and handed to the pool, not yet reported.
-    outstanding: HashMap<UrlKey, Job>,
+    /// Claimed and handed to a pool, not yet committed.
+    outstanding: HashMap<UrlKey, Assigned>,
     per_host: HashMap<String, usize>,
+    per_node: HashMap<String, usize>,
+    /// Which node fetches each host (sticky while the node lives).
+    host_owner: HashMap<String, String>,
+    /// Nodes whose pools were live at the last look.
+    live_nodes: HashSet<String>,
+    recovery: Option<Recovery>,
     batch: CommitBatch,
     /// Jobs whose results are in `batch`: still counted as outstanding until
     /// committed, so the window bounds what a crash can cost.
@@ -156,13 +239,24 @@ pub struct MasterState {
     last_lease_renewal: Millis,
 }
 
-/// Send a message to the master by its registered name (as the paper's
-/// `gen_server:cast(web_crawler_master, ...)`), so a restarted master gets it.
+/// Send a message to the master (as the paper's
+/// `gen_server:cast(web_crawler_master, ...)`): by its registered name on
+/// this node, else through its process group on another node. A restarted
+/// master gets it, as it takes the name and the group.
 pub(crate) fn cast(master_name: &str, msg: MasterMsg) {
-    if let Some(master) = ActorRef::<MasterMsg>::where_is(master_name)
-        && let Err(e) = master.cast(msg)
-    {
-        tracing::debug!(error = %e, "master gone; its successor recovers the lease");
+    let master = ActorRef::<MasterMsg>::where_is(master_name.to_string()).or_else(|| {
+        ractor::pg::get_members(&cluster::MASTER_GROUP.to_string())
+            .into_iter()
+            .find(|c| !c.get_id().is_local())
+            .map(ActorRef::from)
+    });
+    match master {
+        Some(master) => {
+            if let Err(e) = master.cast(msg) {
+                tracing::debug!(error = %e, "master gone; its successor recovers the lease");
+            }
+        }
+        None => tracing::debug!("no master reachable; its successor recovers the lease"),
     }
 }
 
@@ -170,8 +264,19 @@ pub(crate) fn report(master_name: &str, report: SlaveReport) {
     cast(master_name, MasterMsg::Report(report));
 }
 
-fn pool(cfg: &CrawlConfig) -> Option<ActorRef<PoolMsg>> {
-    ActorRef::<PoolMsg>::where_is(cfg.pool_name())
+/// The live pools: this node's and every remote one, by node name.
+fn pools(cfg: &CrawlConfig) -> Vec<(String, ActorRef<PoolMsg>)> {
+    let mut pools: Vec<(String, ActorRef<PoolMsg>)> =
+        cluster::members(cluster::POOL_GROUP, &cfg.pool_name())
+            .into_iter()
+            .filter_map(|cell| {
+                let node = cluster::node_of(&cell.get_name()?).to_string();
+                Some((node, ActorRef::from(cell)))
+            })
+            .collect();
+    pools.sort_by(|a, b| a.0.cmp(&b.0));
+    pools.dedup_by(|a, b| a.0 == b.0);
+    pools
 }
 
 #[derive(Debug)]
@@ -187,12 +292,18 @@ impl Actor for Master {
         myself: ActorRef<Self::Msg>,
         args: MasterArgs,
     ) -> Result<Self::State, ActorProcessingErr> {
-        let mut state = MasterState {
+        ractor::pg::join(cluster::MASTER_GROUP.to_string(), vec![myself.get_cell()]);
+        let state = MasterState {
             cfg: args.config,
+            store: args.store,
             b: args.behaviours,
             restarts: args.restarts,
             outstanding: HashMap::new(),
             per_host: HashMap::new(),
+            per_node: HashMap::new(),
+            host_owner: HashMap::new(),
+            live_nodes: HashSet::new(),
+            recovery: None,
             batch: CommitBatch::default(),
             reported: Vec::new(),
             flush_scheduled: false,
@@ -204,27 +315,6 @@ impl Actor for Master {
             run: args.run,
             last_lease_renewal: now_ms(),
         };
-        // What the pool still holds was claimed by a previous incarnation and
-        // is still being worked on: adopt it. Everything else this node had
-        // leased goes back to pending now rather than at lease expiry.
-        let held = match pool(&state.cfg) {
-            Some(pool) => {
-                ractor::call_t!(pool, PoolMsg::Held, 5_000).map_err(|e| format!("pool: {e}"))?
-            }
-            None => Vec::new(),
-        };
-        let keep: Vec<UrlKey> = held.iter().map(Job::key).collect();
-        let released = state.b.store.release(&state.cfg.node_name, &keep).await?;
-        if released > 0 {
-            tracing::info!(
-                released,
-                "returned URLs leased by a previous master to pending"
-            );
-        }
-        for job in held {
-            *state.per_host.entry(job.host.clone()).or_default() += 1;
-            state.outstanding.insert(job.key(), job);
-        }
         myself.send_interval(state.cfg.tick, || MasterMsg::Tick);
         Ok(state)
     }
@@ -234,7 +324,21 @@ impl Actor for Master {
         _myself: ActorRef<Self::Msg>,
         state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
-        Ok(pump(state).await?)
+        // What the pools still hold was claimed by a previous incarnation and
+        // is still being worked on: ask, and adopt it (`Adopt`). Everything
+        // else this node had leased goes back to pending rather than waiting
+        // for lease expiry.
+        let live = pools(&state.cfg);
+        let waiting: HashSet<String> = live.iter().map(|(n, _)| n.clone()).collect();
+        for (_, pool) in &live {
+            let _ = pool.cast(PoolMsg::Resync);
+        }
+        state.live_nodes = waiting.clone();
+        state.recovery = Some(Recovery {
+            deadline: now_ms() + RECOVERY_WAIT_MS,
+            waiting,
+        });
+        Ok(finish_recovery_if_done(state).await?)
     }
 
     async fn handle(
@@ -266,12 +370,30 @@ impl Actor for Master {
                 state.batch.hosts.push(record);
                 schedule_flush(&myself, state);
             }
+            MasterMsg::Adopt { node, jobs } => {
+                if let Some(recovery) = &mut state.recovery {
+                    recovery.waiting.remove(&node);
+                    for job in jobs {
+                        assign(state, job, &node);
+                    }
+                    finish_recovery_if_done(state).await?;
+                }
+            }
+            MasterMsg::Unstarted(jobs) => {
+                let keys: Vec<UrlKey> = jobs.iter().map(Job::key).collect();
+                for job in &jobs {
+                    forget(state, job);
+                }
+                state.store.release_keys(&keys).await?;
+            }
             MasterMsg::Flush => {
                 state.flush_scheduled = false;
                 flush(state).await?;
                 pump(state).await?;
             }
             MasterMsg::Tick => {
+                finish_recovery_if_done(state).await?;
+                check_nodes(state).await?;
                 renew_leases(state).await?;
                 flush(state).await?;
                 pump(state).await?;
@@ -289,9 +411,8 @@ impl Actor for Master {
                 pump(state).await?;
             }
             MasterMsg::PoolRestarted => {
-                let keys: Vec<UrlKey> = state.outstanding.drain().map(|(k, _)| k).collect();
-                state.per_host.clear();
-                let released = state.b.store.release_keys(&keys).await?;
+                let own = state.cfg.node_name.clone();
+                let released = node_lost(state, &own).await?;
                 tracing::warn!(released, "pool restarted; its URLs went back to pending");
                 pump(state).await?;
             }
@@ -299,14 +420,8 @@ impl Actor for Master {
                 state.draining = true;
                 state.drain_deadline = Some(now_ms() + timeout.as_millis() as Millis);
                 state.drain_waiters.push(reply);
-                if let Some(pool) = pool(&state.cfg) {
-                    let queued = ractor::call_t!(pool, PoolMsg::Drain, 5_000)
-                        .map_err(|e| format!("pool: {e}"))?;
-                    let keys: Vec<UrlKey> = queued.iter().map(Job::key).collect();
-                    for job in &queued {
-                        forget(state, job);
-                    }
-                    state.b.store.release_keys(&keys).await?;
+                for (_, pool) in pools(&state.cfg) {
+                    let _ = pool.cast(PoolMsg::Drain);
                 }
                 // Running slaves get `timeout` to finish; this wakes us then.
                 myself.send_after(timeout, || MasterMsg::Flush);
@@ -330,6 +445,96 @@ impl Actor for Master {
     }
 }
 
+/// End recovery once every pool answered (or the wait is over): the leases
+/// of everything not adopted go back to pending.
+async fn finish_recovery_if_done(state: &mut MasterState) -> Result<(), StoreError> {
+    let Some(recovery) = &state.recovery else {
+        return Ok(());
+    };
+    if !recovery.waiting.is_empty() && now_ms() < recovery.deadline {
+        return Ok(());
+    }
+    state.recovery = None;
+    let keep: Vec<UrlKey> = state.outstanding.keys().cloned().collect();
+    let released = state.store.release(&state.cfg.node_name, &keep).await?;
+    if released > 0 {
+        tracing::info!(
+            released,
+            "returned URLs leased by a previous master to pending"
+        );
+    }
+    pump(state).await
+}
+
+fn assign(state: &mut MasterState, job: Job, node: &str) {
+    *state.per_host.entry(job.host.clone()).or_default() += 1;
+    *state.per_node.entry(node.to_string()).or_default() += 1;
+    state
+        .host_owner
+        .entry(job.host.clone())
+        .or_insert_with(|| node.to_string());
+    state.outstanding.insert(
+        job.key(),
+        Assigned {
+            job,
+            node: node.to_string(),
+        },
+    );
+}
+
+fn forget(state: &mut MasterState, job: &Job) -> bool {
+    let Some(assigned) = state.outstanding.remove(&job.key()) else {
+        return false;
+    };
+    decrement(&mut state.per_host, &assigned.job.host);
+    decrement(&mut state.per_node, &assigned.node);
+    true
+}
+
+fn decrement(counts: &mut HashMap<String, usize>, key: &str) {
+    if let Some(n) = counts.get_mut(key) {
+        *n -= 1;
+        if *n == 0 {
+            counts.remove(key);
+        }
+    }
+}
+
+/// A node's pool is gone: what it held goes back to pending and its hosts
+/// move to the remaining nodes.
+async fn node_lost(state: &mut MasterState, node: &str) -> Result<u64, StoreError> {
+    let jobs: Vec<Job> = state
+        .outstanding
+        .values()
+        .filter(|a| a.node == node)
+        .map(|a| a.job.clone())
+        .collect();
+    for job in &jobs {
+        forget(state, job);
+    }
+    state
+        .reported
+        .retain(|j| jobs.iter().all(|lost| lost.key() != j.key()));
+    state.host_owner.retain(|_, owner| owner != node);
+    let keys: Vec<UrlKey> = jobs.iter().map(Job::key).collect();
+    state.store.release_keys(&keys).await
+}
+
+/// Notice pools that left (a node died or was stopped) and ones that joined.
+async fn check_nodes(state: &mut MasterState) -> Result<(), StoreError> {
+    let live: HashSet<String> = pools(&state.cfg).into_iter().map(|(n, _)| n).collect();
+    let gone: Vec<String> = state.live_nodes.difference(&live).cloned().collect();
+    for node in gone {
+        let released = node_lost(state, &node).await?;
+        tracing::warn!(%node, released, "node left the cluster; its URLs went back to pending");
+    }
+    for node in live.difference(&state.live_nodes) {
+        tracing::info!(%node, "node joined the cluster");
+    }
+    state.live_nodes = live;
+    Ok(())
+}
+
 async fn add_url(
     state: &mut MasterState,
     url: &str,
@@ -350,25 +555,12 @@ async fn add_url(
         seeds: vec![link],
         ..CommitBatch::default()
     };
-    state.b.store.commit(batch).await?;
+    state.store.commit(batch).await?;
     Ok(Ok(admitted))
 }
 
 fn reprocess_after_ms(cfg: &CrawlConfig) -> Option<Millis> {
     cfg.reprocess_after.map(|d| d.as_millis() as Millis)
-}
-
-fn forget(state: &mut MasterState, job: &Job) -> bool {
-    if state.outstanding.remove(&job.key()).is_none() {
-        return false;
-    }
-    if let Some(n) = state.per_host.get_mut(&job.host) {
-        *n -= 1;
-        if *n == 0 {
-            state.per_host.remove(&job.host);
-        }
-    }
-    true
 }
 
 /// Turn a report into writes for the next batch.
@@ -450,7 +642,7 @@ async fn flush(state: &mut MasterState) -> Result<(), StoreError> {
     let mut batch = std::mem::take(&mut state.batch);
     batch.now = now_ms();
     batch.reprocess_after_ms = reprocess_after_ms(&state.cfg);
-    let summary = state.b.store.commit(batch).await?;
+    let summary = state.store.commit(batch).await?;
     tracing::trace!(?summary, "committed");
     for job in std::mem::take(&mut state.reported) {
         forget(state, &job);
@@ -465,47 +657,37 @@ fn budget_reached(state: &MasterState) -> bool {
         .is_some_and(|max| state.run.fetched() >= max)
 }
 
-/// Claim more work if there is room, hand it to the pool, and answer idle
-/// waiters when nothing is left.
+/// Claim more work if there is room, hand each URL to the pool of the node
+/// that owns its host, and answer idle waiters when nothing is left.
 async fn pump(state: &mut MasterState) -> Result<(), StoreError> {
+    if state.recovery.is_some() {
+        return Ok(());
+    }
     let mut claimed_any = false;
-    if !state.draining && !state.paused && !budget_reached(state) {
-        let window = state.cfg.effective_window();
-        let room = window.saturating_sub(state.outstanding.len());
-        if room > 0
-            && let Some(pool) = pool(&state.cfg)
-        {
-            let mut limit = room;
-            if let Some(max) = state.cfg.max_pages {
-                // Don't lease far more than the budget can use.
-                let left = max.saturating_sub(state.run.fetched()) as usize;
-                limit = limit.min(left.saturating_sub(state.outstanding.len()));
-            }
-            if limit > 0 {
-                let now = now_ms();
-                let jobs = state
-                    .b
-                    .store
-                    .claim(ClaimRequest {
-                        now,
-                        owner: state.cfg.node_name.clone(),
-                        lease_until: now + state.cfg.lease.as_millis() as Millis,
-                        limit,
-                        per_host_cap: state.cfg.effective_per_host_window(),
-                        held_per_host: state.per_host.clone(),
-                    })
-                    .await?;
-                if !jobs.is_empty() {
-                    claimed_any = true;
-                    for job in &jobs {
-                        *state.per_host.entry(job.host.clone()).or_default() += 1;
-                        state.outstanding.insert(job.key(), job.clone());
-                    }
-                    if let Err(e) = pool.cast(PoolMsg::Dispatch(jobs)) {
-                        tracing::warn!(error = %e, "pool unavailable; leases will expire");
-                    }
-                }
-            }
+    let live = pools(&state.cfg);
+    if !state.draining && !state.paused && !budget_reached(state) && !live.is_empty() {
+        let window = state.cfg.effective_window() * live.len();
+        let mut limit = window.saturating_sub(state.outstanding.len());
+        if let Some(max) = state.cfg.max_pages {
+            // Don't lease far more than the budget can use.
+            let left = max.saturating_sub(state.run.fetched()) as usize;
+            limit = limit.min(left.saturating_sub(state.outstanding.len()));
+        }
+        if limit > 0 {
+            let now = now_ms();
+            let jobs = state
+                .store
+                .claim(ClaimRequest {
+                    now,
+                    owner: state.cfg.node_name.clone(),
+                    lease_until: now + state.cfg.lease.as_millis() as Millis,
+                    limit,
+                    per_host_cap: state.cfg.effective_per_host_window(),
+                    held_per_host: state.per_host.clone(),
+                })
+                .await?;
+            claimed_any = !jobs.is_empty();
+            dispatch(state, &live, jobs);
         }
     }
     if !claimed_any
@@ -515,7 +697,7 @@ async fn pump(state: &mut MasterState) -> Result<(), StoreError> {
     {
         let reason = if budget_reached(state) {
             Some(IdleReason::BudgetReached)
-        } else if state.b.store.counts().await?.frontier_empty() {
+        } else if state.store.counts().await?.frontier_empty() {
             Some(IdleReason::FrontierEmpty)
         } else {
             None
@@ -529,6 +711,37 @@ async fn pump(state: &mut MasterState) -> Result<(), StoreError> {
     Ok(())
 }
 
+/// Hand claimed jobs to pools: a host keeps its node while the node lives;
+/// a new host goes to the node rendezvous hashing picks, weighted by load.
+fn dispatch(state: &mut MasterState, live: &[(String, ActorRef<PoolMsg>)], jobs: Vec<Job>) {
+    let mut by_node: HashMap<String, Vec<Job>> = HashMap::new();
+    for job in jobs {
+        let owner = match state.host_owner.get(&job.host) {
+            Some(node) if live.iter().any(|(n, _)| n == node) => node.clone(),
+            _ => {
+                let loads: Vec<(String, usize)> = live
+                    .iter()
+                    .map(|(n, _)| (n.clone(), state.per_node.get(n).copied().unwrap_or(0)))
+                    .collect();
+                let i = cluster::choose_node(&job.host, &loads).expect("live pools");
+                state
+                    .host_owner
+                    .insert(job.host.clone(), loads[i].0.clone());
+                loads[i].0.clone()
+            }
+        };
+        assign(state, job.clone(), &owner);
+        by_node.entry(owner).or_default().push(job);
+    }
+    for (node, jobs) in by_node {
+        if let Some((_, pool)) = live.iter().find(|(n, _)| *n == node)
+            && let Err(e) = pool.cast(PoolMsg::Dispatch(jobs))
+        {
+            tracing::warn!(%node, error = %e, "pool unreachable; its leases will be released");
+        }
+    }
+}
+
 /// Keep leases of URLs still being worked on from expiring.
 async fn renew_leases(state: &mut MasterState) -> Result<(), StoreError> {
     let lease = state.cfg.lease.as_millis() as Millis;
@@ -539,14 +752,13 @@ async fn renew_leases(state: &mut MasterState) -> Result<(), StoreError> {
     state.last_lease_renewal = now;
     let keys: Vec<UrlKey> = state.outstanding.keys().cloned().collect();
     state
-        .b
         .store
         .extend_leases(&keys, &state.cfg.node_name, now + lease)
         .await
 }
 
 async fn status(state: &mut MasterState) -> Result<Status, StoreError> {
-    let store = state.b.store.counts().await?;
+    let store = state.store.counts().await?;
     let elapsed = state.run.started.elapsed();
     let fetched = state.run.fetched();
     let idle = if state.outstanding.is_empty() && state.batch.is_empty() {
@@ -560,6 +772,14 @@ async fn status(state: &mut MasterState) -> Result<Status, StoreError> {
     } else {
         None
     };
+    let nodes = pools(&state.cfg)
+        .into_iter()
+        .map(|(node, _)| NodeInfo {
+            load: state.per_node.get(&node).copied().unwrap_or(0) as u64,
+            hosts: state.host_owner.values().filter(|n| **n == node).count() as u64,
+            node,
+        })
+        .collect();
     Ok(Status {
         node: state.cfg.node_name.clone(),
         store,
@@ -571,6 +791,7 @@ async fn status(state: &mut MasterState) -> Result<Status, StoreError> {
         paused: state.paused,
         idle,
         master_restarts: state.restarts,
+        nodes,
     })
 }
 
@@ -584,8 +805,9 @@ async fn finish_drain_if_done(state: &mut MasterState) -> Result<(), StoreError>
     flush(state).await?;
     let keys: Vec<UrlKey> = state.outstanding.drain().map(|(k, _)| k).collect();
     state.per_host.clear();
+    state.per_node.clear();
     if !keys.is_empty() {
-        state.b.store.release_keys(&keys).await?;
+        state.store.release_keys(&keys).await?;
     }
     for waiter in state.drain_waiters.drain(..) {
         let _ = waiter.send(());

@@ -5,26 +5,28 @@
 //! attempt (the URL is retried, then recorded as failed).
 
 use crate::behaviour::RobotsReport;
+use crate::cluster;
 use crate::config::{Behaviours, CrawlConfig};
 use crate::master::{self, MasterMsg, SlaveReport};
 use crate::scheduler::{Action, HostScheduler};
 use crate::slave::{Slave, SlaveArgs, SlaveTask};
 use crate::types::{Job, Millis, now_ms};
-use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
+use ractor::message::{BoxedDowncastErr, SerializedMessage};
+use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, SupervisionEvent};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::time::Duration;
 
 #[derive(Debug)]
 pub enum PoolMsg {
-    /// Claimed URLs from the master.
+    /// Claimed URLs from the master (possibly on another node).
     Dispatch(Vec<Job>),
-    /// Keys of every job held (queued or running): how a restarted master
-    /// learns what is still in flight.
-    Held(RpcReplyPort<Vec<Job>>),
-    /// Stop starting slaves; hand back the queued jobs (running ones finish).
-    Drain(RpcReplyPort<Vec<Job>>),
-    Stats(RpcReplyPort<PoolStats>),
+    /// A (re)started master asks what this pool holds: the pool answers with
+    /// `MasterMsg::Adopt`.
+    Resync,
+    /// Stop starting slaves; hand the queued jobs back (`MasterMsg::Unstarted`);
+    /// running ones finish.
+    Drain,
     RobotsFetched {
         host: String,
         report: RobotsReport,
@@ -37,11 +39,36 @@ pub enum PoolMsg {
     Wake,
 }
 
-/// What a pool is doing.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PoolStats {
-    pub running: usize,
-    pub queued: usize,
+/// The variants that may cross nodes.
+#[derive(Serialize, Deserialize)]
+enum PoolWire {
+    Dispatch(Vec<Job>),
+    Resync,
+    Drain,
+}
+
+impl ractor::Message for PoolMsg {
+    fn serializable() -> bool {
+        true
+    }
+
+    fn serialize(self) -> Result<SerializedMessage, BoxedDowncastErr> {
+        let wire = match self {
+            PoolMsg::Dispatch(jobs) => PoolWire::Dispatch(jobs),
+            PoolMsg::Resync => PoolWire::Resync,
+            PoolMsg::Drain => PoolWire::Drain,
+            _ => return Err(BoxedDowncastErr),
+        };
+        cluster::to_wire(&wire)
+    }
+
+    fn deserialize(msg: SerializedMessage) -> Result<Self, BoxedDowncastErr> {
+        Ok(match cluster::from_wire(msg)? {
+            PoolWire::Dispatch(jobs) => PoolMsg::Dispatch(jobs),
+            PoolWire::Resync => PoolMsg::Resync,
+            PoolWire::Drain => PoolMsg::Drain,
+        })
+    }
 }
 
 #[derive(Debug)]
@@ -78,9 +105,11 @@ impl Actor for Pool {
 
     async fn pre_start(
         &self,
-        _myself: ActorRef<Self::Msg>,
+        myself: ActorRef<Self::Msg>,
         args: PoolArgs,
     ) -> Result<Self::State, ActorProcessingErr> {
+        // Like pool:attach/1: the master finds every node's pool in this group.
+        ractor::pg::join(cluster::POOL_GROUP.to_string(), vec![myself.get_cell()]);
         Ok(PoolState {
             scheduler: HostScheduler::new(args.config.politeness()),
             master: args.config.master_name(),
@@ -107,18 +136,19 @@ impl Actor for Pool {
                     state.scheduler.push(job);
                 }
             }
-            PoolMsg::Held(reply) => {
-                let _ = reply.send(state.scheduler.held());
-            }
-            PoolMsg::Drain(reply) => {
+            PoolMsg::Resync => master::cast(
+                &state.master,
+                MasterMsg::Adopt {
+                    node: state.args.config.node_name.clone(),
+                    jobs: state.scheduler.held(),
+                },
+            ),
+            PoolMsg::Drain => {
                 state.draining = true;
-                let _ = reply.send(state.scheduler.take_queued());
-            }
-            PoolMsg::Stats(reply) => {
-                let _ = reply.send(PoolStats {
-                    running: state.slaves.len(),
-                    queued: state.scheduler.queued(),
-                });
+                master::cast(
+                    &state.master,
+                    MasterMsg::Unstarted(state.scheduler.take_queued()),
+                );
             }
             PoolMsg::RobotsFetched { host, report } => {
                 master::cast(&state.master, MasterMsg::HostRecord(report.record.clone()));

@@ -35,6 +35,8 @@ pub struct SlaveArgs {
 #[derive(Debug)]
 pub enum SlaveMsg {}
 
+impl ractor::Message for SlaveMsg {}
+
 #[derive(Debug)]
 pub struct Slave;
 

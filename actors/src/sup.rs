@@ -4,6 +4,7 @@
 //! alone; more than `max_restarts` restarts within `period` and the
 //! supervisor stops, taking the app down with the reason.
 
+use crate::behaviour::Store;
 use crate::config::{Behaviours, CrawlConfig};
 use crate::master::{Master, MasterArgs, MasterMsg, RunStats};
 use crate::pool::{Pool, PoolArgs};
@@ -38,9 +39,14 @@ pub enum SupMsg {
     Shutdown(RpcReplyPort<()>),
 }
 
+impl ractor::Message for SupMsg {}
+
 #[derive(Debug)]
 pub struct SupArgs {
     pub config: CrawlConfig,
+    /// The store, on the node that runs the master; `None` on a worker node
+    /// (a pool only).
+    pub store: Option<Arc<dyn Store>>,
     pub behaviours: Behaviours,
     /// Where the reason the tree stopped is published.
     pub exit: watch::Sender<Option<String>>,
@@ -85,7 +91,9 @@ impl Actor for Sup {
         };
         // The master adopts what the pool holds, so the pool starts first.
         start_child(&myself, &mut state, ChildRole::Pool).await?;
-        start_child(&myself, &mut state, ChildRole::Master).await?;
+        if state.args.store.is_some() {
+            start_child(&myself, &mut state, ChildRole::Master).await?;
+        }
         Ok(state)
     }
 
@@ -220,8 +228,14 @@ async fn start_child(
                 .get_cell()
         }
         ChildRole::Master => {
+            let store = state
+                .args
+                .store
+                .clone()
+                .ok_or("a worker node runs no master")?;
             let args = MasterArgs {
                 config: cfg.clone(),
+                store,
                 behaviours: state.args.behaviours.clone(),
                 restarts: state.restarts.get(&role).copied().unwrap_or(0),
                 run: state.run.clone(),
