@@ -8,10 +8,12 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use web_crawler::actors::{AppHandle, IdleReason, OperationSpec, PageQuery, Store};
+use crate::console;
+use web_crawler::actors::cluster;
+use web_crawler::actors::{AppHandle, ControlRequest, IdleReason, OperationSpec, PageQuery, Store};
 use web_crawler::policy::Scope;
 use web_crawler::store::{MongoStore, SqliteStore};
-use web_crawler::{Settings, start};
+use web_crawler::{Settings, start, start_worker};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -36,12 +38,60 @@ enum Command {
         opts: CrawlOpts,
     },
     /// Crawl from URL recording where TEXT occurs on each page (the paper's
-    /// search_text), then print the pages and positions.
+    /// search_text), then print the pages and positions. With --connect, queue
+    /// it on a running cluster instead.
     SearchText {
         url: String,
         text: String,
         #[command(flatten)]
         opts: CrawlOpts,
+        /// Send it to the cluster at HOST:PORT instead of crawling here.
+        #[arg(long, value_name = "HOST:PORT", requires = "cookie_file")]
+        connect: Option<String>,
+        /// The cluster's cookie file.
+        #[arg(long)]
+        cookie_file: Option<PathBuf>,
+    },
+    /// Run a node with the master (like `erl -sname NAME` + the application):
+    /// the supervision tree, its pool, and the control actor consoles talk to.
+    Start {
+        #[command(flatten)]
+        node: NodeOpts,
+        /// Seed URLs to queue at start.
+        urls: Vec<String>,
+        #[command(flatten)]
+        store: StoreOpts,
+        #[command(flatten)]
+        tuning: TuningOpts,
+    },
+    /// Run a worker node: a pool that fetches for the master of the cluster it joins.
+    Node {
+        #[command(flatten)]
+        node: NodeOpts,
+        /// A node of the cluster to join (HOST:PORT).
+        #[arg(long, value_name = "HOST:PORT")]
+        join: String,
+        #[command(flatten)]
+        tuning: TuningOpts,
+    },
+    /// Attach an interactive shell to a running cluster (like `erl -remsh`).
+    Console {
+        #[command(flatten)]
+        remote: RemoteOpts,
+    },
+    /// Queue a URL on a running cluster.
+    AddUrl {
+        url: String,
+        /// Attach the search operation with this text.
+        #[arg(long, value_name = "TEXT")]
+        search: Option<String>,
+        #[command(flatten)]
+        remote: RemoteOpts,
+    },
+    /// Print a running cluster's status.
+    Status {
+        #[command(flatten)]
+        remote: RemoteOpts,
     },
     /// Print what a crawl stored.
     Report {
@@ -64,6 +114,37 @@ enum ReportKind {
     Pages,
     /// 4xx/5xx and failed pages with the pages linking to them.
     BrokenLinks,
+}
+
+/// This node in a cluster.
+#[derive(Debug, Args)]
+struct NodeOpts {
+    /// The node's name, unique in the cluster.
+    #[arg(long)]
+    name: String,
+    /// Address to listen on for other nodes, consoles and scripts.
+    #[arg(long, value_name = "HOST:PORT")]
+    listen: std::net::SocketAddr,
+    /// File holding the cluster's shared secret (like .erlang.cookie).
+    #[arg(long)]
+    cookie_file: PathBuf,
+}
+
+/// A running cluster to talk to.
+#[derive(Debug, Args)]
+struct RemoteOpts {
+    /// A node of the cluster (the master's node).
+    #[arg(long, value_name = "HOST:PORT")]
+    connect: String,
+    /// The cluster's cookie file.
+    #[arg(long)]
+    cookie_file: PathBuf,
+    /// Print the reply as JSON.
+    #[arg(long)]
+    json: bool,
+    /// Seconds to wait for the node.
+    #[arg(long, default_value_t = 10)]
+    wait: u64,
 }
 
 /// Which store: the embedded file, or MongoDB when a URI is given.
@@ -98,6 +179,25 @@ impl StoreOpts {
 struct CrawlOpts {
     #[command(flatten)]
     store: StoreOpts,
+    #[command(flatten)]
+    tuning: TuningOpts,
+    /// No live progress line.
+    #[arg(long)]
+    quiet: bool,
+    /// Print the summary as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+impl CrawlOpts {
+    fn settings(&self) -> Result<Settings> {
+        self.tuning.settings()
+    }
+}
+
+/// How to crawl: every node of a cluster takes the same ones.
+#[derive(Debug, Args)]
+struct TuningOpts {
     /// Which links to follow off the referrer's site.
     #[arg(long, value_enum, default_value_t = Scope::Host)]
     scope: Scope,
@@ -139,15 +239,9 @@ struct CrawlOpts {
     /// Total time per request, in seconds.
     #[arg(long, default_value_t = 30)]
     timeout: u64,
-    /// No live progress line.
-    #[arg(long)]
-    quiet: bool,
-    /// Print the summary as JSON.
-    #[arg(long)]
-    json: bool,
 }
 
-impl CrawlOpts {
+impl TuningOpts {
     fn settings(&self) -> Result<Settings> {
         let mut s = Settings::default();
         s.crawl.concurrency = self.concurrency.max(1);
@@ -184,9 +278,28 @@ pub(crate) async fn run(cli: Cli) -> Result<ExitCode> {
                 .collect();
             crawl(&opts, &seeds).await
         }
-        Command::SearchText { url, text, opts } => {
+        Command::SearchText {
+            url,
+            text,
+            opts,
+            connect,
+            cookie_file,
+        } => {
             if text.is_empty() {
                 bail!("the search text is empty");
+            }
+            if let (Some(addr), Some(cookie_file)) = (connect, cookie_file) {
+                let remote = RemoteOpts {
+                    connect: addr,
+                    cookie_file,
+                    json: opts.json,
+                    wait: 10,
+                };
+                let req = ControlRequest::AddUrl {
+                    url,
+                    operation: OperationSpec::search_text(text),
+                };
+                return one_shot(&remote, req).await;
             }
             let code = crawl(&opts, &[(url, OperationSpec::search_text(&text))]).await?;
             let store = opts.store.open(true).await?;
@@ -202,6 +315,32 @@ pub(crate) async fn run(cli: Cli) -> Result<ExitCode> {
             }
             Ok(code)
         }
+        Command::Start {
+            node,
+            urls,
+            store,
+            tuning,
+        } => serve_node(&node, Some((&store, urls)), &tuning, None).await,
+        Command::Node { node, join, tuning } => serve_node(&node, None, &tuning, Some(&join)).await,
+        Command::Console { remote } => {
+            let conn = console::connect(
+                &remote.connect,
+                &remote.cookie_file,
+                Duration::from_secs(remote.wait),
+            )
+            .await?;
+            console::run_console(conn, &remote.connect).await?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::AddUrl {
+            url,
+            search,
+            remote,
+        } => {
+            let operation = search.map_or_else(OperationSpec::crawl, OperationSpec::search_text);
+            one_shot(&remote, ControlRequest::AddUrl { url, operation }).await
+        }
+        Command::Status { remote } => one_shot(&remote, ControlRequest::Status).await,
         Command::Report {
             what,
             store,
@@ -376,4 +515,62 @@ async fn report(
         }
     }
     Ok(())
+}
+
+/// Send one request to a running cluster and print the reply.
+async fn one_shot(remote: &RemoteOpts, req: ControlRequest) -> Result<ExitCode> {
+    let conn = console::connect(
+        &remote.connect,
+        &remote.cookie_file,
+        Duration::from_secs(remote.wait),
+    )
+    .await?;
+    let reply = console::request(&conn, &req).await;
+    conn.close();
+    let reply = reply?;
+    if remote.json {
+        println!("{}", serde_json::to_string_pretty(&reply)?);
+    } else {
+        println!("{}", console::render(&req, &reply));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Run a node until Ctrl-C / SIGTERM, or until its tree stops by itself.
+async fn serve_node(
+    node: &NodeOpts,
+    master: Option<(&StoreOpts, Vec<String>)>,
+    tuning: &TuningOpts,
+    join: Option<&str>,
+) -> Result<ExitCode> {
+    let cookie = console::read_cookie(&node.cookie_file)?;
+    let mut settings = tuning.settings()?;
+    settings.crawl.node_name = node.name.clone();
+    let server = cluster::start_node(&node.name, node.listen, &cookie, true).await?;
+    let app = match &master {
+        Some((store, _)) => start(store.open(false).await?, settings).await?,
+        None => start_worker(settings).await?,
+    };
+    if let Some(addr) = join {
+        cluster::join(&server, addr, Duration::from_secs(10)).await?;
+        eprintln!("node {} joined the cluster at {addr}", node.name);
+    }
+    if let Some((_, seeds)) = &master {
+        for url in seeds {
+            app.add_url(url).await.with_context(|| format!("seed {url}"))?;
+        }
+    }
+    eprintln!("node {} listening on {}", node.name, node.listen);
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    let failed = tokio::select! {
+        _ = tokio::signal::ctrl_c() => None,
+        _ = term.recv() => None,
+        reason = app.exited() => Some(reason),
+    };
+    if let Some(reason) = failed {
+        bail!("the node stopped: {reason}");
+    }
+    app.stop(Duration::from_secs(10)).await?;
+    server.stop(None);
+    Ok(ExitCode::SUCCESS)
 }

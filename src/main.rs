@@ -1,6 +1,7 @@
 //! The `web_crawler` command: glue between flags and the library.
 
 mod cli;
+mod console;
 
 use clap::Parser;
 

@@ -166,6 +166,19 @@ impl AppHandle {
         Ok(())
     }
 
+    /// Wait until the tree stops by itself, and say why.
+    pub async fn exited(&self) -> String {
+        let mut exit = self.exit.clone();
+        loop {
+            if let Some(reason) = self.failure() {
+                return reason;
+            }
+            // The watch fires on the supervisor's exit; the status check covers
+            // a supervisor that died without publishing a reason.
+            let _ = tokio::time::timeout(Duration::from_millis(500), exit.changed()).await;
+        }
+    }
+
     /// Why the tree stopped, once it has (empty string: a requested stop).
     pub fn exit_reason(&self) -> Option<String> {
         self.exit.borrow().clone()

@@ -4,6 +4,7 @@
 //! across connected nodes; messages that cross nodes travel as JSON.
 
 use ractor::message::{BoxedDowncastErr, SerializedMessage};
+use crate::control::{ControlMsg, ControlRequest};
 use ractor::{ActorCell, ActorRef};
 use ractor_cluster::{NodeServer, NodeServerMessage, NodeSessionMessage};
 use serde::Serialize;
@@ -102,19 +103,27 @@ pub enum ClusterError {
 }
 
 /// This process's node: a `NodeServer` listening on `listen` (port 0 for
-/// any), recognising peers by `cookie`.
+/// any), recognising peers by `cookie`. A crawler node connects to the peers
+/// of the nodes it joins (transitive); a console or script does not.
 pub async fn start_node(
     name: &str,
     listen: SocketAddr,
     cookie: &str,
+    transitive: bool,
 ) -> Result<ActorRef<NodeServerMessage>, ClusterError> {
+    use ractor_cluster::node::NodeConnectionMode;
+    let mode = if transitive {
+        NodeConnectionMode::Transitive
+    } else {
+        NodeConnectionMode::Isolated
+    };
     let server = NodeServer::new(
         listen.port(),
         cookie.to_string(),
         name.to_string(),
         listen.ip().to_string(),
         None,
-        Some(ractor_cluster::node::NodeConnectionMode::Transitive),
+        Some(mode),
     )
     .with_listen_addr(listen.ip());
     let (node, _) =
@@ -178,6 +187,75 @@ pub async fn peers(node: &ActorRef<NodeServerMessage>) -> Vec<String> {
         .collect();
     names.sort();
     names
+}
+
+/// A console's or script's connection to a running cluster: its own
+/// (client) node, authenticated with the cookie, and the control actor.
+#[derive(Debug)]
+pub struct Remote {
+    node: ActorRef<NodeServerMessage>,
+    control: ActorRef<ControlMsg>,
+    timeout: Duration,
+}
+
+impl Remote {
+    /// Connect to the node at `addr` with `cookie`.
+    pub async fn connect(addr: &str, cookie: &str, timeout: Duration) -> Result<Remote, ClusterError> {
+        let target: SocketAddr = tokio::net::lookup_host(addr)
+            .await
+            .ok()
+            .and_then(|mut a| a.next())
+            .ok_or_else(|| ClusterError::Unreachable {
+                addr: addr.to_string(),
+                reason: "not a HOST:PORT address".to_string(),
+            })?;
+        let local = SocketAddr::new(
+            if target.ip().is_loopback() { target.ip() } else { [0, 0, 0, 0].into() },
+            0,
+        );
+        let name = format!("remote-{}-{}", std::process::id(), crate::types::now_ms());
+        let node = start_node(&name, local, cookie, false).await?;
+        join(&node, addr, timeout).await?;
+        let deadline = Instant::now() + timeout;
+        loop {
+            let control = ractor::pg::get_members(&CONTROL_GROUP.to_string())
+                .into_iter()
+                .find(|c| !c.get_id().is_local());
+            if let Some(control) = control {
+                return Ok(Remote {
+                    node,
+                    control: ActorRef::from(control),
+                    timeout,
+                });
+            }
+            if Instant::now() >= deadline {
+                return Err(ClusterError::Missing("control actor (is it a worker node? connect to the master's node)"));
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// One request; `Err` holds the node's one-line reason.
+    pub async fn request(&self, request: &ControlRequest) -> Result<serde_json::Value, String> {
+        let text = serde_json::to_string(request).map_err(|e| e.to_string())?;
+        let reply = ractor::call_t!(
+            self.control,
+            |port| ControlMsg::Request(text, port),
+            self.timeout.as_millis() as u64
+        )
+        .map_err(|e| format!("the node did not answer: {e}"))?;
+        let mut value: serde_json::Value =
+            serde_json::from_str(&reply).map_err(|e| format!("bad reply: {e}"))?;
+        if let Some(error) = value.get("error") {
+            return Err(error.as_str().unwrap_or("error").to_string());
+        }
+        Ok(value.get_mut("ok").map(serde_json::Value::take).unwrap_or_default())
+    }
+
+    /// Close the connection.
+    pub fn close(self) {
+        self.node.stop(None);
+    }
 }
 
 #[cfg(test)]

@@ -115,6 +115,10 @@ impl CrawlConfig {
         format!("web_crawler_pool@{}", self.node_name)
     }
 
+    pub fn control_name(&self) -> String {
+        format!("web_crawler_control@{}", self.node_name)
+    }
+
     pub fn sup_name(&self) -> String {
         format!("web_crawler_sup@{}", self.node_name)
     }

@@ -3,6 +3,7 @@
 mod app;
 mod behaviour;
 pub mod cluster;
+mod control;
 mod config;
 pub mod frontier;
 mod master;
@@ -16,6 +17,7 @@ pub use app::{App, AppError, AppHandle};
 /// Implementers of the behaviours use the same `async_trait` as the traits.
 pub use async_trait::async_trait;
 pub use behaviour::*;
+pub use control::{Control, ControlMsg, ControlRequest};
 pub use config::{Behaviours, CrawlConfig, RestartIntensity};
 pub use master::{IdleReason, Master, MasterMsg, NodeInfo, SlaveReport, Status};
 pub use pool::{Pool, PoolMsg};

@@ -244,7 +244,7 @@ pub struct MasterState {
 /// this node, else through its process group on another node. A restarted
 /// master gets it, as it takes the name and the group.
 pub(crate) fn cast(master_name: &str, msg: MasterMsg) {
-    let master = ActorRef::<MasterMsg>::where_is(master_name.to_string()).or_else(|| {
+    let master = ActorRef::<MasterMsg>::where_is(master_name).or_else(|| {
         ractor::pg::get_members(&cluster::MASTER_GROUP.to_string())
             .into_iter()
             .find(|c| !c.get_id().is_local())

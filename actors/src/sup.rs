@@ -6,6 +6,7 @@
 
 use crate::behaviour::Store;
 use crate::config::{Behaviours, CrawlConfig};
+use crate::control::{Control, ControlArgs};
 use crate::master::{Master, MasterArgs, MasterMsg, RunStats};
 use crate::pool::{Pool, PoolArgs};
 use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
@@ -16,10 +17,11 @@ use std::time::Instant;
 use tokio::sync::watch;
 
 /// The supervisor's children, in start order.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum ChildRole {
     Pool,
     Master,
+    Control,
 }
 
 /// One row of `which_children`.
@@ -93,6 +95,7 @@ impl Actor for Sup {
         start_child(&myself, &mut state, ChildRole::Pool).await?;
         if state.args.store.is_some() {
             start_child(&myself, &mut state, ChildRole::Master).await?;
+            start_child(&myself, &mut state, ChildRole::Control).await?;
         }
         Ok(state)
     }
@@ -114,12 +117,12 @@ impl Actor for Sup {
                         restarts: state.restarts.get(&c.role).copied().unwrap_or(0),
                     })
                     .collect();
-                rows.sort_by_key(|c| c.role == ChildRole::Master);
+                rows.sort_by_key(|c| c.role);
                 let _ = reply.send(rows);
             }
             SupMsg::Shutdown(reply) => {
                 state.shutting_down = true;
-                for role in [ChildRole::Master, ChildRole::Pool] {
+                for role in [ChildRole::Control, ChildRole::Master, ChildRole::Pool] {
                     let cells: Vec<_> = state
                         .children
                         .values()
@@ -241,6 +244,17 @@ async fn start_child(
                 run: state.run.clone(),
             };
             Actor::spawn_linked(Some(cfg.master_name()), Master, args, myself.get_cell())
+                .await?
+                .0
+                .get_cell()
+        }
+        ChildRole::Control => {
+            let store = state.args.store.clone().ok_or("a worker node runs no control")?;
+            let args = ControlArgs {
+                config: cfg.clone(),
+                store,
+            };
+            Actor::spawn_linked(Some(cfg.control_name()), Control, args, myself.get_cell())
                 .await?
                 .0
                 .get_cell()

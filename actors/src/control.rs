@@ -1,0 +1,206 @@
+//! `Control`: what an operator's remote shell and one-shot scripts talk to,
+//! from another process, over the cluster (as `erl -remsh` attaches to a
+//! node). It runs on the master's node, joins the control process group,
+//! and answers JSON requests by calling the tree's actors.
+
+use crate::behaviour::{PageQuery, Store};
+use crate::cluster;
+use crate::config::CrawlConfig;
+use crate::master::MasterMsg;
+use crate::sup::SupMsg;
+use crate::types::OperationSpec;
+use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
+use ractor_cluster::RactorClusterMessage;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use std::sync::Arc;
+
+/// A request from a console or script.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "cmd", rename_all = "snake_case")]
+pub enum ControlRequest {
+    Status,
+    /// The live nodes: load and hosts owned.
+    Nodes,
+    /// Like `supervisor:which_children/1`, with the nodes' pools.
+    Tree,
+    /// Like `sys:get_state/1`: a readable summary of one actor.
+    State { actor: String },
+    AddUrl { url: String, operation: OperationSpec },
+    Pending { limit: usize },
+    Processed { limit: usize },
+    Failed { limit: usize },
+    Pause,
+    Resume,
+    /// Kill the master; the supervisor restarts it.
+    RestartMaster,
+}
+
+/// The wire message: one request, one reply, both JSON text
+/// (`{"ok": ...}` or `{"error": "..."}`).
+#[derive(RactorClusterMessage)]
+pub enum ControlMsg {
+    #[rpc]
+    Request(String, RpcReplyPort<String>),
+}
+
+impl std::fmt::Debug for ControlMsg {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ControlMsg::Request(req, _) => f.debug_tuple("Request").field(req).finish(),
+        }
+    }
+}
+
+#[derive(Debug)]
+pub struct ControlArgs {
+    pub config: CrawlConfig,
+    pub store: Arc<dyn Store>,
+}
+
+#[derive(Debug)]
+pub struct Control;
+
+/// How long a request may wait for the master.
+const MASTER_TIMEOUT_MS: u64 = 10_000;
+
+impl Actor for Control {
+    type Msg = ControlMsg;
+    type State = ControlArgs;
+    type Arguments = ControlArgs;
+
+    async fn pre_start(
+        &self,
+        myself: ActorRef<Self::Msg>,
+        args: ControlArgs,
+    ) -> Result<Self::State, ActorProcessingErr> {
+        ractor::pg::join(cluster::CONTROL_GROUP.to_string(), vec![myself.get_cell()]);
+        Ok(args)
+    }
+
+    async fn handle(
+        &self,
+        _myself: ActorRef<Self::Msg>,
+        msg: Self::Msg,
+        state: &mut Self::State,
+    ) -> Result<(), ActorProcessingErr> {
+        let ControlMsg::Request(text, reply) = msg;
+        let answer = match serde_json::from_str::<ControlRequest>(&text) {
+            Ok(request) => match answer(state, request).await {
+                Ok(value) => json!({ "ok": value }),
+                Err(error) => json!({ "error": error }),
+            },
+            Err(e) => json!({ "error": format!("bad request: {e}") }),
+        };
+        let _ = reply.send(answer.to_string());
+        Ok(())
+    }
+}
+
+fn master(cfg: &CrawlConfig) -> Result<ActorRef<MasterMsg>, String> {
+    ActorRef::<MasterMsg>::where_is(cfg.master_name())
+        .ok_or_else(|| "the master is restarting; try again".to_string())
+}
+
+async fn answer(state: &ControlArgs, request: ControlRequest) -> Result<Value, String> {
+    let cfg = &state.config;
+    match request {
+        ControlRequest::Status => {
+            let status = ractor::call_t!(master(cfg)?, MasterMsg::Status, MASTER_TIMEOUT_MS)
+                .map_err(|e| e.to_string())?;
+            to_json(&status)
+        }
+        ControlRequest::Nodes => {
+            let status = ractor::call_t!(master(cfg)?, MasterMsg::Status, MASTER_TIMEOUT_MS)
+                .map_err(|e| e.to_string())?;
+            to_json(&status.nodes)
+        }
+        ControlRequest::Tree => {
+            let sup = ActorRef::<SupMsg>::where_is(cfg.sup_name())
+                .ok_or_else(|| "the supervisor is gone".to_string())?;
+            let children = ractor::call_t!(sup, SupMsg::WhichChildren, MASTER_TIMEOUT_MS)
+                .map_err(|e| e.to_string())?;
+            let pools: Vec<Value> = cluster::members(cluster::POOL_GROUP, &cfg.pool_name())
+                .iter()
+                .filter_map(|c| c.get_name())
+                .map(|name| json!({ "name": name, "role": "Pool", "node": cluster::node_of(&name) }))
+                .collect();
+            Ok(json!({
+                "sup": cfg.sup_name(),
+                "node": cfg.node_name,
+                "strategy": "one_for_one",
+                "intensity": { "max_restarts": cfg.restart_intensity.max_restarts,
+                               "period_s": cfg.restart_intensity.period.as_secs() },
+                "children": children,
+                "pools": pools,
+            }))
+        }
+        ControlRequest::State { actor } => match actor.as_str() {
+            "master" => {
+                let status = ractor::call_t!(master(cfg)?, MasterMsg::Status, MASTER_TIMEOUT_MS)
+                    .map_err(|e| e.to_string())?;
+                to_json(&status)
+            }
+            "sup" => Ok(json!({
+                "name": cfg.sup_name(),
+                "strategy": "one_for_one",
+                "max_restarts": cfg.restart_intensity.max_restarts,
+                "period_s": cfg.restart_intensity.period.as_secs(),
+            })),
+            "config" => Ok(json!({
+                "node": cfg.node_name,
+                "concurrency": cfg.concurrency,
+                "per_host": cfg.per_host,
+                "min_delay_ms": cfg.min_delay.as_millis() as u64,
+                "max_pages": cfg.max_pages,
+                "lease_s": cfg.lease.as_secs(),
+                "max_attempts": cfg.max_attempts,
+            })),
+            other => Err(format!("no actor {other:?}: try master, sup or config")),
+        },
+        ControlRequest::AddUrl { url, operation } => {
+            let result = ractor::call_t!(
+                master(cfg)?,
+                |reply| MasterMsg::AddUrl {
+                    url,
+                    operation,
+                    reply
+                },
+                MASTER_TIMEOUT_MS
+            )
+            .map_err(|e| e.to_string())?;
+            result.map(Value::String)
+        }
+        ControlRequest::Pending { limit } => {
+            to_json(&state.store.pending(limit).await.map_err(|e| e.to_string())?)
+        }
+        ControlRequest::Processed { limit } | ControlRequest::Failed { limit } => {
+            let only_failed = matches!(request, ControlRequest::Failed { .. });
+            let pages = state
+                .store
+                .processed(PageQuery {
+                    limit: Some(limit),
+                    offset: 0,
+                    only_failed,
+                })
+                .await
+                .map_err(|e| e.to_string())?;
+            to_json(&pages)
+        }
+        ControlRequest::Pause | ControlRequest::Resume => {
+            let paused = matches!(request, ControlRequest::Pause);
+            master(cfg)?
+                .cast(MasterMsg::Pause(paused))
+                .map_err(|e| e.to_string())?;
+            Ok(json!({ "paused": paused }))
+        }
+        ControlRequest::RestartMaster => {
+            master(cfg)?.kill();
+            Ok(json!("master killed; the supervisor restarts it"))
+        }
+    }
+}
+
+fn to_json<T: Serialize>(value: &T) -> Result<Value, String> {
+    serde_json::to_value(value).map_err(|e| e.to_string())
+}

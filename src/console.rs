@@ -1,0 +1,293 @@
+//! The operator's remote shell (`web_crawler console`, like `erl -remsh`)
+//! and the one-shot script commands: both send `ControlRequest`s to a
+//! running cluster and print the replies.
+
+use anyhow::{Context, Result, bail};
+use serde_json::Value;
+use std::io::{BufRead, IsTerminal, Write};
+use std::path::Path;
+use std::time::Duration;
+use web_crawler::actors::cluster::Remote;
+use web_crawler::actors::{ControlRequest, OperationSpec};
+
+/// The cookie from a cookie file (as `.erlang.cookie`): trimmed, never printed.
+pub(crate) fn read_cookie(path: &Path) -> Result<String> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read cookie file {}", path.display()))?;
+    let cookie = text.trim().to_string();
+    if cookie.is_empty() {
+        bail!("cookie file {} is empty", path.display());
+    }
+    Ok(cookie)
+}
+
+pub(crate) async fn connect(addr: &str, cookie_file: &Path, timeout: Duration) -> Result<Remote> {
+    let cookie = read_cookie(cookie_file)?;
+    Ok(Remote::connect(addr, &cookie, timeout).await?)
+}
+
+/// One request; a refusal becomes an error with the node's reason.
+pub(crate) async fn request(remote: &Remote, req: &ControlRequest) -> Result<Value> {
+    remote.request(req).await.map_err(anyhow::Error::msg)
+}
+
+/// Parse an operation given on a command line: nothing (crawl) or
+/// `search TEXT...`.
+fn operation(words: &[&str]) -> Result<OperationSpec> {
+    match words {
+        [] => Ok(OperationSpec::crawl()),
+        ["search", text @ ..] if !text.is_empty() => Ok(OperationSpec::search_text(text.join(" "))),
+        _ => bail!("unknown operation {:?}: use `search TEXT`", words.join(" ")),
+    }
+}
+
+const HELP: &str = "\
+commands:
+  status                      pages processed/pending/in flight/failed, pages/s
+  nodes                       each node, its load, hosts owned
+  tree                        the supervision tree (supervisor:which_children)
+  state ACTOR                 an actor's state (master, sup, config)
+  add_url URL [search TEXT]   queue a URL (optionally with the search operation)
+  search_text URL TEXT        crawl from URL recording where TEXT occurs
+  pending [N]                 the first N pending URLs (default 10)
+  processed [N]               the first N processed pages (default 10)
+  failed [N]                  the first N failed pages (default 10)
+  pause | resume              stop/start handing out URLs
+  restart master              kill the master; the supervisor restarts it
+  help                        this text
+  quit                        leave the shell (the cluster keeps running)";
+
+/// What one console line asks for.
+#[derive(Debug, PartialEq)]
+enum Line {
+    Empty,
+    Help,
+    Quit,
+    Request(ControlRequest),
+}
+
+fn parse_line(line: &str) -> Result<Line> {
+    let words: Vec<&str> = line.split_whitespace().collect();
+    let limit = |arg: Option<&&str>| -> Result<usize> {
+        arg.map_or(Ok(10), |n| n.parse().context("N must be a number"))
+    };
+    Ok(Line::Request(match words.as_slice() {
+        [] => return Ok(Line::Empty),
+        ["help"] | ["?"] => return Ok(Line::Help),
+        ["quit"] | ["exit"] | ["q"] => return Ok(Line::Quit),
+        ["status"] => ControlRequest::Status,
+        ["nodes"] => ControlRequest::Nodes,
+        ["tree"] => ControlRequest::Tree,
+        ["state", actor] => ControlRequest::State {
+            actor: actor.to_string(),
+        },
+        ["add_url", url, op @ ..] => ControlRequest::AddUrl {
+            url: url.to_string(),
+            operation: operation(op)?,
+        },
+        ["search_text", url, text @ ..] if !text.is_empty() => ControlRequest::AddUrl {
+            url: url.to_string(),
+            operation: OperationSpec::search_text(text.join(" ")),
+        },
+        ["pending", rest @ ..] if rest.len() <= 1 => ControlRequest::Pending {
+            limit: limit(rest.first())?,
+        },
+        ["processed", rest @ ..] if rest.len() <= 1 => ControlRequest::Processed {
+            limit: limit(rest.first())?,
+        },
+        ["failed", rest @ ..] if rest.len() <= 1 => ControlRequest::Failed {
+            limit: limit(rest.first())?,
+        },
+        ["pause"] => ControlRequest::Pause,
+        ["resume"] => ControlRequest::Resume,
+        ["restart", "master"] => ControlRequest::RestartMaster,
+        [cmd, ..] => bail!("unknown command or arguments: {cmd:?} (try `help`)"),
+    }))
+}
+
+/// Human-readable rendering of a reply.
+pub(crate) fn render(req: &ControlRequest, v: &Value) -> String {
+    let n = |k: &str| v.get(k).and_then(Value::as_u64).unwrap_or(0);
+    match req {
+        ControlRequest::Status => format!(
+            "node {}: {} processed, {} pending, {} in flight, {} failed, {:.1} pages/s{}",
+            v["node"].as_str().unwrap_or("?"),
+            n("processed"),
+            n("pending"),
+            n("in_flight"),
+            n("failed"),
+            v["pages_per_sec"].as_f64().unwrap_or(0.0),
+            if v["paused"].as_bool() == Some(true) { " (paused)" } else { "" }
+        ),
+        ControlRequest::Nodes => {
+            let mut out = String::from("node\tload\thosts");
+            for node in v.as_array().into_iter().flatten() {
+                out.push_str(&format!(
+                    "\n{}\t{}\t{}",
+                    node["node"].as_str().unwrap_or("?"),
+                    node["load"],
+                    node["hosts"]
+                ));
+            }
+            out
+        }
+        ControlRequest::Tree => {
+            let mut out = format!(
+                "{} ({} strategy {}, intensity {} in {}s)",
+                v["sup"].as_str().unwrap_or("?"),
+                v["node"].as_str().unwrap_or("?"),
+                v["strategy"].as_str().unwrap_or("?"),
+                v["intensity"]["max_restarts"],
+                v["intensity"]["period_s"]
+            );
+            for c in v["children"].as_array().into_iter().flatten() {
+                out.push_str(&format!(
+                    "\n├── {} ({}, node {}, restarts {})",
+                    c["name"].as_str().unwrap_or("?"),
+                    c["role"].as_str().unwrap_or("?"),
+                    v["node"].as_str().unwrap_or("?"),
+                    c["restarts"]
+                ));
+            }
+            for p in v["pools"].as_array().into_iter().flatten() {
+                if p["node"] != v["node"] {
+                    out.push_str(&format!(
+                        "\n└── {} (Pool, node {})",
+                        p["name"].as_str().unwrap_or("?"),
+                        p["node"].as_str().unwrap_or("?")
+                    ));
+                }
+            }
+            out
+        }
+        ControlRequest::AddUrl { .. } => format!("queued {}", v.as_str().unwrap_or("?")),
+        ControlRequest::Pending { .. } => list(v, |p| {
+            format!(
+                "{}\t{}\tattempts {}",
+                p["status"].as_str().unwrap_or("?"),
+                p["url"].as_str().unwrap_or("?"),
+                p["attempts"]
+            )
+        }),
+        ControlRequest::Processed { .. } | ControlRequest::Failed { .. } => list(v, |p| {
+            let status = p["http_returncode"]
+                .as_u64()
+                .map_or("-".to_string(), |c| c.to_string());
+            let error = p["error"].as_str().map(|e| format!("\t{e}")).unwrap_or_default();
+            format!(
+                "{status}\t{}\tnode {}{error}",
+                p["url"].as_str().unwrap_or("?"),
+                p["node"].as_str().unwrap_or("?")
+            )
+        }),
+        ControlRequest::Pause => "paused: no new URLs are handed out".to_string(),
+        ControlRequest::Resume => "resumed".to_string(),
+        _ => serde_json::to_string_pretty(v).unwrap_or_default(),
+    }
+}
+
+fn list(v: &Value, row: impl Fn(&Value) -> String) -> String {
+    let rows: Vec<String> = v.as_array().into_iter().flatten().map(row).collect();
+    if rows.is_empty() {
+        "(none)".to_string()
+    } else {
+        rows.join("\n")
+    }
+}
+
+/// The interactive shell. With a terminal: line editing and history;
+/// otherwise it reads commands from standard input, one a line.
+pub(crate) async fn run_console(remote: Remote, addr: &str) -> Result<()> {
+    let interactive = std::io::stdin().is_terminal();
+    if interactive {
+        println!("connected to {addr}; type `help` for commands, `quit` to leave");
+    }
+    let (tx, mut rx) = tokio::sync::mpsc::channel::<Option<String>>(1);
+    let (ack_tx, ack_rx) = std::sync::mpsc::channel::<()>();
+    // Line editing blocks: it runs on its own thread, one line at a time.
+    std::thread::spawn(move || {
+        let mut editor = interactive
+            .then(|| rustyline::DefaultEditor::new().ok())
+            .flatten();
+        let mut stdin = std::io::stdin().lock();
+        loop {
+            let line = match editor.as_mut() {
+                Some(ed) => match ed.readline("web_crawler> ") {
+                    Ok(line) => {
+                        let _ = ed.add_history_entry(line.as_str());
+                        Some(line)
+                    }
+                    Err(_) => None,
+                },
+                None => {
+                    let mut line = String::new();
+                    match stdin.read_line(&mut line) {
+                        Ok(0) | Err(_) => None,
+                        Ok(_) => Some(line),
+                    }
+                }
+            };
+            let done = line.is_none();
+            if tx.blocking_send(line).is_err() || done || ack_rx.recv().is_err() {
+                return;
+            }
+        }
+    });
+    while let Some(Some(line)) = rx.recv().await {
+        let keep_going = match parse_line(&line) {
+            Ok(Line::Empty) => true,
+            Ok(Line::Help) => {
+                println!("{HELP}");
+                true
+            }
+            Ok(Line::Quit) => false,
+            Ok(Line::Request(req)) => {
+                match remote.request(&req).await {
+                    Ok(v) => println!("{}", render(&req, &v)),
+                    Err(e) => println!("error: {e}"),
+                }
+                true
+            }
+            Err(e) => {
+                println!("error: {e:#}");
+                true
+            }
+        };
+        let _ = std::io::stdout().flush();
+        if !keep_going || ack_tx.send(()).is_err() {
+            break;
+        }
+    }
+    remote.close();
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_parse_to_requests() {
+        assert_eq!(parse_line("  ").unwrap(), Line::Empty);
+        assert_eq!(parse_line("quit").unwrap(), Line::Quit);
+        assert_eq!(
+            parse_line("add_url http://a/ search two words").unwrap(),
+            Line::Request(ControlRequest::AddUrl {
+                url: "http://a/".into(),
+                operation: OperationSpec::search_text("two words"),
+            })
+        );
+        assert_eq!(
+            parse_line("pending 5").unwrap(),
+            Line::Request(ControlRequest::Pending { limit: 5 })
+        );
+        assert_eq!(
+            parse_line("restart master").unwrap(),
+            Line::Request(ControlRequest::RestartMaster)
+        );
+        assert!(parse_line("pending many").is_err());
+        assert!(parse_line("frobnicate").is_err());
+        assert!(parse_line("add_url http://a/ mirror").is_err());
+        assert!(parse_line("search_text http://a/").is_err());
+    }
+}
