@@ -1,5 +1,6 @@
 //! Flags and subcommands.
 
+use crate::console;
 use anyhow::{Context, Result, bail};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use regex::Regex;
@@ -8,7 +9,6 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use crate::console;
 use web_crawler::actors::cluster;
 use web_crawler::actors::{AppHandle, ControlRequest, IdleReason, OperationSpec, PageQuery, Store};
 use web_crawler::policy::Scope;
@@ -557,7 +557,9 @@ async fn serve_node(
     }
     if let Some((_, seeds)) = &master {
         for url in seeds {
-            app.add_url(url).await.with_context(|| format!("seed {url}"))?;
+            app.add_url(url)
+                .await
+                .with_context(|| format!("seed {url}"))?;
         }
     }
     eprintln!("node {} listening on {}", node.name, node.listen);

@@ -117,7 +117,11 @@ pub(crate) fn render(req: &ControlRequest, v: &Value) -> String {
             n("in_flight"),
             n("failed"),
             v["pages_per_sec"].as_f64().unwrap_or(0.0),
-            if v["paused"].as_bool() == Some(true) { " (paused)" } else { "" }
+            if v["paused"].as_bool() == Some(true) {
+                " (paused)"
+            } else {
+                ""
+            }
         ),
         ControlRequest::Nodes => {
             let mut out = String::from("node\tload\thosts");
@@ -173,7 +177,10 @@ pub(crate) fn render(req: &ControlRequest, v: &Value) -> String {
             let status = p["http_returncode"]
                 .as_u64()
                 .map_or("-".to_string(), |c| c.to_string());
-            let error = p["error"].as_str().map(|e| format!("\t{e}")).unwrap_or_default();
+            let error = p["error"]
+                .as_str()
+                .map(|e| format!("\t{e}"))
+                .unwrap_or_default();
             format!(
                 "{status}\t{}\tnode {}{error}",
                 p["url"].as_str().unwrap_or("?"),

@@ -3,8 +3,8 @@
 //! control actor join process groups that ractor_cluster keeps in sync
 //! across connected nodes; messages that cross nodes travel as JSON.
 
-use ractor::message::{BoxedDowncastErr, SerializedMessage};
 use crate::control::{ControlMsg, ControlRequest};
+use ractor::message::{BoxedDowncastErr, SerializedMessage};
 use ractor::{ActorCell, ActorRef};
 use ractor_cluster::{NodeServer, NodeServerMessage, NodeSessionMessage};
 use serde::Serialize;
@@ -200,7 +200,11 @@ pub struct Remote {
 
 impl Remote {
     /// Connect to the node at `addr` with `cookie`.
-    pub async fn connect(addr: &str, cookie: &str, timeout: Duration) -> Result<Remote, ClusterError> {
+    pub async fn connect(
+        addr: &str,
+        cookie: &str,
+        timeout: Duration,
+    ) -> Result<Remote, ClusterError> {
         let target: SocketAddr = tokio::net::lookup_host(addr)
             .await
             .ok()
@@ -210,7 +214,11 @@ impl Remote {
                 reason: "not a HOST:PORT address".to_string(),
             })?;
         let local = SocketAddr::new(
-            if target.ip().is_loopback() { target.ip() } else { [0, 0, 0, 0].into() },
+            if target.ip().is_loopback() {
+                target.ip()
+            } else {
+                [0, 0, 0, 0].into()
+            },
             0,
         );
         let name = format!("remote-{}-{}", std::process::id(), crate::types::now_ms());
@@ -229,7 +237,9 @@ impl Remote {
                 });
             }
             if Instant::now() >= deadline {
-                return Err(ClusterError::Missing("control actor (is it a worker node? connect to the master's node)"));
+                return Err(ClusterError::Missing(
+                    "control actor (is it a worker node? connect to the master's node)",
+                ));
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
@@ -249,7 +259,10 @@ impl Remote {
         if let Some(error) = value.get("error") {
             return Err(error.as_str().unwrap_or("error").to_string());
         }
-        Ok(value.get_mut("ok").map(serde_json::Value::take).unwrap_or_default())
+        Ok(value
+            .get_mut("ok")
+            .map(serde_json::Value::take)
+            .unwrap_or_default())
     }
 
     /// Close the connection.

@@ -25,11 +25,22 @@ pub enum ControlRequest {
     /// Like `supervisor:which_children/1`, with the nodes' pools.
     Tree,
     /// Like `sys:get_state/1`: a readable summary of one actor.
-    State { actor: String },
-    AddUrl { url: String, operation: OperationSpec },
-    Pending { limit: usize },
-    Processed { limit: usize },
-    Failed { limit: usize },
+    State {
+        actor: String,
+    },
+    AddUrl {
+        url: String,
+        operation: OperationSpec,
+    },
+    Pending {
+        limit: usize,
+    },
+    Processed {
+        limit: usize,
+    },
+    Failed {
+        limit: usize,
+    },
     Pause,
     Resume,
     /// Kill the master; the supervisor restarts it.
@@ -123,7 +134,9 @@ async fn answer(state: &ControlArgs, request: ControlRequest) -> Result<Value, S
             let pools: Vec<Value> = cluster::members(cluster::POOL_GROUP, &cfg.pool_name())
                 .iter()
                 .filter_map(|c| c.get_name())
-                .map(|name| json!({ "name": name, "role": "Pool", "node": cluster::node_of(&name) }))
+                .map(
+                    |name| json!({ "name": name, "role": "Pool", "node": cluster::node_of(&name) }),
+                )
                 .collect();
             Ok(json!({
                 "sup": cfg.sup_name(),
@@ -171,9 +184,13 @@ async fn answer(state: &ControlArgs, request: ControlRequest) -> Result<Value, S
             .map_err(|e| e.to_string())?;
             result.map(Value::String)
         }
-        ControlRequest::Pending { limit } => {
-            to_json(&state.store.pending(limit).await.map_err(|e| e.to_string())?)
-        }
+        ControlRequest::Pending { limit } => to_json(
+            &state
+                .store
+                .pending(limit)
+                .await
+                .map_err(|e| e.to_string())?,
+        ),
         ControlRequest::Processed { limit } | ControlRequest::Failed { limit } => {
             let only_failed = matches!(request, ControlRequest::Failed { .. });
             let pages = state

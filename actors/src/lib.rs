@@ -3,8 +3,8 @@
 mod app;
 mod behaviour;
 pub mod cluster;
-mod control;
 mod config;
+mod control;
 pub mod frontier;
 mod master;
 mod pool;
@@ -17,8 +17,8 @@ pub use app::{App, AppError, AppHandle};
 /// Implementers of the behaviours use the same `async_trait` as the traits.
 pub use async_trait::async_trait;
 pub use behaviour::*;
-pub use control::{Control, ControlMsg, ControlRequest};
 pub use config::{Behaviours, CrawlConfig, RestartIntensity};
+pub use control::{Control, ControlMsg, ControlRequest};
 pub use master::{IdleReason, Master, MasterMsg, NodeInfo, SlaveReport, Status};
 pub use pool::{Pool, PoolMsg};
 pub use slave::{Slave, SlaveTask};

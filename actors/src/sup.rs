@@ -249,7 +249,11 @@ async fn start_child(
                 .get_cell()
         }
         ChildRole::Control => {
-            let store = state.args.store.clone().ok_or("a worker node runs no control")?;
+            let store = state
+                .args
+                .store
+                .clone()
+                .ok_or("a worker node runs no control")?;
             let args = ControlArgs {
                 config: cfg.clone(),
                 store,

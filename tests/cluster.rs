@@ -1,0 +1,338 @@
+//! Clusters of `web_crawler` processes on loopback: a master node, worker
+//! nodes joining and dying, scripts and the console talking to them.
+
+mod common;
+
+use common::wait_for;
+use common::web::GeneratedWeb;
+use std::collections::{HashMap, HashSet};
+use std::net::{Ipv4Addr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::process::{Output, Stdio};
+use std::time::Duration;
+use tokio::io::AsyncWriteExt;
+use tokio::process::{Child, Command};
+use web_crawler::actors::{PageQuery, Store};
+use web_crawler::store::SqliteStore;
+
+fn bin() -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_web_crawler"));
+    cmd.env("RUST_LOG", "warn")
+        .env_remove("MONGODB_URI")
+        .kill_on_drop(true);
+    cmd
+}
+
+/// A free port on `ip` (bound, then released for the node to take).
+fn addr(ip: Ipv4Addr) -> SocketAddr {
+    let l = std::net::TcpListener::bind((ip, 0)).unwrap();
+    l.local_addr().unwrap()
+}
+
+struct Cluster {
+    dir: tempfile::TempDir,
+    cookie: PathBuf,
+    master_addr: SocketAddr,
+    master: Child,
+}
+
+impl Cluster {
+    /// A master node on 127.0.9.1 with the embedded store.
+    async fn start(extra: &[&str]) -> Cluster {
+        let dir = tempfile::tempdir().unwrap();
+        let cookie = dir.path().join("cookie");
+        std::fs::write(&cookie, "shared-secret-for-tests\n").unwrap();
+        let master_addr = addr(Ipv4Addr::new(127, 0, 9, 1));
+        let db = dir.path().join("master.db");
+        let mut cmd = bin();
+        cmd.args([
+            "start",
+            "--name",
+            "master",
+            "--listen",
+            &master_addr.to_string(),
+        ])
+        .arg("--cookie-file")
+        .arg(&cookie)
+        .arg("--db")
+        .arg(&db)
+        .args(["--scope", "any", "--delay-ms", "0", "--concurrency", "4"])
+        .args(extra)
+        .stderr(Stdio::null());
+        let master = cmd.spawn().unwrap();
+        let mut cluster = Cluster {
+            dir,
+            cookie,
+            master_addr,
+            master,
+        };
+        assert!(cluster.wait_nodes(1).await, "master node up");
+        cluster
+    }
+
+    fn db(&self) -> PathBuf {
+        self.dir.path().join("master.db")
+    }
+
+    /// A worker node joining the master.
+    fn worker(&self, name: &str, ip: Ipv4Addr) -> Child {
+        let listen = addr(ip);
+        bin()
+            .args(["node", "--name", name, "--listen", &listen.to_string()])
+            .arg("--cookie-file")
+            .arg(&self.cookie)
+            .args(["--join", &self.master_addr.to_string()])
+            .args(["--scope", "any", "--delay-ms", "0", "--concurrency", "4"])
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap()
+    }
+
+    async fn cli(&self, args: &[&str]) -> Output {
+        self.cli_with_cookie(args, &self.cookie).await
+    }
+
+    async fn cli_with_cookie(&self, args: &[&str], cookie: &Path) -> Output {
+        let mut cmd = bin();
+        cmd.args(args)
+            .args(["--connect", &self.master_addr.to_string()])
+            .arg("--cookie-file")
+            .arg(cookie)
+            .args(["--wait", "5"]);
+        tokio::time::timeout(Duration::from_secs(60), cmd.output())
+            .await
+            .expect("the command finishes")
+            .unwrap()
+    }
+
+    async fn status(&self) -> Option<serde_json::Value> {
+        let out = self.cli(&["status", "--json"]).await;
+        if !out.status.success() {
+            return None;
+        }
+        serde_json::from_slice(&out.stdout).ok()
+    }
+
+    /// Wait until the master sees `n` live pools.
+    async fn wait_nodes(&mut self, n: usize) -> bool {
+        for _ in 0..100 {
+            if let Some(s) = self.status().await
+                && s["nodes"].as_array().map(Vec::len) == Some(n)
+            {
+                return true;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        false
+    }
+
+    async fn wait_idle(&self) -> serde_json::Value {
+        for _ in 0..600 {
+            if let Some(s) = self.status().await
+                && s["idle"] == "FrontierEmpty"
+            {
+                return s;
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        panic!("the cluster did not finish the crawl");
+    }
+}
+
+/// host → nodes that fetched its pages, from the master's store.
+async fn nodes_per_host(db: &Path) -> HashMap<String, HashSet<String>> {
+    let store = SqliteStore::open(db).unwrap();
+    let mut out: HashMap<String, HashSet<String>> = HashMap::new();
+    for p in store.processed(PageQuery::default()).await.unwrap() {
+        if p.record.http_returncode.is_some() {
+            out.entry(p.record.host.clone())
+                .or_default()
+                .insert(p.record.node.clone());
+        }
+    }
+    out
+}
+
+fn assert_every_page_fetched(web: &GeneratedWeb, at_most_once: bool) {
+    for (h, target) in web.canonical_targets() {
+        let n = web.servers[h].hits_of(&target);
+        assert!(n >= 1, "host {h} {target} fetched");
+        if at_most_once {
+            assert_eq!(n, 1, "host {h} {target} fetched once");
+        }
+    }
+    for s in &web.servers {
+        assert!(
+            s.hits().keys().all(|t| !t.starts_with("/private/")),
+            "robots.txt obeyed"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_master_and_two_workers_share_a_crawl() {
+    let web = GeneratedWeb::start_with(6, 30, 11, Duration::from_millis(5)).await;
+    let mut cluster = Cluster::start(&[]).await;
+    let _w1 = cluster.worker("w1", Ipv4Addr::new(127, 0, 9, 2));
+    let _w2 = cluster.worker("w2", Ipv4Addr::new(127, 0, 9, 3));
+    assert!(cluster.wait_nodes(3).await, "three pools");
+
+    let out = cluster.cli(&["add-url", &web.seed_url()]).await;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("queued"));
+    let status = cluster.wait_idle().await;
+    assert!(status["processed"].as_u64().unwrap() >= 6 * 31);
+
+    assert_every_page_fetched(&web, true);
+    let per_host = nodes_per_host(&cluster.db()).await;
+    assert_eq!(per_host.len(), 6, "{per_host:?}");
+    for (host, nodes) in &per_host {
+        assert_eq!(nodes.len(), 1, "{host} fetched from one node: {nodes:?}");
+    }
+    let used: HashSet<&String> = per_host.values().flatten().collect();
+    assert!(used.len() >= 2, "the work was shared: {used:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_worker_loses_nothing() {
+    let web = GeneratedWeb::start_with(6, 40, 12, Duration::from_millis(15)).await;
+    let mut cluster = Cluster::start(&[]).await;
+    let mut w1 = cluster.worker("w1", Ipv4Addr::new(127, 0, 9, 4));
+    let _w2 = cluster.worker("w2", Ipv4Addr::new(127, 0, 9, 5));
+    assert!(cluster.wait_nodes(3).await);
+    assert!(
+        cluster
+            .cli(&["add-url", &web.seed_url()])
+            .await
+            .status
+            .success()
+    );
+    let progressed = wait_for(Duration::from_secs(60), || {
+        web.servers.iter().map(|s| s.total_hits()).sum::<u32>() >= 60
+    })
+    .await;
+    assert!(progressed);
+    w1.start_kill().unwrap(); // SIGKILL
+    w1.wait().await.unwrap();
+    let at_kill = cluster.status().await.unwrap();
+    assert!(
+        at_kill["processed"].as_u64().unwrap() < 6 * 41,
+        "killed mid-crawl: {at_kill}"
+    );
+    assert!(cluster.wait_nodes(2).await, "the master noticed");
+    cluster.wait_idle().await;
+    assert_every_page_fetched(&web, false);
+    let store = SqliteStore::open(&cluster.db()).unwrap();
+    let counts = store.counts().await.unwrap();
+    assert_eq!((counts.pending, counts.processing), (0, 0));
+    let ok = store
+        .processed(PageQuery::default())
+        .await
+        .unwrap()
+        .iter()
+        .filter(|p| p.record.http_returncode == Some(200))
+        .count();
+    assert_eq!(ok, 6 * 41, "every page processed");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_joining_mid_crawl_receives_work() {
+    let web = GeneratedWeb::start_with(10, 25, 13, Duration::from_millis(20)).await;
+    let mut cluster = Cluster::start(&[]).await;
+    assert!(
+        cluster
+            .cli(&["add-url", &web.seed_url()])
+            .await
+            .status
+            .success()
+    );
+    let started = wait_for(Duration::from_secs(60), || {
+        web.servers.iter().map(|s| s.total_hits()).sum::<u32>() >= 5
+    })
+    .await;
+    assert!(started);
+    let _late = cluster.worker("late", Ipv4Addr::new(127, 0, 9, 6));
+    assert!(cluster.wait_nodes(2).await);
+    cluster.wait_idle().await;
+    assert_every_page_fetched(&web, true);
+    let per_host = nodes_per_host(&cluster.db()).await;
+    assert!(
+        per_host.values().any(|nodes| nodes.contains("late")),
+        "the late node fetched some hosts: {per_host:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wrong_cookie_is_refused_with_a_clear_message() {
+    let cluster = Cluster::start(&[]).await;
+    let bad = cluster.dir.path().join("bad-cookie");
+    std::fs::write(&bad, "not-the-secret").unwrap();
+    let out = cluster.cli_with_cookie(&["status"], &bad).await;
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("refused") && err.contains("cookie"), "{err}");
+    assert!(
+        !err.contains("shared-secret") && !err.contains("not-the-secret"),
+        "no cookie printed"
+    );
+    // A bad URL is refused by the node with a one-line reason.
+    let out = cluster.cli(&["add-url", "notaurl"]).await;
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("invalid URL"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_console_drives_the_cluster() {
+    let web = GeneratedWeb::start_with(2, 10, 14, Duration::ZERO).await;
+    let cluster = Cluster::start(&[]).await;
+    let mut console = bin()
+        .args(["console", "--connect", &cluster.master_addr.to_string()])
+        .arg("--cookie-file")
+        .arg(&cluster.cookie)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = console.stdin.take().unwrap();
+    let script = format!(
+        "help\ntree\nnodes\nadd_url {}\nnonsense here\nrestart master\nstatus\nstate sup\nquit\n",
+        web.seed_url()
+    );
+    stdin.write_all(script.as_bytes()).await.unwrap();
+    drop(stdin);
+    let out = tokio::time::timeout(Duration::from_secs(60), console.wait_with_output())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("restart master"), "help: {text}");
+    assert!(
+        text.contains("web_crawler_master@master (Master"),
+        "tree: {text}"
+    );
+    assert!(text.contains("node\tload\thosts"), "nodes: {text}");
+    assert!(text.contains("queued http://"), "add_url: {text}");
+    assert!(text.contains("error: unknown command"), "bad input: {text}");
+    assert!(
+        text.contains("master killed; the supervisor restarts it"),
+        "{text}"
+    );
+    assert!(
+        text.contains("node master:"),
+        "status after the restart: {text}"
+    );
+    // The crawl the console started completes, on the restarted master.
+    let status = cluster.wait_idle().await;
+    assert_eq!(status["master_restarts"], 1);
+    assert_every_page_fetched(&web, false);
+}
