@@ -336,3 +336,41 @@ async fn the_console_drives_the_cluster() {
     assert_eq!(status["master_restarts"], 1);
     assert_every_page_fetched(&web, false);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rust_program_joins_and_sends_add_url() {
+    use web_crawler::actors::OperationSpec;
+    use web_crawler::actors::cluster::Remote;
+    let web = GeneratedWeb::start_with(1, 5, 15, Duration::ZERO).await;
+    let cluster = Cluster::start(&[]).await;
+    let remote = Remote::connect(
+        &cluster.master_addr.to_string(),
+        "shared-secret-for-tests",
+        Duration::from_secs(10),
+    )
+    .await
+    .unwrap();
+    let queued = remote
+        .add_url(&web.seed_url(), OperationSpec::crawl())
+        .await
+        .unwrap();
+    assert_eq!(queued, web.seed_url());
+    assert!(
+        remote
+            .add_url("javascript:alert(1)", OperationSpec::crawl())
+            .await
+            .is_err()
+    );
+    let status = remote.status().await.unwrap();
+    assert_eq!(status.nodes.len(), 1);
+    remote.close();
+    cluster.wait_idle().await;
+    assert_every_page_fetched(&web, true);
+    let wrong = Remote::connect(
+        &cluster.master_addr.to_string(),
+        "wrong",
+        Duration::from_secs(3),
+    )
+    .await;
+    assert!(wrong.unwrap_err().to_string().contains("wrong cookie"));
+}

@@ -441,7 +441,7 @@ async fn a_crashed_master_is_restarted_and_the_crawl_completes(b: Backend) {
         "the sup restarted the master once"
     );
     let children = app.which_children().await.unwrap();
-    assert_eq!(children.len(), 2);
+    assert_eq!(children.len(), 3, "pool, master, control: {children:?}");
     app.stop(Duration::from_secs(5)).await.unwrap();
 
     let processed = processed_by_url(&*store.inner).await;

@@ -4,6 +4,8 @@
 //! across connected nodes; messages that cross nodes travel as JSON.
 
 use crate::control::{ControlMsg, ControlRequest};
+use crate::master::Status;
+use crate::types::OperationSpec;
 use ractor::message::{BoxedDowncastErr, SerializedMessage};
 use ractor::{ActorCell, ActorRef};
 use ractor_cluster::{NodeServer, NodeServerMessage, NodeSessionMessage};
@@ -263,6 +265,27 @@ impl Remote {
             .get_mut("ok")
             .map(serde_json::Value::take)
             .unwrap_or_default())
+    }
+
+    /// `add_url` on the cluster's master; returns the normalized URL.
+    pub async fn add_url(&self, url: &str, operation: OperationSpec) -> Result<String, String> {
+        let reply = self
+            .request(&ControlRequest::AddUrl {
+                url: url.to_string(),
+                operation,
+            })
+            .await?;
+        Ok(reply.as_str().unwrap_or_default().to_string())
+    }
+
+    /// The paper's `search_text(URL, Text)` on the cluster.
+    pub async fn search_text(&self, url: &str, text: &str) -> Result<String, String> {
+        self.add_url(url, OperationSpec::search_text(text)).await
+    }
+
+    pub async fn status(&self) -> Result<Status, String> {
+        let reply = self.request(&ControlRequest::Status).await?;
+        serde_json::from_value(reply).map_err(|e| format!("bad status reply: {e}"))
     }
 
     /// Close the connection.
