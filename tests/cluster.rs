@@ -33,7 +33,8 @@ struct Cluster {
     dir: tempfile::TempDir,
     cookie: PathBuf,
     master_addr: SocketAddr,
-    master: Child,
+    /// The master node's process, killed when the test ends.
+    _master: Child,
 }
 
 impl Cluster {
@@ -64,7 +65,7 @@ impl Cluster {
             dir,
             cookie,
             master_addr,
-            master,
+            _master: master,
         };
         assert!(cluster.wait_nodes(1).await, "master node up");
         cluster
