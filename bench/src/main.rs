@@ -1,0 +1,415 @@
+//! The benchmark (run it with `scripts/bench.sh [small|large]`): serves a
+//! synthetic web on loopback and measures, in one run, the machine's
+//! ceilings (a bare fetch loop; the same loop extracting links), web_crawler
+//! on the embedded store and on MongoDB, and spider-rs — each as a child
+//! process, for its wall time, CPU time and peak memory — and checks what
+//! each fetched against the web: pages reached, repeated fetches of one
+//! normalized URL, robots.txt violations.
+
+mod server;
+mod web;
+
+use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+use tokio::process::Command;
+
+#[derive(Parser)]
+struct Cli {
+    #[command(subcommand)]
+    command: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Run the whole benchmark and print the table.
+    Run {
+        #[arg(default_value = "small")]
+        preset: String,
+        /// Fetches in flight, for every contender.
+        #[arg(long, default_value_t = 64)]
+        concurrency: usize,
+        /// web_crawler's requests in flight per host.
+        #[arg(long, default_value_t = 4)]
+        per_host: usize,
+        /// The web_crawler binary (release build).
+        #[arg(long, default_value = "target/release/web_crawler")]
+        crawler: PathBuf,
+        /// MongoDB URI for the MongoDB row (skipped when absent).
+        #[arg(long)]
+        mongodb: Option<String>,
+        /// Give up on a contender after this many seconds.
+        #[arg(long, default_value_t = 600)]
+        timeout: u64,
+        /// Skip spider-rs.
+        #[arg(long)]
+        no_spider: bool,
+    },
+    /// Child: GET every URL in the file once (optionally extracting links).
+    FetchLoop {
+        urls: PathBuf,
+        #[arg(long)]
+        concurrency: usize,
+        #[arg(long)]
+        extract: bool,
+    },
+    /// Child: spider-rs crawling from the seed over the listed hosts.
+    Spider {
+        seed: String,
+        hosts: PathBuf,
+        #[arg(long)]
+        concurrency: usize,
+    },
+}
+
+#[tokio::main]
+async fn main() {
+    let cli = Cli::parse();
+    match cli.command {
+        Cmd::Run {
+            preset,
+            concurrency,
+            per_host,
+            crawler,
+            mongodb,
+            timeout,
+            no_spider,
+        } => {
+            let Some(preset) = web::Preset::named(&preset) else {
+                eprintln!("unknown preset {preset:?}: small or large");
+                std::process::exit(2);
+            };
+            run(
+                preset,
+                concurrency,
+                per_host,
+                crawler,
+                mongodb,
+                Duration::from_secs(timeout),
+                no_spider,
+            )
+            .await;
+        }
+        Cmd::FetchLoop {
+            urls,
+            concurrency,
+            extract,
+        } => fetch_loop(urls, concurrency, extract).await,
+        Cmd::Spider {
+            seed,
+            hosts,
+            concurrency,
+        } => spider_crawl(seed, hosts, concurrency).await,
+    }
+}
+
+/// One contender's numbers.
+struct Row {
+    name: String,
+    requests: u64,
+    wall: Duration,
+    cpu: Duration,
+    peak_rss_kb: u64,
+    reached: usize,
+    repeated: usize,
+    robots_violations: u64,
+    note: String,
+}
+
+/// What a child cost: wall time, CPU time, peak RSS.
+struct Cost {
+    wall: Duration,
+    cpu: Duration,
+    peak_rss_kb: u64,
+    ok: bool,
+    stderr: String,
+}
+
+fn children_cpu() -> Duration {
+    use nix::sys::resource::{UsageWho, getrusage};
+    getrusage(UsageWho::RUSAGE_CHILDREN)
+        .map(|u| {
+            let t = |tv: nix::sys::time::TimeVal| {
+                Duration::from_secs(tv.tv_sec() as u64) + Duration::from_micros(tv.tv_usec() as u64)
+            };
+            t(u.user_time()) + t(u.system_time())
+        })
+        .unwrap_or_default()
+}
+
+fn vm_hwm_kb(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+}
+
+async fn measure(mut cmd: Command, timeout: Duration) -> Cost {
+    let cpu_before = children_cpu();
+    let started = Instant::now();
+    let mut child = cmd
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("start the contender");
+    let pid = child.id().unwrap_or(0);
+    let mut peak = 0;
+    let mut stderr = child.stderr.take().unwrap();
+    let err_task = tokio::spawn(async move {
+        let mut s = String::new();
+        let _ = tokio::io::AsyncReadExt::read_to_string(&mut stderr, &mut s).await;
+        s
+    });
+    let ok = loop {
+        if let Some(kb) = vm_hwm_kb(pid) {
+            peak = peak.max(kb);
+        }
+        tokio::select! {
+            status = child.wait() => break status.map(|s| s.success()).unwrap_or(false),
+            _ = tokio::time::sleep(Duration::from_millis(20)) => {
+                if started.elapsed() > timeout {
+                    let _ = child.kill().await;
+                    break false;
+                }
+            }
+        }
+    };
+    let wall = started.elapsed();
+    Cost {
+        wall,
+        cpu: children_cpu().saturating_sub(cpu_before),
+        peak_rss_kb: peak,
+        ok,
+        stderr: err_task.await.unwrap_or_default(),
+    }
+}
+
+fn score(name: &str, web: &web::Web, hits: &server::Hits, cost: Cost) -> Row {
+    let all = hits.all();
+    let requests: u64 = all.iter().map(|(_, n)| u64::from(*n)).sum();
+    let reached = web
+        .canonical()
+        .iter()
+        .filter(|(h, p)| hits.of(*h, p) > 0)
+        .count();
+    let repeated = all
+        .iter()
+        .filter(|((_, p), n)| *n > 1 && p != "/robots.txt")
+        .count();
+    let robots_violations = all
+        .iter()
+        .filter(|((_, p), _)| p.starts_with("/private/") || p.starts_with("/~admin/"))
+        .map(|(_, n)| u64::from(*n))
+        .sum();
+    let note = if cost.ok {
+        String::new()
+    } else {
+        let last = cost.stderr.lines().last().unwrap_or("").to_string();
+        format!("FAILED or timed out {last}")
+    };
+    Row {
+        name: name.to_string(),
+        requests,
+        wall: cost.wall,
+        cpu: cost.cpu,
+        peak_rss_kb: cost.peak_rss_kb,
+        reached,
+        repeated,
+        robots_violations,
+        note,
+    }
+}
+
+async fn run(
+    preset: web::Preset,
+    concurrency: usize,
+    per_host: usize,
+    crawler: PathBuf,
+    mongodb: Option<String>,
+    timeout: Duration,
+    no_spider: bool,
+) {
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.20.1:0").expect("bind");
+        l.local_addr().unwrap().port()
+    };
+    let web = Arc::new(web::Web::generate(preset, port, 42));
+    let srv = server::Server::start(web.clone()).await.expect("serve the web");
+    let total = web.canonical().len();
+    let work = tempdir();
+    let urls_file = work.join("urls.txt");
+    let urls: Vec<String> = web
+        .canonical()
+        .iter()
+        .map(|(h, p)| format!("http://{}:{}{p}", web.ips[*h], port))
+        .collect();
+    std::fs::write(&urls_file, urls.join("\n")).unwrap();
+    let hosts_file = work.join("hosts.txt");
+    let hosts: Vec<String> = web.ips.iter().map(|ip| format!("{ip}:{port}")).collect();
+    std::fs::write(&hosts_file, hosts.join("\n")).unwrap();
+    let me = std::env::current_exe().unwrap();
+    eprintln!(
+        "web: {} hosts x {} pages ({} canonical pages), concurrency {concurrency}",
+        preset.hosts, preset.pages, total
+    );
+
+    let mut rows = Vec::new();
+    for (name, extract) in [("(a) bare fetch loop", false), ("(a') fetch + extract links", true)] {
+        srv.hits.reset();
+        let mut cmd = Command::new(&me);
+        cmd.arg("fetch-loop")
+            .arg(&urls_file)
+            .args(["--concurrency", &concurrency.to_string()]);
+        if extract {
+            cmd.arg("--extract");
+        }
+        let cost = measure(cmd, timeout).await;
+        rows.push(score(name, &web, &srv.hits, cost));
+        eprintln!("done: {name}");
+    }
+    let crawler_args = |store: Vec<String>| {
+        let mut cmd = Command::new(&crawler);
+        cmd.arg("crawl")
+            .arg(web.seed_url())
+            .args(store)
+            .args(["--scope", "any", "--delay-ms", "0", "--quiet"])
+            .args(["--concurrency", &concurrency.to_string()])
+            .args(["--per-host", &per_host.to_string()])
+            .env("RUST_LOG", "error");
+        cmd
+    };
+    srv.hits.reset();
+    let db = work.join("bench.db");
+    let cost = measure(crawler_args(vec!["--db".into(), db.display().to_string()]), timeout).await;
+    rows.push(score("(b) web_crawler, embedded store", &web, &srv.hits, cost));
+    eprintln!("done: (b)");
+    if let Some(uri) = &mongodb {
+        srv.hits.reset();
+        let database = format!("bench_{}", std::process::id());
+        let cost = measure(
+            crawler_args(vec!["--mongodb".into(), uri.clone(), "--mongodb-database".into(), database]),
+            timeout,
+        )
+        .await;
+        rows.push(score("(c) web_crawler, MongoDB store*", &web, &srv.hits, cost));
+        eprintln!("done: (c)");
+    }
+    if !no_spider {
+        srv.hits.reset();
+        let mut cmd = Command::new(&me);
+        cmd.arg("spider")
+            .arg(web.seed_url())
+            .arg(&hosts_file)
+            .args(["--concurrency", &concurrency.to_string()]);
+        let cost = measure(cmd, timeout).await;
+        rows.push(score("(d) spider-rs", &web, &srv.hits, cost));
+        eprintln!("done: (d)");
+    }
+    print_table(&rows, total);
+}
+
+fn tempdir() -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("web_crawler_bench_{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn print_table(rows: &[Row], total: usize) {
+    let ceiling = rows
+        .iter()
+        .find(|r| r.name.starts_with("(a')"))
+        .map(|r| r.requests as f64 / r.wall.as_secs_f64());
+    let bare = rows
+        .iter()
+        .find(|r| r.name.starts_with("(a)"))
+        .map(|r| r.requests as f64 / r.wall.as_secs_f64());
+    println!(
+        "| run | requests | pages/s | wall s | CPU s | peak RSS MB | % of (a') | % of (a) | reached | repeated | robots violations |"
+    );
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    for r in rows {
+        let rate = r.requests as f64 / r.wall.as_secs_f64().max(1e-9);
+        let pct = |c: Option<f64>| c.map_or("-".to_string(), |c| format!("{:.0}%", 100.0 * rate / c));
+        println!(
+            "| {}{} | {} | {:.0} | {:.2} | {:.2} | {:.0} | {} | {} | {}/{} | {} | {} |",
+            r.name,
+            if r.note.is_empty() { String::new() } else { format!(" ({})", r.note) },
+            r.requests,
+            rate,
+            r.wall.as_secs_f64(),
+            r.cpu.as_secs_f64(),
+            r.peak_rss_kb as f64 / 1024.0,
+            pct(ceiling),
+            pct(bare),
+            r.reached,
+            total,
+            r.repeated,
+            r.robots_violations
+        );
+    }
+}
+
+/// (a) and (a'): every canonical URL once, `concurrency` in flight.
+async fn fetch_loop(urls: PathBuf, concurrency: usize, extract: bool) {
+    use http_body_util::{BodyExt, Empty};
+    use hyper_util::client::legacy::Client;
+    use hyper_util::rt::TokioExecutor;
+    let urls: Arc<Vec<String>> = Arc::new(
+        std::fs::read_to_string(urls)
+            .unwrap()
+            .lines()
+            .map(str::to_string)
+            .collect(),
+    );
+    let client: Client<_, Empty<bytes::Bytes>> = Client::builder(TokioExecutor::new())
+        .pool_max_idle_per_host(concurrency)
+        .build_http();
+    let next = Arc::new(AtomicUsize::new(0));
+    let links = Arc::new(AtomicUsize::new(0));
+    let mut tasks = Vec::new();
+    for _ in 0..concurrency {
+        let (urls, client, next, links) = (urls.clone(), client.clone(), next.clone(), links.clone());
+        tasks.push(tokio::spawn(async move {
+            let opts = web_crawler::normalize::NormalizeOptions::default();
+            loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(url) = urls.get(i) else { return };
+                let Ok(resp) = client.get(url.parse().unwrap()).await else { continue };
+                let Ok(body) = resp.into_body().collect().await else { continue };
+                if extract {
+                    let body = body.to_bytes();
+                    let (text, _) = web_crawler::extract::decode_body(&body, Some("text/html"));
+                    let page = url::Url::parse(url).unwrap();
+                    let found = web_crawler::extract::extract_html(&text, &page, &opts);
+                    links.fetch_add(found.links.len(), Ordering::Relaxed);
+                }
+            }
+        }));
+    }
+    for t in tasks {
+        let _ = t.await;
+    }
+    eprintln!("links extracted: {}", links.load(Ordering::Relaxed));
+}
+
+/// (d): spider-rs with robots.txt on and no delay, allowed on every host.
+async fn spider_crawl(seed: String, hosts: PathBuf, concurrency: usize) {
+    let hosts: Vec<String> = std::fs::read_to_string(hosts)
+        .unwrap()
+        .lines()
+        .map(|h| format!("http://{h}"))
+        .collect();
+    let mut website = spider::website::Website::new(&seed);
+    website
+        .with_respect_robots_txt(true)
+        .with_delay(0)
+        .with_external_domains(Some(hosts.into_iter()))
+        .with_concurrency_limit(Some(concurrency));
+    website.crawl().await;
+    eprintln!("spider links: {}", website.get_links().len());
+}

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# The benchmark: scripts/bench.sh [small|large] [extra flags for `bench run`]
+# Builds web_crawler and the benchmark (its own workspace, with the peer
+# crawler spider-rs) in release mode, starts the MongoDB-wire test server,
+# and prints the table. Loopback only; every run is bounded.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+preset=${1:-small}
+shift || true
+cargo build --release --bin web_crawler
+cargo build --release --manifest-path bench/Cargo.toml
+uri=$(scripts/mongo-server.sh start)
+trap 'scripts/mongo-server.sh stop' EXIT
+mongo_args=()
+# The MongoDB row is report-only (the wire server serialises commands); on
+# the large preset it would take most of an hour, so it runs on small only.
+if [[ $preset == small ]]; then
+    mongo_args=(--mongodb "$uri")
+fi
+bench/target/release/web_crawler_bench run "$preset" \
+    --crawler target/release/web_crawler "${mongo_args[@]}" "$@"
