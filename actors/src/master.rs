@@ -642,8 +642,14 @@ async fn flush(state: &mut MasterState) -> Result<(), StoreError> {
     let mut batch = std::mem::take(&mut state.batch);
     batch.now = now_ms();
     batch.reprocess_after_ms = reprocess_after_ms(&state.cfg);
+    let (pages, started) = (batch.pages.len(), Instant::now());
     let summary = state.store.commit(batch).await?;
-    tracing::trace!(?summary, "committed");
+    tracing::debug!(
+        pages,
+        ms = started.elapsed().as_secs_f64() * 1e3,
+        ?summary,
+        "committed"
+    );
     for job in std::mem::take(&mut state.reported) {
         forget(state, &job);
     }
@@ -675,6 +681,7 @@ async fn pump(state: &mut MasterState) -> Result<(), StoreError> {
         }
         if limit > 0 {
             let now = now_ms();
+            let started = Instant::now();
             let jobs = state
                 .store
                 .claim(ClaimRequest {
@@ -686,6 +693,12 @@ async fn pump(state: &mut MasterState) -> Result<(), StoreError> {
                     held_per_host: state.per_host.clone(),
                 })
                 .await?;
+            tracing::debug!(
+                limit,
+                claimed = jobs.len(),
+                ms = started.elapsed().as_secs_f64() * 1e3,
+                "claimed"
+            );
             claimed_any = !jobs.is_empty();
             dispatch(state, &live, jobs);
         }

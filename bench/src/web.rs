@@ -198,7 +198,8 @@ fn page_html(rng: &mut fastrand::Rng, h: usize, i: usize, preset: Preset, origin
         words(rng, 3, &mut s);
         s.push_str("</h2><p class=\"c\">");
         for _ in 0..per_paragraph {
-            words(rng, 30 + rng.usize(..40), &mut s);
+            let n = 30 + rng.usize(..40);
+            words(rng, n, &mut s);
             if let Some(link) = link_iter.next() {
                 s.push_str(&format!(" <a href=\"{link}\">"));
                 words(rng, 2, &mut s);
