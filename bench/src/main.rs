@@ -43,6 +43,9 @@ enum Cmd {
         /// Give up on a contender after this many seconds.
         #[arg(long, default_value_t = 600)]
         timeout: u64,
+        /// Stop the report-only MongoDB row after this many seconds.
+        #[arg(long, default_value_t = 120)]
+        mongo_timeout: u64,
         /// Skip spider-rs.
         #[arg(long)]
         no_spider: bool,
@@ -75,6 +78,7 @@ async fn main() {
             crawler,
             mongodb,
             timeout,
+            mongo_timeout,
             no_spider,
         } => {
             let Some(preset) = web::Preset::named(&preset) else {
@@ -88,6 +92,7 @@ async fn main() {
                 crawler,
                 mongodb,
                 Duration::from_secs(timeout),
+                Duration::from_secs(mongo_timeout),
                 no_spider,
             )
             .await;
@@ -209,7 +214,7 @@ fn score(name: &str, web: &web::Web, hits: &server::Hits, cost: Cost) -> Row {
         String::new()
     } else {
         let last = cost.stderr.lines().last().unwrap_or("").to_string();
-        format!("FAILED or timed out {last}")
+        format!("stopped: failed or over its time limit {last}")
     };
     Row {
         name: name.to_string(),
@@ -231,6 +236,7 @@ async fn run(
     crawler: PathBuf,
     mongodb: Option<String>,
     timeout: Duration,
+    mongo_timeout: Duration,
     no_spider: bool,
 ) {
     let port = {
@@ -238,7 +244,9 @@ async fn run(
         l.local_addr().unwrap().port()
     };
     let web = Arc::new(web::Web::generate(preset, port, 42));
-    let srv = server::Server::start(web.clone()).await.expect("serve the web");
+    let srv = server::Server::start(web.clone())
+        .await
+        .expect("serve the web");
     let total = web.canonical().len();
     let work = tempdir();
     let urls_file = work.join("urls.txt");
@@ -258,7 +266,10 @@ async fn run(
     );
 
     let mut rows = Vec::new();
-    for (name, extract) in [("(a) bare fetch loop", false), ("(a') fetch + extract links", true)] {
+    for (name, extract) in [
+        ("(a) bare fetch loop", false),
+        ("(a') fetch + extract links", true),
+    ] {
         srv.hits.reset();
         let mut cmd = Command::new(&me);
         cmd.arg("fetch-loop")
@@ -284,18 +295,37 @@ async fn run(
     };
     srv.hits.reset();
     let db = work.join("bench.db");
-    let cost = measure(crawler_args(vec!["--db".into(), db.display().to_string()]), timeout).await;
-    rows.push(score("(b) web_crawler, embedded store", &web, &srv.hits, cost));
+    let cost = measure(
+        crawler_args(vec!["--db".into(), db.display().to_string()]),
+        timeout,
+    )
+    .await;
+    rows.push(score(
+        "(b) web_crawler, embedded store",
+        &web,
+        &srv.hits,
+        cost,
+    ));
     eprintln!("done: (b)");
     if let Some(uri) = &mongodb {
         srv.hits.reset();
         let database = format!("bench_{}", std::process::id());
         let cost = measure(
-            crawler_args(vec!["--mongodb".into(), uri.clone(), "--mongodb-database".into(), database]),
-            timeout,
+            crawler_args(vec![
+                "--mongodb".into(),
+                uri.clone(),
+                "--mongodb-database".into(),
+                database,
+            ]),
+            mongo_timeout,
         )
         .await;
-        rows.push(score("(c) web_crawler, MongoDB store*", &web, &srv.hits, cost));
+        rows.push(score(
+            "(c) web_crawler, MongoDB store*",
+            &web,
+            &srv.hits,
+            cost,
+        ));
         eprintln!("done: (c)");
     }
     if !no_spider {
@@ -334,11 +364,16 @@ fn print_table(rows: &[Row], total: usize) {
     println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     for r in rows {
         let rate = r.requests as f64 / r.wall.as_secs_f64().max(1e-9);
-        let pct = |c: Option<f64>| c.map_or("-".to_string(), |c| format!("{:.0}%", 100.0 * rate / c));
+        let pct =
+            |c: Option<f64>| c.map_or("-".to_string(), |c| format!("{:.0}%", 100.0 * rate / c));
         println!(
             "| {}{} | {} | {:.0} | {:.2} | {:.2} | {:.0} | {} | {} | {}/{} | {} | {} |",
             r.name,
-            if r.note.is_empty() { String::new() } else { format!(" ({})", r.note) },
+            if r.note.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", r.note)
+            },
             r.requests,
             rate,
             r.wall.as_secs_f64(),
@@ -373,14 +408,19 @@ async fn fetch_loop(urls: PathBuf, concurrency: usize, extract: bool) {
     let links = Arc::new(AtomicUsize::new(0));
     let mut tasks = Vec::new();
     for _ in 0..concurrency {
-        let (urls, client, next, links) = (urls.clone(), client.clone(), next.clone(), links.clone());
+        let (urls, client, next, links) =
+            (urls.clone(), client.clone(), next.clone(), links.clone());
         tasks.push(tokio::spawn(async move {
             let opts = web_crawler::normalize::NormalizeOptions::default();
             loop {
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 let Some(url) = urls.get(i) else { return };
-                let Ok(resp) = client.get(url.parse().unwrap()).await else { continue };
-                let Ok(body) = resp.into_body().collect().await else { continue };
+                let Ok(resp) = client.get(url.parse().unwrap()).await else {
+                    continue;
+                };
+                let Ok(body) = resp.into_body().collect().await else {
+                    continue;
+                };
                 if extract {
                     let body = body.to_bytes();
                     let (text, _) = web_crawler::extract::decode_body(&body, Some("text/html"));
@@ -399,10 +439,14 @@ async fn fetch_loop(urls: PathBuf, concurrency: usize, extract: bool) {
 
 /// (d): spider-rs with robots.txt on and no delay, allowed on every host.
 async fn spider_crawl(seed: String, hosts: PathBuf, concurrency: usize) {
+    // Every host of the web, in the forms spider matches external domains by.
     let hosts: Vec<String> = std::fs::read_to_string(hosts)
         .unwrap()
         .lines()
-        .map(|h| format!("http://{h}"))
+        .flat_map(|h| {
+            let ip = h.split(':').next().unwrap_or(h).to_string();
+            [format!("http://{h}"), h.to_string(), ip]
+        })
         .collect();
     let mut website = spider::website::Website::new(&seed);
     website

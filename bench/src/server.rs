@@ -62,7 +62,13 @@ impl Hits {
             .map(|(k, v)| (k.clone(), v.load(Ordering::Relaxed)))
             .filter(|(_, n)| *n > 0)
             .collect();
-        out.extend(self.other.lock().unwrap().iter().map(|(k, v)| (k.clone(), *v)));
+        out.extend(
+            self.other
+                .lock()
+                .unwrap()
+                .iter()
+                .map(|(k, v)| (k.clone(), *v)),
+        );
         out
     }
 

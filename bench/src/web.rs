@@ -16,8 +16,14 @@ pub struct Preset {
 impl Preset {
     pub fn named(name: &str) -> Option<Preset> {
         match name {
-            "small" => Some(Preset { hosts: 20, pages: 250 }),
-            "large" => Some(Preset { hosts: 100, pages: 1000 }),
+            "small" => Some(Preset {
+                hosts: 20,
+                pages: 250,
+            }),
+            "large" => Some(Preset {
+                hosts: 100,
+                pages: 1000,
+            }),
             _ => None,
         }
     }
@@ -45,9 +51,32 @@ pub fn host_ip(h: usize) -> Ipv4Addr {
 }
 
 const WORDS: &[&str] = &[
-    "crawler", "erlang", "actor", "supervisor", "message", "frontier", "politeness", "robots",
-    "index", "search", "mongodb", "store", "lease", "node", "cluster", "tokenizer", "page",
-    "link", "host", "delay", "budget", "trap", "credit", "queue", "batch", "restart",
+    "crawler",
+    "erlang",
+    "actor",
+    "supervisor",
+    "message",
+    "frontier",
+    "politeness",
+    "robots",
+    "index",
+    "search",
+    "mongodb",
+    "store",
+    "lease",
+    "node",
+    "cluster",
+    "tokenizer",
+    "page",
+    "link",
+    "host",
+    "delay",
+    "budget",
+    "trap",
+    "credit",
+    "queue",
+    "batch",
+    "restart",
 ];
 
 fn words(rng: &mut fastrand::Rng, n: usize, out: &mut String) {
@@ -159,7 +188,13 @@ fn html(body: String) -> Response {
     }
 }
 
-fn page_html(rng: &mut fastrand::Rng, h: usize, i: usize, preset: Preset, origins: &[String]) -> String {
+fn page_html(
+    rng: &mut fastrand::Rng,
+    h: usize,
+    i: usize,
+    preset: Preset,
+    origins: &[String],
+) -> String {
     let base = &origins[h];
     let target_size = 8 * 1024 + rng.usize(..32 * 1024);
     let n_links = 10 + rng.usize(..51);
