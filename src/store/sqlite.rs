@@ -1076,6 +1076,8 @@ impl Store for SqliteStore {
     }
 }
 
+// What both backends must do is tested once, in tests/store_conformance.rs;
+// these tests cover what is particular to the SQLite file.
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1188,40 +1190,6 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn seed_upsert_merges_referrals() {
-        let (_dir, _path, store) = open_temp();
-        let s1 = store
-            .commit(seeds(
-                1_000,
-                vec![link("http://a/x", Some("http://a/1"), 3, 0.5)],
-            ))
-            .await
-            .unwrap();
-        assert_eq!((s1.queued, s1.merged), (1, 0));
-        let s2 = store
-            .commit(seeds(
-                2_000,
-                vec![
-                    link("http://a/x", Some("http://a/2"), 1, 0.25),
-                    // The same referrer again adds nothing to the list.
-                    link("http://a/x", Some("http://a/1"), 5, 0.25),
-                ],
-            ))
-            .await
-            .unwrap();
-        assert_eq!((s2.queued, s2.merged), (0, 2));
-        let pending = store.pending(10).await.unwrap();
-        assert_eq!(pending.len(), 1);
-        let p = &pending[0];
-        assert_eq!(p.referral_list, vec!["http://a/1", "http://a/2"]);
-        assert_eq!(p.priority, 1.0);
-        assert_eq!(p.depth, 1);
-        assert_eq!(p.status, "pending");
-        assert_eq!(p.attempts, 0);
-        assert_eq!(p.d_change, 1_000);
-    }
-
-    #[tokio::test]
     async fn claim_caps_per_host_and_round_robins_across_hosts() {
         let (_dir, _path, store) = open_temp();
         store
@@ -1265,63 +1233,6 @@ mod tests {
         assert_eq!(claimed.status, "processing");
         assert_eq!(claimed.lease_until, Some(60_010));
         assert_eq!(claimed.d_change, 10);
-    }
-
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn claim_is_atomic_across_racing_tasks() {
-        let (_dir, _path, store) = open_temp();
-        let links = (0..500)
-            .map(|i| link(&format!("http://h{}/p{i}", i % 13), None, 0, 1.0))
-            .collect();
-        store.commit(seeds(0, links)).await.unwrap();
-        let mut tasks = Vec::new();
-        for t in 0..8 {
-            let store = store.clone();
-            tasks.push(tokio::spawn(async move {
-                let mut mine = Vec::new();
-                loop {
-                    let mut req = claim_req(1, 7, 1_000);
-                    req.owner = format!("owner{t}");
-                    let jobs = store.claim(req).await.unwrap();
-                    if jobs.is_empty() {
-                        return mine;
-                    }
-                    mine.extend(jobs.into_iter().map(|j| j.url));
-                }
-            }));
-        }
-        let mut all = Vec::new();
-        for task in tasks {
-            all.extend(task.await.unwrap());
-        }
-        assert_eq!(all.len(), 500);
-        let unique: HashSet<_> = all.iter().collect();
-        assert_eq!(unique.len(), 500);
-        let counts = store.counts().await.unwrap();
-        assert_eq!((counts.pending, counts.processing), (0, 500));
-    }
-
-    #[tokio::test]
-    async fn expired_leases_return_to_pending() {
-        let (_dir, _path, store) = open_temp();
-        store
-            .commit(seeds(0, vec![link("http://a/1", None, 0, 1.0)]))
-            .await
-            .unwrap();
-        let mut req = claim_req(1_000, 10, 10);
-        req.lease_until = 500; // already expired
-        assert_eq!(store.claim(req).await.unwrap().len(), 1);
-        // A lease that has not run out yet is not taken back.
-        let mut later = claim_req(400, 10, 10);
-        later.owner = "other".into();
-        assert!(store.claim(later).await.unwrap().is_empty());
-        let mut later = claim_req(2_000, 10, 10);
-        later.owner = "other".into();
-        let jobs = store.claim(later).await.unwrap();
-        assert_eq!(jobs.len(), 1);
-        assert_eq!(jobs[0].url, "http://a/1");
-        // Expiry is not an attempt: the fetch never reported.
-        assert_eq!(jobs[0].attempts, 0);
     }
 
     #[tokio::test]
@@ -1373,89 +1284,6 @@ mod tests {
         assert_eq!(n, 1);
         let counts = store.counts().await.unwrap();
         assert_eq!((counts.pending, counts.processing), (3, 1));
-    }
-
-    #[tokio::test]
-    async fn reprocess_interval_rule_both_ways() {
-        let (_dir, _path, store) = open_temp();
-        crawl_one(&store, "http://a/old", 100_000).await;
-        assert!(store.pending(10).await.unwrap().is_empty());
-
-        // Younger than the interval: only a referral, counted on the page.
-        let young = pages(
-            159_999,
-            Some(60_000),
-            vec![page(
-                "http://a/r1",
-                Some(200),
-                None,
-                vec![link("http://a/old", Some("http://a/r1"), 1, 1.0)],
-            )],
-        );
-        let s = store.commit(young).await.unwrap();
-        assert_eq!((s.queued, s.merged), (0, 1));
-        assert!(store.pending(10).await.unwrap().is_empty());
-        let old = store.processed_url("http://a/old").await.unwrap().unwrap();
-        assert_eq!(old.referral_count, 1);
-        assert_eq!(old.referral_list, vec!["http://a/r1"]);
-
-        // Never re-processed without an interval.
-        let never = pages(
-            10_000_000,
-            None,
-            vec![page(
-                "http://a/r2",
-                Some(200),
-                None,
-                vec![link("http://a/old", Some("http://a/r2"), 1, 1.0)],
-            )],
-        );
-        let s = store.commit(never).await.unwrap();
-        assert_eq!((s.queued, s.merged), (0, 1));
-        assert!(store.pending(10).await.unwrap().is_empty());
-        assert_eq!(
-            store
-                .processed_url("http://a/old")
-                .await
-                .unwrap()
-                .unwrap()
-                .referral_count,
-            2
-        );
-
-        // Old enough: queued again, keeping the referrals.
-        let due = pages(
-            160_000,
-            Some(60_000),
-            vec![page(
-                "http://a/r3",
-                Some(200),
-                None,
-                vec![link("http://a/old", Some("http://a/r3"), 1, 1.0)],
-            )],
-        );
-        let s = store.commit(due).await.unwrap();
-        assert_eq!((s.queued, s.merged), (1, 0));
-        let pending = store.pending(10).await.unwrap();
-        assert_eq!(pending.len(), 1);
-        assert_eq!(pending[0].url, "http://a/old");
-        assert_eq!(
-            pending[0].referral_list,
-            vec!["http://a/r1", "http://a/r2", "http://a/r3"]
-        );
-        // Processed again: the count is rebuilt from the referrals table.
-        store.claim(claim_req(170_000, 10, 10)).await.unwrap();
-        store
-            .commit(pages(
-                170_000,
-                None,
-                vec![page("http://a/old", Some(200), None, vec![])],
-            ))
-            .await
-            .unwrap();
-        let old = store.processed_url("http://a/old").await.unwrap().unwrap();
-        assert_eq!((old.referral_count, old.d_processed), (3, 170_000));
-        assert!(store.pending(10).await.unwrap().is_empty());
     }
 
     #[tokio::test]
@@ -1554,50 +1382,6 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn search_result_is_replaced_on_reprocess() {
-        let (_dir, _path, store) = open_temp();
-        let mut p = page("http://a/s", Some(200), None, vec![]);
-        p.record.operation = OperationSpec::search_text("needle");
-        p.search_hit = Some(SearchHit {
-            url: "http://a/s".into(),
-            text: "needle".into(),
-            positions: vec![3, 40],
-        });
-        store
-            .commit(pages(1_000, None, vec![p.clone()]))
-            .await
-            .unwrap();
-        p.search_hit.as_mut().unwrap().positions = vec![u64::MAX, 7];
-        store
-            .commit(pages(2_000, None, vec![p.clone()]))
-            .await
-            .unwrap();
-        let mut other = p.clone();
-        other.search_hit.as_mut().unwrap().text = "hay".into();
-        store.commit(pages(3_000, None, vec![other])).await.unwrap();
-
-        let needle = store.search_results(Some("needle")).await.unwrap();
-        assert_eq!(
-            needle,
-            vec![SearchResult {
-                url: "http://a/s".into(),
-                text: "needle".into(),
-                positions: vec![u64::MAX, 7],
-                d_search: 2_000,
-            }]
-        );
-        assert_eq!(store.search_results(None).await.unwrap().len(), 2);
-        assert!(
-            store
-                .search_results(Some("nothing"))
-                .await
-                .unwrap()
-                .is_empty()
-        );
-        assert_eq!(store.counts().await.unwrap().search_results, 2);
-    }
-
-    #[tokio::test]
     async fn retries_bump_attempts_and_respect_not_before() {
         let (_dir, _path, store) = open_temp();
         store
@@ -1642,106 +1426,6 @@ mod tests {
         assert_eq!(jobs.len(), 1);
         assert_eq!(jobs[0].attempts, 1);
         assert_eq!(jobs[0].priority, 2.0);
-    }
-
-    #[tokio::test]
-    async fn crash_between_links_and_page_loses_nothing() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("crawl.db");
-        {
-            let store = SqliteStore::open(&path).unwrap();
-            store
-                .commit(seeds(0, vec![link("http://a/page", None, 0, 1.0)]))
-                .await
-                .unwrap();
-            assert_eq!(store.claim(claim_req(0, 10, 10)).await.unwrap().len(), 1);
-            // The links half of the page's commit made it; marking the page
-            // processed did not.
-            let links = vec![
-                link("http://a/l1", Some("http://a/page"), 1, 0.5),
-                link("http://b/l2", Some("http://a/page"), 1, 0.5),
-            ];
-            store.commit(seeds(10, links)).await.unwrap();
-        }
-        let store = SqliteStore::open(&path).unwrap();
-        assert!(
-            store
-                .processed_url("http://a/page")
-                .await
-                .unwrap()
-                .is_none()
-        );
-        assert_eq!(
-            pending_urls(&store).await,
-            vec!["http://a/l1", "http://a/page", "http://b/l2"]
-        );
-        // The restarted master releases its previous incarnation's leases.
-        assert_eq!(store.release(OWNER, &[]).await.unwrap(), 1);
-        let jobs = store.claim(claim_req(20, 10, 10)).await.unwrap();
-        let mut urls: Vec<_> = jobs.iter().map(|j| j.url.as_str()).collect();
-        urls.sort();
-        assert_eq!(urls, vec!["http://a/l1", "http://a/page", "http://b/l2"]);
-        // Re-processing the page merges its links instead of duplicating them.
-        let redo = page(
-            "http://a/page",
-            Some(200),
-            None,
-            vec![link("http://a/l1", Some("http://a/page"), 1, 0.5)],
-        );
-        let s = store.commit(pages(30, None, vec![redo])).await.unwrap();
-        assert_eq!((s.queued, s.merged), (0, 1));
-        let l1 = store.pending(10).await.unwrap();
-        let l1 = l1.iter().find(|p| p.url == "http://a/l1").unwrap();
-        assert_eq!(l1.referral_list, vec!["http://a/page"]);
-    }
-
-    #[tokio::test]
-    async fn data_persists_across_reopen() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("crawl.db");
-        let host = HostRecord {
-            host: "a".into(),
-            robots_status: "fetched".into(),
-            robots_http_code: Some(200),
-            robots_error: None,
-            robots_txt: Some("User-agent: *\nDisallow: /private".into()),
-            robots_fetched_at: 123,
-            crawl_delay_ms: Some(u64::MAX >> 1),
-            sitemaps: vec!["http://a/sitemap.xml".into()],
-        };
-        let mut full = page(
-            "http://a/",
-            Some(200),
-            Some(99),
-            vec![link("http://a/next", Some("http://a/"), 1, 1.0)],
-        );
-        full.record.content_length = Some(1234);
-        full.record.content_type = Some("text/html".into());
-        full.record.server = Some("nginx".into());
-        full.record.title = Some("Home".into());
-        full.record.fetch_ms = 17;
-        full.record.truncated = true;
-        full.record.depth = 2;
-        {
-            let store = SqliteStore::open(&path).unwrap();
-            let batch = CommitBatch {
-                now: 5_000,
-                pages: vec![full.clone()],
-                hosts: vec![host.clone()],
-                ..CommitBatch::default()
-            };
-            store.commit(batch).await.unwrap();
-        }
-        let store = SqliteStore::open(&path).unwrap();
-        // Reopening twice more: schema creation is idempotent.
-        drop(SqliteStore::open(&path).unwrap());
-        assert_eq!(store.hosts().await.unwrap(), vec![host]);
-        let got = store.processed_url("http://a/").await.unwrap().unwrap();
-        assert_eq!(got.record, full.record);
-        assert_eq!(got.d_processed, 5_000);
-        assert_eq!(pending_urls(&store).await, vec!["http://a/next"]);
-        let jobs = store.claim(claim_req(6_000, 10, 10)).await.unwrap();
-        assert_eq!(jobs[0].depth, 1);
     }
 
     #[tokio::test]
