@@ -45,7 +45,10 @@ start() {
     local port
     port=$("$venv/bin/python" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
     mkdir -p "$dir/data"
+    # Its own pid and log files: nx-27017's defaults are shared by every
+    # instance on the machine, and a second one would refuse to start.
     nohup "$venv/bin/nx-27017" --data-dir "$dir/data" --host 127.0.0.1 -p "$port" \
+        --pid-file "$dir/nx-27017.pid" --log-file "$dir/nx-27017.log" \
         >"$dir/server.log" 2>&1 &
     echo $! >"$pidfile"
     local uri="mongodb://127.0.0.1:$port"
@@ -71,7 +74,7 @@ stop() {
         kill "$(cat "$pidfile")" 2>/dev/null || true
         rm -f "$pidfile"
     fi
-    rm -f "$urifile"
+    rm -f "$urifile" "$dir/nx-27017.pid"
     rm -rf "$dir/data"
 }
 

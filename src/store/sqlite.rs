@@ -109,27 +109,25 @@ const EXPIRE_LEASES: &str = "UPDATE pending_urls
     SET status = 'pending', lease_until = NULL, lease_owner = NULL, d_change = ?1
     WHERE status = 'processing' AND lease_until < ?1";
 
-/// Rank every eligible row within its host, keep the ranks the host still has
-/// room for, then take rank 1 of every host before rank 2 of any. `held` is
-/// joined after ranking and materialized, so it is looked up only for the top
-/// `cap` rows of each host through an automatic index (joined inside the
-/// window it was rescanned per pending row: seconds at 100k rows).
-const CLAIM_SELECT: &str = "WITH held(host, n) AS MATERIALIZED (
-        SELECT key, value FROM json_each(:held)
-    ),
-    ranked AS (
-        SELECT id, host, priority,
-               ROW_NUMBER() OVER (PARTITION BY host ORDER BY priority DESC, id) AS rnk
-        FROM pending_urls
-        WHERE status = 'pending' AND not_before <= :now
+/// Hosts with pending work, by a loose index scan of the claim index: one
+/// probe per host, never a pass over every pending row (the frontier may
+/// hold hundreds of thousands).
+const PENDING_HOSTS: &str = "WITH RECURSIVE hosts(h) AS (
+        SELECT MIN(host) FROM pending_urls WHERE status = 'pending'
+        UNION ALL
+        SELECT (SELECT MIN(host) FROM pending_urls WHERE status = 'pending' AND host > h)
+        FROM hosts WHERE h IS NOT NULL
     )
-    SELECT p.id, p.url, p.operation, p.host, p.depth, p.priority, p.attempts, p.redirect_hops
-    FROM ranked AS r
-    LEFT JOIN held AS h ON h.host = r.host
-    JOIN pending_urls AS p ON p.id = r.id
-    WHERE r.rnk <= :cap AND r.rnk <= :cap - IFNULL(h.n, 0)
-    ORDER BY r.rnk, r.priority DESC, r.id
-    LIMIT :limit";
+    SELECT h FROM hosts WHERE h IS NOT NULL";
+
+/// The best `?3` claimable URLs of one host, straight from the claim index
+/// (status, host, priority DESC, then rowid = id).
+const HOST_CANDIDATES: &str = "SELECT id, url, operation, host, depth, priority, attempts,
+        redirect_hops
+    FROM pending_urls
+    WHERE status = 'pending' AND host = ?1 AND not_before <= ?2
+    ORDER BY priority DESC, id
+    LIMIT ?3";
 
 const CLAIM_UPDATE: &str = "UPDATE pending_urls
     SET status = 'processing', lease_until = ?2, lease_owner = ?3, d_change = ?4
@@ -269,7 +267,8 @@ const HISTOGRAM: &str = "SELECT http_returncode, COUNT(*) FROM processed_urls
 
 const ALL_STATEMENTS: &[&str] = &[
     EXPIRE_LEASES,
-    CLAIM_SELECT,
+    PENDING_HOSTS,
+    HOST_CANDIDATES,
     CLAIM_UPDATE,
     PROCESSED_AT,
     INSERT_REFERRAL,
@@ -778,20 +777,27 @@ fn apply_commit(tx: &Transaction<'_>, batch: &CommitBatch) -> Result<CommitSumma
 
 fn apply_claim(tx: &Transaction<'_>, req: &ClaimRequest) -> Result<Vec<Job>, Fail> {
     tx.prepare_cached(EXPIRE_LEASES)?.execute([req.now])?;
-    let held = serde_json::to_string(&req.held_per_host).map_err(json_err)?;
-    let mut chosen = Vec::new();
-    {
-        let mut stmt = tx.prepare_cached(CLAIM_SELECT)?;
-        let mut rows = stmt.query(named_params! {
-            ":held": held,
-            ":cap": i64::try_from(req.per_host_cap).unwrap_or(i64::MAX),
-            ":now": req.now,
-            ":limit": limit_param(Some(req.limit)),
-        })?;
+    if req.limit == 0 {
+        return Ok(Vec::new());
+    }
+    let hosts: Vec<String> = tx
+        .prepare_cached(PENDING_HOSTS)?
+        .query_map([], |row| row.get(0))?
+        .collect::<Result<_, _>>()?;
+    // Per host, the best URLs it still has room for.
+    let mut per_host: Vec<Vec<(i64, Job)>> = Vec::new();
+    let mut candidates = tx.prepare_cached(HOST_CANDIDATES)?;
+    for host in hosts {
+        let held = req.held_per_host.get(&host).copied().unwrap_or(0);
+        let room = req.per_host_cap.saturating_sub(held).min(req.limit);
+        if room == 0 {
+            continue;
+        }
+        let mut rows = candidates.query(params![host, req.now, room as i64])?;
+        let mut jobs = Vec::new();
         while let Some(row) = rows.next()? {
-            let id: i64 = row.get(0)?;
-            chosen.push((
-                id,
+            jobs.push((
+                row.get::<_, i64>(0)?,
                 Job {
                     url: row.get(1)?,
                     operation: operation_col(row, 2, "pending_urls")?,
@@ -802,6 +808,29 @@ fn apply_claim(tx: &Transaction<'_>, req: &ClaimRequest) -> Result<Vec<Job>, Fai
                     redirect_hops: int_col(row, 7, "redirect_hops")?,
                 },
             ));
+        }
+        if !jobs.is_empty() {
+            per_host.push(jobs);
+        }
+    }
+    // Hosts with the most credit first; then rank 1 of every host before
+    // rank 2 of any.
+    per_host.sort_by(|a, b| b[0].1.priority.total_cmp(&a[0].1.priority));
+    let mut chosen = Vec::new();
+    let mut queues: Vec<std::vec::IntoIter<(i64, Job)>> =
+        per_host.into_iter().map(Vec::into_iter).collect();
+    'ranks: loop {
+        let before = chosen.len();
+        for queue in &mut queues {
+            if chosen.len() == req.limit {
+                break 'ranks;
+            }
+            if let Some(next) = queue.next() {
+                chosen.push(next);
+            }
+        }
+        if chosen.len() == before {
+            break;
         }
     }
     let mut update = tx.prepare_cached(CLAIM_UPDATE)?;
