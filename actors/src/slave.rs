@@ -3,7 +3,7 @@
 //! master → exit normally. Its work runs in `post_start`, so a panic there is
 //! an `ActorFailed` its pool sees and reports; the master never goes down with it.
 
-use crate::behaviour::{FetchedPage, PageContext, ProcessedPage, Rejection};
+use crate::behaviour::{FetchedPage, PageContext, ProcessedPage};
 use crate::config::Behaviours;
 use crate::master::{self, SlaveReport};
 use crate::pool::PoolMsg;
@@ -125,13 +125,9 @@ pub(crate) async fn process(job: &Job, b: &Behaviours, node_name: &str) -> Slave
                     record.out_links.push(link.url.clone());
                     links.push(link);
                 }
-                Err(Rejection::Trap(why)) => {
+                Err(why) => {
                     record.redirect_to = Some(location.clone());
                     record.error = Some(format!("redirect not followed: {why}"));
-                }
-                Err(other) => {
-                    record.redirect_to = Some(location.clone());
-                    record.error = Some(format!("redirect not followed: {other}"));
                 }
             }
             record.links_count = 1;

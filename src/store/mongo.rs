@@ -340,6 +340,34 @@ impl MongoStore {
         Ok(out)
     }
 
+    /// `_id`s of the pending documents matching `filter` whose
+    /// (url, op_key) passes `keep`.
+    async fn leased_ids(
+        &self,
+        filter: Document,
+        keep: impl Fn(&(String, String)) -> bool,
+    ) -> Result<Vec<Bson>, StoreError> {
+        let docs: Vec<Document> = self
+            .pending
+            .find(filter)
+            .projection(doc! { "_id": 1, "url": 1, "op_key": 1 })
+            .await
+            .map_err(backend)?
+            .try_collect()
+            .await
+            .map_err(backend)?;
+        Ok(docs
+            .iter()
+            .filter(|d| {
+                keep(&(
+                    text(d, "url").unwrap_or_default(),
+                    text(d, "op_key").unwrap_or_default(),
+                ))
+            })
+            .filter_map(|d| d.get("_id").cloned())
+            .collect())
+    }
+
     async fn release_ids(&self, ids: Vec<Bson>) -> Result<u64, StoreError> {
         if ids.is_empty() {
             return Ok(0);
@@ -575,6 +603,12 @@ fn processed_of(d: &Document) -> Result<ProcessedUrl, StoreError> {
     })
 }
 
+fn key_set(keys: &[UrlKey]) -> HashSet<(String, String)> {
+    keys.iter()
+        .map(|k| (k.url.clone(), k.operation.key()))
+        .collect()
+}
+
 fn host_doc(h: &HostRecord) -> Document {
     let mut d = doc! {
         "_id": &h.host,
@@ -762,30 +796,12 @@ impl Store for MongoStore {
     }
 
     async fn release(&self, owner: &str, keep: &[UrlKey]) -> Result<u64, StoreError> {
-        let keep: HashSet<(String, String)> = keep
-            .iter()
-            .map(|k| (k.url.clone(), k.operation.key()))
-            .collect();
-        let leased: Vec<Document> = self
-            .pending
-            .find(doc! { "status": PROCESSING, "lease_owner": owner })
-            .projection(doc! { "_id": 1, "url": 1, "op_key": 1 })
-            .await
-            .map_err(backend)?
-            .try_collect()
-            .await
-            .map_err(backend)?;
-        let ids = leased
-            .iter()
-            .filter(|d| {
-                let key = (
-                    text(d, "url").unwrap_or_default(),
-                    text(d, "op_key").unwrap_or_default(),
-                );
-                !keep.contains(&key)
+        let keep = key_set(keep);
+        let ids = self
+            .leased_ids(doc! { "status": PROCESSING, "lease_owner": owner }, |key| {
+                !keep.contains(key)
             })
-            .filter_map(|d| d.get("_id").cloned())
-            .collect();
+            .await?;
         self.release_ids(ids).await
     }
 
@@ -793,30 +809,14 @@ impl Store for MongoStore {
         if keys.is_empty() {
             return Ok(0);
         }
-        let wanted: HashSet<(String, String)> = keys
-            .iter()
-            .map(|k| (k.url.clone(), k.operation.key()))
-            .collect();
+        let wanted = key_set(keys);
         let urls: Vec<&str> = keys.iter().map(|k| k.url.as_str()).collect();
-        let docs: Vec<Document> = self
-            .pending
-            .find(doc! { "status": PROCESSING, "url": { "$in": urls } })
-            .projection(doc! { "_id": 1, "url": 1, "op_key": 1 })
-            .await
-            .map_err(backend)?
-            .try_collect()
-            .await
-            .map_err(backend)?;
-        let ids = docs
-            .iter()
-            .filter(|d| {
-                wanted.contains(&(
-                    text(d, "url").unwrap_or_default(),
-                    text(d, "op_key").unwrap_or_default(),
-                ))
-            })
-            .filter_map(|d| d.get("_id").cloned())
-            .collect();
+        let ids = self
+            .leased_ids(
+                doc! { "status": PROCESSING, "url": { "$in": urls } },
+                |key| wanted.contains(key),
+            )
+            .await?;
         self.release_ids(ids).await
     }
 

@@ -11,11 +11,11 @@ use rusqlite::{
     Connection, ErrorCode, OptionalExtension, Row, Transaction, TransactionBehavior, named_params,
     params,
 };
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
-use web_crawler_actors::frontier::{LinkDecision, decide_link, dedupe_by_content};
+use web_crawler_actors::frontier::{LinkDecision, decide_link, dedupe_by_content, round_robin};
 use web_crawler_actors::{
     BrokenLink, ClaimRequest, CommitBatch, CommitSummary, HostRecord, Job, Millis, NewLink,
     OperationSpec, PageQuery, PageRecord, PendingUrl, ProcessedUrl, ROBOTS_BLOCKED, SearchResult,
@@ -814,25 +814,18 @@ fn apply_claim(tx: &Transaction<'_>, req: &ClaimRequest) -> Result<Vec<Job>, Fai
         }
     }
     // Hosts with the most credit first; then rank 1 of every host before
-    // rank 2 of any.
+    // rank 2 of any (each list is already within its host's room).
     per_host.sort_by(|a, b| b[0].1.priority.total_cmp(&a[0].1.priority));
-    let mut chosen = Vec::new();
-    let mut queues: Vec<std::vec::IntoIter<(i64, Job)>> =
-        per_host.into_iter().map(Vec::into_iter).collect();
-    'ranks: loop {
-        let before = chosen.len();
-        for queue in &mut queues {
-            if chosen.len() == req.limit {
-                break 'ranks;
-            }
-            if let Some(next) = queue.next() {
-                chosen.push(next);
-            }
-        }
-        if chosen.len() == before {
-            break;
-        }
-    }
+    let mut rows: Vec<Option<(i64, Job)>> = per_host.into_iter().flatten().map(Some).collect();
+    let order = round_robin(
+        rows.iter()
+            .enumerate()
+            .map(|(i, r)| (i, r.as_ref().map_or("", |(_, j)| j.host.as_str()))),
+        req.limit,
+        usize::MAX,
+        &HashMap::new(),
+    );
+    let chosen: Vec<(i64, Job)> = order.into_iter().filter_map(|i| rows[i].take()).collect();
     let mut update = tx.prepare_cached(CLAIM_UPDATE)?;
     for (id, _) in &chosen {
         update.execute(params![id, req.lease_until, req.owner, req.now])?;
