@@ -47,13 +47,16 @@ pub struct CrawlConfig {
     /// Re-queue a processed page linked again after this long (the paper's
     /// availability monitoring); `None` never re-queues.
     pub reprocess_after: Option<Duration>,
-    /// Claimed URLs held by this node and not yet committed, at most (0: 4 ×
+    /// Claimed URLs held by this node and not yet committed, at most (0: 8 ×
     /// concurrency, at least 16).
     pub window: usize,
     /// Claimed URLs per host at most (0: 4 × per_host, at least 4).
     pub per_host_window: usize,
     /// Results committed in one store write at most.
     pub max_batch: usize,
+    /// How long a result may wait to be committed with others: one store
+    /// write per interval instead of one per result.
+    pub flush_every: Duration,
     pub robots_ttl: Duration,
     pub robots_retry: Duration,
     pub restart_intensity: RestartIntensity,
@@ -76,6 +79,7 @@ impl Default for CrawlConfig {
             window: 0,
             per_host_window: 0,
             max_batch: 512,
+            flush_every: Duration::from_millis(50),
             robots_ttl: Duration::from_secs(24 * 3600),
             robots_retry: Duration::from_secs(60),
             restart_intensity: RestartIntensity::default(),
@@ -92,8 +96,14 @@ impl CrawlConfig {
         if self.window > 0 {
             self.window
         } else {
-            (self.concurrency * 4).max(16)
+            (self.concurrency * 8).max(16)
         }
+    }
+
+    /// Results that trigger a commit before `flush_every` is up: a quarter of
+    /// the window, so results waiting for their commit never starve the slaves.
+    pub fn flush_at(&self) -> usize {
+        self.max_batch.min(self.effective_window() / 4).max(1)
     }
 
     pub fn effective_per_host_window(&self) -> usize {

@@ -29,6 +29,14 @@ pub fn decide_link(
     }
 }
 
+/// Whether a pending URL's OPIC credit gathered since it was last written
+/// (`unsaved`) is due to be written. Writing once the unsaved part reaches
+/// the stored part keeps the stored priority within a factor of two of the
+/// exact credit, at a few writes per URL instead of one per inbound link.
+pub fn credit_due(stored: f64, unsaved: f64) -> bool {
+    unsaved > 0.0 && unsaved >= stored
+}
+
 /// A content hash marks a duplicate only for successful responses: error
 /// pages are often byte-identical without being the same resource.
 pub fn dedupe_by_content(http_returncode: Option<u16>) -> bool {
@@ -120,6 +128,26 @@ mod tests {
             decide_link(Some(100_000), 160_000, interval),
             LinkDecision::Queue
         );
+    }
+
+    #[test]
+    fn credit_is_written_when_the_unsaved_part_reaches_the_stored_one() {
+        assert!(!credit_due(1.0, 0.0));
+        assert!(!credit_due(1.0, 0.99));
+        assert!(credit_due(1.0, 1.0));
+        assert!(credit_due(0.0, 1e-12), "a zero priority gains its first credit");
+        assert!(!credit_due(0.0, 0.0));
+        // Links of equal share: written at 2, 4, 8, ... links, not at each.
+        let (mut stored, mut unsaved, mut writes) = (1.0, 0.0, 0);
+        for _ in 0..63 {
+            unsaved += 1.0;
+            if credit_due(stored, unsaved) {
+                stored += unsaved;
+                unsaved = 0.0;
+                writes += 1;
+            }
+        }
+        assert_eq!((stored, writes), (64.0, 6));
     }
 
     #[test]

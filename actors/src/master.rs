@@ -104,8 +104,8 @@ pub enum MasterMsg {
     },
     /// A draining pool's queued jobs: they go back to pending.
     Unstarted(Vec<Job>),
-    /// Write the batch collected so far (sent to self: reports queued behind
-    /// it in the mailbox join the batch first).
+    /// Write the batch collected so far (sent to self `flush_every` after the
+    /// first result of a batch, so results arriving meanwhile share its write).
     Flush,
     Tick,
     Status(RpcReplyPort<Status>),
@@ -359,7 +359,7 @@ impl Actor for Master {
             }
             MasterMsg::Report(report) => {
                 on_report(state, report);
-                if state.reported.len() >= state.cfg.max_batch {
+                if state.reported.len() >= state.cfg.flush_at() {
                     flush(state).await?;
                     pump(state).await?;
                 } else {
@@ -630,7 +630,7 @@ fn on_report(state: &mut MasterState, report: SlaveReport) {
 fn schedule_flush(myself: &ActorRef<MasterMsg>, state: &mut MasterState) {
     if !state.flush_scheduled {
         state.flush_scheduled = true;
-        let _ = myself.cast(MasterMsg::Flush);
+        myself.send_after(state.cfg.flush_every, || MasterMsg::Flush);
     }
 }
 

@@ -1,6 +1,7 @@
 //! Store backends: the embedded SQLite file (the default) and MongoDB.
 
 mod mongo;
+mod seen;
 mod sqlite;
 
 pub use mongo::{DEFAULT_DATABASE, MongoStore};

@@ -13,9 +13,12 @@ use rusqlite::{
 };
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use web_crawler_actors::frontier::{LinkDecision, decide_link, dedupe_by_content, round_robin};
+use super::seen::{Seen, SeenWindow, key_hash};
+use web_crawler_actors::frontier::{
+    LinkDecision, credit_due, decide_link, dedupe_by_content, round_robin,
+};
 use web_crawler_actors::{
     BrokenLink, ClaimRequest, CommitBatch, CommitSummary, HostRecord, Job, Millis, NewLink,
     OperationSpec, PageQuery, PageRecord, PendingUrl, ProcessedUrl, ROBOTS_BLOCKED, SearchResult,
@@ -24,7 +27,10 @@ use web_crawler_actors::{
 
 /// Version of the table layout below; a file with another version is refused
 /// rather than misread.
-const SCHEMA_VERSION: i64 = 1;
+const SCHEMA_VERSION: i64 = 2;
+
+/// Keys the seen window holds (about 40 bytes each).
+const SEEN_WINDOW: usize = 1 << 19;
 
 /// Idempotent: `open` runs it on every start. `pending_urls.id` aliases the
 /// rowid explicitly so that VACUUM cannot renumber it (it is the FIFO order).
@@ -61,7 +67,6 @@ CREATE TABLE IF NOT EXISTS processed_urls (
     "content-type"   TEXT,
     server           TEXT,
     http_returncode  INTEGER,
-    referral_count   INTEGER NOT NULL DEFAULT 0,
     links_count      INTEGER NOT NULL DEFAULT 0,
     d_processed      INTEGER NOT NULL,
     title            TEXT,
@@ -75,11 +80,11 @@ CREATE TABLE IF NOT EXISTS processed_urls (
     node             TEXT    NOT NULL DEFAULT ''
 );
 CREATE INDEX IF NOT EXISTS processed_urls_content_hash ON processed_urls (content_hash);
-CREATE TABLE IF NOT EXISTS referrals (
-    url      TEXT NOT NULL,
-    referral TEXT NOT NULL,
-    PRIMARY KEY (url, referral)
-) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS referrers (
+    id    INTEGER PRIMARY KEY,
+    url   TEXT NOT NULL UNIQUE,
+    links BLOB NOT NULL
+);
 CREATE TABLE IF NOT EXISTS search_results (
     id        INTEGER PRIMARY KEY,
     url       TEXT    NOT NULL,
@@ -136,7 +141,20 @@ const CLAIM_UPDATE: &str = "UPDATE pending_urls
 const PROCESSED_AT: &str =
     "SELECT d_processed FROM processed_urls WHERE url = ?1 AND operation = ?2";
 
-const INSERT_REFERRAL: &str = "INSERT OR IGNORE INTO referrals (url, referral) VALUES (?1, ?2)";
+const PENDING_AT: &str = "SELECT id, priority, depth, redirect_hops FROM pending_urls
+    WHERE url = ?1 AND operation = ?2";
+
+/// A referrer's link list: the sorted, distinct [`url_hash`]es of the URLs it
+/// links to, 8 bytes each (little-endian). One row per referring page makes
+/// recording a page's 10–60 links one append instead of as many scattered
+/// index inserts; finding who links to a URL reads every list.
+const REFERRER_LINKS: &str = "SELECT id, links FROM referrers WHERE url = ?1";
+
+const INSERT_REFERRER: &str = "INSERT INTO referrers (url, links) VALUES (?1, ?2)";
+
+const UPDATE_REFERRER: &str = "UPDATE referrers SET links = ?2 WHERE id = ?1";
+
+const ALL_REFERRERS: &str = "SELECT url, links FROM referrers";
 
 /// `ON CONFLICT ... DO NOTHING` then [`MERGE_PENDING`] is the upsert the
 /// frontier rules describe, split in two so the caller can tell an insert
@@ -150,8 +168,8 @@ const INSERT_PENDING: &str = "INSERT INTO pending_urls
 /// Status and attempts stay: merging a referral must not resurrect or reset a
 /// URL that is being fetched or waiting for a retry.
 const MERGE_PENDING: &str = "UPDATE pending_urls
-    SET priority = priority + ?3, depth = MIN(depth, ?4), redirect_hops = MIN(redirect_hops, ?5)
-    WHERE url = ?1 AND operation = ?2";
+    SET priority = priority + ?2, depth = MIN(depth, ?3), redirect_hops = MIN(redirect_hops, ?4)
+    WHERE id = ?1";
 
 /// The original a body duplicates: the oldest successful page with the same
 /// hash that is not itself a duplicate (so `duplicate_of` always names an
@@ -162,14 +180,13 @@ const SAME_CONTENT: &str = "SELECT url, http_returncode FROM processed_urls
     ORDER BY d_processed, url";
 
 /// REPLACE: one document per URL, the last operation wins (the paper's `_id`).
-/// The stored referral_count is the count when the page was processed; reads
-/// count the `referrals` table live.
+/// referral_count and referral_list are read from `referrers`.
 const WRITE_PROCESSED: &str = r#"INSERT OR REPLACE INTO processed_urls
         (url, operation, host, depth, "content-length", "content-type", server,
-         http_returncode, referral_count, links_count, d_processed, title, content_hash,
+         http_returncode, links_count, d_processed, title, content_hash,
          duplicate_of, redirect_to, error, fetch_ms, out_links, truncated, node)
-    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, (SELECT COUNT(*) FROM referrals WHERE url = ?1),
-            ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)"#;
+    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18,
+            ?19)"#;
 
 const DELETE_PENDING: &str = "DELETE FROM pending_urls WHERE url = ?1 AND operation = ?2";
 
@@ -223,9 +240,7 @@ const COUNTS: &str = "SELECT
 macro_rules! processed_cols {
     () => {
         r#"url, operation, host, depth, "content-length", "content-type", server,
-           http_returncode,
-           (SELECT COUNT(*) FROM referrals AS r WHERE r.url = processed_urls.url),
-           links_count, d_processed, title, content_hash,
+           http_returncode, links_count, d_processed, title, content_hash,
            duplicate_of, redirect_to, error, fetch_ms, out_links, truncated, node"#
     };
 }
@@ -243,8 +258,6 @@ const PROCESSED_ONE: &str = concat!(
     processed_cols!(),
     " FROM processed_urls WHERE url = ?1"
 );
-
-const REFERRAL_LIST: &str = "SELECT referral FROM referrals WHERE url = ?1 ORDER BY referral";
 
 const PENDING_LIST: &str = "SELECT url, operation, host, status, depth, priority, attempts,
         d_change, not_before, lease_until, last_error
@@ -271,7 +284,11 @@ const ALL_STATEMENTS: &[&str] = &[
     HOST_CANDIDATES,
     CLAIM_UPDATE,
     PROCESSED_AT,
-    INSERT_REFERRAL,
+    PENDING_AT,
+    REFERRER_LINKS,
+    INSERT_REFERRER,
+    UPDATE_REFERRER,
+    ALL_REFERRERS,
     INSERT_PENDING,
     MERGE_PENDING,
     SAME_CONTENT,
@@ -287,7 +304,6 @@ const ALL_STATEMENTS: &[&str] = &[
     COUNTS,
     PROCESSED_PAGE,
     PROCESSED_ONE,
-    REFERRAL_LIST,
     PENDING_LIST,
     SEARCH_LIST,
     BROKEN,
@@ -344,10 +360,16 @@ fn is_unreadable(e: &rusqlite::Error) -> bool {
 
 // --- the store --------------------------------------------------------------
 
-/// The embedded [`Store`]: one SQLite file in WAL mode.
+/// The embedded [`Store`]: one SQLite file in WAL mode, and the window of
+/// recently seen keys kept in step with it.
 #[derive(Clone)]
 pub struct SqliteStore {
-    conn: Arc<Mutex<Connection>>,
+    inner: Arc<Mutex<Inner>>,
+}
+
+struct Inner {
+    conn: Connection,
+    seen: SeenWindow,
 }
 
 impl std::fmt::Debug for SqliteStore {
@@ -376,7 +398,10 @@ impl SqliteStore {
         })?;
         tracing::debug!(path = %shown, "sqlite store open");
         Ok(Self {
-            conn: Arc::new(Mutex::new(conn)),
+            inner: Arc::new(Mutex::new(Inner {
+                conn,
+                seen: SeenWindow::new(SEEN_WINDOW),
+            })),
         })
     }
 
@@ -384,13 +409,18 @@ impl SqliteStore {
     async fn run<T, F>(&self, f: F) -> Result<T, StoreError>
     where
         T: Send + 'static,
-        F: FnOnce(&mut Connection) -> Result<T, Fail> + Send + 'static,
+        F: FnOnce(&mut Inner) -> Result<T, Fail> + Send + 'static,
     {
-        let conn = Arc::clone(&self.conn);
+        let inner = Arc::clone(&self.inner);
         tokio::task::spawn_blocking(move || {
             // A panic inside a call dropped its Transaction, which rolled
-            // back: the connection is consistent, so poisoning is not fatal.
-            let mut guard = conn.lock().unwrap_or_else(PoisonError::into_inner);
+            // back; the window may be ahead of the file then, so it is
+            // cleared. Otherwise poisoning is not fatal.
+            let mut guard = inner.lock().unwrap_or_else(|poisoned| {
+                let mut guard = poisoned.into_inner();
+                guard.seen.clear();
+                guard
+            });
             f(&mut guard).map_err(StoreError::from)
         })
         .await
@@ -403,13 +433,21 @@ impl SqliteStore {
     async fn write<T, F>(&self, f: F) -> Result<T, StoreError>
     where
         T: Send + 'static,
-        F: FnOnce(&Transaction<'_>) -> Result<T, Fail> + Send + 'static,
+        F: FnOnce(&Transaction<'_>, &mut SeenWindow) -> Result<T, Fail> + Send + 'static,
     {
-        self.run(move |conn| {
-            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            let out = f(&tx)?;
-            tx.commit()?;
-            Ok(out)
+        self.run(move |inner| {
+            let Inner { conn, seen } = inner;
+            let result = (|| {
+                let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+                let out = f(&tx, seen)?;
+                tx.commit()?;
+                Ok(out)
+            })();
+            if result.is_err() {
+                // Rolled back: what the window learnt in it may not be in the file.
+                seen.clear();
+            }
+            result
         })
         .await
     }
@@ -419,11 +457,12 @@ impl SqliteStore {
     async fn read<T, F>(&self, f: F) -> Result<T, StoreError>
     where
         T: Send + 'static,
-        F: FnOnce(&Transaction<'_>) -> Result<T, Fail> + Send + 'static,
+        F: FnOnce(&Transaction<'_>, &mut SeenWindow) -> Result<T, Fail> + Send + 'static,
     {
-        self.run(move |conn| {
+        self.run(move |inner| {
+            let Inner { conn, seen } = inner;
             let tx = conn.transaction()?;
-            let out = f(&tx)?;
+            let out = f(&tx, seen)?;
             tx.finish()?;
             Ok(out)
         })
@@ -486,7 +525,7 @@ fn check_identity(conn: &Connection) -> Result<(), Fail> {
         use rusqlite::types::Value;
         match version {
             Some(Value::Integer(SCHEMA_VERSION)) => Ok(()),
-            // Same number written as text by hand: still version 1.
+            // The same number written as text by hand.
             Some(Value::Text(v)) if v.trim().parse::<i64>() == Ok(SCHEMA_VERSION) => Ok(()),
             other => Err(Fail::Corrupt(format!(
                 "schema_version is {other:?}, this build reads version {SCHEMA_VERSION}"
@@ -588,30 +627,118 @@ fn read_processed(row: &Row<'_>) -> Result<ProcessedUrl, Fail> {
             content_type: row.get(5)?,
             server: row.get(6)?,
             http_returncode: opt_int_col(row, 7, "http_returncode")?,
-            links_count: int_col(row, 9, "links_count")?,
-            title: row.get(11)?,
+            links_count: int_col(row, 8, "links_count")?,
+            title: row.get(10)?,
             // u64 hashes are stored bit-cast: SQLite integers are signed.
-            content_hash: row.get::<_, Option<i64>>(12)?.map(i64::cast_unsigned),
-            redirect_to: row.get(14)?,
-            error: row.get(15)?,
-            fetch_ms: int_col(row, 16, "fetch_ms")?,
-            out_links: json_col(row, 17, "out_links", |s| serde_json::from_str(s))?,
-            truncated: int_col::<i64>(row, 18, "truncated")? != 0,
-            node: text_col(row, 19)?,
+            content_hash: row.get::<_, Option<i64>>(11)?.map(i64::cast_unsigned),
+            redirect_to: row.get(13)?,
+            error: row.get(14)?,
+            fetch_ms: int_col(row, 15, "fetch_ms")?,
+            out_links: json_col(row, 16, "out_links", |s| serde_json::from_str(s))?,
+            truncated: int_col::<i64>(row, 17, "truncated")? != 0,
+            node: text_col(row, 18)?,
         },
-        referral_count: int_col(row, 8, "referral_count")?,
+        referral_count: 0,
         referral_list: Vec::new(),
-        duplicate_of: row.get(13)?,
-        d_processed: int_col(row, 10, "d_processed")?,
+        duplicate_of: row.get(12)?,
+        d_processed: int_col(row, 9, "d_processed")?,
     })
 }
 
-fn referral_list(tx: &Transaction<'_>, url: &str) -> Result<Vec<String>, Fail> {
-    let mut stmt = tx.prepare_cached(REFERRAL_LIST)?;
-    let list = stmt
-        .query_map([url], |row| row.get(0))?
-        .collect::<Result<_, _>>()?;
-    Ok(list)
+// --- referrals --------------------------------------------------------------
+
+/// A normalized URL as the referrers' link lists hold it. xxh3 is a fixed
+/// algorithm, so stored values stay valid across builds.
+fn url_hash(url: &str) -> i64 {
+    xxhash_rust::xxh3::xxh3_64(url.as_bytes()).cast_signed()
+}
+
+fn decode_links(blob: &[u8]) -> Result<Vec<i64>, Fail> {
+    if !blob.len().is_multiple_of(8) {
+        return Err(Fail::Corrupt(format!(
+            "a referrer's link list is {} bytes, not a multiple of 8",
+            blob.len()
+        )));
+    }
+    Ok(blob
+        .chunks_exact(8)
+        .map(|c| i64::from_le_bytes(c.try_into().expect("8 bytes")))
+        .collect())
+}
+
+fn encode_links(mut hashes: Vec<i64>) -> Vec<u8> {
+    hashes.sort_unstable();
+    hashes.dedup();
+    hashes.iter().flat_map(|h| h.to_le_bytes()).collect()
+}
+
+/// Add `links` to each referrer's list.
+fn write_referrals(tx: &Transaction<'_>, referrals: HashMap<&str, Vec<i64>>) -> Result<(), Fail> {
+    let mut find = tx.prepare_cached(REFERRER_LINKS)?;
+    for (referrer, mut links) in referrals {
+        let existing: Option<(i64, Vec<u8>)> = find
+            .query_row([referrer], |row| Ok((row.get(0)?, row.get(1)?)))
+            .optional()?;
+        match existing {
+            None => {
+                tx.prepare_cached(INSERT_REFERRER)?
+                    .execute(params![referrer, encode_links(links)])?;
+            }
+            Some((id, blob)) => {
+                let old = decode_links(&blob)?;
+                links.retain(|h| old.binary_search(h).is_err());
+                if !links.is_empty() {
+                    links.extend(old);
+                    tx.prepare_cached(UPDATE_REFERRER)?
+                        .execute(params![id, encode_links(links)])?;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Who links to each of `urls` (sorted), by one pass over the link lists.
+fn referrals_of<'u>(
+    tx: &Transaction<'_>,
+    urls: impl IntoIterator<Item = &'u str>,
+) -> Result<HashMap<String, Vec<String>>, Fail> {
+    let mut wanted: HashMap<i64, Vec<String>> = HashMap::new();
+    let mut names: Vec<(String, i64)> = Vec::new();
+    for url in urls {
+        let h = url_hash(url);
+        wanted.entry(h).or_default();
+        names.push((url.to_string(), h));
+    }
+    if !wanted.is_empty() {
+        let mut stmt = tx.prepare_cached(ALL_REFERRERS)?;
+        let mut rows = stmt.query([])?;
+        while let Some(row) = rows.next()? {
+            let links = decode_links(row.get_ref(1)?.as_blob().map_err(rusqlite::Error::from)?)?;
+            let referrer: String = row.get(0)?;
+            if wanted.len() < 8 {
+                for (h, list) in wanted.iter_mut() {
+                    if links.binary_search(h).is_ok() {
+                        list.push(referrer.clone());
+                    }
+                }
+            } else {
+                for h in &links {
+                    if let Some(list) = wanted.get_mut(h) {
+                        list.push(referrer.clone());
+                    }
+                }
+            }
+        }
+    }
+    Ok(names
+        .into_iter()
+        .map(|(url, h)| {
+            let mut list = wanted.get(&h).cloned().unwrap_or_default();
+            list.sort();
+            (url, list)
+        })
+        .collect())
 }
 
 fn limit_param(limit: Option<usize>) -> i64 {
@@ -621,58 +748,150 @@ fn limit_param(limit: Option<usize>) -> i64 {
 
 // --- commit -----------------------------------------------------------------
 
-/// The paper's `add_pending_url` for one link, as [`decide_link`] rules it.
-fn upsert_link(
-    tx: &Transaction<'_>,
-    link: &NewLink,
+/// One commit's writes: the transaction, the seen window kept in step with
+/// it, and the link lists gathered per referrer (written at the end).
+struct Commit<'t, 'b> {
+    tx: &'t Transaction<'t>,
+    seen: &'t mut SeenWindow,
     now: Millis,
     reprocess_after_ms: Option<Millis>,
-    summary: &mut CommitSummary,
-) -> Result<(), Fail> {
-    let operation = link.operation.key();
-    let processed: Option<Millis> = tx
-        .prepare_cached(PROCESSED_AT)?
-        .query_row(params![link.url, operation], |row| row.get(0))
-        .optional()?;
-    match decide_link(processed, now, reprocess_after_ms) {
-        LinkDecision::ReferralOnly => {
-            // referral_count is read live from `referrals`: a new referral
-            // does not rewrite the (large) processed row.
-            if let Some(referral) = &link.referral {
-                tx.prepare_cached(INSERT_REFERRAL)?
-                    .execute(params![link.url, referral])?;
-            }
-            summary.merged += 1;
+    summary: CommitSummary,
+    referrals: HashMap<&'b str, Vec<i64>>,
+}
+
+impl<'b> Commit<'_, 'b> {
+    /// What the file holds for a key the window does not know.
+    fn lookup(&self, url: &str, operation: &str) -> Result<Option<Seen>, Fail> {
+        let pending = self
+            .tx
+            .prepare_cached(PENDING_AT)?
+            .query_row(params![url, operation], |row| {
+                Ok(Seen::Pending {
+                    id: row.get(0)?,
+                    stored: row.get::<_, Option<f64>>(1)?.unwrap_or(0.0),
+                    unsaved: 0.0,
+                    depth: row.get(2)?,
+                    redirect_hops: row.get(3)?,
+                })
+            })
+            .optional()?;
+        if pending.is_some() {
+            return Ok(pending);
         }
-        LinkDecision::Queue => {
-            let inserted = tx.prepare_cached(INSERT_PENDING)?.execute(params![
-                link.url,
-                operation,
-                link.host,
-                now,
-                link.depth,
-                link.priority,
-                link.redirect_hops,
-            ])?;
-            if inserted > 0 {
-                summary.queued += 1;
-            } else {
-                tx.prepare_cached(MERGE_PENDING)?.execute(params![
+        Ok(self
+            .tx
+            .prepare_cached(PROCESSED_AT)?
+            .query_row(params![url, operation], |row| row.get(0))
+            .optional()?
+            .map(|at| Seen::Processed { at }))
+    }
+
+    /// Record `seen`; credit of keys that fall out of the window is written.
+    fn remember(&mut self, key: u64, seen: Seen) -> Result<(), Fail> {
+        let Some(dropped) = self.seen.insert(key, seen) else {
+            return Ok(());
+        };
+        let mut merge = self.tx.prepare_cached(MERGE_PENDING)?;
+        for seen in dropped.into_values() {
+            if let Seen::Pending { id, unsaved, .. } = seen
+                && unsaved > 0.0
+            {
+                merge.execute(params![id, unsaved, u32::MAX, u32::MAX])?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The paper's `add_pending_url` for one link, as [`decide_link`] rules it.
+    fn upsert_link(&mut self, link: &'b NewLink) -> Result<(), Fail> {
+        if let Some(referral) = &link.referral {
+            self.referrals
+                .entry(referral.as_str())
+                .or_default()
+                .push(url_hash(&link.url));
+        }
+        let key = key_hash(&link.url, &link.operation);
+        let known = match self.seen.get_mut(key) {
+            Some(seen) => Some(*seen),
+            None => {
+                let found = self.lookup(&link.url, &link.operation.key())?;
+                if let Some(seen) = found {
+                    self.remember(key, seen)?;
+                }
+                found
+            }
+        };
+        match known {
+            Some(Seen::Pending {
+                id,
+                stored,
+                unsaved,
+                depth,
+                redirect_hops,
+            }) => {
+                self.summary.merged += 1;
+                let unsaved = unsaved + link.priority;
+                let merged = if credit_due(stored, unsaved)
+                    || link.depth < depth
+                    || link.redirect_hops < redirect_hops
+                {
+                    self.tx.prepare_cached(MERGE_PENDING)?.execute(params![
+                        id,
+                        unsaved,
+                        link.depth,
+                        link.redirect_hops
+                    ])?;
+                    Seen::Pending {
+                        id,
+                        stored: stored + unsaved,
+                        unsaved: 0.0,
+                        depth: depth.min(link.depth),
+                        redirect_hops: redirect_hops.min(link.redirect_hops),
+                    }
+                } else {
+                    Seen::Pending {
+                        id,
+                        stored,
+                        unsaved,
+                        depth,
+                        redirect_hops,
+                    }
+                };
+                self.remember(key, merged)
+            }
+            Some(Seen::Processed { at })
+                if decide_link(Some(at), self.now, self.reprocess_after_ms)
+                    == LinkDecision::ReferralOnly =>
+            {
+                self.summary.merged += 1;
+                Ok(())
+            }
+            // Unknown, or processed long enough ago to be queued again.
+            _ => {
+                self.tx.prepare_cached(INSERT_PENDING)?.execute(params![
                     link.url,
-                    operation,
-                    link.priority,
+                    link.operation.key(),
+                    link.host,
+                    self.now,
                     link.depth,
+                    link.priority,
                     link.redirect_hops,
                 ])?;
-                summary.merged += 1;
-            }
-            if let Some(referral) = &link.referral {
-                tx.prepare_cached(INSERT_REFERRAL)?
-                    .execute(params![link.url, referral])?;
+                self.summary.queued += 1;
+                let id = self.tx.last_insert_rowid();
+                self.remember(
+                    key,
+                    Seen::Pending {
+                        id,
+                        stored: link.priority,
+                        unsaved: 0.0,
+                        depth: link.depth,
+                        redirect_hops: link.redirect_hops,
+                    },
+                )
             }
         }
     }
-    Ok(())
 }
 
 /// The page this one's body duplicates, if any. Candidates are checked with
@@ -690,11 +909,24 @@ fn duplicate_of(tx: &Transaction<'_>, url: &str, hash: u64) -> Result<Option<Str
     Ok(None)
 }
 
-fn apply_commit(tx: &Transaction<'_>, batch: &CommitBatch) -> Result<CommitSummary, Fail> {
+/// One transaction: SQLite makes the whole batch durable or none of it, so
+/// the order inside (links, then the page) only matters to other backends.
+fn apply_commit(
+    tx: &Transaction<'_>,
+    seen: &mut SeenWindow,
+    batch: &CommitBatch,
+) -> Result<CommitSummary, Fail> {
     let now = batch.now;
-    let mut summary = CommitSummary::default();
+    let mut c = Commit {
+        tx,
+        seen,
+        now,
+        reprocess_after_ms: batch.reprocess_after_ms,
+        summary: CommitSummary::default(),
+        referrals: HashMap::new(),
+    };
     for link in &batch.seeds {
-        upsert_link(tx, link, now, batch.reprocess_after_ms, &mut summary)?;
+        c.upsert_link(link)?;
     }
     for page in &batch.pages {
         let rec = &page.record;
@@ -705,12 +937,10 @@ fn apply_commit(tx: &Transaction<'_>, batch: &CommitBatch) -> Result<CommitSumma
             _ => None,
         };
         if dup.is_some() {
-            summary.duplicates += 1;
+            c.summary.duplicates += 1;
         } else {
-            // Links before the page: a crash in between re-fetches the page
-            // rather than losing a link.
             for link in &page.links {
-                upsert_link(tx, link, now, batch.reprocess_after_ms, &mut summary)?;
+                c.upsert_link(link)?;
             }
         }
         let operation = rec.operation.key();
@@ -738,12 +968,20 @@ fn apply_commit(tx: &Transaction<'_>, batch: &CommitBatch) -> Result<CommitSumma
         ])?;
         tx.prepare_cached(DELETE_PENDING)?
             .execute(params![rec.url, operation])?;
+        c.remember(
+            key_hash(&rec.url, &rec.operation),
+            Seen::Processed { at: now },
+        )?;
         if let Some(hit) = &page.search_hit {
             let positions = serde_json::to_string(&hit.positions).map_err(json_err)?;
             tx.prepare_cached(WRITE_SEARCH)?
                 .execute(params![hit.url, hit.text, positions, now])?;
         }
     }
+    let Commit {
+        summary, referrals, ..
+    } = c;
+    write_referrals(tx, referrals)?;
     for retry in &batch.retries {
         tx.prepare_cached(RETRY)?.execute(params![
             retry.key.url,
@@ -775,7 +1013,19 @@ fn apply_commit(tx: &Transaction<'_>, batch: &CommitBatch) -> Result<CommitSumma
 
 // --- claim ------------------------------------------------------------------
 
-fn apply_claim(tx: &Transaction<'_>, req: &ClaimRequest) -> Result<Vec<Job>, Fail> {
+/// The credit a pending key gathered that its row does not show yet.
+fn unsaved_credit(seen: &mut SeenWindow, url: &str, operation: &OperationSpec) -> f64 {
+    match seen.get_mut(key_hash(url, operation)) {
+        Some(Seen::Pending { unsaved, .. }) => *unsaved,
+        _ => 0.0,
+    }
+}
+
+fn apply_claim(
+    tx: &Transaction<'_>,
+    seen: &mut SeenWindow,
+    req: &ClaimRequest,
+) -> Result<Vec<Job>, Fail> {
     tx.prepare_cached(EXPIRE_LEASES)?.execute([req.now])?;
     if req.limit == 0 {
         return Ok(Vec::new());
@@ -825,10 +1075,11 @@ fn apply_claim(tx: &Transaction<'_>, req: &ClaimRequest) -> Result<Vec<Job>, Fai
         usize::MAX,
         &HashMap::new(),
     );
-    let chosen: Vec<(i64, Job)> = order.into_iter().filter_map(|i| rows[i].take()).collect();
+    let mut chosen: Vec<(i64, Job)> = order.into_iter().filter_map(|i| rows[i].take()).collect();
     let mut update = tx.prepare_cached(CLAIM_UPDATE)?;
-    for (id, _) in &chosen {
-        update.execute(params![id, req.lease_until, req.owner, req.now])?;
+    for (id, job) in &mut chosen {
+        update.execute(params![*id, req.lease_until, req.owner, req.now])?;
+        job.priority += unsaved_credit(seen, &job.url, &job.operation);
     }
     Ok(chosen.into_iter().map(|(_, job)| job).collect())
 }
@@ -836,7 +1087,7 @@ fn apply_claim(tx: &Transaction<'_>, req: &ClaimRequest) -> Result<Vec<Job>, Fai
 #[async_trait]
 impl Store for SqliteStore {
     async fn claim(&self, req: ClaimRequest) -> Result<Vec<Job>, StoreError> {
-        let jobs = self.write(move |tx| apply_claim(tx, &req)).await?;
+        let jobs = self.write(move |tx, seen| apply_claim(tx, seen, &req)).await?;
         tracing::trace!(claimed = jobs.len(), "claim");
         Ok(jobs)
     }
@@ -845,7 +1096,7 @@ impl Store for SqliteStore {
         if batch.is_empty() {
             return Ok(CommitSummary::default());
         }
-        self.write(move |tx| apply_commit(tx, &batch)).await
+        self.write(move |tx, seen| apply_commit(tx, seen, &batch)).await
     }
 
     async fn extend_leases(
@@ -859,7 +1110,7 @@ impl Store for SqliteStore {
         }
         let keys = keys.to_vec();
         let owner = owner.to_string();
-        self.write(move |tx| {
+        self.write(move |tx, _| {
             let mut stmt = tx.prepare_cached(EXTEND_LEASE)?;
             for key in &keys {
                 stmt.execute(params![key.url, key.operation.key(), until, owner])?;
@@ -875,7 +1126,7 @@ impl Store for SqliteStore {
             .iter()
             .map(|k| (k.url.clone(), k.operation.key()))
             .collect();
-        self.write(move |tx| {
+        self.write(move |tx, _| {
             // Filtered in Rust: `keep` is small and exact-match on the stored
             // key text, which is what the unique index holds.
             let ids: Vec<i64> = {
@@ -905,7 +1156,7 @@ impl Store for SqliteStore {
             return Ok(0);
         }
         let keys = keys.to_vec();
-        self.write(move |tx| {
+        self.write(move |tx, _| {
             let now = now_ms();
             let mut stmt = tx.prepare_cached(RELEASE_KEY)?;
             let mut released = 0u64;
@@ -918,7 +1169,7 @@ impl Store for SqliteStore {
     }
 
     async fn counts(&self) -> Result<StoreCounts, StoreError> {
-        self.read(|tx| {
+        self.read(|tx, _| {
             let counts = tx
                 .prepare_cached(COUNTS)?
                 .query_row([ROBOTS_BLOCKED], |row| {
@@ -947,7 +1198,7 @@ impl Store for SqliteStore {
     }
 
     async fn processed(&self, query: PageQuery) -> Result<Vec<ProcessedUrl>, StoreError> {
-        self.read(move |tx| {
+        self.read(move |tx, _| {
             let mut pages = Vec::new();
             {
                 let mut stmt = tx.prepare_cached(PROCESSED_PAGE)?;
@@ -960,8 +1211,10 @@ impl Store for SqliteStore {
                     pages.push(read_processed(row)?);
                 }
             }
+            let mut referrals = referrals_of(tx, pages.iter().map(|p| p.record.url.as_str()))?;
             for page in &mut pages {
-                page.referral_list = referral_list(tx, &page.record.url)?;
+                page.referral_list = referrals.remove(&page.record.url).unwrap_or_default();
+                page.referral_count = page.referral_list.len() as u64;
             }
             Ok(pages)
         })
@@ -970,7 +1223,7 @@ impl Store for SqliteStore {
 
     async fn processed_url(&self, url: &str) -> Result<Option<ProcessedUrl>, StoreError> {
         let url = url.to_string();
-        self.read(move |tx| {
+        self.read(move |tx, _| {
             let page = {
                 let mut stmt = tx.prepare_cached(PROCESSED_ONE)?;
                 let mut rows = stmt.query([&url])?;
@@ -980,14 +1233,17 @@ impl Store for SqliteStore {
                 }
             };
             let mut page = page;
-            page.referral_list = referral_list(tx, &url)?;
+            page.referral_list = referrals_of(tx, [url.as_str()])?
+                .remove(&url)
+                .unwrap_or_default();
+            page.referral_count = page.referral_list.len() as u64;
             Ok(Some(page))
         })
         .await
     }
 
     async fn pending(&self, limit: usize) -> Result<Vec<PendingUrl>, StoreError> {
-        self.read(move |tx| {
+        self.read(move |tx, seen| {
             let mut list = Vec::new();
             {
                 let mut stmt = tx.prepare_cached(PENDING_LIST)?;
@@ -1009,8 +1265,11 @@ impl Store for SqliteStore {
                     });
                 }
             }
+            // One URL may be pending under several operations.
+            let referrals = referrals_of(tx, list.iter().map(|p| p.url.as_str()))?;
             for pending in &mut list {
-                pending.referral_list = referral_list(tx, &pending.url)?;
+                pending.referral_list = referrals.get(&pending.url).cloned().unwrap_or_default();
+                pending.priority += unsaved_credit(seen, &pending.url, &pending.operation);
             }
             Ok(list)
         })
@@ -1019,7 +1278,7 @@ impl Store for SqliteStore {
 
     async fn search_results(&self, text: Option<&str>) -> Result<Vec<SearchResult>, StoreError> {
         let text = text.map(str::to_string);
-        self.read(move |tx| {
+        self.read(move |tx, _| {
             let mut stmt = tx.prepare_cached(SEARCH_LIST)?;
             let mut rows = stmt.query([&text])?;
             let mut list = Vec::new();
@@ -1037,7 +1296,7 @@ impl Store for SqliteStore {
     }
 
     async fn broken_links(&self) -> Result<Vec<BrokenLink>, StoreError> {
-        self.read(|tx| {
+        self.read(|tx, _| {
             let mut list = Vec::new();
             {
                 let mut stmt = tx.prepare_cached(BROKEN)?;
@@ -1051,8 +1310,9 @@ impl Store for SqliteStore {
                     });
                 }
             }
+            let mut referrals = referrals_of(tx, list.iter().map(|l| l.url.as_str()))?;
             for link in &mut list {
-                link.referral_list = referral_list(tx, &link.url)?;
+                link.referral_list = referrals.remove(&link.url).unwrap_or_default();
             }
             Ok(list)
         })
@@ -1060,7 +1320,7 @@ impl Store for SqliteStore {
     }
 
     async fn hosts(&self) -> Result<Vec<HostRecord>, StoreError> {
-        self.read(|tx| {
+        self.read(|tx, _| {
             let mut stmt = tx.prepare_cached(HOST_LIST)?;
             let mut rows = stmt.query([])?;
             let mut list = Vec::new();
@@ -1082,7 +1342,7 @@ impl Store for SqliteStore {
     }
 
     async fn status_histogram(&self) -> Result<Vec<(Option<u16>, u64)>, StoreError> {
-        self.read(|tx| {
+        self.read(|tx, _| {
             let mut stmt = tx.prepare_cached(HISTOGRAM)?;
             let mut rows = stmt.query([])?;
             let mut list = Vec::new();
@@ -1663,7 +1923,7 @@ mod tests {
             .unwrap()
             .execute_batch(
                 "CREATE TABLE meta (key TEXT PRIMARY KEY, value);
-                 INSERT INTO meta VALUES ('schema_version', 1);
+                 INSERT INTO meta VALUES ('schema_version', 2);
                  CREATE TABLE pending_urls (url TEXT, operation TEXT);",
             )
             .unwrap();
@@ -1675,7 +1935,7 @@ mod tests {
         drop(SqliteStore::open(&newer).unwrap());
         Connection::open(&newer)
             .unwrap()
-            .execute("UPDATE meta SET value = 2 WHERE key = 'schema_version'", [])
+            .execute("UPDATE meta SET value = 3 WHERE key = 'schema_version'", [])
             .unwrap();
         let msg = SqliteStore::open(&newer).unwrap_err().to_string();
         assert!(msg.contains("schema_version"), "{msg}");
