@@ -57,7 +57,6 @@ CREATE TABLE IF NOT EXISTS pending_urls (
     UNIQUE (url, operation)
 );
 CREATE INDEX IF NOT EXISTS pending_urls_claim ON pending_urls (status, host, priority DESC);
-CREATE INDEX IF NOT EXISTS pending_urls_lease ON pending_urls (status, lease_until);
 CREATE TABLE IF NOT EXISTS processed_urls (
     url              TEXT PRIMARY KEY,
     operation        TEXT    NOT NULL,
@@ -397,12 +396,18 @@ impl SqliteStore {
             other => StoreError::Backend(format!("cannot open store {shown}: {other}")),
         })?;
         tracing::debug!(path = %shown, "sqlite store open");
-        Ok(Self {
-            inner: Arc::new(Mutex::new(Inner {
-                conn,
-                seen: SeenWindow::new(SEEN_WINDOW),
-            })),
-        })
+        let inner = Arc::new(Mutex::new(Inner {
+            conn,
+            seen: SeenWindow::new(SEEN_WINDOW),
+        }));
+        let checkpointer = Connection::open(path)
+            .map_err(|e| StoreError::Backend(format!("cannot open store {shown}: {e}")))?;
+        let store = Arc::downgrade(&inner);
+        std::thread::Builder::new()
+            .name("sqlite-checkpoint".into())
+            .spawn(move || checkpoint_until_dropped(checkpointer, store))
+            .map_err(|e| StoreError::Backend(format!("cannot start checkpointer: {e}")))?;
+        Ok(Self { inner })
     }
 
     /// Run `f` on the blocking pool with the connection locked.
@@ -470,6 +475,23 @@ impl SqliteStore {
     }
 }
 
+/// Copy committed WAL frames into the database file every so often, from a
+/// connection of its own: a passive checkpoint never blocks the writer, and
+/// the fsync it ends with happens here rather than in a commit. Ends when the
+/// store is dropped.
+fn checkpoint_until_dropped(conn: Connection, store: std::sync::Weak<Mutex<Inner>>) {
+    const EVERY: Duration = Duration::from_millis(500);
+    loop {
+        std::thread::sleep(EVERY);
+        if store.strong_count() == 0 {
+            return;
+        }
+        if let Err(e) = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(())) {
+            tracing::warn!(error = %e, "WAL checkpoint failed; the next one retries");
+        }
+    }
+}
+
 fn init(conn: &mut Connection) -> Result<(), Fail> {
     conn.busy_timeout(Duration::from_secs(5))?;
     conn.pragma_update(None, "synchronous", "NORMAL")?;
@@ -478,6 +500,10 @@ fn init(conn: &mut Connection) -> Result<(), Fail> {
     // from the OS page cache on every lookup (32 MiB; negative = KiB).
     conn.pragma_update(None, "cache_size", -32_768)?;
     conn.pragma_update(None, "temp_store", "MEMORY")?;
+    // Checkpoints run on their own thread ([`checkpoint_until_dropped`]): in
+    // the commit they cost the master more than the commit itself. This is
+    // only the backstop if that thread falls behind (256 MiB of WAL).
+    conn.pragma_update(None, "wal_autocheckpoint", 65_536)?;
     // Before anything persistent (WAL is recorded in the file header), so a
     // file that is not ours is refused untouched.
     check_identity(conn)?;
