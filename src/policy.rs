@@ -74,6 +74,43 @@ impl CrawlPolicy {
         }
         trap(url, &self.cfg)
     }
+
+    /// [`LinkPolicy::link`] with the referrer's URL already parsed.
+    fn link_from(
+        &self,
+        base: &Url,
+        referrer: &Job,
+        href: &str,
+        redirect: bool,
+    ) -> Result<NewLink, Rejection> {
+        let url = normalize::resolve(base, href, &self.cfg.normalize)
+            .map_err(|e| Rejection::Invalid(e.to_string()))?;
+        if !in_scope(self.cfg.scope, base, &url) {
+            return Err(Rejection::OutOfScope);
+        }
+        self.check(&url)?;
+        // A redirect is the same page moved: same depth, one more hop.
+        let (depth, redirect_hops) = if redirect {
+            (referrer.depth, referrer.redirect_hops + 1)
+        } else {
+            (referrer.depth + 1, 0)
+        };
+        if redirect_hops > self.cfg.max_redirect_hops {
+            return Err(Rejection::Trap("redirect chain too long"));
+        }
+        if self.cfg.max_depth.is_some_and(|max| depth > max) {
+            return Err(Rejection::TooDeep);
+        }
+        Ok(NewLink {
+            host: host_key(&url),
+            url: url.into(),
+            operation: referrer.operation.clone(),
+            referral: Some(referrer.url.clone()),
+            depth,
+            priority: 0.0,
+            redirect_hops,
+        })
+    }
 }
 
 /// `host[:port]`: the politeness key and the scope key's host part.
@@ -137,33 +174,17 @@ impl LinkPolicy for CrawlPolicy {
 
     fn link(&self, referrer: &Job, href: &str, redirect: bool) -> Result<NewLink, Rejection> {
         let base = Url::parse(&referrer.url).map_err(|e| Rejection::Invalid(e.to_string()))?;
-        let url = normalize::resolve(&base, href, &self.cfg.normalize)
-            .map_err(|e| Rejection::Invalid(e.to_string()))?;
-        if !in_scope(self.cfg.scope, &base, &url) {
-            return Err(Rejection::OutOfScope);
-        }
-        self.check(&url)?;
-        // A redirect is the same page moved: same depth, one more hop.
-        let (depth, redirect_hops) = if redirect {
-            (referrer.depth, referrer.redirect_hops + 1)
-        } else {
-            (referrer.depth + 1, 0)
+        self.link_from(&base, referrer, href, redirect)
+    }
+
+    fn links(&self, referrer: &Job, hrefs: &[String]) -> Vec<NewLink> {
+        let Ok(base) = Url::parse(&referrer.url) else {
+            return Vec::new();
         };
-        if redirect_hops > self.cfg.max_redirect_hops {
-            return Err(Rejection::Trap("redirect chain too long"));
-        }
-        if self.cfg.max_depth.is_some_and(|max| depth > max) {
-            return Err(Rejection::TooDeep);
-        }
-        Ok(NewLink {
-            host: host_key(&url),
-            url: url.into(),
-            operation: referrer.operation.clone(),
-            referral: Some(referrer.url.clone()),
-            depth,
-            priority: 0.0,
-            redirect_hops,
-        })
+        hrefs
+            .iter()
+            .filter_map(|href| self.link_from(&base, referrer, href, false).ok())
+            .collect()
     }
 }
 

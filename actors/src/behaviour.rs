@@ -107,6 +107,25 @@ pub trait Store: Send + Sync + fmt::Debug + 'static {
     /// Apply a batch of results idempotently (see [`CommitBatch`]).
     async fn commit(&self, batch: CommitBatch) -> Result<CommitSummary, StoreError>;
 
+    /// [`Store::commit`] then, if asked, [`Store::claim`]: the master's cycle.
+    /// A backend may do both in one transaction (one durable write, not two).
+    async fn commit_and_claim(
+        &self,
+        batch: CommitBatch,
+        claim: Option<ClaimRequest>,
+    ) -> Result<(CommitSummary, Vec<Job>), StoreError> {
+        let summary = if batch.is_empty() {
+            CommitSummary::default()
+        } else {
+            self.commit(batch).await?
+        };
+        let jobs = match claim {
+            Some(req) => self.claim(req).await?,
+            None => Vec::new(),
+        };
+        Ok((summary, jobs))
+    }
+
     /// Push the lease of URLs still held by `owner` forward.
     async fn extend_leases(
         &self,
@@ -234,6 +253,13 @@ pub trait LinkPolicy: Send + Sync + 'static {
     fn seed(&self, url: &str, operation: &OperationSpec) -> Result<NewLink, Rejection>;
     /// Admit a link found on (or redirected to from) the page of `referrer`.
     fn link(&self, referrer: &Job, url: &str, redirect: bool) -> Result<NewLink, Rejection>;
+    /// The admitted ones of the links found on the page of `referrer`, in
+    /// order. An implementation may read the referrer once for all of them.
+    fn links(&self, referrer: &Job, urls: &[String]) -> Vec<NewLink> {
+        urls.iter()
+            .filter_map(|url| self.link(referrer, url, false).ok())
+            .collect()
+    }
 }
 
 /// Everything a page operation may look at.

@@ -360,8 +360,7 @@ impl Actor for Master {
             MasterMsg::Report(report) => {
                 on_report(state, report);
                 if state.reported.len() >= state.cfg.flush_at() {
-                    flush(state).await?;
-                    pump(state).await?;
+                    flush_and_pump(state).await?;
                 } else {
                     schedule_flush(&myself, state);
                 }
@@ -388,15 +387,13 @@ impl Actor for Master {
             }
             MasterMsg::Flush => {
                 state.flush_scheduled = false;
-                flush(state).await?;
-                pump(state).await?;
+                flush_and_pump(state).await?;
             }
             MasterMsg::Tick => {
                 finish_recovery_if_done(state).await?;
                 check_nodes(state).await?;
                 renew_leases(state).await?;
-                flush(state).await?;
-                pump(state).await?;
+                flush_and_pump(state).await?;
             }
             MasterMsg::Status(reply) => {
                 let status = status(state).await?;
@@ -636,22 +633,61 @@ fn schedule_flush(myself: &ActorRef<MasterMsg>, state: &mut MasterState) {
 
 /// Write the collected batch in one store call.
 async fn flush(state: &mut MasterState) -> Result<(), StoreError> {
-    if state.batch.is_empty() {
+    cycle(state, true, false).await
+}
+
+/// Claim more work if there is room, hand each URL to the pool of the node
+/// that owns its host, and answer idle waiters when nothing is left.
+async fn pump(state: &mut MasterState) -> Result<(), StoreError> {
+    cycle(state, false, true).await
+}
+
+async fn flush_and_pump(state: &mut MasterState) -> Result<(), StoreError> {
+    cycle(state, true, true).await
+}
+
+/// One store call that writes the collected batch (`write`) and claims what
+/// the window has room for (`claim`): the results just written free their
+/// room before the claim is sized.
+async fn cycle(state: &mut MasterState, write: bool, claim: bool) -> Result<(), StoreError> {
+    let mut batch = CommitBatch::default();
+    if write && !state.batch.is_empty() {
+        batch = std::mem::take(&mut state.batch);
+        batch.now = now_ms();
+        batch.reprocess_after_ms = reprocess_after_ms(&state.cfg);
+        // Should the write fail, the master fails and its successor
+        // recovers these leases: forgetting them first is safe.
+        for job in std::mem::take(&mut state.reported) {
+            forget(state, &job);
+        }
+    }
+    let live = pools(&state.cfg);
+    let request = if claim {
+        claim_request(state, live.len())
+    } else {
+        None
+    };
+    if batch.is_empty() && request.is_none() {
+        if claim {
+            answer_idle_waiters(state, false).await?;
+        }
         return Ok(());
     }
-    let mut batch = std::mem::take(&mut state.batch);
-    batch.now = now_ms();
-    batch.reprocess_after_ms = reprocess_after_ms(&state.cfg);
-    let (pages, started) = (batch.pages.len(), Instant::now());
-    let summary = state.store.commit(batch).await?;
+    let (pages, limit) = (batch.pages.len(), request.as_ref().map(|r| r.limit));
+    let started = Instant::now();
+    let (summary, jobs) = state.store.commit_and_claim(batch, request).await?;
     tracing::debug!(
         pages,
+        ?limit,
+        claimed = jobs.len(),
         ms = started.elapsed().as_secs_f64() * 1e3,
         ?summary,
-        "committed"
+        "store cycle"
     );
-    for job in std::mem::take(&mut state.reported) {
-        forget(state, &job);
+    let claimed_any = !jobs.is_empty();
+    dispatch(state, &live, jobs);
+    if claim {
+        answer_idle_waiters(state, claimed_any).await?;
     }
     Ok(())
 }
@@ -663,62 +699,61 @@ fn budget_reached(state: &MasterState) -> bool {
         .is_some_and(|max| state.run.fetched() >= max)
 }
 
-/// Claim more work if there is room, hand each URL to the pool of the node
-/// that owns its host, and answer idle waiters when nothing is left.
-async fn pump(state: &mut MasterState) -> Result<(), StoreError> {
-    if state.recovery.is_some() {
+/// What to claim now, if anything: the window's free room, when it is worth a
+/// store call (a few free slots wait for more to free up, unless the window
+/// is running low).
+fn claim_request(state: &MasterState, live_pools: usize) -> Option<ClaimRequest> {
+    if state.recovery.is_some()
+        || state.draining
+        || state.paused
+        || budget_reached(state)
+        || live_pools == 0
+    {
+        return None;
+    }
+    let window = state.cfg.effective_window() * live_pools;
+    let mut limit = window.saturating_sub(state.outstanding.len());
+    if limit < window / 8 && state.outstanding.len() > window / 2 {
+        return None;
+    }
+    if let Some(max) = state.cfg.max_pages {
+        // Don't lease far more than the budget can use.
+        let left = max.saturating_sub(state.run.fetched()) as usize;
+        limit = limit.min(left.saturating_sub(state.outstanding.len()));
+    }
+    if limit == 0 {
+        return None;
+    }
+    let now = now_ms();
+    Some(ClaimRequest {
+        now,
+        owner: state.cfg.node_name.clone(),
+        lease_until: now + state.cfg.lease.as_millis() as Millis,
+        limit,
+        per_host_cap: state.cfg.effective_per_host_window(),
+        held_per_host: state.per_host.clone(),
+    })
+}
+
+async fn answer_idle_waiters(state: &mut MasterState, claimed_any: bool) -> Result<(), StoreError> {
+    if claimed_any
+        || !state.outstanding.is_empty()
+        || !state.batch.is_empty()
+        || state.waiters.is_empty()
+        || state.recovery.is_some()
+    {
         return Ok(());
     }
-    let mut claimed_any = false;
-    let live = pools(&state.cfg);
-    if !state.draining && !state.paused && !budget_reached(state) && !live.is_empty() {
-        let window = state.cfg.effective_window() * live.len();
-        let mut limit = window.saturating_sub(state.outstanding.len());
-        if let Some(max) = state.cfg.max_pages {
-            // Don't lease far more than the budget can use.
-            let left = max.saturating_sub(state.run.fetched()) as usize;
-            limit = limit.min(left.saturating_sub(state.outstanding.len()));
-        }
-        if limit > 0 {
-            let now = now_ms();
-            let started = Instant::now();
-            let jobs = state
-                .store
-                .claim(ClaimRequest {
-                    now,
-                    owner: state.cfg.node_name.clone(),
-                    lease_until: now + state.cfg.lease.as_millis() as Millis,
-                    limit,
-                    per_host_cap: state.cfg.effective_per_host_window(),
-                    held_per_host: state.per_host.clone(),
-                })
-                .await?;
-            tracing::debug!(
-                limit,
-                claimed = jobs.len(),
-                ms = started.elapsed().as_secs_f64() * 1e3,
-                "claimed"
-            );
-            claimed_any = !jobs.is_empty();
-            dispatch(state, &live, jobs);
-        }
-    }
-    if !claimed_any
-        && state.outstanding.is_empty()
-        && state.batch.is_empty()
-        && !state.waiters.is_empty()
-    {
-        let reason = if budget_reached(state) {
-            Some(IdleReason::BudgetReached)
-        } else if state.store.counts().await?.frontier_empty() {
-            Some(IdleReason::FrontierEmpty)
-        } else {
-            None
-        };
-        if let Some(reason) = reason {
-            for waiter in state.waiters.drain(..) {
-                let _ = waiter.send(reason);
-            }
+    let reason = if budget_reached(state) {
+        Some(IdleReason::BudgetReached)
+    } else if state.store.counts().await?.frontier_empty() {
+        Some(IdleReason::FrontierEmpty)
+    } else {
+        None
+    };
+    if let Some(reason) = reason {
+        for waiter in state.waiters.drain(..) {
+            let _ = waiter.send(reason);
         }
     }
     Ok(())

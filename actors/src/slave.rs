@@ -138,12 +138,8 @@ pub(crate) async fn process(job: &Job, b: &Behaviours, node_name: &str) -> Slave
         record.content_hash = Some(extracted.content_hash);
         record.links_count = u32::try_from(extracted.links_found).unwrap_or(u32::MAX);
         if (200..300).contains(&page.status) {
-            for url in &extracted.links {
-                if let Ok(link) = b.policy.link(job, url, false) {
-                    record.out_links.push(link.url.clone());
-                    links.push(link);
-                }
-            }
+            links = b.policy.links(job, &extracted.links);
+            record.out_links = links.iter().map(|link| link.url.clone()).collect();
             if let Some(name) = job.operation.name() {
                 let ctx = PageContext {
                     job,

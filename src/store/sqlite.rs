@@ -1125,6 +1125,26 @@ impl Store for SqliteStore {
         self.write(move |tx, seen| apply_commit(tx, seen, &batch)).await
     }
 
+    async fn commit_and_claim(
+        &self,
+        batch: CommitBatch,
+        claim: Option<ClaimRequest>,
+    ) -> Result<(CommitSummary, Vec<Job>), StoreError> {
+        self.write(move |tx, seen| {
+            let summary = if batch.is_empty() {
+                CommitSummary::default()
+            } else {
+                apply_commit(tx, seen, &batch)?
+            };
+            let jobs = match &claim {
+                Some(req) => apply_claim(tx, seen, req)?,
+                None => Vec::new(),
+            };
+            Ok((summary, jobs))
+        })
+        .await
+    }
+
     async fn extend_leases(
         &self,
         keys: &[UrlKey],
