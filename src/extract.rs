@@ -327,9 +327,16 @@ fn charset_from_meta_content(s: &[u8]) -> Option<&'static Encoding> {
     }
 }
 
-/// Tokenize HTML (streaming tokenizer, never a DOM, never a regex) and extract.
-pub fn extract_html(html: &str, page_url: &Url, opts: &NormalizeOptions) -> Extracted {
+/// Tokenize HTML (streaming tokenizer, never a DOM, never a regex) and extract; the
+/// visible text only when `visible_text` (else `text` stays empty).
+pub fn extract_html(
+    html: &str,
+    page_url: &Url,
+    opts: &NormalizeOptions,
+    visible_text: bool,
+) -> Extracted {
     let mut extractor = Extractor::new(page_url, opts);
+    extractor.collect_text = visible_text;
     // Shared between the callback (which decides) and the emitter wrapper (which tells the
     // tokenizer); Cells because both hold them at the same time.
     let next_state = Cell::new(None);
@@ -697,6 +704,8 @@ struct Extractor<'a> {
     next_state: Option<State>,
 
     text: Collector,
+    /// Whether `text` is wanted: it is the costliest part after tokenizing.
+    collect_text: bool,
     title: Collector,
     heading: Collector,
     headings: Vec<String>,
@@ -740,6 +749,7 @@ impl<'a> Extractor<'a> {
             content: Slot::default(),
             next_state: None,
             text: Collector::default(),
+            collect_text: true,
             title: Collector::default(),
             heading: Collector::default(),
             headings: Vec::new(),
@@ -934,7 +944,9 @@ impl<'a> Extractor<'a> {
             self.title.push(&s);
         }
         if visible {
-            self.text.push(&s);
+            if self.collect_text {
+                self.text.push(&s);
+            }
             if self.heading_open {
                 self.heading.push(&s);
             }
@@ -1096,6 +1108,7 @@ impl web_crawler_actors::Extractor for HtmlExtractor {
         &self,
         url: &str,
         page: &web_crawler_actors::FetchedPage,
+        visible_text: bool,
     ) -> web_crawler_actors::ExtractedPage {
         let content_hash = xxhash_rust::xxh3::xxh3_64(&page.body);
         let content_type = page.content_type.as_deref();
@@ -1119,7 +1132,7 @@ impl web_crawler_actors::Extractor for HtmlExtractor {
                 ..Default::default()
             };
         };
-        let found = extract_html(&document, &page_url, &self.normalize);
+        let found = extract_html(&document, &page_url, &self.normalize, visible_text);
         let links = if found.meta_nofollow {
             Vec::new()
         } else {
@@ -1152,7 +1165,7 @@ mod tests {
     }
 
     fn ex(html: &str) -> Extracted {
-        extract_html(html, &page(), &NormalizeOptions::default())
+        extract_html(html, &page(), &NormalizeOptions::default(), true)
     }
 
     fn urls(e: &Extracted) -> Vec<&str> {
@@ -1357,6 +1370,7 @@ mod tests {
             "<link rel=canonical href='/Canon?utm_source=x'>",
             &page(),
             &opts,
+            true,
         );
         assert_eq!(e.links[0].url.as_str(), "https://example.com/Canon");
         // link without canonical/alternate, or without href, is ignored
@@ -1640,7 +1654,7 @@ mod tests {
                     s.push_str(PIECES[rng.usize(..PIECES.len())]);
                 }
             }
-            let e = extract_html(&s, &page, &opts);
+            let e = extract_html(&s, &page, &opts, true);
             assert!(!e.text.starts_with(' ') && !e.text.ends_with(' '));
             assert!(!e.text.contains("  "));
             let _ = is_html(None, s.as_bytes());
@@ -1837,7 +1851,7 @@ mod tests {
         let (s, enc) = decode_body(b"<p>caf\xe9 na\xefve</p>", Some("text/html; charset=utf-8"));
         assert_eq!(enc, "UTF-8");
         assert_eq!(s, "<p>caf\u{FFFD} na\u{FFFD}ve</p>");
-        let e = extract_html(&s, &page(), &NormalizeOptions::default());
+        let e = extract_html(&s, &page(), &NormalizeOptions::default(), true);
         assert_eq!(e.text, "caf\u{FFFD} na\u{FFFD}ve");
     }
 
@@ -1849,7 +1863,7 @@ mod tests {
             b"</title><a href='/\xCF'>x</a>",
         );
         let (s, _) = decode_body(&body, None);
-        let e = extract_html(&s, &page(), &NormalizeOptions::default());
+        let e = extract_html(&s, &page(), &NormalizeOptions::default(), true);
         assert_eq!(e.title.as_deref(), Some("Привет"));
         // Non-ASCII in hrefs ends up percent-encoded UTF-8.
         assert_eq!(urls(&e), vec!["https://example.com/%D0%9F"]);

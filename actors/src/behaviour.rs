@@ -217,7 +217,7 @@ pub struct ExtractedPage {
     pub is_html: bool,
     pub title: Option<String>,
     pub headings: Vec<String>,
-    /// Visible text, without script/style/nav/footer.
+    /// Visible text, without script/style/nav/footer; only when asked for.
     pub text: String,
     /// Absolute normalized links the page asks to be followed.
     pub links: Vec<String>,
@@ -229,7 +229,8 @@ pub struct ExtractedPage {
 
 /// The extract behaviour: body → text and links.
 pub trait Extractor: Send + Sync + 'static {
-    fn extract(&self, url: &str, page: &FetchedPage) -> ExtractedPage;
+    /// `visible_text`: fill [`ExtractedPage::text`] (left empty otherwise).
+    fn extract(&self, url: &str, page: &FetchedPage, visible_text: bool) -> ExtractedPage;
 }
 
 /// Why a link was not admitted to the frontier.

@@ -133,7 +133,10 @@ pub(crate) async fn process(job: &Job, b: &Behaviours, node_name: &str) -> Slave
             record.links_count = 1;
         }
     } else {
-        let extracted = b.extractor.extract(&job.url, &page);
+        // Only operations read the visible text; a plain crawl skips it.
+        let extracted = b
+            .extractor
+            .extract(&job.url, &page, job.operation.name().is_some());
         record.title = extracted.title.clone();
         record.content_hash = Some(extracted.content_hash);
         record.links_count = u32::try_from(extracted.links_found).unwrap_or(u32::MAX);
