@@ -104,6 +104,17 @@ impl SeenWindow {
         self.old.clear();
     }
 
+    /// Pending rows and the credit merged into them but not yet written.
+    pub(crate) fn unsaved_credit(&self) -> impl Iterator<Item = (i64, f64)> + '_ {
+        self.young
+            .values()
+            .chain(self.old.values())
+            .filter_map(|seen| match *seen {
+                Seen::Pending { id, unsaved, .. } if unsaved > 0.0 => Some((id, unsaved)),
+                _ => None,
+            })
+    }
+
     #[cfg(test)]
     fn len(&self) -> usize {
         self.young.len() + self.old.len()
@@ -159,6 +170,10 @@ mod tests {
         assert!(w.insert(1, Seen::Processed { at: 5 }).is_none());
         assert_eq!(w.get_mut(1), Some(&mut Seen::Processed { at: 5 }));
         assert_eq!(w.len(), 2);
+        if let Some(Seen::Pending { unsaved, .. }) = w.get_mut(2) {
+            *unsaved = 0.5;
+        }
+        assert_eq!(w.unsaved_credit().collect::<Vec<_>>(), vec![(2, 0.5)]);
         w.clear();
         assert_eq!(w.len(), 0);
     }

@@ -371,6 +371,30 @@ struct Inner {
     seen: SeenWindow,
 }
 
+impl Drop for Inner {
+    /// Write the credit the window still holds: the next run orders its
+    /// claims by it.
+    fn drop(&mut self) {
+        let credit: Vec<(i64, f64)> = self.seen.unsaved_credit().collect();
+        if credit.is_empty() {
+            return;
+        }
+        let written = (|| -> Result<(), rusqlite::Error> {
+            let tx = self.conn.transaction()?;
+            {
+                let mut merge = tx.prepare_cached(MERGE_PENDING)?;
+                for (id, unsaved) in &credit {
+                    merge.execute(params![id, unsaved, u32::MAX, u32::MAX])?;
+                }
+            }
+            tx.commit()
+        })();
+        if let Err(e) = written {
+            tracing::warn!(error = %e, "could not write the last OPIC credit at close");
+        }
+    }
+}
+
 impl std::fmt::Debug for SqliteStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SqliteStore").finish_non_exhaustive()
@@ -1882,6 +1906,42 @@ mod tests {
                 search_results: 1,
             }
         );
+    }
+
+    /// Credit below the doubling threshold lives in the seen window; reads
+    /// show it, and closing the store writes it.
+    #[tokio::test]
+    async fn unwritten_credit_is_visible_and_written_at_close() {
+        let (_dir, path, store) = open_temp();
+        let shares = [0.5, 0.125, 0.125, 0.0625];
+        for (i, share) in shares.iter().enumerate() {
+            let referral = format!("http://a/r{i}");
+            store
+                .commit(seeds(NOW, vec![link("http://a/x", Some(&referral), 1, *share)]))
+                .await
+                .unwrap();
+        }
+        let stored: f64 = store
+            .inner
+            .lock()
+            .unwrap()
+            .conn
+            .query_row("SELECT priority FROM pending_urls", [], |row| row.get(0))
+            .unwrap();
+        assert_eq!(stored, 0.5, "0.3125 merged since is below the doubling threshold");
+        let listed = store.pending(10).await.unwrap();
+        assert!((listed[0].priority - 0.8125).abs() < 1e-12);
+        assert_eq!(listed[0].referral_list.len(), 4);
+        drop(store);
+        let store = SqliteStore::open(&path).unwrap();
+        let stored: f64 = store
+            .inner
+            .lock()
+            .unwrap()
+            .conn
+            .query_row("SELECT priority FROM pending_urls", [], |row| row.get(0))
+            .unwrap();
+        assert!((stored - 0.8125).abs() < 1e-12, "written at close: {stored}");
     }
 
     #[tokio::test]
