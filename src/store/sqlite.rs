@@ -1917,7 +1917,7 @@ mod tests {
         for (i, share) in shares.iter().enumerate() {
             let referral = format!("http://a/r{i}");
             store
-                .commit(seeds(NOW, vec![link("http://a/x", Some(&referral), 1, *share)]))
+                .commit(seeds(1_000, vec![link("http://a/x", Some(&referral), 1, *share)]))
                 .await
                 .unwrap();
         }
