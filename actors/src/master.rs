@@ -5,7 +5,9 @@
 //! reports and writes them back in batches. All its durable state is in the
 //! store, so a restarted master picks up where the last one stopped.
 
-use crate::behaviour::{ClaimRequest, CommitBatch, ProcessedPage, Retry, Store, StoreError};
+use crate::behaviour::{
+    ClaimRequest, CommitBatch, CommitSummary, ProcessedPage, Retry, Store, StoreError,
+};
 use crate::cluster;
 use crate::config::{Behaviours, CrawlConfig};
 use crate::pool::PoolMsg;
@@ -104,6 +106,8 @@ pub enum MasterMsg {
     },
     /// A draining pool's queued jobs: they go back to pending.
     Unstarted(Vec<Job>),
+    /// The store cycle running in the background finished.
+    CycleDone,
     /// Write the batch collected so far (sent to self `flush_every` after the
     /// first result of a batch, so results arriving meanwhile share its write).
     Flush,
@@ -230,6 +234,12 @@ pub struct MasterState {
     /// committed, so the window bounds what a crash can cost.
     reported: Vec<Job>,
     flush_scheduled: bool,
+    /// The store cycle running on its own task, so the master keeps taking
+    /// reports and the slaves keep going while the store writes.
+    in_flight: Option<tokio::task::JoinHandle<CycleOutcome>>,
+    /// A write was asked for while a cycle was running: the next one writes.
+    write_deferred: bool,
+    myself: ActorRef<MasterMsg>,
     waiters: Vec<RpcReplyPort<IdleReason>>,
     drain_waiters: Vec<RpcReplyPort<()>>,
     draining: bool,
@@ -307,6 +317,9 @@ impl Actor for Master {
             batch: CommitBatch::default(),
             reported: Vec::new(),
             flush_scheduled: false,
+            in_flight: None,
+            write_deferred: false,
+            myself: myself.clone(),
             waiters: Vec::new(),
             drain_waiters: Vec::new(),
             draining: false,
@@ -384,6 +397,16 @@ impl Actor for Master {
                     forget(state, job);
                 }
                 state.store.release_keys(&keys).await?;
+            }
+            MasterMsg::CycleDone => {
+                let claimed = finish_cycle(state).await?;
+                let write = std::mem::take(&mut state.write_deferred)
+                    || state.reported.len() >= state.cfg.flush_at();
+                // A claim that found nothing is not repeated until something
+                // changes (a write, a new URL, the next tick).
+                if write || claimed > 0 {
+                    cycle(state, write, true).await?;
+                }
             }
             MasterMsg::Flush => {
                 state.flush_scheduled = false;
@@ -631,9 +654,18 @@ fn schedule_flush(myself: &ActorRef<MasterMsg>, state: &mut MasterState) {
     }
 }
 
-/// Write the collected batch in one store call.
+/// Write the collected batch now, after the cycle in flight (if any): for a
+/// drain and a stop, which must not return before it is written.
 async fn flush(state: &mut MasterState) -> Result<(), StoreError> {
-    cycle(state, true, false).await
+    finish_cycle(state).await?;
+    if state.batch.is_empty() {
+        return Ok(());
+    }
+    let (batch, pages) = take_batch(state);
+    let started = Instant::now();
+    let summary = state.store.commit(batch).await?;
+    tracing::debug!(pages, ms = started.elapsed().as_secs_f64() * 1e3, ?summary, "committed");
+    Ok(())
 }
 
 /// Claim more work if there is room, hand each URL to the pool of the node
@@ -646,50 +678,89 @@ async fn flush_and_pump(state: &mut MasterState) -> Result<(), StoreError> {
     cycle(state, true, true).await
 }
 
-/// One store call that writes the collected batch (`write`) and claims what
-/// the window has room for (`claim`): the results just written free their
-/// room before the claim is sized.
-async fn cycle(state: &mut MasterState, write: bool, claim: bool) -> Result<(), StoreError> {
-    let mut batch = CommitBatch::default();
-    if write && !state.batch.is_empty() {
-        batch = std::mem::take(&mut state.batch);
-        batch.now = now_ms();
-        batch.reprocess_after_ms = reprocess_after_ms(&state.cfg);
-        // Should the write fail, the master fails and its successor
-        // recovers these leases: forgetting them first is safe.
-        for job in std::mem::take(&mut state.reported) {
-            forget(state, &job);
-        }
+/// The collected batch, ready to write. Should the write fail, the master
+/// fails and its successor recovers these leases, so the reported jobs are
+/// forgotten now.
+fn take_batch(state: &mut MasterState) -> (CommitBatch, usize) {
+    let mut batch = std::mem::take(&mut state.batch);
+    batch.now = now_ms();
+    batch.reprocess_after_ms = reprocess_after_ms(&state.cfg);
+    for job in std::mem::take(&mut state.reported) {
+        forget(state, &job);
     }
-    let live = pools(&state.cfg);
+    let pages = batch.pages.len();
+    (batch, pages)
+}
+
+/// What a background store cycle returns.
+type CycleOutcome = (Result<(CommitSummary, Vec<Job>), StoreError>, usize, Duration);
+
+/// Start one store call that writes the collected batch (`write`) and claims
+/// what the window has room for (`claim`), on its own task: the results just
+/// written free their room before the claim is sized. One cycle runs at a
+/// time; asked for while one runs, it waits for that one's end (`CycleDone`).
+async fn cycle(state: &mut MasterState, write: bool, claim: bool) -> Result<(), StoreError> {
+    if state.in_flight.is_some() {
+        state.write_deferred |= write;
+        return Ok(());
+    }
+    let (batch, pages) = if write && !state.batch.is_empty() {
+        take_batch(state)
+    } else {
+        (CommitBatch::default(), 0)
+    };
     let request = if claim {
-        claim_request(state, live.len())
+        claim_request(state, pools(&state.cfg).len())
     } else {
         None
     };
     if batch.is_empty() && request.is_none() {
         if claim {
-            answer_idle_waiters(state, false).await?;
+            answer_idle_waiters(state).await?;
         }
         return Ok(());
     }
-    let (pages, limit) = (batch.pages.len(), request.as_ref().map(|r| r.limit));
-    let started = Instant::now();
-    let (summary, jobs) = state.store.commit_and_claim(batch, request).await?;
+    let store = Arc::clone(&state.store);
+    let myself = state.myself.clone();
+    state.in_flight = Some(tokio::spawn(async move {
+        let started = Instant::now();
+        let result = store.commit_and_claim(batch, request).await;
+        let _ = myself.cast(MasterMsg::CycleDone);
+        (result, pages, started.elapsed())
+    }));
+    Ok(())
+}
+
+/// Take the result of the cycle in flight (waiting for it if need be) and
+/// hand out what it claimed; returns how many it claimed.
+async fn finish_cycle(state: &mut MasterState) -> Result<usize, StoreError> {
+    let Some(handle) = state.in_flight.take() else {
+        return Ok(0);
+    };
+    let (result, pages, took) = handle
+        .await
+        .map_err(|e| StoreError::Backend(format!("store task failed: {e}")))?;
+    let (summary, jobs) = result?;
+    let claimed = jobs.len();
     tracing::debug!(
         pages,
-        ?limit,
         claimed = jobs.len(),
-        ms = started.elapsed().as_secs_f64() * 1e3,
+        ms = took.as_secs_f64() * 1e3,
         ?summary,
         "store cycle"
     );
-    let claimed_any = !jobs.is_empty();
-    dispatch(state, &live, jobs);
-    if claim {
-        answer_idle_waiters(state, claimed_any).await?;
+    if state.draining || state.paused {
+        // Claimed before the drain or pause: straight back to pending.
+        let keys: Vec<UrlKey> = jobs.iter().map(Job::key).collect();
+        state.store.release_keys(&keys).await?;
+    } else {
+        let claimed_any = !jobs.is_empty();
+        dispatch(state, &pools(&state.cfg), jobs);
+        if !claimed_any {
+            answer_idle_waiters(state).await?;
+        }
     }
-    Ok(())
+    Ok(claimed)
 }
 
 fn budget_reached(state: &MasterState) -> bool {
@@ -735,8 +806,8 @@ fn claim_request(state: &MasterState, live_pools: usize) -> Option<ClaimRequest>
     })
 }
 
-async fn answer_idle_waiters(state: &mut MasterState, claimed_any: bool) -> Result<(), StoreError> {
-    if claimed_any
+async fn answer_idle_waiters(state: &mut MasterState) -> Result<(), StoreError> {
+    if state.in_flight.is_some()
         || !state.outstanding.is_empty()
         || !state.batch.is_empty()
         || state.waiters.is_empty()
@@ -809,7 +880,10 @@ async fn status(state: &mut MasterState) -> Result<Status, StoreError> {
     let store = state.store.counts().await?;
     let elapsed = state.run.started.elapsed();
     let fetched = state.run.fetched();
-    let idle = if state.outstanding.is_empty() && state.batch.is_empty() {
+    let idle = if state.outstanding.is_empty()
+        && state.batch.is_empty()
+        && state.in_flight.is_none()
+    {
         if budget_reached(state) {
             Some(IdleReason::BudgetReached)
         } else if store.frontier_empty() {
