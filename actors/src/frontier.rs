@@ -135,7 +135,10 @@ mod tests {
         assert!(!credit_due(1.0, 0.0));
         assert!(!credit_due(1.0, 0.99));
         assert!(credit_due(1.0, 1.0));
-        assert!(credit_due(0.0, 1e-12), "a zero priority gains its first credit");
+        assert!(
+            credit_due(0.0, 1e-12),
+            "a zero priority gains its first credit"
+        );
         assert!(!credit_due(0.0, 0.0));
         // Links of equal share: written at 2, 4, 8, ... links, not at each.
         let (mut stored, mut unsaved, mut writes) = (1.0, 0.0, 0);

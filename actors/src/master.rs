@@ -664,7 +664,12 @@ async fn flush(state: &mut MasterState) -> Result<(), StoreError> {
     let (batch, pages) = take_batch(state);
     let started = Instant::now();
     let summary = state.store.commit(batch).await?;
-    tracing::debug!(pages, ms = started.elapsed().as_secs_f64() * 1e3, ?summary, "committed");
+    tracing::debug!(
+        pages,
+        ms = started.elapsed().as_secs_f64() * 1e3,
+        ?summary,
+        "committed"
+    );
     Ok(())
 }
 
@@ -693,7 +698,11 @@ fn take_batch(state: &mut MasterState) -> (CommitBatch, usize) {
 }
 
 /// What a background store cycle returns.
-type CycleOutcome = (Result<(CommitSummary, Vec<Job>), StoreError>, usize, Duration);
+type CycleOutcome = (
+    Result<(CommitSummary, Vec<Job>), StoreError>,
+    usize,
+    Duration,
+);
 
 /// Start one store call that writes the collected batch (`write`) and claims
 /// what the window has room for (`claim`), on its own task: the results just
@@ -880,20 +889,18 @@ async fn status(state: &mut MasterState) -> Result<Status, StoreError> {
     let store = state.store.counts().await?;
     let elapsed = state.run.started.elapsed();
     let fetched = state.run.fetched();
-    let idle = if state.outstanding.is_empty()
-        && state.batch.is_empty()
-        && state.in_flight.is_none()
-    {
-        if budget_reached(state) {
-            Some(IdleReason::BudgetReached)
-        } else if store.frontier_empty() {
-            Some(IdleReason::FrontierEmpty)
+    let idle =
+        if state.outstanding.is_empty() && state.batch.is_empty() && state.in_flight.is_none() {
+            if budget_reached(state) {
+                Some(IdleReason::BudgetReached)
+            } else if store.frontier_empty() {
+                Some(IdleReason::FrontierEmpty)
+            } else {
+                None
+            }
         } else {
             None
-        }
-    } else {
-        None
-    };
+        };
     let nodes = pools(&state.cfg)
         .into_iter()
         .map(|(node, _)| NodeInfo {

@@ -138,7 +138,10 @@ mod tests {
     #[test]
     fn key_hash_separates_operations_and_argument_boundaries() {
         let crawl = OperationSpec::default();
-        let a = key_hash("http://a/", &OperationSpec(vec!["search_text".into(), "ab".into()]));
+        let a = key_hash(
+            "http://a/",
+            &OperationSpec(vec!["search_text".into(), "ab".into()]),
+        );
         let b = key_hash("http://a/", &OperationSpec(vec!["search_textab".into()]));
         assert_ne!(a, b);
         assert_ne!(key_hash("http://a/", &crawl), a);

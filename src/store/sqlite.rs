@@ -6,6 +6,7 @@
 //! All SQL runs on tokio's blocking pool so the actors' runtime never stalls on
 //! disk I/O.
 
+use super::seen::{Seen, SeenWindow, key_hash};
 use async_trait::async_trait;
 use rusqlite::{
     Connection, ErrorCode, OptionalExtension, Row, Transaction, TransactionBehavior, named_params,
@@ -15,7 +16,6 @@ use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use super::seen::{Seen, SeenWindow, key_hash};
 use web_crawler_actors::frontier::{
     LinkDecision, credit_due, decide_link, dedupe_by_content, round_robin,
 };
@@ -521,8 +521,8 @@ fn init(conn: &mut Connection) -> Result<(), Fail> {
     conn.pragma_update(None, "synchronous", "NORMAL")?;
     conn.pragma_update(None, "foreign_keys", "OFF")?;
     // The frontier's hot pages stay in our cache instead of being copied in
-    // from the OS page cache on every lookup (32 MiB; negative = KiB).
-    conn.pragma_update(None, "cache_size", -32_768)?;
+    // from the OS page cache on every lookup (16 MiB; negative = KiB).
+    conn.pragma_update(None, "cache_size", -16_384)?;
     conn.pragma_update(None, "temp_store", "MEMORY")?;
     // Checkpoints run on their own thread ([`checkpoint_until_dropped`]): in
     // the commit they cost the master more than the commit itself. This is
@@ -1137,7 +1137,9 @@ fn apply_claim(
 #[async_trait]
 impl Store for SqliteStore {
     async fn claim(&self, req: ClaimRequest) -> Result<Vec<Job>, StoreError> {
-        let jobs = self.write(move |tx, seen| apply_claim(tx, seen, &req)).await?;
+        let jobs = self
+            .write(move |tx, seen| apply_claim(tx, seen, &req))
+            .await?;
         tracing::trace!(claimed = jobs.len(), "claim");
         Ok(jobs)
     }
@@ -1146,7 +1148,8 @@ impl Store for SqliteStore {
         if batch.is_empty() {
             return Ok(CommitSummary::default());
         }
-        self.write(move |tx, seen| apply_commit(tx, seen, &batch)).await
+        self.write(move |tx, seen| apply_commit(tx, seen, &batch))
+            .await
     }
 
     async fn commit_and_claim(
@@ -1917,7 +1920,10 @@ mod tests {
         for (i, share) in shares.iter().enumerate() {
             let referral = format!("http://a/r{i}");
             store
-                .commit(seeds(1_000, vec![link("http://a/x", Some(&referral), 1, *share)]))
+                .commit(seeds(
+                    1_000,
+                    vec![link("http://a/x", Some(&referral), 1, *share)],
+                ))
                 .await
                 .unwrap();
         }
@@ -1928,7 +1934,10 @@ mod tests {
             .conn
             .query_row("SELECT priority FROM pending_urls", [], |row| row.get(0))
             .unwrap();
-        assert_eq!(stored, 0.5, "0.3125 merged since is below the doubling threshold");
+        assert_eq!(
+            stored, 0.5,
+            "0.3125 merged since is below the doubling threshold"
+        );
         let listed = store.pending(10).await.unwrap();
         assert!((listed[0].priority - 0.8125).abs() < 1e-12);
         assert_eq!(listed[0].referral_list.len(), 4);
@@ -1941,7 +1950,10 @@ mod tests {
             .conn
             .query_row("SELECT priority FROM pending_urls", [], |row| row.get(0))
             .unwrap();
-        assert!((stored - 0.8125).abs() < 1e-12, "written at close: {stored}");
+        assert!(
+            (stored - 0.8125).abs() < 1e-12,
+            "written at close: {stored}"
+        );
     }
 
     #[tokio::test]
