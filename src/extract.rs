@@ -1140,7 +1140,7 @@ impl web_crawler_actors::Extractor for HtmlExtractor {
                 .links
                 .iter()
                 .filter(|l| !l.nofollow)
-                .map(|l| l.url.to_string())
+                .map(|l| l.url.clone())
                 .collect()
         };
         web_crawler_actors::ExtractedPage {

@@ -85,10 +85,21 @@ impl CrawlPolicy {
     ) -> Result<NewLink, Rejection> {
         let url = normalize::resolve(base, href, &self.cfg.normalize)
             .map_err(|e| Rejection::Invalid(e.to_string()))?;
-        if !in_scope(self.cfg.scope, base, &url) {
+        self.admit(base, referrer, &url, redirect)
+    }
+
+    /// Scope, filters, traps and depth for a resolved, normalized `url`.
+    fn admit(
+        &self,
+        base: &Url,
+        referrer: &Job,
+        url: &Url,
+        redirect: bool,
+    ) -> Result<NewLink, Rejection> {
+        if !in_scope(self.cfg.scope, base, url) {
             return Err(Rejection::OutOfScope);
         }
-        self.check(&url)?;
+        self.check(url)?;
         // A redirect is the same page moved: same depth, one more hop.
         let (depth, redirect_hops) = if redirect {
             (referrer.depth, referrer.redirect_hops + 1)
@@ -102,8 +113,8 @@ impl CrawlPolicy {
             return Err(Rejection::TooDeep);
         }
         Ok(NewLink {
-            host: host_key(&url),
-            url: url.into(),
+            host: host_key(url),
+            url: url.as_str().to_string(),
             operation: referrer.operation.clone(),
             referral: Some(referrer.url.clone()),
             depth,
@@ -177,13 +188,14 @@ impl LinkPolicy for CrawlPolicy {
         self.link_from(&base, referrer, href, redirect)
     }
 
-    fn links(&self, referrer: &Job, hrefs: &[String]) -> Vec<NewLink> {
+    /// The extractor normalized `urls` with the same options (see
+    /// `Settings`), so they are admitted as they are.
+    fn links(&self, referrer: &Job, urls: &[Url]) -> Vec<NewLink> {
         let Ok(base) = Url::parse(&referrer.url) else {
             return Vec::new();
         };
-        hrefs
-            .iter()
-            .filter_map(|href| self.link_from(&base, referrer, href, false).ok())
+        urls.iter()
+            .filter_map(|url| self.admit(&base, referrer, url, false).ok())
             .collect()
     }
 }
@@ -243,6 +255,31 @@ mod tests {
             p.link(&r, "http://b.example.com/", false),
             Err(Rejection::OutOfScope)
         );
+    }
+
+    #[test]
+    fn a_pages_links_are_admitted_as_parsed_and_filtered_alike() {
+        let p = policy(PolicyConfig::default());
+        let r = job("http://a.example.com/x/", 0);
+        let urls: Vec<Url> = [
+            "http://a.example.com/y",
+            "http://b.example.com/",
+            "http://a.example.com/z",
+        ]
+        .iter()
+        .map(|u| Url::parse(u).unwrap())
+        .collect();
+        let admitted: Vec<String> = p.links(&r, &urls).into_iter().map(|l| l.url).collect();
+        assert_eq!(
+            admitted,
+            ["http://a.example.com/y", "http://a.example.com/z"]
+        );
+        let one_by_one: Vec<String> = urls
+            .iter()
+            .filter_map(|u| p.link(&r, u.as_str(), false).ok())
+            .map(|l| l.url)
+            .collect();
+        assert_eq!(admitted, one_by_one);
     }
 
     #[test]

@@ -219,8 +219,9 @@ pub struct ExtractedPage {
     pub headings: Vec<String>,
     /// Visible text, without script/style/nav/footer; only when asked for.
     pub text: String,
-    /// Absolute normalized links the page asks to be followed.
-    pub links: Vec<String>,
+    /// Absolute normalized links the page asks to be followed, parsed (the
+    /// link policy reads them without parsing them again).
+    pub links: Vec<url::Url>,
     /// All links found, including nofollow and invalid ones.
     pub links_found: usize,
     /// 64-bit hash of the body, for content-seen de-duplication.
@@ -254,11 +255,12 @@ pub trait LinkPolicy: Send + Sync + 'static {
     fn seed(&self, url: &str, operation: &OperationSpec) -> Result<NewLink, Rejection>;
     /// Admit a link found on (or redirected to from) the page of `referrer`.
     fn link(&self, referrer: &Job, url: &str, redirect: bool) -> Result<NewLink, Rejection>;
-    /// The admitted ones of the links found on the page of `referrer`, in
-    /// order. An implementation may read the referrer once for all of them.
-    fn links(&self, referrer: &Job, urls: &[String]) -> Vec<NewLink> {
+    /// The admitted ones of the (absolute, normalized) links found on the
+    /// page of `referrer`, in order. An implementation may read the referrer
+    /// once for all of them.
+    fn links(&self, referrer: &Job, urls: &[url::Url]) -> Vec<NewLink> {
         urls.iter()
-            .filter_map(|url| self.link(referrer, url, false).ok())
+            .filter_map(|url| self.link(referrer, url.as_str(), false).ok())
             .collect()
     }
 }
