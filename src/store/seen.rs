@@ -58,6 +58,12 @@ impl Hasher for Prehashed {
 
 type Map = HashMap<u64, Seen, BuildHasherDefault<Prehashed>>;
 
+/// A generation's table at its full size from the start: growing by
+/// doubling would hold the old and the new table at once.
+fn generation(keys: usize) -> Map {
+    Map::with_capacity_and_hasher(keys, BuildHasherDefault::default())
+}
+
 /// Two generations of at most `capacity / 2` keys each: new keys go to the
 /// young one; when it is full the old one is dropped (its entries are handed
 /// back so unsaved credit can be written) and the young one becomes old.
@@ -70,10 +76,11 @@ pub(crate) struct SeenWindow {
 
 impl SeenWindow {
     pub(crate) fn new(capacity: usize) -> Self {
+        let half = (capacity / 2).max(1);
         Self {
-            young: Map::default(),
+            young: generation(half),
             old: Map::default(),
-            half: (capacity / 2).max(1),
+            half,
         }
     }
 
@@ -95,7 +102,7 @@ impl SeenWindow {
         if self.young.len() < self.half {
             return None;
         }
-        let young = std::mem::take(&mut self.young);
+        let young = std::mem::replace(&mut self.young, generation(self.half));
         Some(std::mem::replace(&mut self.old, young))
     }
 

@@ -29,8 +29,9 @@ use web_crawler_actors::{
 /// rather than misread.
 const SCHEMA_VERSION: i64 = 2;
 
-/// Keys the seen window holds (about 40 bytes each).
-const SEEN_WINDOW: usize = 1 << 19;
+/// Keys the seen window holds (about 100 bytes of table each, allocated up
+/// front: about 25 MiB).
+const SEEN_WINDOW: usize = 1 << 18;
 
 /// Idempotent: `open` runs it on every start. `pending_urls.id` aliases the
 /// rowid explicitly so that VACUUM cannot renumber it (it is the FIFO order).
