@@ -6,24 +6,55 @@
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
+use web_crawler_actors::frontier::credit_due;
 use web_crawler_actors::{Millis, OperationSpec};
 use xxhash_rust::xxh3::Xxh3;
 
 /// What the store holds for one (url, operation) key.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(crate) enum Seen {
-    Pending {
-        id: i64,
-        /// Credit as written in the row.
-        stored: f64,
-        /// Credit merged in since, not yet written (see `frontier::credit_due`).
-        unsaved: f64,
-        depth: u32,
-        redirect_hops: u32,
-    },
-    Processed {
-        at: Millis,
-    },
+    Pending(PendingRow),
+    Processed { at: Millis },
+}
+
+/// A pending_urls row as the window knows it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct PendingRow {
+    pub(crate) id: i64,
+    /// Credit as written in the row.
+    pub(crate) stored: f64,
+    /// Credit merged in since, not yet written (see `frontier::credit_due`).
+    pub(crate) unsaved: f64,
+    pub(crate) depth: u32,
+    pub(crate) redirect_hops: u32,
+}
+
+impl PendingRow {
+    /// Merge one more inbound link. Returns the credit to add to the row now
+    /// when it is due, or when the link is a shorter path (the row then takes
+    /// the smaller depth and hop count too); the window is updated as written.
+    pub(crate) fn merge(&mut self, priority: f64, depth: u32, redirect_hops: u32) -> Option<f64> {
+        self.unsaved += priority;
+        let shorter = depth < self.depth || redirect_hops < self.redirect_hops;
+        if !credit_due(self.stored, self.unsaved) && !shorter {
+            return None;
+        }
+        let credit = std::mem::take(&mut self.unsaved);
+        self.stored += credit;
+        self.depth = self.depth.min(depth);
+        self.redirect_hops = self.redirect_hops.min(redirect_hops);
+        Some(credit)
+    }
+}
+
+impl Seen {
+    /// The row and the credit merged into it but not yet written, if any.
+    pub(crate) fn unsaved(&self) -> Option<(i64, f64)> {
+        match self {
+            Seen::Pending(row) if row.unsaved > 0.0 => Some((row.id, row.unsaved)),
+            _ => None,
+        }
+    }
 }
 
 /// 64-bit hash of a unit of work's key. Collisions (about 1 in 10^8 for a
@@ -84,6 +115,10 @@ impl SeenWindow {
         }
     }
 
+    pub(crate) fn get(&self, key: u64) -> Option<&Seen> {
+        self.young.get(&key).or_else(|| self.old.get(&key))
+    }
+
     pub(crate) fn get_mut(&mut self, key: u64) -> Option<&mut Seen> {
         match self.young.get_mut(&key) {
             Some(seen) => Some(seen),
@@ -116,10 +151,7 @@ impl SeenWindow {
         self.young
             .values()
             .chain(self.old.values())
-            .filter_map(|seen| match *seen {
-                Seen::Pending { id, unsaved, .. } if unsaved > 0.0 => Some((id, unsaved)),
-                _ => None,
-            })
+            .filter_map(Seen::unsaved)
     }
 
     #[cfg(test)]
@@ -133,13 +165,13 @@ mod tests {
     use super::*;
 
     fn pending(id: i64) -> Seen {
-        Seen::Pending {
+        Seen::Pending(PendingRow {
             id,
             stored: 1.0,
             unsaved: 0.0,
             depth: 0,
             redirect_hops: 0,
-        }
+        })
     }
 
     #[test]
@@ -173,6 +205,22 @@ mod tests {
     }
 
     #[test]
+    fn a_row_is_written_when_its_credit_doubles_or_a_shorter_path_arrives() {
+        let Seen::Pending(mut row) = pending(7) else {
+            unreachable!()
+        };
+        row.depth = 3;
+        assert_eq!(row.merge(0.5, 3, 0), None, "0.5 unsaved < 1.0 stored");
+        assert_eq!(row.merge(0.5, 4, 0), Some(1.0));
+        assert_eq!((row.stored, row.unsaved, row.depth), (2.0, 0.0, 3));
+        assert_eq!(row.merge(0.25, 1, 0), Some(0.25), "a shorter path");
+        assert_eq!((row.stored, row.depth), (2.25, 1));
+        assert_eq!(Seen::Pending(row).unsaved(), None);
+        row.merge(0.125, 1, 0);
+        assert_eq!(Seen::Pending(row).unsaved(), Some((7, 0.125)));
+    }
+
+    #[test]
     fn updating_an_old_key_does_not_grow_the_window() {
         let mut w = SeenWindow::new(4);
         w.insert(1, pending(1));
@@ -180,8 +228,8 @@ mod tests {
         assert!(w.insert(1, Seen::Processed { at: 5 }).is_none());
         assert_eq!(w.get_mut(1), Some(&mut Seen::Processed { at: 5 }));
         assert_eq!(w.len(), 2);
-        if let Some(Seen::Pending { unsaved, .. }) = w.get_mut(2) {
-            *unsaved = 0.5;
+        if let Some(Seen::Pending(row)) = w.get_mut(2) {
+            row.unsaved = 0.5;
         }
         assert_eq!(w.unsaved_credit().collect::<Vec<_>>(), vec![(2, 0.5)]);
         w.clear();

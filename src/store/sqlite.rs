@@ -6,7 +6,7 @@
 //! All SQL runs on tokio's blocking pool so the actors' runtime never stalls on
 //! disk I/O.
 
-use super::seen::{Seen, SeenWindow, key_hash};
+use super::seen::{PendingRow, Seen, SeenWindow, key_hash};
 use async_trait::async_trait;
 use rusqlite::{
     Connection, ErrorCode, OptionalExtension, Row, Transaction, TransactionBehavior, named_params,
@@ -16,9 +16,7 @@ use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use web_crawler_actors::frontier::{
-    LinkDecision, credit_due, decide_link, dedupe_by_content, round_robin,
-};
+use web_crawler_actors::frontier::{LinkDecision, decide_link, dedupe_by_content, round_robin};
 use web_crawler_actors::{
     BrokenLink, ClaimRequest, CommitBatch, CommitSummary, HostRecord, Job, Millis, NewLink,
     OperationSpec, PageQuery, PageRecord, PendingUrl, ProcessedUrl, ROBOTS_BLOCKED, SearchResult,
@@ -29,8 +27,8 @@ use web_crawler_actors::{
 /// rather than misread.
 const SCHEMA_VERSION: i64 = 2;
 
-/// Keys the seen window holds (about 100 bytes of table each, allocated up
-/// front: about 25 MiB).
+/// Keys the seen window holds: two generations of half as many, each table
+/// allocated at full size when the generation starts (about 12.5 MiB each).
 const SEEN_WINDOW: usize = 1 << 18;
 
 /// Idempotent: `open` runs it on every start. `pending_urls.id` aliases the
@@ -380,15 +378,10 @@ impl Drop for Inner {
         if credit.is_empty() {
             return;
         }
-        let written = (|| -> Result<(), rusqlite::Error> {
+        let written = (|| -> Result<(), Fail> {
             let tx = self.conn.transaction()?;
-            {
-                let mut merge = tx.prepare_cached(MERGE_PENDING)?;
-                for (id, unsaved) in &credit {
-                    merge.execute(params![id, unsaved, u32::MAX, u32::MAX])?;
-                }
-            }
-            tx.commit()
+            write_credit(&tx, credit)?;
+            Ok(tx.commit()?)
         })();
         if let Err(e) = written {
             tracing::warn!(error = %e, "could not write the last OPIC credit at close");
@@ -487,7 +480,7 @@ impl SqliteStore {
     async fn read<T, F>(&self, f: F) -> Result<T, StoreError>
     where
         T: Send + 'static,
-        F: FnOnce(&Transaction<'_>, &mut SeenWindow) -> Result<T, Fail> + Send + 'static,
+        F: FnOnce(&Transaction<'_>, &SeenWindow) -> Result<T, Fail> + Send + 'static,
     {
         self.run(move |inner| {
             let Inner { conn, seen } = inner;
@@ -817,13 +810,13 @@ impl<'b> Commit<'_, 'b> {
             .tx
             .prepare_cached(PENDING_AT)?
             .query_row(params![url, operation], |row| {
-                Ok(Seen::Pending {
+                Ok(Seen::Pending(PendingRow {
                     id: row.get(0)?,
                     stored: row.get::<_, Option<f64>>(1)?.unwrap_or(0.0),
                     unsaved: 0.0,
                     depth: row.get(2)?,
                     redirect_hops: row.get(3)?,
-                })
+                }))
             })
             .optional()?;
         if pending.is_some() {
@@ -839,18 +832,10 @@ impl<'b> Commit<'_, 'b> {
 
     /// Record `seen`; credit of keys that fall out of the window is written.
     fn remember(&mut self, key: u64, seen: Seen) -> Result<(), Fail> {
-        let Some(dropped) = self.seen.insert(key, seen) else {
-            return Ok(());
-        };
-        let mut merge = self.tx.prepare_cached(MERGE_PENDING)?;
-        for seen in dropped.into_values() {
-            if let Seen::Pending { id, unsaved, .. } = seen
-                && unsaved > 0.0
-            {
-                merge.execute(params![id, unsaved, u32::MAX, u32::MAX])?;
-            }
+        match self.seen.insert(key, seen) {
+            Some(dropped) => write_credit(self.tx, dropped.values().filter_map(Seen::unsaved)),
+            None => Ok(()),
         }
-        Ok(())
     }
 
     /// The paper's `add_pending_url` for one link, as [`decide_link`] rules it.
@@ -862,56 +847,26 @@ impl<'b> Commit<'_, 'b> {
                 .push(url_hash(&link.url));
         }
         let key = key_hash(&link.url, &link.operation);
-        let known = match self.seen.get_mut(key) {
-            Some(seen) => Some(*seen),
-            None => {
-                let found = self.lookup(&link.url, &link.operation.key())?;
-                if let Some(seen) = found {
-                    self.remember(key, seen)?;
-                }
-                found
-            }
-        };
-        match known {
-            Some(Seen::Pending {
-                id,
-                stored,
-                unsaved,
-                depth,
-                redirect_hops,
-            }) => {
+        if self.seen.get(key).is_none()
+            && let Some(found) = self.lookup(&link.url, &link.operation.key())?
+        {
+            self.remember(key, found)?;
+        }
+        match self.seen.get_mut(key) {
+            Some(Seen::Pending(row)) => {
                 self.summary.merged += 1;
-                let unsaved = unsaved + link.priority;
-                let merged = if credit_due(stored, unsaved)
-                    || link.depth < depth
-                    || link.redirect_hops < redirect_hops
-                {
+                if let Some(credit) = row.merge(link.priority, link.depth, link.redirect_hops) {
                     self.tx.prepare_cached(MERGE_PENDING)?.execute(params![
-                        id,
-                        unsaved,
+                        row.id,
+                        credit,
                         link.depth,
                         link.redirect_hops
                     ])?;
-                    Seen::Pending {
-                        id,
-                        stored: stored + unsaved,
-                        unsaved: 0.0,
-                        depth: depth.min(link.depth),
-                        redirect_hops: redirect_hops.min(link.redirect_hops),
-                    }
-                } else {
-                    Seen::Pending {
-                        id,
-                        stored,
-                        unsaved,
-                        depth,
-                        redirect_hops,
-                    }
-                };
-                self.remember(key, merged)
+                }
+                Ok(())
             }
             Some(Seen::Processed { at })
-                if decide_link(Some(at), self.now, self.reprocess_after_ms)
+                if decide_link(Some(*at), self.now, self.reprocess_after_ms)
                     == LinkDecision::ReferralOnly =>
             {
                 self.summary.merged += 1;
@@ -932,17 +887,29 @@ impl<'b> Commit<'_, 'b> {
                 let id = self.tx.last_insert_rowid();
                 self.remember(
                     key,
-                    Seen::Pending {
+                    Seen::Pending(PendingRow {
                         id,
                         stored: link.priority,
                         unsaved: 0.0,
                         depth: link.depth,
                         redirect_hops: link.redirect_hops,
-                    },
+                    }),
                 )
             }
         }
     }
+}
+
+/// Add credit the seen window held to its rows (depth and hops unchanged).
+fn write_credit(
+    tx: &Transaction<'_>,
+    credit: impl IntoIterator<Item = (i64, f64)>,
+) -> Result<(), Fail> {
+    let mut merge = tx.prepare_cached(MERGE_PENDING)?;
+    for (id, unsaved) in credit {
+        merge.execute(params![id, unsaved, u32::MAX, u32::MAX])?;
+    }
+    Ok(())
 }
 
 /// The page this one's body duplicates, if any. Candidates are checked with
@@ -1065,16 +1032,15 @@ fn apply_commit(
 // --- claim ------------------------------------------------------------------
 
 /// The credit a pending key gathered that its row does not show yet.
-fn unsaved_credit(seen: &mut SeenWindow, url: &str, operation: &OperationSpec) -> f64 {
-    match seen.get_mut(key_hash(url, operation)) {
-        Some(Seen::Pending { unsaved, .. }) => *unsaved,
-        _ => 0.0,
-    }
+fn unsaved_credit(seen: &SeenWindow, url: &str, operation: &OperationSpec) -> f64 {
+    seen.get(key_hash(url, operation))
+        .and_then(Seen::unsaved)
+        .map_or(0.0, |(_, credit)| credit)
 }
 
 fn apply_claim(
     tx: &Transaction<'_>,
-    seen: &mut SeenWindow,
+    seen: &SeenWindow,
     req: &ClaimRequest,
 ) -> Result<Vec<Job>, Fail> {
     tx.prepare_cached(EXPIRE_LEASES)?.execute([req.now])?;
@@ -1138,10 +1104,9 @@ fn apply_claim(
 #[async_trait]
 impl Store for SqliteStore {
     async fn claim(&self, req: ClaimRequest) -> Result<Vec<Job>, StoreError> {
-        let jobs = self
-            .write(move |tx, seen| apply_claim(tx, seen, &req))
+        let (_, jobs) = self
+            .commit_and_claim(CommitBatch::default(), Some(req))
             .await?;
-        tracing::trace!(claimed = jobs.len(), "claim");
         Ok(jobs)
     }
 
@@ -1149,8 +1114,8 @@ impl Store for SqliteStore {
         if batch.is_empty() {
             return Ok(CommitSummary::default());
         }
-        self.write(move |tx, seen| apply_commit(tx, seen, &batch))
-            .await
+        let (summary, _) = self.commit_and_claim(batch, None).await?;
+        Ok(summary)
     }
 
     async fn commit_and_claim(
@@ -1912,6 +1877,15 @@ mod tests {
         );
     }
 
+    /// The priority column of the one pending row, as written in the file.
+    fn row_priority(store: &SqliteStore) -> f64 {
+        let inner = store.inner.lock().unwrap();
+        inner
+            .conn
+            .query_row("SELECT priority FROM pending_urls", [], |row| row.get(0))
+            .unwrap()
+    }
+
     /// Credit below the doubling threshold lives in the seen window; reads
     /// show it, and closing the store writes it.
     #[tokio::test]
@@ -1928,13 +1902,7 @@ mod tests {
                 .await
                 .unwrap();
         }
-        let stored: f64 = store
-            .inner
-            .lock()
-            .unwrap()
-            .conn
-            .query_row("SELECT priority FROM pending_urls", [], |row| row.get(0))
-            .unwrap();
+        let stored = row_priority(&store);
         assert_eq!(
             stored, 0.5,
             "0.3125 merged since is below the doubling threshold"
@@ -1944,13 +1912,7 @@ mod tests {
         assert_eq!(listed[0].referral_list.len(), 4);
         drop(store);
         let store = SqliteStore::open(&path).unwrap();
-        let stored: f64 = store
-            .inner
-            .lock()
-            .unwrap()
-            .conn
-            .query_row("SELECT priority FROM pending_urls", [], |row| row.get(0))
-            .unwrap();
+        let stored = row_priority(&store);
         assert!(
             (stored - 0.8125).abs() < 1e-12,
             "written at close: {stored}"
