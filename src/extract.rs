@@ -335,8 +335,7 @@ pub fn extract_html(
     opts: &NormalizeOptions,
     visible_text: bool,
 ) -> Extracted {
-    let mut extractor = Extractor::new(page_url, opts);
-    extractor.collect_text = visible_text;
+    let mut extractor = Extractor::new(page_url, opts, visible_text);
     // Shared between the callback (which decides) and the emitter wrapper (which tells the
     // tokenizer); Cells because both hold them at the same time.
     let next_state = Cell::new(None);
@@ -735,7 +734,7 @@ struct Extractor<'a> {
 }
 
 impl<'a> Extractor<'a> {
-    fn new(page_url: &'a Url, opts: &'a NormalizeOptions) -> Self {
+    fn new(page_url: &'a Url, opts: &'a NormalizeOptions, collect_text: bool) -> Self {
         Extractor {
             page_url,
             opts,
@@ -749,7 +748,7 @@ impl<'a> Extractor<'a> {
             content: Slot::default(),
             next_state: None,
             text: Collector::default(),
-            collect_text: true,
+            collect_text,
             title: Collector::default(),
             heading: Collector::default(),
             headings: Vec::new(),

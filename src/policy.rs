@@ -75,19 +75,6 @@ impl CrawlPolicy {
         trap(url, &self.cfg)
     }
 
-    /// [`LinkPolicy::link`] with the referrer's URL already parsed.
-    fn link_from(
-        &self,
-        base: &Url,
-        referrer: &Job,
-        href: &str,
-        redirect: bool,
-    ) -> Result<NewLink, Rejection> {
-        let url = normalize::resolve(base, href, &self.cfg.normalize)
-            .map_err(|e| Rejection::Invalid(e.to_string()))?;
-        self.admit(base, referrer, &url, redirect)
-    }
-
     /// Scope, filters, traps and depth for a resolved, normalized `url`.
     fn admit(
         &self,
@@ -185,7 +172,9 @@ impl LinkPolicy for CrawlPolicy {
 
     fn link(&self, referrer: &Job, href: &str, redirect: bool) -> Result<NewLink, Rejection> {
         let base = Url::parse(&referrer.url).map_err(|e| Rejection::Invalid(e.to_string()))?;
-        self.link_from(&base, referrer, href, redirect)
+        let url = normalize::resolve(&base, href, &self.cfg.normalize)
+            .map_err(|e| Rejection::Invalid(e.to_string()))?;
+        self.admit(&base, referrer, &url, redirect)
     }
 
     /// The extractor normalized `urls` with the same options (see

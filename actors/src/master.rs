@@ -753,7 +753,7 @@ async fn finish_cycle(state: &mut MasterState) -> Result<usize, StoreError> {
     let claimed = jobs.len();
     tracing::debug!(
         pages,
-        claimed = jobs.len(),
+        claimed,
         ms = took.as_secs_f64() * 1e3,
         ?summary,
         "store cycle"
@@ -763,9 +763,8 @@ async fn finish_cycle(state: &mut MasterState) -> Result<usize, StoreError> {
         let keys: Vec<UrlKey> = jobs.iter().map(Job::key).collect();
         state.store.release_keys(&keys).await?;
     } else {
-        let claimed_any = !jobs.is_empty();
         dispatch(state, &pools(&state.cfg), jobs);
-        if !claimed_any {
+        if claimed == 0 {
             answer_idle_waiters(state).await?;
         }
     }
@@ -815,23 +814,30 @@ fn claim_request(state: &MasterState, live_pools: usize) -> Option<ClaimRequest>
     })
 }
 
-async fn answer_idle_waiters(state: &mut MasterState) -> Result<(), StoreError> {
-    if state.in_flight.is_some()
-        || !state.outstanding.is_empty()
-        || !state.batch.is_empty()
-        || state.waiters.is_empty()
-        || state.recovery.is_some()
-    {
-        return Ok(());
-    }
-    let reason = if budget_reached(state) {
+/// No URL claimed and not yet committed, no result waiting to be written, no
+/// store call running: whether the crawl is idle is then up to the budget
+/// and the store's frontier.
+fn holds_nothing(state: &MasterState) -> bool {
+    state.outstanding.is_empty() && state.batch.is_empty() && state.in_flight.is_none()
+}
+
+/// Why the crawl is idle, given that the master holds nothing.
+fn idle_reason(state: &MasterState, store: &StoreCounts) -> Option<IdleReason> {
+    if budget_reached(state) {
         Some(IdleReason::BudgetReached)
-    } else if state.store.counts().await?.frontier_empty() {
+    } else if store.frontier_empty() {
         Some(IdleReason::FrontierEmpty)
     } else {
         None
-    };
-    if let Some(reason) = reason {
+    }
+}
+
+async fn answer_idle_waiters(state: &mut MasterState) -> Result<(), StoreError> {
+    if !holds_nothing(state) || state.waiters.is_empty() || state.recovery.is_some() {
+        return Ok(());
+    }
+    let counts = state.store.counts().await?;
+    if let Some(reason) = idle_reason(state, &counts) {
         for waiter in state.waiters.drain(..) {
             let _ = waiter.send(reason);
         }
@@ -889,18 +895,11 @@ async fn status(state: &mut MasterState) -> Result<Status, StoreError> {
     let store = state.store.counts().await?;
     let elapsed = state.run.started.elapsed();
     let fetched = state.run.fetched();
-    let idle =
-        if state.outstanding.is_empty() && state.batch.is_empty() && state.in_flight.is_none() {
-            if budget_reached(state) {
-                Some(IdleReason::BudgetReached)
-            } else if store.frontier_empty() {
-                Some(IdleReason::FrontierEmpty)
-            } else {
-                None
-            }
-        } else {
-            None
-        };
+    let idle = if holds_nothing(state) {
+        idle_reason(state, &store)
+    } else {
+        None
+    };
     let nodes = pools(&state.cfg)
         .into_iter()
         .map(|(node, _)| NodeInfo {
