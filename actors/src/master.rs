@@ -168,6 +168,10 @@ pub struct RunStats {
     started: Instant,
     fetched: AtomicU64,
     errors: AtomicU64,
+    /// Held by a running store cycle, which outlives a killed master: its
+    /// successor takes it before releasing leases, so a claim that lands
+    /// late is released too instead of waiting out its lease.
+    store_cycle: Arc<tokio::sync::Mutex<()>>,
 }
 
 impl Default for RunStats {
@@ -176,6 +180,7 @@ impl Default for RunStats {
             started: Instant::now(),
             fetched: AtomicU64::new(0),
             errors: AtomicU64::new(0),
+            store_cycle: Arc::default(),
         }
     }
 }
@@ -476,7 +481,10 @@ async fn finish_recovery_if_done(state: &mut MasterState) -> Result<(), StoreErr
     }
     state.recovery = None;
     let keep: Vec<UrlKey> = state.outstanding.keys().cloned().collect();
-    let released = state.store.release(&state.cfg.node_name, &keep).await?;
+    let released = {
+        let _predecessor_done = state.run.store_cycle.lock().await;
+        state.store.release(&state.cfg.node_name, &keep).await?
+    };
     if released > 0 {
         tracing::info!(
             released,
@@ -731,7 +739,9 @@ async fn cycle(state: &mut MasterState, write: bool, claim: bool) -> Result<(), 
     }
     let store = Arc::clone(&state.store);
     let myself = state.myself.clone();
+    let lock = Arc::clone(&state.run.store_cycle);
     state.in_flight = Some(tokio::spawn(async move {
+        let _running = lock.lock_owned().await;
         let started = Instant::now();
         let result = store.commit_and_claim(batch, request).await;
         let _ = myself.cast(MasterMsg::CycleDone);
