@@ -52,6 +52,9 @@ enum Robots {
 struct HostSlot {
     robots: Robots,
     queue: VecDeque<Job>,
+    /// How many jobs at the front of `queue` the current rules allowed:
+    /// each job is checked once per rules, not on every poll.
+    vetted: usize,
     running: Vec<Job>,
     /// Earliest start of the next request (delay, Crawl-delay, Retry-After).
     next_start: Millis,
@@ -102,6 +105,7 @@ impl HostScheduler {
             .or_insert_with(|| HostSlot {
                 robots: Robots::Unknown,
                 queue: VecDeque::new(),
+                vetted: 0,
                 running: Vec::new(),
                 next_start: 0,
             });
@@ -130,6 +134,7 @@ impl HostScheduler {
                 unreachable,
                 expires_at: now.saturating_add(ttl),
             };
+            slot.vetted = 0;
         }
     }
 
@@ -174,7 +179,10 @@ impl HostScheduler {
         self.active.clear();
         self.hosts
             .values_mut()
-            .flat_map(|h| h.queue.drain(..))
+            .flat_map(|h| {
+                h.vetted = 0;
+                h.queue.drain(..)
+            })
             .collect()
     }
 
@@ -246,24 +254,22 @@ impl HostScheduler {
             } => {
                 let rules = rules.clone();
                 if *unreachable {
+                    slot.vetted = 0;
                     actions.extend(slot.queue.drain(..).map(Action::Unreachable));
                     *progress = true;
                     return false;
                 }
-                // Disallowed jobs cost no request: settle them all at once.
-                let before = slot.queue.len();
-                let mut kept = VecDeque::with_capacity(before);
-                for job in slot.queue.drain(..) {
+                // Disallowed jobs cost no request: settle the new ones at once.
+                let unvetted = slot.queue.split_off(slot.vetted.min(slot.queue.len()));
+                for job in unvetted {
                     if rules.is_allowed(&job.url) {
-                        kept.push_back(job);
+                        slot.queue.push_back(job);
                     } else {
                         actions.push(Action::Blocked(job));
+                        *progress = true;
                     }
                 }
-                slot.queue = kept;
-                if slot.queue.len() != before {
-                    *progress = true;
-                }
+                slot.vetted = slot.queue.len();
                 if slot.queue.is_empty() {
                     return false;
                 }
@@ -275,6 +281,7 @@ impl HostScheduler {
                     return true;
                 }
                 let job = slot.queue.pop_front().expect("queue checked non-empty");
+                slot.vetted -= 1;
                 let delay = cfg
                     .min_delay_ms
                     .max(rules.crawl_delay_ms().unwrap_or(0))
@@ -416,6 +423,47 @@ mod tests {
         let (a, _) = s.poll(0);
         assert!(matches!(&a[0], Action::Blocked(j) if j.url.ends_with("/private/1")));
         assert_eq!(runs(&a), vec!["http://a/ok"]);
+    }
+
+    /// Allows everything and counts how often it was asked.
+    #[derive(Debug, Default)]
+    struct Counting(std::sync::atomic::AtomicUsize);
+    impl RobotsRules for Counting {
+        fn is_allowed(&self, _url: &str) -> bool {
+            self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            true
+        }
+        fn crawl_delay_ms(&self) -> Option<u64> {
+            None
+        }
+    }
+
+    #[test]
+    fn each_queued_job_is_checked_once_per_rules() {
+        let mut s = sched(10, 1, 0);
+        for i in 0..5 {
+            s.push(job("a", &format!("/{i}")));
+        }
+        s.poll(0);
+        s.robots_done();
+        let counting = Arc::new(Counting::default());
+        s.robots_ready("a", counting.clone(), false, 0);
+        let asked = || counting.0.load(std::sync::atomic::Ordering::Relaxed);
+        for i in 0..5 {
+            assert_eq!(runs(&s.poll(0).0), vec![format!("http://a/{i}")]);
+            // Polls while the host is busy ask nothing new.
+            assert!(s.poll(0).0.is_empty());
+            s.finished(&job("a", &format!("/{i}")).key(), "a");
+        }
+        assert_eq!(asked(), 5, "one check per job, not one per poll");
+        // A job queued later is checked when it arrives; new rules check again.
+        s.push(job("a", "/5"));
+        s.push(job("a", "/6"));
+        assert_eq!(runs(&s.poll(0).0), vec!["http://a/5"]);
+        assert_eq!(asked(), 7);
+        s.robots_ready("a", rules("/6", None), false, 0);
+        let (a, _) = s.poll(0);
+        assert!(matches!(&a[..], [Action::Blocked(j)] if j.url.ends_with("/6")));
     }
 
     #[test]
