@@ -465,6 +465,26 @@ async fn resume_after_restart_on_the_same_store(b: Backend) {
     assert_eq!(hosts.len(), 1);
     assert_eq!(hosts[0].crawl_delay_ms, Some(1500));
     assert_eq!(hosts[0].sitemaps, vec!["http://a/sitemap.xml"]);
+    store
+        .commit(pages(NOW, None, vec![page("http://a/1", 200, None, vec![])]))
+        .await
+        .unwrap();
+    drop(store);
+    // Reopened again: links to a processed and a pending URL of the earlier
+    // runs are referrals, never new work.
+    let store = b.open().await;
+    let s = store
+        .commit(seeds(
+            NOW,
+            vec![
+                link("http://a/1", Some("http://a/x"), 1, 1.0),
+                link("http://a/2", Some("http://a/x"), 1, 1.0),
+            ],
+        ))
+        .await
+        .unwrap();
+    assert_eq!((s.queued, s.merged), (0, 2));
+    assert_eq!(pending_urls(&*store).await, vec!["http://a/2"]);
 }
 
 async fn crash_between_links_and_processed_loses_nothing(b: Backend) {

@@ -3,7 +3,12 @@
 //! so that the links of a page that point at known URLs cost a hash lookup
 //! instead of SQL. The file stays the source of truth: a key not in the window
 //! is looked up there, and any failed transaction clears the window.
+//!
+//! Behind the window, [`FileKeys`] answers whether the file may hold a key at
+//! all, so a link to a URL never seen before (every new URL of a crawl) costs
+//! no lookup either.
 
+use fastbloom::BloomFilter;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use web_crawler_actors::frontier::credit_due;
@@ -103,16 +108,34 @@ pub(crate) struct SeenWindow {
     young: Map,
     old: Map,
     half: usize,
+    in_file: FileKeys,
 }
 
 impl SeenWindow {
-    pub(crate) fn new(capacity: usize) -> Self {
+    /// `in_file` must know every key the file holds.
+    pub(crate) fn new(capacity: usize, in_file: FileKeys) -> Self {
         let half = (capacity / 2).max(1);
         Self {
             young: generation(half),
             old: Map::default(),
             half,
+            in_file,
         }
+    }
+
+    /// Whether the file may hold `key`; `false` is certain.
+    pub(crate) fn may_be_in_file(&self, key: u64) -> bool {
+        self.in_file.may_hold(key)
+    }
+
+    /// The key filter is over its size (it would answer "maybe" too often):
+    /// the caller rebuilds it from the file with [`SeenWindow::refill`].
+    pub(crate) fn filter_is_full(&self) -> bool {
+        self.in_file.is_full()
+    }
+
+    pub(crate) fn refill(&mut self, in_file: FileKeys) {
+        self.in_file = in_file;
     }
 
     pub(crate) fn get(&self, key: u64) -> Option<&Seen> {
@@ -129,6 +152,7 @@ impl SeenWindow {
     /// Record `seen` for `key`; returns the generation that fell out of the
     /// window, if this insert filled the young one.
     pub(crate) fn insert(&mut self, key: u64, seen: Seen) -> Option<Map> {
+        self.in_file.insert(key);
         if let Some(slot) = self.old.get_mut(&key) {
             *slot = seen;
             return None;
@@ -141,6 +165,8 @@ impl SeenWindow {
         Some(std::mem::replace(&mut self.old, young))
     }
 
+    /// Forget the window. The key filter stays: keys it learnt in a rolled
+    /// back transaction only make it answer "maybe" where "no" was true.
     pub(crate) fn clear(&mut self) {
         self.young.clear();
         self.old.clear();
@@ -157,6 +183,49 @@ impl SeenWindow {
     #[cfg(test)]
     fn len(&self) -> usize {
         self.young.len() + self.old.len()
+    }
+}
+
+/// Every key the file may hold, as a Bloom filter over the key hashes: a
+/// "no" is certain, a "maybe" (about 1 in 100 for keys it never saw) costs
+/// the lookup the window would have cost anyway.
+#[derive(Debug)]
+pub(crate) struct FileKeys {
+    filter: BloomFilter,
+    /// Keys it was sized for; past that it answers "maybe" more often.
+    capacity: usize,
+    len: usize,
+}
+
+impl FileKeys {
+    /// Sized for at least `at_least` keys and twice what the file holds now.
+    pub(crate) fn new(keys: Vec<u64>, at_least: usize) -> Self {
+        let capacity = (keys.len() * 2).max(at_least).max(1);
+        let mut filter = BloomFilter::with_false_pos(0.01).expected_items(capacity);
+        for &key in &keys {
+            filter.insert_hash(key);
+        }
+        Self {
+            filter,
+            capacity,
+            len: keys.len(),
+        }
+    }
+
+    fn insert(&mut self, key: u64) {
+        // A key it wrongly thought present is not counted: the filter is
+        // rebuilt a little late at worst.
+        if !self.filter.insert_hash(key) {
+            self.len += 1;
+        }
+    }
+
+    fn may_hold(&self, key: u64) -> bool {
+        self.filter.contains_hash(key)
+    }
+
+    fn is_full(&self) -> bool {
+        self.len > self.capacity
     }
 }
 
@@ -189,7 +258,7 @@ mod tests {
 
     #[test]
     fn window_is_bounded_and_hands_back_what_falls_out() {
-        let mut w = SeenWindow::new(4);
+        let mut w = SeenWindow::new(4, FileKeys::new(Vec::new(), 16));
         assert!(w.insert(1, pending(1)).is_none());
         let first = w.insert(2, pending(2)).expect("young generation full");
         assert!(first.is_empty(), "nothing was old yet");
@@ -221,8 +290,32 @@ mod tests {
     }
 
     #[test]
+    fn the_file_key_filter_never_forgets_and_reports_when_full() {
+        let mut w = SeenWindow::new(4, FileKeys::new(vec![100, 200], 8));
+        assert!(w.may_be_in_file(100) && w.may_be_in_file(200), "keys at open");
+        for key in 1..=6 {
+            w.insert(key, pending(key.cast_signed()));
+        }
+        // Keys that fell out of the window, and a cleared window, are still
+        // known to the filter: only the window forgets.
+        w.clear();
+        assert!((1..=6).all(|key| w.may_be_in_file(key)));
+        assert!(!w.filter_is_full(), "8 keys of room, 8 held");
+        w.insert(7, pending(7));
+        assert!(w.filter_is_full());
+        w.refill(FileKeys::new((1..=7).chain([100, 200]).collect(), 8));
+        assert!(!w.filter_is_full(), "room for twice the file");
+        assert!(w.may_be_in_file(7) && w.may_be_in_file(200));
+        // "No" is the common answer for keys it never saw.
+        let strangers = (1_000u64..11_000)
+            .filter(|k| w.may_be_in_file(k.wrapping_mul(0x9E37_79B9_7F4A_7C15)))
+            .count();
+        assert!(strangers < 500, "{strangers} of 10000 unknown keys reported maybe");
+    }
+
+    #[test]
     fn updating_an_old_key_does_not_grow_the_window() {
-        let mut w = SeenWindow::new(4);
+        let mut w = SeenWindow::new(4, FileKeys::new(Vec::new(), 16));
         w.insert(1, pending(1));
         w.insert(2, pending(2));
         assert!(w.insert(1, Seen::Processed { at: 5 }).is_none());

@@ -6,7 +6,7 @@
 //! All SQL runs on tokio's blocking pool so the actors' runtime never stalls on
 //! disk I/O.
 
-use super::seen::{PendingRow, Seen, SeenWindow, key_hash};
+use super::seen::{FileKeys, PendingRow, Seen, SeenWindow, key_hash};
 use async_trait::async_trait;
 use rusqlite::{
     Connection, ErrorCode, OptionalExtension, Row, Transaction, TransactionBehavior, named_params,
@@ -30,6 +30,10 @@ const SCHEMA_VERSION: i64 = 2;
 /// Keys the seen window holds: two generations of half as many, each table
 /// allocated at full size when the generation starts (about 12.5 MiB each).
 const SEEN_WINDOW: usize = 1 << 18;
+
+/// Keys the file-key filter is sized for at least (about 1.2 MB at 1% false
+/// "maybe"s); it is rebuilt twice the file's size whenever it fills.
+const FILE_KEYS_MIN: usize = 1 << 20;
 
 /// Idempotent: `open` runs it on every start. `pending_urls.id` aliases the
 /// rowid explicitly so that VACUUM cannot renumber it (it is the FIFO order).
@@ -414,9 +418,15 @@ impl SqliteStore {
             other => StoreError::Backend(format!("cannot open store {shown}: {other}")),
         })?;
         tracing::debug!(path = %shown, "sqlite store open");
+        let in_file = file_keys(&conn).map_err(|fail| {
+            StoreError::Backend(format!(
+                "cannot read the keys of store {shown}: {}",
+                StoreError::from(fail)
+            ))
+        })?;
         let inner = Arc::new(Mutex::new(Inner {
             conn,
-            seen: SeenWindow::new(SEEN_WINDOW),
+            seen: SeenWindow::new(SEEN_WINDOW, in_file),
         }));
         let checkpointer = Connection::open(path)
             .map_err(|e| StoreError::Backend(format!("cannot open store {shown}: {e}")))?;
@@ -832,10 +842,13 @@ impl<'b> Commit<'_, 'b> {
 
     /// Record `seen`; credit of keys that fall out of the window is written.
     fn remember(&mut self, key: u64, seen: Seen) -> Result<(), Fail> {
-        match self.seen.insert(key, seen) {
-            Some(dropped) => write_credit(self.tx, dropped.values().filter_map(Seen::unsaved)),
-            None => Ok(()),
+        if let Some(dropped) = self.seen.insert(key, seen) {
+            write_credit(self.tx, dropped.values().filter_map(Seen::unsaved))?;
         }
+        if self.seen.filter_is_full() {
+            self.seen.refill(file_keys(self.tx)?);
+        }
+        Ok(())
     }
 
     /// The paper's `add_pending_url` for one link, as [`decide_link`] rules it.
@@ -848,6 +861,7 @@ impl<'b> Commit<'_, 'b> {
         }
         let key = key_hash(&link.url, &link.operation);
         if self.seen.get(key).is_none()
+            && self.seen.may_be_in_file(key)
             && let Some(found) = self.lookup(&link.url, &link.operation.key())?
         {
             self.remember(key, found)?;
@@ -898,6 +912,21 @@ impl<'b> Commit<'_, 'b> {
             }
         }
     }
+}
+
+/// A filter of every key the file holds (the writes of an open transaction
+/// included), with room for at least [`FILE_KEYS_MIN`] and twice as many.
+fn file_keys(conn: &Connection) -> Result<FileKeys, Fail> {
+    let mut keys = Vec::new();
+    for table in ["pending_urls", "processed_urls"] {
+        let mut stmt = conn.prepare(&format!("SELECT url, operation FROM {table}"))?;
+        let mut rows = stmt.query([])?;
+        while let Some(row) = rows.next()? {
+            let url: String = row.get(0)?;
+            keys.push(key_hash(&url, &operation_col(row, 1, table)?));
+        }
+    }
+    Ok(FileKeys::new(keys, FILE_KEYS_MIN))
 }
 
 /// Add credit the seen window held to its rows (depth and hops unchanged).
