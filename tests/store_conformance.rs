@@ -141,6 +141,26 @@ async fn claim_respects_per_host_caps_round_robin(b: Backend) {
     assert_eq!(jobs.len(), 1);
     let counts = store.counts().await.unwrap();
     assert_eq!((counts.pending, counts.processing), (3, 3));
+
+    // Uneven hosts: c has one URL, d five. A limit of 4 is still filled,
+    // rank by rank: d's first, c's only, then d's next two (the order within
+    // a claim is the store's).
+    let mut links = vec![link("http://c/0", None, 0, 3.0)];
+    for i in 0..5 {
+        links.push(link(&format!("http://d/{i}"), None, 0, 5.0 - f64::from(i)));
+    }
+    store.commit(seeds(NOW, links)).await.unwrap();
+    let mut req = claim_req(NOW, 4, 10);
+    req.held_per_host = HashMap::from([("a".to_string(), 10), ("b".to_string(), 10)]);
+    let mut urls: Vec<String> = store
+        .claim(req)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|j| j.url)
+        .collect();
+    urls.sort();
+    assert_eq!(urls, ["http://c/0", "http://d/0", "http://d/1", "http://d/2"]);
 }
 
 async fn claims_race_without_double_claims(b: Backend) {

@@ -127,14 +127,14 @@ const PENDING_HOSTS: &str = "WITH RECURSIVE hosts(h) AS (
     )
     SELECT h FROM hosts WHERE h IS NOT NULL";
 
-/// The best `?3` claimable URLs of one host, straight from the claim index
-/// (status, host, priority DESC, then rowid = id).
+/// The best `?3` claimable URLs of one host after the first `?4`, straight
+/// from the claim index (status, host, priority DESC, then rowid = id).
 const HOST_CANDIDATES: &str = "SELECT id, url, operation, host, depth, priority, attempts,
         redirect_hops
     FROM pending_urls
     WHERE status = 'pending' AND host = ?1 AND not_before <= ?2
     ORDER BY priority DESC, id
-    LIMIT ?3";
+    LIMIT ?3 OFFSET ?4";
 
 const CLAIM_UPDATE: &str = "UPDATE pending_urls
     SET status = 'processing', lease_until = ?2, lease_owner = ?3, d_change = ?4
@@ -1080,35 +1080,41 @@ fn apply_claim(
         .prepare_cached(PENDING_HOSTS)?
         .query_map([], |row| row.get(0))?
         .collect::<Result<_, _>>()?;
-    // Per host, the best URLs it still has room for.
-    let mut per_host: Vec<Vec<(i64, Job)>> = Vec::new();
+    // Per host, the best URLs it still has room for. The round-robin below
+    // takes rank 1 of every host before rank 2 of any, so a fair share of the
+    // limit is read first (reading each host's whole room would read and drop
+    // most of it); if some hosts ran short, the others read up to what is
+    // still missing, which is all the round-robin can take from any of them.
+    let mut open: Vec<(String, usize, Vec<(i64, Job)>)> = hosts
+        .into_iter()
+        .filter_map(|host| {
+            let held = req.held_per_host.get(&host).copied().unwrap_or(0);
+            let room = req.per_host_cap.saturating_sub(held).min(req.limit);
+            (room > 0).then(|| (host, room, Vec::new()))
+        })
+        .collect();
     let mut candidates = tx.prepare_cached(HOST_CANDIDATES)?;
-    for host in hosts {
-        let held = req.held_per_host.get(&host).copied().unwrap_or(0);
-        let room = req.per_host_cap.saturating_sub(held).min(req.limit);
-        if room == 0 {
-            continue;
-        }
-        let mut rows = candidates.query(params![host, req.now, room as i64])?;
-        let mut jobs = Vec::new();
-        while let Some(row) = rows.next()? {
-            jobs.push((
-                row.get::<_, i64>(0)?,
-                Job {
-                    url: row.get(1)?,
-                    operation: operation_col(row, 2, "pending_urls")?,
-                    host: text_col(row, 3)?,
-                    depth: int_col(row, 4, "depth")?,
-                    priority: row.get::<_, Option<f64>>(5)?.unwrap_or(0.0),
-                    attempts: int_col(row, 6, "attempts")?,
-                    redirect_hops: int_col(row, 7, "redirect_hops")?,
-                },
-            ));
-        }
-        if !jobs.is_empty() {
-            per_host.push(jobs);
+    let share = req.limit.div_ceil(open.len().max(1));
+    for (host, room, jobs) in &mut open {
+        read_candidates(&mut candidates, host, req.now, share.min(*room), jobs)?;
+    }
+    let missing = req
+        .limit
+        .saturating_sub(open.iter().map(|(_, _, jobs)| jobs.len()).sum());
+    if missing > 0 {
+        for (host, room, jobs) in &mut open {
+            // A host that gave less than its share has nothing more.
+            if jobs.len() == share.min(*room) && jobs.len() < *room {
+                let want = (*room).min(jobs.len() + missing);
+                read_candidates(&mut candidates, host, req.now, want, jobs)?;
+            }
         }
     }
+    let mut per_host: Vec<Vec<(i64, Job)>> = open
+        .into_iter()
+        .map(|(_, _, jobs)| jobs)
+        .filter(|jobs| !jobs.is_empty())
+        .collect();
     // Hosts with the most credit first; then rank 1 of every host before
     // rank 2 of any (each list is already within its host's room).
     per_host.sort_by(|a, b| b[0].1.priority.total_cmp(&a[0].1.priority));
@@ -1128,6 +1134,35 @@ fn apply_claim(
         job.priority += unsaved_credit(seen, &job.url, &job.operation);
     }
     Ok(chosen.into_iter().map(|(_, job)| job).collect())
+}
+
+/// Extend `jobs` (a host's best candidates so far) to its best `want`.
+fn read_candidates(
+    stmt: &mut rusqlite::CachedStatement<'_>,
+    host: &str,
+    now: Millis,
+    want: usize,
+    jobs: &mut Vec<(i64, Job)>,
+) -> Result<(), Fail> {
+    let Some(more) = want.checked_sub(jobs.len()).filter(|&n| n > 0) else {
+        return Ok(());
+    };
+    let mut rows = stmt.query(params![host, now, more as i64, jobs.len() as i64])?;
+    while let Some(row) = rows.next()? {
+        jobs.push((
+            row.get::<_, i64>(0)?,
+            Job {
+                url: row.get(1)?,
+                operation: operation_col(row, 2, "pending_urls")?,
+                host: text_col(row, 3)?,
+                depth: int_col(row, 4, "depth")?,
+                priority: row.get::<_, Option<f64>>(5)?.unwrap_or(0.0),
+                attempts: int_col(row, 6, "attempts")?,
+                redirect_hops: int_col(row, 7, "redirect_hops")?,
+            },
+        ));
+    }
+    Ok(())
 }
 
 #[async_trait]
