@@ -1085,34 +1085,38 @@ fn apply_claim(
     // limit is read first (reading each host's whole room would read and drop
     // most of it); if some hosts ran short, the others read up to what is
     // still missing, which is all the round-robin can take from any of them.
-    let mut open: Vec<(String, usize, Vec<(i64, Job)>)> = hosts
+    let mut open: Vec<HostCandidates> = hosts
         .into_iter()
         .filter_map(|host| {
             let held = req.held_per_host.get(&host).copied().unwrap_or(0);
             let room = req.per_host_cap.saturating_sub(held).min(req.limit);
-            (room > 0).then(|| (host, room, Vec::new()))
+            (room > 0).then(|| HostCandidates {
+                host,
+                room,
+                jobs: Vec::new(),
+            })
         })
         .collect();
     let mut candidates = tx.prepare_cached(HOST_CANDIDATES)?;
     let share = req.limit.div_ceil(open.len().max(1));
-    for (host, room, jobs) in &mut open {
-        read_candidates(&mut candidates, host, req.now, share.min(*room), jobs)?;
+    for h in &mut open {
+        read_candidates(&mut candidates, h, req.now, share.min(h.room))?;
     }
     let missing = req
         .limit
-        .saturating_sub(open.iter().map(|(_, _, jobs)| jobs.len()).sum());
+        .saturating_sub(open.iter().map(|h| h.jobs.len()).sum());
     if missing > 0 {
-        for (host, room, jobs) in &mut open {
+        for h in &mut open {
             // A host that gave less than its share has nothing more.
-            if jobs.len() == share.min(*room) && jobs.len() < *room {
-                let want = (*room).min(jobs.len() + missing);
-                read_candidates(&mut candidates, host, req.now, want, jobs)?;
+            if h.jobs.len() == share.min(h.room) && h.jobs.len() < h.room {
+                let want = h.room.min(h.jobs.len() + missing);
+                read_candidates(&mut candidates, h, req.now, want)?;
             }
         }
     }
     let mut per_host: Vec<Vec<(i64, Job)>> = open
         .into_iter()
-        .map(|(_, _, jobs)| jobs)
+        .map(|h| h.jobs)
         .filter(|jobs| !jobs.is_empty())
         .collect();
     // Hosts with the most credit first; then rank 1 of every host before
@@ -1136,20 +1140,27 @@ fn apply_claim(
     Ok(chosen.into_iter().map(|(_, job)| job).collect())
 }
 
-/// Extend `jobs` (a host's best candidates so far) to its best `want`.
+/// One host's claim candidates: its best pending rows so far, and how many
+/// it has room for.
+struct HostCandidates {
+    host: String,
+    room: usize,
+    jobs: Vec<(i64, Job)>,
+}
+
+/// Extend a host's candidates to its best `want`.
 fn read_candidates(
     stmt: &mut rusqlite::CachedStatement<'_>,
-    host: &str,
+    h: &mut HostCandidates,
     now: Millis,
     want: usize,
-    jobs: &mut Vec<(i64, Job)>,
 ) -> Result<(), Fail> {
-    let Some(more) = want.checked_sub(jobs.len()).filter(|&n| n > 0) else {
+    let Some(more) = want.checked_sub(h.jobs.len()).filter(|&n| n > 0) else {
         return Ok(());
     };
-    let mut rows = stmt.query(params![host, now, more as i64, jobs.len() as i64])?;
+    let mut rows = stmt.query(params![h.host, now, more as i64, h.jobs.len() as i64])?;
     while let Some(row) = rows.next()? {
-        jobs.push((
+        h.jobs.push((
             row.get::<_, i64>(0)?,
             Job {
                 url: row.get(1)?,
