@@ -127,14 +127,15 @@ const PENDING_HOSTS: &str = "WITH RECURSIVE hosts(h) AS (
     )
     SELECT h FROM hosts WHERE h IS NOT NULL";
 
-/// The best `?3` claimable URLs of one host after the first `?4`, straight
-/// from the claim index (status, host, priority DESC, then rowid = id).
+/// One host's claimable URLs, best first, straight from the claim index
+/// (status, host, priority DESC, then rowid = id), so the caller reads only
+/// as many rows as it wants. No `LIMIT ?`: SQLite plans with a bound LIMIT's
+/// value, so rebinding it re-prepares the statement on every call.
 const HOST_CANDIDATES: &str = "SELECT id, url, operation, host, depth, priority, attempts,
         redirect_hops
     FROM pending_urls
     WHERE status = 'pending' AND host = ?1 AND not_before <= ?2
-    ORDER BY priority DESC, id
-    LIMIT ?3 OFFSET ?4";
+    ORDER BY priority DESC, id";
 
 const CLAIM_UPDATE: &str = "UPDATE pending_urls
     SET status = 'processing', lease_until = ?2, lease_owner = ?3, d_change = ?4
@@ -1155,11 +1156,20 @@ fn read_candidates(
     now: Millis,
     want: usize,
 ) -> Result<(), Fail> {
-    let Some(more) = want.checked_sub(h.jobs.len()).filter(|&n| n > 0) else {
+    let have = h.jobs.len();
+    if want <= have {
         return Ok(());
-    };
-    let mut rows = stmt.query(params![h.host, now, more as i64, h.jobs.len() as i64])?;
-    while let Some(row) = rows.next()? {
+    }
+    let mut rows = stmt.query(params![h.host, now])?;
+    let mut skipped = 0;
+    while h.jobs.len() < want
+        && let Some(row) = rows.next()?
+    {
+        // The rows it already has come first (same snapshot, same order).
+        if skipped < have {
+            skipped += 1;
+            continue;
+        }
         h.jobs.push((
             row.get::<_, i64>(0)?,
             Job {
@@ -2028,6 +2038,51 @@ mod tests {
         assert_eq!(home.referral_list, vec!["http://a/"]);
         assert_eq!(home.referral_count, 1);
         assert_eq!(store.counts().await.unwrap().pending, 5_000);
+    }
+
+    /// A statement SQLite re-prepares on every call (a bound `LIMIT ?`, for
+    /// one) costs a parse and a plan each time: none of the crawl's do.
+    #[tokio::test]
+    async fn crawl_statements_are_prepared_once() {
+        let (_dir, _path, store) = open_temp();
+        let home: Vec<NewLink> = (0..4)
+            .map(|h| link(&format!("http://h{h}/"), None, 0, 1.0))
+            .collect();
+        store.commit(seeds(0, home)).await.unwrap();
+        let mut claimed = store.claim(claim_req(0, 2, 1)).await.unwrap();
+        for round in 1..4 {
+            let pages = claimed
+                .iter()
+                .map(|job| {
+                    let links = (0..3)
+                        .map(|i| {
+                            let url = format!("http://{}/{round}/{i}", job.host);
+                            link(&url, Some(&job.url), round, 0.5)
+                        })
+                        .collect();
+                    page(&job.url, Some(200), Some(round.into()), links)
+                })
+                .collect();
+            let (_, jobs) = store
+                .commit_and_claim(
+                    CommitBatch {
+                        now: round.into(),
+                        pages,
+                        ..CommitBatch::default()
+                    },
+                    Some(claim_req(round.into(), 3, 2)),
+                )
+                .await
+                .unwrap();
+            assert!(!jobs.is_empty());
+            claimed = jobs;
+        }
+        let inner = store.inner.lock().unwrap();
+        for sql in ALL_STATEMENTS {
+            let stmt = inner.conn.prepare_cached(sql).unwrap();
+            let reprepared = stmt.get_status(rusqlite::StatementStatus::RePrepare);
+            assert_eq!(reprepared, 0, "re-prepared {reprepared} times: {sql}");
+        }
     }
 
     #[tokio::test]
