@@ -549,6 +549,39 @@ async fn unreachable_robots_txt_means_nothing_is_fetched(b: Backend) {
     assert_eq!(hosts[0].robots_http_code, Some(503));
 }
 
+/// A narrow web (each page links to the next only) never waits for the
+/// group-commit timer: when every URL the master holds is waiting for the
+/// write, it writes at once. With the timer and the tick both far beyond the
+/// test's time limit, waiting would not finish.
+async fn a_narrow_crawl_writes_without_waiting_for_the_timer(b: Backend) {
+    let n = 15;
+    let mut pages: HashMap<String, Page> = (0..n)
+        .map(|i| {
+            let next = format!("/p{}", i + 1);
+            (
+                format!("/p{i}"),
+                page_with_links(&format!("page {i}"), &[&next]),
+            )
+        })
+        .collect();
+    pages.insert(format!("/p{n}"), page_with_links("end", &[]));
+    let server = TestServer::start(Ipv4Addr::new(127, 0, 0, 11), pages).await;
+    let store = b.open().await;
+    let mut s = settings("narrow");
+    s.crawl.flush_every = Duration::from_secs(3600);
+    s.crawl.tick = Duration::from_secs(3600);
+    let app = start(store.clone(), s).await.unwrap();
+    app.add_url(&server.url("/p0")).await.unwrap();
+    let idle = tokio::time::timeout(Duration::from_secs(30), app.wait_idle())
+        .await
+        .expect("the chain is crawled without waiting for the timer")
+        .unwrap();
+    assert_eq!(idle, IdleReason::FrontierEmpty);
+    app.stop(Duration::from_secs(5)).await.unwrap();
+    assert_eq!(server.hits_of(&format!("/p{n}")), 1);
+    assert_eq!(store.counts().await.unwrap().processed, n as u64 + 1);
+}
+
 async fn a_killed_master_is_restarted_and_adopts_the_pools_work(b: Backend) {
     let pages: HashMap<String, Page> = chain_web(40)
         .into_iter()
@@ -589,6 +622,10 @@ async fn a_killed_master_is_restarted_and_adopts_the_pools_work(b: Backend) {
 on_both_backends!(
     crawls_a_small_web_exactly_once,
     crawls_a_small_web_exactly_once
+);
+on_both_backends!(
+    narrow_crawl_writes_at_once,
+    a_narrow_crawl_writes_without_waiting_for_the_timer
 );
 on_both_backends!(
     host_scope_stays_on_the_seed_host,

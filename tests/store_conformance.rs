@@ -160,7 +160,10 @@ async fn claim_respects_per_host_caps_round_robin(b: Backend) {
         .map(|j| j.url)
         .collect();
     urls.sort();
-    assert_eq!(urls, ["http://c/0", "http://d/0", "http://d/1", "http://d/2"]);
+    assert_eq!(
+        urls,
+        ["http://c/0", "http://d/0", "http://d/1", "http://d/2"]
+    );
 }
 
 async fn claims_race_without_double_claims(b: Backend) {
@@ -486,7 +489,11 @@ async fn resume_after_restart_on_the_same_store(b: Backend) {
     assert_eq!(hosts[0].crawl_delay_ms, Some(1500));
     assert_eq!(hosts[0].sitemaps, vec!["http://a/sitemap.xml"]);
     store
-        .commit(pages(NOW, None, vec![page("http://a/1", 200, None, vec![])]))
+        .commit(pages(
+            NOW,
+            None,
+            vec![page("http://a/1", 200, None, vec![])],
+        ))
         .await
         .unwrap();
     drop(store);

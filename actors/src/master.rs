@@ -377,7 +377,7 @@ impl Actor for Master {
             }
             MasterMsg::Report(report) => {
                 on_report(state, report);
-                if state.reported.len() >= state.cfg.flush_at() {
+                if write_due(state) {
                     flush_and_pump(state).await?;
                 } else {
                     schedule_flush(&myself, state);
@@ -405,8 +405,7 @@ impl Actor for Master {
             }
             MasterMsg::CycleDone => {
                 let claimed = finish_cycle(state).await?;
-                let write = std::mem::take(&mut state.write_deferred)
-                    || state.reported.len() >= state.cfg.flush_at();
+                let write = std::mem::take(&mut state.write_deferred) || write_due(state);
                 // A claim that found nothing is not repeated until something
                 // changes (a write, a new URL, the next tick).
                 if write || claimed > 0 {
@@ -827,6 +826,15 @@ fn claim_request(state: &MasterState, live_pools: usize) -> Option<ClaimRequest>
 /// No URL claimed and not yet committed, no result waiting to be written, no
 /// store call running: whether the crawl is idle is then up to the budget
 /// and the store's frontier.
+/// Write the batch now rather than at the next `Flush`: it is a quarter of
+/// the window, or every URL this master holds is waiting for it (nothing is
+/// left to fetch until it is written and the links it holds are claimed, so
+/// waiting would only slow a narrow crawl down).
+fn write_due(state: &MasterState) -> bool {
+    let reported = state.reported.len();
+    reported >= state.cfg.flush_at() || (reported > 0 && reported >= state.outstanding.len())
+}
+
 fn holds_nothing(state: &MasterState) -> bool {
     state.outstanding.is_empty() && state.batch.is_empty() && state.in_flight.is_none()
 }

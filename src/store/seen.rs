@@ -292,7 +292,10 @@ mod tests {
     #[test]
     fn the_file_key_filter_never_forgets_and_reports_when_full() {
         let mut w = SeenWindow::new(4, FileKeys::new(vec![100, 200], 8));
-        assert!(w.may_be_in_file(100) && w.may_be_in_file(200), "keys at open");
+        assert!(
+            w.may_be_in_file(100) && w.may_be_in_file(200),
+            "keys at open"
+        );
         for key in 1..=6 {
             w.insert(key, pending(key.cast_signed()));
         }
@@ -310,7 +313,10 @@ mod tests {
         let strangers = (1_000u64..11_000)
             .filter(|k| w.may_be_in_file(k.wrapping_mul(0x9E37_79B9_7F4A_7C15)))
             .count();
-        assert!(strangers < 500, "{strangers} of 10000 unknown keys reported maybe");
+        assert!(
+            strangers < 500,
+            "{strangers} of 10000 unknown keys reported maybe"
+        );
     }
 
     #[test]
