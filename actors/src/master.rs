@@ -427,6 +427,8 @@ impl Actor for Master {
                 let _ = reply.send(status);
             }
             MasterMsg::WaitIdle(reply) => {
+                // A caller whose wait timed out asks again: drop its old port.
+                state.waiters.retain(|waiter| !waiter.is_closed());
                 state.waiters.push(reply);
                 pump(state).await?;
             }
