@@ -80,13 +80,13 @@ impl CrawlPolicy {
         &self,
         base: &Url,
         referrer: &Job,
-        url: &Url,
+        url: Url,
         redirect: bool,
     ) -> Result<NewLink, Rejection> {
-        if !in_scope(self.cfg.scope, base, url) {
+        if !in_scope(self.cfg.scope, base, &url) {
             return Err(Rejection::OutOfScope);
         }
-        self.check(url)?;
+        self.check(&url)?;
         // A redirect is the same page moved: same depth, one more hop.
         let (depth, redirect_hops) = if redirect {
             (referrer.depth, referrer.redirect_hops + 1)
@@ -100,8 +100,8 @@ impl CrawlPolicy {
             return Err(Rejection::TooDeep);
         }
         Ok(NewLink {
-            host: host_key(url),
-            url: url.as_str().to_string(),
+            host: host_key(&url),
+            url: url.into(),
             operation: referrer.operation.clone(),
             referral: Some(referrer.url.clone()),
             depth,
@@ -174,16 +174,16 @@ impl LinkPolicy for CrawlPolicy {
         let base = Url::parse(&referrer.url).map_err(|e| Rejection::Invalid(e.to_string()))?;
         let url = normalize::resolve(&base, href, &self.cfg.normalize)
             .map_err(|e| Rejection::Invalid(e.to_string()))?;
-        self.admit(&base, referrer, &url, redirect)
+        self.admit(&base, referrer, url, redirect)
     }
 
     /// The extractor normalized `urls` with the same options (see
     /// `Settings`), so they are admitted as they are.
-    fn links(&self, referrer: &Job, urls: &[Url]) -> Vec<NewLink> {
+    fn links(&self, referrer: &Job, urls: Vec<Url>) -> Vec<NewLink> {
         let Ok(base) = Url::parse(&referrer.url) else {
             return Vec::new();
         };
-        urls.iter()
+        urls.into_iter()
             .filter_map(|url| self.admit(&base, referrer, url, false).ok())
             .collect()
     }
@@ -258,7 +258,11 @@ mod tests {
         .iter()
         .map(|u| Url::parse(u).unwrap())
         .collect();
-        let admitted: Vec<String> = p.links(&r, &urls).into_iter().map(|l| l.url).collect();
+        let admitted: Vec<String> = p
+            .links(&r, urls.clone())
+            .into_iter()
+            .map(|l| l.url)
+            .collect();
         assert_eq!(
             admitted,
             ["http://a.example.com/y", "http://a.example.com/z"]

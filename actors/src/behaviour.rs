@@ -257,9 +257,9 @@ pub trait LinkPolicy: Send + Sync + 'static {
     fn link(&self, referrer: &Job, url: &str, redirect: bool) -> Result<NewLink, Rejection>;
     /// The admitted ones of the (absolute, normalized) links found on the
     /// page of `referrer`, in order. An implementation may read the referrer
-    /// once for all of them.
-    fn links(&self, referrer: &Job, urls: &[url::Url]) -> Vec<NewLink> {
-        urls.iter()
+    /// once for all of them, and keep each URL's buffer as the link's.
+    fn links(&self, referrer: &Job, urls: Vec<url::Url>) -> Vec<NewLink> {
+        urls.into_iter()
             .filter_map(|url| self.link(referrer, url.as_str(), false).ok())
             .collect()
     }

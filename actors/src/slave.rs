@@ -141,8 +141,6 @@ pub(crate) async fn process(job: &Job, b: &Behaviours, node_name: &str) -> Slave
         record.content_hash = Some(extracted.content_hash);
         record.links_count = u32::try_from(extracted.links_found).unwrap_or(u32::MAX);
         if (200..300).contains(&page.status) {
-            links = b.policy.links(job, &extracted.links);
-            record.out_links = links.iter().map(|link| link.url.clone()).collect();
             if let Some(name) = job.operation.name() {
                 let ctx = PageContext {
                     job,
@@ -157,6 +155,10 @@ pub(crate) async fn process(job: &Job, b: &Behaviours, node_name: &str) -> Slave
                     Err(e) => return failed(job, format!("operation {name} failed: {e}")),
                 }
             }
+            // After the operation, which may read them: the links' URLs move
+            // into the admitted links.
+            links = b.policy.links(job, extracted.links);
+            record.out_links = links.iter().map(|link| link.url.clone()).collect();
         }
     }
     // OPIC: the page's credit is shared among the links it hands on.
