@@ -663,22 +663,13 @@ fn schedule_flush(myself: &ActorRef<MasterMsg>, state: &mut MasterState) {
     }
 }
 
-/// Write the collected batch now, after the cycle in flight (if any): for a
-/// drain and a stop, which must not return before it is written.
+/// Write the collected batch now, after the cycle in flight (if any), and
+/// wait for the write: for a drain and a stop, which must not return before
+/// it is written.
 async fn flush(state: &mut MasterState) -> Result<(), StoreError> {
     finish_cycle(state).await?;
-    if state.batch.is_empty() {
-        return Ok(());
-    }
-    let (batch, pages) = take_batch(state);
-    let started = Instant::now();
-    let summary = state.store.commit(batch).await?;
-    tracing::debug!(
-        pages,
-        ms = started.elapsed().as_secs_f64() * 1e3,
-        ?summary,
-        "committed"
-    );
+    cycle(state, true, false).await?;
+    finish_cycle(state).await?;
     Ok(())
 }
 
@@ -695,15 +686,14 @@ async fn flush_and_pump(state: &mut MasterState) -> Result<(), StoreError> {
 /// The collected batch, ready to write. Should the write fail, the master
 /// fails and its successor recovers these leases, so the reported jobs are
 /// forgotten now.
-fn take_batch(state: &mut MasterState) -> (CommitBatch, usize) {
+fn take_batch(state: &mut MasterState) -> CommitBatch {
     let mut batch = std::mem::take(&mut state.batch);
     batch.now = now_ms();
     batch.reprocess_after_ms = reprocess_after_ms(&state.cfg);
     for job in std::mem::take(&mut state.reported) {
         forget(state, &job);
     }
-    let pages = batch.pages.len();
-    (batch, pages)
+    batch
 }
 
 /// What a background store cycle returns.
@@ -722,10 +712,10 @@ async fn cycle(state: &mut MasterState, write: bool, claim: bool) -> Result<(), 
         state.write_deferred |= write;
         return Ok(());
     }
-    let (batch, pages) = if write && !state.batch.is_empty() {
+    let batch = if write && !state.batch.is_empty() {
         take_batch(state)
     } else {
-        (CommitBatch::default(), 0)
+        CommitBatch::default()
     };
     let request = if claim {
         claim_request(state, pools(&state.cfg).len())
@@ -738,6 +728,7 @@ async fn cycle(state: &mut MasterState, write: bool, claim: bool) -> Result<(), 
         }
         return Ok(());
     }
+    let pages = batch.pages.len();
     let store = Arc::clone(&state.store);
     let myself = state.myself.clone();
     let lock = Arc::clone(&state.run.store_cycle);
@@ -825,9 +816,6 @@ fn claim_request(state: &MasterState, live_pools: usize) -> Option<ClaimRequest>
     })
 }
 
-/// No URL claimed and not yet committed, no result waiting to be written, no
-/// store call running: whether the crawl is idle is then up to the budget
-/// and the store's frontier.
 /// Write the batch now rather than at the next `Flush`: it is a quarter of
 /// the window, or every URL this master holds is waiting for it (nothing is
 /// left to fetch until it is written and the links it holds are claimed, so
@@ -837,6 +825,9 @@ fn write_due(state: &MasterState) -> bool {
     reported >= state.cfg.flush_at() || (reported > 0 && reported >= state.outstanding.len())
 }
 
+/// No URL claimed and not yet committed, no result waiting to be written, no
+/// store call running: whether the crawl is idle is then up to the budget
+/// and the store's frontier.
 fn holds_nothing(state: &MasterState) -> bool {
     state.outstanding.is_empty() && state.batch.is_empty() && state.in_flight.is_none()
 }
