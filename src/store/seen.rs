@@ -198,21 +198,18 @@ pub(crate) struct FileKeys {
 }
 
 impl FileKeys {
-    /// Sized for at least `at_least` keys and twice what the file holds now.
-    pub(crate) fn new(keys: Vec<u64>, at_least: usize) -> Self {
-        let capacity = (keys.len() * 2).max(at_least).max(1);
-        let mut filter = BloomFilter::with_false_pos(0.01).expected_items(capacity);
-        for &key in &keys {
-            filter.insert_hash(key);
-        }
+    /// Empty, sized for at least `at_least` keys and twice `held` (the keys
+    /// the file holds, inserted next).
+    pub(crate) fn new(held: usize, at_least: usize) -> Self {
+        let capacity = (held * 2).max(at_least).max(1);
         Self {
-            filter,
+            filter: BloomFilter::with_false_pos(0.01).expected_items(capacity),
             capacity,
-            len: keys.len(),
+            len: 0,
         }
     }
 
-    fn insert(&mut self, key: u64) {
+    pub(crate) fn insert(&mut self, key: u64) {
         // A key it wrongly thought present is not counted: the filter is
         // rebuilt a little late at worst.
         if !self.filter.insert_hash(key) {
@@ -258,7 +255,7 @@ mod tests {
 
     #[test]
     fn window_is_bounded_and_hands_back_what_falls_out() {
-        let mut w = SeenWindow::new(4, FileKeys::new(Vec::new(), 16));
+        let mut w = SeenWindow::new(4, FileKeys::new(0, 16));
         assert!(w.insert(1, pending(1)).is_none());
         let first = w.insert(2, pending(2)).expect("young generation full");
         assert!(first.is_empty(), "nothing was old yet");
@@ -289,9 +286,16 @@ mod tests {
         assert_eq!(Seen::Pending(row).unsaved(), Some((7, 0.125)));
     }
 
+    /// A filter of `keys`, as the store builds it at open.
+    fn file_keys(keys: impl Iterator<Item = u64> + Clone, at_least: usize) -> FileKeys {
+        let mut filter = FileKeys::new(keys.clone().count(), at_least);
+        keys.for_each(|key| filter.insert(key));
+        filter
+    }
+
     #[test]
     fn the_file_key_filter_never_forgets_and_reports_when_full() {
-        let mut w = SeenWindow::new(4, FileKeys::new(vec![100, 200], 8));
+        let mut w = SeenWindow::new(4, file_keys([100, 200].into_iter(), 8));
         assert!(
             w.may_be_in_file(100) && w.may_be_in_file(200),
             "keys at open"
@@ -306,7 +310,7 @@ mod tests {
         assert!(!w.filter_is_full(), "8 keys of room, 8 held");
         w.insert(7, pending(7));
         assert!(w.filter_is_full());
-        w.refill(FileKeys::new((1..=7).chain([100, 200]).collect(), 8));
+        w.refill(file_keys((1..=7).chain([100, 200]), 8));
         assert!(!w.filter_is_full(), "room for twice the file");
         assert!(w.may_be_in_file(7) && w.may_be_in_file(200));
         // "No" is the common answer for keys it never saw.
@@ -321,7 +325,7 @@ mod tests {
 
     #[test]
     fn updating_an_old_key_does_not_grow_the_window() {
-        let mut w = SeenWindow::new(4, FileKeys::new(Vec::new(), 16));
+        let mut w = SeenWindow::new(4, FileKeys::new(0, 16));
         w.insert(1, pending(1));
         w.insert(2, pending(2));
         assert!(w.insert(1, Seen::Processed { at: 5 }).is_none());

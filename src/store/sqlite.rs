@@ -917,17 +917,23 @@ impl<'b> Commit<'_, 'b> {
 
 /// A filter of every key the file holds (the writes of an open transaction
 /// included), with room for at least [`FILE_KEYS_MIN`] and twice as many.
+/// The keys stream into it: none are held in between.
 fn file_keys(conn: &Connection) -> Result<FileKeys, Fail> {
-    let mut keys = Vec::new();
+    let held: i64 = conn.query_row(
+        "SELECT (SELECT COUNT(*) FROM pending_urls) + (SELECT COUNT(*) FROM processed_urls)",
+        [],
+        |row| row.get(0),
+    )?;
+    let mut keys = FileKeys::new(usize::try_from(held).unwrap_or(0), FILE_KEYS_MIN);
     for table in ["pending_urls", "processed_urls"] {
         let mut stmt = conn.prepare(&format!("SELECT url, operation FROM {table}"))?;
         let mut rows = stmt.query([])?;
         while let Some(row) = rows.next()? {
-            let url: String = row.get(0)?;
-            keys.push(key_hash(&url, &operation_col(row, 1, table)?));
+            let url = row.get_ref(0)?.as_str().map_err(rusqlite::Error::from)?;
+            keys.insert(key_hash(url, &operation_col(row, 1, table)?));
         }
     }
-    Ok(FileKeys::new(keys, FILE_KEYS_MIN))
+    Ok(keys)
 }
 
 /// Add credit the seen window held to its rows (depth and hops unchanged).
