@@ -551,8 +551,8 @@ async fn unreachable_robots_txt_means_nothing_is_fetched(b: Backend) {
 
 /// A narrow web (each page links to the next only) never waits for the
 /// group-commit timer: when every URL the master holds is waiting for the
-/// write, it writes at once. With the timer and the tick both far beyond the
-/// test's time limit, waiting would not finish.
+/// write, it writes at once. With the timer and the tick both far beyond
+/// `crawl`'s time limit, waiting would not finish.
 async fn a_narrow_crawl_writes_without_waiting_for_the_timer(b: Backend) {
     let n = 15;
     let mut pages: HashMap<String, Page> = (0..n)
@@ -570,14 +570,12 @@ async fn a_narrow_crawl_writes_without_waiting_for_the_timer(b: Backend) {
     let mut s = settings("narrow");
     s.crawl.flush_every = Duration::from_secs(3600);
     s.crawl.tick = Duration::from_secs(3600);
-    let app = start(store.clone(), s).await.unwrap();
-    app.add_url(&server.url("/p0")).await.unwrap();
-    let idle = tokio::time::timeout(Duration::from_secs(30), app.wait_idle())
-        .await
-        .expect("the chain is crawled without waiting for the timer")
-        .unwrap();
-    assert_eq!(idle, IdleReason::FrontierEmpty);
-    app.stop(Duration::from_secs(5)).await.unwrap();
+    crawl(
+        store.clone(),
+        s,
+        &[(server.url("/p0"), OperationSpec::crawl())],
+    )
+    .await;
     assert_eq!(server.hits_of(&format!("/p{n}")), 1);
     assert_eq!(store.counts().await.unwrap().processed, n as u64 + 1);
 }
