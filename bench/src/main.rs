@@ -248,7 +248,12 @@ async fn run(
         .await
         .expect("serve the web");
     let total = web.canonical().len();
-    let work = tempdir();
+    // Removed when the run ends: each large run leaves ~500 MB of store.
+    let work_dir = tempfile::Builder::new()
+        .prefix("web_crawler_bench_")
+        .tempdir()
+        .expect("bench work dir");
+    let work = work_dir.path();
     let urls_file = work.join("urls.txt");
     let urls: Vec<String> = web
         .canonical()
@@ -340,13 +345,6 @@ async fn run(
         eprintln!("done: (d)");
     }
     print_table(&rows, total);
-}
-
-fn tempdir() -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("web_crawler_bench_{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
 }
 
 fn print_table(rows: &[Row], total: usize) {
