@@ -103,7 +103,6 @@ impl CrawlPolicy {
             host: host_key(&url),
             url: url.into(),
             operation: referrer.operation.clone(),
-            referral: Some(referrer.url.clone()),
             depth,
             priority: 0.0,
             redirect_hops,
@@ -163,7 +162,6 @@ impl LinkPolicy for CrawlPolicy {
             host: host_key(&url),
             url: url.into(),
             operation: operation.clone(),
-            referral: None,
             depth: 0,
             priority: 1.0,
             redirect_hops: 0,
@@ -238,7 +236,6 @@ mod tests {
         let l = p.link(&r, "../y?q=1", false).unwrap();
         assert_eq!(l.url, "http://a.example.com/y?q=1");
         assert_eq!(l.depth, 1);
-        assert_eq!(l.referral.as_deref(), Some("http://a.example.com/x/"));
         assert_eq!(l.operation, r.operation, "links inherit the operation");
         assert_eq!(
             p.link(&r, "http://b.example.com/", false),

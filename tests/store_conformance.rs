@@ -13,12 +13,11 @@ use web_crawler::actors::{
 
 const NOW: i64 = 1_700_000_000_000;
 
-fn link(url: &str, referral: Option<&str>, depth: u32, priority: f64) -> NewLink {
+fn link(url: &str, depth: u32, priority: f64) -> NewLink {
     NewLink {
         url: url.to_string(),
         host: host_of(url),
         operation: OperationSpec::crawl(),
-        referral: referral.map(str::to_string),
         depth,
         priority,
         redirect_hops: 0,
@@ -50,7 +49,6 @@ fn page(url: &str, status: u16, hash: Option<u64>, links: Vec<NewLink>) -> Proce
             content_length: Some(10),
             content_hash: hash,
             links_count: links.len() as u32,
-            out_links: links.iter().map(|l| l.url.clone()).collect(),
             ..PageRecord::default()
         },
         links,
@@ -90,12 +88,22 @@ async fn pending_urls(store: &dyn Store) -> Vec<String> {
 async fn upsert_and_referral_merge(b: Backend) {
     let store = b.open().await;
     let s = store
-        .commit(seeds(
+        .commit(pages(
             NOW,
+            None,
             vec![
-                link("http://a/x", Some("http://a/1"), 3, 0.5),
-                link("http://a/x", Some("http://a/2"), 1, 0.25),
-                link("http://a/x", Some("http://a/1"), 2, 0.25),
+                page(
+                    "http://a/1",
+                    200,
+                    Some(1),
+                    vec![link("http://a/x", 3, 0.5), link("http://a/x", 2, 0.25)],
+                ),
+                page(
+                    "http://a/2",
+                    200,
+                    Some(2),
+                    vec![link("http://a/x", 1, 0.25)],
+                ),
             ],
         ))
         .await
@@ -114,7 +122,7 @@ async fn upsert_and_referral_merge(b: Backend) {
     );
     assert_eq!(p.status, "pending");
     // Another operation on the same URL is another unit of work.
-    let mut other = link("http://a/x", None, 0, 1.0);
+    let mut other = link("http://a/x", 0, 1.0);
     other.operation = OperationSpec::search_text("t");
     store.commit(seeds(NOW, vec![other])).await.unwrap();
     assert_eq!(store.pending(10).await.unwrap().len(), 2);
@@ -124,9 +132,9 @@ async fn claim_respects_per_host_caps_round_robin(b: Backend) {
     let store = b.open().await;
     let mut links = Vec::new();
     for i in 0..5 {
-        links.push(link(&format!("http://a/{i}"), None, 0, 1.0));
+        links.push(link(&format!("http://a/{i}"), 0, 1.0));
     }
-    links.push(link("http://b/0", None, 0, 1.0));
+    links.push(link("http://b/0", 0, 1.0));
     store.commit(seeds(NOW, links)).await.unwrap();
     let mut req = claim_req(NOW, 10, 2);
     req.held_per_host = HashMap::from([("b".to_string(), 2)]);
@@ -145,9 +153,9 @@ async fn claim_respects_per_host_caps_round_robin(b: Backend) {
     // Uneven hosts: c has one URL, d five. A limit of 4 is still filled,
     // rank by rank: d's first, c's only, then d's next two (the order within
     // a claim is the store's).
-    let mut links = vec![link("http://c/0", None, 0, 3.0)];
+    let mut links = vec![link("http://c/0", 0, 3.0)];
     for i in 0..5 {
-        links.push(link(&format!("http://d/{i}"), None, 0, 5.0 - f64::from(i)));
+        links.push(link(&format!("http://d/{i}"), 0, 5.0 - f64::from(i)));
     }
     store.commit(seeds(NOW, links)).await.unwrap();
     let mut req = claim_req(NOW, 4, 10);
@@ -170,7 +178,7 @@ async fn claims_race_without_double_claims(b: Backend) {
     let store = b.open().await;
     let n = 300;
     let links = (0..n)
-        .map(|i| link(&format!("http://h{}/{i}", i % 7), None, 0, 1.0))
+        .map(|i| link(&format!("http://h{}/{i}", i % 7), 0, 1.0))
         .collect();
     store.commit(seeds(NOW, links)).await.unwrap();
     let mut tasks = Vec::new();
@@ -201,7 +209,7 @@ async fn claims_race_without_double_claims(b: Backend) {
 async fn lease_expiry_returns_urls(b: Backend) {
     let store = b.open().await;
     store
-        .commit(seeds(NOW, vec![link("http://a/1", None, 0, 1.0)]))
+        .commit(seeds(NOW, vec![link("http://a/1", 0, 1.0)]))
         .await
         .unwrap();
     let first = store.claim(claim_req(NOW, 10, 10)).await.unwrap();
@@ -234,7 +242,7 @@ async fn lease_expiry_returns_urls(b: Backend) {
     );
     // A restarting node releases its leases at once, except what still runs.
     store
-        .commit(seeds(NOW, vec![link("http://a/2", None, 0, 1.0)]))
+        .commit(seeds(NOW, vec![link("http://a/2", 0, 1.0)]))
         .await
         .unwrap();
     store.claim(claim_req(NOW, 10, 10)).await.unwrap();
@@ -254,7 +262,7 @@ async fn lease_expiry_returns_urls(b: Backend) {
 async fn reprocess_interval_rule(b: Backend) {
     let store = b.open().await;
     store
-        .commit(seeds(NOW, vec![link("http://a/p", None, 0, 1.0)]))
+        .commit(seeds(NOW, vec![link("http://a/p", 0, 1.0)]))
         .await
         .unwrap();
     store.claim(claim_req(NOW, 10, 10)).await.unwrap();
@@ -269,30 +277,31 @@ async fn reprocess_interval_rule(b: Backend) {
     assert!(pending_urls(&*store).await.is_empty());
     // Linked again soon after: only the referral is added.
     let interval = Some(60_000);
+    let linked_from = |referrer: &str, hash| {
+        vec![page(
+            referrer,
+            200,
+            Some(hash),
+            vec![link("http://a/p", 1, 1.0)],
+        )]
+    };
     let s = store
-        .commit(seeds(
-            NOW + 1_000,
-            vec![link("http://a/p", Some("http://a/r1"), 1, 1.0)],
-        ))
+        .commit(pages(NOW + 1_000, None, linked_from("http://a/r1", 2)))
         .await
         .unwrap();
     assert_eq!((s.queued, s.merged), (0, 1));
-    let mut batch = seeds(
-        NOW + 1_000,
-        vec![link("http://a/p", Some("http://a/r2"), 1, 1.0)],
-    );
-    batch.reprocess_after_ms = interval;
-    store.commit(batch).await.unwrap();
+    store
+        .commit(pages(NOW + 1_000, interval, linked_from("http://a/r2", 3)))
+        .await
+        .unwrap();
     let p = store.processed_url("http://a/p").await.unwrap().unwrap();
     assert_eq!(p.referral_count, 2);
     assert!(pending_urls(&*store).await.is_empty());
     // Linked again after the interval: queued again.
-    let mut batch = seeds(
-        NOW + 61_000,
-        vec![link("http://a/p", Some("http://a/r3"), 1, 1.0)],
-    );
-    batch.reprocess_after_ms = interval;
-    let s = store.commit(batch).await.unwrap();
+    let s = store
+        .commit(pages(NOW + 61_000, interval, linked_from("http://a/r3", 4)))
+        .await
+        .unwrap();
     assert_eq!(s.queued, 1);
     assert_eq!(pending_urls(&*store).await, vec!["http://a/p"]);
 }
@@ -303,13 +312,13 @@ async fn content_duplicates_recorded_links_not_followed(b: Backend) {
         "http://a/orig",
         200,
         Some(77),
-        vec![link("http://a/from-orig", Some("http://a/orig"), 1, 1.0)],
+        vec![link("http://a/from-orig", 1, 1.0)],
     );
     let copy = page(
         "http://b/copy",
         200,
         Some(77),
-        vec![link("http://b/from-copy", Some("http://b/copy"), 1, 1.0)],
+        vec![link("http://b/from-copy", 1, 1.0)],
     );
     let s = store
         .commit(pages(NOW, None, vec![original]))
@@ -390,7 +399,7 @@ async fn search_results_replace_per_page_and_text(b: Backend) {
 async fn retries_back_off_then_failures_are_recorded(b: Backend) {
     let store = b.open().await;
     store
-        .commit(seeds(NOW, vec![link("http://a/f", None, 0, 1.0)]))
+        .commit(seeds(NOW, vec![link("http://a/f", 0, 1.0)]))
         .await
         .unwrap();
     let job: Job = store.claim(claim_req(NOW, 1, 1)).await.unwrap().remove(0);
@@ -448,10 +457,7 @@ async fn resume_after_restart_on_the_same_store(b: Backend) {
         store
             .commit(seeds(
                 NOW,
-                vec![
-                    link("http://a/1", None, 0, 1.0),
-                    link("http://a/2", None, 0, 1.0),
-                ],
+                vec![link("http://a/1", 0, 1.0), link("http://a/2", 0, 1.0)],
             ))
             .await
             .unwrap();
@@ -503,10 +509,7 @@ async fn resume_after_restart_on_the_same_store(b: Backend) {
     let s = store
         .commit(seeds(
             NOW,
-            vec![
-                link("http://a/1", Some("http://a/x"), 1, 1.0),
-                link("http://a/2", Some("http://a/x"), 1, 1.0),
-            ],
+            vec![link("http://a/1", 1, 1.0), link("http://a/2", 1, 1.0)],
         ))
         .await
         .unwrap();
@@ -518,17 +521,14 @@ async fn crash_between_links_and_processed_loses_nothing(b: Backend) {
     {
         let store = b.open().await;
         store
-            .commit(seeds(NOW, vec![link("http://a/page", None, 0, 1.0)]))
+            .commit(seeds(NOW, vec![link("http://a/page", 0, 1.0)]))
             .await
             .unwrap();
         store.claim(claim_req(NOW, 10, 10)).await.unwrap();
         // The first half of a commit: the page's links are queued; the process
         // dies before the page is marked processed.
         store
-            .commit(seeds(
-                NOW,
-                vec![link("http://a/child", Some("http://a/page"), 1, 0.5)],
-            ))
+            .commit(seeds(NOW, vec![link("http://a/child", 1, 0.5)]))
             .await
             .unwrap();
     }
@@ -549,7 +549,7 @@ async fn crash_between_links_and_processed_loses_nothing(b: Backend) {
                 "http://a/page",
                 200,
                 Some(5),
-                vec![link("http://a/child", Some("http://a/page"), 1, 0.5)],
+                vec![link("http://a/child", 1, 0.5)],
             )],
         ))
         .await
@@ -563,13 +563,24 @@ async fn crash_between_links_and_processed_loses_nothing(b: Backend) {
 async fn processed_documents_read_back_whole(b: Backend) {
     let store: Arc<dyn Store> = b.open().await;
     store
-        .commit(seeds(
+        .commit(pages(
             NOW,
-            vec![link("http://a/doc", Some("http://a/"), 1, 1.0)],
+            None,
+            vec![page(
+                "http://a/",
+                200,
+                Some(1),
+                vec![link("http://a/doc", 1, 1.0)],
+            )],
         ))
         .await
         .unwrap();
-    let mut p = page("http://a/doc", 301, None, vec![]);
+    let mut p = page(
+        "http://a/doc",
+        301,
+        None,
+        vec![link("http://a/new", 1, 1.0)],
+    );
     p.record.redirect_to = Some("http://a/new".into());
     p.record.title = Some("Moved".into());
     p.record.server = Some("nginx".into());
@@ -581,12 +592,15 @@ async fn processed_documents_read_back_whole(b: Backend) {
         .await
         .unwrap();
     let back = store.processed_url("http://a/doc").await.unwrap().unwrap();
-    assert_eq!(back.record, p.record);
+    // The store records the admitted links as out_links.
+    let mut want = p.record.clone();
+    want.out_links = vec!["http://a/new".to_string()];
+    assert_eq!(back.record, want);
     assert_eq!(back.referral_list, vec!["http://a/"]);
     assert_eq!(back.referral_count, 1);
     assert_eq!(back.d_processed, NOW + 7);
     let listed = store.processed(Default::default()).await.unwrap();
-    assert_eq!(listed.len(), 1);
+    assert_eq!(listed.len(), 2);
 }
 
 on_both_backends!(upsert_and_referral_merge_, upsert_and_referral_merge);

@@ -46,6 +46,14 @@ pub struct ProcessedPage {
     pub search_hit: Option<SearchHit>,
 }
 
+impl ProcessedPage {
+    /// What a store records as the page's `out_links`: its admitted links'
+    /// URLs (duplicate pages included, though their links are not followed).
+    pub fn out_links(&self) -> Vec<&str> {
+        self.links.iter().map(|link| link.url.as_str()).collect()
+    }
+}
+
 /// A URL going back to pending for another attempt.
 #[derive(Clone, Debug)]
 pub struct Retry {

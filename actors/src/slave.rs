@@ -122,7 +122,6 @@ pub(crate) async fn process(job: &Job, b: &Behaviours, node_name: &str) -> Slave
             match b.policy.link(job, location, true) {
                 Ok(link) => {
                     record.redirect_to = Some(link.url.clone());
-                    record.out_links.push(link.url.clone());
                     links.push(link);
                 }
                 Err(why) => {
@@ -158,7 +157,6 @@ pub(crate) async fn process(job: &Job, b: &Behaviours, node_name: &str) -> Slave
             // After the operation, which may read them: the links' URLs move
             // into the admitted links.
             links = b.policy.links(job, extracted.links);
-            record.out_links = links.iter().map(|link| link.url.clone()).collect();
         }
     }
     // OPIC: the page's credit is shared among the links it hands on.

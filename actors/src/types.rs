@@ -75,7 +75,9 @@ pub struct UrlKey {
     pub operation: OperationSpec,
 }
 
-/// A URL admitted to the frontier, on its way into `pending_urls`.
+/// A URL admitted to the frontier, on its way into `pending_urls`. Its
+/// referrer is the page whose [`ProcessedPage`](crate::behaviour::ProcessedPage)
+/// carries it (a seed has none): one URL per page instead of a copy per link.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct NewLink {
     /// Normalized absolute URL.
@@ -83,8 +85,6 @@ pub struct NewLink {
     /// Politeness key: `host[:port]` of the URL.
     pub host: String,
     pub operation: OperationSpec,
-    /// The page that links here; `None` for a seed.
-    pub referral: Option<String>,
     pub depth: u32,
     /// OPIC credit handed down by the referrer; summed when referrals merge.
     pub priority: f64,
@@ -137,7 +137,10 @@ pub struct PageRecord {
     /// Why the page is failed / not fetched, in one line.
     pub error: Option<String>,
     pub fetch_ms: i64,
-    /// Admitted out-links (site structure).
+    /// Admitted out-links (site structure), as read back from the store. A
+    /// store writes the URLs of the page's admitted links
+    /// ([`ProcessedPage::links`](crate::behaviour::ProcessedPage)) here, so a
+    /// report carries each URL once.
     pub out_links: Vec<String>,
     /// The body hit the size cap and was cut.
     pub truncated: bool,

@@ -248,7 +248,7 @@ impl MongoStore {
         if duplicate_of.is_some() {
             summary.duplicates += 1;
         } else {
-            for link in merge_links(&page.links) {
+            for link in merge_links(&page.links, Some(&record.url)) {
                 self.upsert_link(&link, processed, now, reprocess_after_ms, summary)
                     .await?;
             }
@@ -276,7 +276,7 @@ impl MongoStore {
                 }
             }
         }
-        let doc = processed_doc(record, &referrals, duplicate_of.as_deref(), now);
+        let doc = processed_doc(page, &referrals, duplicate_of.as_deref(), now);
         self.processed
             .replace_one(doc! { "_id": &record.url }, doc)
             .upsert(true)
@@ -413,7 +413,8 @@ struct ProcessedState {
     d_processed: Millis,
 }
 
-/// Links of one page merged by (url, operation): one upsert each.
+/// Links of one page (or the seeds, with no referrer) merged by (url,
+/// operation): one upsert each.
 #[derive(Debug)]
 struct MergedLink {
     url: String,
@@ -425,7 +426,7 @@ struct MergedLink {
     redirect_hops: u32,
 }
 
-fn merge_links(links: &[NewLink]) -> Vec<MergedLink> {
+fn merge_links(links: &[NewLink], referrer: Option<&str>) -> Vec<MergedLink> {
     let mut index: HashMap<(&str, &OperationSpec), usize> = HashMap::new();
     let mut out: Vec<MergedLink> = Vec::new();
     for l in links {
@@ -435,11 +436,6 @@ fn merge_links(links: &[NewLink]) -> Vec<MergedLink> {
                 m.priority += l.priority;
                 m.depth = m.depth.min(l.depth);
                 m.redirect_hops = m.redirect_hops.min(l.redirect_hops);
-                if let Some(r) = &l.referral
-                    && !m.referrals.contains(r)
-                {
-                    m.referrals.push(r.clone());
-                }
             }
             None => {
                 index.insert((l.url.as_str(), &l.operation), out.len());
@@ -447,7 +443,7 @@ fn merge_links(links: &[NewLink]) -> Vec<MergedLink> {
                     url: l.url.clone(),
                     host: l.host.clone(),
                     operation: l.operation.clone(),
-                    referrals: l.referral.iter().cloned().collect(),
+                    referrals: referrer.iter().map(|r| r.to_string()).collect(),
                     depth: l.depth,
                     priority: l.priority,
                     redirect_hops: l.redirect_hops,
@@ -460,11 +456,12 @@ fn merge_links(links: &[NewLink]) -> Vec<MergedLink> {
 
 /// The processed_urls document (listing 2 plus ours). Absent values are left out.
 fn processed_doc(
-    record: &PageRecord,
+    page: &ProcessedPage,
     referrals: &[String],
     duplicate_of: Option<&str>,
     now: Millis,
 ) -> Document {
+    let record = &page.record;
     let mut d = doc! {
         "_id": &record.url,
         "referral_count": referrals.len() as i32,
@@ -476,7 +473,7 @@ fn processed_doc(
         "host": &record.host,
         "depth": record.depth as i32,
         "fetch_ms": record.fetch_ms,
-        "out_links": &record.out_links,
+        "out_links": page.out_links(),
         "truncated": record.truncated,
         "node": &record.node,
     };
@@ -727,7 +724,7 @@ impl Store for MongoStore {
         urls.sort_unstable();
         urls.dedup();
         let mut processed = self.processed_states(urls).await?;
-        for link in merge_links(&batch.seeds) {
+        for link in merge_links(&batch.seeds, None) {
             self.upsert_link(
                 &link,
                 &mut processed,
@@ -977,12 +974,11 @@ impl Store for MongoStore {
 mod tests {
     use super::*;
 
-    fn link(url: &str, referral: Option<&str>, depth: u32, priority: f64) -> NewLink {
+    fn link(url: &str, depth: u32, priority: f64) -> NewLink {
         NewLink {
             url: url.into(),
             host: "h".into(),
             operation: OperationSpec::crawl(),
-            referral: referral.map(Into::into),
             depth,
             priority,
             redirect_hops: 0,
@@ -991,17 +987,19 @@ mod tests {
 
     #[test]
     fn links_merge_by_url_and_operation() {
-        let merged = merge_links(&[
-            link("http://h/a", Some("http://h/1"), 3, 0.5),
-            link("http://h/a", Some("http://h/2"), 1, 0.25),
-            link("http://h/a", Some("http://h/1"), 2, 0.25),
-            link("http://h/b", None, 1, 1.0),
-        ]);
+        let links = [
+            link("http://h/a", 3, 0.5),
+            link("http://h/a", 1, 0.25),
+            link("http://h/a", 2, 0.25),
+            link("http://h/b", 1, 1.0),
+        ];
+        let merged = merge_links(&links, Some("http://h/1"));
         assert_eq!(merged.len(), 2);
-        assert_eq!(merged[0].referrals, vec!["http://h/1", "http://h/2"]);
+        assert_eq!(merged[0].referrals, vec!["http://h/1"]);
         assert_eq!(merged[0].depth, 1);
         assert_eq!(merged[0].priority, 1.0);
-        assert!(merged[1].referrals.is_empty());
+        assert_eq!(merged[1].referrals, vec!["http://h/1"]);
+        assert!(merge_links(&links, None)[0].referrals.is_empty());
     }
 
     #[test]
@@ -1013,7 +1011,12 @@ mod tests {
             content_type: Some("text/html".into()),
             ..PageRecord::default()
         };
-        let d = processed_doc(&record, &["http://h/r".to_string()], None, 1_000);
+        let page = ProcessedPage {
+            record,
+            links: vec![link("http://h/next", 1, 1.0)],
+            search_hit: None,
+        };
+        let d = processed_doc(&page, &["http://h/r".to_string()], None, 1_000);
         assert_eq!(d.get_str("_id").unwrap(), "http://h/");
         assert_eq!(d.get_str("content-length").unwrap(), "1234");
         assert_eq!(d.get_i32("http_returncode").unwrap(), 200);
@@ -1023,6 +1026,7 @@ mod tests {
         assert!(d.values().all(|v| !matches!(v, Bson::Null)));
         let back = processed_of(&d).unwrap();
         assert_eq!(back.record.content_length, Some(1234));
+        assert_eq!(back.record.out_links, vec!["http://h/next"]);
         assert_eq!(back.d_processed, 1_000);
     }
 

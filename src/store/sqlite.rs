@@ -852,11 +852,12 @@ impl<'b> Commit<'_, 'b> {
         Ok(())
     }
 
-    /// The paper's `add_pending_url` for one link, as [`decide_link`] rules it.
-    fn upsert_link(&mut self, link: &'b NewLink) -> Result<(), Fail> {
-        if let Some(referral) = &link.referral {
+    /// The paper's `add_pending_url` for one link found on `referrer` (none
+    /// for a seed), as [`decide_link`] rules it.
+    fn upsert_link(&mut self, link: &NewLink, referrer: Option<&'b str>) -> Result<(), Fail> {
+        if let Some(referrer) = referrer {
             self.referrals
-                .entry(referral.as_str())
+                .entry(referrer)
                 .or_default()
                 .push(url_hash(&link.url));
         }
@@ -980,7 +981,7 @@ fn apply_commit(
         referrals: HashMap::new(),
     };
     for link in &batch.seeds {
-        c.upsert_link(link)?;
+        c.upsert_link(link, None)?;
     }
     for page in &batch.pages {
         let rec = &page.record;
@@ -994,11 +995,11 @@ fn apply_commit(
             c.summary.duplicates += 1;
         } else {
             for link in &page.links {
-                c.upsert_link(link)?;
+                c.upsert_link(link, Some(&rec.url))?;
             }
         }
         let operation = rec.operation.key();
-        let out_links = serde_json::to_string(&rec.out_links).map_err(json_err)?;
+        let out_links = serde_json::to_string(&page.out_links()).map_err(json_err)?;
         tx.prepare_cached(WRITE_PROCESSED)?.execute(params![
             rec.url,
             operation,
@@ -1510,12 +1511,11 @@ mod tests {
         rest.split('/').next().unwrap().to_string()
     }
 
-    fn link(url: &str, referral: Option<&str>, depth: u32, priority: f64) -> NewLink {
+    fn link(url: &str, depth: u32, priority: f64) -> NewLink {
         NewLink {
             url: url.to_string(),
             host: host_of(url),
             operation: OperationSpec::crawl(),
-            referral: referral.map(str::to_string),
             depth,
             priority,
             redirect_hops: 0,
@@ -1557,7 +1557,6 @@ mod tests {
                 http_returncode: code,
                 content_hash: hash,
                 links_count: links.len() as u32,
-                out_links: links.iter().map(|l| l.url.clone()).collect(),
                 node: "node1".to_string(),
                 ..PageRecord::default()
             },
@@ -1590,7 +1589,7 @@ mod tests {
     /// Claim `url` alone and commit it as a plain 200 page.
     async fn crawl_one(store: &SqliteStore, url: &str, now: Millis) {
         store
-            .commit(seeds(now, vec![link(url, None, 0, 1.0)]))
+            .commit(seeds(now, vec![link(url, 0, 1.0)]))
             .await
             .unwrap();
         let jobs = store.claim(claim_req(now, 100, 100)).await.unwrap();
@@ -1608,15 +1607,15 @@ mod tests {
             .commit(seeds(
                 0,
                 vec![
-                    link("http://a/1", None, 0, 1.0),
-                    link("http://a/2", None, 0, 5.0),
-                    link("http://a/3", None, 0, 3.0),
-                    link("http://a/4", None, 0, 1.0),
-                    link("http://b/1", None, 0, 2.0),
-                    link("http://b/2", None, 0, 2.0),
-                    link("http://b/3", None, 0, 0.5),
-                    link("http://c/1", None, 0, 0.1),
-                    link("http://d/1", None, 0, 9.0),
+                    link("http://a/1", 0, 1.0),
+                    link("http://a/2", 0, 5.0),
+                    link("http://a/3", 0, 3.0),
+                    link("http://a/4", 0, 1.0),
+                    link("http://b/1", 0, 2.0),
+                    link("http://b/2", 0, 2.0),
+                    link("http://b/3", 0, 0.5),
+                    link("http://c/1", 0, 0.1),
+                    link("http://d/1", 0, 9.0),
                 ],
             ))
             .await
@@ -1651,7 +1650,7 @@ mod tests {
     async fn release_returns_all_but_kept_and_extend_needs_owner() {
         let (_dir, _path, store) = open_temp();
         let links = (0..4)
-            .map(|i| link(&format!("http://a/{i}"), None, 0, 1.0))
+            .map(|i| link(&format!("http://a/{i}"), 0, 1.0))
             .collect();
         store.commit(seeds(0, links)).await.unwrap();
         assert_eq!(store.claim(claim_req(0, 10, 10)).await.unwrap().len(), 4);
@@ -1702,7 +1701,7 @@ mod tests {
     async fn another_operation_is_queued_again() {
         let (_dir, _path, store) = open_temp();
         crawl_one(&store, "http://a/x", 1_000).await;
-        let mut search = link("http://a/x", Some("http://a/y"), 0, 1.0);
+        let mut search = link("http://a/x", 0, 1.0);
         search.operation = OperationSpec::search_text("needle");
         let s = store.commit(seeds(2_000, vec![search])).await.unwrap();
         assert_eq!(s.queued, 1);
@@ -1717,13 +1716,13 @@ mod tests {
             "http://a/orig",
             Some(200),
             Some(u64::MAX - 7),
-            vec![link("http://a/from-orig", Some("http://a/orig"), 1, 1.0)],
+            vec![link("http://a/from-orig", 1, 1.0)],
         );
         let copy = page(
             "http://b/copy",
             Some(200),
             Some(u64::MAX - 7),
-            vec![link("http://b/from-copy", Some("http://b/copy"), 1, 1.0)],
+            vec![link("http://b/from-copy", 1, 1.0)],
         );
         let s = store
             .commit(pages(1_000, None, vec![original, copy]))
@@ -1762,20 +1761,20 @@ mod tests {
             "http://a/missing1",
             Some(404),
             Some(7),
-            vec![link("http://a/l1", None, 1, 1.0)],
+            vec![link("http://a/l1", 1, 1.0)],
         );
         let e2 = page(
             "http://a/missing2",
             Some(404),
             Some(7),
-            vec![link("http://a/l2", None, 1, 1.0)],
+            vec![link("http://a/l2", 1, 1.0)],
         );
         // A 200 page with the same bytes as the error pages is not their copy.
         let ok = page(
             "http://a/ok",
             Some(200),
             Some(7),
-            vec![link("http://a/l3", None, 1, 1.0)],
+            vec![link("http://a/l3", 1, 1.0)],
         );
         let s = store
             .commit(pages(1_000, None, vec![e1, e2, ok]))
@@ -1797,7 +1796,7 @@ mod tests {
     async fn retries_bump_attempts_and_respect_not_before() {
         let (_dir, _path, store) = open_temp();
         store
-            .commit(seeds(0, vec![link("http://a/flaky", None, 0, 1.0)]))
+            .commit(seeds(0, vec![link("http://a/flaky", 0, 1.0)]))
             .await
             .unwrap();
         let jobs = store.claim(claim_req(0, 10, 10)).await.unwrap();
@@ -1828,10 +1827,7 @@ mod tests {
         );
         // A referral merging into the waiting row does not reset it.
         store
-            .commit(seeds(
-                4_999,
-                vec![link("http://a/flaky", Some("http://a/r"), 0, 1.0)],
-            ))
+            .commit(seeds(4_999, vec![link("http://a/flaky", 0, 1.0)]))
             .await
             .unwrap();
         let jobs = store.claim(claim_req(5_000, 10, 10)).await.unwrap();
@@ -1849,9 +1845,13 @@ mod tests {
         down.record.error = Some("connection refused".into());
         let batch = CommitBatch {
             now: 1_000,
-            seeds: vec![link("http://a/gone", Some("http://a/index"), 1, 1.0)],
             pages: vec![
-                page("http://a/index", Some(200), None, vec![]),
+                page(
+                    "http://a/index",
+                    Some(200),
+                    None,
+                    vec![link("http://a/gone", 1, 1.0)],
+                ),
                 page("http://a/gone", Some(404), None, vec![]),
                 page("http://a/err", Some(500), None, vec![]),
                 page("http://a/ok", Some(200), None, vec![]),
@@ -1941,7 +1941,7 @@ mod tests {
         let batch = CommitBatch {
             now: 1_000,
             seeds: (0..3)
-                .map(|i| link(&format!("http://q/{i}"), None, 0, 1.0))
+                .map(|i| link(&format!("http://q/{i}"), 0, 1.0))
                 .collect(),
             pages: vec![
                 hit,
@@ -1984,12 +1984,15 @@ mod tests {
         let (_dir, path, store) = open_temp();
         let shares = [0.5, 0.125, 0.125, 0.0625];
         for (i, share) in shares.iter().enumerate() {
-            let referral = format!("http://a/r{i}");
+            let referrer = format!("http://a/r{i}");
+            let linking = page(
+                &referrer,
+                Some(200),
+                None,
+                vec![link("http://a/x", 1, *share)],
+            );
             store
-                .commit(seeds(
-                    1_000,
-                    vec![link("http://a/x", Some(&referral), 1, *share)],
-                ))
+                .commit(pages(1_000, None, vec![linking]))
                 .await
                 .unwrap();
         }
@@ -2014,21 +2017,14 @@ mod tests {
     async fn self_links_and_large_batches() {
         let (_dir, _path, store) = open_temp();
         store
-            .commit(seeds(0, vec![link("http://a/", None, 0, 1.0)]))
+            .commit(seeds(0, vec![link("http://a/", 0, 1.0)]))
             .await
             .unwrap();
         store.claim(claim_req(0, 10, 10)).await.unwrap();
         let mut links: Vec<NewLink> = (0..5_000)
-            .map(|i| {
-                link(
-                    &format!("http://h{}/p{i}", i % 50),
-                    Some("http://a/"),
-                    1,
-                    0.001,
-                )
-            })
+            .map(|i| link(&format!("http://h{}/p{i}", i % 50), 1, 0.001))
             .collect();
-        links.push(link("http://a/", Some("http://a/"), 1, 0.001));
+        links.push(link("http://a/", 1, 0.001));
         let started = std::time::Instant::now();
         let s = store
             .commit(pages(
@@ -2052,7 +2048,7 @@ mod tests {
     async fn crawl_statements_are_prepared_once() {
         let (_dir, _path, store) = open_temp();
         let home: Vec<NewLink> = (0..4)
-            .map(|h| link(&format!("http://h{h}/"), None, 0, 1.0))
+            .map(|h| link(&format!("http://h{h}/"), 0, 1.0))
             .collect();
         store.commit(seeds(0, home)).await.unwrap();
         let mut claimed = store.claim(claim_req(0, 2, 1)).await.unwrap();
@@ -2063,7 +2059,7 @@ mod tests {
                     let links = (0..3)
                         .map(|i| {
                             let url = format!("http://{}/{round}/{i}", job.host);
-                            link(&url, Some(&job.url), round, 0.5)
+                            link(&url, round, 0.5)
                         })
                         .collect();
                     page(&job.url, Some(200), Some(round.into()), links)
@@ -2095,7 +2091,7 @@ mod tests {
     async fn unparsable_operation_is_corrupt() {
         let (_dir, path, store) = open_temp();
         store
-            .commit(seeds(0, vec![link("http://a/1", None, 0, 1.0)]))
+            .commit(seeds(0, vec![link("http://a/1", 0, 1.0)]))
             .await
             .unwrap();
         {
