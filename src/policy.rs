@@ -6,7 +6,7 @@
 use crate::normalize::{self, NormalizeOptions};
 use regex::Regex;
 use std::collections::HashMap;
-use url::Url;
+use url::{Position, Url};
 use web_crawler_actors::{Job, LinkPolicy, NewLink, OperationSpec, Rejection};
 
 /// Which links leave the referrer's site.
@@ -111,12 +111,10 @@ impl CrawlPolicy {
 }
 
 /// `host[:port]`: the politeness key and the scope key's host part.
+/// A slice of the serialization (which leaves a default port out), so no
+/// formatting per link.
 pub fn host_key(url: &Url) -> String {
-    let host = url.host_str().unwrap_or("");
-    match url.port() {
-        Some(port) => format!("{host}:{port}"),
-        None => host.to_string(),
-    }
+    url[Position::BeforeHost..Position::AfterPort].to_string()
 }
 
 /// The registrable domain of a host (`www.example.co.uk` → `example.co.uk`);
@@ -219,6 +217,14 @@ mod tests {
             .seed("http://127.0.0.2:8080/", &OperationSpec::crawl())
             .unwrap();
         assert_eq!(s.host, "127.0.0.2:8080");
+        for (url, key) in [
+            ("https://u:pw@h.example:443/x", "h.example"),
+            ("https://u@h.example:8443/x", "h.example:8443"),
+            ("http://[::1]:8080/", "[::1]:8080"),
+            ("http://[::1]/", "[::1]"),
+        ] {
+            assert_eq!(host_key(&Url::parse(url).unwrap()), key, "{url}");
+        }
         assert!(matches!(
             p.seed("mailto:a@b.c", &OperationSpec::crawl()),
             Err(Rejection::Invalid(_))
