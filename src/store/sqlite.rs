@@ -727,26 +727,28 @@ fn encode_links(mut hashes: Vec<i64>) -> Vec<u8> {
     hashes.iter().flat_map(|h| h.to_le_bytes()).collect()
 }
 
-/// Add `links` to each referrer's list.
-fn write_referrals(tx: &Transaction<'_>, referrals: HashMap<&str, Vec<i64>>) -> Result<(), Fail> {
-    let mut find = tx.prepare_cached(REFERRER_LINKS)?;
-    for (referrer, mut links) in referrals {
-        let existing: Option<(i64, Vec<u8>)> = find
-            .query_row([referrer], |row| Ok((row.get(0)?, row.get(1)?)))
-            .optional()?;
-        match existing {
-            None => {
-                tx.prepare_cached(INSERT_REFERRER)?
-                    .execute(params![referrer, encode_links(links)])?;
-            }
-            Some((id, blob)) => {
-                let old = decode_links(&blob)?;
-                links.retain(|h| old.binary_search(h).is_err());
-                if !links.is_empty() {
-                    links.extend(old);
-                    tx.prepare_cached(UPDATE_REFERRER)?
-                        .execute(params![id, encode_links(links)])?;
-                }
+/// Add the URLs of `links` to `referrer`'s list.
+fn write_referrals(tx: &Transaction<'_>, referrer: &str, links: &[NewLink]) -> Result<(), Fail> {
+    if links.is_empty() {
+        return Ok(());
+    }
+    let mut hashes: Vec<i64> = links.iter().map(|link| url_hash(&link.url)).collect();
+    let existing: Option<(i64, Vec<u8>)> = tx
+        .prepare_cached(REFERRER_LINKS)?
+        .query_row([referrer], |row| Ok((row.get(0)?, row.get(1)?)))
+        .optional()?;
+    match existing {
+        None => {
+            tx.prepare_cached(INSERT_REFERRER)?
+                .execute(params![referrer, encode_links(hashes)])?;
+        }
+        Some((id, blob)) => {
+            let old = decode_links(&blob)?;
+            hashes.retain(|h| old.binary_search(h).is_err());
+            if !hashes.is_empty() {
+                hashes.extend(old);
+                tx.prepare_cached(UPDATE_REFERRER)?
+                    .execute(params![id, encode_links(hashes)])?;
             }
         }
     }
@@ -803,18 +805,17 @@ fn limit_param(limit: Option<usize>) -> i64 {
 
 // --- commit -----------------------------------------------------------------
 
-/// One commit's writes: the transaction, the seen window kept in step with
-/// it, and the link lists gathered per referrer (written at the end).
-struct Commit<'t, 'b> {
+/// One commit's writes: the transaction and the seen window kept in step
+/// with it.
+struct Commit<'t> {
     tx: &'t Transaction<'t>,
     seen: &'t mut SeenWindow,
     now: Millis,
     reprocess_after_ms: Option<Millis>,
     summary: CommitSummary,
-    referrals: HashMap<&'b str, Vec<i64>>,
 }
 
-impl<'b> Commit<'_, 'b> {
+impl Commit<'_> {
     /// What the file holds for a key the window does not know.
     fn lookup(&self, url: &str, operation: &str) -> Result<Option<Seen>, Fail> {
         let pending = self
@@ -852,15 +853,9 @@ impl<'b> Commit<'_, 'b> {
         Ok(())
     }
 
-    /// The paper's `add_pending_url` for one link found on `referrer` (none
-    /// for a seed), as [`decide_link`] rules it.
-    fn upsert_link(&mut self, link: &NewLink, referrer: Option<&'b str>) -> Result<(), Fail> {
-        if let Some(referrer) = referrer {
-            self.referrals
-                .entry(referrer)
-                .or_default()
-                .push(url_hash(&link.url));
-        }
+    /// The paper's `add_pending_url` for one link, as [`decide_link`] rules
+    /// it (the referral itself is the referrer's list: [`write_referrals`]).
+    fn upsert_link(&mut self, link: &NewLink) -> Result<(), Fail> {
         let key = key_hash(&link.url, &link.operation);
         if self.seen.get(key).is_none()
             && self.seen.may_be_in_file(key)
@@ -978,10 +973,9 @@ fn apply_commit(
         now,
         reprocess_after_ms: batch.reprocess_after_ms,
         summary: CommitSummary::default(),
-        referrals: HashMap::new(),
     };
     for link in &batch.seeds {
-        c.upsert_link(link, None)?;
+        c.upsert_link(link)?;
     }
     for page in &batch.pages {
         let rec = &page.record;
@@ -995,8 +989,9 @@ fn apply_commit(
             c.summary.duplicates += 1;
         } else {
             for link in &page.links {
-                c.upsert_link(link, Some(&rec.url))?;
+                c.upsert_link(link)?;
             }
+            write_referrals(tx, &rec.url, &page.links)?;
         }
         let operation = rec.operation.key();
         let out_links = serde_json::to_string(&page.out_links()).map_err(json_err)?;
@@ -1033,10 +1028,7 @@ fn apply_commit(
                 .execute(params![hit.url, hit.text, positions, now])?;
         }
     }
-    let Commit {
-        summary, referrals, ..
-    } = c;
-    write_referrals(tx, referrals)?;
+    let summary = c.summary;
     for retry in &batch.retries {
         tx.prepare_cached(RETRY)?.execute(params![
             retry.key.url,
