@@ -116,11 +116,13 @@ impl MongoStore {
         Ok(())
     }
 
-    /// Upsert one admitted link (the paper's `add_pending_url`), given what
-    /// is known of the URL in processed_urls.
+    /// Upsert one admitted link found on `referrer` (none for a seed): the
+    /// paper's `add_pending_url`, given what is known of the URL in
+    /// processed_urls.
     async fn upsert_link(
         &self,
         link: &MergedLink,
+        referrer: Option<&str>,
         processed: &mut HashMap<String, ProcessedState>,
         now: Millis,
         reprocess_after_ms: Option<Millis>,
@@ -134,13 +136,13 @@ impl MongoStore {
         match decide_link(done, now, reprocess_after_ms) {
             LinkDecision::ReferralOnly => {
                 summary.merged += 1;
-                if !link.referrals.is_empty() {
-                    self.add_processed_referrals(&link.url, &link.referrals)
-                        .await?;
+                if let Some(referrer) = referrer {
+                    self.add_processed_referral(&link.url, referrer).await?;
                 }
             }
             LinkDecision::Queue => {
                 let filter = doc! { "url": &link.url, "op_key": &op_key };
+                let referrals: Vec<&str> = referrer.into_iter().collect();
                 let update = doc! {
                     "$setOnInsert": {
                         "operation": &link.operation.0,
@@ -152,7 +154,7 @@ impl MongoStore {
                     },
                     "$inc": { "priority": link.priority },
                     "$min": { "depth": link.depth as i32, "redirect_hops": link.redirect_hops as i32 },
-                    "$addToSet": { "referral_list": { "$each": &link.referrals } },
+                    "$addToSet": { "referral_list": { "$each": referrals } },
                 };
                 // Two writers upserting the same new URL at once: one insert
                 // wins, the other gets 11000 and merges on its second try.
@@ -180,18 +182,14 @@ impl MongoStore {
         Ok(())
     }
 
-    /// Add referrals to a processed page and keep `referral_count` equal to
+    /// Add a referral to a processed page and keep `referral_count` equal to
     /// the list's length.
-    async fn add_processed_referrals(
-        &self,
-        url: &str,
-        referrals: &[String],
-    ) -> Result<(), StoreError> {
+    async fn add_processed_referral(&self, url: &str, referrer: &str) -> Result<(), StoreError> {
         let after = self
             .processed
             .find_one_and_update(
                 doc! { "_id": url },
-                doc! { "$addToSet": { "referral_list": { "$each": referrals } } },
+                doc! { "$addToSet": { "referral_list": referrer } },
             )
             .return_document(ReturnDocument::After)
             .projection(doc! { "referral_list": 1 })
@@ -248,9 +246,16 @@ impl MongoStore {
         if duplicate_of.is_some() {
             summary.duplicates += 1;
         } else {
-            for link in merge_links(&page.links, Some(&record.url)) {
-                self.upsert_link(&link, processed, now, reprocess_after_ms, summary)
-                    .await?;
+            for link in merge_links(&page.links) {
+                self.upsert_link(
+                    &link,
+                    Some(&record.url),
+                    processed,
+                    now,
+                    reprocess_after_ms,
+                    summary,
+                )
+                .await?;
             }
         }
         let op_key = record.operation.key();
@@ -413,20 +418,19 @@ struct ProcessedState {
     d_processed: Millis,
 }
 
-/// Links of one page (or the seeds, with no referrer) merged by (url,
-/// operation): one upsert each.
+/// Links of one page (or the seeds) merged by (url, operation): one upsert
+/// each.
 #[derive(Debug)]
 struct MergedLink {
     url: String,
     host: String,
     operation: OperationSpec,
-    referrals: Vec<String>,
     depth: u32,
     priority: f64,
     redirect_hops: u32,
 }
 
-fn merge_links(links: &[NewLink], referrer: Option<&str>) -> Vec<MergedLink> {
+fn merge_links(links: &[NewLink]) -> Vec<MergedLink> {
     let mut index: HashMap<(&str, &OperationSpec), usize> = HashMap::new();
     let mut out: Vec<MergedLink> = Vec::new();
     for l in links {
@@ -443,7 +447,6 @@ fn merge_links(links: &[NewLink], referrer: Option<&str>) -> Vec<MergedLink> {
                     url: l.url.clone(),
                     host: l.host.clone(),
                     operation: l.operation.clone(),
-                    referrals: referrer.iter().map(|r| r.to_string()).collect(),
                     depth: l.depth,
                     priority: l.priority,
                     redirect_hops: l.redirect_hops,
@@ -724,9 +727,10 @@ impl Store for MongoStore {
         urls.sort_unstable();
         urls.dedup();
         let mut processed = self.processed_states(urls).await?;
-        for link in merge_links(&batch.seeds, None) {
+        for link in merge_links(&batch.seeds) {
             self.upsert_link(
                 &link,
+                None,
                 &mut processed,
                 now,
                 batch.reprocess_after_ms,
@@ -993,13 +997,11 @@ mod tests {
             link("http://h/a", 2, 0.25),
             link("http://h/b", 1, 1.0),
         ];
-        let merged = merge_links(&links, Some("http://h/1"));
+        let merged = merge_links(&links);
         assert_eq!(merged.len(), 2);
-        assert_eq!(merged[0].referrals, vec!["http://h/1"]);
         assert_eq!(merged[0].depth, 1);
         assert_eq!(merged[0].priority, 1.0);
-        assert_eq!(merged[1].referrals, vec!["http://h/1"]);
-        assert!(merge_links(&links, None)[0].referrals.is_empty());
+        assert_eq!((merged[1].url.as_str(), merged[1].depth), ("http://h/b", 1));
     }
 
     #[test]
