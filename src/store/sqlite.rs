@@ -2047,14 +2047,18 @@ mod tests {
         for round in 1..4 {
             let pages = claimed
                 .iter()
-                .map(|job| {
+                .enumerate()
+                .map(|(n, job)| {
                     let links = (0..3)
                         .map(|i| {
                             let url = format!("http://{}/{round}/{i}", job.host);
                             link(&url, round, 0.5)
                         })
                         .collect();
-                    page(&job.url, Some(200), Some(round.into()), links)
+                    // A body of its own, so no page is a duplicate whose
+                    // links are skipped.
+                    let hash = u64::from(round) * 100 + n as u64;
+                    page(&job.url, Some(200), Some(hash), links)
                 })
                 .collect();
             let (_, jobs) = store
