@@ -56,7 +56,9 @@ pub struct CrawlConfig {
     /// Claimed URLs per host at most (0: 8 × per_host, at least 8). With
     /// many hosts this, not `window`, is what bounds a commit's size.
     pub per_host_window: usize,
-    /// Results committed in one store write at most.
+    /// Results that start a store write at once (or a quarter of the window,
+    /// if smaller). Results reported while a write runs join the next one,
+    /// so a write's size is bounded by the window, not by this.
     pub max_batch: usize,
     /// How long a result may wait to be committed with others: one store
     /// write per interval instead of one per result.
