@@ -3,13 +3,11 @@
 //! the paper's module exports `add_url/1` and `search_text/2` over
 //! `gen_server:cast`.
 
-use crate::behaviour::Store;
-use crate::config::{Behaviours, CrawlConfig};
-use crate::master::{IdleReason, MasterMsg, Status};
-use crate::sup::{ChildInfo, Sup, SupArgs, SupMsg};
+use crate::config::{Behaviours, CrawlConfig, Storage};
+use crate::protocol::{ChildInfo, IdleReason, MasterMsg, Status, SupMsg};
+use crate::sup::{ExitReason, Sup, SupArgs};
 use crate::types::OperationSpec;
 use ractor::{Actor, ActorRef, RpcReplyPort};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
@@ -34,13 +32,13 @@ pub struct App;
 
 impl App {
     /// Start `web_crawler_sup` with a pool and the master, which takes over
-    /// `store` (opened by the caller).
+    /// the store (opened by the caller; see [`Storage::new`]).
     pub async fn start(
         config: CrawlConfig,
-        store: Arc<dyn Store>,
+        storage: Storage,
         behaviours: Behaviours,
     ) -> Result<AppHandle, AppError> {
-        Self::start_tree(config, Some(store), behaviours).await
+        Self::start_tree(config, Some(storage), behaviours).await
     }
 
     /// Start a worker node's tree: `web_crawler_sup` with a pool only, which
@@ -54,7 +52,7 @@ impl App {
 
     async fn start_tree(
         config: CrawlConfig,
-        store: Option<Arc<dyn Store>>,
+        storage: Option<Storage>,
         behaviours: Behaviours,
     ) -> Result<AppHandle, AppError> {
         if ActorRef::<SupMsg>::where_is(config.sup_name()).is_some() {
@@ -66,7 +64,7 @@ impl App {
         let (exit_tx, exit_rx) = watch::channel(None);
         let args = SupArgs {
             config: config.clone(),
-            store,
+            storage,
             behaviours,
             exit: exit_tx,
         };
@@ -88,7 +86,7 @@ pub struct AppHandle {
     config: CrawlConfig,
     sup: ActorRef<SupMsg>,
     join: Option<JoinHandle<()>>,
-    exit: watch::Receiver<Option<String>>,
+    exit: watch::Receiver<Option<ExitReason>>,
 }
 
 /// How long a call waits for a master that is being restarted.
@@ -179,8 +177,8 @@ impl AppHandle {
         }
     }
 
-    /// Why the tree stopped, once it has (empty string: a requested stop).
-    pub fn exit_reason(&self) -> Option<String> {
+    /// Why the tree stopped, once it has.
+    pub fn exit_reason(&self) -> Option<ExitReason> {
         self.exit.borrow().clone()
     }
 
@@ -224,9 +222,9 @@ impl AppHandle {
 
     /// The tree stopped for a reason other than a requested stop.
     fn failure(&self) -> Option<String> {
-        match self.exit.borrow().as_deref() {
-            Some("") => None,
-            Some(reason) => Some(reason.to_string()),
+        match &*self.exit.borrow() {
+            Some(ExitReason::Requested) => None,
+            Some(ExitReason::Failed(reason)) => Some(reason.clone()),
             None if self.sup.get_status() == ractor::ActorStatus::Stopped => {
                 Some("the supervisor stopped".to_string())
             }

@@ -11,17 +11,48 @@ use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 
+/// A boxed error kept as the source of ours.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
+
 /// Error from a store backend. The master treats it as a crash: it fails, and
 /// the supervisor restarts it within the restart intensity.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum StoreError {
-    #[error("store backend error: {0}")]
-    Backend(String),
+    /// The backend failed; `context` says at what, `source` why.
+    #[error("{context}")]
+    Backend {
+        context: String,
+        #[source]
+        source: BoxError,
+    },
     #[error("store holds data it cannot read: {0}")]
     Corrupt(String),
     #[error("invalid request to the store: {0}")]
     Invalid(String),
+}
+
+impl StoreError {
+    /// A backend failure at `context`, caused by `source`.
+    pub fn backend(context: impl Into<String>, source: impl Into<BoxError>) -> Self {
+        StoreError::Backend {
+            context: context.into(),
+            source: source.into(),
+        }
+    }
+}
+
+/// An error and its causes in one line (`what: why: deeper why`), for logs
+/// and replies that carry text.
+pub fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut cause = error.source();
+    while let Some(e) = cause {
+        text.push_str(": ");
+        text.push_str(&e.to_string());
+        cause = e.source();
+    }
+    text
 }
 
 /// One claim request: take up to `limit` pending URLs, at most `per_host_cap`
@@ -43,7 +74,8 @@ pub struct ProcessedPage {
     /// Links admitted by the link policy, upserted before the page is marked
     /// processed. Not followed when the page turns out to be a duplicate.
     pub links: Vec<NewLink>,
-    pub search_hit: Option<SearchHit>,
+    /// What the page's operation asks the store to keep.
+    pub records: Vec<Record>,
 }
 
 impl ProcessedPage {
@@ -104,10 +136,11 @@ pub struct PageQuery {
     pub only_failed: bool,
 }
 
-/// The store behaviour: the only durable state. Both the embedded store and
+/// The frontier: the store as the master uses it — claims, commits and
+/// leases, the crawl's only durable state. Both the embedded store and
 /// MongoDB implement it; one conformance suite checks both.
 #[async_trait]
-pub trait Store: Send + Sync + fmt::Debug + 'static {
+pub trait Frontier: Send + Sync + fmt::Debug + 'static {
     /// Atomically move up to `limit` pending URLs (including ones whose lease
     /// expired) to `processing`, leased to `owner` until `lease_until`.
     async fn claim(&self, req: ClaimRequest) -> Result<Vec<Job>, StoreError>;
@@ -115,8 +148,9 @@ pub trait Store: Send + Sync + fmt::Debug + 'static {
     /// Apply a batch of results idempotently (see [`CommitBatch`]).
     async fn commit(&self, batch: CommitBatch) -> Result<CommitSummary, StoreError>;
 
-    /// [`Store::commit`] then, if asked, [`Store::claim`]: the master's cycle.
-    /// A backend may do both in one transaction (one durable write, not two).
+    /// [`Frontier::commit`] then, if asked, [`Frontier::claim`]: the
+    /// master's cycle. A backend may do both in one transaction (one durable
+    /// write, not two).
     async fn commit_and_claim(
         &self,
         batch: CommitBatch,
@@ -150,15 +184,28 @@ pub trait Store: Send + Sync + fmt::Debug + 'static {
     /// Return exactly these URLs to pending.
     async fn release_keys(&self, keys: &[UrlKey]) -> Result<u64, StoreError>;
 
+    /// Counts over the store: the master's idle check and `status`.
     async fn counts(&self) -> Result<StoreCounts, StoreError>;
+}
 
+/// Read-side queries: what reports, the console and embedding users list.
+/// They never change the store.
+#[async_trait]
+pub trait Queries: Send + Sync + fmt::Debug + 'static {
     async fn processed(&self, query: PageQuery) -> Result<Vec<ProcessedUrl>, StoreError>;
 
     async fn processed_url(&self, url: &str) -> Result<Option<ProcessedUrl>, StoreError>;
 
     async fn pending(&self, limit: usize) -> Result<Vec<PendingUrl>, StoreError>;
 
-    async fn search_results(&self, text: Option<&str>) -> Result<Vec<SearchResult>, StoreError>;
+    /// The records operations stored in `collection` whose fields equal
+    /// those of `filter` (all of them when it is empty), as documents: the
+    /// record's key and fields, and its stamp as epoch milliseconds.
+    async fn records(
+        &self,
+        collection: &str,
+        filter: &Document,
+    ) -> Result<Vec<Document>, StoreError>;
 
     async fn broken_links(&self) -> Result<Vec<BrokenLink>, StoreError>;
 
@@ -167,6 +214,12 @@ pub trait Store: Send + Sync + fmt::Debug + 'static {
     /// Processed page counts by HTTP status (`None`: no response).
     async fn status_histogram(&self) -> Result<Vec<(Option<u16>, u64)>, StoreError>;
 }
+
+/// A backend with both sides: what `App::start` takes and the conformance
+/// suite checks. Implemented for every type that has both.
+pub trait Store: Frontier + Queries {}
+
+impl<T: Frontier + Queries + ?Sized> Store for T {}
 
 /// An HTTP response as the crawler needs it.
 #[derive(Clone, Debug, Default)]
@@ -281,10 +334,54 @@ pub struct PageContext<'a> {
     pub extracted: &'a ExtractedPage,
 }
 
-/// What an operation produced, for the master to store.
+/// A JSON document: what an operation stores, and what a query returns.
+pub type Document = serde_json::Map<String, serde_json::Value>;
+
+/// A document an operation asks the store to keep about a page, in a
+/// collection of its own (a MongoDB collection of that name; rows of the
+/// embedded store's `records` table). A later record with the same
+/// collection and key replaces it, so re-processing a page is idempotent.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Record {
+    pub collection: String,
+    /// The fields that identify the record within its collection.
+    pub key: Document,
+    /// The rest of the document.
+    pub fields: Document,
+    /// A field the store sets to the time of the write (a date in MongoDB,
+    /// epoch milliseconds in the embedded store), e.g. the paper's `d_search`.
+    pub stamp: Option<String>,
+}
+
+/// What an operation produced, for the master to have stored.
 #[derive(Clone, Debug, Default, PartialEq)]
+#[non_exhaustive]
 pub struct OperationOutput {
-    pub search_hit: Option<SearchHit>,
+    pub records: Vec<Record>,
+}
+
+impl OperationOutput {
+    /// Nothing to store.
+    pub fn none() -> Self {
+        Self::default()
+    }
+
+    /// Store these records.
+    pub fn records(records: Vec<Record>) -> Self {
+        Self { records }
+    }
+}
+
+/// Why an operation was refused or failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum OperationError {
+    #[error("unknown operation {0:?}")]
+    Unknown(String),
+    #[error("bad arguments: {0}")]
+    BadArguments(String),
+    #[error("operation failed")]
+    Failed(#[source] BoxError),
 }
 
 /// A page operation (the paper's `operation` field): runs in the slave on
@@ -294,8 +391,17 @@ pub trait Operation: Send + Sync + 'static {
     /// The name in `OperationSpec` that selects this operation.
     fn name(&self) -> &str;
     /// Checked at `add_url`, so a bad argument list is refused up front.
-    fn validate(&self, args: &[String]) -> Result<(), String>;
-    async fn run(&self, ctx: &PageContext<'_>, args: &[String]) -> Result<OperationOutput, String>;
+    fn validate(&self, args: &[String]) -> Result<(), OperationError>;
+    /// Whether the operation reads the page's visible text
+    /// ([`ExtractedPage::text`]); the extractor builds it only when one does.
+    fn reads_text(&self) -> bool {
+        true
+    }
+    async fn run(
+        &self,
+        ctx: &PageContext<'_>,
+        args: &[String],
+    ) -> Result<OperationOutput, OperationError>;
 }
 
 /// The operations a node knows, by name.
@@ -325,11 +431,11 @@ impl Operations {
     }
 
     /// Check that `spec` names a known operation with valid arguments.
-    pub fn validate(&self, spec: &OperationSpec) -> Result<(), String> {
+    pub fn validate(&self, spec: &OperationSpec) -> Result<(), OperationError> {
         match spec.name() {
             None => Ok(()),
             Some(name) => match self.by_name.get(name) {
-                None => Err(format!("unknown operation {name:?}")),
+                None => Err(OperationError::Unknown(name.to_string())),
                 Some(op) => op.validate(spec.args()),
             },
         }

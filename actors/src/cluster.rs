@@ -1,62 +1,13 @@
 //! Cluster membership, as Erlang distribution: nodes connect over TCP with a
 //! shared cookie (ractor_cluster's `NodeServer`); pools, the master and the
 //! control actor join process groups that ractor_cluster keeps in sync
-//! across connected nodes; messages that cross nodes travel as JSON.
+//! across connected nodes (see [`crate::protocol`] for the groups and the
+//! wire form of what crosses nodes).
 
-use crate::control::{ControlMsg, ControlRequest};
-use crate::master::Status;
-use crate::types::OperationSpec;
-use ractor::message::{BoxedDowncastErr, SerializedMessage};
-use ractor::{ActorCell, ActorRef};
+use ractor::ActorRef;
 use ractor_cluster::{NodeServer, NodeServerMessage, NodeSessionMessage};
-use serde::Serialize;
-use serde::de::DeserializeOwned;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
-
-/// Process group of every node's pool.
-pub const POOL_GROUP: &str = "web_crawler_pools";
-/// Process group of the master (one per cluster).
-pub const MASTER_GROUP: &str = "web_crawler_master";
-/// Process group of the control actor that consoles and scripts talk to.
-pub const CONTROL_GROUP: &str = "web_crawler_control";
-
-/// The node name in a registered actor name `role@NODE`.
-pub fn node_of(actor_name: &str) -> &str {
-    actor_name
-        .rsplit_once('@')
-        .map_or(actor_name, |(_, node)| node)
-}
-
-/// Encode a message that crosses nodes.
-pub(crate) fn to_wire<T: Serialize>(value: &T) -> Result<SerializedMessage, BoxedDowncastErr> {
-    Ok(SerializedMessage::Cast {
-        variant: String::new(),
-        args: serde_json::to_vec(value).map_err(|_| BoxedDowncastErr)?,
-        metadata: None,
-    })
-}
-
-/// Decode a message that crossed nodes.
-pub(crate) fn from_wire<T: DeserializeOwned>(
-    msg: SerializedMessage,
-) -> Result<T, BoxedDowncastErr> {
-    match msg {
-        SerializedMessage::Cast { args, .. } => {
-            serde_json::from_slice(&args).map_err(|_| BoxedDowncastErr)
-        }
-        _ => Err(BoxedDowncastErr),
-    }
-}
-
-/// Members of `group` to send to: remote ones, and the local one registered
-/// as `local_name` (other apps may share this process).
-pub(crate) fn members(group: &str, local_name: &str) -> Vec<ActorCell> {
-    ractor::pg::get_members(&group.to_string())
-        .into_iter()
-        .filter(|c| !c.get_id().is_local() || c.get_name().as_deref() == Some(local_name))
-        .collect()
-}
 
 /// Weighted rendezvous hashing: the pool (by node name, with its load) that
 /// should fetch `host`. Every master computes the same choice for the same
@@ -191,109 +142,6 @@ pub async fn peers(node: &ActorRef<NodeServerMessage>) -> Vec<String> {
     names
 }
 
-/// A console's or script's connection to a running cluster: its own
-/// (client) node, authenticated with the cookie, and the control actor.
-#[derive(Debug)]
-pub struct Remote {
-    node: ActorRef<NodeServerMessage>,
-    control: ActorRef<ControlMsg>,
-    timeout: Duration,
-}
-
-impl Remote {
-    /// Connect to the node at `addr` with `cookie`.
-    pub async fn connect(
-        addr: &str,
-        cookie: &str,
-        timeout: Duration,
-    ) -> Result<Remote, ClusterError> {
-        let target: SocketAddr = tokio::net::lookup_host(addr)
-            .await
-            .ok()
-            .and_then(|mut a| a.next())
-            .ok_or_else(|| ClusterError::Unreachable {
-                addr: addr.to_string(),
-                reason: "not a HOST:PORT address".to_string(),
-            })?;
-        let local = SocketAddr::new(
-            if target.ip().is_loopback() {
-                target.ip()
-            } else {
-                [0, 0, 0, 0].into()
-            },
-            0,
-        );
-        let name = format!("remote-{}-{}", std::process::id(), crate::types::now_ms());
-        let node = start_node(&name, local, cookie, false).await?;
-        join(&node, addr, timeout).await?;
-        let deadline = Instant::now() + timeout;
-        loop {
-            let control = ractor::pg::get_members(&CONTROL_GROUP.to_string())
-                .into_iter()
-                .find(|c| !c.get_id().is_local());
-            if let Some(control) = control {
-                return Ok(Remote {
-                    node,
-                    control: ActorRef::from(control),
-                    timeout,
-                });
-            }
-            if Instant::now() >= deadline {
-                return Err(ClusterError::Missing(
-                    "control actor (is it a worker node? connect to the master's node)",
-                ));
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    }
-
-    /// One request; `Err` holds the node's one-line reason.
-    pub async fn request(&self, request: &ControlRequest) -> Result<serde_json::Value, String> {
-        let text = serde_json::to_string(request).map_err(|e| e.to_string())?;
-        let reply = ractor::call_t!(
-            self.control,
-            |port| ControlMsg::Request(text, port),
-            self.timeout.as_millis() as u64
-        )
-        .map_err(|e| format!("the node did not answer: {e}"))?;
-        let mut value: serde_json::Value =
-            serde_json::from_str(&reply).map_err(|e| format!("bad reply: {e}"))?;
-        if let Some(error) = value.get("error") {
-            return Err(error.as_str().unwrap_or("error").to_string());
-        }
-        Ok(value
-            .get_mut("ok")
-            .map(serde_json::Value::take)
-            .unwrap_or_default())
-    }
-
-    /// `add_url` on the cluster's master; returns the normalized URL.
-    pub async fn add_url(&self, url: &str, operation: OperationSpec) -> Result<String, String> {
-        let reply = self
-            .request(&ControlRequest::AddUrl {
-                url: url.to_string(),
-                operation,
-            })
-            .await?;
-        Ok(reply.as_str().unwrap_or_default().to_string())
-    }
-
-    /// The paper's `search_text(URL, Text)` on the cluster.
-    pub async fn search_text(&self, url: &str, text: &str) -> Result<String, String> {
-        self.add_url(url, OperationSpec::search_text(text)).await
-    }
-
-    pub async fn status(&self) -> Result<Status, String> {
-        let reply = self.request(&ControlRequest::Status).await?;
-        serde_json::from_value(reply).map_err(|e| format!("bad status reply: {e}"))
-    }
-
-    /// Close the connection.
-    pub fn close(self) {
-        self.node.stop(None);
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -345,9 +193,4 @@ mod tests {
         assert_eq!(choose_node("x", &[]), None);
     }
 
-    #[test]
-    fn node_names_come_from_actor_names() {
-        assert_eq!(node_of("web_crawler_pool@worker-1"), "worker-1");
-        assert_eq!(node_of("plain"), "plain");
-    }
 }

@@ -1,6 +1,6 @@
 //! Settings of the OTP layer and the behaviours it runs with.
 
-use crate::behaviour::{Extractor, Fetcher, LinkPolicy, Operations};
+use crate::behaviour::{Extractor, Fetcher, Frontier, LinkPolicy, Operations, Queries, Store};
 use crate::scheduler::Politeness;
 use crate::types::Millis;
 use std::fmt;
@@ -10,6 +10,7 @@ use std::time::Duration;
 /// OTP restart intensity: more than `max_restarts` restarts within `period`
 /// and the supervisor gives up, stopping the app (as `{one_for_one, 1, 60}`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct RestartIntensity {
     pub max_restarts: u32,
     pub period: Duration,
@@ -25,8 +26,10 @@ impl Default for RestartIntensity {
     }
 }
 
-/// How the tree runs. Every field has a default; see [`CrawlConfig::default`].
+/// How the tree runs. Every field has a default; see [`CrawlConfig::default`]
+/// (build one with `CrawlConfig::default()` and set what differs).
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct CrawlConfig {
     /// This node's name: lease owner, recorded on each processed page.
     pub node_name: String,
@@ -165,5 +168,27 @@ impl fmt::Debug for Behaviours {
         f.debug_struct("Behaviours")
             .field("operations", &self.operations)
             .finish_non_exhaustive()
+    }
+}
+
+/// The store as the tree uses it: the frontier the master writes, and the
+/// queries the control actor reads. Usually one backend serves both
+/// ([`Storage::new`]); a wrapper may take one side only ([`Storage::split`]).
+#[derive(Clone, Debug)]
+pub struct Storage {
+    pub frontier: Arc<dyn Frontier>,
+    pub queries: Arc<dyn Queries>,
+}
+
+impl Storage {
+    pub fn new(store: Arc<dyn Store>) -> Self {
+        Self {
+            frontier: store.clone(),
+            queries: store,
+        }
+    }
+
+    pub fn split(frontier: Arc<dyn Frontier>, queries: Arc<dyn Queries>) -> Self {
+        Self { frontier, queries }
     }
 }

@@ -3,74 +3,22 @@
 //! node). It runs on the master's node, joins the control process group,
 //! and answers JSON requests by calling the tree's actors.
 
-use crate::behaviour::{PageQuery, Store};
-use crate::cluster;
+use crate::behaviour::{PageQuery, Queries};
 use crate::config::CrawlConfig;
-use crate::master::MasterMsg;
-use crate::sup::SupMsg;
-use crate::types::OperationSpec;
-use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
-use ractor_cluster::RactorClusterMessage;
-use serde::{Deserialize, Serialize};
+use crate::protocol::{self, ControlMsg, ControlRequest, MasterMsg, SupMsg};
+use ractor::{Actor, ActorProcessingErr, ActorRef};
+use serde::Serialize;
 use serde_json::{Value, json};
 use std::sync::Arc;
 
-/// A request from a console or script.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "cmd", rename_all = "snake_case")]
-pub enum ControlRequest {
-    Status,
-    /// The live nodes: load and hosts owned.
-    Nodes,
-    /// Like `supervisor:which_children/1`, with the nodes' pools.
-    Tree,
-    /// Like `sys:get_state/1`: a readable summary of one actor.
-    State {
-        actor: String,
-    },
-    AddUrl {
-        url: String,
-        operation: OperationSpec,
-    },
-    Pending {
-        limit: usize,
-    },
-    Processed {
-        limit: usize,
-    },
-    Failed {
-        limit: usize,
-    },
-    Pause,
-    Resume,
-    /// Kill the master; the supervisor restarts it.
-    RestartMaster,
-}
-
-/// The wire message: one request, one reply, both JSON text
-/// (`{"ok": ...}` or `{"error": "..."}`).
-#[derive(RactorClusterMessage)]
-pub enum ControlMsg {
-    #[rpc]
-    Request(String, RpcReplyPort<String>),
-}
-
-impl std::fmt::Debug for ControlMsg {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            ControlMsg::Request(req, _) => f.debug_tuple("Request").field(req).finish(),
-        }
-    }
+#[derive(Debug)]
+pub(crate) struct ControlArgs {
+    pub(crate) config: CrawlConfig,
+    pub(crate) queries: Arc<dyn Queries>,
 }
 
 #[derive(Debug)]
-pub struct ControlArgs {
-    pub config: CrawlConfig,
-    pub store: Arc<dyn Store>,
-}
-
-#[derive(Debug)]
-pub struct Control;
+pub(crate) struct Control;
 
 /// How long a request may wait for the master.
 const MASTER_TIMEOUT_MS: u64 = 10_000;
@@ -85,7 +33,7 @@ impl Actor for Control {
         myself: ActorRef<Self::Msg>,
         args: ControlArgs,
     ) -> Result<Self::State, ActorProcessingErr> {
-        ractor::pg::join(cluster::CONTROL_GROUP.to_string(), vec![myself.get_cell()]);
+        ractor::pg::join(protocol::CONTROL_GROUP.to_string(), vec![myself.get_cell()]);
         Ok(args)
     }
 
@@ -131,11 +79,11 @@ async fn answer(state: &ControlArgs, request: ControlRequest) -> Result<Value, S
                 .ok_or_else(|| "the supervisor is gone".to_string())?;
             let children = ractor::call_t!(sup, SupMsg::WhichChildren, MASTER_TIMEOUT_MS)
                 .map_err(|e| e.to_string())?;
-            let pools: Vec<Value> = cluster::members(cluster::POOL_GROUP, &cfg.pool_name())
+            let pools: Vec<Value> = protocol::members(protocol::POOL_GROUP, &cfg.pool_name())
                 .iter()
                 .filter_map(|c| c.get_name())
                 .map(
-                    |name| json!({ "name": name, "role": "Pool", "node": cluster::node_of(&name) }),
+                    |name| json!({ "name": name, "role": "Pool", "node": protocol::node_of(&name) }),
                 )
                 .collect();
             Ok(json!({
@@ -186,7 +134,7 @@ async fn answer(state: &ControlArgs, request: ControlRequest) -> Result<Value, S
         }
         ControlRequest::Pending { limit } => to_json(
             &state
-                .store
+                .queries
                 .pending(limit)
                 .await
                 .map_err(|e| e.to_string())?,
@@ -194,7 +142,7 @@ async fn answer(state: &ControlArgs, request: ControlRequest) -> Result<Value, S
         ControlRequest::Processed { limit } | ControlRequest::Failed { limit } => {
             let only_failed = matches!(request, ControlRequest::Failed { .. });
             let pages = state
-                .store
+                .queries
                 .processed(PageQuery {
                     limit: Some(limit),
                     offset: 0,

@@ -8,19 +8,30 @@ mod control;
 pub mod frontier;
 mod master;
 mod pool;
+mod protocol;
+mod remote;
 pub mod scheduler;
 mod slave;
 mod sup;
 mod types;
+pub mod window;
 
 pub use app::{App, AppError, AppHandle};
 /// Implementers of the behaviours use the same `async_trait` as the traits.
 pub use async_trait::async_trait;
-pub use behaviour::*;
-pub use config::{Behaviours, CrawlConfig, RestartIntensity};
-pub use control::{Control, ControlMsg, ControlRequest};
-pub use master::{IdleReason, Master, MasterMsg, NodeInfo, SlaveReport, Status};
-pub use pool::{Pool, PoolMsg};
-pub use slave::{Slave, SlaveTask};
-pub use sup::{ChildInfo, ChildRole, Sup, SupMsg};
-pub use types::*;
+pub use behaviour::{
+    BoxError, ClaimRequest, CommitBatch, CommitSummary, Document, ExtractedPage, Extractor,
+    FetchFailure, FetchedPage, Fetcher, Frontier, LinkPolicy, Operation, OperationError,
+    OperationOutput, Operations, PageContext, PageQuery, ProcessedPage, Queries, Record,
+    Rejection, Retry, RobotsReport, RobotsRules, Store, StoreError, error_chain,
+};
+pub use config::{Behaviours, CrawlConfig, RestartIntensity, Storage};
+pub use protocol::{
+    ChildInfo, ChildRole, ControlRequest, IdleReason, NodeInfo, SlaveReport, Status, node_of,
+};
+pub use remote::{Remote, RemoteError};
+pub use sup::ExitReason;
+pub use types::{
+    BrokenLink, HostRecord, Job, Millis, NewLink, OperationSpec, PageRecord, PendingUrl,
+    ProcessedUrl, ROBOTS_BLOCKED, SEARCH_OPERATION, SEARCH_RESULTS, StoreCounts, UrlKey, now_ms,
+};

@@ -4,77 +4,19 @@
 //! its slaves: a slave that fails is reported to the master as a failed
 //! attempt (the URL is retried, then recorded as failed).
 
-use crate::behaviour::RobotsReport;
-use crate::cluster;
 use crate::config::{Behaviours, CrawlConfig};
-use crate::master::{self, MasterMsg, SlaveReport};
+use crate::protocol::{self, MasterMsg, PoolMsg, SlaveReport};
 use crate::scheduler::{Action, HostScheduler};
 use crate::slave::{Slave, SlaveArgs, SlaveTask};
 use crate::types::{Job, Millis, now_ms};
-use ractor::message::{BoxedDowncastErr, SerializedMessage};
 use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, SupervisionEvent};
-use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::time::Duration;
 
 #[derive(Debug)]
-pub enum PoolMsg {
-    /// Claimed URLs from the master (possibly on another node).
-    Dispatch(Vec<Job>),
-    /// A (re)started master asks what this pool holds: the pool answers with
-    /// `MasterMsg::Adopt`.
-    Resync,
-    /// Stop starting slaves; hand the queued jobs back (`MasterMsg::Unstarted`);
-    /// running ones finish.
-    Drain,
-    RobotsFetched {
-        host: String,
-        report: RobotsReport,
-    },
-    HostBackoff {
-        host: String,
-        until: Millis,
-    },
-    /// A politeness delay ran out.
-    Wake,
-}
-
-/// The variants that may cross nodes.
-#[derive(Serialize, Deserialize)]
-enum PoolWire {
-    Dispatch(Vec<Job>),
-    Resync,
-    Drain,
-}
-
-impl ractor::Message for PoolMsg {
-    fn serializable() -> bool {
-        true
-    }
-
-    fn serialize(self) -> Result<SerializedMessage, BoxedDowncastErr> {
-        let wire = match self {
-            PoolMsg::Dispatch(jobs) => PoolWire::Dispatch(jobs),
-            PoolMsg::Resync => PoolWire::Resync,
-            PoolMsg::Drain => PoolWire::Drain,
-            _ => return Err(BoxedDowncastErr),
-        };
-        cluster::to_wire(&wire)
-    }
-
-    fn deserialize(msg: SerializedMessage) -> Result<Self, BoxedDowncastErr> {
-        Ok(match cluster::from_wire(msg)? {
-            PoolWire::Dispatch(jobs) => PoolMsg::Dispatch(jobs),
-            PoolWire::Resync => PoolMsg::Resync,
-            PoolWire::Drain => PoolMsg::Drain,
-        })
-    }
-}
-
-#[derive(Debug)]
-pub struct PoolArgs {
-    pub config: CrawlConfig,
-    pub behaviours: Behaviours,
+pub(crate) struct PoolArgs {
+    pub(crate) config: CrawlConfig,
+    pub(crate) behaviours: Behaviours,
 }
 
 #[derive(Debug)]
@@ -84,7 +26,7 @@ enum Running {
 }
 
 #[derive(Debug)]
-pub struct PoolState {
+pub(crate) struct PoolState {
     args: PoolArgs,
     scheduler: HostScheduler,
     slaves: HashMap<ActorId, Running>,
@@ -96,7 +38,7 @@ pub struct PoolState {
 }
 
 #[derive(Debug)]
-pub struct Pool;
+pub(crate) struct Pool;
 
 impl Actor for Pool {
     type Msg = PoolMsg;
@@ -109,7 +51,7 @@ impl Actor for Pool {
         args: PoolArgs,
     ) -> Result<Self::State, ActorProcessingErr> {
         // Like pool:attach/1: the master finds every node's pool in this group.
-        ractor::pg::join(cluster::POOL_GROUP.to_string(), vec![myself.get_cell()]);
+        ractor::pg::join(protocol::POOL_GROUP.to_string(), vec![myself.get_cell()]);
         Ok(PoolState {
             scheduler: HostScheduler::new(args.config.politeness()),
             master: args.config.master_name(),
@@ -136,7 +78,7 @@ impl Actor for Pool {
                     state.scheduler.push(job);
                 }
             }
-            PoolMsg::Resync => master::cast(
+            PoolMsg::Resync => protocol::cast(
                 &state.master,
                 MasterMsg::Adopt {
                     node: state.args.config.node_name.clone(),
@@ -145,13 +87,13 @@ impl Actor for Pool {
             ),
             PoolMsg::Drain => {
                 state.draining = true;
-                master::cast(
+                protocol::cast(
                     &state.master,
                     MasterMsg::Unstarted(state.scheduler.take_queued()),
                 );
             }
             PoolMsg::RobotsFetched { host, report } => {
-                master::cast(&state.master, MasterMsg::HostRecord(report.record.clone()));
+                protocol::cast(&state.master, MasterMsg::HostRecord(report.record.clone()));
                 state
                     .scheduler
                     .robots_ready(&host, report.rules, report.unreachable, now_ms());
@@ -178,7 +120,7 @@ impl Actor for Pool {
                 state.scheduler.finished(&job.key(), &job.host);
                 if let Some(reason) = failure {
                     tracing::warn!(url = %job.url, %reason, "slave failed");
-                    master::report(
+                    protocol::report(
                         &state.master,
                         SlaveReport::Failed {
                             job,
@@ -225,10 +167,10 @@ async fn pump(myself: &ActorRef<PoolMsg>, state: &mut PoolState) -> Result<(), A
                 state.slaves.insert(id, Running::Page(job));
             }
             Action::Blocked(job) => {
-                master::report(&state.master, SlaveReport::RobotsBlocked { job })
+                protocol::report(&state.master, SlaveReport::RobotsBlocked { job })
             }
             // Retry once robots.txt is asked again, not sooner.
-            Action::Unreachable(job) => master::report(
+            Action::Unreachable(job) => protocol::report(
                 &state.master,
                 SlaveReport::Failed {
                     job,

@@ -3,16 +3,15 @@
 //! master → exit normally. Its work runs in `post_start`, so a panic there is
 //! an `ActorFailed` its pool sees and reports; the master never goes down with it.
 
-use crate::behaviour::{FetchedPage, PageContext, ProcessedPage};
+use crate::behaviour::{FetchedPage, PageContext, ProcessedPage, error_chain};
 use crate::config::Behaviours;
-use crate::master::{self, SlaveReport};
-use crate::pool::PoolMsg;
+use crate::protocol::{self, PoolMsg, SlaveReport};
 use crate::types::{Job, PageRecord, now_ms};
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 
 /// What one slave does.
 #[derive(Debug)]
-pub enum SlaveTask {
+pub(crate) enum SlaveTask {
     Page(Job),
     /// Fetch robots.txt of `host`, reached by `scheme`.
     Robots {
@@ -22,23 +21,23 @@ pub enum SlaveTask {
 }
 
 #[derive(Debug)]
-pub struct SlaveArgs {
-    pub task: SlaveTask,
-    pub behaviours: Behaviours,
-    pub node_name: String,
+pub(crate) struct SlaveArgs {
+    pub(crate) task: SlaveTask,
+    pub(crate) behaviours: Behaviours,
+    pub(crate) node_name: String,
     /// Registered name of the master to report to.
-    pub master: String,
-    pub pool: ActorRef<PoolMsg>,
+    pub(crate) master: String,
+    pub(crate) pool: ActorRef<PoolMsg>,
 }
 
 /// Slaves take no messages: they run once and exit.
 #[derive(Debug)]
-pub enum SlaveMsg {}
+pub(crate) enum SlaveMsg {}
 
 impl ractor::Message for SlaveMsg {}
 
 #[derive(Debug)]
-pub struct Slave;
+pub(crate) struct Slave;
 
 impl Actor for Slave {
     type Msg = SlaveMsg;
@@ -78,7 +77,7 @@ impl Actor for Slave {
                 }
                 // A master that is restarting misses this report; the URL is
                 // still leased and its new incarnation releases it, so nothing is lost.
-                master::report(&args.master, report);
+                protocol::report(&args.master, report);
             }
         }
         myself.stop(None);
@@ -115,7 +114,7 @@ pub(crate) async fn process(job: &Job, b: &Behaviours, node_name: &str) -> Slave
     }
     let mut record = record_of(job, &page, node_name);
     let mut links = Vec::new();
-    let mut search_hit = None;
+    let mut records = Vec::new();
 
     if (300..400).contains(&page.status) {
         if let Some(location) = &page.location {
@@ -132,26 +131,31 @@ pub(crate) async fn process(job: &Job, b: &Behaviours, node_name: &str) -> Slave
             record.links_count = 1;
         }
     } else {
-        // Only operations read the visible text; a plain crawl skips it.
-        let extracted = b
-            .extractor
-            .extract(&job.url, &page, job.operation.name().is_some());
+        let operation = match job.operation.name() {
+            None => None,
+            Some(name) => match b.operations.get(name) {
+                Some(op) => Some((name, op)),
+                None => return failed(job, format!("unknown operation {name:?}")),
+            },
+        };
+        // Only an operation reads the visible text; a plain crawl skips it.
+        let visible_text = operation.is_some_and(|(_, op)| op.reads_text());
+        let extracted = b.extractor.extract(&job.url, &page, visible_text);
         record.title = extracted.title.clone();
         record.content_hash = Some(extracted.content_hash);
         record.links_count = u32::try_from(extracted.links_found).unwrap_or(u32::MAX);
         if (200..300).contains(&page.status) {
-            if let Some(name) = job.operation.name() {
+            if let Some((name, op)) = operation {
                 let ctx = PageContext {
                     job,
                     page: &page,
                     extracted: &extracted,
                 };
-                let Some(op) = b.operations.get(name) else {
-                    return failed(job, format!("unknown operation {name:?}"));
-                };
                 match op.run(&ctx, job.operation.args()).await {
-                    Ok(output) => search_hit = output.search_hit,
-                    Err(e) => return failed(job, format!("operation {name} failed: {e}")),
+                    Ok(output) => records = output.records,
+                    Err(e) => {
+                        return failed(job, format!("operation {name}: {}", error_chain(&e)));
+                    }
                 }
             }
             // After the operation, which may read them: the links' URLs move
@@ -169,7 +173,7 @@ pub(crate) async fn process(job: &Job, b: &Behaviours, node_name: &str) -> Slave
         page: Box::new(ProcessedPage {
             record,
             links,
-            search_hit,
+            records,
         }),
     }
 }

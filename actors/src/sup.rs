@@ -4,54 +4,36 @@
 //! alone; more than `max_restarts` restarts within `period` and the
 //! supervisor stops, taking the app down with the reason.
 
-use crate::behaviour::Store;
-use crate::config::{Behaviours, CrawlConfig};
+use crate::behaviour::error_chain;
+use crate::config::{Behaviours, CrawlConfig, Storage};
 use crate::control::{Control, ControlArgs};
-use crate::master::{Master, MasterArgs, MasterMsg, RunStats};
+use crate::master::{Master, MasterArgs, RunStats};
 use crate::pool::{Pool, PoolArgs};
-use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
-use serde::{Deserialize, Serialize};
+use crate::protocol::{ChildInfo, ChildRole, MasterMsg, SupMsg};
+use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, SupervisionEvent};
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::Instant;
 use tokio::sync::watch;
 
-/// The supervisor's children, in start order.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-pub enum ChildRole {
-    Pool,
-    Master,
-    Control,
-}
-
-/// One row of `which_children`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ChildInfo {
-    pub name: String,
-    pub role: ChildRole,
-    pub restarts: u32,
+/// Why the tree stopped.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ExitReason {
+    /// `Shutdown`: a stop that was asked for.
+    Requested,
+    /// The restart intensity was exceeded (or a child could not start).
+    Failed(String),
 }
 
 #[derive(Debug)]
-pub enum SupMsg {
-    /// Like `supervisor:which_children/1`.
-    WhichChildren(RpcReplyPort<Vec<ChildInfo>>),
-    /// Stop the children (master first, so it writes its last batch) and then
-    /// the supervisor itself, without restarting anything.
-    Shutdown(RpcReplyPort<()>),
-}
-
-impl ractor::Message for SupMsg {}
-
-#[derive(Debug)]
-pub struct SupArgs {
-    pub config: CrawlConfig,
+pub(crate) struct SupArgs {
+    pub(crate) config: CrawlConfig,
     /// The store, on the node that runs the master; `None` on a worker node
     /// (a pool only).
-    pub store: Option<Arc<dyn Store>>,
-    pub behaviours: Behaviours,
+    pub(crate) storage: Option<Storage>,
+    pub(crate) behaviours: Behaviours,
     /// Where the reason the tree stopped is published.
-    pub exit: watch::Sender<Option<String>>,
+    pub(crate) exit: watch::Sender<Option<ExitReason>>,
 }
 
 #[derive(Debug)]
@@ -61,7 +43,7 @@ struct Child {
 }
 
 #[derive(Debug)]
-pub struct SupState {
+pub(crate) struct SupState {
     args: SupArgs,
     children: HashMap<ActorId, Child>,
     restart_times: VecDeque<Instant>,
@@ -71,7 +53,7 @@ pub struct SupState {
 }
 
 #[derive(Debug)]
-pub struct Sup;
+pub(crate) struct Sup;
 
 impl Actor for Sup {
     type Msg = SupMsg;
@@ -93,7 +75,7 @@ impl Actor for Sup {
         };
         // The master adopts what the pool holds, so the pool starts first.
         start_child(&myself, &mut state, ChildRole::Pool).await?;
-        if state.args.store.is_some() {
+        if state.args.storage.is_some() {
             start_child(&myself, &mut state, ChildRole::Master).await?;
             start_child(&myself, &mut state, ChildRole::Control).await?;
         }
@@ -133,7 +115,7 @@ impl Actor for Sup {
                         let _ = cell.stop_and_wait(None, None).await;
                     }
                 }
-                let _ = state.args.exit.send(Some(String::new()));
+                let _ = state.args.exit.send(Some(ExitReason::Requested));
                 let _ = reply.send(());
                 myself.stop(None);
             }
@@ -151,7 +133,7 @@ impl Actor for Sup {
             SupervisionEvent::ActorTerminated(cell, _, reason) => {
                 (cell, reason.unwrap_or_else(|| "stopped".to_string()))
             }
-            SupervisionEvent::ActorFailed(cell, err) => (cell, err.to_string()),
+            SupervisionEvent::ActorFailed(cell, err) => (cell, error_chain(err.as_ref())),
             _ => return Ok(()),
         };
         let Some(child) = state.children.remove(&cell.get_id()) else {
@@ -170,7 +152,7 @@ impl Actor for Sup {
                 for other in state.children.values() {
                     other.cell.stop(Some("supervisor shutdown".to_string()));
                 }
-                let _ = state.args.exit.send(Some(reason.clone()));
+                let _ = state.args.exit.send(Some(ExitReason::Failed(reason.clone())));
                 myself.stop(Some(reason));
                 return Ok(());
             }
@@ -231,14 +213,14 @@ async fn start_child(
                 .get_cell()
         }
         ChildRole::Master => {
-            let store = state
+            let storage = state
                 .args
-                .store
-                .clone()
+                .storage
+                .as_ref()
                 .ok_or("a worker node runs no master")?;
             let args = MasterArgs {
                 config: cfg.clone(),
-                store,
+                store: Arc::clone(&storage.frontier),
                 behaviours: state.args.behaviours.clone(),
                 restarts: state.restarts.get(&role).copied().unwrap_or(0),
                 run: state.run.clone(),
@@ -249,14 +231,14 @@ async fn start_child(
                 .get_cell()
         }
         ChildRole::Control => {
-            let store = state
+            let storage = state
                 .args
-                .store
-                .clone()
+                .storage
+                .as_ref()
                 .ok_or("a worker node runs no control")?;
             let args = ControlArgs {
                 config: cfg.clone(),
-                store,
+                queries: Arc::clone(&storage.queries),
             };
             Actor::spawn_linked(Some(cfg.control_name()), Control, args, myself.get_cell())
                 .await?

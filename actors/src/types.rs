@@ -68,6 +68,10 @@ impl fmt::Display for OperationSpec {
 /// Name of the built-in search operation (paper listing 13).
 pub const SEARCH_OPERATION: &str = "search";
 
+/// The collection the search operation's records go to (paper listing 3),
+/// counted in [`StoreCounts::search_results`].
+pub const SEARCH_RESULTS: &str = "search_results";
+
 /// Identity of a unit of work: the paper's pending_urls key.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct UrlKey {
@@ -148,15 +152,6 @@ pub struct PageRecord {
     pub node: String,
 }
 
-/// Positions of a searched text in a page (paper listing 3).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SearchHit {
-    pub url: String,
-    pub text: String,
-    /// Byte offsets of each non-overlapping occurrence in the page decoded to UTF-8.
-    pub positions: Vec<u64>,
-}
-
 /// robots.txt and politeness facts about one host, for the `hosts` collection.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct HostRecord {
@@ -197,15 +192,6 @@ pub struct PendingUrl {
     pub not_before: Millis,
     pub lease_until: Option<Millis>,
     pub last_error: Option<String>,
-}
-
-/// A stored search_results document.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct SearchResult {
-    pub url: String,
-    pub text: String,
-    pub positions: Vec<u64>,
-    pub d_search: Millis,
 }
 
 /// A page that answered 4xx/5xx or could not be fetched, with who links to it.

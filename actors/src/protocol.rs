@@ -1,0 +1,400 @@
+//! Who sends what: every message of the tree, the replies that leave it,
+//! the wire form of what crosses nodes, and the process groups that find
+//! actors on other nodes. Actor modules depend on this file, not on each
+//! other's internals (as an Erlang module's API is its exported messages).
+
+use crate::behaviour::{ProcessedPage, RobotsReport};
+use crate::types::{HostRecord, Job, Millis, OperationSpec, StoreCounts};
+use ractor::message::{BoxedDowncastErr, SerializedMessage};
+use ractor::{ActorCell, ActorRef, RpcReplyPort};
+use ractor_cluster::RactorClusterMessage;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
+
+// --- process groups -----------------------------------------------------------
+
+/// Process group of every node's pool.
+pub(crate) const POOL_GROUP: &str = "web_crawler_pools";
+/// Process group of the master (one per cluster).
+pub(crate) const MASTER_GROUP: &str = "web_crawler_master";
+/// Process group of the control actor that consoles and scripts talk to.
+pub(crate) const CONTROL_GROUP: &str = "web_crawler_control";
+
+/// The node name in a registered actor name `role@NODE`.
+pub fn node_of(actor_name: &str) -> &str {
+    actor_name
+        .rsplit_once('@')
+        .map_or(actor_name, |(_, node)| node)
+}
+
+/// Members of `group` to send to: remote ones, and the local one registered
+/// as `local_name` (other apps may share this process).
+pub(crate) fn members(group: &str, local_name: &str) -> Vec<ActorCell> {
+    ractor::pg::get_members(&group.to_string())
+        .into_iter()
+        .filter(|c| !c.get_id().is_local() || c.get_name().as_deref() == Some(local_name))
+        .collect()
+}
+
+/// The live pools: this node's (registered as `local_pool`) and every remote
+/// one, by node name, sorted.
+pub(crate) fn pools(local_pool: &str) -> Vec<(String, ActorRef<PoolMsg>)> {
+    let mut pools: Vec<(String, ActorRef<PoolMsg>)> = members(POOL_GROUP, local_pool)
+        .into_iter()
+        .filter_map(|cell| {
+            let node = node_of(&cell.get_name()?).to_string();
+            Some((node, ActorRef::from(cell)))
+        })
+        .collect();
+    pools.sort_by(|a, b| a.0.cmp(&b.0));
+    pools.dedup_by(|a, b| a.0 == b.0);
+    pools
+}
+
+// --- wire form ----------------------------------------------------------------
+
+/// Encode a message that crosses nodes.
+fn to_wire<T: Serialize>(value: &T) -> Result<SerializedMessage, BoxedDowncastErr> {
+    Ok(SerializedMessage::Cast {
+        variant: String::new(),
+        args: serde_json::to_vec(value).map_err(|_| BoxedDowncastErr)?,
+        metadata: None,
+    })
+}
+
+/// Decode a message that crossed nodes.
+fn from_wire<T: DeserializeOwned>(msg: SerializedMessage) -> Result<T, BoxedDowncastErr> {
+    match msg {
+        SerializedMessage::Cast { args, .. } => {
+            serde_json::from_slice(&args).map_err(|_| BoxedDowncastErr)
+        }
+        _ => Err(BoxedDowncastErr),
+    }
+}
+
+// --- slave → master -----------------------------------------------------------
+
+/// How a slave's URL ended.
+#[derive(Debug, Serialize, Deserialize)]
+pub enum SlaveReport {
+    Page {
+        job: Job,
+        page: Box<ProcessedPage>,
+    },
+    Failed {
+        job: Job,
+        reason: String,
+        retryable: bool,
+        status: Option<u16>,
+        /// The host asked to wait until then (429/503).
+        retry_after: Option<Millis>,
+    },
+    RobotsBlocked {
+        job: Job,
+    },
+}
+
+impl SlaveReport {
+    pub fn job(&self) -> &Job {
+        match self {
+            SlaveReport::Page { job, .. }
+            | SlaveReport::Failed { job, .. }
+            | SlaveReport::RobotsBlocked { job } => job,
+        }
+    }
+}
+
+// --- replies that leave the tree ------------------------------------------------
+
+/// Why the crawl has nothing more to do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum IdleReason {
+    /// Nothing pending or processing.
+    FrontierEmpty,
+    /// `max_pages` reached (URLs may remain pending for a later run).
+    BudgetReached,
+}
+
+/// One node's pool as the master sees it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NodeInfo {
+    pub node: String,
+    /// URLs handed to it and not yet committed.
+    pub load: u64,
+    /// Hosts assigned to it.
+    pub hosts: u64,
+}
+
+/// A snapshot for `status`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Status {
+    pub node: String,
+    #[serde(flatten)]
+    pub store: StoreCounts,
+    /// Claimed and not yet committed (queued at a pool, running, or reported).
+    pub in_flight: u64,
+    /// Pages fetched since the app started (across master restarts).
+    pub fetched_this_run: u64,
+    pub errors_this_run: u64,
+    pub pages_per_sec: f64,
+    pub elapsed_ms: u64,
+    pub paused: bool,
+    pub idle: Option<IdleReason>,
+    pub master_restarts: u32,
+    /// The live pools, one per node.
+    pub nodes: Vec<NodeInfo>,
+}
+
+// --- the master -----------------------------------------------------------------
+
+#[derive(Debug)]
+pub(crate) enum MasterMsg {
+    /// The paper's `add_url(URL, Operation)`; replies with the admitted URL
+    /// once it is written.
+    AddUrl {
+        url: String,
+        operation: OperationSpec,
+        reply: RpcReplyPort<Result<String, String>>,
+    },
+    Report(SlaveReport),
+    HostRecord(HostRecord),
+    /// A pool's answer to `PoolMsg::Resync`: what it holds.
+    Adopt {
+        node: String,
+        jobs: Vec<Job>,
+    },
+    /// A draining pool's queued jobs: they go back to pending.
+    Unstarted(Vec<Job>),
+    Status(RpcReplyPort<Status>),
+    /// Reply when the crawl has nothing more to do.
+    WaitIdle(RpcReplyPort<IdleReason>),
+    Pause(bool),
+    /// This node's pool was restarted: everything it held is gone.
+    PoolRestarted,
+    /// Graceful stop: stop claiming, let running slaves finish (up to the
+    /// timeout), write everything, return unstarted URLs to pending.
+    Drain {
+        timeout: Duration,
+        reply: RpcReplyPort<()>,
+    },
+    /// Internal: the store cycle running on its own task finished.
+    CycleDone,
+    /// Internal: write the batch collected so far (sent to self
+    /// `flush_every` after the first result of a batch).
+    Flush,
+    /// Internal: timers, leases, nodes, recovery.
+    Tick,
+}
+
+/// The variants that may cross nodes (from remote pools and slaves).
+#[derive(Serialize, Deserialize)]
+enum MasterWire {
+    Report(SlaveReport),
+    HostRecord(HostRecord),
+    Adopt { node: String, jobs: Vec<Job> },
+    Unstarted(Vec<Job>),
+}
+
+impl ractor::Message for MasterMsg {
+    fn serializable() -> bool {
+        true
+    }
+
+    fn serialize(self) -> Result<SerializedMessage, BoxedDowncastErr> {
+        let wire = match self {
+            MasterMsg::Report(r) => MasterWire::Report(r),
+            MasterMsg::HostRecord(h) => MasterWire::HostRecord(h),
+            MasterMsg::Adopt { node, jobs } => MasterWire::Adopt { node, jobs },
+            MasterMsg::Unstarted(jobs) => MasterWire::Unstarted(jobs),
+            _ => return Err(BoxedDowncastErr),
+        };
+        to_wire(&wire)
+    }
+
+    fn deserialize(msg: SerializedMessage) -> Result<Self, BoxedDowncastErr> {
+        Ok(match from_wire(msg)? {
+            MasterWire::Report(r) => MasterMsg::Report(r),
+            MasterWire::HostRecord(h) => MasterMsg::HostRecord(h),
+            MasterWire::Adopt { node, jobs } => MasterMsg::Adopt { node, jobs },
+            MasterWire::Unstarted(jobs) => MasterMsg::Unstarted(jobs),
+        })
+    }
+}
+
+/// Send a message to the master (as the paper's
+/// `gen_server:cast(web_crawler_master, ...)`): by its registered name on
+/// this node, else through its process group on another node. A restarted
+/// master gets it, as it takes the name and the group.
+pub(crate) fn cast(master_name: &str, msg: MasterMsg) {
+    let master = ActorRef::<MasterMsg>::where_is(master_name.to_string()).or_else(|| {
+        ractor::pg::get_members(&MASTER_GROUP.to_string())
+            .into_iter()
+            .find(|c| !c.get_id().is_local())
+            .map(ActorRef::from)
+    });
+    match master {
+        Some(master) => {
+            if let Err(e) = master.cast(msg) {
+                tracing::debug!(error = %e, "master gone; its successor recovers the lease");
+            }
+        }
+        None => tracing::debug!("no master reachable; its successor recovers the lease"),
+    }
+}
+
+pub(crate) fn report(master_name: &str, report: SlaveReport) {
+    cast(master_name, MasterMsg::Report(report));
+}
+
+// --- the pool -------------------------------------------------------------------
+
+#[derive(Debug)]
+pub(crate) enum PoolMsg {
+    /// Claimed URLs from the master (possibly on another node).
+    Dispatch(Vec<Job>),
+    /// A (re)started master asks what this pool holds: the pool answers with
+    /// `MasterMsg::Adopt`.
+    Resync,
+    /// Stop starting slaves; hand the queued jobs back (`MasterMsg::Unstarted`);
+    /// running ones finish.
+    Drain,
+    /// From a robots slave on this node.
+    RobotsFetched { host: String, report: RobotsReport },
+    /// From a page slave on this node: the host asked to slow down.
+    HostBackoff { host: String, until: Millis },
+    /// Internal: a politeness delay ran out.
+    Wake,
+}
+
+/// The variants that may cross nodes.
+#[derive(Serialize, Deserialize)]
+enum PoolWire {
+    Dispatch(Vec<Job>),
+    Resync,
+    Drain,
+}
+
+impl ractor::Message for PoolMsg {
+    fn serializable() -> bool {
+        true
+    }
+
+    fn serialize(self) -> Result<SerializedMessage, BoxedDowncastErr> {
+        let wire = match self {
+            PoolMsg::Dispatch(jobs) => PoolWire::Dispatch(jobs),
+            PoolMsg::Resync => PoolWire::Resync,
+            PoolMsg::Drain => PoolWire::Drain,
+            _ => return Err(BoxedDowncastErr),
+        };
+        to_wire(&wire)
+    }
+
+    fn deserialize(msg: SerializedMessage) -> Result<Self, BoxedDowncastErr> {
+        Ok(match from_wire(msg)? {
+            PoolWire::Dispatch(jobs) => PoolMsg::Dispatch(jobs),
+            PoolWire::Resync => PoolMsg::Resync,
+            PoolWire::Drain => PoolMsg::Drain,
+        })
+    }
+}
+
+// --- the supervisor -------------------------------------------------------------
+
+/// The supervisor's children, in start order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum ChildRole {
+    Pool,
+    Master,
+    Control,
+}
+
+/// One row of `which_children`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChildInfo {
+    pub name: String,
+    pub role: ChildRole,
+    pub restarts: u32,
+}
+
+#[derive(Debug)]
+pub(crate) enum SupMsg {
+    /// Like `supervisor:which_children/1`.
+    WhichChildren(RpcReplyPort<Vec<ChildInfo>>),
+    /// Stop the children (master first, so it writes its last batch) and then
+    /// the supervisor itself, without restarting anything.
+    Shutdown(RpcReplyPort<()>),
+}
+
+impl ractor::Message for SupMsg {}
+
+// --- consoles and scripts -------------------------------------------------------
+
+/// A request from a console or script.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "cmd", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum ControlRequest {
+    Status,
+    /// The live nodes: load and hosts owned.
+    Nodes,
+    /// Like `supervisor:which_children/1`, with the nodes' pools.
+    Tree,
+    /// Like `sys:get_state/1`: a readable summary of one actor.
+    State { actor: String },
+    AddUrl {
+        url: String,
+        operation: OperationSpec,
+    },
+    Pending { limit: usize },
+    Processed { limit: usize },
+    Failed { limit: usize },
+    Pause,
+    Resume,
+    /// Kill the master; the supervisor restarts it.
+    RestartMaster,
+}
+
+/// The wire message: one request, one reply, both JSON text
+/// (`{"ok": ...}` or `{"error": "..."}`).
+#[derive(RactorClusterMessage)]
+pub(crate) enum ControlMsg {
+    #[rpc]
+    Request(String, RpcReplyPort<String>),
+}
+
+impl std::fmt::Debug for ControlMsg {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ControlMsg::Request(req, _) => f.debug_tuple("Request").field(req).finish(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn node_names_come_from_actor_names() {
+        assert_eq!(node_of("web_crawler_pool@worker-1"), "worker-1");
+        assert_eq!(node_of("plain"), "plain");
+    }
+
+    #[test]
+    fn only_cross_node_variants_serialize() {
+        let msg = MasterMsg::Unstarted(Vec::new());
+        let wire = ractor::Message::serialize(msg).expect("crosses nodes");
+        assert!(matches!(
+            <MasterMsg as ractor::Message>::deserialize(wire),
+            Ok(MasterMsg::Unstarted(jobs)) if jobs.is_empty()
+        ));
+        assert!(ractor::Message::serialize(MasterMsg::Tick).is_err());
+        assert!(ractor::Message::serialize(PoolMsg::Wake).is_err());
+        let wire = ractor::Message::serialize(PoolMsg::Resync).expect("crosses nodes");
+        assert!(matches!(
+            <PoolMsg as ractor::Message>::deserialize(wire),
+            Ok(PoolMsg::Resync)
+        ));
+    }
+}

@@ -1,0 +1,990 @@
+//! The master's dispatch core, as plain data: the window of claimed URLs
+//! (which node holds each, per host and per node), how much to claim, which
+//! node fetches a host, how reports become the next commit batch (with retry
+//! backoff and the page budget), when the crawl is idle, how a restarted
+//! master recovers its predecessor's leases, and how a drain ends. It takes
+//! `now` as an argument, holds no actor refs and no store: the
+//! [`Master`](crate::master) actor feeds it messages and carries out the
+//! [`CycleWork`] it hands out, one store cycle at a time.
+
+use crate::behaviour::{ClaimRequest, CommitBatch, ProcessedPage, Retry};
+use crate::cluster::choose_node;
+use crate::config::CrawlConfig;
+use crate::protocol::{IdleReason, NodeInfo, SlaveReport};
+use crate::types::{Job, Millis, NewLink, PageRecord, ROBOTS_BLOCKED, StoreCounts, UrlKey};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+/// How long a starting master waits for pools to answer `Resync`.
+pub const RECOVERY_WAIT_MS: Millis = 3_000;
+
+/// A claimed URL and the node whose pool has it.
+#[derive(Debug)]
+struct Assigned {
+    job: Job,
+    node: String,
+}
+
+/// A (re)started master waits for the pools to say what they hold before it
+/// returns the rest of its leases to pending.
+#[derive(Debug)]
+struct Recovery {
+    deadline: Millis,
+    waiting: BTreeSet<String>,
+}
+
+/// One store cycle's work, in the order the cycle does it: releases, then
+/// the batch's writes and the claim (one call, so the results just written
+/// free their room before the claim is sized), then lease renewals, then
+/// the counts the idle check needs.
+#[derive(Debug, Default)]
+pub struct CycleWork {
+    /// Return every URL this node leased to pending except these: what a
+    /// previous incarnation held that no pool adopted.
+    pub release_all_but: Option<Vec<UrlKey>>,
+    /// Return exactly these URLs to pending.
+    pub release: Vec<UrlKey>,
+    pub batch: CommitBatch,
+    pub claim: Option<ClaimRequest>,
+    /// Push these leases forward to the given time.
+    pub extend: Option<(Vec<UrlKey>, Millis)>,
+    /// Read the store's counts after the rest (someone waits for idleness).
+    pub counts: bool,
+}
+
+impl CycleWork {
+    fn is_empty(&self) -> bool {
+        self.release_all_but.is_none()
+            && self.release.is_empty()
+            && self.batch.is_empty()
+            && self.claim.is_none()
+            && self.extend.is_none()
+            && !self.counts
+    }
+}
+
+/// What to do once a cycle is done.
+#[derive(Debug, Default, PartialEq)]
+pub struct AfterCycle {
+    /// Claimed jobs for each node's pool.
+    pub dispatch: Vec<(String, Vec<Job>)>,
+    /// The crawl is idle, for this reason: answer the idle waiters.
+    pub idle: Option<IdleReason>,
+    /// Start another cycle at once (`Some(write)`): work piled up while this
+    /// one ran, or it claimed something and there may be more. A claim that
+    /// found nothing is not repeated until something changes.
+    pub next: Option<bool>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Drain {
+    Running { deadline: Millis },
+    /// Everything is written or released once the cycles in hand are done.
+    Finishing,
+}
+
+/// The master's state, all of it rebuildable from the store.
+#[derive(Debug)]
+pub struct Window {
+    cfg: CrawlConfig,
+    /// Claimed and handed to a pool, not yet committed.
+    outstanding: HashMap<UrlKey, Assigned>,
+    per_host: HashMap<String, usize>,
+    per_node: HashMap<String, usize>,
+    /// Which node fetches each host (sticky while the node lives).
+    host_owner: HashMap<String, String>,
+    /// Nodes whose pools were live at the last look.
+    live_nodes: BTreeSet<String>,
+    recovery: Option<Recovery>,
+    batch: CommitBatch,
+    /// Jobs whose results are in `batch`: still counted as outstanding until
+    /// taken for a write, so the window bounds what a crash can cost.
+    reported: Vec<Job>,
+    release_all_but: Option<Vec<UrlKey>>,
+    release: Vec<UrlKey>,
+    cycle_running: bool,
+    /// A write was asked for while a cycle was running: the next one writes.
+    write_deferred: bool,
+    fetched: u64,
+    errors: u64,
+    paused: bool,
+    drain: Option<Drain>,
+    last_lease_renewal: Millis,
+}
+
+impl Window {
+    /// A window for a master starting at `now`; `fetched` and `errors` carry
+    /// the run's counts over from earlier incarnations.
+    pub fn new(cfg: CrawlConfig, fetched: u64, errors: u64, now: Millis) -> Self {
+        Self {
+            cfg,
+            outstanding: HashMap::new(),
+            per_host: HashMap::new(),
+            per_node: HashMap::new(),
+            host_owner: HashMap::new(),
+            live_nodes: BTreeSet::new(),
+            recovery: None,
+            batch: CommitBatch::default(),
+            reported: Vec::new(),
+            release_all_but: None,
+            release: Vec::new(),
+            cycle_running: false,
+            write_deferred: false,
+            fetched,
+            errors,
+            paused: false,
+            drain: None,
+            last_lease_renewal: now,
+        }
+    }
+
+    // --- recovery -------------------------------------------------------------
+
+    /// A (re)started master asked the live pools what they hold; until they
+    /// answer (or the wait is over) it claims nothing.
+    pub fn begin_recovery(&mut self, live: &[String], now: Millis) {
+        self.live_nodes = live.iter().cloned().collect();
+        self.recovery = Some(Recovery {
+            deadline: now + RECOVERY_WAIT_MS,
+            waiting: self.live_nodes.clone(),
+        });
+    }
+
+    /// A pool's answer: what it holds stays leased, to this master now.
+    pub fn adopt(&mut self, node: &str, jobs: Vec<Job>) {
+        let Some(recovery) = &mut self.recovery else {
+            return;
+        };
+        recovery.waiting.remove(node);
+        for job in jobs {
+            self.assign(job, node);
+        }
+    }
+
+    /// End recovery once every pool answered or the wait is over: every
+    /// other lease of this node goes back to pending in the next cycle.
+    /// Returns whether it ended now.
+    pub fn end_recovery_if_due(&mut self, now: Millis) -> bool {
+        match &self.recovery {
+            Some(r) if r.waiting.is_empty() || now >= r.deadline => {
+                self.recovery = None;
+                self.release_all_but = Some(self.outstanding.keys().cloned().collect());
+                true
+            }
+            _ => false,
+        }
+    }
+
+    pub fn recovering(&self) -> bool {
+        self.recovery.is_some()
+    }
+
+    // --- nodes ------------------------------------------------------------------
+
+    /// The live pools now; returns the nodes that left (with how many URLs
+    /// each held, which go back to pending) and the ones that joined.
+    pub fn nodes_changed(&mut self, live: &[String]) -> (Vec<(String, usize)>, Vec<String>) {
+        let live: BTreeSet<String> = live.iter().cloned().collect();
+        let gone: Vec<String> = self.live_nodes.difference(&live).cloned().collect();
+        let joined: Vec<String> = live.difference(&self.live_nodes).cloned().collect();
+        let gone = gone
+            .into_iter()
+            .map(|node| {
+                let released = self.node_lost(&node);
+                (node, released)
+            })
+            .collect();
+        self.live_nodes = live;
+        (gone, joined)
+    }
+
+    /// A node's pool is gone (or was restarted): what it held goes back to
+    /// pending and its hosts move to the remaining nodes. Returns how many.
+    pub fn node_lost(&mut self, node: &str) -> usize {
+        let lost: Vec<UrlKey> = self
+            .outstanding
+            .iter()
+            .filter(|(_, a)| a.node == node)
+            .map(|(k, _)| k.clone())
+            .collect();
+        for key in &lost {
+            self.forget(key);
+        }
+        self.reported.retain(|j| !lost.contains(&j.key()));
+        self.host_owner.retain(|_, owner| owner != node);
+        let n = lost.len();
+        self.release.extend(lost);
+        n
+    }
+
+    /// A draining pool handed back what it had not started.
+    pub fn unstarted(&mut self, jobs: &[Job]) {
+        for job in jobs {
+            let key = job.key();
+            self.forget(&key);
+            self.release.push(key);
+        }
+    }
+
+    // --- reports ----------------------------------------------------------------
+
+    /// Turn a report into writes for the next batch; returns whether the
+    /// batch should be written now rather than at the next flush.
+    pub fn on_report(&mut self, report: SlaveReport, now: Millis) -> bool {
+        self.reported.push(report.job().clone());
+        match report {
+            SlaveReport::Page { page, .. } => {
+                self.fetched += 1;
+                self.batch.pages.push(*page);
+            }
+            SlaveReport::RobotsBlocked { job } => {
+                let page = self.failed_page(job, None, ROBOTS_BLOCKED.to_string());
+                self.batch.pages.push(page);
+            }
+            SlaveReport::Failed {
+                job,
+                reason,
+                retryable,
+                status,
+                retry_after,
+            } => {
+                self.errors += 1;
+                let attempt = job.attempts + 1;
+                if retryable && attempt < self.cfg.max_attempts {
+                    tracing::debug!(url = %job.url, %reason, attempt, "will retry");
+                    self.batch.retries.push(Retry {
+                        key: job.key(),
+                        not_before: retry_at(&self.cfg, job.attempts, retry_after, now),
+                        error: reason,
+                    });
+                } else {
+                    tracing::info!(url = %job.url, %reason, attempt, "giving up");
+                    if status.is_some() {
+                        self.fetched += 1;
+                    }
+                    let error = format!("failed after {attempt} attempt(s): {reason}");
+                    let page = self.failed_page(job, status, error);
+                    self.batch.pages.push(page);
+                }
+            }
+        }
+        self.write_due()
+    }
+
+    fn failed_page(&self, job: Job, status: Option<u16>, error: String) -> ProcessedPage {
+        ProcessedPage {
+            record: PageRecord {
+                url: job.url,
+                operation: job.operation,
+                host: job.host,
+                depth: job.depth,
+                http_returncode: status,
+                error: Some(error),
+                node: self.cfg.node_name.clone(),
+                ..PageRecord::default()
+            },
+            ..ProcessedPage::default()
+        }
+    }
+
+    pub fn host_record(&mut self, record: crate::types::HostRecord) {
+        self.batch.hosts.push(record);
+    }
+
+    /// A URL a user added: written in the next cycle.
+    pub fn add_seed(&mut self, link: NewLink) {
+        self.batch.seeds.push(link);
+    }
+
+    /// Write the batch now rather than at the next flush: it is a quarter of
+    /// the window, or every URL this master holds is waiting for it (nothing
+    /// is left to fetch until it is written and the links it holds are
+    /// claimed, so waiting would only slow a narrow crawl down), or it holds
+    /// a seed whose caller waits for it to be durable.
+    pub fn write_due(&self) -> bool {
+        let reported = self.reported.len();
+        reported >= self.cfg.flush_at()
+            || (reported > 0 && reported >= self.outstanding.len())
+            || !self.batch.seeds.is_empty()
+    }
+
+    // --- the store cycle --------------------------------------------------------
+
+    /// The next store cycle's work, if there is any and none is running: the
+    /// batch when `write` (the batch's results are forgotten from the window
+    /// now: should the write fail, the master fails and its successor
+    /// recovers their leases), and a claim when `claim` and there is room.
+    /// `idle_waiters`: someone waits for the crawl to be idle, so a cycle
+    /// that leaves the window empty also reads the store's counts.
+    pub fn start_cycle(
+        &mut self,
+        write: bool,
+        claim: bool,
+        idle_waiters: bool,
+        now: Millis,
+    ) -> Option<CycleWork> {
+        if self.cycle_running {
+            self.write_deferred |= write;
+            return None;
+        }
+        let write = write || std::mem::take(&mut self.write_deferred);
+        let mut work = CycleWork {
+            release_all_but: self.release_all_but.take(),
+            release: std::mem::take(&mut self.release),
+            extend: self.leases_due(now),
+            ..CycleWork::default()
+        };
+        if write || !self.batch.seeds.is_empty() {
+            work.batch = self.take_batch(now);
+        }
+        if claim {
+            work.claim = self.claim_request(now);
+        }
+        work.counts = idle_waiters && self.holds_nothing_but_cycle();
+        if work.is_empty() {
+            return None;
+        }
+        self.cycle_running = true;
+        Some(work)
+    }
+
+    fn take_batch(&mut self, now: Millis) -> CommitBatch {
+        let mut batch = std::mem::take(&mut self.batch);
+        batch.now = now;
+        batch.reprocess_after_ms = self.cfg.reprocess_after.map(|d| d.as_millis() as Millis);
+        for job in std::mem::take(&mut self.reported) {
+            self.forget(&job.key());
+        }
+        batch
+    }
+
+    /// A cycle ended: hand out what it claimed (or, when paused or draining,
+    /// send it straight back), and say whether the crawl is idle and whether
+    /// another cycle should start. `live` are the live pools' nodes.
+    pub fn cycle_done(
+        &mut self,
+        claimed: Vec<Job>,
+        counts: Option<&StoreCounts>,
+        live: &[String],
+    ) -> AfterCycle {
+        self.cycle_running = false;
+        let n = claimed.len();
+        let mut after = AfterCycle::default();
+        if self.drain.is_some() || self.paused || live.is_empty() {
+            // Claimed before the drain or pause: straight back to pending.
+            self.release.extend(claimed.iter().map(Job::key));
+        } else {
+            after.dispatch = self.place(claimed, live);
+        }
+        if n == 0
+            && self.holds_nothing()
+            && let Some(counts) = counts
+        {
+            after.idle = idle_reason(self.budget_reached(), counts);
+        }
+        let write = self.write_deferred || self.write_due();
+        if write || n > 0 || self.release_all_but.is_some() || !self.release.is_empty() {
+            after.next = Some(write);
+        }
+        after
+    }
+
+    /// What to claim now, if anything: the window's free room, when it is
+    /// worth a store call (a few free slots wait for more to free up, unless
+    /// the window is running low), within the page budget.
+    fn claim_request(&self, now: Millis) -> Option<ClaimRequest> {
+        let live_pools = self.live_nodes.len();
+        if self.recovery.is_some()
+            || self.drain.is_some()
+            || self.paused
+            || self.budget_reached()
+            || live_pools == 0
+        {
+            return None;
+        }
+        let window = self.cfg.effective_window() * live_pools;
+        let held = self.outstanding.len();
+        let mut limit = window.saturating_sub(held);
+        if limit < window / 8 && held > window / 2 {
+            return None;
+        }
+        if let Some(max) = self.cfg.max_pages {
+            // Don't lease far more than the budget can use.
+            let left = max.saturating_sub(self.fetched) as usize;
+            limit = limit.min(left.saturating_sub(held));
+        }
+        if limit == 0 {
+            return None;
+        }
+        Some(ClaimRequest {
+            now,
+            owner: self.cfg.node_name.clone(),
+            lease_until: now + self.cfg.lease.as_millis() as Millis,
+            limit,
+            per_host_cap: self.cfg.effective_per_host_window(),
+            held_per_host: self.per_host.clone(),
+        })
+    }
+
+    /// Hand claimed jobs to pools: a host keeps its node while the node
+    /// lives; a new host goes to the node rendezvous hashing picks, weighted
+    /// by load.
+    fn place(&mut self, jobs: Vec<Job>, live: &[String]) -> Vec<(String, Vec<Job>)> {
+        let mut by_node: BTreeMap<String, Vec<Job>> = BTreeMap::new();
+        for job in jobs {
+            let owner = match self.host_owner.get(&job.host) {
+                Some(node) if live.contains(node) => node.clone(),
+                _ => {
+                    let loads: Vec<(String, usize)> = live
+                        .iter()
+                        .map(|n| (n.clone(), self.per_node.get(n).copied().unwrap_or(0)))
+                        .collect();
+                    let i = choose_node(&job.host, &loads).expect("live is not empty");
+                    let node = loads[i].0.clone();
+                    self.host_owner.insert(job.host.clone(), node.clone());
+                    node
+                }
+            };
+            self.assign(job.clone(), &owner);
+            by_node.entry(owner).or_default().push(job);
+        }
+        by_node.into_iter().collect()
+    }
+
+    /// Leases of URLs still being worked on, to push forward (every third of
+    /// the lease), so they do not expire under a slow fetch.
+    fn leases_due(&mut self, now: Millis) -> Option<(Vec<UrlKey>, Millis)> {
+        let lease = self.cfg.lease.as_millis() as Millis;
+        if now - self.last_lease_renewal < lease / 3 || self.outstanding.is_empty() {
+            return None;
+        }
+        self.last_lease_renewal = now;
+        Some((self.outstanding.keys().cloned().collect(), now + lease))
+    }
+
+    // --- idleness, budget, pause, drain -------------------------------------------
+
+    pub fn budget_reached(&self) -> bool {
+        self.cfg.max_pages.is_some_and(|max| self.fetched >= max)
+    }
+
+    /// No URL claimed and not yet committed, no result waiting to be
+    /// written, nothing to release, no store cycle running: whether the
+    /// crawl is idle is then up to the budget and the store's frontier.
+    pub fn holds_nothing(&self) -> bool {
+        !self.cycle_running && self.holds_nothing_but_cycle()
+    }
+
+    fn holds_nothing_but_cycle(&self) -> bool {
+        self.outstanding.is_empty()
+            && self.batch.is_empty()
+            && self.release.is_empty()
+            && self.release_all_but.is_none()
+            && self.recovery.is_none()
+    }
+
+    pub fn pause(&mut self, paused: bool) {
+        self.paused = paused;
+    }
+
+    /// Graceful stop: claim nothing more; running slaves get until
+    /// `now + timeout` to report.
+    pub fn begin_drain(&mut self, now: Millis, timeout_ms: Millis) {
+        self.drain = Some(Drain::Running {
+            deadline: now + timeout_ms,
+        });
+    }
+
+    /// Once nothing runs any more, or the deadline passed, whatever is still
+    /// outstanding goes back to pending (its slaves' reports are late) and
+    /// the drain finishes with the next cycles. Returns whether the drain is
+    /// complete: everything written and released.
+    pub fn drain_step(&mut self, now: Millis) -> bool {
+        match self.drain {
+            None => false,
+            Some(Drain::Running { deadline }) => {
+                if self.outstanding.len() > self.reported.len() && now < deadline {
+                    return false;
+                }
+                let reported: BTreeSet<UrlKey> = self.reported.iter().map(Job::key).collect();
+                let late: Vec<UrlKey> = self
+                    .outstanding
+                    .keys()
+                    .filter(|k| !reported.contains(*k))
+                    .cloned()
+                    .collect();
+                for key in &late {
+                    self.forget(key);
+                }
+                self.release.extend(late);
+                self.drain = Some(Drain::Finishing);
+                false
+            }
+            Some(Drain::Finishing) => self.holds_nothing() && !self.write_deferred,
+        }
+    }
+
+    pub fn draining(&self) -> bool {
+        self.drain.is_some()
+    }
+
+    // --- status ---------------------------------------------------------------------
+
+    pub fn fetched(&self) -> u64 {
+        self.fetched
+    }
+
+    pub fn errors(&self) -> u64 {
+        self.errors
+    }
+
+    pub fn in_flight(&self) -> usize {
+        self.outstanding.len()
+    }
+
+    pub fn paused(&self) -> bool {
+        self.paused
+    }
+
+    /// Each live pool's load and hosts.
+    pub fn nodes(&self, live: &[String]) -> Vec<NodeInfo> {
+        live.iter()
+            .map(|node| NodeInfo {
+                load: self.per_node.get(node).copied().unwrap_or(0) as u64,
+                hosts: self.host_owner.values().filter(|n| *n == node).count() as u64,
+                node: node.clone(),
+            })
+            .collect()
+    }
+
+    // --- bookkeeping ------------------------------------------------------------------
+
+    fn assign(&mut self, job: Job, node: &str) {
+        *self.per_host.entry(job.host.clone()).or_default() += 1;
+        *self.per_node.entry(node.to_string()).or_default() += 1;
+        self.host_owner
+            .entry(job.host.clone())
+            .or_insert_with(|| node.to_string());
+        self.outstanding.insert(
+            job.key(),
+            Assigned {
+                job,
+                node: node.to_string(),
+            },
+        );
+    }
+
+    fn forget(&mut self, key: &UrlKey) {
+        if let Some(assigned) = self.outstanding.remove(key) {
+            decrement(&mut self.per_host, &assigned.job.host);
+            decrement(&mut self.per_node, &assigned.node);
+        }
+    }
+}
+
+fn decrement(counts: &mut HashMap<String, usize>, key: &str) {
+    if let Some(n) = counts.get_mut(key) {
+        *n -= 1;
+        if *n == 0 {
+            counts.remove(key);
+        }
+    }
+}
+
+/// When a failed attempt may be retried: the backoff doubles with each
+/// attempt, and a host's `Retry-After` wins when later.
+fn retry_at(cfg: &CrawlConfig, attempts: u32, retry_after: Option<Millis>, now: Millis) -> Millis {
+    let backoff = cfg.retry_backoff.as_millis() as Millis * (1_i64 << attempts.min(16));
+    retry_after.unwrap_or(0).max(now + backoff)
+}
+
+/// Why the crawl is idle, given that the master holds nothing.
+pub fn idle_reason(budget_reached: bool, store: &StoreCounts) -> Option<IdleReason> {
+    if budget_reached {
+        Some(IdleReason::BudgetReached)
+    } else if store.frontier_empty() {
+        Some(IdleReason::FrontierEmpty)
+    } else {
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::types::OperationSpec;
+    use std::time::Duration;
+
+    const T0: Millis = 1_000_000;
+
+    fn cfg() -> CrawlConfig {
+        CrawlConfig {
+            node_name: "n1".into(),
+            concurrency: 2,
+            window: 16,
+            per_host_window: 4,
+            max_batch: 1024,
+            ..CrawlConfig::default()
+        }
+    }
+
+    fn job(host: &str, path: &str) -> Job {
+        Job {
+            url: format!("http://{host}{path}"),
+            host: host.to_string(),
+            operation: OperationSpec::crawl(),
+            depth: 1,
+            priority: 1.0,
+            attempts: 0,
+            redirect_hops: 0,
+        }
+    }
+
+    fn page(job: &Job) -> SlaveReport {
+        SlaveReport::Page {
+            job: job.clone(),
+            page: Box::new(ProcessedPage {
+                record: PageRecord {
+                    url: job.url.clone(),
+                    http_returncode: Some(200),
+                    ..PageRecord::default()
+                },
+                ..ProcessedPage::default()
+            }),
+        }
+    }
+
+    fn failed(job: &Job, retryable: bool, retry_after: Option<Millis>) -> SlaveReport {
+        SlaveReport::Failed {
+            job: job.clone(),
+            reason: "timeout".into(),
+            retryable,
+            status: None,
+            retry_after,
+        }
+    }
+
+    fn nodes(names: &[&str]) -> Vec<String> {
+        names.iter().map(|n| n.to_string()).collect()
+    }
+
+    /// A window past recovery with `live` pools.
+    fn running(cfg: CrawlConfig, live: &[&str]) -> Window {
+        let mut w = Window::new(cfg, 0, 0, T0);
+        w.begin_recovery(&nodes(live), T0);
+        for n in live {
+            w.adopt(n, Vec::new());
+        }
+        assert!(w.end_recovery_if_due(T0));
+        let work = w.start_cycle(false, false, false, T0).expect("the release");
+        assert_eq!(work.release_all_but, Some(Vec::new()));
+        w.cycle_done(Vec::new(), None, &nodes(live));
+        w
+    }
+
+    /// Claim `jobs` through one cycle and return the dispatch.
+    fn claim(w: &mut Window, jobs: Vec<Job>, live: &[&str]) -> Vec<(String, Vec<Job>)> {
+        let work = w.start_cycle(false, true, false, T0).expect("a cycle");
+        assert!(work.claim.is_some(), "room to claim");
+        w.cycle_done(jobs, None, &nodes(live)).dispatch
+    }
+
+    #[test]
+    fn claims_the_free_room_of_the_window_per_live_node() {
+        let mut w = running(cfg(), &["a", "b"]);
+        let work = w.start_cycle(false, true, false, T0).unwrap();
+        let req = work.claim.unwrap();
+        assert_eq!(req.limit, 32, "16 per live pool");
+        assert_eq!(req.per_host_cap, 4);
+        assert_eq!(req.owner, "n1");
+        assert_eq!(req.lease_until, T0 + 120_000);
+        let jobs: Vec<Job> = (0..20).map(|i| job(&format!("h{i}"), "/")).collect();
+        w.cycle_done(jobs, None, &nodes(&["a", "b"]));
+        let req = w.start_cycle(false, true, false, T0).unwrap().claim.unwrap();
+        assert_eq!(req.limit, 12, "what is held counts against the window");
+        assert_eq!(req.held_per_host.get("h3"), Some(&1));
+    }
+
+    #[test]
+    fn a_few_free_slots_wait_unless_the_window_runs_low() {
+        let mut w = running(cfg(), &["a"]);
+        claim(&mut w, (0..15).map(|i| job("h", &format!("/{i}"))).collect(), &["a"]);
+        // 1 free of 16, 15 held: not worth a store call.
+        let work = w.start_cycle(false, true, false, T0);
+        assert!(work.is_none_or(|w| w.claim.is_none()));
+    }
+
+    #[test]
+    fn nothing_is_claimed_while_recovering_paused_draining_or_without_pools() {
+        let mut w = Window::new(cfg(), 0, 0, T0);
+        w.begin_recovery(&nodes(&["a"]), T0);
+        assert!(w.start_cycle(false, true, false, T0).is_none(), "recovering");
+        assert!(w.end_recovery_if_due(T0 + RECOVERY_WAIT_MS), "the wait is over");
+        w.cycle_done(Vec::new(), None, &nodes(&["a"]));
+
+        let mut w = running(cfg(), &["a"]);
+        w.pause(true);
+        assert!(w.start_cycle(false, true, false, T0).is_none(), "paused");
+        w.pause(false);
+        assert!(w.start_cycle(false, true, false, T0).is_some());
+        w.cycle_done(Vec::new(), None, &nodes(&["a"]));
+
+        w.begin_drain(T0, 1_000);
+        assert!(w.start_cycle(false, true, false, T0).is_none(), "draining");
+
+        let mut w = running(cfg(), &[]);
+        assert!(w.start_cycle(false, true, false, T0).is_none(), "no pools");
+    }
+
+    #[test]
+    fn the_budget_limits_claims_and_ends_them() {
+        let mut c = cfg();
+        c.max_pages = Some(5);
+        let mut w = running(c, &["a"]);
+        let req = w.start_cycle(false, true, false, T0).unwrap().claim.unwrap();
+        assert_eq!(req.limit, 5, "no more than the budget can use");
+        let jobs: Vec<Job> = (0..5).map(|i| job("h", &format!("/{i}"))).collect();
+        w.cycle_done(jobs.clone(), None, &nodes(&["a"]));
+        for j in &jobs {
+            w.on_report(page(j), T0);
+        }
+        assert!(w.budget_reached());
+        let work = w.start_cycle(true, true, false, T0).unwrap();
+        assert_eq!(work.batch.pages.len(), 5);
+        assert!(work.claim.is_none(), "the budget is spent");
+        let after = w.cycle_done(Vec::new(), Some(&StoreCounts::default()), &nodes(&["a"]));
+        assert_eq!(after.idle, Some(IdleReason::BudgetReached));
+    }
+
+    #[test]
+    fn a_host_sticks_to_its_node_and_new_hosts_spread() {
+        let live = ["a", "b", "c"];
+        let mut w = running(cfg(), &live);
+        let jobs: Vec<Job> = (0..12).map(|i| job(&format!("h{i}"), "/1")).collect();
+        let first = claim(&mut w, jobs, &live);
+        assert!(first.len() > 1, "hosts spread over nodes: {first:?}");
+        let owner_of = |d: &[(String, Vec<Job>)], host: &str| {
+            d.iter()
+                .find(|(_, jobs)| jobs.iter().any(|j| j.host == host))
+                .map(|(n, _)| n.clone())
+        };
+        let h0 = owner_of(&first, "h0").unwrap();
+        let again = claim(&mut w, vec![job("h0", "/2")], &live);
+        assert_eq!(owner_of(&again, "h0"), Some(h0.clone()), "sticky");
+        // The node leaves: its URLs go back to pending, its hosts move.
+        let rest: Vec<String> = live.iter().map(|n| n.to_string()).filter(|n| *n != h0).collect();
+        let (gone, joined) = w.nodes_changed(&rest);
+        assert_eq!(gone.len(), 1);
+        assert_eq!(gone[0].0, h0);
+        assert!(gone[0].1 >= 2, "h0's two URLs at least: {gone:?}");
+        assert!(joined.is_empty());
+        let work = w.start_cycle(false, false, false, T0).unwrap();
+        assert!(work.release.iter().any(|k| k.url == "http://h0/1"));
+        let refs: Vec<&str> = rest.iter().map(String::as_str).collect();
+        w.cycle_done(Vec::new(), None, &rest);
+        let moved = claim(&mut w, vec![job("h0", "/3")], &refs);
+        assert_ne!(owner_of(&moved, "h0"), Some(h0));
+    }
+
+    #[test]
+    fn reports_become_the_next_batch_and_leave_the_window_when_written() {
+        let mut w = running(cfg(), &["a"]);
+        let (j1, j2, j3) = (job("h", "/1"), job("h", "/2"), job("g", "/3"));
+        claim(&mut w, vec![j1.clone(), j2.clone(), j3.clone()], &["a"]);
+        assert!(!w.on_report(page(&j1), T0), "two still out: wait for the flush");
+        assert!(!w.on_report(SlaveReport::RobotsBlocked { job: j2.clone() }, T0));
+        assert_eq!(w.in_flight(), 3, "reported but unwritten still counts");
+        assert!(w.on_report(failed(&j3, false, None), T0), "all reported: write");
+        let work = w.start_cycle(true, false, false, T0 + 5).unwrap();
+        assert_eq!(work.batch.now, T0 + 5);
+        let errors: Vec<Option<String>> = work
+            .batch
+            .pages
+            .iter()
+            .map(|p| p.record.error.clone())
+            .collect();
+        assert_eq!(
+            errors,
+            vec![
+                None,
+                Some(ROBOTS_BLOCKED.to_string()),
+                Some("failed after 1 attempt(s): timeout".to_string())
+            ]
+        );
+        assert_eq!(w.in_flight(), 0);
+        assert_eq!((w.fetched(), w.errors()), (1, 1));
+    }
+
+    #[test]
+    fn a_quarter_window_of_results_is_written_at_once() {
+        let mut w = running(cfg(), &["a"]);
+        let jobs: Vec<Job> = (0..8).map(|i| job(&format!("h{i}"), "/")).collect();
+        claim(&mut w, jobs.clone(), &["a"]);
+        let due: Vec<bool> = jobs.iter().map(|j| w.on_report(page(j), T0)).collect();
+        // flush_at = min(max_batch, window / 4) = 4.
+        assert_eq!(due, [false, false, false, true, true, true, true, true]);
+    }
+
+    #[test]
+    fn retries_back_off_exponentially_and_honour_retry_after() {
+        let mut w = running(cfg(), &["a"]);
+        let mut j = job("h", "/");
+        claim(&mut w, vec![j.clone()], &["a"]);
+        w.on_report(failed(&j, true, None), T0);
+        j.attempts = 1;
+        w.on_report(failed(&j, true, Some(T0 + 60_000)), T0);
+        j.attempts = 1;
+        w.on_report(failed(&j, true, Some(T0 + 10)), T0);
+        let retries: Vec<Millis> = w
+            .start_cycle(true, false, false, T0)
+            .unwrap()
+            .batch
+            .retries
+            .iter()
+            .map(|r| r.not_before - T0)
+            .collect();
+        assert_eq!(retries, vec![2_000, 60_000, 4_000]);
+        // The last attempt is recorded as failed, not retried.
+        j.attempts = 2;
+        w.cycle_done(Vec::new(), None, &nodes(&["a"]));
+        w.on_report(failed(&j, true, None), T0);
+        let batch = w.start_cycle(true, false, false, T0).unwrap().batch;
+        assert!(batch.retries.is_empty());
+        assert_eq!(
+            batch.pages[0].record.error.as_deref(),
+            Some("failed after 3 attempt(s): timeout")
+        );
+    }
+
+    #[test]
+    fn one_cycle_at_a_time_and_a_write_asked_meanwhile_is_not_lost() {
+        let mut w = running(cfg(), &["a"]);
+        let jobs: Vec<Job> = (0..3).map(|i| job("h", &format!("/{i}"))).collect();
+        claim(&mut w, jobs.clone(), &["a"]);
+        w.on_report(page(&jobs[0]), T0);
+        let _running = w.start_cycle(true, true, false, T0).unwrap();
+        w.on_report(page(&jobs[1]), T0);
+        assert!(w.start_cycle(true, true, false, T0).is_none(), "one at a time");
+        let after = w.cycle_done(Vec::new(), None, &nodes(&["a"]));
+        assert_eq!(after.next, Some(true), "the deferred write goes next");
+        let work = w.start_cycle(false, true, false, T0).unwrap();
+        assert_eq!(work.batch.pages.len(), 1);
+        // A claim that found nothing is not repeated at once.
+        let after = w.cycle_done(Vec::new(), None, &nodes(&["a"]));
+        assert_eq!(after.next, None);
+    }
+
+    #[test]
+    fn a_seed_is_written_in_the_next_cycle() {
+        let mut w = running(cfg(), &["a"]);
+        w.add_seed(NewLink {
+            url: "http://h/".into(),
+            host: "h".into(),
+            operation: OperationSpec::crawl(),
+            depth: 0,
+            priority: 1.0,
+            redirect_hops: 0,
+        });
+        assert!(w.write_due());
+        let work = w.start_cycle(false, false, false, T0).unwrap();
+        assert_eq!(work.batch.seeds.len(), 1);
+    }
+
+    #[test]
+    fn idle_needs_an_empty_window_and_the_stores_word() {
+        let mut w = running(cfg(), &["a"]);
+        let j = job("h", "/");
+        claim(&mut w, vec![j.clone()], &["a"]);
+        let work = w.start_cycle(false, false, true, T0);
+        assert!(work.is_none_or(|w| !w.counts), "a URL is out: no need to count");
+        w.on_report(page(&j), T0);
+        let work = w.start_cycle(true, true, true, T0).unwrap();
+        assert!(work.counts, "the window empties with this write");
+        let busy = StoreCounts {
+            pending: 3,
+            ..StoreCounts::default()
+        };
+        let after = w.cycle_done(Vec::new(), Some(&busy), &nodes(&["a"]));
+        assert_eq!(after.idle, None, "URLs wait for their retry time");
+        w.start_cycle(false, true, true, T0).unwrap();
+        let after = w.cycle_done(Vec::new(), Some(&StoreCounts::default()), &nodes(&["a"]));
+        assert_eq!(after.idle, Some(IdleReason::FrontierEmpty));
+        assert_eq!(idle_reason(true, &busy), Some(IdleReason::BudgetReached));
+    }
+
+    #[test]
+    fn recovery_adopts_what_pools_hold_and_releases_the_rest() {
+        let mut w = Window::new(cfg(), 7, 1, T0);
+        w.begin_recovery(&nodes(&["a", "b"]), T0);
+        let held = job("h", "/held");
+        w.adopt("a", vec![held.clone()]);
+        assert!(!w.end_recovery_if_due(T0 + 10), "b has not answered");
+        w.adopt("b", Vec::new());
+        assert!(w.end_recovery_if_due(T0 + 10));
+        let work = w.start_cycle(false, true, false, T0 + 10).unwrap();
+        assert_eq!(work.release_all_but, Some(vec![held.key()]));
+        assert!(work.claim.is_some(), "claims after the release, in one cycle");
+        assert_eq!(w.in_flight(), 1, "the adopted URL is held");
+        assert_eq!(w.fetched(), 7, "the run's count carries over");
+        // An adopt after recovery (a late answer) changes nothing.
+        w.adopt("a", vec![job("h", "/late")]);
+        assert_eq!(w.in_flight(), 1);
+    }
+
+    #[test]
+    fn leases_are_renewed_every_third_of_the_lease() {
+        let mut c = cfg();
+        c.lease = Duration::from_secs(30);
+        let mut w = running(c, &["a"]);
+        claim(&mut w, vec![job("h", "/")], &["a"]);
+        assert!(w.start_cycle(false, false, false, T0 + 9_999).is_none());
+        let work = w.start_cycle(false, false, false, T0 + 10_000).unwrap();
+        let (keys, until) = work.extend.unwrap();
+        assert_eq!((keys.len(), until), (1, T0 + 40_000));
+    }
+
+    #[test]
+    fn a_drain_waits_for_running_slaves_then_releases_the_rest() {
+        let mut w = running(cfg(), &["a"]);
+        let (j1, j2, j3) = (job("h", "/1"), job("h", "/2"), job("h", "/3"));
+        claim(&mut w, vec![j1.clone(), j2.clone(), j3.clone()], &["a"]);
+        w.begin_drain(T0, 1_000);
+        w.unstarted(std::slice::from_ref(&j3));
+        w.on_report(page(&j1), T0);
+        assert!(!w.drain_step(T0 + 10), "j2 still runs");
+        assert!(!w.drain_step(T0 + 1_000), "deadline: j2 is given up");
+        let work = w.start_cycle(true, true, false, T0 + 1_000).unwrap();
+        assert_eq!(work.batch.pages.len(), 1, "j1 is written");
+        let mut released = work.release.clone();
+        released.sort();
+        assert_eq!(released, vec![j2.key(), j3.key()]);
+        assert!(work.claim.is_none());
+        assert!(!w.drain_step(T0 + 1_001), "the cycle runs");
+        w.cycle_done(Vec::new(), None, &nodes(&["a"]));
+        assert!(w.drain_step(T0 + 1_002));
+        assert_eq!(w.in_flight(), 0);
+    }
+
+    #[test]
+    fn claims_landing_during_a_pause_go_straight_back() {
+        let mut w = running(cfg(), &["a"]);
+        w.start_cycle(false, true, false, T0).unwrap();
+        w.pause(true);
+        let after = w.cycle_done(vec![job("h", "/")], None, &nodes(&["a"]));
+        assert!(after.dispatch.is_empty());
+        assert_eq!(after.next, Some(false), "the release goes next");
+        let work = w.start_cycle(false, true, false, T0).unwrap();
+        assert_eq!(work.release.len(), 1);
+    }
+
+    #[test]
+    fn a_restarted_pool_loses_what_it_held() {
+        let mut w = running(cfg(), &["a"]);
+        let j = job("h", "/");
+        claim(&mut w, vec![j.clone()], &["a"]);
+        w.on_report(page(&j), T0);
+        assert_eq!(w.node_lost("a"), 1);
+        assert_eq!(w.in_flight(), 0);
+        let work = w.start_cycle(true, false, false, T0).unwrap();
+        assert_eq!(work.release, vec![j.key()]);
+    }
+}
