@@ -1,17 +1,21 @@
 //! Run with: `cargo run --example custom_operation -- http://127.0.0.1:8080/`
 //!
 //! Plugging in your own page operation (the paper's `operation` field): every
-//! page fetched for a URL carrying `["count_words"]` runs it in its slave.
+//! page fetched for a URL carrying `["count_words"]` runs it in its slave,
+//! and what it returns is stored in a collection of its own, `word_counts`
+//! (a MongoDB collection of that name; rows of the embedded store's
+//! `records` table), next to the crawl's own collections.
 
+use serde_json::json;
 use std::sync::Arc;
 use std::time::Duration;
 use web_crawler::actors::{
-    Operation, OperationOutput, OperationSpec, PageContext, SearchHit, async_trait,
+    Document, Operation, OperationError, OperationOutput, OperationSpec, PageContext, Queries,
+    Record, async_trait,
 };
 use web_crawler::{Settings, start_embedded};
 
-/// Records every page's visible word count as a search result for the
-/// text `"#words"`, whose single position is the count.
+/// Counts the words of every page's visible text.
 struct CountWords;
 
 #[async_trait]
@@ -20,25 +24,33 @@ impl Operation for CountWords {
         "count_words"
     }
 
-    fn validate(&self, args: &[String]) -> Result<(), String> {
-        args.is_empty()
-            .then_some(())
-            .ok_or_else(|| "count_words takes no arguments".to_string())
+    fn validate(&self, args: &[String]) -> Result<(), OperationError> {
+        match args {
+            [] => Ok(()),
+            _ => Err(OperationError::BadArguments(
+                "count_words takes no arguments".into(),
+            )),
+        }
     }
 
     async fn run(
         &self,
         ctx: &PageContext<'_>,
         _args: &[String],
-    ) -> Result<OperationOutput, String> {
-        let words = ctx.extracted.text.split_whitespace().count() as u64;
-        Ok(OperationOutput {
-            search_hit: Some(SearchHit {
-                url: ctx.job.url.clone(),
-                text: "#words".into(),
-                positions: vec![words],
-            }),
-        })
+    ) -> Result<OperationOutput, OperationError> {
+        let words = ctx.extracted.text.split_whitespace().count();
+        let mut key = Document::new();
+        key.insert("url".into(), json!(ctx.job.url));
+        let mut fields = Document::new();
+        fields.insert("words".into(), json!(words));
+        fields.insert("title".into(), json!(ctx.extracted.title));
+        // One record per page: processing the page again replaces it.
+        Ok(OperationOutput::records(vec![Record {
+            collection: "word_counts".into(),
+            key,
+            fields,
+            stamp: Some("d_counted".into()),
+        }]))
     }
 }
 
@@ -60,9 +72,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     app.stop(Duration::from_secs(5)).await?;
 
     let store = web_crawler::store::SqliteStore::open(&db)?;
-    use web_crawler::actors::Store;
-    for r in store.search_results(Some("#words")).await? {
-        println!("{}\t{} words", r.url, r.positions[0]);
+    for page in store.records("word_counts", &Document::new()).await? {
+        println!("{}\t{} words", page["url"], page["words"]);
     }
     Ok(())
 }

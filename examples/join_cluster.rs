@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 use web_crawler::actors::OperationSpec;
-use web_crawler::actors::cluster::Remote;
+use web_crawler::actors::Remote;
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {

@@ -11,6 +11,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use web_crawler::actors::cluster;
 use web_crawler::actors::{AppHandle, ControlRequest, IdleReason, OperationSpec, PageQuery, Store};
+use web_crawler::operations::search_results;
 use web_crawler::policy::Scope;
 use web_crawler::store::{MongoStore, SqliteStore};
 use web_crawler::{Settings, start, start_worker};
@@ -303,7 +304,7 @@ pub(crate) async fn run(cli: Cli) -> Result<ExitCode> {
             }
             let code = crawl(&opts, &[(url, OperationSpec::search_text(&text))]).await?;
             let store = opts.store.open(true).await?;
-            let results = store.search_results(Some(&text)).await?;
+            let results = search_results(store.as_ref(), Some(&text)).await?;
             if opts.json {
                 println!("{}", serde_json::to_string_pretty(&results)?);
             } else {

@@ -7,7 +7,7 @@ use serde_json::Value;
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::Path;
 use std::time::Duration;
-use web_crawler::actors::cluster::Remote;
+use web_crawler::actors::Remote;
 use web_crawler::actors::{ControlRequest, OperationSpec};
 
 /// The cookie from a cookie file (as `.erlang.cookie`): trimmed, never printed.
@@ -28,7 +28,7 @@ pub(crate) async fn connect(addr: &str, cookie_file: &Path, timeout: Duration) -
 
 /// One request; a refusal becomes an error with the node's reason.
 pub(crate) async fn request(remote: &Remote, req: &ControlRequest) -> Result<Value> {
-    remote.request(req).await.map_err(anyhow::Error::msg)
+    Ok(remote.request(req).await?)
 }
 
 /// Parse an operation given on a command line: nothing (crawl) or

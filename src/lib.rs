@@ -28,6 +28,6 @@ pub mod store;
 
 mod settings;
 
-pub use settings::{Error, Settings, start, start_embedded, start_worker};
+pub use settings::{Error, Settings, start, start_embedded, start_on, start_worker};
 pub use web_crawler_actors as actors;
 pub use web_crawler_actors::{App, AppHandle, CrawlConfig, IdleReason, OperationSpec, Status};

@@ -8,7 +8,7 @@ use crate::store::SqliteStore;
 use std::path::Path;
 use std::sync::Arc;
 use web_crawler_actors::{
-    App, AppError, AppHandle, Behaviours, CrawlConfig, Operations, Store, StoreError,
+    App, AppError, AppHandle, Behaviours, CrawlConfig, Operations, Storage, Store, StoreError,
 };
 
 /// Errors of starting and running a crawler.
@@ -60,8 +60,14 @@ impl Settings {
 
 /// Start the app (a pool and the master) over any store.
 pub async fn start(store: Arc<dyn Store>, settings: Settings) -> Result<AppHandle, Error> {
+    start_on(Storage::new(store), settings).await
+}
+
+/// Start the app over a frontier and queries given apart (e.g. a wrapper
+/// around one side of a store).
+pub async fn start_on(storage: Storage, settings: Settings) -> Result<AppHandle, Error> {
     let behaviours = settings.behaviours()?;
-    Ok(App::start(settings.crawl.clone(), store, behaviours).await?)
+    Ok(App::start(settings.crawl.clone(), storage, behaviours).await?)
 }
 
 /// Start a worker node's tree: a pool only, fetching for the cluster's master.

@@ -246,10 +246,8 @@ async fn sigkill_mid_crawl_then_resume_loses_nothing(backend: Backend) {
     eprintln!("{twice} repeated fetches after the kill");
     // Only pages claimed and not yet committed at the kill may be fetched
     // again: at most the window, which on 4 hosts the per-host window bounds.
-    let cfg = CrawlConfig {
-        concurrency: concurrency as usize,
-        ..CrawlConfig::default()
-    };
+    let mut cfg = CrawlConfig::default();
+    cfg.concurrency = concurrency as usize;
     let window = cfg
         .effective_window()
         .min(web.servers.len() * cfg.effective_per_host_window());

@@ -12,7 +12,7 @@ use std::process::{Output, Stdio};
 use std::time::Duration;
 use tokio::io::AsyncWriteExt;
 use tokio::process::{Child, Command};
-use web_crawler::actors::{PageQuery, Store};
+use web_crawler::actors::{Frontier, PageQuery, Queries};
 use web_crawler::store::SqliteStore;
 
 fn bin() -> Command {
@@ -341,7 +341,7 @@ async fn the_console_drives_the_cluster() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_rust_program_joins_and_sends_add_url() {
     use web_crawler::actors::OperationSpec;
-    use web_crawler::actors::cluster::Remote;
+    use web_crawler::actors::Remote;
     let web = GeneratedWeb::start_with(1, 5, 15, Duration::ZERO).await;
     let cluster = Cluster::start(&[]).await;
     let remote = Remote::connect(

@@ -10,12 +10,13 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 use web_crawler::actors::{
-    ClaimRequest, CommitBatch, CommitSummary, HostRecord, Job, Operation, OperationOutput,
-    OperationSpec, PageContext, PageQuery, PendingUrl, ProcessedUrl, Store, StoreCounts,
-    StoreError, UrlKey, async_trait,
+    ClaimRequest, CommitBatch, CommitSummary, Frontier, Job, Operation, OperationError,
+    OperationOutput, OperationSpec, PageContext, PageQuery, ProcessedUrl, Storage, Store,
+    StoreCounts, StoreError, UrlKey, async_trait,
 };
+use web_crawler::operations::search_results;
 use web_crawler::policy::Scope;
-use web_crawler::{IdleReason, Settings, start};
+use web_crawler::{IdleReason, Settings, start, start_on};
 
 /// Test settings; the node name is unique in the process (two tests may run
 /// the same body on two backends at once).
@@ -259,7 +260,9 @@ async fn search_text_records_exact_positions(b: Backend) {
         &[(server.url("/"), OperationSpec::search_text("needle"))],
     )
     .await;
-    let results = store.search_results(Some("needle")).await.unwrap();
+    let results = search_results(store.as_ref(), Some("needle"))
+        .await
+        .unwrap();
     assert_eq!(results.len(), 1, "only the page with the text: {results:?}");
     assert_eq!(results[0].url, server.url("/"));
     assert_eq!(results[0].positions, expected);
@@ -281,14 +284,14 @@ impl Operation for Poison {
     fn name(&self) -> &str {
         "poison"
     }
-    fn validate(&self, _args: &[String]) -> Result<(), String> {
+    fn validate(&self, _args: &[String]) -> Result<(), OperationError> {
         Ok(())
     }
     async fn run(
         &self,
         ctx: &PageContext<'_>,
         _args: &[String],
-    ) -> Result<OperationOutput, String> {
+    ) -> Result<OperationOutput, OperationError> {
         if ctx.extracted.document.contains("POISON") {
             panic!("poisoned page {}", ctx.job.url);
         }
@@ -339,8 +342,9 @@ async fn a_panicking_slave_is_retried_then_recorded_as_failed(b: Backend) {
     );
 }
 
-/// The real SQLite store with injected failures: the Nth and later commits
-/// fail (up to `failures` times), as a disk or server error would.
+/// The real store with injected failures: the Nth and later commits fail
+/// (up to `failures` times), as a disk or server error would. It wraps the
+/// frontier only; the queries go to the store itself.
 #[derive(Debug)]
 struct FlakyStore {
     inner: Arc<dyn Store>,
@@ -349,8 +353,23 @@ struct FlakyStore {
     failures: AtomicUsize,
 }
 
+impl FlakyStore {
+    fn new(inner: Arc<dyn Store>, fail_from: usize, failures: usize) -> Arc<Self> {
+        Arc::new(Self {
+            inner,
+            commits: AtomicUsize::new(0),
+            fail_from,
+            failures: AtomicUsize::new(failures),
+        })
+    }
+
+    fn storage(self: &Arc<Self>) -> Storage {
+        Storage::split(self.clone(), self.inner.clone())
+    }
+}
+
 #[async_trait]
-impl Store for FlakyStore {
+impl Frontier for FlakyStore {
     async fn claim(&self, req: ClaimRequest) -> Result<Vec<Job>, StoreError> {
         self.inner.claim(req).await
     }
@@ -362,8 +381,9 @@ impl Store for FlakyStore {
                 .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |f| f.checked_sub(1))
                 .is_ok()
         {
-            return Err(StoreError::Backend(
-                "injected failure: disk I/O error".into(),
+            return Err(StoreError::backend(
+                "injected failure",
+                std::io::Error::other("disk I/O error"),
             ));
         }
         self.inner.commit(batch).await
@@ -379,30 +399,6 @@ impl Store for FlakyStore {
     }
     async fn counts(&self) -> Result<StoreCounts, StoreError> {
         self.inner.counts().await
-    }
-    async fn processed(&self, q: PageQuery) -> Result<Vec<ProcessedUrl>, StoreError> {
-        self.inner.processed(q).await
-    }
-    async fn processed_url(&self, url: &str) -> Result<Option<ProcessedUrl>, StoreError> {
-        self.inner.processed_url(url).await
-    }
-    async fn pending(&self, limit: usize) -> Result<Vec<PendingUrl>, StoreError> {
-        self.inner.pending(limit).await
-    }
-    async fn search_results(
-        &self,
-        text: Option<&str>,
-    ) -> Result<Vec<web_crawler::actors::SearchResult>, StoreError> {
-        self.inner.search_results(text).await
-    }
-    async fn broken_links(&self) -> Result<Vec<web_crawler::actors::BrokenLink>, StoreError> {
-        self.inner.broken_links().await
-    }
-    async fn hosts(&self) -> Result<Vec<HostRecord>, StoreError> {
-        self.inner.hosts().await
-    }
-    async fn status_histogram(&self) -> Result<Vec<(Option<u16>, u64)>, StoreError> {
-        self.inner.status_histogram().await
     }
 }
 
@@ -422,13 +418,10 @@ fn chain_web(n: usize) -> HashMap<String, Page> {
 
 async fn a_crashed_master_is_restarted_and_the_crawl_completes(b: Backend) {
     let server = TestServer::start(Ipv4Addr::new(127, 0, 0, 6), chain_web(60)).await;
-    let store = Arc::new(FlakyStore {
-        inner: b.open().await,
-        commits: AtomicUsize::new(0),
-        fail_from: 5,
-        failures: AtomicUsize::new(1),
-    });
-    let app = start(store.clone(), settings("restart")).await.unwrap();
+    let store = FlakyStore::new(b.open().await, 5, 1);
+    let app = start_on(store.storage(), settings("restart"))
+        .await
+        .unwrap();
     app.add_url(&server.url("/")).await.unwrap();
     let idle = tokio::time::timeout(Duration::from_secs(60), app.wait_idle())
         .await
@@ -454,13 +447,10 @@ async fn a_crashed_master_is_restarted_and_the_crawl_completes(b: Backend) {
 
 async fn exceeding_the_restart_intensity_stops_the_app_with_the_reason(b: Backend) {
     let server = TestServer::start(Ipv4Addr::new(127, 0, 0, 7), chain_web(20)).await;
-    let store = Arc::new(FlakyStore {
-        inner: b.open().await,
-        commits: AtomicUsize::new(0),
-        fail_from: 1,
-        failures: AtomicUsize::new(usize::MAX),
-    });
-    let app = start(store.clone(), settings("intensity")).await.unwrap();
+    let store = FlakyStore::new(b.open().await, 1, usize::MAX);
+    let app = start_on(store.storage(), settings("intensity"))
+        .await
+        .unwrap();
     app.add_url(&server.url("/")).await.unwrap();
     let err = tokio::time::timeout(Duration::from_secs(30), app.wait_idle())
         .await

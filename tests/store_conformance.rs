@@ -4,12 +4,14 @@
 mod common;
 
 use common::backend::Backend;
+use serde_json::json;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use web_crawler::actors::{
-    ClaimRequest, CommitBatch, HostRecord, Job, NewLink, OperationSpec, PageRecord, ProcessedPage,
-    Retry, SearchHit, Store, UrlKey,
+    ClaimRequest, CommitBatch, Document, HostRecord, Job, NewLink, OperationSpec, PageRecord,
+    ProcessedPage, Record, Retry, SEARCH_RESULTS, Store, UrlKey,
 };
+use web_crawler::operations::search_results;
 
 const NOW: i64 = 1_700_000_000_000;
 
@@ -52,7 +54,7 @@ fn page(url: &str, status: u16, hash: Option<u64>, links: Vec<NewLink>) -> Proce
             ..PageRecord::default()
         },
         links,
-        search_hit: None,
+        records: Vec::new(),
     }
 }
 
@@ -368,32 +370,72 @@ async fn content_duplicates_recorded_links_not_followed(b: Backend) {
     assert_eq!(store.counts().await.unwrap().duplicates, 1);
 }
 
-async fn search_results_replace_per_page_and_text(b: Backend) {
+fn doc(value: serde_json::Value) -> Document {
+    value.as_object().cloned().expect("an object")
+}
+
+/// An operation's records: one per collection and key, replaced when the
+/// page is processed again, stamped with the commit time, listed by
+/// collection and filtered by field.
+async fn records_replace_per_collection_and_key(b: Backend) {
     let store = b.open().await;
     let mut p = page("http://a/s", 200, None, vec![]);
-    p.search_hit = Some(SearchHit {
-        url: "http://a/s".into(),
-        text: "needle".into(),
-        positions: vec![3, 10, 99],
-    });
+    p.records = vec![
+        Record {
+            collection: SEARCH_RESULTS.into(),
+            key: doc(json!({ "url": "http://a/s", "text": "needle" })),
+            fields: doc(json!({ "positions": [3, 10, 99] })),
+            stamp: Some("d_search".into()),
+        },
+        Record {
+            collection: "word_counts".into(),
+            key: doc(json!({ "url": "http://a/s" })),
+            fields: doc(json!({ "words": 12, "top": ["a", "b"] })),
+            stamp: None,
+        },
+    ];
     store
         .commit(pages(NOW, None, vec![p.clone()]))
         .await
         .unwrap();
-    p.search_hit.as_mut().unwrap().positions = vec![4];
+    p.records[0].fields = doc(json!({ "positions": [4] }));
     store.commit(pages(NOW + 5, None, vec![p])).await.unwrap();
-    let results = store.search_results(Some("needle")).await.unwrap();
+    let results = search_results(store.as_ref(), Some("needle"))
+        .await
+        .unwrap();
     assert_eq!(results.len(), 1);
+    assert_eq!(results[0].url, "http://a/s");
     assert_eq!(results[0].positions, vec![4]);
     assert_eq!(results[0].d_search, NOW + 5);
     assert!(
-        store
-            .search_results(Some("other"))
+        search_results(store.as_ref(), Some("other"))
             .await
             .unwrap()
             .is_empty()
     );
     assert_eq!(store.counts().await.unwrap().search_results, 1);
+    let counts = store
+        .records("word_counts", &Document::new())
+        .await
+        .unwrap();
+    assert_eq!(
+        counts,
+        vec![doc(
+            json!({ "url": "http://a/s", "words": 12, "top": ["a", "b"] })
+        )]
+    );
+    let none = store
+        .records("word_counts", &doc(json!({ "url": "http://b/" })))
+        .await
+        .unwrap();
+    assert!(none.is_empty());
+    assert!(
+        store
+            .records("nothing_here", &Document::new())
+            .await
+            .unwrap()
+            .is_empty()
+    );
 }
 
 async fn retries_back_off_then_failures_are_recorded(b: Backend) {
@@ -615,7 +657,7 @@ on_both_backends!(
     content_duplicates,
     content_duplicates_recorded_links_not_followed
 );
-on_both_backends!(search_results, search_results_replace_per_page_and_text);
+on_both_backends!(records, records_replace_per_collection_and_key);
 on_both_backends!(
     retries_and_failures,
     retries_back_off_then_failures_are_recorded

@@ -192,5 +192,4 @@ mod tests {
         assert!(busy < 300, "{busy} of 2000 to the loaded node");
         assert_eq!(choose_node("x", &[]), None);
     }
-
 }

@@ -22,8 +22,8 @@ pub use async_trait::async_trait;
 pub use behaviour::{
     BoxError, ClaimRequest, CommitBatch, CommitSummary, Document, ExtractedPage, Extractor,
     FetchFailure, FetchedPage, Fetcher, Frontier, LinkPolicy, Operation, OperationError,
-    OperationOutput, Operations, PageContext, PageQuery, ProcessedPage, Queries, Record,
-    Rejection, Retry, RobotsReport, RobotsRules, Store, StoreError, error_chain,
+    OperationOutput, Operations, PageContext, PageQuery, ProcessedPage, Queries, Record, Rejection,
+    Retry, RobotsReport, RobotsRules, Store, StoreError, error_chain,
 };
 pub use config::{Behaviours, CrawlConfig, RestartIntensity, Storage};
 pub use protocol::{

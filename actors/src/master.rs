@@ -352,10 +352,7 @@ async fn run_cycle(
         ?summary,
         "store cycle"
     );
-    Ok(CycleResult {
-        claimed,
-        counts,
-    })
+    Ok(CycleResult { claimed, counts })
 }
 
 /// Take the finished cycle's result: answer the seeds it wrote, dispatch

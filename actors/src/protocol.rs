@@ -341,14 +341,22 @@ pub enum ControlRequest {
     /// Like `supervisor:which_children/1`, with the nodes' pools.
     Tree,
     /// Like `sys:get_state/1`: a readable summary of one actor.
-    State { actor: String },
+    State {
+        actor: String,
+    },
     AddUrl {
         url: String,
         operation: OperationSpec,
     },
-    Pending { limit: usize },
-    Processed { limit: usize },
-    Failed { limit: usize },
+    Pending {
+        limit: usize,
+    },
+    Processed {
+        limit: usize,
+    },
+    Failed {
+        limit: usize,
+    },
     Pause,
     Resume,
     /// Kill the master; the supervisor restarts it.

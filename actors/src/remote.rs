@@ -82,7 +82,10 @@ impl Remote {
     }
 
     /// One request; [`RemoteError::Refused`] holds the node's one-line reason.
-    pub async fn request(&self, request: &ControlRequest) -> Result<serde_json::Value, RemoteError> {
+    pub async fn request(
+        &self,
+        request: &ControlRequest,
+    ) -> Result<serde_json::Value, RemoteError> {
         let text = serde_json::to_string(request).expect("a request always serializes");
         let reply = ractor::call_t!(
             self.control,
@@ -133,4 +136,3 @@ impl Remote {
         self.node.stop(None);
     }
 }
-

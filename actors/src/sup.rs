@@ -152,7 +152,10 @@ impl Actor for Sup {
                 for other in state.children.values() {
                     other.cell.stop(Some("supervisor shutdown".to_string()));
                 }
-                let _ = state.args.exit.send(Some(ExitReason::Failed(reason.clone())));
+                let _ = state
+                    .args
+                    .exit
+                    .send(Some(ExitReason::Failed(reason.clone())));
                 myself.stop(Some(reason));
                 return Ok(());
             }

@@ -77,7 +77,9 @@ pub struct AfterCycle {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Drain {
-    Running { deadline: Millis },
+    Running {
+        deadline: Millis,
+    },
     /// Everything is written or released once the cycles in hand are done.
     Finishing,
 }
@@ -699,7 +701,11 @@ mod tests {
         assert_eq!(req.lease_until, T0 + 120_000);
         let jobs: Vec<Job> = (0..20).map(|i| job(&format!("h{i}"), "/")).collect();
         w.cycle_done(jobs, None, &nodes(&["a", "b"]));
-        let req = w.start_cycle(false, true, false, T0).unwrap().claim.unwrap();
+        let req = w
+            .start_cycle(false, true, false, T0)
+            .unwrap()
+            .claim
+            .unwrap();
         assert_eq!(req.limit, 12, "what is held counts against the window");
         assert_eq!(req.held_per_host.get("h3"), Some(&1));
     }
@@ -707,7 +713,11 @@ mod tests {
     #[test]
     fn a_few_free_slots_wait_unless_the_window_runs_low() {
         let mut w = running(cfg(), &["a"]);
-        claim(&mut w, (0..15).map(|i| job("h", &format!("/{i}"))).collect(), &["a"]);
+        claim(
+            &mut w,
+            (0..15).map(|i| job("h", &format!("/{i}"))).collect(),
+            &["a"],
+        );
         // 1 free of 16, 15 held: not worth a store call.
         let work = w.start_cycle(false, true, false, T0);
         assert!(work.is_none_or(|w| w.claim.is_none()));
@@ -717,8 +727,14 @@ mod tests {
     fn nothing_is_claimed_while_recovering_paused_draining_or_without_pools() {
         let mut w = Window::new(cfg(), 0, 0, T0);
         w.begin_recovery(&nodes(&["a"]), T0);
-        assert!(w.start_cycle(false, true, false, T0).is_none(), "recovering");
-        assert!(w.end_recovery_if_due(T0 + RECOVERY_WAIT_MS), "the wait is over");
+        assert!(
+            w.start_cycle(false, true, false, T0).is_none(),
+            "recovering"
+        );
+        assert!(
+            w.end_recovery_if_due(T0 + RECOVERY_WAIT_MS),
+            "the wait is over"
+        );
         w.cycle_done(Vec::new(), None, &nodes(&["a"]));
 
         let mut w = running(cfg(), &["a"]);
@@ -740,7 +756,11 @@ mod tests {
         let mut c = cfg();
         c.max_pages = Some(5);
         let mut w = running(c, &["a"]);
-        let req = w.start_cycle(false, true, false, T0).unwrap().claim.unwrap();
+        let req = w
+            .start_cycle(false, true, false, T0)
+            .unwrap()
+            .claim
+            .unwrap();
         assert_eq!(req.limit, 5, "no more than the budget can use");
         let jobs: Vec<Job> = (0..5).map(|i| job("h", &format!("/{i}"))).collect();
         w.cycle_done(jobs.clone(), None, &nodes(&["a"]));
@@ -771,7 +791,11 @@ mod tests {
         let again = claim(&mut w, vec![job("h0", "/2")], &live);
         assert_eq!(owner_of(&again, "h0"), Some(h0.clone()), "sticky");
         // The node leaves: its URLs go back to pending, its hosts move.
-        let rest: Vec<String> = live.iter().map(|n| n.to_string()).filter(|n| *n != h0).collect();
+        let rest: Vec<String> = live
+            .iter()
+            .map(|n| n.to_string())
+            .filter(|n| *n != h0)
+            .collect();
         let (gone, joined) = w.nodes_changed(&rest);
         assert_eq!(gone.len(), 1);
         assert_eq!(gone[0].0, h0);
@@ -790,10 +814,16 @@ mod tests {
         let mut w = running(cfg(), &["a"]);
         let (j1, j2, j3) = (job("h", "/1"), job("h", "/2"), job("g", "/3"));
         claim(&mut w, vec![j1.clone(), j2.clone(), j3.clone()], &["a"]);
-        assert!(!w.on_report(page(&j1), T0), "two still out: wait for the flush");
+        assert!(
+            !w.on_report(page(&j1), T0),
+            "two still out: wait for the flush"
+        );
         assert!(!w.on_report(SlaveReport::RobotsBlocked { job: j2.clone() }, T0));
         assert_eq!(w.in_flight(), 3, "reported but unwritten still counts");
-        assert!(w.on_report(failed(&j3, false, None), T0), "all reported: write");
+        assert!(
+            w.on_report(failed(&j3, false, None), T0),
+            "all reported: write"
+        );
         let work = w.start_cycle(true, false, false, T0 + 5).unwrap();
         assert_eq!(work.batch.now, T0 + 5);
         let errors: Vec<Option<String>> = work
@@ -863,7 +893,10 @@ mod tests {
         w.on_report(page(&jobs[0]), T0);
         let _running = w.start_cycle(true, true, false, T0).unwrap();
         w.on_report(page(&jobs[1]), T0);
-        assert!(w.start_cycle(true, true, false, T0).is_none(), "one at a time");
+        assert!(
+            w.start_cycle(true, true, false, T0).is_none(),
+            "one at a time"
+        );
         let after = w.cycle_done(Vec::new(), None, &nodes(&["a"]));
         assert_eq!(after.next, Some(true), "the deferred write goes next");
         let work = w.start_cycle(false, true, false, T0).unwrap();
@@ -895,7 +928,10 @@ mod tests {
         let j = job("h", "/");
         claim(&mut w, vec![j.clone()], &["a"]);
         let work = w.start_cycle(false, false, true, T0);
-        assert!(work.is_none_or(|w| !w.counts), "a URL is out: no need to count");
+        assert!(
+            work.is_none_or(|w| !w.counts),
+            "a URL is out: no need to count"
+        );
         w.on_report(page(&j), T0);
         let work = w.start_cycle(true, true, true, T0).unwrap();
         assert!(work.counts, "the window empties with this write");
@@ -922,7 +958,10 @@ mod tests {
         assert!(w.end_recovery_if_due(T0 + 10));
         let work = w.start_cycle(false, true, false, T0 + 10).unwrap();
         assert_eq!(work.release_all_but, Some(vec![held.key()]));
-        assert!(work.claim.is_some(), "claims after the release, in one cycle");
+        assert!(
+            work.claim.is_some(),
+            "claims after the release, in one cycle"
+        );
         assert_eq!(w.in_flight(), 1, "the adopted URL is held");
         assert_eq!(w.fetched(), 7, "the run's count carries over");
         // An adopt after recovery (a late answer) changes nothing.

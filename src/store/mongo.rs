@@ -16,12 +16,14 @@ use mongodb::error::{ErrorKind, WriteFailure};
 use mongodb::options::{ClientOptions, IndexOptions, ReturnDocument};
 use mongodb::{Client, Collection, Database, IndexModel};
 use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use web_crawler_actors::frontier::{LinkDecision, decide_link, dedupe_by_content};
 use web_crawler_actors::{
-    BrokenLink, ClaimRequest, CommitBatch, CommitSummary, HostRecord, Job, Millis, NewLink,
-    OperationSpec, PageQuery, PageRecord, PendingUrl, ProcessedPage, ProcessedUrl, ROBOTS_BLOCKED,
-    SearchResult, Store, StoreCounts, StoreError, UrlKey,
+    BrokenLink, ClaimRequest, CommitBatch, CommitSummary, Document as JsonDoc, Frontier,
+    HostRecord, Job, Millis, NewLink, OperationSpec, PageQuery, PageRecord, PendingUrl,
+    ProcessedPage, ProcessedUrl, Queries, ROBOTS_BLOCKED, Record, SEARCH_RESULTS, StoreCounts,
+    StoreError, UrlKey,
 };
 
 /// The paper's database name.
@@ -33,18 +35,19 @@ const PROCESSING: &str = "processing";
 /// MongoDB duplicate-key error code: the only way a duplicate is recognised.
 const DUPLICATE_KEY: i32 = 11000;
 
-/// [`Store`] over a MongoDB deployment.
+/// The store behaviours over a MongoDB deployment.
 #[derive(Clone, Debug)]
 pub struct MongoStore {
     db: Database,
     pending: Collection<Document>,
     processed: Collection<Document>,
-    search: Collection<Document>,
     hosts: Collection<Document>,
+    /// Collections of operation records whose key index exists.
+    record_indexes: Arc<Mutex<HashSet<String>>>,
 }
 
 fn backend(e: mongodb::error::Error) -> StoreError {
-    StoreError::Backend(format!("MongoDB: {e}"))
+    StoreError::backend("MongoDB", e)
 }
 
 fn corrupt(what: impl std::fmt::Display) -> StoreError {
@@ -74,12 +77,12 @@ impl MongoStore {
         let db = client.database(database);
         db.run_command(doc! { "ping": 1 })
             .await
-            .map_err(|e| StoreError::Backend(format!("cannot reach MongoDB at {uri}: {e}")))?;
+            .map_err(|e| StoreError::backend(format!("cannot reach MongoDB at {uri}"), e))?;
         let store = Self {
             pending: db.collection("pending_urls"),
             processed: db.collection("processed_urls"),
-            search: db.collection("search_results"),
             hosts: db.collection("hosts"),
+            record_indexes: Arc::default(),
             db,
         };
         store.create_indexes().await?;
@@ -107,7 +110,6 @@ impl MongoStore {
             (&self.pending, doc! { "status": 1, "lease_until": 1 }, None),
             (&self.pending, doc! { "claim_token": 1 }, None),
             (&self.processed, doc! { "content_hash": 1 }, None),
-            (&self.search, doc! { "url": 1, "text": 1 }, Some(unique())),
         ];
         for (collection, keys, options) in indexes {
             let model = IndexModel::builder().keys(keys).options(options).build();
@@ -298,22 +300,46 @@ impl MongoStore {
             .delete_one(doc! { "url": &record.url, "op_key": &op_key })
             .await
             .map_err(backend)?;
-        if let Some(hit) = &page.search_hit {
-            let positions: Vec<i64> = hit.positions.iter().map(|&p| p as i64).collect();
-            self.search
-                .replace_one(
-                    doc! { "url": &hit.url, "text": &hit.text },
-                    doc! {
-                        "url": &hit.url,
-                        "text": &hit.text,
-                        "positions": positions,
-                        "d_search": DateTime::from_millis(now),
-                    },
-                )
-                .upsert(true)
-                .await
-                .map_err(backend)?;
+        for record in &page.records {
+            self.write_record(record, now).await?;
         }
+        Ok(())
+    }
+
+    /// Write (or replace) an operation's record in its collection: its key
+    /// and fields as one document, the stamp a date.
+    async fn write_record(&self, record: &Record, now: Millis) -> Result<(), StoreError> {
+        let key = bson_doc(&record.key)?;
+        let mut document = key.clone();
+        document.extend(bson_doc(&record.fields)?);
+        if let Some(stamp) = &record.stamp {
+            document.insert(stamp, DateTime::from_millis(now));
+        }
+        let collection = self.db.collection::<Document>(&record.collection);
+        let indexed = self
+            .record_indexes
+            .lock()
+            .expect("index set lock")
+            .contains(&record.collection);
+        if !indexed {
+            // A unique index on the key fields: replaces find their record at
+            // once, and two writers cannot add the same record twice.
+            let keys: Document = key.keys().map(|k| (k.clone(), Bson::Int32(1))).collect();
+            let model = IndexModel::builder()
+                .keys(keys)
+                .options(IndexOptions::builder().unique(true).build())
+                .build();
+            collection.create_index(model).await.map_err(backend)?;
+            self.record_indexes
+                .lock()
+                .expect("index set lock")
+                .insert(record.collection.clone());
+        }
+        collection
+            .replace_one(key, document)
+            .upsert(true)
+            .await
+            .map_err(backend)?;
         Ok(())
     }
 
@@ -649,7 +675,7 @@ fn host_of(d: &Document) -> HostRecord {
 const CLAIM_SCAN_FACTOR: usize = 8;
 
 #[async_trait]
-impl Store for MongoStore {
+impl Frontier for MongoStore {
     async fn claim(&self, req: ClaimRequest) -> Result<Vec<Job>, StoreError> {
         // Expired leases go back to pending first (a dead slave or node).
         self.pending
@@ -837,10 +863,13 @@ impl Store for MongoStore {
                 doc! { "duplicate_of": { "$exists": true } },
             )
             .await?,
-            search_results: count(&self.search, doc! {}).await?,
+            search_results: count(&self.db.collection(SEARCH_RESULTS), doc! {}).await?,
         })
     }
+}
 
+#[async_trait]
+impl Queries for MongoStore {
     async fn processed(&self, query: PageQuery) -> Result<Vec<ProcessedUrl>, StoreError> {
         let filter = if query.only_failed {
             doc! { "$or": [ { "http_returncode": { "$gte": 400 } }, { "error": { "$exists": true } } ] }
@@ -894,37 +923,29 @@ impl Store for MongoStore {
             .collect()
     }
 
-    async fn search_results(
+    async fn records(
         &self,
-        text_filter: Option<&str>,
-    ) -> Result<Vec<SearchResult>, StoreError> {
-        let filter = match text_filter {
-            Some(t) => doc! { "text": t },
-            None => doc! {},
-        };
-        self.collect(&self.search, filter, doc! { "url": 1, "text": 1 }, None, 0)
-            .await?
-            .iter()
+        collection: &str,
+        filter: &JsonDoc,
+    ) -> Result<Vec<JsonDoc>, StoreError> {
+        let docs = self
+            .collect(
+                &self.db.collection(collection),
+                bson_doc(filter)?,
+                doc! { "_id": 1 },
+                None,
+                0,
+            )
+            .await?;
+        Ok(docs
+            .into_iter()
             .map(|d| {
-                Ok(SearchResult {
-                    url: text(d, "url").ok_or_else(|| corrupt("search result without url"))?,
-                    text: text(d, "text").unwrap_or_default(),
-                    positions: d
-                        .get_array("positions")
-                        .map(|a| {
-                            a.iter()
-                                .filter_map(|b| match b {
-                                    Bson::Int64(n) => Some(*n as u64),
-                                    Bson::Int32(n) => Some(*n as u64),
-                                    _ => None,
-                                })
-                                .collect()
-                        })
-                        .unwrap_or_default(),
-                    d_search: millis(d, "d_search"),
-                })
+                d.into_iter()
+                    .filter(|(k, _)| k != "_id")
+                    .map(|(k, v)| (k, json_of(v)))
+                    .collect()
             })
-            .collect()
+            .collect())
     }
 
     async fn broken_links(&self) -> Result<Vec<BrokenLink>, StoreError> {
@@ -974,6 +995,30 @@ impl Store for MongoStore {
     }
 }
 
+/// An operation's JSON document as BSON.
+fn bson_doc(json: &JsonDoc) -> Result<Document, StoreError> {
+    mongodb::bson::to_document(json)
+        .map_err(|e| StoreError::Invalid(format!("a record that BSON cannot hold: {e}")))
+}
+
+/// A stored value as JSON, dates as epoch milliseconds (as the embedded
+/// store keeps them).
+fn json_of(value: Bson) -> serde_json::Value {
+    use serde_json::Value;
+    match value {
+        Bson::Double(f) => serde_json::Number::from_f64(f).map_or(Value::Null, Value::Number),
+        Bson::String(s) => Value::String(s),
+        Bson::Array(items) => Value::Array(items.into_iter().map(json_of).collect()),
+        Bson::Document(d) => Value::Object(d.into_iter().map(|(k, v)| (k, json_of(v))).collect()),
+        Bson::Boolean(b) => Value::Bool(b),
+        Bson::Null | Bson::Undefined => Value::Null,
+        Bson::Int32(n) => n.into(),
+        Bson::Int64(n) => n.into(),
+        Bson::DateTime(d) => d.timestamp_millis().into(),
+        other => Value::String(other.to_string()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1016,7 +1061,7 @@ mod tests {
         let page = ProcessedPage {
             record,
             links: vec![link("http://h/next", 1, 1.0)],
-            search_hit: None,
+            records: Vec::new(),
         };
         let d = processed_doc(&page, &["http://h/r".to_string()], None, 1_000);
         assert_eq!(d.get_str("_id").unwrap(), "http://h/");

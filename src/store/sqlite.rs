@@ -18,14 +18,14 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use web_crawler_actors::frontier::{LinkDecision, decide_link, dedupe_by_content, round_robin};
 use web_crawler_actors::{
-    BrokenLink, ClaimRequest, CommitBatch, CommitSummary, HostRecord, Job, Millis, NewLink,
-    OperationSpec, PageQuery, PageRecord, PendingUrl, ProcessedUrl, ROBOTS_BLOCKED, SearchResult,
-    Store, StoreCounts, StoreError, UrlKey, now_ms,
+    BrokenLink, ClaimRequest, CommitBatch, CommitSummary, Document, Frontier, HostRecord, Job,
+    Millis, NewLink, OperationSpec, PageQuery, PageRecord, PendingUrl, ProcessedUrl, Queries,
+    ROBOTS_BLOCKED, Record, SEARCH_RESULTS, StoreCounts, StoreError, UrlKey, now_ms,
 };
 
 /// Version of the table layout below; a file with another version is refused
 /// rather than misread.
-const SCHEMA_VERSION: i64 = 2;
+const SCHEMA_VERSION: i64 = 3;
 
 /// Keys the seen window holds: two generations of half as many, each table
 /// allocated at full size when the generation starts (about 12.5 MiB each).
@@ -87,13 +87,12 @@ CREATE TABLE IF NOT EXISTS referrers (
     url   TEXT NOT NULL UNIQUE,
     links BLOB NOT NULL
 );
-CREATE TABLE IF NOT EXISTS search_results (
-    id        INTEGER PRIMARY KEY,
-    url       TEXT    NOT NULL,
-    text      TEXT    NOT NULL,
-    positions TEXT    NOT NULL DEFAULT '[]',
-    d_search  INTEGER NOT NULL,
-    UNIQUE (url, text)
+CREATE TABLE IF NOT EXISTS records (
+    collection TEXT    NOT NULL,
+    key        TEXT    NOT NULL,
+    document   TEXT    NOT NULL,
+    d_record   INTEGER NOT NULL,
+    PRIMARY KEY (collection, key)
 );
 CREATE TABLE IF NOT EXISTS hosts (
     host              TEXT PRIMARY KEY,
@@ -193,10 +192,10 @@ const WRITE_PROCESSED: &str = r#"INSERT OR REPLACE INTO processed_urls
 
 const DELETE_PENDING: &str = "DELETE FROM pending_urls WHERE url = ?1 AND operation = ?2";
 
-const WRITE_SEARCH: &str = "INSERT INTO search_results (url, text, positions, d_search)
+const WRITE_RECORD: &str = "INSERT INTO records (collection, key, document, d_record)
     VALUES (?1, ?2, ?3, ?4)
-    ON CONFLICT (url, text) DO UPDATE SET positions = excluded.positions,
-                                          d_search = excluded.d_search";
+    ON CONFLICT (collection, key) DO UPDATE SET document = excluded.document,
+                                                d_record = excluded.d_record";
 
 const RETRY: &str = "UPDATE pending_urls
     SET status = 'pending', attempts = attempts + 1, not_before = ?3, last_error = ?4,
@@ -237,7 +236,7 @@ const COUNTS: &str = "SELECT
     (SELECT COUNT(*) FROM processed_urls WHERE error IS NOT NULL),
     (SELECT COUNT(*) FROM processed_urls WHERE error = ?1),
     (SELECT COUNT(*) FROM processed_urls WHERE duplicate_of IS NOT NULL),
-    (SELECT COUNT(*) FROM search_results)";
+    (SELECT COUNT(*) FROM records WHERE collection = ?2)";
 
 /// Column list shared by every processed_urls read, in [`read_processed`] order.
 macro_rules! processed_cols {
@@ -266,8 +265,7 @@ const PENDING_LIST: &str = "SELECT url, operation, host, status, depth, priority
         d_change, not_before, lease_until, last_error
     FROM pending_urls ORDER BY id LIMIT ?1";
 
-const SEARCH_LIST: &str = "SELECT url, text, positions, d_search FROM search_results
-    WHERE ?1 IS NULL OR text = ?1 ORDER BY url, text";
+const RECORD_LIST: &str = "SELECT document FROM records WHERE collection = ?1 ORDER BY key";
 
 const BROKEN: &str = "SELECT url, http_returncode, error FROM processed_urls
     WHERE http_returncode >= 400 OR (error IS NOT NULL AND error != ?1)
@@ -297,7 +295,7 @@ const ALL_STATEMENTS: &[&str] = &[
     SAME_CONTENT,
     WRITE_PROCESSED,
     DELETE_PENDING,
-    WRITE_SEARCH,
+    WRITE_RECORD,
     RETRY,
     WRITE_HOST,
     EXTEND_LEASE,
@@ -308,7 +306,7 @@ const ALL_STATEMENTS: &[&str] = &[
     PROCESSED_PAGE,
     PROCESSED_ONE,
     PENDING_LIST,
-    SEARCH_LIST,
+    RECORD_LIST,
     BROKEN,
     HOST_LIST,
     HISTOGRAM,
@@ -332,7 +330,7 @@ impl From<Fail> for StoreError {
     fn from(fail: Fail) -> Self {
         match fail {
             Fail::Sql(e) if is_unreadable(&e) => StoreError::Corrupt(e.to_string()),
-            Fail::Sql(e) => StoreError::Backend(e.to_string()),
+            Fail::Sql(e) => StoreError::backend("SQLite", e),
             Fail::Corrupt(msg) => StoreError::Corrupt(msg),
             Fail::Invalid(msg) => StoreError::Invalid(msg),
         }
@@ -407,35 +405,33 @@ impl SqliteStore {
     /// message naming the path.
     pub fn open(path: &Path) -> Result<Self, StoreError> {
         let shown = path.display();
-        let mut conn = Connection::open(path)
-            .map_err(|e| StoreError::Backend(format!("cannot open store {shown}: {e}")))?;
-        init(&mut conn).map_err(|fail| match StoreError::from(fail) {
-            StoreError::Corrupt(msg) => {
+        let cannot_open = format!("cannot open store {shown}");
+        let mut conn =
+            Connection::open(path).map_err(|e| StoreError::backend(cannot_open.clone(), e))?;
+        init(&mut conn).map_err(|fail| match fail {
+            Fail::Corrupt(msg) => {
                 StoreError::Corrupt(format!("{shown} is not a usable web crawler store: {msg}"))
             }
-            StoreError::Invalid(msg) | StoreError::Backend(msg) => {
-                StoreError::Backend(format!("cannot open store {shown}: {msg}"))
+            Fail::Sql(e) if is_unreadable(&e) => {
+                StoreError::Corrupt(format!("{shown} is not a usable web crawler store: {e}"))
             }
-            other => StoreError::Backend(format!("cannot open store {shown}: {other}")),
+            other => StoreError::backend(cannot_open.clone(), other),
         })?;
         tracing::debug!(path = %shown, "sqlite store open");
         let in_file = file_keys(&conn).map_err(|fail| {
-            StoreError::Backend(format!(
-                "cannot read the keys of store {shown}: {}",
-                StoreError::from(fail)
-            ))
+            StoreError::backend(format!("cannot read the keys of store {shown}"), fail)
         })?;
         let inner = Arc::new(Mutex::new(Inner {
             conn,
             seen: SeenWindow::new(SEEN_WINDOW, in_file),
         }));
-        let checkpointer = Connection::open(path)
-            .map_err(|e| StoreError::Backend(format!("cannot open store {shown}: {e}")))?;
+        let checkpointer =
+            Connection::open(path).map_err(|e| StoreError::backend(cannot_open.clone(), e))?;
         let store = Arc::downgrade(&inner);
         std::thread::Builder::new()
             .name("sqlite-checkpoint".into())
             .spawn(move || checkpoint_until_dropped(checkpointer, store))
-            .map_err(|e| StoreError::Backend(format!("cannot start checkpointer: {e}")))?;
+            .map_err(|e| StoreError::backend("cannot start the checkpoint thread", e))?;
         Ok(Self { inner })
     }
 
@@ -458,7 +454,7 @@ impl SqliteStore {
             f(&mut guard).map_err(StoreError::from)
         })
         .await
-        .map_err(|e| StoreError::Backend(format!("store task failed: {e}")))?
+        .map_err(|e| StoreError::backend("the store's task failed", e))?
     }
 
     /// Run `f` in one write transaction. IMMEDIATE takes the write lock up
@@ -535,7 +531,7 @@ fn init(conn: &mut Connection) -> Result<(), Fail> {
     conn.pragma_update(None, "wal_autocheckpoint", 65_536)?;
     // Before anything persistent (WAL is recorded in the file header), so a
     // file that is not ours is refused untouched.
-    check_identity(conn)?;
+    let version = check_identity(conn)?;
     let mode: String =
         conn.pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get(0))?;
     if !mode.eq_ignore_ascii_case("wal") {
@@ -546,6 +542,9 @@ fn init(conn: &mut Connection) -> Result<(), Fail> {
 
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
     tx.execute_batch(SCHEMA).map_err(schema_mismatch)?;
+    if version == Some(2) {
+        tx.execute_batch(MIGRATE_2_TO_3)?;
+    }
     tx.execute(
         "INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', ?1)",
         [SCHEMA_VERSION],
@@ -559,9 +558,23 @@ fn init(conn: &mut Connection) -> Result<(), Fail> {
     Ok(())
 }
 
-/// A new file, or one of ours at [`SCHEMA_VERSION`]. Reading sqlite_master is
-/// also the first read of the header, where a non-SQLite file fails.
-fn check_identity(conn: &Connection) -> Result<(), Fail> {
+/// Version 2 kept search results in a table of their own; version 3 keeps
+/// every operation's records in `records` (created by [`SCHEMA`]).
+const MIGRATE_2_TO_3: &str = "
+INSERT INTO records (collection, key, document, d_record)
+    SELECT 'search_results', json_object('text', text, 'url', url),
+           json_object('url', url, 'text', text, 'positions', json(positions),
+                       'd_search', d_search),
+           d_search
+    FROM search_results;
+DROP TABLE search_results;
+UPDATE meta SET value = 3 WHERE key = 'schema_version';
+";
+
+/// A new file (`None`), or one of ours at [`SCHEMA_VERSION`] or a version it
+/// migrates from (its version). Reading sqlite_master is also the first read
+/// of the header, where a non-SQLite file fails.
+fn check_identity(conn: &Connection) -> Result<Option<i64>, Fail> {
     let tables: Vec<String> = conn
         .prepare(
             "SELECT name FROM sqlite_master
@@ -578,16 +591,20 @@ fn check_identity(conn: &Connection) -> Result<(), Fail> {
             )
             .optional()?;
         use rusqlite::types::Value;
-        match version {
-            Some(Value::Integer(SCHEMA_VERSION)) => Ok(()),
-            // The same number written as text by hand.
-            Some(Value::Text(v)) if v.trim().parse::<i64>() == Ok(SCHEMA_VERSION) => Ok(()),
-            other => Err(Fail::Corrupt(format!(
-                "schema_version is {other:?}, this build reads version {SCHEMA_VERSION}"
+        let number = match &version {
+            Some(Value::Integer(v)) => Some(*v),
+            // A number written as text by hand.
+            Some(Value::Text(v)) => v.trim().parse::<i64>().ok(),
+            _ => None,
+        };
+        match number {
+            Some(v @ (2 | SCHEMA_VERSION)) => Ok(Some(v)),
+            _ => Err(Fail::Corrupt(format!(
+                "schema_version is {version:?}, this build reads versions 2 and {SCHEMA_VERSION}"
             ))),
         }
     } else if tables.is_empty() {
-        Ok(())
+        Ok(None)
     } else {
         // Someone else's database: do not add our tables to it.
         Err(Fail::Corrupt(format!(
@@ -959,6 +976,42 @@ fn duplicate_of(tx: &Transaction<'_>, url: &str, hash: u64) -> Result<Option<Str
     Ok(None)
 }
 
+/// A record's key as the `records` table's key column: its fields in name
+/// order, so one key always has one text (serde_json keeps insertion order).
+fn record_key(key: &Document) -> Result<String, Fail> {
+    let mut fields: Vec<(&String, &serde_json::Value)> = key.iter().collect();
+    fields.sort_by(|a, b| a.0.cmp(b.0));
+    let mut text = String::from("{");
+    for (i, (name, value)) in fields.into_iter().enumerate() {
+        if i > 0 {
+            text.push(',');
+        }
+        text.push_str(&serde_json::to_string(name).map_err(json_err)?);
+        text.push(':');
+        text.push_str(&serde_json::to_string(value).map_err(json_err)?);
+    }
+    text.push('}');
+    Ok(text)
+}
+
+/// Write (or replace) an operation's record: its key and fields as one
+/// document, stamped with the commit time.
+fn write_record(tx: &Transaction<'_>, record: &Record, now: Millis) -> Result<(), Fail> {
+    let mut document = record.key.clone();
+    document.extend(record.fields.clone());
+    if let Some(stamp) = &record.stamp {
+        document.insert(stamp.clone(), now.into());
+    }
+    let document = serde_json::to_string(&document).map_err(json_err)?;
+    tx.prepare_cached(WRITE_RECORD)?.execute(params![
+        record.collection,
+        record_key(&record.key)?,
+        document,
+        now
+    ])?;
+    Ok(())
+}
+
 /// One transaction: SQLite makes the whole batch durable or none of it, so
 /// the order inside (links, then the page) only matters to other backends.
 fn apply_commit(
@@ -1022,10 +1075,8 @@ fn apply_commit(
             key_hash(&rec.url, &rec.operation),
             Seen::Processed { at: now },
         )?;
-        if let Some(hit) = &page.search_hit {
-            let positions = serde_json::to_string(&hit.positions).map_err(json_err)?;
-            tx.prepare_cached(WRITE_SEARCH)?
-                .execute(params![hit.url, hit.text, positions, now])?;
+        for record in &page.records {
+            write_record(tx, record, now)?;
         }
     }
     let summary = c.summary;
@@ -1186,7 +1237,7 @@ fn read_candidates(
 }
 
 #[async_trait]
-impl Store for SqliteStore {
+impl Frontier for SqliteStore {
     async fn claim(&self, req: ClaimRequest) -> Result<Vec<Job>, StoreError> {
         let (_, jobs) = self
             .commit_and_claim(CommitBatch::default(), Some(req))
@@ -1295,7 +1346,7 @@ impl Store for SqliteStore {
         self.read(|tx, _| {
             let counts = tx
                 .prepare_cached(COUNTS)?
-                .query_row([ROBOTS_BLOCKED], |row| {
+                .query_row([ROBOTS_BLOCKED, SEARCH_RESULTS], |row| {
                     Ok([
                         row.get::<_, i64>(0)?,
                         row.get(1)?,
@@ -1319,7 +1370,10 @@ impl Store for SqliteStore {
         })
         .await
     }
+}
 
+#[async_trait]
+impl Queries for SqliteStore {
     async fn processed(&self, query: PageQuery) -> Result<Vec<ProcessedUrl>, StoreError> {
         self.read(move |tx, _| {
             let mut pages = Vec::new();
@@ -1399,19 +1453,25 @@ impl Store for SqliteStore {
         .await
     }
 
-    async fn search_results(&self, text: Option<&str>) -> Result<Vec<SearchResult>, StoreError> {
-        let text = text.map(str::to_string);
+    async fn records(
+        &self,
+        collection: &str,
+        filter: &Document,
+    ) -> Result<Vec<Document>, StoreError> {
+        let collection = collection.to_string();
+        let filter = filter.clone();
         self.read(move |tx, _| {
-            let mut stmt = tx.prepare_cached(SEARCH_LIST)?;
-            let mut rows = stmt.query([&text])?;
+            let mut stmt = tx.prepare_cached(RECORD_LIST)?;
+            let mut rows = stmt.query([&collection])?;
             let mut list = Vec::new();
             while let Some(row) = rows.next()? {
-                list.push(SearchResult {
-                    url: row.get(0)?,
-                    text: row.get(1)?,
-                    positions: json_col(row, 2, "positions", |s| serde_json::from_str(s))?,
-                    d_search: int_col(row, 3, "d_search")?,
-                });
+                let text: String = row.get(0)?;
+                let doc: Document = serde_json::from_str(&text).map_err(|e| {
+                    Fail::Corrupt(format!("records.document is not a JSON object: {e}"))
+                })?;
+                if filter.iter().all(|(k, v)| doc.get(k) == Some(v)) {
+                    list.push(doc);
+                }
             }
             Ok(list)
         })
@@ -1487,7 +1547,7 @@ impl Store for SqliteStore {
 mod tests {
     use super::*;
     use std::collections::HashMap;
-    use web_crawler_actors::{ProcessedPage, Retry, SearchHit};
+    use web_crawler_actors::{ProcessedPage, Retry};
 
     const OWNER: &str = "node1@master";
 
@@ -1553,7 +1613,7 @@ mod tests {
                 ..PageRecord::default()
             },
             links,
-            search_hit: None,
+            records: Vec::new(),
         }
     }
 
@@ -1925,10 +1985,13 @@ mod tests {
         let mut gave_up = page("http://a/timeout", None, None, vec![]);
         gave_up.record.error = Some("timed out".into());
         let mut hit = page("http://a/1", Some(200), Some(5), vec![]);
-        hit.search_hit = Some(SearchHit {
-            url: "http://a/1".into(),
-            text: "x".into(),
-            positions: vec![0],
+        hit.records.push(Record {
+            collection: SEARCH_RESULTS.into(),
+            key: serde_json::json!({ "url": "http://a/1", "text": "x" })
+                .as_object()
+                .cloned()
+                .unwrap(),
+            ..Record::default()
         });
         let batch = CommitBatch {
             now: 1_000,
@@ -2144,9 +2207,61 @@ mod tests {
         drop(SqliteStore::open(&newer).unwrap());
         Connection::open(&newer)
             .unwrap()
-            .execute("UPDATE meta SET value = 3 WHERE key = 'schema_version'", [])
+            .execute("UPDATE meta SET value = 4 WHERE key = 'schema_version'", [])
             .unwrap();
         let msg = SqliteStore::open(&newer).unwrap_err().to_string();
         assert!(msg.contains("schema_version"), "{msg}");
+    }
+
+    /// A version 2 file's search results become records, keyed as a record
+    /// written now would be (so a re-processed page replaces, not adds).
+    #[tokio::test]
+    async fn a_version_2_file_is_migrated() {
+        let (_dir, path, store) = open_temp();
+        drop(store);
+        Connection::open(&path)
+            .unwrap()
+            .execute_batch(
+                r#"DROP TABLE records;
+                 CREATE TABLE search_results (
+                     id INTEGER PRIMARY KEY, url TEXT NOT NULL, text TEXT NOT NULL,
+                     positions TEXT NOT NULL DEFAULT '[]', d_search INTEGER NOT NULL,
+                     UNIQUE (url, text));
+                 INSERT INTO search_results (url, text, positions, d_search)
+                     VALUES ('http://a/1', 'say "hi"', '[3,9]', 1234);
+                 UPDATE meta SET value = 2 WHERE key = 'schema_version';"#,
+            )
+            .unwrap();
+        let store = SqliteStore::open(&path).unwrap();
+        let docs = store
+            .records(SEARCH_RESULTS, &Document::new())
+            .await
+            .unwrap();
+        assert_eq!(
+            serde_json::Value::Object(docs[0].clone()),
+            serde_json::json!({
+                "url": "http://a/1", "text": "say \"hi\"", "positions": [3, 9], "d_search": 1234
+            })
+        );
+        let key = serde_json::json!({ "url": "http://a/1", "text": "say \"hi\"" });
+        let mut again = page("http://a/1", Some(200), Some(1), vec![]);
+        again.records.push(Record {
+            collection: SEARCH_RESULTS.into(),
+            key: key.as_object().cloned().unwrap(),
+            fields: serde_json::json!({ "positions": [4] })
+                .as_object()
+                .cloned()
+                .unwrap(),
+            stamp: Some("d_search".into()),
+        });
+        store.commit(pages(5_000, None, vec![again])).await.unwrap();
+        let docs = store
+            .records(SEARCH_RESULTS, &Document::new())
+            .await
+            .unwrap();
+        assert_eq!(docs.len(), 1, "replaced: {docs:?}");
+        assert_eq!(docs[0]["positions"], serde_json::json!([4]));
+        assert_eq!(docs[0]["d_search"], serde_json::json!(5_000));
+        assert_eq!(store.counts().await.unwrap().search_results, 1);
     }
 }
