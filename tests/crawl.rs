@@ -10,8 +10,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 use web_crawler::actors::{
-    ClaimRequest, CommitBatch, CommitSummary, Frontier, Job, Operation, OperationError,
-    OperationOutput, OperationSpec, PageContext, PageQuery, ProcessedUrl, Storage, Store,
+    ClaimRequest, CommitBatch, CommitSummary, Document, Frontier, Job, Operation, OperationError,
+    OperationOutput, OperationSpec, PageContext, PageQuery, ProcessedUrl, Record, Storage, Store,
     StoreCounts, StoreError, UrlKey, async_trait,
 };
 use web_crawler::operations::search_results;
@@ -342,6 +342,97 @@ async fn a_panicking_slave_is_retried_then_recorded_as_failed(b: Backend) {
     );
 }
 
+/// A user's operation, as an embedding user writes it: the visible words
+/// of each page, kept in a collection of its own.
+struct CountWords;
+
+#[async_trait]
+impl Operation for CountWords {
+    fn name(&self) -> &str {
+        "count_words"
+    }
+    fn validate(&self, args: &[String]) -> Result<(), OperationError> {
+        match args {
+            [] => Ok(()),
+            _ => Err(OperationError::BadArguments("no arguments".into())),
+        }
+    }
+    async fn run(
+        &self,
+        ctx: &PageContext<'_>,
+        _args: &[String],
+    ) -> Result<OperationOutput, OperationError> {
+        let words = ctx.extracted.text.split_whitespace().count();
+        let key = Document::from_iter([("url".to_string(), ctx.job.url.clone().into())]);
+        let fields = Document::from_iter([("words".to_string(), words.into())]);
+        Ok(OperationOutput::records(vec![Record {
+            collection: "word_counts".into(),
+            key,
+            fields,
+            stamp: Some("d_counted".into()),
+        }]))
+    }
+}
+
+/// A page whose only visible words are `words` (its links have no text).
+fn words_page(words: &str, links: &[&str]) -> Page {
+    let links: String = links
+        .iter()
+        .map(|l| format!("<a href=\"{l}\"></a>"))
+        .collect();
+    Page::html(format!("<html><body><p>{words}</p>{links}</body></html>"))
+}
+
+async fn a_custom_operation_stores_its_own_records(b: Backend) {
+    let server = TestServer::start(
+        Ipv4Addr::new(127, 0, 0, 12),
+        HashMap::from([
+            ("/".to_string(), words_page("one two three", &["/a", "/b"])),
+            ("/a".to_string(), words_page("four five", &["/"])),
+            ("/b".to_string(), words_page("six", &[])),
+        ]),
+    )
+    .await;
+    let store = b.open().await;
+    let mut s = settings("custom-op");
+    s.operations = s.operations.clone().with(Arc::new(CountWords));
+    let op = OperationSpec(vec!["count_words".into()]);
+    crawl(store.clone(), s.clone(), &[(server.url("/"), op.clone())]).await;
+    let mut counts: Vec<(String, u64)> = store
+        .records("word_counts", &Document::new())
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|d| {
+            assert!(d["d_counted"].as_i64().unwrap() > 0, "stamped: {d:?}");
+            (
+                d["url"].as_str().unwrap().to_string(),
+                d["words"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    counts.sort();
+    assert_eq!(
+        counts,
+        vec![
+            (server.url("/"), 3),
+            (server.url("/a"), 2),
+            (server.url("/b"), 1),
+        ]
+    );
+    // A bad argument list is refused at add_url, with the operation's reason.
+    let app = start(store.clone(), s).await.unwrap();
+    let err = app
+        .add_url_with(
+            &server.url("/"),
+            OperationSpec(vec!["count_words".into(), "x".into()]),
+        )
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("no arguments"), "{err}");
+    app.stop(Duration::from_secs(5)).await.unwrap();
+}
+
 /// The real store with injected failures: the Nth and later commits fail
 /// (up to `failures` times), as a disk or server error would. It wraps the
 /// frontier only; the queries go to the store itself.
@@ -622,6 +713,10 @@ on_both_backends!(
 on_both_backends!(
     search_text_records_exact_positions,
     search_text_records_exact_positions
+);
+on_both_backends!(
+    a_custom_operation_stores_its_own_records,
+    a_custom_operation_stores_its_own_records
 );
 on_both_backends!(
     a_panicking_slave_is_retried_then_recorded_as_failed,
