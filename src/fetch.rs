@@ -708,38 +708,6 @@ fn days_from_civil(year: i64, month: u32, day: u32) -> i64 {
 /// Loopback servers for the tests of this module and of `robots`. Each accept
 /// loop ends after a fixed number of connections, and all of it is dropped
 /// with the test's runtime, so no test can hang on a server.
-/// The tree's fetch behaviour over this client.
-#[async_trait::async_trait]
-impl web_crawler_actors::Fetcher for HttpFetcher {
-    async fn fetch(
-        &self,
-        url: &str,
-    ) -> Result<web_crawler_actors::FetchedPage, web_crawler_actors::FetchFailure> {
-        let failure = |e: FetchError| web_crawler_actors::FetchFailure {
-            retryable: e.is_retryable(),
-            reason: e.to_string(),
-        };
-        let parsed =
-            Url::parse(url).map_err(|e| failure(FetchError::InvalidUrl(format!("{url}: {e}"))))?;
-        let resp = self.get(&parsed).await.map_err(failure)?;
-        Ok(web_crawler_actors::FetchedPage {
-            status: resp.status,
-            content_type: resp.content_type,
-            content_length: resp.content_length.and_then(|n| i64::try_from(n).ok()),
-            server: resp.server,
-            location: resp.location,
-            retry_after_ms: resp.retry_after.map(|d| d.as_millis() as i64),
-            body: resp.body.to_vec(),
-            truncated: resp.truncated,
-            fetch_ms: resp.elapsed.as_millis() as i64,
-        })
-    }
-
-    async fn robots(&self, scheme: &str, host: &str) -> web_crawler_actors::RobotsReport {
-        crate::robots::robots_report(self, scheme, host).await
-    }
-}
-
 #[cfg(test)]
 pub(crate) mod test_server {
     use std::convert::Infallible;
@@ -1434,8 +1402,6 @@ mod tests {
         let url = Url::parse("http://127.0.0.1:9/").unwrap();
         send_sync(&f);
         send(&f.get(&url));
-        send(&crate::robots::fetch_robots(&f, &url));
-        send_sync(&crate::robots::Robots::allow_all());
         send_sync(&FetchError::Timeout("total"));
     }
 
