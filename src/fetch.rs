@@ -16,7 +16,7 @@
 
 use std::error::Error as StdError;
 use std::io::{self, Write};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime};
 
 use brotli::DecompressorWriter;
 use bytes::Bytes;
@@ -625,84 +625,13 @@ fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration> {
         let secs = value.parse::<u64>().unwrap_or(u64::MAX);
         return Some(Duration::from_secs(secs).min(MAX_RETRY_AFTER));
     }
-    let at = UNIX_EPOCH + Duration::from_secs(parse_http_date(value)?);
+    // IMF-fixdate, or the obsolete RFC 850 and asctime forms recipients must accept.
+    let at = httpdate::parse_http_date(value).ok()?;
     Some(
         at.duration_since(now)
             .unwrap_or(Duration::ZERO)
             .min(MAX_RETRY_AFTER),
     )
-}
-
-/// An HTTP-date (RFC 9110 5.6.7) as seconds since the Unix epoch. Accepts the
-/// IMF-fixdate form and, as recipients must, the obsolete RFC 850 and asctime forms.
-fn parse_http_date(s: &str) -> Option<u64> {
-    let tokens: Vec<&str> = s
-        .split([' ', '\t', ','])
-        .filter(|t| !t.is_empty())
-        .collect();
-    let mut t = tokens.as_slice();
-    // The weekday is redundant; drop it when present.
-    if let Some(first) = t.first()
-        && first.bytes().all(|b| b.is_ascii_alphabetic())
-        && month_number(first).is_none()
-    {
-        t = &t[1..];
-    }
-    let digits = |x: &str| !x.is_empty() && x.bytes().all(|b| b.is_ascii_digit());
-    let (day, month, year, time): (u32, u32, i64, &str) = match t {
-        // IMF-fixdate: 06 Nov 1994 08:49:37 GMT
-        [d, m, y, hms, ..] if digits(d) => {
-            (d.parse().ok()?, month_number(m)?, y.parse().ok()?, hms)
-        }
-        // RFC 850: 06-Nov-94 08:49:37 GMT
-        [dmy, hms, ..] if dmy.contains('-') => {
-            let mut p = dmy.split('-');
-            let d = p.next()?.parse().ok()?;
-            let m = month_number(p.next()?)?;
-            let yy: i64 = p.next()?.parse().ok()?;
-            let y = match yy {
-                0..=69 => 2000 + yy,
-                70..=99 => 1900 + yy,
-                _ => yy,
-            };
-            (d, m, y, hms)
-        }
-        // asctime: Nov  6 08:49:37 1994
-        [m, d, hms, y, ..] => (d.parse().ok()?, month_number(m)?, y.parse().ok()?, hms),
-        _ => return None,
-    };
-    let mut hms = time.split(':').map(|x| x.parse::<u64>().ok());
-    let (h, mi, sec) = (hms.next()??, hms.next()??, hms.next()??);
-    if hms.next().is_some()
-        || !(1..=31).contains(&day)
-        || !(1970..=9999).contains(&year)
-        || h > 23
-        || mi > 59
-        || sec > 60
-    {
-        return None;
-    }
-    let days = u64::try_from(days_from_civil(year, month, day)).ok()?;
-    Some(days * 86_400 + h * 3600 + mi * 60 + sec)
-}
-
-fn month_number(name: &str) -> Option<u32> {
-    const MONTHS: [&str; 12] = [
-        "jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec",
-    ];
-    let name = name.to_ascii_lowercase();
-    MONTHS.iter().position(|m| *m == name).map(|i| i as u32 + 1)
-}
-
-/// Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's algorithm).
-fn days_from_civil(year: i64, month: u32, day: u32) -> i64 {
-    let (m, d) = (i64::from(month), i64::from(day));
-    let y = if m <= 2 { year - 1 } else { year };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
 }
 
 /// Loopback servers for the tests of this module and of `robots`. Each accept
@@ -831,6 +760,7 @@ mod tests {
     use http_body_util::Full;
     use hyper::Response;
     use std::sync::atomic::Ordering;
+    use std::time::UNIX_EPOCH;
     use tokio::io::AsyncWriteExt;
 
     fn test_config() -> FetchConfig {
@@ -1243,35 +1173,9 @@ mod tests {
         assert!(HttpFetcher::new(cfg).is_err());
     }
 
-    /// Formats `t` as an IMF-fixdate (the weekday is not checked by the parser).
-    fn imf_fixdate(t: SystemTime) -> String {
-        let secs = t.duration_since(UNIX_EPOCH).unwrap().as_secs() as i64;
-        let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-        // Inverse of days_from_civil (H. Hinnant).
-        let z = days + 719_468;
-        let era = z.div_euclid(146_097);
-        let doe = z - era * 146_097;
-        let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-        let mp = (5 * doy + 2) / 153;
-        let d = doy - (153 * mp + 2) / 5 + 1;
-        let m = if mp < 10 { mp + 3 } else { mp - 9 };
-        let y = yoe + era * 400 + i64::from(m <= 2);
-        const MONTHS: [&str; 12] = [
-            "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
-        ];
-        format!(
-            "Mon, {d:02} {} {y} {:02}:{:02}:{:02} GMT",
-            MONTHS[(m - 1) as usize],
-            rem / 3600,
-            rem % 3600 / 60,
-            rem % 60
-        )
-    }
-
     #[tokio::test]
     async fn retry_after_seconds_and_http_date() {
-        let in_an_hour = imf_fixdate(SystemTime::now() + Duration::from_secs(3600));
+        let in_an_hour = httpdate::fmt_http_date(SystemTime::now() + Duration::from_secs(3600));
         let server = serve(move |req| {
             let value = match req.uri().path() {
                 "/secs" => "120".to_string(),
@@ -1305,33 +1209,39 @@ mod tests {
     }
 
     #[test]
-    fn http_date_forms() {
-        // RFC 9110's example instant, in its three forms.
-        let want = Some(784_111_777);
-        assert_eq!(parse_http_date("Sun, 06 Nov 1994 08:49:37 GMT"), want);
-        assert_eq!(parse_http_date("Sunday, 06-Nov-94 08:49:37 GMT"), want);
-        assert_eq!(parse_http_date("Sun Nov  6 08:49:37 1994"), want);
-        assert_eq!(parse_http_date("Thu, 01 Jan 1970 00:00:00 GMT"), Some(0));
+    fn retry_after_forms() {
+        // RFC 9110's example instant, seen from 777 s before it.
+        let now = UNIX_EPOCH + Duration::from_secs(784_111_000);
+        let want = Some(Duration::from_secs(777));
         assert_eq!(
-            parse_http_date("Tue, 29 Feb 2000 12:00:00 GMT"),
-            Some(951_825_600)
+            parse_retry_after("Sun, 06 Nov 1994 08:49:37 GMT", now),
+            want
+        );
+        assert_eq!(
+            parse_retry_after("Sunday, 06-Nov-94 08:49:37 GMT", now),
+            want
+        );
+        assert_eq!(parse_retry_after("Sun Nov  6 08:49:37 1994", now), want);
+        assert_eq!(parse_retry_after(" 777 ", now), want);
+        assert_eq!(parse_retry_after("0", now), Some(Duration::ZERO));
+        assert_eq!(
+            parse_retry_after("Thu, 01 Jan 1970 00:00:00 GMT", now),
+            Some(Duration::ZERO)
         );
         for bad in [
             "",
             "GMT",
+            "-5",
+            "1.5",
             "Sun, 06 Foo 1994 08:49:37 GMT",
-            "06 Nov 1994 25:00:00",
-            "1994",
+            "Sun, 06 Nov 1994 25:00:00 GMT",
+            "Sun, 31 Nov 1994 08:49:37 GMT",
+            // httpdate also checks the weekday against the date.
+            "Mon, 06 Nov 1994 08:49:37 GMT",
+            "06 Nov 1994 08:49:37",
         ] {
-            assert_eq!(parse_http_date(bad), None, "{bad:?}");
+            assert_eq!(parse_retry_after(bad, now), None, "{bad:?}");
         }
-        let now = SystemTime::now();
-        assert_eq!(
-            imf_fixdate(UNIX_EPOCH + Duration::from_secs(784_111_777)),
-            "Mon, 06 Nov 1994 08:49:37 GMT"
-        );
-        let round = parse_http_date(&imf_fixdate(now)).unwrap();
-        assert_eq!(round, now.duration_since(UNIX_EPOCH).unwrap().as_secs());
     }
 
     #[tokio::test]
