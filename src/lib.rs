@@ -26,6 +26,7 @@ pub mod policy;
 pub mod robots;
 pub mod store;
 
+mod behaviours;
 mod settings;
 
 pub use settings::{Error, Settings, start, start_embedded, start_on, start_worker};

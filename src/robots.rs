@@ -698,6 +698,18 @@ mod tests {
         assert_eq!(server.requests.load(Ordering::SeqCst), 6);
     }
 
+    /// Robots are fetched on a multi-threaded runtime and shared across
+    /// actors, so these must stay Send/Sync; this fails to compile otherwise.
+    #[test]
+    fn robots_types_are_send_and_sync() {
+        fn send_sync<T: Send + Sync>(_: &T) {}
+        fn send<T: Send>(_: &T) {}
+        let f = fetcher();
+        let url = Url::parse("http://127.0.0.1:9/").unwrap();
+        send(&fetch_robots(&f, &url));
+        send_sync(&Robots::allow_all());
+    }
+
     #[tokio::test]
     async fn binary_robots_body_does_not_panic() {
         let server = serve(|_| {

@@ -1,0 +1,129 @@
+//! HTML → title, headings, visible text and links.
+//!
+//! Built on html5gum's streaming tokenizer with a small amount of tree-builder knowledge
+//! (raw-text elements, foreign content, skip regions) tracked in counters and flags: no DOM is
+//! built, no per-token allocation happens on the hot path, and nothing here can panic on
+//! malformed input.
+//!
+//! `charset` sniffs and decodes the body, `tokenizer` walks html5gum's tokens
+//! and uses the element tables of `tags` to decide what each tag means.
+
+use url::Url;
+
+use crate::normalize::NormalizeOptions;
+
+mod charset;
+mod tags;
+mod tokenizer;
+
+pub use charset::{decode_body, is_html};
+pub use tokenizer::extract_html;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LinkSource {
+    Anchor,
+    Area,
+    Canonical,
+    Alternate,
+    Frame,
+    IFrame,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExtractedLink {
+    /// resolved + normalized
+    pub url: Url,
+    pub source: LinkSource,
+    /// rel=nofollow on the element
+    pub nofollow: bool,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Extracted {
+    /// whitespace-collapsed, trimmed
+    pub title: Option<String>,
+    /// h1..h6 text, in order, whitespace-collapsed
+    pub headings: Vec<String>,
+    /// visible text: whitespace collapsed to single spaces, excluding script, style, noscript,
+    /// template, nav, footer, head content, svg; title and headings ARE included
+    pub text: String,
+    /// document order, de-duplicated by url keeping the first
+    pub links: Vec<ExtractedLink>,
+    /// hrefs that were present but could not be resolved or are not http(s)
+    pub invalid_links: usize,
+    /// effective `<base href>`, if any
+    pub base: Option<Url>,
+    /// `<meta name="robots" content="...nofollow...">` (or "none")
+    pub meta_nofollow: bool,
+    /// `<meta name="robots" content="...noindex...">` (or "none")
+    pub meta_noindex: bool,
+}
+
+/// The tree's extract behaviour: decode, tokenize, hand on the links the
+/// page allows to be followed.
+#[derive(Clone, Debug, Default)]
+pub struct HtmlExtractor {
+    normalize: NormalizeOptions,
+}
+
+impl HtmlExtractor {
+    pub fn new(normalize: NormalizeOptions) -> Self {
+        Self { normalize }
+    }
+}
+
+/// Bytes looked at to sniff HTML when the Content-Type is missing.
+const SNIFF_BYTES: usize = 512;
+
+impl web_crawler_actors::Extractor for HtmlExtractor {
+    fn extract(
+        &self,
+        url: &str,
+        page: &web_crawler_actors::FetchedPage,
+        visible_text: bool,
+    ) -> web_crawler_actors::ExtractedPage {
+        let content_hash = xxhash_rust::xxh3::xxh3_64(&page.body);
+        let content_type = page.content_type.as_deref();
+        let html = is_html(content_type, &page.body[..page.body.len().min(SNIFF_BYTES)]);
+        let textual = html
+            || content_type.is_some_and(|c| {
+                let c = c.to_ascii_lowercase();
+                c.starts_with("text/") || c.contains("xml") || c.contains("json")
+            });
+        if !textual {
+            return web_crawler_actors::ExtractedPage {
+                content_hash,
+                ..Default::default()
+            };
+        }
+        let (document, _) = decode_body(&page.body, content_type);
+        let Some(page_url) = html.then(|| Url::parse(url).ok()).flatten() else {
+            return web_crawler_actors::ExtractedPage {
+                document,
+                content_hash,
+                ..Default::default()
+            };
+        };
+        let found = extract_html(&document, &page_url, &self.normalize, visible_text);
+        let links = if found.meta_nofollow {
+            Vec::new()
+        } else {
+            found
+                .links
+                .iter()
+                .filter(|l| !l.nofollow)
+                .map(|l| l.url.clone())
+                .collect()
+        };
+        web_crawler_actors::ExtractedPage {
+            links_found: found.links.len() + found.invalid_links,
+            links,
+            is_html: true,
+            title: found.title,
+            headings: found.headings,
+            text: found.text,
+            document,
+            content_hash,
+        }
+    }
+}
