@@ -328,7 +328,9 @@ impl Window {
             self.write_deferred |= write;
             return None;
         }
-        let write = write || std::mem::take(&mut self.write_deferred);
+        // Taken whatever `write` says: a flag left set would chain cycles forever.
+        let deferred = std::mem::take(&mut self.write_deferred);
+        let write = write || deferred;
         let mut work = CycleWork {
             release_all_but: self.release_all_but.take(),
             release: std::mem::take(&mut self.release),
@@ -904,6 +906,12 @@ mod tests {
         // A claim that found nothing is not repeated at once.
         let after = w.cycle_done(Vec::new(), None, &nodes(&["a"]));
         assert_eq!(after.next, None);
+        // A write deferred, then asked for again: one more cycle, not a chain.
+        w.start_cycle(false, true, false, T0).unwrap();
+        assert!(w.start_cycle(true, true, false, T0).is_none());
+        assert_eq!(w.cycle_done(Vec::new(), None, &nodes(&["a"])).next, Some(true));
+        w.start_cycle(true, true, false, T0).unwrap();
+        assert_eq!(w.cycle_done(Vec::new(), None, &nodes(&["a"])).next, None);
     }
 
     #[test]
