@@ -11,6 +11,7 @@ mod pool;
 pub mod scheduler;
 mod slave;
 mod sup;
+pub mod traps;
 mod types;
 
 pub use app::{App, AppError, AppHandle};
