@@ -13,6 +13,13 @@
 //! decoded, other `%XX` keep their encoding with upper-case hex, and octets
 //! outside ASCII are percent-encoded. Hence `/%7Ejoe/` and `/~joe/` are
 //! equal, while `/a%2fb` (an encoded `/`, reserved) stays distinct from `/a/b`.
+//!
+//! **Special characters.** In a rule `*` is a wildcard and a final `$` an end
+//! anchor; a rule names a literal `*` or `$` as `%2A` / `%24` (RFC 9309
+//! 2.2.3), which the normal form above keeps encoded. A URL has no
+//! wildcards, so its `*` and `$` are encoded the same way before matching:
+//! `Disallow: /a-%2A.html` then blocks `/a-*.html`, and `Disallow: /foo-%24`
+//! blocks `/foo-$` (as a prefix, not anchored).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -103,6 +110,7 @@ impl Robots {
                 }
                 let mut normalized = Vec::with_capacity(target.len());
                 normalize_path(target.as_bytes(), &mut normalized);
+                encode_specials(&mut normalized);
                 // normalize_path only emits ASCII, so nothing is lost here.
                 robot.allowed(&String::from_utf8_lossy(&normalized))
             }
@@ -323,6 +331,25 @@ fn normalize_path(input: &[u8], out: &mut Vec<u8>) {
     }
 }
 
+/// Percent-encodes `*` and `$` of a URL being checked (see module docs): a
+/// rule can only name them encoded, and texting_robots would compare `%2A`
+/// with `*` octet by octet and miss. Rules are not passed through here, so
+/// their own `*` and `$` stay wildcard and anchor.
+fn encode_specials(path: &mut Vec<u8>) {
+    if !path.iter().any(|&b| b == b'*' || b == b'$') {
+        return;
+    }
+    let mut out = Vec::with_capacity(path.len() + 4);
+    for &b in path.iter() {
+        match b {
+            b'*' => out.extend_from_slice(b"%2A"),
+            b'$' => out.extend_from_slice(b"%24"),
+            _ => out.push(b),
+        }
+    }
+    *path = out;
+}
+
 impl web_crawler_actors::RobotsRules for Robots {
     fn is_allowed(&self, url: &str) -> bool {
         // A URL that does not parse is never fetched anyway.
@@ -500,6 +527,27 @@ mod tests {
         // And the reverse: an encoded unreserved char in the URL is decoded.
         let r = Robots::parse(b"User-agent: *\nDisallow: /baz\n", UA);
         assert!(!allowed(&r, "/%62%61%7A"));
+    }
+
+    #[test]
+    fn encoded_special_characters_are_literal() {
+        let r = Robots::parse(
+            b"User-agent: *\nDisallow: /path/file-with-a-%2A.html\nDisallow: /path/foo-%24\n\
+              Disallow: /wild/*.html$\n",
+            UA,
+        );
+        let check = |url: &str| r.is_allowed(&Url::parse(url).unwrap());
+        // RFC 9309 2.2.3's examples: %2A is a literal '*', %24 a literal '$'.
+        assert!(!check("http://h/path/file-with-a-*.html"));
+        assert!(!check("http://h/path/file-with-a-%2A.html"));
+        assert!(check("http://h/path/file-with-a-X.html"), "not a wildcard");
+        assert!(!check("http://h/path/foo-$"));
+        assert!(!check("http://h/path/foo-$/more"), "not an end anchor");
+        assert!(check("http://h/path/foo-"));
+        // Unencoded, they keep their meaning, also against a literal '*' in the URL.
+        assert!(!check("http://h/wild/a/b.html"));
+        assert!(!check("http://h/wild/*.html"));
+        assert!(check("http://h/wild/a.html?x=1"));
     }
 
     #[test]

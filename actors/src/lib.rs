@@ -13,6 +13,7 @@ mod remote;
 pub mod scheduler;
 mod slave;
 mod sup;
+pub mod traps;
 mod types;
 pub mod window;
 
