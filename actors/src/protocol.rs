@@ -227,7 +227,7 @@ impl ractor::Message for MasterMsg {
 /// this node, else through its process group on another node. A restarted
 /// master gets it, as it takes the name and the group.
 pub(crate) fn cast(master_name: &str, msg: MasterMsg) {
-    let master = ActorRef::<MasterMsg>::where_is(master_name.to_string()).or_else(|| {
+    let master = ActorRef::<MasterMsg>::where_is(master_name).or_else(|| {
         ractor::pg::get_members(&MASTER_GROUP.to_string())
             .into_iter()
             .find(|c| !c.get_id().is_local())
