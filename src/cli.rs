@@ -10,6 +10,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use web_crawler::actors::cluster;
+use web_crawler::actors::traps::TrapSettings;
 use web_crawler::actors::{AppHandle, ControlRequest, IdleReason, OperationSpec, PageQuery, Store};
 use web_crawler::operations::search_results;
 use web_crawler::policy::Scope;
@@ -192,7 +193,12 @@ struct CrawlOpts {
 
 impl CrawlOpts {
     fn settings(&self) -> Result<Settings> {
-        self.tuning.settings()
+        let mut s = self.tuning.settings()?;
+        // A one-shot crawl must end: a host whose robots.txt stays
+        // unreachable is asked a few times over about half a minute, then
+        // its URLs are recorded as failed.
+        s.crawl.robots_retry = Duration::from_secs(10);
+        Ok(s)
     }
 }
 
@@ -228,9 +234,10 @@ struct TuningOpts {
     /// Re-fetch pages processed longer ago than this many seconds when linked again.
     #[arg(long, value_name = "SECS")]
     reprocess_after: Option<u64>,
-    /// Drop utm_* and similar tracking parameters from URLs.
+    /// Keep utm_*, gclid, fbclid and similar tracking parameters in URLs
+    /// (dropped by default, so a campaign URL is not fetched again).
     #[arg(long)]
-    strip_tracking: bool,
+    keep_tracking: bool,
     /// Sort query parameters so reordered queries are one URL.
     #[arg(long)]
     sort_query: bool,
@@ -240,6 +247,52 @@ struct TuningOpts {
     /// Total time per request, in seconds.
     #[arg(long, default_value_t = 30)]
     timeout: u64,
+    #[command(flatten)]
+    traps: TrapOpts,
+}
+
+/// Crawler-trap defence: on by default; see `web_crawler_actors::traps`.
+/// A rule whose threshold is 0 is off.
+#[derive(Debug, Args)]
+struct TrapOpts {
+    /// Turn the crawler-trap defence off (infinite calendars, facets,
+    /// session ids and soft-404s are then followed until a budget stops them).
+    #[arg(long)]
+    no_trap_defence: bool,
+    /// Two pages whose text simhashes differ in at most this many bits are near-duplicates.
+    #[arg(long, value_name = "BITS", default_value_t = TrapSettings::default().near_dup_bits)]
+    trap_near_dup_bits: u32,
+    /// Recent pages of a URL pattern the trap rules look at.
+    #[arg(long, value_name = "PAGES", default_value_t = TrapSettings::default().window)]
+    trap_window: u32,
+    /// A URL pattern closes when this % of its recent pages are near-duplicates.
+    #[arg(long, value_name = "PCT", default_value_t = TrapSettings::default().near_dup_pct)]
+    trap_near_dup_pct: u32,
+    /// A URL pattern closes after this many near-duplicate pages that link only back into it.
+    #[arg(long, value_name = "PAGES", default_value_t = TrapSettings::default().barren_budget)]
+    trap_barren_budget: u32,
+    /// A path's query space (facets, sorts) closes after this many near-duplicate variants.
+    #[arg(long, value_name = "PAGES", default_value_t = TrapSettings::default().facet_budget)]
+    trap_facet_budget: u32,
+    /// A host serving this many near-duplicate pages in a row keeps only its proven sections.
+    #[arg(long, value_name = "PAGES", default_value_t = TrapSettings::default().host_dup_run)]
+    trap_host_dup_run: u32,
+}
+
+impl TrapOpts {
+    fn settings(&self) -> Option<TrapSettings> {
+        if self.no_trap_defence {
+            return None;
+        }
+        let mut t = TrapSettings::default();
+        t.near_dup_bits = self.trap_near_dup_bits;
+        t.window = self.trap_window;
+        t.near_dup_pct = self.trap_near_dup_pct;
+        t.barren_budget = self.trap_barren_budget;
+        t.facet_budget = self.trap_facet_budget;
+        t.host_dup_run = self.trap_host_dup_run;
+        Some(t)
+    }
 }
 
 impl TuningOpts {
@@ -250,11 +303,12 @@ impl TuningOpts {
         s.crawl.min_delay = Duration::from_millis(self.delay_ms);
         s.crawl.max_pages = self.max_pages;
         s.crawl.reprocess_after = self.reprocess_after.map(Duration::from_secs);
+        s.crawl.traps = self.traps.settings();
         s.policy.scope = self.scope;
         s.policy.max_depth = self.max_depth;
         s.policy.allow = compile(&self.allow, "--allow")?;
         s.policy.deny = compile(&self.deny, "--deny")?;
-        s.policy.normalize.strip_tracking_params = self.strip_tracking;
+        s.policy.normalize.strip_tracking_params = !self.keep_tracking;
         s.policy.normalize.sort_query = self.sort_query;
         s.fetch.user_agent = self.user_agent.clone();
         s.fetch.max_body_bytes = self.max_body;
@@ -547,6 +601,9 @@ async fn serve_node(
     let cookie = console::read_cookie(&node.cookie_file)?;
     let mut settings = tuning.settings()?;
     settings.crawl.node_name = node.name.clone();
+    // A service watches its sites: a host whose robots.txt is unreachable
+    // is asked again every robots_retry, without end.
+    settings.crawl.keep_retrying_robots = true;
     let server = cluster::start_node(&node.name, node.listen, &cookie, true).await?;
     let app = match &master {
         Some((store, _)) => start(store.open(false).await?, settings).await?,

@@ -2,7 +2,7 @@
 //!
 //! Invariant: URLs a server must treat as the same resource normalize to the same string, and
 //! URLs that may legitimately differ are never merged. Only RFC 3986 "safe" normalizations are
-//! applied by default; the lossy ones (tracking-parameter stripping, query sorting) are opt-in.
+//! applied by default, and so is tracking-parameter stripping; query sorting is opt-in.
 
 use url::{Host, Url};
 
@@ -13,12 +13,22 @@ pub const MAX_URL_LEN: usize = 2048;
 /// How many bytes of an offending URL an error message quotes, so log lines stay bounded.
 const QUOTE_MAX: usize = 200;
 
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NormalizeOptions {
     /// drop utm_*, gclid, fbclid, mc_cid, mc_eid, yclid, msclkid, _ga, igshid query parameters
+    /// (on by default: the same page under a campaign URL is not fetched again)
     pub strip_tracking_params: bool,
     /// sort query parameters by key (stable for equal keys)
     pub sort_query: bool,
+}
+
+impl Default for NormalizeOptions {
+    fn default() -> Self {
+        Self {
+            strip_tracking_params: true,
+            sort_query: false,
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -249,7 +259,10 @@ mod tests {
     use super::*;
 
     fn plain() -> NormalizeOptions {
-        NormalizeOptions::default()
+        NormalizeOptions {
+            strip_tracking_params: false,
+            sort_query: false,
+        }
     }
 
     fn all_opts() -> NormalizeOptions {

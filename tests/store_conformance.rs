@@ -55,6 +55,7 @@ fn page(url: &str, status: u16, hash: Option<u64>, links: Vec<NewLink>) -> Proce
         },
         links,
         records: Vec::new(),
+        simhash: None,
     }
 }
 

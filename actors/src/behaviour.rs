@@ -76,6 +76,10 @@ pub struct ProcessedPage {
     pub links: Vec<NewLink>,
     /// What the page's operation asks the store to keep.
     pub records: Vec<Record>,
+    /// [`simhash`](crate::traps::simhash) of the page's visible text, for
+    /// the trap defence (a fetched HTML page, when it is on). Not stored.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub simhash: Option<u64>,
 }
 
 impl ProcessedPage {

@@ -2,6 +2,7 @@
 
 use crate::behaviour::{Extractor, Fetcher, Frontier, LinkPolicy, Operations, Queries, Store};
 use crate::scheduler::Politeness;
+use crate::traps::TrapSettings;
 use crate::types::Millis;
 use std::fmt;
 use std::sync::Arc;
@@ -67,7 +68,14 @@ pub struct CrawlConfig {
     /// write per interval instead of one per result.
     pub flush_every: Duration,
     pub robots_ttl: Duration,
+    /// How long to wait before asking an unreachable robots.txt again.
     pub robots_retry: Duration,
+    /// A URL whose host's robots.txt stays unreachable is retried without
+    /// end (a service watching its sites) instead of failing after
+    /// `max_attempts` (a one-shot crawl, which must end).
+    pub keep_retrying_robots: bool,
+    /// Crawler-trap defence ([`crate::traps`]); `None` turns it off.
+    pub traps: Option<TrapSettings>,
     pub restart_intensity: RestartIntensity,
     /// How often the master checks timers, leases and idleness.
     pub tick: Duration,
@@ -91,6 +99,8 @@ impl Default for CrawlConfig {
             flush_every: Duration::from_millis(300),
             robots_ttl: Duration::from_secs(24 * 3600),
             robots_retry: Duration::from_secs(60),
+            keep_retrying_robots: false,
+            traps: Some(TrapSettings::default()),
             restart_intensity: RestartIntensity::default(),
             tick: Duration::from_millis(200),
         }

@@ -197,6 +197,10 @@ impl Actor for Master {
                     cycle(state, false, true);
                 }
             }
+            MasterMsg::Soft404 { probe_url, simhash } => {
+                tracing::info!(%probe_url, "the host serves soft 404s");
+                state.window.soft_404_probe(&probe_url, simhash);
+            }
             MasterMsg::Unstarted(jobs) => {
                 state.window.unstarted(&jobs);
                 cycle(state, false, true);
@@ -368,7 +372,7 @@ async fn finish_cycle(state: &mut MasterState) -> Result<(), ActorProcessingErr>
     let nodes: Vec<String> = live.iter().map(|(n, _)| n.clone()).collect();
     let after = state
         .window
-        .cycle_done(result.claimed, result.counts.as_ref(), &nodes);
+        .cycle_done(result.claimed, result.counts.as_ref(), &nodes, now_ms());
     for (node, jobs) in after.dispatch {
         if let Some((_, pool)) = live.iter().find(|(n, _)| *n == node)
             && let Err(e) = pool.cast(PoolMsg::Dispatch(jobs))
@@ -421,6 +425,7 @@ fn status(state: &MasterState, reply: RpcReplyPort<Status>) {
         in_flight: state.window.in_flight() as u64,
         fetched_this_run: fetched,
         errors_this_run: state.window.errors(),
+        trapped: state.window.trapped(),
         pages_per_sec: fetched as f64 / elapsed.as_secs_f64().max(1e-3),
         elapsed_ms: elapsed.as_millis() as u64,
         paused: state.window.paused(),

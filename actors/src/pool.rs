@@ -92,8 +92,15 @@ impl Actor for Pool {
                     MasterMsg::Unstarted(state.scheduler.take_queued()),
                 );
             }
-            PoolMsg::RobotsFetched { host, report } => {
+            PoolMsg::RobotsFetched {
+                host,
+                report,
+                soft_404,
+            } => {
                 protocol::cast(&state.master, MasterMsg::HostRecord(report.record.clone()));
+                if let Some((probe_url, simhash)) = soft_404 {
+                    protocol::cast(&state.master, MasterMsg::Soft404 { probe_url, simhash });
+                }
                 state
                     .scheduler
                     .robots_ready(&host, report.rules, report.unreachable, now_ms());
@@ -172,12 +179,9 @@ async fn pump(myself: &ActorRef<PoolMsg>, state: &mut PoolState) -> Result<(), A
             // Retry once robots.txt is asked again, not sooner.
             Action::Unreachable(job) => protocol::report(
                 &state.master,
-                SlaveReport::Failed {
+                SlaveReport::RobotsUnreachable {
                     job,
-                    reason: "robots.txt unreachable".to_string(),
-                    retryable: true,
-                    status: None,
-                    retry_after: Some(now + state.args.config.robots_retry.as_millis() as Millis),
+                    retry_at: now + state.args.config.robots_retry.as_millis() as Millis,
                 },
             ),
         }
@@ -203,6 +207,7 @@ async fn spawn_slave(
         node_name: state.args.config.node_name.clone(),
         master: state.master.clone(),
         pool: myself.clone(),
+        simhash: state.args.config.traps.is_some(),
     };
     let (slave, _) = Actor::spawn_linked(None, Slave, args, myself.get_cell()).await?;
     Ok(slave.get_id())

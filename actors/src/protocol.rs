@@ -93,6 +93,12 @@ pub enum SlaveReport {
     RobotsBlocked {
         job: Job,
     },
+    /// The host's robots.txt could not be had: nothing of it may be
+    /// fetched (RFC 9309) until it is asked again, at `retry_at`.
+    RobotsUnreachable {
+        job: Job,
+        retry_at: Millis,
+    },
 }
 
 impl SlaveReport {
@@ -100,7 +106,8 @@ impl SlaveReport {
         match self {
             SlaveReport::Page { job, .. }
             | SlaveReport::Failed { job, .. }
-            | SlaveReport::RobotsBlocked { job } => job,
+            | SlaveReport::RobotsBlocked { job }
+            | SlaveReport::RobotsUnreachable { job, .. } => job,
         }
     }
 }
@@ -137,6 +144,10 @@ pub struct Status {
     /// Pages fetched since the app started (across master restarts).
     pub fetched_this_run: u64,
     pub errors_this_run: u64,
+    /// Links and claimed URLs the trap defence refused since the master
+    /// started.
+    #[serde(default)]
+    pub trapped: u64,
     pub pages_per_sec: f64,
     pub elapsed_ms: u64,
     pub paused: bool,
@@ -166,6 +177,12 @@ pub(crate) enum MasterMsg {
     },
     /// A draining pool's queued jobs: they go back to pending.
     Unstarted(Vec<Job>),
+    /// A host answered a path that cannot exist (`probe_url`) with a page
+    /// whose text has `simhash`: its soft 404.
+    Soft404 {
+        probe_url: String,
+        simhash: u64,
+    },
     Status(RpcReplyPort<Status>),
     /// Reply when the crawl has nothing more to do.
     WaitIdle(RpcReplyPort<IdleReason>),
@@ -194,6 +211,7 @@ enum MasterWire {
     HostRecord(HostRecord),
     Adopt { node: String, jobs: Vec<Job> },
     Unstarted(Vec<Job>),
+    Soft404 { probe_url: String, simhash: u64 },
 }
 
 impl ractor::Message for MasterMsg {
@@ -207,6 +225,7 @@ impl ractor::Message for MasterMsg {
             MasterMsg::HostRecord(h) => MasterWire::HostRecord(h),
             MasterMsg::Adopt { node, jobs } => MasterWire::Adopt { node, jobs },
             MasterMsg::Unstarted(jobs) => MasterWire::Unstarted(jobs),
+            MasterMsg::Soft404 { probe_url, simhash } => MasterWire::Soft404 { probe_url, simhash },
             _ => return Err(BoxedDowncastErr),
         };
         to_wire(&wire)
@@ -218,6 +237,7 @@ impl ractor::Message for MasterMsg {
             MasterWire::HostRecord(h) => MasterMsg::HostRecord(h),
             MasterWire::Adopt { node, jobs } => MasterMsg::Adopt { node, jobs },
             MasterWire::Unstarted(jobs) => MasterMsg::Unstarted(jobs),
+            MasterWire::Soft404 { probe_url, simhash } => MasterMsg::Soft404 { probe_url, simhash },
         })
     }
 }
@@ -259,8 +279,13 @@ pub(crate) enum PoolMsg {
     /// Stop starting slaves; hand the queued jobs back (`MasterMsg::Unstarted`);
     /// running ones finish.
     Drain,
-    /// From a robots slave on this node.
-    RobotsFetched { host: String, report: RobotsReport },
+    /// From a robots slave on this node, with what the host answered for a
+    /// path that cannot exist if that was a page (probe URL, simhash).
+    RobotsFetched {
+        host: String,
+        report: RobotsReport,
+        soft_404: Option<(String, u64)>,
+    },
     /// From a page slave on this node: the host asked to slow down.
     HostBackoff { host: String, until: Millis },
     /// Internal: a politeness delay ran out.

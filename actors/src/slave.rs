@@ -28,6 +28,8 @@ pub(crate) struct SlaveArgs {
     /// Registered name of the master to report to.
     pub(crate) master: String,
     pub(crate) pool: ActorRef<PoolMsg>,
+    /// Send the simhash of each page's visible text (trap defence is on).
+    pub(crate) simhash: bool,
 }
 
 /// Slaves take no messages: they run once and exit.
@@ -61,10 +63,19 @@ impl Actor for Slave {
         match args.task {
             SlaveTask::Robots { scheme, host } => {
                 let report = args.behaviours.fetcher.robots(&scheme, &host).await;
-                args.pool.cast(PoolMsg::RobotsFetched { host, report })?;
+                let soft_404 = if args.simhash && !report.unreachable {
+                    probe_soft_404(&args.behaviours, &scheme, &host, report.rules.as_ref()).await
+                } else {
+                    None
+                };
+                args.pool.cast(PoolMsg::RobotsFetched {
+                    host,
+                    report,
+                    soft_404,
+                })?;
             }
             SlaveTask::Page(job) => {
-                let report = process(&job, &args.behaviours, &args.node_name).await;
+                let report = process(&job, &args.behaviours, &args.node_name, args.simhash).await;
                 if let SlaveReport::Failed {
                     retry_after: Some(until),
                     ..
@@ -85,11 +96,42 @@ impl Actor for Slave {
     }
 }
 
+/// Ask a host for a path that cannot exist (once, right after its
+/// robots.txt): a 2xx HTML answer is the page it serves for any unknown
+/// path, a soft 404. Returns the probe's URL and its text's simhash.
+async fn probe_soft_404(
+    b: &Behaviours,
+    scheme: &str,
+    host: &str,
+    rules: &dyn crate::behaviour::RobotsRules,
+) -> Option<(String, u64)> {
+    let nonce = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    let url = format!("{scheme}://{host}/web-crawler-404-probe-{nonce:08x}/");
+    if !rules.is_allowed(&url) {
+        return None;
+    }
+    let page = b.fetcher.fetch(&url).await.ok()?;
+    if !(200..300).contains(&page.status) {
+        return None;
+    }
+    let extracted = b.extractor.extract(&url, &page, true);
+    extracted
+        .is_html
+        .then(|| (url, crate::traps::simhash(&extracted.text)))
+}
+
 /// Default wait after a 429/503 without `Retry-After`.
 const DEFAULT_BACKOFF_MS: i64 = 10_000;
 
 /// Fetch one page and turn it into a report: the whole per-URL algorithm.
-pub(crate) async fn process(job: &Job, b: &Behaviours, node_name: &str) -> SlaveReport {
+pub(crate) async fn process(
+    job: &Job,
+    b: &Behaviours,
+    node_name: &str,
+    want_simhash: bool,
+) -> SlaveReport {
     let page = match b.fetcher.fetch(&job.url).await {
         Ok(page) => page,
         Err(failure) => {
@@ -115,6 +157,7 @@ pub(crate) async fn process(job: &Job, b: &Behaviours, node_name: &str) -> Slave
     let mut record = record_of(job, &page, node_name);
     let mut links = Vec::new();
     let mut records = Vec::new();
+    let mut simhash = None;
 
     if (300..400).contains(&page.status) {
         if let Some(location) = &page.location {
@@ -138,9 +181,13 @@ pub(crate) async fn process(job: &Job, b: &Behaviours, node_name: &str) -> Slave
                 None => return failed(job, format!("unknown operation {name:?}")),
             },
         };
-        // Only an operation reads the visible text; a plain crawl skips it.
-        let visible_text = operation.is_some_and(|(_, op)| op.reads_text());
+        // Only an operation and the trap defence read the visible text; a
+        // plain crawl without them skips it.
+        let visible_text = want_simhash || operation.is_some_and(|(_, op)| op.reads_text());
         let extracted = b.extractor.extract(&job.url, &page, visible_text);
+        if want_simhash && extracted.is_html && (200..300).contains(&page.status) {
+            simhash = Some(crate::traps::simhash(&extracted.text));
+        }
         record.title = extracted.title.clone();
         record.content_hash = Some(extracted.content_hash);
         record.links_count = u32::try_from(extracted.links_found).unwrap_or(u32::MAX);
@@ -174,6 +221,7 @@ pub(crate) async fn process(job: &Job, b: &Behaviours, node_name: &str) -> Slave
             record,
             links,
             records,
+            simhash,
         }),
     }
 }

@@ -187,6 +187,9 @@ pub enum TrapReason {
     Host { host: String, run: u32 },
     /// The URL is a fetched page under another session id.
     SessionCopy { pattern: String },
+    /// The page is the host's answer to any unknown path (a soft 404):
+    /// the links it hands out lead nowhere real.
+    Soft404 { host: String },
 }
 
 impl fmt::Display for TrapReason {
@@ -221,6 +224,10 @@ impl fmt::Display for TrapReason {
                 f,
                 "trap: a page already fetched under another session id ({pattern})"
             ),
+            Self::Soft404 { host } => write!(
+                f,
+                "trap: soft 404 ({host} answers unknown paths with this page; its links are not followed)"
+            ),
         }
     }
 }
@@ -235,6 +242,9 @@ pub struct TrapGuard {
     /// Patterns and query spaces, by [`key`].
     patterns: HashMap<u64, Tracked>,
     hosts: HashMap<u64, HostState>,
+    /// Per host, the simhash of what it answers for a path that cannot
+    /// exist (see [`TrapGuard::soft_404_probe`]); at most `max_hosts`.
+    soft_404s: HashMap<u64, u64>,
     /// Logical clock for least-recently-used eviction; every touch gets its
     /// own tick, so eviction order never ties.
     tick: u64,
@@ -246,12 +256,37 @@ impl TrapGuard {
             cfg,
             patterns: HashMap::new(),
             hosts: HashMap::new(),
+            soft_404s: HashMap::new(),
             tick: 0,
         }
     }
 
     pub fn settings(&self) -> &TrapSettings {
         &self.cfg
+    }
+
+    /// The host of `probe_url`, a path that cannot exist, answered it with
+    /// a 2xx page whose visible text has `simhash`: the host serves soft
+    /// 404s, and a page near that hash is one.
+    pub fn soft_404_probe(&mut self, probe_url: &str, simhash: u64) {
+        if self.soft_404s.len() >= self.cfg.max_hosts.max(1) {
+            // Bounded: forget an arbitrary host (it then only loses the
+            // shortcut; the other rules still hold).
+            if let Some(&old) = self.soft_404s.keys().next() {
+                self.soft_404s.remove(&old);
+            }
+        }
+        let parts = Parts::of(probe_url);
+        self.soft_404s.insert(key(KEY_HOST, parts.host()), simhash);
+    }
+
+    /// Whether a fetched page is its host's soft 404 (near the probe's page).
+    pub fn soft_404(&self, url: &str, simhash: u64) -> Option<TrapReason> {
+        let parts = Parts::of(url);
+        let probe = self.soft_404s.get(&key(KEY_HOST, parts.host()))?;
+        (hamming(*probe, simhash) <= self.cfg.near_dup_bits).then(|| TrapReason::Soft404 {
+            host: parts.host().to_string(),
+        })
     }
 
     /// Patterns and query spaces tracked now (at most `max_patterns`).
@@ -1888,5 +1923,30 @@ mod tests {
         for r in reasons {
             assert!(r.to_string().starts_with("trap: "), "{r}");
         }
+    }
+
+    #[test]
+    fn a_probed_soft_404_page_is_recognised_on_its_host_only() {
+        let mut g = TrapGuard::new(TrapSettings::default());
+        let not_found =
+            simhash("Sorry, we could not find that page. Try the search box or go home.");
+        let real = simhash("The river runs past the old stone garden and the copper engine works.");
+        assert_eq!(
+            g.soft_404("http://h/any/", not_found),
+            None,
+            "not probed yet"
+        );
+        g.soft_404_probe("http://h/web-crawler-probe-x/", not_found);
+        let reason = g.soft_404("http://h/kqzvtabc/", not_found).unwrap();
+        assert!(
+            reason.to_string().starts_with("trap: soft 404 (h "),
+            "{reason}"
+        );
+        assert_eq!(g.soft_404("http://h/p/1", real), None, "a real page");
+        assert_eq!(
+            g.soft_404("http://other/x/", not_found),
+            None,
+            "another host"
+        );
     }
 }

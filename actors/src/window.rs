@@ -11,6 +11,7 @@ use crate::behaviour::{ClaimRequest, CommitBatch, ProcessedPage, Retry};
 use crate::cluster::choose_node;
 use crate::config::CrawlConfig;
 use crate::protocol::{IdleReason, NodeInfo, SlaveReport};
+use crate::traps::TrapGuard;
 use crate::types::{Job, Millis, NewLink, PageRecord, ROBOTS_BLOCKED, StoreCounts, UrlKey};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -108,6 +109,12 @@ pub struct Window {
     write_deferred: bool,
     fetched: u64,
     errors: u64,
+    /// The trap defence, when on: fed every fetched page, asked about every
+    /// link and every claimed URL. Its memory is rebuilt by a restarted
+    /// master from the pages it sees.
+    traps: Option<TrapGuard>,
+    /// Links and claimed URLs the trap defence refused.
+    trapped: u64,
     paused: bool,
     drain: Option<Drain>,
     last_lease_renewal: Millis,
@@ -118,6 +125,8 @@ impl Window {
     /// the run's counts over from earlier incarnations.
     pub fn new(cfg: CrawlConfig, fetched: u64, errors: u64, now: Millis) -> Self {
         Self {
+            traps: cfg.traps.clone().map(TrapGuard::new),
+            trapped: 0,
             cfg,
             outstanding: HashMap::new(),
             per_host: HashMap::new(),
@@ -234,13 +243,31 @@ impl Window {
     pub fn on_report(&mut self, report: SlaveReport, now: Millis) -> bool {
         self.reported.push(report.job().clone());
         match report {
-            SlaveReport::Page { page, .. } => {
+            SlaveReport::Page { mut page, .. } => {
                 self.fetched += 1;
+                self.guard_links(&mut page, now);
                 self.batch.pages.push(*page);
             }
             SlaveReport::RobotsBlocked { job } => {
                 let page = self.failed_page(job, None, ROBOTS_BLOCKED.to_string());
                 self.batch.pages.push(page);
+            }
+            SlaveReport::RobotsUnreachable { job, retry_at } => {
+                self.errors += 1;
+                let attempt = job.attempts + 1;
+                let reason = "robots.txt unreachable".to_string();
+                if self.cfg.keep_retrying_robots || attempt < self.cfg.max_attempts {
+                    self.batch.retries.push(Retry {
+                        key: job.key(),
+                        not_before: retry_at,
+                        error: reason,
+                    });
+                } else {
+                    tracing::info!(url = %job.url, attempt, "giving up: robots.txt unreachable");
+                    let error = format!("failed after {attempt} attempt(s): {reason}");
+                    let page = self.failed_page(job, None, error);
+                    self.batch.pages.push(page);
+                }
             }
             SlaveReport::Failed {
                 job,
@@ -270,6 +297,69 @@ impl Window {
             }
         }
         self.write_due()
+    }
+
+    /// A host answered a path that cannot exist with a page: its soft 404.
+    pub fn soft_404_probe(&mut self, probe_url: &str, simhash: u64) {
+        if let Some(traps) = &mut self.traps {
+            traps.soft_404_probe(probe_url, simhash);
+        }
+    }
+
+    /// Trap defence for a fetched page: learn from it, and drop the links
+    /// it refuses (they never enter the frontier). A soft 404 is recorded
+    /// as such, and none of its links are followed.
+    fn guard_links(&mut self, page: &mut ProcessedPage, now: Millis) {
+        let Some(traps) = &mut self.traps else {
+            return;
+        };
+        if let Some(hash) = page.simhash
+            && let Some(soft) = traps.soft_404(&page.record.url, hash)
+        {
+            self.trapped += page.links.len() as u64;
+            page.links.clear();
+            page.record.error = Some(soft.to_string());
+            return;
+        }
+        if let Some(hash) = page.simhash
+            && let Some(closed) = traps.observe(
+                &page.record.url,
+                hash,
+                page.links.iter().map(|l| l.url.as_str()),
+                now,
+            )
+        {
+            tracing::info!(reason = %closed, "crawler trap closed");
+        }
+        let before = page.links.len();
+        page.links.retain(|l| traps.admit(&l.url, now).is_ok());
+        self.trapped += (before - page.links.len()) as u64;
+    }
+
+    /// Trap defence for claimed URLs: those it refuses are recorded as
+    /// processed with the reason instead of being fetched.
+    fn guard_claimed(&mut self, claimed: Vec<Job>, now: Millis) -> Vec<Job> {
+        let Some(traps) = &mut self.traps else {
+            return claimed;
+        };
+        let mut refused = Vec::new();
+        let admitted = claimed
+            .into_iter()
+            .filter_map(|job| match traps.admit(&job.url, now) {
+                Ok(()) => Some(job),
+                Err(reason) => {
+                    refused.push((job, reason));
+                    None
+                }
+            })
+            .collect();
+        for (job, reason) in refused {
+            self.trapped += 1;
+            self.reported.push(job.clone());
+            let page = self.failed_page(job, None, reason.to_string());
+            self.batch.pages.push(page);
+        }
+        admitted
     }
 
     fn failed_page(&self, job: Job, status: Option<u16>, error: String) -> ProcessedPage {
@@ -369,9 +459,11 @@ impl Window {
         claimed: Vec<Job>,
         counts: Option<&StoreCounts>,
         live: &[String],
+        now: Millis,
     ) -> AfterCycle {
         self.cycle_running = false;
         let n = claimed.len();
+        let claimed = self.guard_claimed(claimed, now);
         let mut after = AfterCycle::default();
         if self.drain.is_some() || self.paused || live.is_empty() {
             // Claimed before the drain or pause: straight back to pending.
@@ -541,6 +633,10 @@ impl Window {
         self.errors
     }
 
+    pub fn trapped(&self) -> u64 {
+        self.trapped
+    }
+
     pub fn in_flight(&self) -> usize {
         self.outstanding.len()
     }
@@ -681,7 +777,7 @@ mod tests {
         assert!(w.end_recovery_if_due(T0));
         let work = w.start_cycle(false, false, false, T0).expect("the release");
         assert_eq!(work.release_all_but, Some(Vec::new()));
-        w.cycle_done(Vec::new(), None, &nodes(live));
+        w.cycle_done(Vec::new(), None, &nodes(live), T0);
         w
     }
 
@@ -689,7 +785,7 @@ mod tests {
     fn claim(w: &mut Window, jobs: Vec<Job>, live: &[&str]) -> Vec<(String, Vec<Job>)> {
         let work = w.start_cycle(false, true, false, T0).expect("a cycle");
         assert!(work.claim.is_some(), "room to claim");
-        w.cycle_done(jobs, None, &nodes(live)).dispatch
+        w.cycle_done(jobs, None, &nodes(live), T0).dispatch
     }
 
     #[test]
@@ -702,7 +798,7 @@ mod tests {
         assert_eq!(req.owner, "n1");
         assert_eq!(req.lease_until, T0 + 120_000);
         let jobs: Vec<Job> = (0..20).map(|i| job(&format!("h{i}"), "/")).collect();
-        w.cycle_done(jobs, None, &nodes(&["a", "b"]));
+        w.cycle_done(jobs, None, &nodes(&["a", "b"]), T0);
         let req = w
             .start_cycle(false, true, false, T0)
             .unwrap()
@@ -737,14 +833,14 @@ mod tests {
             w.end_recovery_if_due(T0 + RECOVERY_WAIT_MS),
             "the wait is over"
         );
-        w.cycle_done(Vec::new(), None, &nodes(&["a"]));
+        w.cycle_done(Vec::new(), None, &nodes(&["a"]), T0);
 
         let mut w = running(cfg(), &["a"]);
         w.pause(true);
         assert!(w.start_cycle(false, true, false, T0).is_none(), "paused");
         w.pause(false);
         assert!(w.start_cycle(false, true, false, T0).is_some());
-        w.cycle_done(Vec::new(), None, &nodes(&["a"]));
+        w.cycle_done(Vec::new(), None, &nodes(&["a"]), T0);
 
         w.begin_drain(T0, 1_000);
         assert!(w.start_cycle(false, true, false, T0).is_none(), "draining");
@@ -765,7 +861,7 @@ mod tests {
             .unwrap();
         assert_eq!(req.limit, 5, "no more than the budget can use");
         let jobs: Vec<Job> = (0..5).map(|i| job("h", &format!("/{i}"))).collect();
-        w.cycle_done(jobs.clone(), None, &nodes(&["a"]));
+        w.cycle_done(jobs.clone(), None, &nodes(&["a"]), T0);
         for j in &jobs {
             w.on_report(page(j), T0);
         }
@@ -773,7 +869,12 @@ mod tests {
         let work = w.start_cycle(true, true, false, T0).unwrap();
         assert_eq!(work.batch.pages.len(), 5);
         assert!(work.claim.is_none(), "the budget is spent");
-        let after = w.cycle_done(Vec::new(), Some(&StoreCounts::default()), &nodes(&["a"]));
+        let after = w.cycle_done(
+            Vec::new(),
+            Some(&StoreCounts::default()),
+            &nodes(&["a"]),
+            T0,
+        );
         assert_eq!(after.idle, Some(IdleReason::BudgetReached));
     }
 
@@ -806,7 +907,7 @@ mod tests {
         let work = w.start_cycle(false, false, false, T0).unwrap();
         assert!(work.release.iter().any(|k| k.url == "http://h0/1"));
         let refs: Vec<&str> = rest.iter().map(String::as_str).collect();
-        w.cycle_done(Vec::new(), None, &rest);
+        w.cycle_done(Vec::new(), None, &rest, T0);
         let moved = claim(&mut w, vec![job("h0", "/3")], &refs);
         assert_ne!(owner_of(&moved, "h0"), Some(h0));
     }
@@ -877,7 +978,7 @@ mod tests {
         assert_eq!(retries, vec![2_000, 60_000, 4_000]);
         // The last attempt is recorded as failed, not retried.
         j.attempts = 2;
-        w.cycle_done(Vec::new(), None, &nodes(&["a"]));
+        w.cycle_done(Vec::new(), None, &nodes(&["a"]), T0);
         w.on_report(failed(&j, true, None), T0);
         let batch = w.start_cycle(true, false, false, T0).unwrap().batch;
         assert!(batch.retries.is_empty());
@@ -899,19 +1000,25 @@ mod tests {
             w.start_cycle(true, true, false, T0).is_none(),
             "one at a time"
         );
-        let after = w.cycle_done(Vec::new(), None, &nodes(&["a"]));
+        let after = w.cycle_done(Vec::new(), None, &nodes(&["a"]), T0);
         assert_eq!(after.next, Some(true), "the deferred write goes next");
         let work = w.start_cycle(false, true, false, T0).unwrap();
         assert_eq!(work.batch.pages.len(), 1);
         // A claim that found nothing is not repeated at once.
-        let after = w.cycle_done(Vec::new(), None, &nodes(&["a"]));
+        let after = w.cycle_done(Vec::new(), None, &nodes(&["a"]), T0);
         assert_eq!(after.next, None);
         // A write deferred, then asked for again: one more cycle, not a chain.
         w.start_cycle(false, true, false, T0).unwrap();
         assert!(w.start_cycle(true, true, false, T0).is_none());
-        assert_eq!(w.cycle_done(Vec::new(), None, &nodes(&["a"])).next, Some(true));
+        assert_eq!(
+            w.cycle_done(Vec::new(), None, &nodes(&["a"]), T0).next,
+            Some(true)
+        );
         w.start_cycle(true, true, false, T0).unwrap();
-        assert_eq!(w.cycle_done(Vec::new(), None, &nodes(&["a"])).next, None);
+        assert_eq!(
+            w.cycle_done(Vec::new(), None, &nodes(&["a"]), T0).next,
+            None
+        );
     }
 
     #[test]
@@ -947,10 +1054,15 @@ mod tests {
             pending: 3,
             ..StoreCounts::default()
         };
-        let after = w.cycle_done(Vec::new(), Some(&busy), &nodes(&["a"]));
+        let after = w.cycle_done(Vec::new(), Some(&busy), &nodes(&["a"]), T0);
         assert_eq!(after.idle, None, "URLs wait for their retry time");
         w.start_cycle(false, true, true, T0).unwrap();
-        let after = w.cycle_done(Vec::new(), Some(&StoreCounts::default()), &nodes(&["a"]));
+        let after = w.cycle_done(
+            Vec::new(),
+            Some(&StoreCounts::default()),
+            &nodes(&["a"]),
+            T0,
+        );
         assert_eq!(after.idle, Some(IdleReason::FrontierEmpty));
         assert_eq!(idle_reason(true, &busy), Some(IdleReason::BudgetReached));
     }
@@ -1006,7 +1118,7 @@ mod tests {
         assert_eq!(released, vec![j2.key(), j3.key()]);
         assert!(work.claim.is_none());
         assert!(!w.drain_step(T0 + 1_001), "the cycle runs");
-        w.cycle_done(Vec::new(), None, &nodes(&["a"]));
+        w.cycle_done(Vec::new(), None, &nodes(&["a"]), T0);
         assert!(w.drain_step(T0 + 1_002));
         assert_eq!(w.in_flight(), 0);
     }
@@ -1016,7 +1128,7 @@ mod tests {
         let mut w = running(cfg(), &["a"]);
         w.start_cycle(false, true, false, T0).unwrap();
         w.pause(true);
-        let after = w.cycle_done(vec![job("h", "/")], None, &nodes(&["a"]));
+        let after = w.cycle_done(vec![job("h", "/")], None, &nodes(&["a"]), T0);
         assert!(after.dispatch.is_empty());
         assert_eq!(after.next, Some(false), "the release goes next");
         let work = w.start_cycle(false, true, false, T0).unwrap();
@@ -1033,5 +1145,102 @@ mod tests {
         assert_eq!(w.in_flight(), 0);
         let work = w.start_cycle(true, false, false, T0).unwrap();
         assert_eq!(work.release, vec![j.key()]);
+    }
+
+    fn link(url: &str) -> NewLink {
+        NewLink {
+            url: url.to_string(),
+            host: "h".into(),
+            operation: OperationSpec::crawl(),
+            depth: 2,
+            priority: 0.1,
+            redirect_hops: 0,
+        }
+    }
+
+    /// A calendar page: the same text every month, links to more months.
+    fn calendar_page(job: &Job, month: u32) -> SlaveReport {
+        SlaveReport::Page {
+            job: job.clone(),
+            page: Box::new(ProcessedPage {
+                record: PageRecord {
+                    url: job.url.clone(),
+                    http_returncode: Some(200),
+                    ..PageRecord::default()
+                },
+                links: vec![
+                    link(&format!("http://h/cal/2024/{:02}/", month + 1)),
+                    link(&format!("http://h/cal/2025/{month:02}/")),
+                ],
+                simhash: Some(0x5eed_cafe_f00d_beef),
+                ..ProcessedPage::default()
+            }),
+        }
+    }
+
+    #[test]
+    fn trap_defence_drops_links_into_a_closed_pattern_and_records_claimed_ones() {
+        let mut w = running(cfg(), &["a"]);
+        let mut month = 0;
+        while w.trapped() == 0 {
+            month += 1;
+            assert!(month < 200, "the calendar never closed");
+            let j = job(
+                "h",
+                &format!("/cal/{}/{:02}/", 2000 + month / 12, month % 12 + 1),
+            );
+            claim(&mut w, vec![j.clone()], &["a"]);
+            w.on_report(calendar_page(&j, month % 12 + 1), T0);
+            w.start_cycle(true, false, false, T0).unwrap();
+            w.cycle_done(Vec::new(), None, &nodes(&["a"]), T0);
+        }
+        assert!(month <= 40, "closed after {month} calendar pages");
+        // A claimed calendar URL is recorded with the reason, not fetched.
+        w.start_cycle(false, true, false, T0).unwrap();
+        let cal = job("h", "/cal/1999/07/");
+        let real = job("h", "/about");
+        let after = w.cycle_done(vec![cal.clone(), real.clone()], None, &nodes(&["a"]), T0);
+        assert_eq!(after.dispatch, vec![("a".to_string(), vec![real])]);
+        let batch = w.start_cycle(true, false, false, T0).unwrap().batch;
+        assert_eq!(batch.pages.len(), 1);
+        assert_eq!(batch.pages[0].record.url, cal.url);
+        let error = batch.pages[0].record.error.clone().unwrap();
+        assert!(error.starts_with("trap: "), "{error}");
+        // Trap defence off: nothing is refused.
+        let mut off = cfg();
+        off.traps = None;
+        let mut w = running(off, &["a"]);
+        w.start_cycle(false, true, false, T0).unwrap();
+        let after = w.cycle_done(vec![cal.clone()], None, &nodes(&["a"]), T0);
+        assert_eq!(after.dispatch.len(), 1);
+        assert_eq!(w.trapped(), 0);
+    }
+
+    #[test]
+    fn unreachable_robots_fail_a_one_shot_crawl_but_not_a_service() {
+        let j = job("h", "/");
+        let report = |attempts: u32| SlaveReport::RobotsUnreachable {
+            job: Job {
+                attempts,
+                ..j.clone()
+            },
+            retry_at: T0 + 10_000,
+        };
+        let mut w = running(cfg(), &["a"]);
+        w.on_report(report(0), T0);
+        w.on_report(report(2), T0);
+        let batch = w.start_cycle(true, false, false, T0).unwrap().batch;
+        assert_eq!(batch.retries.len(), 1);
+        assert_eq!(batch.retries[0].not_before, T0 + 10_000);
+        assert_eq!(
+            batch.pages[0].record.error.as_deref(),
+            Some("failed after 3 attempt(s): robots.txt unreachable")
+        );
+        let mut service = cfg();
+        service.keep_retrying_robots = true;
+        let mut w = running(service, &["a"]);
+        w.on_report(report(50), T0);
+        let batch = w.start_cycle(true, false, false, T0).unwrap().batch;
+        assert_eq!((batch.retries.len(), batch.pages.len()), (1, 0));
     }
 }

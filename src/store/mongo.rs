@@ -1062,6 +1062,7 @@ mod tests {
             record,
             links: vec![link("http://h/next", 1, 1.0)],
             records: Vec::new(),
+            simhash: None,
         };
         let d = processed_doc(&page, &["http://h/r".to_string()], None, 1_000);
         assert_eq!(d.get_str("_id").unwrap(), "http://h/");

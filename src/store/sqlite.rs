@@ -1614,6 +1614,7 @@ mod tests {
             },
             links,
             records: Vec::new(),
+            simhash: None,
         }
     }
 

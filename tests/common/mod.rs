@@ -96,11 +96,31 @@ impl TestServer {
         Self::serve(reserve(ip), pages).await
     }
 
+    /// As [`TestServer::start`], answering any other target with `fallback`
+    /// instead of a 404 (a soft-404 site).
+    pub async fn start_with_fallback(
+        ip: Ipv4Addr,
+        pages: HashMap<String, Page>,
+        fallback: Page,
+    ) -> TestServer {
+        Self::serve_with(reserve(ip), pages, Some(fallback)).await
+    }
+
     /// Serve on a listener from [`reserve`] (so pages can name its port).
     pub async fn serve(
         listener: std::net::TcpListener,
         pages: HashMap<String, Page>,
     ) -> TestServer {
+        Self::serve_with(listener, pages, None).await
+    }
+
+    async fn serve_with(
+        listener: std::net::TcpListener,
+        pages: HashMap<String, Page>,
+        fallback: Option<Page>,
+    ) -> TestServer {
+        let fallback =
+            Arc::new(fallback.unwrap_or_else(|| Page::text("text/plain", "not found").status(404)));
         listener.set_nonblocking(true).unwrap();
         let listener = TcpListener::from_std(listener).expect("tokio listener");
         let addr = listener.local_addr().unwrap();
@@ -115,10 +135,12 @@ impl TestServer {
                     };
                     let pages = pages.clone();
                     let hits = hits.clone();
+                    let fallback = fallback.clone();
                     tokio::spawn(async move {
                         let svc = service_fn(move |req: Request<hyper::body::Incoming>| {
                             let pages = pages.clone();
                             let hits = hits.clone();
+                            let fallback = fallback.clone();
                             async move {
                                 let target = req
                                     .uri()
@@ -126,9 +148,10 @@ impl TestServer {
                                     .map(|p| p.as_str().to_string())
                                     .unwrap_or_else(|| "/".into());
                                 *hits.lock().unwrap().entry(target.clone()).or_default() += 1;
-                                let page = pages.get(&target).cloned().unwrap_or_else(|| {
-                                    Page::text("text/plain", "not found").status(404)
-                                });
+                                let page = pages
+                                    .get(&target)
+                                    .cloned()
+                                    .unwrap_or_else(|| (*fallback).clone());
                                 if !page.delay.is_zero() {
                                     tokio::time::sleep(page.delay).await;
                                 }

@@ -1,0 +1,424 @@
+//! Crawler traps on local test webs: each infinite URL space of a shape
+//! real sites have (calendar, facets, session ids, repeating relative
+//! paths, soft-404s) must not keep a crawl alive, and a large legitimate
+//! numbered section must be crawled whole. Each web is much larger than
+//! what the defence lets through, so a crawl without it would fetch
+//! thousands of pages; every real page must still be fetched.
+
+mod common;
+
+use common::{Page, TestServer};
+use std::collections::HashMap;
+use std::net::Ipv4Addr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+use web_crawler::actors::{PageQuery, Store};
+use web_crawler::policy::Scope;
+use web_crawler::store::SqliteStore;
+use web_crawler::{IdleReason, Settings, start};
+
+const VOCABULARY: &[&str] = &[
+    "river", "stone", "garden", "engine", "harbor", "lantern", "meadow", "copper", "violin",
+    "glacier", "orchard", "compass", "falcon", "timber", "canyon", "marble", "saddle", "thunder",
+    "velvet", "walnut", "anchor", "beacon", "cobalt", "dune", "ember", "fjord", "granite",
+    "hollow", "island", "jasper", "kettle", "ledger", "mosaic", "nectar", "oasis", "pepper",
+    "quarry", "ribbon", "spruce", "tundra", "umber", "valley", "willow", "yarrow", "zephyr",
+    "amber", "bramble", "cinder", "delta", "fable",
+];
+
+/// A paragraph of `words` words of its own (seeded), so no two pages of a
+/// test web look alike.
+fn prose(rng: &mut fastrand::Rng, words: usize) -> String {
+    (0..words)
+        .map(|_| VOCABULARY[rng.usize(..VOCABULARY.len())])
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn html(title: &str, text: &str, links: &[String]) -> Page {
+    let links: String = links
+        .iter()
+        .map(|l| format!("<li><a href=\"{l}\">{l}</a></li>"))
+        .collect();
+    Page::html(format!(
+        "<!doctype html><html><head><title>{title}</title></head><body>\
+         <nav><a href=\"/\">Home</a></nav><h1>{title}</h1><p>{text}</p><ul>{links}</ul>\
+         </body></html>"
+    ))
+}
+
+/// `count` real pages `/p/0..` with text of their own, linked from `/` and
+/// in a chain; `extra` links on `/p/0` lead into the host's trap.
+fn real_pages(rng: &mut fastrand::Rng, count: usize, extra: &[&str]) -> HashMap<String, Page> {
+    let mut pages = HashMap::new();
+    let all: Vec<String> = (0..count).map(|i| format!("/p/{i}")).collect();
+    pages.insert("/".to_string(), html("Home", &prose(rng, 80), &all));
+    for i in 0..count {
+        let mut links = vec![format!("/p/{}", (i + 1) % count)];
+        if i == 0 {
+            links.extend(extra.iter().map(|l| l.to_string()));
+        }
+        pages.insert(
+            format!("/p/{i}"),
+            html(&format!("Article {i}"), &prose(rng, 120), &links),
+        );
+    }
+    pages
+}
+
+fn settings() -> Settings {
+    static N: AtomicUsize = AtomicUsize::new(0);
+    let mut s = Settings::default();
+    s.crawl.node_name = format!("traps-{}", N.fetch_add(1, Ordering::SeqCst));
+    s.crawl.concurrency = 8;
+    s.crawl.per_host = 2;
+    s.crawl.min_delay = Duration::ZERO;
+    s.crawl.tick = Duration::from_millis(50);
+    s.policy.scope = Scope::Host;
+    s
+}
+
+/// Crawl `server` from `/` to its end (no page budget) and return the
+/// store; fails if the crawl does not end by itself.
+async fn crawl(server: &TestServer, settings: Settings) -> (tempfile::TempDir, Arc<dyn Store>) {
+    let dir = tempfile::tempdir().unwrap();
+    let store: Arc<dyn Store> = Arc::new(SqliteStore::open(&dir.path().join("t.db")).unwrap());
+    let app = start(store.clone(), settings).await.unwrap();
+    app.add_url(&server.url("/")).await.unwrap();
+    let idle = tokio::time::timeout(Duration::from_secs(240), app.wait_idle())
+        .await
+        .expect("the crawl ends by itself")
+        .unwrap();
+    assert_eq!(idle, IdleReason::FrontierEmpty);
+    app.stop(Duration::from_secs(5)).await.unwrap();
+    (dir, store)
+}
+
+/// Requests served whose target starts with `prefix`.
+fn hits_under(server: &TestServer, prefix: &str) -> u32 {
+    server
+        .hits()
+        .iter()
+        .filter(|(t, _)| t.starts_with(prefix))
+        .map(|(_, n)| n)
+        .sum()
+}
+
+fn assert_real_pages_fetched(server: &TestServer, count: usize) {
+    for i in 0..count {
+        assert!(server.hits_of(&format!("/p/{i}")) >= 1, "/p/{i} fetched");
+    }
+}
+
+/// Pages recorded as left out, with their reasons.
+async fn trapped(store: &dyn Store) -> Vec<(String, String)> {
+    store
+        .processed(PageQuery::default())
+        .await
+        .unwrap()
+        .into_iter()
+        .filter_map(|p| {
+            let error = p.record.error?;
+            error.starts_with("trap: ").then_some((p.record.url, error))
+        })
+        .collect()
+}
+
+const MONTHS: &[&str] = &[
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+];
+
+/// `/cal/YYYY/MM/`: a month view linking to the next and previous month and
+/// year, for every month of 1900–2099 (2,400 pages: endless for a crawler).
+fn calendar() -> HashMap<String, Page> {
+    let path = |y: i32, m: i32| {
+        let (y, m) = (y + (m - 1).div_euclid(12), (m - 1).rem_euclid(12) + 1);
+        format!("/cal/{y}/{m:02}/")
+    };
+    let mut pages = HashMap::new();
+    for y in 1900..2100 {
+        for m in 1..=12 {
+            let days: String = (1..=30).map(|d| format!("{d} ")).collect();
+            let text = format!(
+                "Events calendar for {} {y}. Mon Tue Wed Thu Fri Sat Sun {days} \
+                 There are no events this month. Subscribe to the calendar feed.",
+                MONTHS[m as usize - 1]
+            );
+            let links = vec![
+                path(y, m - 1),
+                path(y, m + 1),
+                path(y - 1, m),
+                path(y + 1, m),
+            ];
+            pages.insert(path(y, m), html("Calendar", &text, &links));
+        }
+    }
+    pages
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_endless_calendar_does_not_keep_the_crawl_alive() {
+    let mut rng = fastrand::Rng::with_seed(1);
+    let mut pages = real_pages(&mut rng, 40, &["/cal/2024/06/"]);
+    pages.extend(calendar());
+    let server = TestServer::start(Ipv4Addr::new(127, 0, 5, 1), pages).await;
+    let (_dir, store) = crawl(&server, settings()).await;
+    assert_real_pages_fetched(&server, 40);
+    let calendar = hits_under(&server, "/cal/");
+    assert!(calendar <= 80, "{calendar} of 2,400 calendar pages fetched");
+    let left_out = trapped(store.as_ref()).await;
+    assert!(!left_out.is_empty(), "URLs left out are recorded");
+    assert!(
+        left_out.iter().all(|(url, _)| url.contains("/cal/")),
+        "only calendar URLs are left out: {left_out:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_same_calendar_without_the_defence_runs_until_a_budget() {
+    // The web of the test above is a real trap: without the defence, a
+    // budget is what stops the crawl, and the calendar takes most of it.
+    let mut rng = fastrand::Rng::with_seed(1);
+    let mut pages = real_pages(&mut rng, 40, &["/cal/2024/06/"]);
+    pages.extend(calendar());
+    let server = TestServer::start(Ipv4Addr::new(127, 0, 5, 7), pages).await;
+    let mut s = settings();
+    s.crawl.traps = None;
+    s.crawl.max_pages = Some(400);
+    let dir = tempfile::tempdir().unwrap();
+    let store: Arc<dyn Store> = Arc::new(SqliteStore::open(&dir.path().join("t.db")).unwrap());
+    let app = start(store, s).await.unwrap();
+    app.add_url(&server.url("/")).await.unwrap();
+    let idle = tokio::time::timeout(Duration::from_secs(120), app.wait_idle())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(idle, IdleReason::BudgetReached);
+    app.stop(Duration::from_secs(5)).await.unwrap();
+    assert!(hits_under(&server, "/cal/") > 300);
+}
+
+/// `/shop?brand=..&color=..&size=..&sort=..&view=..`: every combination of
+/// five facets (3,125 pages) shows the same products and links to the
+/// combinations one change away.
+fn facets() -> HashMap<String, Page> {
+    const FACETS: &[(&str, &[&str])] = &[
+        ("brand", &["acme", "globex", "initech", "umbrella", "hooli"]),
+        ("color", &["red", "green", "blue", "black", "white"]),
+        ("size", &["xs", "s", "m", "l", "xl"]),
+        ("sort", &["price", "name", "rating", "newest", "popular"]),
+        ("view", &["grid", "list", "compact", "wide", "table"]),
+    ];
+    let url = |choice: &[usize]| {
+        let query: Vec<String> = FACETS
+            .iter()
+            .zip(choice)
+            .map(|((name, values), &v)| format!("{name}={}", values[v]))
+            .collect();
+        format!("/shop?{}", query.join("&"))
+    };
+    let products = "Trail shoe, rain jacket, wool socks, day pack, headlamp, water bottle. \
+                    Free shipping on orders over fifty. Compare items and filter by facet.";
+    let mut pages = HashMap::new();
+    for n in 0..5usize.pow(5) {
+        let choice: Vec<usize> = (0..5).map(|i| n / 5usize.pow(i) % 5).collect();
+        let mut links = Vec::new();
+        for f in 0..5 {
+            for v in 0..5 {
+                if v != choice[f] {
+                    let mut other = choice.clone();
+                    other[f] = v;
+                    links.push(url(&other));
+                }
+            }
+        }
+        pages.insert(url(&choice), html("Shop", products, &links));
+    }
+    pages
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn faceted_navigation_is_cut_and_the_real_pages_are_not() {
+    let mut rng = fastrand::Rng::with_seed(2);
+    let entry = "/shop?brand=acme&color=red&size=m&sort=price&view=grid";
+    let mut pages = real_pages(&mut rng, 40, &[entry]);
+    pages.extend(facets());
+    let server = TestServer::start(Ipv4Addr::new(127, 0, 5, 2), pages).await;
+    let (_dir, _store) = crawl(&server, settings()).await;
+    assert_real_pages_fetched(&server, 40);
+    let shop = hits_under(&server, "/shop");
+    assert!(shop <= 120, "{shop} of 3,125 facet pages fetched");
+}
+
+/// Every page links to the others with a session id made for that link:
+/// the 40 pages have 1,600 URLs.
+fn sessions(rng: &mut fastrand::Rng) -> HashMap<String, Page> {
+    let sid =
+        |from: usize, to: usize| format!("{:016x}", (from * 7919 + to * 104_729) as u64 ^ 0x5eed);
+    let texts: Vec<String> = (0..40).map(|_| prose(rng, 120)).collect();
+    let mut pages = HashMap::new();
+    for from in 0..40 {
+        for to in 0..40 {
+            let links: Vec<String> = (0..40)
+                .filter(|&n| n != to)
+                .map(|n| format!("/s/{n}?sid={}", sid(to, n)))
+                .collect();
+            let page = html(&format!("Member page {to}"), &texts[to], &links);
+            pages.insert(format!("/s/{to}?sid={}", sid(from, to)), page);
+        }
+    }
+    pages
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn session_ids_do_not_multiply_pages() {
+    let mut rng = fastrand::Rng::with_seed(3);
+    let mut pages = real_pages(&mut rng, 20, &[]);
+    let entry = "/s/0?sid=entry";
+    let mut sessions = sessions(&mut rng);
+    let first = sessions.get("/s/0?sid=0000000000005eed").cloned().unwrap();
+    sessions.insert(entry.to_string(), first);
+    pages.extend(sessions);
+    let root = pages.get_mut("/").unwrap();
+    *root = html(
+        "Home",
+        "Members area and articles.",
+        &[entry.to_string(), "/p/0".into()],
+    );
+    let server = TestServer::start(Ipv4Addr::new(127, 0, 5, 3), pages).await;
+    let (_dir, _store) = crawl(&server, settings()).await;
+    assert_real_pages_fetched(&server, 20);
+    for n in 0..40 {
+        let copies = hits_under(&server, &format!("/s/{n}?"));
+        assert!(copies >= 1, "member page {n} fetched");
+        assert!(copies <= 3, "member page {n} fetched {copies} times");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn relative_links_that_repeat_a_segment_end() {
+    let mut rng = fastrand::Rng::with_seed(4);
+    let mut pages = real_pages(&mut rng, 20, &["/docs/guide/"]);
+    // `guide/` relative to `/docs/guide/` is `/docs/guide/guide/`, and so on.
+    let mut path = "/docs/guide/".to_string();
+    for _ in 0..60 {
+        pages.insert(
+            path.clone(),
+            html("Guide", "The user guide.", &["guide/".into()]),
+        );
+        path.push_str("guide/");
+    }
+    let server = TestServer::start(Ipv4Addr::new(127, 0, 5, 4), pages).await;
+    let (_dir, _store) = crawl(&server, settings()).await;
+    assert_real_pages_fetched(&server, 20);
+    let docs = hits_under(&server, "/docs/");
+    assert!(docs <= 8, "{docs} of 60 repeating-path pages fetched");
+}
+
+/// A soft-404 host: any unknown path answers 200 with the same "not
+/// found" page and fresh links to more unknown paths (3,000 of them here).
+fn soft_404s(rng: &mut fastrand::Rng) -> HashMap<String, Page> {
+    let slug = |rng: &mut fastrand::Rng| -> String { (0..8).map(|_| rng.lowercase()).collect() };
+    let paths: Vec<String> = (0..3000).map(|_| format!("/{}/", slug(rng))).collect();
+    let mut pages = HashMap::new();
+    for (i, path) in paths.iter().enumerate() {
+        let links: Vec<String> = (1..=5)
+            .map(|k| paths[(i * 5 + k) % paths.len()].clone())
+            .collect();
+        // The links differ from page to page; the words a reader sees do not.
+        let links: String = links
+            .iter()
+            .map(|l| format!("<li><a href=\"{l}\">A popular page</a></li>"))
+            .collect();
+        let page = Page::html(format!(
+            "<!doctype html><html><head><title>Page not found</title></head><body>\
+             <nav><a href=\"/\">Home</a></nav><h1>Page not found</h1><p>Sorry, we could \
+             not find that page. Try the search box or go back to the home page. Popular \
+             pages are listed below.</p><ul>{links}</ul></body></html>"
+        ));
+        pages.insert(path.clone(), page);
+    }
+    pages
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_soft_404_host_is_left_after_a_bounded_number_of_pages() {
+    let mut rng = fastrand::Rng::with_seed(5);
+    let soft = soft_404s(&mut rng);
+    let broken: Vec<&str> = soft.keys().take(3).map(String::as_str).collect();
+    let mut pages = real_pages(&mut rng, 40, &broken);
+    pages.extend(soft.clone());
+    // Any other path answers the same "not found" page, with 200.
+    let fallback = soft[broken[0]].clone();
+    let server =
+        TestServer::start_with_fallback(Ipv4Addr::new(127, 0, 5, 5), pages, fallback).await;
+    let (_dir, store) = crawl(&server, settings()).await;
+    assert_real_pages_fetched(&server, 40);
+    let soft_hits: u32 = soft.keys().map(|p| server.hits_of(p)).sum();
+    assert!(
+        soft_hits <= 20,
+        "{soft_hits} of 3,000 soft-404 pages fetched"
+    );
+    let recorded = trapped(store.as_ref()).await;
+    assert!(
+        recorded
+            .iter()
+            .any(|(_, why)| why.starts_with("trap: soft 404")),
+        "soft 404s are recorded as such: {recorded:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ten_thousand_distinct_product_pages_are_all_crawled() {
+    let mut rng = fastrand::Rng::with_seed(6);
+    let mut pages = HashMap::new();
+    let lists: Vec<String> = (0..100).map(|l| format!("/list/{l}")).collect();
+    pages.insert("/".to_string(), html("Catalogue", "All products.", &lists));
+    // Each product has a name of its own, which its list page shows.
+    let names: Vec<String> = (0..10_000).map(|_| prose(&mut rng, 3)).collect();
+    for l in 0..100 {
+        let products: Vec<String> = (0..100)
+            .map(|i| format!("/product/{}", l * 100 + i))
+            .collect();
+        let shown = names[l * 100..(l + 1) * 100].join(", ");
+        pages.insert(format!("/list/{l}"), html("Products", &shown, &products));
+    }
+    for n in 0..10_000 {
+        let text = format!("{} {} Price {n}. In stock.", names[n], prose(&mut rng, 60));
+        pages.insert(
+            format!("/product/{n}"),
+            html(
+                &format!("Product {n}"),
+                &text,
+                &[format!("/product/{}", (n + 1) % 10_000)],
+            ),
+        );
+    }
+    let server = TestServer::start(Ipv4Addr::new(127, 0, 5, 6), pages).await;
+    let mut s = settings();
+    s.crawl.concurrency = 32;
+    s.crawl.per_host = 16;
+    let (_dir, store) = crawl(&server, s).await;
+    let missing: Vec<usize> = (0..10_000)
+        .filter(|n| server.hits_of(&format!("/product/{n}")) == 0)
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "{} products not crawled: {:?}",
+        missing.len(),
+        &missing[..missing.len().min(10)]
+    );
+    assert!(trapped(store.as_ref()).await.is_empty());
+}
