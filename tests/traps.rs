@@ -270,12 +270,12 @@ fn sessions(rng: &mut fastrand::Rng) -> HashMap<String, Page> {
     let texts: Vec<String> = (0..40).map(|_| prose(rng, 120)).collect();
     let mut pages = HashMap::new();
     for from in 0..40 {
-        for to in 0..40 {
+        for (to, text) in texts.iter().enumerate() {
             let links: Vec<String> = (0..40)
                 .filter(|&n| n != to)
                 .map(|n| format!("/s/{n}?sid={}", sid(to, n)))
                 .collect();
-            let page = html(&format!("Member page {to}"), &texts[to], &links);
+            let page = html(&format!("Member page {to}"), text, &links);
             pages.insert(format!("/s/{to}?sid={}", sid(from, to)), page);
         }
     }
@@ -395,8 +395,8 @@ async fn ten_thousand_distinct_product_pages_are_all_crawled() {
         let shown = names[l * 100..(l + 1) * 100].join(", ");
         pages.insert(format!("/list/{l}"), html("Products", &shown, &products));
     }
-    for n in 0..10_000 {
-        let text = format!("{} {} Price {n}. In stock.", names[n], prose(&mut rng, 60));
+    for (n, name) in names.iter().enumerate() {
+        let text = format!("{name} {} Price {n}. In stock.", prose(&mut rng, 60));
         pages.insert(
             format!("/product/{n}"),
             html(
