@@ -291,6 +291,9 @@ pub struct ExtractedPage {
     pub links_found: usize,
     /// 64-bit hash of the body, for content-seen de-duplication.
     pub content_hash: u64,
+    /// What could not be read, in one line (a broken or oversized
+    /// sitemap): recorded as the page's error; its readable links count.
+    pub problem: Option<String>,
 }
 
 /// The extract behaviour: body → text and links.

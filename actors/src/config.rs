@@ -74,6 +74,9 @@ pub struct CrawlConfig {
     /// end (a service watching its sites) instead of failing after
     /// `max_attempts` (a one-shot crawl, which must end).
     pub keep_retrying_robots: bool,
+    /// Read each host's sitemaps (robots.txt `Sitemap:` lines, else
+    /// `/sitemap.xml`) when its robots.txt is fetched.
+    pub sitemaps: bool,
     /// Crawler-trap defence ([`crate::traps`]); `None` turns it off.
     pub traps: Option<TrapSettings>,
     pub restart_intensity: RestartIntensity,
@@ -100,6 +103,7 @@ impl Default for CrawlConfig {
             robots_ttl: Duration::from_secs(24 * 3600),
             robots_retry: Duration::from_secs(60),
             keep_retrying_robots: false,
+            sitemaps: true,
             traps: Some(TrapSettings::default()),
             restart_intensity: RestartIntensity::default(),
             tick: Duration::from_millis(200),

@@ -201,6 +201,15 @@ impl Actor for Master {
                 tracing::info!(%probe_url, "the host serves soft 404s");
                 state.window.soft_404_probe(&probe_url, simhash);
             }
+            MasterMsg::Sitemaps { referrer, urls } => {
+                for url in urls {
+                    match state.b.policy.link(&referrer, &url, false) {
+                        Ok(link) => state.window.add_link(link, now),
+                        Err(why) => tracing::debug!(%url, %why, "sitemap not followed"),
+                    }
+                }
+                cycle(state, true, true);
+            }
             MasterMsg::Unstarted(jobs) => {
                 state.window.unstarted(&jobs);
                 cycle(state, false, true);

@@ -101,6 +101,14 @@ impl Actor for Pool {
                 if let Some((probe_url, simhash)) = soft_404 {
                     protocol::cast(&state.master, MasterMsg::Soft404 { probe_url, simhash });
                 }
+                if state.args.config.sitemaps
+                    && !report.unreachable
+                    && let Some(referrer) = state.scheduler.job_of(&host)
+                {
+                    let urls = sitemaps_of(&report.record, referrer);
+                    let referrer = referrer.clone();
+                    protocol::cast(&state.master, MasterMsg::Sitemaps { referrer, urls });
+                }
                 state
                     .scheduler
                     .robots_ready(&host, report.rules, report.unreachable, now_ms());
@@ -194,6 +202,15 @@ async fn pump(myself: &ActorRef<PoolMsg>, state: &mut PoolState) -> Result<(), A
         myself.send_after(delay, || PoolMsg::Wake);
     }
     Ok(())
+}
+
+/// The sitemaps robots.txt names, else the conventional `/sitemap.xml`.
+fn sitemaps_of(record: &crate::types::HostRecord, referrer: &Job) -> Vec<String> {
+    if !record.sitemaps.is_empty() {
+        return record.sitemaps.clone();
+    }
+    let scheme = referrer.url.split("://").next().unwrap_or("http");
+    vec![format!("{scheme}://{}/sitemap.xml", record.host)]
 }
 
 async fn spawn_slave(

@@ -183,6 +183,12 @@ pub(crate) enum MasterMsg {
         probe_url: String,
         simhash: u64,
     },
+    /// A host's sitemaps, found when its robots.txt was read: queued as
+    /// links of `referrer` (a URL of the host), so scope and filters apply.
+    Sitemaps {
+        referrer: Job,
+        urls: Vec<String>,
+    },
     Status(RpcReplyPort<Status>),
     /// Reply when the crawl has nothing more to do.
     WaitIdle(RpcReplyPort<IdleReason>),
@@ -212,6 +218,7 @@ enum MasterWire {
     Adopt { node: String, jobs: Vec<Job> },
     Unstarted(Vec<Job>),
     Soft404 { probe_url: String, simhash: u64 },
+    Sitemaps { referrer: Job, urls: Vec<String> },
 }
 
 impl ractor::Message for MasterMsg {
@@ -226,6 +233,7 @@ impl ractor::Message for MasterMsg {
             MasterMsg::Adopt { node, jobs } => MasterWire::Adopt { node, jobs },
             MasterMsg::Unstarted(jobs) => MasterWire::Unstarted(jobs),
             MasterMsg::Soft404 { probe_url, simhash } => MasterWire::Soft404 { probe_url, simhash },
+            MasterMsg::Sitemaps { referrer, urls } => MasterWire::Sitemaps { referrer, urls },
             _ => return Err(BoxedDowncastErr),
         };
         to_wire(&wire)
@@ -238,6 +246,7 @@ impl ractor::Message for MasterMsg {
             MasterWire::Adopt { node, jobs } => MasterMsg::Adopt { node, jobs },
             MasterWire::Unstarted(jobs) => MasterMsg::Unstarted(jobs),
             MasterWire::Soft404 { probe_url, simhash } => MasterMsg::Soft404 { probe_url, simhash },
+            MasterWire::Sitemaps { referrer, urls } => MasterMsg::Sitemaps { referrer, urls },
         })
     }
 }

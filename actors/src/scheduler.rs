@@ -174,6 +174,12 @@ impl HostScheduler {
         }
     }
 
+    /// A job this pool holds for `host` (queued or running), if any.
+    pub fn job_of(&self, host: &str) -> Option<&Job> {
+        let slot = self.hosts.get(host)?;
+        slot.queue.front().or(slot.running.first())
+    }
+
     /// Take every queued (not running) job out, e.g. to hand it back on drain.
     pub fn take_queued(&mut self) -> Vec<Job> {
         self.active.clear();

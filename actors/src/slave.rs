@@ -189,6 +189,7 @@ pub(crate) async fn process(
             simhash = Some(crate::traps::simhash(&extracted.text));
         }
         record.title = extracted.title.clone();
+        record.error = extracted.problem.clone();
         record.content_hash = Some(extracted.content_hash);
         record.links_count = u32::try_from(extracted.links_found).unwrap_or(u32::MAX);
         if (200..300).contains(&page.status) {

@@ -387,6 +387,18 @@ impl Window {
         self.batch.seeds.push(link);
     }
 
+    /// A link found outside a page (a host's sitemap): written in the next
+    /// cycle like a seed, unless the trap defence refuses it.
+    pub fn add_link(&mut self, link: NewLink, now: Millis) {
+        if let Some(traps) = &mut self.traps
+            && traps.admit(&link.url, now).is_err()
+        {
+            self.trapped += 1;
+            return;
+        }
+        self.batch.seeds.push(link);
+    }
+
     /// Write the batch now rather than at the next flush: it is a quarter of
     /// the window, or every URL this master holds is waiting for it (nothing
     /// is left to fetch until it is written and the links it holds are

@@ -13,6 +13,7 @@ use url::Url;
 use crate::normalize::NormalizeOptions;
 
 mod charset;
+pub mod sitemap;
 mod tags;
 mod tokenizer;
 
@@ -70,6 +71,30 @@ impl HtmlExtractor {
     pub fn new(normalize: NormalizeOptions) -> Self {
         Self { normalize }
     }
+
+    /// A sitemap's links: its `<loc>` URLs, resolved and normalized.
+    fn sitemap(&self, url: &str, body: &[u8], content_hash: u64) -> web_crawler_actors::ExtractedPage {
+        let map = sitemap::parse(body);
+        let base = Url::parse(url).ok();
+        let links: Vec<Url> = map
+            .locs
+            .iter()
+            .filter_map(|loc| {
+                let base = base.as_ref()?;
+                crate::normalize::resolve(base, loc, &self.normalize).ok()
+            })
+            .collect();
+        if let Some(problem) = &map.problem {
+            tracing::info!(%url, %problem, "sitemap read in part");
+        }
+        web_crawler_actors::ExtractedPage {
+            links_found: map.locs.len(),
+            links,
+            content_hash,
+            problem: map.problem,
+            ..Default::default()
+        }
+    }
 }
 
 /// Bytes looked at to sniff HTML when the Content-Type is missing.
@@ -84,6 +109,9 @@ impl web_crawler_actors::Extractor for HtmlExtractor {
     ) -> web_crawler_actors::ExtractedPage {
         let content_hash = xxhash_rust::xxh3::xxh3_64(&page.body);
         let content_type = page.content_type.as_deref();
+        if sitemap::is_sitemap(url, content_type, &page.body) {
+            return self.sitemap(url, &page.body, content_hash);
+        }
         let html = is_html(content_type, &page.body[..page.body.len().min(SNIFF_BYTES)]);
         let textual = html
             || content_type.is_some_and(|c| {
@@ -124,6 +152,7 @@ impl web_crawler_actors::Extractor for HtmlExtractor {
             text: found.text,
             document,
             content_hash,
+            problem: None,
         }
     }
 }
