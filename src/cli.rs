@@ -247,6 +247,9 @@ struct TuningOpts {
     /// Total time per request, in seconds.
     #[arg(long, default_value_t = 30)]
     timeout: u64,
+    /// Don't read sitemaps (robots.txt `Sitemap:` lines, else /sitemap.xml).
+    #[arg(long)]
+    no_sitemaps: bool,
     #[command(flatten)]
     traps: TrapOpts,
 }
@@ -304,6 +307,7 @@ impl TuningOpts {
         s.crawl.max_pages = self.max_pages;
         s.crawl.reprocess_after = self.reprocess_after.map(Duration::from_secs);
         s.crawl.traps = self.traps.settings();
+        s.crawl.sitemaps = !self.no_sitemaps;
         s.policy.scope = self.scope;
         s.policy.max_depth = self.max_depth;
         s.policy.allow = compile(&self.allow, "--allow")?;

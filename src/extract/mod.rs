@@ -73,7 +73,12 @@ impl HtmlExtractor {
     }
 
     /// A sitemap's links: its `<loc>` URLs, resolved and normalized.
-    fn sitemap(&self, url: &str, body: &[u8], content_hash: u64) -> web_crawler_actors::ExtractedPage {
+    fn sitemap(
+        &self,
+        url: &str,
+        body: &[u8],
+        content_hash: u64,
+    ) -> web_crawler_actors::ExtractedPage {
         let map = sitemap::parse(body);
         let base = Url::parse(url).ok();
         let links: Vec<Url> = map

@@ -26,7 +26,11 @@ pub struct Sitemap {
 /// Whether a response looks like a sitemap: an XML or gzip body at a URL or
 /// with a type that says so, whose root is `urlset` or `sitemapindex`.
 pub fn is_sitemap(url: &str, content_type: Option<&str>, body: &[u8]) -> bool {
-    let path = url.split(['?', '#']).next().unwrap_or("").to_ascii_lowercase();
+    let path = url
+        .split(['?', '#'])
+        .next()
+        .unwrap_or("")
+        .to_ascii_lowercase();
     let named = path.ends_with(".xml") || path.ends_with(".xml.gz");
     let typed = content_type.is_some_and(|c| {
         let c = c.to_ascii_lowercase();
@@ -193,7 +197,9 @@ mod tests {
 
     #[test]
     fn the_protocols_bounds_hold() {
-        let locs: Vec<String> = (0..MAX_URLS + 10).map(|i| format!("http://h/{i}")).collect();
+        let locs: Vec<String> = (0..MAX_URLS + 10)
+            .map(|i| format!("http://h/{i}"))
+            .collect();
         let refs: Vec<&str> = locs.iter().map(String::as_str).collect();
         let s = parse(urlset(&refs).as_bytes());
         assert_eq!(s.locs.len(), MAX_URLS);
@@ -208,10 +214,26 @@ mod tests {
     #[test]
     fn sitemaps_are_told_from_pages() {
         let xml = urlset(&["http://h/a"]);
-        assert!(is_sitemap("http://h/sitemap.xml", Some("application/xml"), xml.as_bytes()));
+        assert!(is_sitemap(
+            "http://h/sitemap.xml",
+            Some("application/xml"),
+            xml.as_bytes()
+        ));
         assert!(is_sitemap("http://h/any", Some("text/xml"), xml.as_bytes()));
-        assert!(is_sitemap("http://h/s.xml.gz", Some("application/octet-stream"), &gzip(b"x")));
-        assert!(!is_sitemap("http://h/feed.xml", Some("application/rss+xml"), b"<rss></rss>"));
-        assert!(!is_sitemap("http://h/page", Some("text/html"), xml.as_bytes()));
+        assert!(is_sitemap(
+            "http://h/s.xml.gz",
+            Some("application/octet-stream"),
+            &gzip(b"x")
+        ));
+        assert!(!is_sitemap(
+            "http://h/feed.xml",
+            Some("application/rss+xml"),
+            b"<rss></rss>"
+        ));
+        assert!(!is_sitemap(
+            "http://h/page",
+            Some("text/html"),
+            xml.as_bytes()
+        ));
     }
 }

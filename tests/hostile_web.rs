@@ -1,9 +1,10 @@
-//! Crawler traps on local test webs: each infinite URL space of a shape
-//! real sites have (calendar, facets, session ids, repeating relative
-//! paths, soft-404s) must not keep a crawl alive, and a large legitimate
-//! numbered section must be crawled whole. Each web is much larger than
-//! what the defence lets through, so a crawl without it would fetch
-//! thousands of pages; every real page must still be fetched.
+//! A hostile web, as real sites are. Crawler traps: each infinite URL
+//! space of a shape real sites have (calendar, facets, session ids,
+//! repeating relative paths, soft-404s) must not keep a crawl alive, and a
+//! large legitimate numbered section must be crawled whole; each web is
+//! much larger than what the defence lets through, and every real page
+//! must still be fetched. Sitemaps (index, gzip, broken) and robots.txt
+//! that cannot be had must not stop a crawl either.
 
 mod common;
 
@@ -421,4 +422,175 @@ async fn ten_thousand_distinct_product_pages_are_all_crawled() {
         &missing[..missing.len().min(10)]
     );
     assert!(trapped(store.as_ref()).await.is_empty());
+}
+
+fn gzip(data: &[u8]) -> Vec<u8> {
+    use std::io::Write;
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    e.write_all(data).unwrap();
+    e.finish().unwrap()
+}
+
+fn urlset(origin: &str, paths: &[String]) -> String {
+    let entries: String = paths
+        .iter()
+        .map(|p| format!("<url><loc>{origin}{p}</loc></url>"))
+        .collect();
+    format!(
+        "<?xml version=\"1.0\"?><urlset xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\">{entries}</urlset>"
+    )
+}
+
+/// Pages no page links to are found through the sitemaps robots.txt
+/// names: an index, a plain and a gzip sitemap, and a broken one whose
+/// readable part still counts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sitemaps_lead_to_pages_nothing_links_to() {
+    let listener = common::reserve(Ipv4Addr::new(127, 0, 5, 8));
+    let origin = format!("http://{}", listener.local_addr().unwrap());
+    let orphans = |from: usize| -> Vec<String> {
+        (from..from + 10).map(|i| format!("/orphan/{i}")).collect()
+    };
+    let mut pages = HashMap::new();
+    let mut rng = fastrand::Rng::with_seed(8);
+    pages.insert("/".to_string(), html("Home", &prose(&mut rng, 50), &[]));
+    for i in 0..40 {
+        pages.insert(
+            format!("/orphan/{i}"),
+            html("Orphan", &prose(&mut rng, 80), &[]),
+        );
+    }
+    pages.insert(
+        "/robots.txt".to_string(),
+        Page::text(
+            "text/plain",
+            format!("User-agent: *\nDisallow: /orphan/39\nSitemap: {origin}/sitemap_index.xml\n"),
+        ),
+    );
+    let index = format!(
+        "<sitemapindex xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\">\
+         <sitemap><loc>{origin}/a.xml</loc></sitemap><sitemap><loc>{origin}/b.xml.gz</loc></sitemap>\
+         <sitemap><loc>{origin}/broken.xml</loc></sitemap></sitemapindex>"
+    );
+    pages.insert(
+        "/sitemap_index.xml".into(),
+        Page::text("application/xml", index),
+    );
+    let mut listed = orphans(0);
+    listed.push("/orphan/39".into());
+    pages.insert(
+        "/a.xml".into(),
+        Page::text("application/xml", urlset(&origin, &listed)),
+    );
+    pages.insert(
+        "/b.xml.gz".into(),
+        Page::text(
+            "application/x-gzip",
+            gzip(urlset(&origin, &orphans(10)).as_bytes()),
+        ),
+    );
+    let mut broken = urlset(&origin, &orphans(20));
+    broken.truncate(broken.len() - 30);
+    pages.insert("/broken.xml".into(), Page::text("application/xml", broken));
+    let server = TestServer::serve(listener, pages).await;
+    let (_dir, store) = crawl(&server, settings()).await;
+    for i in 0..10 {
+        assert_eq!(
+            server.hits_of(&format!("/orphan/{i}")),
+            1,
+            "/orphan/{i} (plain sitemap)"
+        );
+        assert_eq!(
+            server.hits_of(&format!("/orphan/{}", i + 10)),
+            1,
+            "gzip sitemap"
+        );
+    }
+    // The broken file's entries before the cut are followed.
+    assert!(server.hits_of("/orphan/20") == 1 && server.hits_of("/orphan/27") == 1);
+    assert_eq!(server.hits_of("/orphan/30"), 0, "listed nowhere");
+    assert_eq!(server.hits_of("/orphan/39"), 0, "listed, but robots.txt disallows it");
+    assert_eq!(
+        server.hits_of("/sitemap.xml"),
+        0,
+        "robots.txt named the sitemaps"
+    );
+    let broken = store
+        .processed_url(&format!("{origin}/broken.xml"))
+        .await
+        .unwrap()
+        .unwrap();
+    let why = broken.record.error.unwrap_or_default();
+    assert!(why.starts_with("sitemap: invalid XML"), "{why}");
+}
+
+/// A host whose robots.txt answers 500, one that answers 503, and one that
+/// closes the connection: nothing of them is fetched (RFC 9309), and a
+/// one-shot crawl still ends, within about half a minute, with their URLs
+/// recorded as failed and the reason.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unreachable_robots_txt_does_not_hold_a_crawl_for_long() {
+    let mut servers = Vec::new();
+    for (i, robots) in [
+        Page::text("text/plain", "oops").status(500),
+        Page::text("text/plain", "busy").status(503),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let mut pages = HashMap::new();
+        pages.insert(
+            "/".to_string(),
+            html("Home", "A site.", &["/a".to_string()]),
+        );
+        pages.insert("/robots.txt".to_string(), robots);
+        servers.push(TestServer::start(Ipv4Addr::new(127, 0, 5, 9 + i as u8), pages).await);
+    }
+    // A port that accepts and closes at once; the task ends with the test.
+    let closing = tokio::net::TcpListener::bind((Ipv4Addr::new(127, 0, 5, 11), 0))
+        .await
+        .unwrap();
+    let closing_addr = closing.local_addr().unwrap();
+    let accept = tokio::spawn(async move {
+        while let Ok((stream, _)) = closing.accept().await {
+            drop(stream);
+        }
+    });
+    let mut s = settings();
+    s.crawl.robots_retry = Duration::from_secs(3);
+    s.crawl.retry_backoff = Duration::from_millis(100);
+    s.policy.scope = Scope::Any;
+    let dir = tempfile::tempdir().unwrap();
+    let store: Arc<dyn Store> = Arc::new(SqliteStore::open(&dir.path().join("t.db")).unwrap());
+    let app = start(store.clone(), s).await.unwrap();
+    let seeds: Vec<String> = servers
+        .iter()
+        .map(|s| s.url("/"))
+        .chain([format!("http://{closing_addr}/")])
+        .collect();
+    for seed in &seeds {
+        app.add_url(seed).await.unwrap();
+    }
+    let started = std::time::Instant::now();
+    let idle = tokio::time::timeout(Duration::from_secs(60), app.wait_idle())
+        .await
+        .expect("the crawl ends by itself")
+        .unwrap();
+    assert_eq!(idle, IdleReason::FrontierEmpty);
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "{:?}",
+        started.elapsed()
+    );
+    app.stop(Duration::from_secs(5)).await.unwrap();
+    for server in &servers {
+        assert_eq!(server.hits_of("/"), 0, "nothing but robots.txt fetched");
+        assert!(server.hits_of("/robots.txt") >= 2, "robots.txt asked again");
+    }
+    for seed in &seeds {
+        let page = store.processed_url(seed).await.unwrap().unwrap();
+        let error = page.record.error.unwrap_or_default();
+        assert!(error.contains("robots.txt unreachable"), "{seed}: {error}");
+    }
+    accept.abort();
 }
