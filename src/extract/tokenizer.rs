@@ -809,12 +809,10 @@ mod tests {
         let e = ex("<link rel=canonical href='https://Example.com:443/Canon?utm_source=x#f'>");
         assert_eq!(e.links.len(), 1);
         assert_eq!(e.links[0].source, LinkSource::Canonical);
-        assert_eq!(
-            e.links[0].url.as_str(),
-            "https://example.com/Canon?utm_source=x"
-        );
+        // Tracking parameters are dropped by default...
+        assert_eq!(e.links[0].url.as_str(), "https://example.com/Canon");
         let opts = NormalizeOptions {
-            strip_tracking_params: true,
+            strip_tracking_params: false,
             sort_query: false,
         };
         let e = extract_html(
@@ -823,7 +821,11 @@ mod tests {
             &opts,
             true,
         );
-        assert_eq!(e.links[0].url.as_str(), "https://example.com/Canon");
+        // ...and kept when asked.
+        assert_eq!(
+            e.links[0].url.as_str(),
+            "https://example.com/Canon?utm_source=x"
+        );
         // link without canonical/alternate, or without href, is ignored
         let e = ex("<link rel=icon href=/favicon.ico><link rel=canonical>");
         assert!(e.links.is_empty());
