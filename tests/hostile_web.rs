@@ -509,7 +509,11 @@ async fn sitemaps_lead_to_pages_nothing_links_to() {
     // The broken file's entries before the cut are followed.
     assert!(server.hits_of("/orphan/20") == 1 && server.hits_of("/orphan/27") == 1);
     assert_eq!(server.hits_of("/orphan/30"), 0, "listed nowhere");
-    assert_eq!(server.hits_of("/orphan/39"), 0, "listed, but robots.txt disallows it");
+    assert_eq!(
+        server.hits_of("/orphan/39"),
+        0,
+        "listed, but robots.txt disallows it"
+    );
     assert_eq!(
         server.hits_of("/sitemap.xml"),
         0,
