@@ -8,5 +8,7 @@ cd "$(dirname "$0")/.."
 uri=$(scripts/mongo-server.sh start)
 trap 'scripts/mongo-server.sh stop' EXIT
 export WEB_CRAWLER_TEST_MONGODB_URI=$uri
+# The embeddable library must keep building without the CLI and MongoDB.
+cargo build --lib --no-default-features
 cargo test --workspace --all-targets
 cargo test --workspace --doc

@@ -118,6 +118,28 @@ enum ReportKind {
     BrokenLinks,
 }
 
+/// `--scope`: the CLI's face of the library's [`Scope`] (clap stays in the
+/// CLI), with the same names and descriptions.
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum ScopeArg {
+    /// Same host as the referrer (the paper's rule).
+    Host,
+    /// Same registrable domain as the referrer (`a.example.com` → `b.example.com`).
+    Domain,
+    /// Any host (bound it with filters, depth and page budgets).
+    Any,
+}
+
+impl From<ScopeArg> for Scope {
+    fn from(arg: ScopeArg) -> Self {
+        match arg {
+            ScopeArg::Host => Scope::Host,
+            ScopeArg::Domain => Scope::Domain,
+            ScopeArg::Any => Scope::Any,
+        }
+    }
+}
+
 /// This node in a cluster.
 #[derive(Debug, Args)]
 struct NodeOpts {
@@ -206,8 +228,8 @@ impl CrawlOpts {
 #[derive(Debug, Args)]
 struct TuningOpts {
     /// Which links to follow off the referrer's site.
-    #[arg(long, value_enum, default_value_t = Scope::Host)]
-    scope: Scope,
+    #[arg(long, value_enum, default_value_t = ScopeArg::Host)]
+    scope: ScopeArg,
     /// Stop after fetching this many pages.
     #[arg(long)]
     max_pages: Option<u64>,
@@ -308,7 +330,7 @@ impl TuningOpts {
         s.crawl.reprocess_after = self.reprocess_after.map(Duration::from_secs);
         s.crawl.traps = self.traps.settings();
         s.crawl.sitemaps = !self.no_sitemaps;
-        s.policy.scope = self.scope;
+        s.policy.scope = self.scope.into();
         s.policy.max_depth = self.max_depth;
         s.policy.allow = compile(&self.allow, "--allow")?;
         s.policy.deny = compile(&self.deny, "--deny")?;
@@ -637,4 +659,23 @@ async fn serve_node(
     app.stop(Duration::from_secs(10)).await?;
     server.stop(None);
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scope_values_are_the_library_scope_names() {
+        let names: Vec<String> = ScopeArg::value_variants()
+            .iter()
+            .map(|arg| {
+                let name = arg.to_possible_value().unwrap().get_name().to_string();
+                assert_eq!(name.parse::<Scope>(), Ok(Scope::from(*arg)));
+                name
+            })
+            .collect();
+        let all: Vec<String> = Scope::ALL.iter().map(Scope::to_string).collect();
+        assert_eq!(names, all);
+    }
 }

@@ -5,7 +5,13 @@
 //! per-URL slave actors, and everything driven by messages. This crate holds
 //! the implementations of the tree's behaviours — URL normalization, robots,
 //! the hyper fetcher, the HTML extractor, the embedded SQLite store, the link
-//! policy, the `search_text` operation — and the CLI.
+//! policy, the `search_text` operation — and the MongoDB store; the CLI is
+//! the `web_crawler` binary.
+//!
+//! Cargo features, both on by default: `mongodb` (the MongoDB store,
+//! `store::MongoStore`) and `cli` (the binary and its CLI stack; implies
+//! `mongodb`). With `default-features = false` this is the embeddable crawler
+//! alone, on the embedded SQLite store.
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), web_crawler::Error> {

@@ -5,11 +5,14 @@
 
 use crate::normalize::{self, NormalizeOptions};
 use regex::Regex;
+use std::fmt;
+use std::str::FromStr;
 use url::{Position, Url};
 use web_crawler_actors::{Job, LinkPolicy, NewLink, OperationSpec, Rejection};
 
-/// Which links leave the referrer's site.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+/// Which links leave the referrer's site. Parses from and displays as
+/// `host`, `domain`, `any` (the CLI's `--scope` values).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Scope {
     /// Same host as the referrer (the paper's rule).
     #[default]
@@ -18,6 +21,42 @@ pub enum Scope {
     Domain,
     /// Any host (bound it with filters, depth and page budgets).
     Any,
+}
+
+impl Scope {
+    /// Every scope, in the order of the CLI's possible values.
+    pub const ALL: [Scope; 3] = [Scope::Host, Scope::Domain, Scope::Any];
+
+    /// The scope's name: `host`, `domain` or `any`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Scope::Host => "host",
+            Scope::Domain => "domain",
+            Scope::Any => "any",
+        }
+    }
+}
+
+impl fmt::Display for Scope {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A string that is not a [`Scope`] name.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("unknown scope `{0}` (expected host, domain or any)")]
+pub struct ParseScopeError(String);
+
+impl FromStr for Scope {
+    type Err = ParseScopeError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Scope::ALL
+            .into_iter()
+            .find(|scope| scope.as_str() == s)
+            .ok_or_else(|| ParseScopeError(s.to_string()))
+    }
 }
 
 /// Settings of the policy.
@@ -201,6 +240,16 @@ mod tests {
 
     fn policy(cfg: PolicyConfig) -> CrawlPolicy {
         CrawlPolicy::new(cfg)
+    }
+
+    #[test]
+    fn scope_round_trips_through_its_name() {
+        for scope in Scope::ALL {
+            assert_eq!(scope.to_string().parse::<Scope>(), Ok(scope));
+        }
+        assert_eq!("domain".parse::<Scope>(), Ok(Scope::Domain));
+        assert!("Host".parse::<Scope>().is_err());
+        assert!("".parse::<Scope>().is_err());
     }
 
     #[test]
