@@ -3,8 +3,8 @@
 mod common;
 
 use common::backend::Backend;
+use common::wait_for;
 use common::web::GeneratedWeb;
-use common::{Page, TestServer, page_with_links, wait_for};
 use std::collections::HashMap;
 use std::net::Ipv4Addr;
 use std::path::Path;
@@ -12,6 +12,7 @@ use std::process::Output;
 use std::time::Duration;
 use tokio::process::Command;
 use web_crawler::actors::CrawlConfig;
+use web_crawler_testsupport::{Page, TestServer, page_with_links};
 
 fn bin() -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_web_crawler"));

@@ -3,7 +3,7 @@
 mod common;
 
 use common::backend::Backend;
-use common::{Page, TestServer, page_with_links, wait_for};
+use common::wait_for;
 use std::collections::{HashMap, HashSet};
 use std::net::Ipv4Addr;
 use std::sync::Arc;
@@ -17,6 +17,7 @@ use web_crawler::actors::{
 use web_crawler::operations::search_results;
 use web_crawler::policy::Scope;
 use web_crawler::{IdleReason, Settings, start, start_on};
+use web_crawler_testsupport::{Page, TestServer, page_with_links, reserve};
 
 /// Test settings; the node name is unique in the process (two tests may run
 /// the same body on two backends at once).
@@ -117,7 +118,7 @@ async fn small_web() -> (TestServer, TestServer) {
         ("/loop2".to_string(), Page::redirect(302, "/loop1")),
     ]);
     // The absolute self-link needs the port, known only once bound: bind, then serve.
-    let listener = common::reserve(Ipv4Addr::new(127, 0, 0, 2));
+    let listener = reserve(Ipv4Addr::new(127, 0, 0, 2));
     let addr = listener.local_addr().unwrap();
     let a_pages = a_pages
         .into_iter()

@@ -5,7 +5,6 @@
 mod common;
 
 use common::backend::{Backend, mongo_uri};
-use common::{Page, TestServer, page_with_links};
 use mongodb::bson::{Bson, Document, doc};
 use std::collections::{BTreeMap, HashMap};
 use std::net::Ipv4Addr;
@@ -17,6 +16,7 @@ use web_crawler::operations::search_results;
 use web_crawler::policy::Scope;
 use web_crawler::store::MongoStore;
 use web_crawler::{IdleReason, Settings, start};
+use web_crawler_testsupport::{Page, TestServer, page_with_links};
 
 async fn site() -> TestServer {
     let mut words = String::from("<html><title>words</title><p>");
