@@ -1,10 +1,8 @@
 //! The `web_crawler` binary, run as a newcomer would, against local test webs.
 
-mod common;
-
-use common::backend::Backend;
-use common::wait_for;
-use common::web::GeneratedWeb;
+use crate::common::backend::Backend;
+use crate::common::wait_for;
+use crate::common::web::GeneratedWeb;
 use std::collections::HashMap;
 use std::net::Ipv4Addr;
 use std::path::Path;

@@ -3,6 +3,7 @@
 //! The HTTP servers themselves are `web_crawler_testsupport`'s.
 #![allow(dead_code, unreachable_pub)]
 
+#[macro_use]
 pub mod backend;
 pub mod web;
 

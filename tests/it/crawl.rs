@@ -1,9 +1,7 @@
 //! End-to-end crawls of local test webs by the real tree on the embedded store.
 
-mod common;
-
-use common::backend::Backend;
-use common::wait_for;
+use crate::common::backend::Backend;
+use crate::common::wait_for;
 use std::collections::{HashMap, HashSet};
 use std::net::Ipv4Addr;
 use std::sync::Arc;

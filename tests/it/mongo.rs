@@ -2,9 +2,7 @@
 //! and the documents have the paper's field names and types when read back
 //! as plain BSON.
 
-mod common;
-
-use common::backend::{Backend, mongo_uri};
+use crate::common::backend::{Backend, mongo_uri};
 use mongodb::bson::{Bson, Document, doc};
 use std::collections::{BTreeMap, HashMap};
 use std::net::Ipv4Addr;
