@@ -401,11 +401,8 @@ pub async fn robots_report(
 mod tests {
     use super::*;
     use crate::fetch::FetchConfig;
-    use crate::fetch::test_server::{closed_port_addr, serve, url_for};
-    use bytes::Bytes;
-    use http_body_util::Full;
-    use hyper::Response;
-    use std::sync::atomic::Ordering;
+    use web_crawler_testsupport::raw::closed_port_addr;
+    use web_crawler_testsupport::{Page, serve, url_for};
 
     const UA: &str = "web_crawler/0.1 (+https://github.com/web_crawler)";
 
@@ -606,12 +603,8 @@ mod tests {
         .unwrap()
     }
 
-    fn text(status: u16, headers: &[(&str, &str)], body: &str) -> Response<Full<Bytes>> {
-        let mut b = Response::builder().status(status);
-        for (k, v) in headers {
-            b = b.header(*k, *v);
-        }
-        b.body(Full::new(Bytes::from(body.to_string()))).unwrap()
+    fn text(status: u16, headers: &[(&str, &str)], body: &str) -> Page {
+        Page::new(status, headers, body)
     }
 
     #[tokio::test]
@@ -626,15 +619,15 @@ mod tests {
         })
         .await;
         // Path, query and credentials of the origin are ignored.
-        let mut origin = server.url("/some/page?q=1");
+        let mut origin = server.parsed_url("/some/page?q=1");
         origin.set_username("user").unwrap();
         let got = fetch_robots(&fetcher(), &origin).await;
         assert_eq!(got.source, RobotsSource::Fetched);
         assert_eq!(got.status, Some(200));
         assert!(got.error.is_none());
         assert!(got.body.unwrap().contains("Disallow: /no"));
-        assert!(!got.robots.is_allowed(&server.url("/no/x")));
-        assert!(got.robots.is_allowed(&server.url("/yes")));
+        assert!(!got.robots.is_allowed(&server.parsed_url("/no/x")));
+        assert!(got.robots.is_allowed(&server.parsed_url("/yes")));
         assert_eq!(got.robots.sitemaps(), ["http://x/s.xml"]);
     }
 
@@ -646,12 +639,12 @@ mod tests {
         }
         big.push_str("Disallow: /late\n");
         let server = serve(move |_| text(200, &[], &big)).await;
-        let got = fetch_robots(&fetcher(), &server.url("/")).await;
+        let got = fetch_robots(&fetcher(), &server.parsed_url("/")).await;
         assert_eq!(got.source, RobotsSource::Fetched);
         assert_eq!(got.body.unwrap().len(), MAX_ROBOTS_BYTES);
-        assert!(!got.robots.is_allowed(&server.url("/early")));
+        assert!(!got.robots.is_allowed(&server.parsed_url("/early")));
         assert!(
-            got.robots.is_allowed(&server.url("/late")),
+            got.robots.is_allowed(&server.parsed_url("/late")),
             "beyond the cap"
         );
     }
@@ -659,24 +652,24 @@ mod tests {
     #[tokio::test]
     async fn not_found_allows_all() {
         let server = serve(|_| text(404, &[], "<h1>Not Found</h1>")).await;
-        let got = fetch_robots(&fetcher(), &server.url("/")).await;
+        let got = fetch_robots(&fetcher(), &server.parsed_url("/")).await;
         assert_eq!(got.source, RobotsSource::NotFound);
         assert_eq!(got.status, Some(404));
         assert!(got.body.is_none());
-        assert!(got.robots.is_allowed(&server.url("/anything")));
+        assert!(got.robots.is_allowed(&server.parsed_url("/anything")));
     }
 
     #[tokio::test]
     async fn server_error_and_429_disallow_all() {
         let server = serve(|_| text(503, &[], "down")).await;
-        let got = fetch_robots(&fetcher(), &server.url("/")).await;
+        let got = fetch_robots(&fetcher(), &server.parsed_url("/")).await;
         assert_eq!(got.source, RobotsSource::Unreachable);
         assert_eq!(got.status, Some(503));
         assert!(got.error.is_some());
-        assert!(!got.robots.is_allowed(&server.url("/anything")));
+        assert!(!got.robots.is_allowed(&server.parsed_url("/anything")));
 
         let server = serve(|_| text(429, &[("retry-after", "60")], "slow down")).await;
-        let got = fetch_robots(&fetcher(), &server.url("/")).await;
+        let got = fetch_robots(&fetcher(), &server.parsed_url("/")).await;
         assert_eq!(got.source, RobotsSource::Unreachable);
         assert_eq!(got.status, Some(429));
     }
@@ -700,11 +693,11 @@ mod tests {
             _ => text(404, &[], ""),
         })
         .await;
-        let got = fetch_robots(&fetcher(), &server.url("/")).await;
+        let got = fetch_robots(&fetcher(), &server.parsed_url("/")).await;
         assert_eq!(got.source, RobotsSource::Fetched);
         assert_eq!(got.status, Some(200));
-        assert!(!got.robots.is_allowed(&server.url("/blocked")));
-        assert_eq!(server.requests.load(Ordering::SeqCst), 3);
+        assert!(!got.robots.is_allowed(&server.parsed_url("/blocked")));
+        assert_eq!(server.total_hits(), 3);
     }
 
     #[tokio::test]
@@ -718,12 +711,12 @@ mod tests {
             text(302, &[("location", next)], "")
         })
         .await;
-        let got = fetch_robots(&fetcher(), &server.url("/")).await;
+        let got = fetch_robots(&fetcher(), &server.parsed_url("/")).await;
         assert_eq!(got.source, RobotsSource::Unreachable);
         assert_eq!(got.status, Some(302));
         assert!(got.error.unwrap().contains("loop"));
-        assert!(!got.robots.is_allowed(&server.url("/x")));
-        assert_eq!(server.requests.load(Ordering::SeqCst), 2);
+        assert!(!got.robots.is_allowed(&server.parsed_url("/x")));
+        assert_eq!(server.total_hits(), 2);
     }
 
     #[tokio::test]
@@ -739,11 +732,11 @@ mod tests {
             text(302, &[("location", &format!("/r{}", n + 1))], "")
         })
         .await;
-        let got = fetch_robots(&fetcher(), &server.url("/")).await;
+        let got = fetch_robots(&fetcher(), &server.parsed_url("/")).await;
         assert_eq!(got.source, RobotsSource::Unreachable);
         assert!(got.error.unwrap().contains("more than 5 redirects"));
         // The first request plus five followed redirects.
-        assert_eq!(server.requests.load(Ordering::SeqCst), 6);
+        assert_eq!(server.total_hits(), 6);
     }
 
     /// Robots are fetched on a multi-threaded runtime and shared across
@@ -762,11 +755,11 @@ mod tests {
     async fn binary_robots_body_does_not_panic() {
         let server = serve(|_| {
             let soup: Vec<u8> = (0..=255u8).cycle().take(10_000).collect();
-            Response::new(Full::new(Bytes::from(soup)))
+            Page::new(200, &[], soup)
         })
         .await;
-        let got = fetch_robots(&fetcher(), &server.url("/")).await;
+        let got = fetch_robots(&fetcher(), &server.parsed_url("/")).await;
         assert_eq!(got.source, RobotsSource::Fetched);
-        let _ = got.robots.is_allowed(&server.url("/x"));
+        let _ = got.robots.is_allowed(&server.parsed_url("/x"));
     }
 }

@@ -96,18 +96,23 @@ impl Actor for Pool {
                 host,
                 report,
                 soft_404,
+                sitemaps,
             } => {
                 protocol::cast(&state.master, MasterMsg::HostRecord(report.record.clone()));
                 if let Some((probe_url, simhash)) = soft_404 {
                     protocol::cast(&state.master, MasterMsg::Soft404 { probe_url, simhash });
                 }
-                if state.args.config.sitemaps
-                    && !report.unreachable
+                if !sitemaps.is_empty()
                     && let Some(referrer) = state.scheduler.job_of(&host)
                 {
-                    let urls = sitemaps_of(&report.record, referrer);
                     let referrer = referrer.clone();
-                    protocol::cast(&state.master, MasterMsg::Sitemaps { referrer, urls });
+                    protocol::cast(
+                        &state.master,
+                        MasterMsg::Sitemaps {
+                            referrer,
+                            urls: sitemaps,
+                        },
+                    );
                 }
                 state
                     .scheduler
@@ -204,15 +209,6 @@ async fn pump(myself: &ActorRef<PoolMsg>, state: &mut PoolState) -> Result<(), A
     Ok(())
 }
 
-/// The sitemaps robots.txt names, else the conventional `/sitemap.xml`.
-fn sitemaps_of(record: &crate::types::HostRecord, referrer: &Job) -> Vec<String> {
-    if !record.sitemaps.is_empty() {
-        return record.sitemaps.clone();
-    }
-    let scheme = referrer.url.split("://").next().unwrap_or("http");
-    vec![format!("{scheme}://{}/sitemap.xml", record.host)]
-}
-
 async fn spawn_slave(
     myself: &ActorRef<PoolMsg>,
     state: &PoolState,
@@ -225,6 +221,7 @@ async fn spawn_slave(
         master: state.master.clone(),
         pool: myself.clone(),
         simhash: state.args.config.traps.is_some(),
+        sitemaps: state.args.config.sitemaps,
     };
     let (slave, _) = Actor::spawn_linked(None, Slave, args, myself.get_cell()).await?;
     Ok(slave.get_id())

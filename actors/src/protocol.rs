@@ -294,6 +294,8 @@ pub(crate) enum PoolMsg {
         host: String,
         report: RobotsReport,
         soft_404: Option<(String, u64)>,
+        /// URLs to queue from the host's sitemaps.
+        sitemaps: Vec<String>,
     },
     /// From a page slave on this node: the host asked to slow down.
     HostBackoff { host: String, until: Millis },

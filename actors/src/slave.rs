@@ -30,6 +30,8 @@ pub(crate) struct SlaveArgs {
     pub(crate) pool: ActorRef<PoolMsg>,
     /// Send the simhash of each page's visible text (trap defence is on).
     pub(crate) simhash: bool,
+    /// Read the host's sitemaps after its robots.txt.
+    pub(crate) sitemaps: bool,
 }
 
 /// Slaves take no messages: they run once and exit.
@@ -68,10 +70,16 @@ impl Actor for Slave {
                 } else {
                     None
                 };
+                let sitemaps = if args.sitemaps && !report.unreachable {
+                    sitemaps_of(&args.behaviours, &scheme, &host, &report).await
+                } else {
+                    Vec::new()
+                };
                 args.pool.cast(PoolMsg::RobotsFetched {
                     host,
                     report,
                     soft_404,
+                    sitemaps,
                 })?;
             }
             SlaveTask::Page(job) => {
@@ -120,6 +128,34 @@ async fn probe_soft_404(
     extracted
         .is_html
         .then(|| (url, crate::traps::simhash(&extracted.text)))
+}
+
+/// What to queue from a host's sitemaps: the ones its robots.txt names;
+/// else, if `/sitemap.xml` answers with a sitemap, the URLs it lists (asked
+/// here, so a host without one leaves no 404 in the store).
+async fn sitemaps_of(
+    b: &Behaviours,
+    scheme: &str,
+    host: &str,
+    robots: &crate::behaviour::RobotsReport,
+) -> Vec<String> {
+    if !robots.record.sitemaps.is_empty() {
+        return robots.record.sitemaps.clone();
+    }
+    let url = format!("{scheme}://{host}/sitemap.xml");
+    if !robots.rules.is_allowed(&url) {
+        return Vec::new();
+    }
+    match b.fetcher.fetch(&url).await {
+        Ok(page) if (200..300).contains(&page.status) => {
+            let found = b.extractor.extract(&url, &page, false);
+            if found.is_html {
+                return Vec::new();
+            }
+            found.links.into_iter().map(String::from).collect()
+        }
+        _ => Vec::new(),
+    }
 }
 
 /// Default wait after a 429/503 without `Retry-After`.

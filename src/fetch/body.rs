@@ -292,13 +292,9 @@ fn is_zlib_header(cmf: u8, flg: u8) -> bool {
 mod tests {
     use super::*;
     use crate::fetch::FetchConfig;
-    use crate::fetch::test_server::{
-        fetcher, fetcher_with, read_head, response, serve, serve_raw, test_config, url_for,
-    };
-    use bytes::Bytes;
-    use http_body_util::Full;
-    use hyper::Response;
-    use tokio::io::AsyncWriteExt;
+    use crate::fetch::testing::{fetcher, fetcher_with, test_config};
+    use web_crawler_testsupport::raw::RawServer;
+    use web_crawler_testsupport::{Page, serve, url_for};
 
     fn gzip(data: &[u8]) -> Vec<u8> {
         let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
@@ -312,8 +308,9 @@ mod tests {
 
     #[tokio::test]
     async fn gzip_body_is_decoded() {
-        let server = serve(|_| response(200, &[("content-encoding", "gzip")], gzip(&page()))).await;
-        let resp = fetcher().get(&server.url("/")).await.unwrap();
+        let server =
+            serve(|_| Page::new(200, &[("content-encoding", "gzip")], gzip(&page()))).await;
+        let resp = fetcher().get(&server.parsed_url("/")).await.unwrap();
         assert_eq!(resp.body, page());
         assert!(!resp.truncated);
     }
@@ -332,12 +329,12 @@ mod tests {
                 e.write_all(&page()).unwrap();
                 e.finish().unwrap()
             };
-            response(200, &[("content-encoding", "deflate")], body)
+            Page::new(200, &[("content-encoding", "deflate")], body)
         })
         .await;
         let f = fetcher();
         for path in ["/zlib", "/raw"] {
-            let resp = f.get(&server.url(path)).await.unwrap();
+            let resp = f.get(&server.parsed_url(path)).await.unwrap();
             assert_eq!(resp.body, page(), "{path}");
             assert!(!resp.truncated);
         }
@@ -348,10 +345,10 @@ mod tests {
         let server = serve(|_| {
             let mut w = brotli::CompressorWriter::new(Vec::new(), 4096, 5, 22);
             w.write_all(&page()).unwrap();
-            response(200, &[("content-encoding", "br")], w.into_inner())
+            Page::new(200, &[("content-encoding", "br")], w.into_inner())
         })
         .await;
-        let resp = fetcher().get(&server.url("/")).await.unwrap();
+        let resp = fetcher().get(&server.parsed_url("/")).await.unwrap();
         assert_eq!(resp.body, page());
         assert!(!resp.truncated);
     }
@@ -364,7 +361,7 @@ mod tests {
             } else {
                 "gzip, br"
             };
-            response(
+            Page::new(
                 200,
                 &[("content-encoding", coding)],
                 b"\x28\xb5opaque".to_vec(),
@@ -373,7 +370,7 @@ mod tests {
         .await;
         let f = fetcher();
         for path in ["/zstd", "/stacked"] {
-            let resp = f.get(&server.url(path)).await.unwrap();
+            let resp = f.get(&server.parsed_url(path)).await.unwrap();
             assert_eq!(&resp.body[..], b"\x28\xb5opaque");
         }
     }
@@ -381,14 +378,14 @@ mod tests {
     #[tokio::test]
     async fn corrupt_gzip_is_decode_error() {
         let server = serve(|_| {
-            response(
+            Page::new(
                 200,
                 &[("content-encoding", "gzip")],
                 b"definitely not gzip".to_vec(),
             )
         })
         .await;
-        let err = fetcher().get(&server.url("/")).await.unwrap_err();
+        let err = fetcher().get(&server.parsed_url("/")).await.unwrap_err();
         assert!(matches!(err, FetchError::Decode(_)), "{err:?}");
         assert!(!err.is_retryable());
     }
@@ -445,16 +442,11 @@ mod tests {
 
     #[tokio::test]
     async fn compression_bomb_is_cut_at_cap() {
-        let bomb = Bytes::from(gzip_bomb());
-        let server = serve(move |_| {
-            Response::builder()
-                .header("content-encoding", "gzip")
-                .body(Full::new(bomb.clone()))
-                .unwrap()
-        })
-        .await;
+        let bomb = gzip_bomb();
+        let server =
+            serve(move |_| Page::new(200, &[("content-encoding", "gzip")], bomb.clone())).await;
         let started = std::time::Instant::now();
-        let resp = fetcher().get(&server.url("/")).await.unwrap();
+        let resp = fetcher().get(&server.parsed_url("/")).await.unwrap();
         assert!(resp.truncated);
         assert_eq!(resp.body.len(), FetchConfig::default().max_body_bytes);
         assert!(resp.body.iter().all(|&b| b == 0));
@@ -463,12 +455,12 @@ mod tests {
 
     #[tokio::test]
     async fn oversize_body_is_cut_at_cap() {
-        let server = serve(|_| response(200, &[], vec![b'x'; 3 * 1024 * 1024])).await;
+        let server = serve(|_| Page::new(200, &[], vec![b'x'; 3 * 1024 * 1024])).await;
         let f = fetcher_with(FetchConfig {
             max_body_bytes: 1024 * 1024,
             ..test_config()
         });
-        let resp = f.get(&server.url("/")).await.unwrap();
+        let resp = f.get(&server.parsed_url("/")).await.unwrap();
         assert!(resp.truncated);
         assert_eq!(resp.body.len(), 1024 * 1024);
         assert_eq!(resp.content_length, Some(3 * 1024 * 1024));
@@ -476,87 +468,49 @@ mod tests {
 
     #[tokio::test]
     async fn body_exactly_at_cap_is_not_truncated() {
-        let server = serve(|_| response(200, &[], vec![b'x'; 4096])).await;
+        let server = serve(|_| Page::new(200, &[], vec![b'x'; 4096])).await;
         let f = fetcher_with(FetchConfig {
             max_body_bytes: 4096,
             ..test_config()
         });
-        let resp = f.get(&server.url("/")).await.unwrap();
+        let resp = f.get(&server.parsed_url("/")).await.unwrap();
         assert!(!resp.truncated);
         assert_eq!(resp.body.len(), 4096);
     }
 
     #[tokio::test]
     async fn endless_chunked_body_finishes() {
-        let addr = serve_raw(|mut s| async move {
-            if !read_head(&mut s).await {
-                return;
-            }
-            let head =
-                "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nTransfer-Encoding: chunked\r\n\r\n";
-            if s.write_all(head.as_bytes()).await.is_err() {
-                return;
-            }
-            let chunk = format!("8000\r\n{}\r\n", "a".repeat(0x8000));
-            // "Forever" as far as the client can tell; bounded (1 GiB) so the
-            // server stops by itself even if the client misbehaves.
-            for _ in 0..32 * 1024 {
-                if s.write_all(chunk.as_bytes()).await.is_err() {
-                    return;
-                }
-            }
-        })
-        .await;
+        let server = RawServer::endless_chunked().await;
         let f = fetcher_with(FetchConfig {
             max_body_bytes: 1024 * 1024,
             ..test_config()
         });
-        let resp = f.get(&url_for(addr, "/")).await.unwrap();
+        let resp = f.get(&url_for(server.addr, "/")).await.unwrap();
         assert!(resp.truncated);
         assert_eq!(resp.body.len(), 1024 * 1024);
     }
 
-    /// Headers, then one byte every `gap`, for at most `count` bytes.
-    async fn trickle_server(gap: Duration, count: usize) -> std::net::SocketAddr {
-        serve_raw(move |mut s| async move {
-            if !read_head(&mut s).await {
-                return;
-            }
-            let head = format!("HTTP/1.1 200 OK\r\nContent-Length: {count}\r\n\r\n");
-            if s.write_all(head.as_bytes()).await.is_err() {
-                return;
-            }
-            for _ in 0..count {
-                tokio::time::sleep(gap).await;
-                if s.write_all(b"x").await.is_err() {
-                    return;
-                }
-            }
-        })
-        .await
-    }
-
     #[tokio::test]
     async fn trickling_body_hits_read_timeout() {
-        let addr = trickle_server(Duration::from_secs(2), 10).await;
+        let server = RawServer::trickle(Duration::from_secs(2), 10).await;
         let f = fetcher_with(FetchConfig {
             read_timeout: Duration::from_millis(300),
             ..test_config()
         });
-        let err = f.get(&url_for(addr, "/")).await.unwrap_err();
+        let err = f.get(&url_for(server.addr, "/")).await.unwrap_err();
         assert!(matches!(err, FetchError::Timeout("body")), "{err:?}");
     }
 
     #[tokio::test]
     async fn trickling_body_hits_total_timeout() {
-        let addr = trickle_server(Duration::from_millis(50), 200).await;
+        let server = RawServer::trickle(Duration::from_millis(50), 200).await;
         let f = fetcher_with(FetchConfig {
             read_timeout: Duration::from_secs(2),
             total_timeout: Duration::from_millis(700),
             ..test_config()
         });
         let started = std::time::Instant::now();
-        let err = f.get(&url_for(addr, "/")).await.unwrap_err();
+        let err = f.get(&url_for(server.addr, "/")).await.unwrap_err();
         assert!(matches!(err, FetchError::Timeout("total")), "{err:?}");
         assert!(started.elapsed() < Duration::from_secs(3));
     }

@@ -241,13 +241,11 @@ fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fetch::test_server::{
-        closed_port_addr, fetcher, fetcher_with, read_head, response, serve, serve_raw,
-        test_config, url_for,
-    };
-    use std::sync::atomic::Ordering;
+    use crate::fetch::testing::{fetcher, fetcher_with, test_config};
     use std::time::UNIX_EPOCH;
     use tokio::io::AsyncWriteExt;
+    use web_crawler_testsupport::raw::{RawServer, closed_port_addr};
+    use web_crawler_testsupport::{Page, serve, url_for};
 
     #[tokio::test]
     async fn plain_200() {
@@ -260,14 +258,17 @@ mod tests {
                 h["accept"].to_str().unwrap(),
                 h["accept-encoding"].to_str().unwrap()
             );
-            response(
+            Page::new(
                 200,
                 &[("content-type", "text/plain"), ("server", "test/1")],
                 echo.into_bytes(),
             )
         })
         .await;
-        let resp = fetcher().get(&server.url("/a?b=c#frag")).await.unwrap();
+        let resp = fetcher()
+            .get(&server.parsed_url("/a?b=c#frag"))
+            .await
+            .unwrap();
         assert_eq!(resp.status, 200);
         assert_eq!(resp.content_type.as_deref(), Some("text/plain"));
         assert_eq!(resp.server.as_deref(), Some("test/1"));
@@ -286,17 +287,13 @@ mod tests {
 
     #[tokio::test]
     async fn slow_headers_time_out() {
-        let addr = serve_raw(|mut s| async move {
-            read_head(&mut s).await;
-            tokio::time::sleep(Duration::from_secs(10)).await;
-        })
-        .await;
+        let server = RawServer::silent(Duration::from_secs(10)).await;
         let f = fetcher_with(FetchConfig {
             read_timeout: Duration::from_millis(300),
             ..test_config()
         });
         let started = std::time::Instant::now();
-        let err = f.get(&url_for(addr, "/")).await.unwrap_err();
+        let err = f.get(&url_for(server.addr, "/")).await.unwrap_err();
         assert!(matches!(err, FetchError::Timeout("headers")), "{err:?}");
         assert!(err.is_retryable());
         assert!(started.elapsed() < Duration::from_secs(3));
@@ -340,7 +337,7 @@ mod tests {
     #[tokio::test]
     async fn tls_handshake_garbage_is_tls_error() {
         // Answers the ClientHello with plain HTTP, which rustls rejects.
-        let addr = serve_raw(|mut s| async move {
+        let server = RawServer::start(|mut s| async move {
             let mut buf = [0u8; 1024];
             let _ = tokio::io::AsyncReadExt::read(&mut s, &mut buf).await;
             let _ = s
@@ -348,7 +345,7 @@ mod tests {
                 .await;
         })
         .await;
-        let url = Url::parse(&format!("https://{addr}/")).unwrap();
+        let url = Url::parse(&format!("https://{}/", server.addr)).unwrap();
         let err = fetcher().get(&url).await.unwrap_err();
         assert!(matches!(err, FetchError::Tls(_)), "{err:?}");
         assert!(!err.is_retryable());
@@ -385,12 +382,12 @@ mod tests {
                 "/huge" => "99999999999999999999999".to_string(),
                 _ => "soon".to_string(),
             };
-            response(503, &[("retry-after", &value)], Vec::new())
+            Page::new(503, &[("retry-after", &value)], Vec::new())
         })
         .await;
         let f = fetcher();
         let get = |path: &'static str| {
-            let url = server.url(path);
+            let url = server.parsed_url(path);
             let f = &f;
             async move { f.get(&url).await.unwrap() }
         };
@@ -448,35 +445,28 @@ mod tests {
     async fn redirect_is_returned_not_followed() {
         let server = serve(|req| {
             if req.uri().path() == "/old" {
-                response(301, &[("location", "/new")], b"moved".to_vec())
+                Page::new(301, &[("location", "/new")], b"moved".to_vec())
             } else {
-                response(200, &[], b"new".to_vec())
+                Page::new(200, &[], b"new".to_vec())
             }
         })
         .await;
-        let resp = fetcher().get(&server.url("/old")).await.unwrap();
+        let resp = fetcher().get(&server.parsed_url("/old")).await.unwrap();
         assert_eq!(resp.status, 301);
         assert_eq!(resp.location.as_deref(), Some("/new"));
         assert_eq!(&resp.body[..], b"moved");
-        assert_eq!(server.requests.load(Ordering::SeqCst), 1);
+        assert_eq!(server.total_hits(), 1);
     }
 
     #[tokio::test]
     async fn non_utf8_header_values_do_not_panic() {
-        let addr = serve_raw(|mut s| async move {
-            if !read_head(&mut s).await {
-                return;
-            }
-            let _ = s
-                .write_all(
-                    b"HTTP/1.1 302 Found\r\nContent-Type: text/html; charset=\xff\r\n\
-                      Server: caf\xe9\r\nLocation: /caf\xc3\xa9\r\n\
-                      Retry-After: \xff\r\nBad Header\x01: x\r\nContent-Length: 2\r\n\r\nok",
-                )
-                .await;
-        })
+        let server = RawServer::reply(
+            b"HTTP/1.1 302 Found\r\nContent-Type: text/html; charset=\xff\r\n\
+              Server: caf\xe9\r\nLocation: /caf\xc3\xa9\r\n\
+              Retry-After: \xff\r\nBad Header\x01: x\r\nContent-Length: 2\r\n\r\nok",
+        )
         .await;
-        let resp = fetcher().get(&url_for(addr, "/")).await.unwrap();
+        let resp = fetcher().get(&url_for(server.addr, "/")).await.unwrap();
         assert_eq!(resp.status, 302);
         assert_eq!(resp.server.as_deref(), Some("caf\u{fffd}"));
         assert_eq!(resp.location.as_deref(), Some("/caf\u{e9}"));
@@ -490,15 +480,15 @@ mod tests {
 
     #[tokio::test]
     async fn keep_alive_reuses_connections() {
-        let server = serve(|_| response(200, &[], b"ok".to_vec())).await;
+        let server = serve(|_| Page::new(200, &[], b"ok".to_vec())).await;
         let f = fetcher();
-        let url = server.url("/");
+        let url = server.parsed_url("/");
         for _ in 0..100 {
             let resp = f.get(&url).await.unwrap();
             assert_eq!(&resp.body[..], b"ok");
         }
-        assert_eq!(server.requests.load(Ordering::SeqCst), 100);
-        let conns = server.connections.load(Ordering::SeqCst);
+        assert_eq!(server.total_hits(), 100);
+        let conns = server.connections();
         assert!(conns <= 2, "{conns} connections for 100 requests");
     }
 

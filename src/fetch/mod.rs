@@ -27,7 +27,30 @@ use tokio::time::Instant;
 mod body;
 mod client;
 #[cfg(test)]
-pub(crate) mod test_server;
+pub(crate) mod testing {
+    //! Fetchers with timeouts short enough that a failing test ends quickly;
+    //! the servers they query are `web_crawler_testsupport`'s.
+
+    use super::{FetchConfig, HttpFetcher};
+    use std::time::Duration;
+
+    pub(crate) fn test_config() -> FetchConfig {
+        FetchConfig {
+            connect_timeout: Duration::from_secs(2),
+            read_timeout: Duration::from_secs(2),
+            total_timeout: Duration::from_secs(10),
+            ..FetchConfig::default()
+        }
+    }
+
+    pub(crate) fn fetcher_with(cfg: FetchConfig) -> HttpFetcher {
+        HttpFetcher::new(cfg).unwrap()
+    }
+
+    pub(crate) fn fetcher() -> HttpFetcher {
+        fetcher_with(test_config())
+    }
+}
 
 pub use client::HttpFetcher;
 

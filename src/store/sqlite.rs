@@ -1541,7 +1541,7 @@ impl Queries for SqliteStore {
     }
 }
 
-// What both backends must do is tested once, in tests/store_conformance.rs;
+// What both backends must do is tested once, in tests/it/store_conformance.rs;
 // these tests cover what is particular to the SQLite file.
 #[cfg(test)]
 mod tests {

@@ -1,9 +1,7 @@
 //! One store conformance suite, run against both backends: the embedded
 //! SQLite store and MongoDB (a real server process).
 
-mod common;
-
-use common::backend::Backend;
+use crate::common::backend::Backend;
 use serde_json::json;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;

@@ -95,19 +95,18 @@ pub fn mongo_uri() -> String {
     .clone()
 }
 
-/// One test body, run on both backends: `both!(name, body_fn)` makes
-/// `name::sqlite` and `name::mongo`.
-#[macro_export]
+/// One test body, run on both backends: `on_both_backends!(name, body_fn)`
+/// makes `name::sqlite` and `name::mongo`.
 macro_rules! on_both_backends {
     ($name:ident, $body:ident) => {
         mod $name {
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn sqlite() {
-                super::$body(super::common::backend::Backend::sqlite()).await;
+                super::$body($crate::common::backend::Backend::sqlite()).await;
             }
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn mongo() {
-                super::$body(super::common::backend::Backend::mongo(stringify!($name))).await;
+                super::$body($crate::common::backend::Backend::mongo(stringify!($name))).await;
             }
         }
     };

@@ -6,9 +6,6 @@
 //! must still be fetched. Sitemaps (index, gzip, broken) and robots.txt
 //! that cannot be had must not stop a crawl either.
 
-mod common;
-
-use common::{Page, TestServer};
 use std::collections::HashMap;
 use std::net::Ipv4Addr;
 use std::sync::Arc;
@@ -18,6 +15,7 @@ use web_crawler::actors::{PageQuery, Store};
 use web_crawler::policy::Scope;
 use web_crawler::store::SqliteStore;
 use web_crawler::{IdleReason, Settings, start};
+use web_crawler_testsupport::{Page, TestServer, reserve};
 
 const VOCABULARY: &[&str] = &[
     "river", "stone", "garden", "engine", "harbor", "lantern", "meadow", "copper", "violin",
@@ -363,8 +361,14 @@ async fn a_soft_404_host_is_left_after_a_bounded_number_of_pages() {
     pages.extend(soft.clone());
     // Any other path answers the same "not found" page, with 200.
     let fallback = soft[broken[0]].clone();
-    let server =
-        TestServer::start_with_fallback(Ipv4Addr::new(127, 0, 5, 5), pages, fallback).await;
+    let server = TestServer::serve_fn(reserve(Ipv4Addr::new(127, 0, 5, 5)), move |req| {
+        let target = req.uri().path_and_query().map_or("/", |p| p.as_str());
+        pages
+            .get(target)
+            .cloned()
+            .unwrap_or_else(|| fallback.clone())
+    })
+    .await;
     let (_dir, store) = crawl(&server, settings()).await;
     assert_real_pages_fetched(&server, 40);
     let soft_hits: u32 = soft.keys().map(|p| server.hits_of(p)).sum();
@@ -446,7 +450,7 @@ fn urlset(origin: &str, paths: &[String]) -> String {
 /// readable part still counts.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sitemaps_lead_to_pages_nothing_links_to() {
-    let listener = common::reserve(Ipv4Addr::new(127, 0, 5, 8));
+    let listener = reserve(Ipv4Addr::new(127, 0, 5, 8));
     let origin = format!("http://{}", listener.local_addr().unwrap());
     let orphans = |from: usize| -> Vec<String> {
         (from..from + 10).map(|i| format!("/orphan/{i}")).collect()

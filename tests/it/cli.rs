@@ -1,10 +1,8 @@
 //! The `web_crawler` binary, run as a newcomer would, against local test webs.
 
-mod common;
-
-use common::backend::Backend;
-use common::web::GeneratedWeb;
-use common::{Page, TestServer, page_with_links, wait_for};
+use crate::common::backend::Backend;
+use crate::common::wait_for;
+use crate::common::web::GeneratedWeb;
 use std::collections::HashMap;
 use std::net::Ipv4Addr;
 use std::path::Path;
@@ -12,6 +10,7 @@ use std::process::Output;
 use std::time::Duration;
 use tokio::process::Command;
 use web_crawler::actors::CrawlConfig;
+use web_crawler_testsupport::{Page, TestServer, page_with_links};
 
 fn bin() -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_web_crawler"));

@@ -1,10 +1,8 @@
 //! Clusters of `web_crawler` processes on loopback: a master node, worker
 //! nodes joining and dying, scripts and the console talking to them.
 
-mod common;
-
-use common::wait_for;
-use common::web::GeneratedWeb;
+use crate::common::wait_for;
+use crate::common::web::GeneratedWeb;
 use std::collections::{HashMap, HashSet};
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};

@@ -2,10 +2,7 @@
 //! and the documents have the paper's field names and types when read back
 //! as plain BSON.
 
-mod common;
-
-use common::backend::{Backend, mongo_uri};
-use common::{Page, TestServer, page_with_links};
+use crate::common::backend::{Backend, mongo_uri};
 use mongodb::bson::{Bson, Document, doc};
 use std::collections::{BTreeMap, HashMap};
 use std::net::Ipv4Addr;
@@ -17,6 +14,7 @@ use web_crawler::operations::search_results;
 use web_crawler::policy::Scope;
 use web_crawler::store::MongoStore;
 use web_crawler::{IdleReason, Settings, start};
+use web_crawler_testsupport::{Page, TestServer, page_with_links};
 
 async fn site() -> TestServer {
     let mut words = String::from("<html><title>words</title><p>");

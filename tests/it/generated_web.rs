@@ -1,9 +1,7 @@
 //! The acceptance web: 20 hosts × 250 pages with normalization traps
 //! and robots-disallowed pages, crawled end to end on the embedded store.
 
-mod common;
-
-use common::web::GeneratedWeb;
+use crate::common::web::GeneratedWeb;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use web_crawler::actors::{PageQuery, Store};

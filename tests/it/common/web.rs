@@ -3,9 +3,9 @@
 //! traps), robots.txt-disallowed pages, 404s, and a chain that makes every
 //! page reachable from the first host's root.
 
-use super::{Page, TestServer, reserve};
 use std::collections::HashMap;
 use std::net::{Ipv4Addr, SocketAddr};
+use web_crawler_testsupport::{Page, TestServer, reserve};
 
 /// The web, served.
 pub struct GeneratedWeb {

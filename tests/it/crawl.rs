@@ -1,9 +1,7 @@
 //! End-to-end crawls of local test webs by the real tree on the embedded store.
 
-mod common;
-
-use common::backend::Backend;
-use common::{Page, TestServer, page_with_links, wait_for};
+use crate::common::backend::Backend;
+use crate::common::wait_for;
 use std::collections::{HashMap, HashSet};
 use std::net::Ipv4Addr;
 use std::sync::Arc;
@@ -17,6 +15,7 @@ use web_crawler::actors::{
 use web_crawler::operations::search_results;
 use web_crawler::policy::Scope;
 use web_crawler::{IdleReason, Settings, start, start_on};
+use web_crawler_testsupport::{Page, TestServer, page_with_links, reserve};
 
 /// Test settings; the node name is unique in the process (two tests may run
 /// the same body on two backends at once).
@@ -117,7 +116,7 @@ async fn small_web() -> (TestServer, TestServer) {
         ("/loop2".to_string(), Page::redirect(302, "/loop1")),
     ]);
     // The absolute self-link needs the port, known only once bound: bind, then serve.
-    let listener = common::reserve(Ipv4Addr::new(127, 0, 0, 2));
+    let listener = reserve(Ipv4Addr::new(127, 0, 0, 2));
     let addr = listener.local_addr().unwrap();
     let a_pages = a_pages
         .into_iter()
@@ -141,9 +140,12 @@ async fn crawls_a_small_web_exactly_once(backend: Backend) {
     )
     .await;
 
-    // Every reachable allowed page fetched exactly once; nothing disallowed fetched.
+    // Every reachable allowed page fetched exactly once; nothing disallowed
+    // fetched. Besides pages: robots.txt, the conventional sitemap, and one
+    // path that cannot exist (the soft-404 probe).
     let a_expected = [
         "/robots.txt",
+        "/sitemap.xml",
         "/",
         "/a",
         "/b",
@@ -164,9 +166,14 @@ async fn crawls_a_small_web_exactly_once(backend: Backend) {
             "{path} fetched once: {a_hits:?}"
         );
     }
+    let probes: Vec<&String> = a_hits
+        .keys()
+        .filter(|t| t.starts_with("/web-crawler-404-probe-"))
+        .collect();
+    assert_eq!(probes.len(), 1, "one soft-404 probe: {a_hits:?}");
     assert_eq!(
         a_hits.len(),
-        a_expected.len(),
+        a_expected.len() + 1,
         "nothing else fetched: {a_hits:?}"
     );
     assert_eq!(a.hits_of("/private/secret"), 0);
@@ -218,7 +225,9 @@ async fn crawls_a_small_web_exactly_once(backend: Backend) {
     let counts = store.counts().await.unwrap();
     assert_eq!(counts.pending, 0);
     assert_eq!(counts.processing, 0);
-    assert_eq!(counts.processed as usize, a_expected.len() - 1 + 1 + 2);
+    // a's pages (not robots.txt and the sitemap), its robots-blocked page,
+    // and b's two pages.
+    assert_eq!(counts.processed as usize, a_expected.len() - 2 + 1 + 2);
 
     // The hosts collection knows both robots.txt outcomes.
     let hosts = store.hosts().await.unwrap();
@@ -577,13 +586,17 @@ async fn resumes_on_the_same_store_without_refetching(b: Backend) {
         &[(server.url("/"), OperationSpec::crawl())],
     )
     .await;
-    let hits = server.hits();
-    for (target, n) in &hits {
-        if target != "/robots.txt" {
-            assert_eq!(*n, 1, "{target} fetched once across both runs");
-        }
+    // robots.txt, the conventional sitemap and the soft-404 probe are asked
+    // by each run; every page once across both.
+    let pages: HashMap<String, u32> = server
+        .hits()
+        .into_iter()
+        .filter(|(t, _)| t == "/" || t.starts_with("/p"))
+        .collect();
+    for (target, n) in &pages {
+        assert_eq!(*n, 1, "{target} fetched once across both runs");
     }
-    assert_eq!(hits.len(), 40 + 2, "every page, the root and robots.txt");
+    assert_eq!(pages.len(), 40 + 1, "every page and the root");
 }
 
 async fn unreachable_robots_txt_means_nothing_is_fetched(b: Backend) {

@@ -1,0 +1,14 @@
+//! The integration tests, one binary so the suite links the crate once.
+//! Test names carry their module: `crawl::…`, `cli::…`; one module runs with
+//! `cargo test --test it crawl::`.
+
+#[macro_use]
+mod common;
+
+mod cli;
+mod cluster;
+mod crawl;
+mod generated_web;
+mod hostile_web;
+mod mongo;
+mod store_conformance;
