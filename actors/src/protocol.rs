@@ -292,7 +292,7 @@ pub(crate) enum PoolMsg {
     /// path that cannot exist if that was a page (probe URL, simhash).
     RobotsFetched {
         host: String,
-        report: RobotsReport,
+        report: Box<RobotsReport>,
         soft_404: Option<(String, u64)>,
         /// URLs to queue from the host's sitemaps.
         sitemaps: Vec<String>,

@@ -77,7 +77,7 @@ impl Actor for Slave {
                 };
                 args.pool.cast(PoolMsg::RobotsFetched {
                     host,
-                    report,
+                    report: Box::new(report),
                     soft_404,
                     sitemaps,
                 })?;
