@@ -14,6 +14,7 @@ pub const MAX_URL_LEN: usize = 2048;
 const QUOTE_MAX: usize = 200;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct NormalizeOptions {
     /// drop utm_*, gclid, fbclid, mc_cid, mc_eid, yclid, msclkid, _ga, igshid query parameters
     /// (on by default: the same page under a campaign URL is not fetched again)

@@ -61,6 +61,7 @@ impl FromStr for Scope {
 
 /// Settings of the policy.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct PolicyConfig {
     pub scope: Scope,
     /// Links deeper than this many hops from a seed are not followed.

@@ -25,6 +25,7 @@ pub enum Error {
 
 /// Everything a node is configured with.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct Settings {
     pub crawl: CrawlConfig,
     pub policy: PolicyConfig,

@@ -56,6 +56,7 @@ pub use client::HttpFetcher;
 
 /// Settings of an [`HttpFetcher`].
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct FetchConfig {
     /// Sent as the `User-Agent` header; its product token (text before the
     /// first `/`) is also what robots.txt groups are matched against.
