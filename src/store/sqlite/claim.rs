@@ -190,3 +190,107 @@ pub(super) fn release_keys(tx: &Transaction<'_>, keys: &[UrlKey]) -> Result<u64,
     }
     Ok(released)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::sqlite::test_support::*;
+    use web_crawler_actors::{Frontier, Queries};
+
+    #[tokio::test]
+    async fn claim_caps_per_host_and_round_robins_across_hosts() {
+        let (_dir, _path, store) = open_temp();
+        store
+            .commit(seeds(
+                0,
+                vec![
+                    link("http://a/1", 0, 1.0),
+                    link("http://a/2", 0, 5.0),
+                    link("http://a/3", 0, 3.0),
+                    link("http://a/4", 0, 1.0),
+                    link("http://b/1", 0, 2.0),
+                    link("http://b/2", 0, 2.0),
+                    link("http://b/3", 0, 0.5),
+                    link("http://c/1", 0, 0.1),
+                    link("http://d/1", 0, 9.0),
+                ],
+            ))
+            .await
+            .unwrap();
+        let mut req = claim_req(10, 100, 2);
+        req.held_per_host = HashMap::from([("a".to_string(), 1), ("d".to_string(), 2)]);
+        let jobs = store.claim(req).await.unwrap();
+        let urls: Vec<&str> = jobs.iter().map(|j| j.url.as_str()).collect();
+        // Rank 1 of a, b, c (by priority), then rank 2 of b (FIFO tiebreak);
+        // a has room for one more, d for none.
+        assert_eq!(
+            urls,
+            vec!["http://a/2", "http://b/1", "http://c/1", "http://b/2"]
+        );
+        assert!(jobs.iter().all(|j| j.attempts == 0 && j.depth == 0));
+
+        // The limit cuts the round-robin order, not one host's queue.
+        let jobs = store.claim(claim_req(20, 2, 10)).await.unwrap();
+        let urls: Vec<&str> = jobs.iter().map(|j| j.url.as_str()).collect();
+        assert_eq!(urls, vec!["http://d/1", "http://a/3"]);
+
+        let counts = store.counts().await.unwrap();
+        assert_eq!((counts.pending, counts.processing), (3, 6));
+        let p = store.pending(100).await.unwrap();
+        let claimed = p.iter().find(|p| p.url == "http://a/2").unwrap();
+        assert_eq!(claimed.status, "processing");
+        assert_eq!(claimed.lease_until, Some(60_010));
+        assert_eq!(claimed.d_change, 10);
+    }
+
+    #[tokio::test]
+    async fn release_returns_all_but_kept_and_extend_needs_owner() {
+        let (_dir, _path, store) = open_temp();
+        let links = (0..4)
+            .map(|i| link(&format!("http://a/{i}"), 0, 1.0))
+            .collect();
+        store.commit(seeds(0, links)).await.unwrap();
+        assert_eq!(store.claim(claim_req(0, 10, 10)).await.unwrap().len(), 4);
+
+        store
+            .extend_leases(&[key("http://a/0")], "someone else", 999_999)
+            .await
+            .unwrap();
+        store
+            .extend_leases(&[key("http://a/1")], OWNER, 999_999)
+            .await
+            .unwrap();
+        let leases: HashMap<String, Option<Millis>> = store
+            .pending(10)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|p| (p.url, p.lease_until))
+            .collect();
+        assert_eq!(leases["http://a/0"], Some(60_000));
+        assert_eq!(leases["http://a/1"], Some(999_999));
+
+        assert_eq!(store.release("someone else", &[]).await.unwrap(), 0);
+        let released = store
+            .release(OWNER, &[key("http://a/1"), key("http://a/3")])
+            .await
+            .unwrap();
+        assert_eq!(released, 2);
+        let counts = store.counts().await.unwrap();
+        assert_eq!((counts.pending, counts.processing), (2, 2));
+        for p in store.pending(10).await.unwrap() {
+            if p.status == "pending" {
+                assert_eq!(p.lease_until, None);
+            }
+        }
+
+        // release_keys only moves processing rows.
+        let n = store
+            .release_keys(&[key("http://a/0"), key("http://a/1"), key("http://nope/")])
+            .await
+            .unwrap();
+        assert_eq!(n, 1);
+        let counts = store.counts().await.unwrap();
+        assert_eq!((counts.pending, counts.processing), (3, 1));
+    }
+}

@@ -303,3 +303,178 @@ pub(super) fn apply_commit(
     }
     Ok(summary)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::sqlite::test_support::*;
+    use web_crawler_actors::{Frontier, OperationSpec, Queries, Retry};
+
+    #[tokio::test]
+    async fn another_operation_is_queued_again() {
+        let (_dir, _path, store) = open_temp();
+        crawl_one(&store, "http://a/x", 1_000).await;
+        let mut search = link("http://a/x", 0, 1.0);
+        search.operation = OperationSpec::search_text("needle");
+        let s = store.commit(seeds(2_000, vec![search])).await.unwrap();
+        assert_eq!(s.queued, 1);
+        let jobs = store.claim(claim_req(2_000, 10, 10)).await.unwrap();
+        assert_eq!(jobs[0].operation, OperationSpec::search_text("needle"));
+    }
+
+    #[tokio::test]
+    async fn content_duplicate_is_recorded_and_its_links_not_followed() {
+        let (_dir, _path, store) = open_temp();
+        let original = page(
+            "http://a/orig",
+            Some(200),
+            Some(u64::MAX - 7),
+            vec![link("http://a/from-orig", 1, 1.0)],
+        );
+        let copy = page(
+            "http://b/copy",
+            Some(200),
+            Some(u64::MAX - 7),
+            vec![link("http://b/from-copy", 1, 1.0)],
+        );
+        let s = store
+            .commit(pages(1_000, None, vec![original, copy]))
+            .await
+            .unwrap();
+        assert_eq!((s.queued, s.duplicates), (1, 1));
+        assert_eq!(pending_urls(&store).await, vec!["http://a/from-orig"]);
+        let copy = store.processed_url("http://b/copy").await.unwrap().unwrap();
+        assert_eq!(copy.duplicate_of.as_deref(), Some("http://a/orig"));
+        assert_eq!(copy.record.content_hash, Some(u64::MAX - 7));
+        assert_eq!(copy.record.out_links, vec!["http://b/from-copy"]);
+        let orig = store.processed_url("http://a/orig").await.unwrap().unwrap();
+        assert_eq!(orig.duplicate_of, None);
+
+        // Re-processing the original is not a duplicate of its own copy.
+        let again = page("http://a/orig", Some(200), Some(u64::MAX - 7), vec![]);
+        let s = store.commit(pages(2_000, None, vec![again])).await.unwrap();
+        assert_eq!(s.duplicates, 0, "its copy does not make it a duplicate");
+        let orig = store.processed_url("http://a/orig").await.unwrap().unwrap();
+        assert_eq!(orig.duplicate_of, None);
+        // Re-processing a page alone with its hash: not a duplicate.
+        let solo = page("http://c/solo", Some(200), Some(42), vec![]);
+        store
+            .commit(pages(3_000, None, vec![solo.clone()]))
+            .await
+            .unwrap();
+        let s = store.commit(pages(4_000, None, vec![solo])).await.unwrap();
+        assert_eq!(s.duplicates, 0);
+        assert_eq!(store.counts().await.unwrap().duplicates, 1, "only the copy");
+    }
+
+    #[tokio::test]
+    async fn non_2xx_pages_are_never_deduplicated() {
+        let (_dir, _path, store) = open_temp();
+        let e1 = page(
+            "http://a/missing1",
+            Some(404),
+            Some(7),
+            vec![link("http://a/l1", 1, 1.0)],
+        );
+        let e2 = page(
+            "http://a/missing2",
+            Some(404),
+            Some(7),
+            vec![link("http://a/l2", 1, 1.0)],
+        );
+        // A 200 page with the same bytes as the error pages is not their copy.
+        let ok = page(
+            "http://a/ok",
+            Some(200),
+            Some(7),
+            vec![link("http://a/l3", 1, 1.0)],
+        );
+        let s = store
+            .commit(pages(1_000, None, vec![e1, e2, ok]))
+            .await
+            .unwrap();
+        assert_eq!((s.queued, s.duplicates), (3, 0));
+        for url in ["http://a/missing1", "http://a/missing2", "http://a/ok"] {
+            let p = store.processed_url(url).await.unwrap().unwrap();
+            assert_eq!(p.duplicate_of, None, "{url}");
+        }
+        // A second 200 page with that hash copies the 200 one, not a 404.
+        let ok2 = page("http://a/ok2", Some(200), Some(7), vec![]);
+        store.commit(pages(2_000, None, vec![ok2])).await.unwrap();
+        let p = store.processed_url("http://a/ok2").await.unwrap().unwrap();
+        assert_eq!(p.duplicate_of.as_deref(), Some("http://a/ok"));
+    }
+
+    #[tokio::test]
+    async fn retries_bump_attempts_and_respect_not_before() {
+        let (_dir, _path, store) = open_temp();
+        store
+            .commit(seeds(0, vec![link("http://a/flaky", 0, 1.0)]))
+            .await
+            .unwrap();
+        let jobs = store.claim(claim_req(0, 10, 10)).await.unwrap();
+        assert_eq!(jobs.len(), 1);
+        let retry = CommitBatch {
+            now: 100,
+            retries: vec![Retry {
+                key: key("http://a/flaky"),
+                not_before: 5_000,
+                error: "connection refused".into(),
+            }],
+            ..CommitBatch::default()
+        };
+        store.commit(retry).await.unwrap();
+        let p = &store.pending(10).await.unwrap()[0];
+        assert_eq!(p.status, "pending");
+        assert_eq!(p.attempts, 1);
+        assert_eq!(p.not_before, 5_000);
+        assert_eq!(p.lease_until, None);
+        assert_eq!(p.last_error.as_deref(), Some("connection refused"));
+
+        assert!(
+            store
+                .claim(claim_req(4_999, 10, 10))
+                .await
+                .unwrap()
+                .is_empty()
+        );
+        // A referral merging into the waiting row does not reset it.
+        store
+            .commit(seeds(4_999, vec![link("http://a/flaky", 0, 1.0)]))
+            .await
+            .unwrap();
+        let jobs = store.claim(claim_req(5_000, 10, 10)).await.unwrap();
+        assert_eq!(jobs.len(), 1);
+        assert_eq!(jobs[0].attempts, 1);
+        assert_eq!(jobs[0].priority, 2.0);
+    }
+
+    #[tokio::test]
+    async fn self_links_and_large_batches() {
+        let (_dir, _path, store) = open_temp();
+        store
+            .commit(seeds(0, vec![link("http://a/", 0, 1.0)]))
+            .await
+            .unwrap();
+        store.claim(claim_req(0, 10, 10)).await.unwrap();
+        let mut links: Vec<NewLink> = (0..5_000)
+            .map(|i| link(&format!("http://h{}/p{i}", i % 50), 1, 0.001))
+            .collect();
+        links.push(link("http://a/", 1, 0.001));
+        let started = std::time::Instant::now();
+        let s = store
+            .commit(pages(
+                10,
+                None,
+                vec![page("http://a/", Some(200), None, links)],
+            ))
+            .await
+            .unwrap();
+        tracing::info!(elapsed = ?started.elapsed(), "5001-link commit");
+        assert_eq!((s.queued, s.merged), (5_000, 1));
+        let home = store.processed_url("http://a/").await.unwrap().unwrap();
+        assert_eq!(home.referral_list, vec!["http://a/"]);
+        assert_eq!(home.referral_count, 1);
+        assert_eq!(store.counts().await.unwrap().pending, 5_000);
+    }
+}

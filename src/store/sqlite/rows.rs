@@ -328,3 +328,164 @@ pub(super) fn status_histogram(tx: &Transaction<'_>) -> Result<Vec<(Option<u16>,
     }
     Ok(list)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::sqlite::test_support::*;
+    use rusqlite::Connection;
+    use web_crawler_actors::{CommitBatch, Frontier, Queries, Record};
+
+    #[tokio::test]
+    async fn hosts_upsert_histogram_broken_links_and_failed_listing() {
+        let (_dir, _path, store) = open_temp();
+        let mut blocked = page("http://a/private", None, None, vec![]);
+        blocked.record.error = Some(ROBOTS_BLOCKED.into());
+        let mut down = page("http://b/", None, None, vec![]);
+        down.record.error = Some("connection refused".into());
+        let batch = CommitBatch {
+            now: 1_000,
+            pages: vec![
+                page(
+                    "http://a/index",
+                    Some(200),
+                    None,
+                    vec![link("http://a/gone", 1, 1.0)],
+                ),
+                page("http://a/gone", Some(404), None, vec![]),
+                page("http://a/err", Some(500), None, vec![]),
+                page("http://a/ok", Some(200), None, vec![]),
+                blocked,
+                down,
+            ],
+            hosts: vec![HostRecord {
+                host: "a".into(),
+                robots_status: "not_found".into(),
+                ..HostRecord::default()
+            }],
+            ..CommitBatch::default()
+        };
+        store.commit(batch).await.unwrap();
+        let updated = HostRecord {
+            host: "a".into(),
+            robots_status: "fetched".into(),
+            robots_http_code: Some(200),
+            crawl_delay_ms: Some(1_500),
+            ..HostRecord::default()
+        };
+        store
+            .commit(CommitBatch {
+                now: 2_000,
+                hosts: vec![updated.clone()],
+                ..CommitBatch::default()
+            })
+            .await
+            .unwrap();
+        assert_eq!(store.hosts().await.unwrap(), vec![updated]);
+
+        assert_eq!(
+            store.status_histogram().await.unwrap(),
+            vec![(None, 2), (Some(200), 2), (Some(404), 1), (Some(500), 1)]
+        );
+        let broken = store.broken_links().await.unwrap();
+        let urls: Vec<_> = broken.iter().map(|b| b.url.as_str()).collect();
+        assert_eq!(urls, vec!["http://a/err", "http://a/gone", "http://b/"]);
+        assert_eq!(broken[1].referral_list, vec!["http://a/index"]);
+        assert_eq!(broken[1].http_returncode, Some(404));
+        assert_eq!(broken[2].error.as_deref(), Some("connection refused"));
+
+        let failed = store
+            .processed(PageQuery {
+                only_failed: true,
+                ..PageQuery::default()
+            })
+            .await
+            .unwrap();
+        let urls: Vec<_> = failed.iter().map(|p| p.record.url.as_str()).collect();
+        assert_eq!(
+            urls,
+            vec![
+                "http://a/err",
+                "http://a/gone",
+                "http://a/private",
+                "http://b/"
+            ]
+        );
+        let window = store
+            .processed(PageQuery {
+                limit: Some(2),
+                offset: 1,
+                only_failed: false,
+            })
+            .await
+            .unwrap();
+        let urls: Vec<_> = window.iter().map(|p| p.record.url.as_str()).collect();
+        assert_eq!(urls, vec!["http://a/gone", "http://a/index"]);
+        assert_eq!(window[0].referral_count, 1);
+    }
+
+    #[tokio::test]
+    async fn counts_cover_every_collection() {
+        let (_dir, _path, store) = open_temp();
+        assert!(store.counts().await.unwrap().frontier_empty());
+        let mut blocked = page("http://a/private", None, None, vec![]);
+        blocked.record.error = Some(ROBOTS_BLOCKED.into());
+        let mut gave_up = page("http://a/timeout", None, None, vec![]);
+        gave_up.record.error = Some("timed out".into());
+        let mut hit = page("http://a/1", Some(200), Some(5), vec![]);
+        hit.records.push(Record {
+            collection: SEARCH_RESULTS.into(),
+            key: serde_json::json!({ "url": "http://a/1", "text": "x" })
+                .as_object()
+                .cloned()
+                .unwrap(),
+            ..Record::default()
+        });
+        let batch = CommitBatch {
+            now: 1_000,
+            seeds: (0..3)
+                .map(|i| link(&format!("http://q/{i}"), 0, 1.0))
+                .collect(),
+            pages: vec![
+                hit,
+                page("http://a/2", Some(200), Some(5), vec![]),
+                page("http://a/404", Some(404), None, vec![]),
+                blocked,
+                gave_up,
+            ],
+            ..CommitBatch::default()
+        };
+        store.commit(batch).await.unwrap();
+        store.claim(claim_req(1_000, 1, 10)).await.unwrap();
+        assert_eq!(
+            store.counts().await.unwrap(),
+            StoreCounts {
+                pending: 2,
+                processing: 1,
+                processed: 5,
+                failed: 2,
+                robots_blocked: 1,
+                duplicates: 1,
+                search_results: 1,
+            }
+        );
+    }
+
+    #[tokio::test]
+    async fn unparsable_operation_is_corrupt() {
+        let (_dir, path, store) = open_temp();
+        store
+            .commit(seeds(0, vec![link("http://a/1", 0, 1.0)]))
+            .await
+            .unwrap();
+        {
+            let conn = Connection::open(&path).unwrap();
+            conn.execute("UPDATE pending_urls SET operation = 'not json'", [])
+                .unwrap();
+        }
+        let err = store.claim(claim_req(0, 10, 10)).await.unwrap_err();
+        assert!(matches!(err, StoreError::Corrupt(_)), "{err}");
+        // The failed claim rolled back: nothing is left half-leased.
+        assert_eq!(store.counts().await.unwrap().processing, 0);
+    }
+}

@@ -374,7 +374,7 @@ pub(super) const HOST_LIST: &str =
 pub(super) const HISTOGRAM: &str = "SELECT http_returncode, COUNT(*) FROM processed_urls
     GROUP BY http_returncode ORDER BY http_returncode";
 
-pub(super) const ALL_STATEMENTS: &[&str] = &[
+const ALL_STATEMENTS: &[&str] = &[
     EXPIRE_LEASES,
     PENDING_HOSTS,
     HOST_CANDIDATES,
@@ -406,3 +406,162 @@ pub(super) const ALL_STATEMENTS: &[&str] = &[
     HOST_LIST,
     HISTOGRAM,
 ];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::sqlite::{SqliteStore, test_support::*};
+    use web_crawler_actors::{
+        CommitBatch, Document, Frontier, NewLink, Queries, Record, SEARCH_RESULTS, StoreError,
+    };
+
+    /// A statement SQLite re-prepares on every call (a bound `LIMIT ?`, for
+    /// one) costs a parse and a plan each time: none of the crawl's do.
+    #[tokio::test]
+    async fn crawl_statements_are_prepared_once() {
+        let (_dir, _path, store) = open_temp();
+        let home: Vec<NewLink> = (0..4)
+            .map(|h| link(&format!("http://h{h}/"), 0, 1.0))
+            .collect();
+        store.commit(seeds(0, home)).await.unwrap();
+        let mut claimed = store.claim(claim_req(0, 2, 1)).await.unwrap();
+        for round in 1..4 {
+            let pages = claimed
+                .iter()
+                .enumerate()
+                .map(|(n, job)| {
+                    let links = (0..3)
+                        .map(|i| {
+                            let url = format!("http://{}/{round}/{i}", job.host);
+                            link(&url, round, 0.5)
+                        })
+                        .collect();
+                    // A body of its own, so no page is a duplicate whose
+                    // links are skipped.
+                    let hash = u64::from(round) * 100 + n as u64;
+                    page(&job.url, Some(200), Some(hash), links)
+                })
+                .collect();
+            let (_, jobs) = store
+                .commit_and_claim(
+                    CommitBatch {
+                        now: round.into(),
+                        pages,
+                        ..CommitBatch::default()
+                    },
+                    Some(claim_req(round.into(), 3, 2)),
+                )
+                .await
+                .unwrap();
+            assert!(!jobs.is_empty());
+            claimed = jobs;
+        }
+        let inner = store.inner.lock().unwrap();
+        for sql in ALL_STATEMENTS {
+            let stmt = inner.conn.prepare_cached(sql).unwrap();
+            let reprepared = stmt.get_status(rusqlite::StatementStatus::RePrepare);
+            assert_eq!(reprepared, 0, "re-prepared {reprepared} times: {sql}");
+        }
+    }
+
+    #[tokio::test]
+    async fn non_sqlite_or_foreign_files_are_refused_by_path() {
+        let dir = tempfile::tempdir().unwrap();
+        let junk = dir.path().join("notes.txt");
+        std::fs::write(&junk, "this is not a database, just some text. ".repeat(50)).unwrap();
+        let err = SqliteStore::open(&junk).unwrap_err();
+        let msg = err.to_string();
+        assert!(matches!(err, StoreError::Corrupt(_)), "{msg}");
+        assert!(msg.contains(&junk.display().to_string()), "{msg}");
+        assert!(msg.contains("not a database"), "{msg}");
+
+        let foreign = dir.path().join("other.db");
+        Connection::open(&foreign)
+            .unwrap()
+            .execute_batch("CREATE TABLE pending_urls (url TEXT)")
+            .unwrap();
+        let msg = SqliteStore::open(&foreign).unwrap_err().to_string();
+        assert!(msg.contains(&foreign.display().to_string()), "{msg}");
+        assert!(msg.contains("no meta table"), "{msg}");
+        // Refused untouched: not even switched to WAL.
+        let mode: String = Connection::open(&foreign)
+            .unwrap()
+            .query_row("PRAGMA journal_mode", [], |row| row.get(0))
+            .unwrap();
+        assert_eq!(mode, "delete");
+
+        let old = dir.path().join("old.db");
+        Connection::open(&old)
+            .unwrap()
+            .execute_batch(
+                "CREATE TABLE meta (key TEXT PRIMARY KEY, value);
+                 INSERT INTO meta VALUES ('schema_version', 2);
+                 CREATE TABLE pending_urls (url TEXT, operation TEXT);",
+            )
+            .unwrap();
+        let msg = SqliteStore::open(&old).unwrap_err().to_string();
+        assert!(msg.contains(&old.display().to_string()), "{msg}");
+        assert!(msg.contains("incompatible schema"), "{msg}");
+
+        let newer = dir.path().join("newer.db");
+        drop(SqliteStore::open(&newer).unwrap());
+        Connection::open(&newer)
+            .unwrap()
+            .execute("UPDATE meta SET value = 4 WHERE key = 'schema_version'", [])
+            .unwrap();
+        let msg = SqliteStore::open(&newer).unwrap_err().to_string();
+        assert!(msg.contains("schema_version"), "{msg}");
+    }
+
+    /// A version 2 file's search results become records, keyed as a record
+    /// written now would be (so a re-processed page replaces, not adds).
+    #[tokio::test]
+    async fn a_version_2_file_is_migrated() {
+        let (_dir, path, store) = open_temp();
+        drop(store);
+        Connection::open(&path)
+            .unwrap()
+            .execute_batch(
+                r#"DROP TABLE records;
+                 CREATE TABLE search_results (
+                     id INTEGER PRIMARY KEY, url TEXT NOT NULL, text TEXT NOT NULL,
+                     positions TEXT NOT NULL DEFAULT '[]', d_search INTEGER NOT NULL,
+                     UNIQUE (url, text));
+                 INSERT INTO search_results (url, text, positions, d_search)
+                     VALUES ('http://a/1', 'say "hi"', '[3,9]', 1234);
+                 UPDATE meta SET value = 2 WHERE key = 'schema_version';"#,
+            )
+            .unwrap();
+        let store = SqliteStore::open(&path).unwrap();
+        let docs = store
+            .records(SEARCH_RESULTS, &Document::new())
+            .await
+            .unwrap();
+        assert_eq!(
+            serde_json::Value::Object(docs[0].clone()),
+            serde_json::json!({
+                "url": "http://a/1", "text": "say \"hi\"", "positions": [3, 9], "d_search": 1234
+            })
+        );
+        let key = serde_json::json!({ "url": "http://a/1", "text": "say \"hi\"" });
+        let mut again = page("http://a/1", Some(200), Some(1), vec![]);
+        again.records.push(Record {
+            collection: SEARCH_RESULTS.into(),
+            key: key.as_object().cloned().unwrap(),
+            fields: serde_json::json!({ "positions": [4] })
+                .as_object()
+                .cloned()
+                .unwrap(),
+            stamp: Some("d_search".into()),
+        });
+        store.commit(pages(5_000, None, vec![again])).await.unwrap();
+        let docs = store
+            .records(SEARCH_RESULTS, &Document::new())
+            .await
+            .unwrap();
+        assert_eq!(docs.len(), 1, "replaced: {docs:?}");
+        assert_eq!(docs[0]["positions"], serde_json::json!([4]));
+        assert_eq!(docs[0]["d_search"], serde_json::json!(5_000));
+        assert_eq!(store.counts().await.unwrap().search_results, 1);
+    }
+}
