@@ -1,0 +1,480 @@
+//! The commit path: links into the frontier, pages, records, retries, hosts.
+
+use super::referrals::write_referrals;
+use super::rows::{Fail, json_err, operation_col, opt_int_col, to_i64};
+use super::schema::{
+    DELETE_PENDING, INSERT_PENDING, MERGE_PENDING, PENDING_AT, PROCESSED_AT, RETRY, SAME_CONTENT,
+    WRITE_HOST, WRITE_PROCESSED, WRITE_RECORD,
+};
+use crate::store::seen::{FileKeys, PendingRow, Seen, SeenWindow, key_hash};
+use rusqlite::{Connection, OptionalExtension, Transaction, params};
+use web_crawler_actors::frontier::{LinkDecision, decide_link, dedupe_by_content};
+use web_crawler_actors::{CommitBatch, CommitSummary, Document, Millis, NewLink, Record};
+
+/// Keys the file-key filter is sized for at least (about 1.2 MB at 1% false
+/// "maybe"s); it is rebuilt twice the file's size whenever it fills.
+const FILE_KEYS_MIN: usize = 1 << 20;
+
+// --- commit -----------------------------------------------------------------
+
+/// One commit's writes: the transaction and the seen window kept in step
+/// with it.
+struct Commit<'t> {
+    tx: &'t Transaction<'t>,
+    seen: &'t mut SeenWindow,
+    now: Millis,
+    reprocess_after_ms: Option<Millis>,
+    summary: CommitSummary,
+}
+
+impl Commit<'_> {
+    /// What the file holds for a key the window does not know.
+    fn lookup(&self, url: &str, operation: &str) -> Result<Option<Seen>, Fail> {
+        let pending = self
+            .tx
+            .prepare_cached(PENDING_AT)?
+            .query_row(params![url, operation], |row| {
+                Ok(Seen::Pending(PendingRow {
+                    id: row.get(0)?,
+                    stored: row.get::<_, Option<f64>>(1)?.unwrap_or(0.0),
+                    unsaved: 0.0,
+                    depth: row.get(2)?,
+                    redirect_hops: row.get(3)?,
+                }))
+            })
+            .optional()?;
+        if pending.is_some() {
+            return Ok(pending);
+        }
+        Ok(self
+            .tx
+            .prepare_cached(PROCESSED_AT)?
+            .query_row(params![url, operation], |row| row.get(0))
+            .optional()?
+            .map(|at| Seen::Processed { at }))
+    }
+
+    /// Record `seen`; credit of keys that fall out of the window is written.
+    fn remember(&mut self, key: u64, seen: Seen) -> Result<(), Fail> {
+        if let Some(dropped) = self.seen.insert(key, seen) {
+            write_credit(self.tx, dropped.values().filter_map(Seen::unsaved))?;
+        }
+        if self.seen.filter_is_full() {
+            self.seen.refill(file_keys(self.tx)?);
+        }
+        Ok(())
+    }
+
+    /// The paper's `add_pending_url` for one link, as [`decide_link`] rules
+    /// it (the referral itself is the referrer's list: [`write_referrals`]).
+    fn upsert_link(&mut self, link: &NewLink) -> Result<(), Fail> {
+        let key = key_hash(&link.url, &link.operation);
+        if self.seen.get(key).is_none()
+            && self.seen.may_be_in_file(key)
+            && let Some(found) = self.lookup(&link.url, &link.operation.key())?
+        {
+            self.remember(key, found)?;
+        }
+        match self.seen.get_mut(key) {
+            Some(Seen::Pending(row)) => {
+                self.summary.merged += 1;
+                if let Some(credit) = row.merge(link.priority, link.depth, link.redirect_hops) {
+                    self.tx.prepare_cached(MERGE_PENDING)?.execute(params![
+                        row.id,
+                        credit,
+                        link.depth,
+                        link.redirect_hops
+                    ])?;
+                }
+                Ok(())
+            }
+            Some(Seen::Processed { at })
+                if decide_link(Some(*at), self.now, self.reprocess_after_ms)
+                    == LinkDecision::ReferralOnly =>
+            {
+                self.summary.merged += 1;
+                Ok(())
+            }
+            // Unknown, or processed long enough ago to be queued again.
+            _ => {
+                self.tx.prepare_cached(INSERT_PENDING)?.execute(params![
+                    link.url,
+                    link.operation.key(),
+                    link.host,
+                    self.now,
+                    link.depth,
+                    link.priority,
+                    link.redirect_hops,
+                ])?;
+                self.summary.queued += 1;
+                let id = self.tx.last_insert_rowid();
+                self.remember(
+                    key,
+                    Seen::Pending(PendingRow {
+                        id,
+                        stored: link.priority,
+                        unsaved: 0.0,
+                        depth: link.depth,
+                        redirect_hops: link.redirect_hops,
+                    }),
+                )
+            }
+        }
+    }
+}
+
+/// A filter of every key the file holds (the writes of an open transaction
+/// included), with room for at least [`FILE_KEYS_MIN`] and twice as many.
+/// The keys stream into it: none are held in between.
+pub(super) fn file_keys(conn: &Connection) -> Result<FileKeys, Fail> {
+    let held: i64 = conn.query_row(
+        "SELECT (SELECT COUNT(*) FROM pending_urls) + (SELECT COUNT(*) FROM processed_urls)",
+        [],
+        |row| row.get(0),
+    )?;
+    let mut keys = FileKeys::new(usize::try_from(held).unwrap_or(0), FILE_KEYS_MIN);
+    for table in ["pending_urls", "processed_urls"] {
+        let mut stmt = conn.prepare(&format!("SELECT url, operation FROM {table}"))?;
+        let mut rows = stmt.query([])?;
+        while let Some(row) = rows.next()? {
+            let url = row.get_ref(0)?.as_str().map_err(rusqlite::Error::from)?;
+            keys.insert(key_hash(url, &operation_col(row, 1, table)?));
+        }
+    }
+    Ok(keys)
+}
+
+/// Add credit the seen window held to its rows (depth and hops unchanged).
+pub(super) fn write_credit(
+    tx: &Transaction<'_>,
+    credit: impl IntoIterator<Item = (i64, f64)>,
+) -> Result<(), Fail> {
+    let mut merge = tx.prepare_cached(MERGE_PENDING)?;
+    for (id, unsaved) in credit {
+        merge.execute(params![id, unsaved, u32::MAX, u32::MAX])?;
+    }
+    Ok(())
+}
+
+/// The page this one's body duplicates, if any. Candidates are checked with
+/// the same [`dedupe_by_content`] rule, so a 200 page never counts as a copy
+/// of an identical error page.
+fn duplicate_of(tx: &Transaction<'_>, url: &str, hash: u64) -> Result<Option<String>, Fail> {
+    let mut stmt = tx.prepare_cached(SAME_CONTENT)?;
+    let mut rows = stmt.query(params![hash.cast_signed(), url])?;
+    while let Some(row) = rows.next()? {
+        let code: Option<u16> = opt_int_col(row, 1, "http_returncode")?;
+        if dedupe_by_content(code) {
+            return Ok(Some(row.get(0)?));
+        }
+    }
+    Ok(None)
+}
+
+/// A record's key as the `records` table's key column: its fields in name
+/// order, so one key always has one text (serde_json keeps insertion order).
+fn record_key(key: &Document) -> Result<String, Fail> {
+    let mut fields: Vec<(&String, &serde_json::Value)> = key.iter().collect();
+    fields.sort_by(|a, b| a.0.cmp(b.0));
+    let mut text = String::from("{");
+    for (i, (name, value)) in fields.into_iter().enumerate() {
+        if i > 0 {
+            text.push(',');
+        }
+        text.push_str(&serde_json::to_string(name).map_err(json_err)?);
+        text.push(':');
+        text.push_str(&serde_json::to_string(value).map_err(json_err)?);
+    }
+    text.push('}');
+    Ok(text)
+}
+
+/// Write (or replace) an operation's record: its key and fields as one
+/// document, stamped with the commit time.
+fn write_record(tx: &Transaction<'_>, record: &Record, now: Millis) -> Result<(), Fail> {
+    let mut document = record.key.clone();
+    document.extend(record.fields.clone());
+    if let Some(stamp) = &record.stamp {
+        document.insert(stamp.clone(), now.into());
+    }
+    let document = serde_json::to_string(&document).map_err(json_err)?;
+    tx.prepare_cached(WRITE_RECORD)?.execute(params![
+        record.collection,
+        record_key(&record.key)?,
+        document,
+        now
+    ])?;
+    Ok(())
+}
+
+/// One transaction: SQLite makes the whole batch durable or none of it, so
+/// the order inside (links, then the page) only matters to other backends.
+pub(super) fn apply_commit(
+    tx: &Transaction<'_>,
+    seen: &mut SeenWindow,
+    batch: &CommitBatch,
+) -> Result<CommitSummary, Fail> {
+    let now = batch.now;
+    let mut c = Commit {
+        tx,
+        seen,
+        now,
+        reprocess_after_ms: batch.reprocess_after_ms,
+        summary: CommitSummary::default(),
+    };
+    for link in &batch.seeds {
+        c.upsert_link(link)?;
+    }
+    for page in &batch.pages {
+        let rec = &page.record;
+        let dup = match rec.content_hash {
+            Some(hash) if dedupe_by_content(rec.http_returncode) => {
+                duplicate_of(tx, &rec.url, hash)?
+            }
+            _ => None,
+        };
+        if dup.is_some() {
+            c.summary.duplicates += 1;
+        } else {
+            for link in &page.links {
+                c.upsert_link(link)?;
+            }
+            write_referrals(tx, &rec.url, &page.links)?;
+        }
+        let operation = rec.operation.key();
+        let out_links = serde_json::to_string(&page.out_links()).map_err(json_err)?;
+        tx.prepare_cached(WRITE_PROCESSED)?.execute(params![
+            rec.url,
+            operation,
+            rec.host,
+            rec.depth,
+            rec.content_length,
+            rec.content_type,
+            rec.server,
+            rec.http_returncode,
+            rec.links_count,
+            now,
+            rec.title,
+            rec.content_hash.map(u64::cast_signed),
+            dup,
+            rec.redirect_to,
+            rec.error,
+            rec.fetch_ms,
+            out_links,
+            rec.truncated,
+            rec.node,
+        ])?;
+        tx.prepare_cached(DELETE_PENDING)?
+            .execute(params![rec.url, operation])?;
+        c.remember(
+            key_hash(&rec.url, &rec.operation),
+            Seen::Processed { at: now },
+        )?;
+        for record in &page.records {
+            write_record(tx, record, now)?;
+        }
+    }
+    let summary = c.summary;
+    for retry in &batch.retries {
+        tx.prepare_cached(RETRY)?.execute(params![
+            retry.key.url,
+            retry.key.operation.key(),
+            retry.not_before,
+            retry.error,
+            now,
+        ])?;
+    }
+    for host in &batch.hosts {
+        let delay = host
+            .crawl_delay_ms
+            .map(|d| to_i64(d, "crawl_delay_ms"))
+            .transpose()?;
+        let sitemaps = serde_json::to_string(&host.sitemaps).map_err(json_err)?;
+        tx.prepare_cached(WRITE_HOST)?.execute(params![
+            host.host,
+            host.robots_status,
+            host.robots_http_code,
+            host.robots_error,
+            host.robots_txt,
+            host.robots_fetched_at,
+            delay,
+            sitemaps,
+        ])?;
+    }
+    Ok(summary)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::sqlite::test_support::*;
+    use web_crawler_actors::{Frontier, OperationSpec, Queries, Retry};
+
+    #[tokio::test]
+    async fn another_operation_is_queued_again() {
+        let (_dir, _path, store) = open_temp();
+        crawl_one(&store, "http://a/x", 1_000).await;
+        let mut search = link("http://a/x", 0, 1.0);
+        search.operation = OperationSpec::search_text("needle");
+        let s = store.commit(seeds(2_000, vec![search])).await.unwrap();
+        assert_eq!(s.queued, 1);
+        let jobs = store.claim(claim_req(2_000, 10, 10)).await.unwrap();
+        assert_eq!(jobs[0].operation, OperationSpec::search_text("needle"));
+    }
+
+    #[tokio::test]
+    async fn content_duplicate_is_recorded_and_its_links_not_followed() {
+        let (_dir, _path, store) = open_temp();
+        let original = page(
+            "http://a/orig",
+            Some(200),
+            Some(u64::MAX - 7),
+            vec![link("http://a/from-orig", 1, 1.0)],
+        );
+        let copy = page(
+            "http://b/copy",
+            Some(200),
+            Some(u64::MAX - 7),
+            vec![link("http://b/from-copy", 1, 1.0)],
+        );
+        let s = store
+            .commit(pages(1_000, None, vec![original, copy]))
+            .await
+            .unwrap();
+        assert_eq!((s.queued, s.duplicates), (1, 1));
+        assert_eq!(pending_urls(&store).await, vec!["http://a/from-orig"]);
+        let copy = store.processed_url("http://b/copy").await.unwrap().unwrap();
+        assert_eq!(copy.duplicate_of.as_deref(), Some("http://a/orig"));
+        assert_eq!(copy.record.content_hash, Some(u64::MAX - 7));
+        assert_eq!(copy.record.out_links, vec!["http://b/from-copy"]);
+        let orig = store.processed_url("http://a/orig").await.unwrap().unwrap();
+        assert_eq!(orig.duplicate_of, None);
+
+        // Re-processing the original is not a duplicate of its own copy.
+        let again = page("http://a/orig", Some(200), Some(u64::MAX - 7), vec![]);
+        let s = store.commit(pages(2_000, None, vec![again])).await.unwrap();
+        assert_eq!(s.duplicates, 0, "its copy does not make it a duplicate");
+        let orig = store.processed_url("http://a/orig").await.unwrap().unwrap();
+        assert_eq!(orig.duplicate_of, None);
+        // Re-processing a page alone with its hash: not a duplicate.
+        let solo = page("http://c/solo", Some(200), Some(42), vec![]);
+        store
+            .commit(pages(3_000, None, vec![solo.clone()]))
+            .await
+            .unwrap();
+        let s = store.commit(pages(4_000, None, vec![solo])).await.unwrap();
+        assert_eq!(s.duplicates, 0);
+        assert_eq!(store.counts().await.unwrap().duplicates, 1, "only the copy");
+    }
+
+    #[tokio::test]
+    async fn non_2xx_pages_are_never_deduplicated() {
+        let (_dir, _path, store) = open_temp();
+        let e1 = page(
+            "http://a/missing1",
+            Some(404),
+            Some(7),
+            vec![link("http://a/l1", 1, 1.0)],
+        );
+        let e2 = page(
+            "http://a/missing2",
+            Some(404),
+            Some(7),
+            vec![link("http://a/l2", 1, 1.0)],
+        );
+        // A 200 page with the same bytes as the error pages is not their copy.
+        let ok = page(
+            "http://a/ok",
+            Some(200),
+            Some(7),
+            vec![link("http://a/l3", 1, 1.0)],
+        );
+        let s = store
+            .commit(pages(1_000, None, vec![e1, e2, ok]))
+            .await
+            .unwrap();
+        assert_eq!((s.queued, s.duplicates), (3, 0));
+        for url in ["http://a/missing1", "http://a/missing2", "http://a/ok"] {
+            let p = store.processed_url(url).await.unwrap().unwrap();
+            assert_eq!(p.duplicate_of, None, "{url}");
+        }
+        // A second 200 page with that hash copies the 200 one, not a 404.
+        let ok2 = page("http://a/ok2", Some(200), Some(7), vec![]);
+        store.commit(pages(2_000, None, vec![ok2])).await.unwrap();
+        let p = store.processed_url("http://a/ok2").await.unwrap().unwrap();
+        assert_eq!(p.duplicate_of.as_deref(), Some("http://a/ok"));
+    }
+
+    #[tokio::test]
+    async fn retries_bump_attempts_and_respect_not_before() {
+        let (_dir, _path, store) = open_temp();
+        store
+            .commit(seeds(0, vec![link("http://a/flaky", 0, 1.0)]))
+            .await
+            .unwrap();
+        let jobs = store.claim(claim_req(0, 10, 10)).await.unwrap();
+        assert_eq!(jobs.len(), 1);
+        let retry = CommitBatch {
+            now: 100,
+            retries: vec![Retry {
+                key: key("http://a/flaky"),
+                not_before: 5_000,
+                error: "connection refused".into(),
+            }],
+            ..CommitBatch::default()
+        };
+        store.commit(retry).await.unwrap();
+        let p = &store.pending(10).await.unwrap()[0];
+        assert_eq!(p.status, "pending");
+        assert_eq!(p.attempts, 1);
+        assert_eq!(p.not_before, 5_000);
+        assert_eq!(p.lease_until, None);
+        assert_eq!(p.last_error.as_deref(), Some("connection refused"));
+
+        assert!(
+            store
+                .claim(claim_req(4_999, 10, 10))
+                .await
+                .unwrap()
+                .is_empty()
+        );
+        // A referral merging into the waiting row does not reset it.
+        store
+            .commit(seeds(4_999, vec![link("http://a/flaky", 0, 1.0)]))
+            .await
+            .unwrap();
+        let jobs = store.claim(claim_req(5_000, 10, 10)).await.unwrap();
+        assert_eq!(jobs.len(), 1);
+        assert_eq!(jobs[0].attempts, 1);
+        assert_eq!(jobs[0].priority, 2.0);
+    }
+
+    #[tokio::test]
+    async fn self_links_and_large_batches() {
+        let (_dir, _path, store) = open_temp();
+        store
+            .commit(seeds(0, vec![link("http://a/", 0, 1.0)]))
+            .await
+            .unwrap();
+        store.claim(claim_req(0, 10, 10)).await.unwrap();
+        let mut links: Vec<NewLink> = (0..5_000)
+            .map(|i| link(&format!("http://h{}/p{i}", i % 50), 1, 0.001))
+            .collect();
+        links.push(link("http://a/", 1, 0.001));
+        let started = std::time::Instant::now();
+        let s = store
+            .commit(pages(
+                10,
+                None,
+                vec![page("http://a/", Some(200), None, links)],
+            ))
+            .await
+            .unwrap();
+        tracing::info!(elapsed = ?started.elapsed(), "5001-link commit");
+        assert_eq!((s.queued, s.merged), (5_000, 1));
+        let home = store.processed_url("http://a/").await.unwrap().unwrap();
+        assert_eq!(home.referral_list, vec!["http://a/"]);
+        assert_eq!(home.referral_count, 1);
+        assert_eq!(store.counts().await.unwrap().pending, 5_000);
+    }
+}

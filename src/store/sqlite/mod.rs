@@ -1,0 +1,486 @@
+//! The embedded store: the paper's MongoDB collections as SQLite tables.
+//!
+//! One connection behind a mutex: SQLite serialises writers anyway, and a
+//! single connection makes every trait call one transaction that no other call
+//! of this process can interleave with (claims cannot hand out a URL twice).
+//! All SQL runs on tokio's blocking pool so the actors' runtime never stalls on
+//! disk I/O.
+//!
+//! Split along its concerns: `schema` (the tables, their migration and every
+//! statement), `rows` (errors, and rows read into records), `referrals` (who
+//! links to what), `commit` and `claim` (the frontier's two write paths). What
+//! is here is the store itself: the connection, its transactions, and the
+//! trait impls that call into those.
+
+mod claim;
+mod commit;
+mod referrals;
+mod rows;
+mod schema;
+
+use self::claim::apply_claim;
+use self::commit::{apply_commit, file_keys, write_credit};
+use self::rows::{Fail, is_unreadable};
+use self::schema::init;
+use super::seen::SeenWindow;
+use async_trait::async_trait;
+use rusqlite::{Connection, Transaction, TransactionBehavior};
+use std::collections::HashSet;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use web_crawler_actors::{
+    BrokenLink, ClaimRequest, CommitBatch, CommitSummary, Document, Frontier, HostRecord, Job,
+    Millis, PageQuery, PendingUrl, ProcessedUrl, Queries, StoreCounts, StoreError, UrlKey,
+};
+
+/// Keys the seen window holds: two generations of half as many, each table
+/// allocated at full size when the generation starts (about 12.5 MiB each).
+const SEEN_WINDOW: usize = 1 << 18;
+
+// --- the store --------------------------------------------------------------
+
+/// The embedded [`Store`]: one SQLite file in WAL mode, and the window of
+/// recently seen keys kept in step with it.
+#[derive(Clone)]
+pub struct SqliteStore {
+    inner: Arc<Mutex<Inner>>,
+}
+
+struct Inner {
+    conn: Connection,
+    seen: SeenWindow,
+}
+
+impl Drop for Inner {
+    /// Write the credit the window still holds: the next run orders its
+    /// claims by it.
+    fn drop(&mut self) {
+        let credit: Vec<(i64, f64)> = self.seen.unsaved_credit().collect();
+        if credit.is_empty() {
+            return;
+        }
+        let written = (|| -> Result<(), Fail> {
+            let tx = self.conn.transaction()?;
+            write_credit(&tx, credit)?;
+            Ok(tx.commit()?)
+        })();
+        if let Err(e) = written {
+            tracing::warn!(error = %e, "could not write the last OPIC credit at close");
+        }
+    }
+}
+
+impl std::fmt::Debug for SqliteStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SqliteStore").finish_non_exhaustive()
+    }
+}
+
+impl SqliteStore {
+    /// Open or create the database file; WAL, synchronous=NORMAL, busy_timeout
+    /// 5 s, foreign_keys off; creates tables and indexes idempotently. A file
+    /// that is not a SQLite DB or has an incompatible schema is refused with a
+    /// message naming the path.
+    pub fn open(path: &Path) -> Result<Self, StoreError> {
+        let shown = path.display();
+        let cannot_open = format!("cannot open store {shown}");
+        let mut conn =
+            Connection::open(path).map_err(|e| StoreError::backend(cannot_open.clone(), e))?;
+        init(&mut conn).map_err(|fail| match fail {
+            Fail::Corrupt(msg) => {
+                StoreError::Corrupt(format!("{shown} is not a usable web crawler store: {msg}"))
+            }
+            Fail::Sql(e) if is_unreadable(&e) => {
+                StoreError::Corrupt(format!("{shown} is not a usable web crawler store: {e}"))
+            }
+            other => StoreError::backend(cannot_open.clone(), other),
+        })?;
+        tracing::debug!(path = %shown, "sqlite store open");
+        let in_file = file_keys(&conn).map_err(|fail| {
+            StoreError::backend(format!("cannot read the keys of store {shown}"), fail)
+        })?;
+        let inner = Arc::new(Mutex::new(Inner {
+            conn,
+            seen: SeenWindow::new(SEEN_WINDOW, in_file),
+        }));
+        let checkpointer =
+            Connection::open(path).map_err(|e| StoreError::backend(cannot_open.clone(), e))?;
+        let store = Arc::downgrade(&inner);
+        std::thread::Builder::new()
+            .name("sqlite-checkpoint".into())
+            .spawn(move || checkpoint_until_dropped(checkpointer, store))
+            .map_err(|e| StoreError::backend("cannot start the checkpoint thread", e))?;
+        Ok(Self { inner })
+    }
+
+    /// Run `f` on the blocking pool with the connection locked.
+    async fn run<T, F>(&self, f: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Inner) -> Result<T, Fail> + Send + 'static,
+    {
+        let inner = Arc::clone(&self.inner);
+        tokio::task::spawn_blocking(move || {
+            // A panic inside a call dropped its Transaction, which rolled
+            // back; the window may be ahead of the file then, so it is
+            // cleared. Otherwise poisoning is not fatal.
+            let mut guard = inner.lock().unwrap_or_else(|poisoned| {
+                let mut guard = poisoned.into_inner();
+                guard.seen.clear();
+                guard
+            });
+            f(&mut guard).map_err(StoreError::from)
+        })
+        .await
+        .map_err(|e| StoreError::backend("the store's task failed", e))?
+    }
+
+    /// Run `f` in one write transaction. IMMEDIATE takes the write lock up
+    /// front, so another process on the file (a user's sqlite3) makes us wait
+    /// busy_timeout instead of failing half-way on a lock upgrade.
+    async fn write<T, F>(&self, f: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Transaction<'_>, &mut SeenWindow) -> Result<T, Fail> + Send + 'static,
+    {
+        self.run(move |inner| {
+            let Inner { conn, seen } = inner;
+            let result = (|| {
+                let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+                let out = f(&tx, seen)?;
+                tx.commit()?;
+                Ok(out)
+            })();
+            if result.is_err() {
+                // Rolled back: what the window learnt in it may not be in the file.
+                seen.clear();
+            }
+            result
+        })
+        .await
+    }
+
+    /// Run `f` in one read transaction, so a list and its referral lists come
+    /// from the same snapshot.
+    async fn read<T, F>(&self, f: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Transaction<'_>, &SeenWindow) -> Result<T, Fail> + Send + 'static,
+    {
+        self.run(move |inner| {
+            let Inner { conn, seen } = inner;
+            let tx = conn.transaction()?;
+            let out = f(&tx, seen)?;
+            tx.finish()?;
+            Ok(out)
+        })
+        .await
+    }
+}
+
+/// Copy committed WAL frames into the database file every so often, from a
+/// connection of its own: a passive checkpoint never blocks the writer, and
+/// the fsync it ends with happens here rather than in a commit. Ends when the
+/// store is dropped.
+fn checkpoint_until_dropped(conn: Connection, store: std::sync::Weak<Mutex<Inner>>) {
+    const EVERY: Duration = Duration::from_millis(500);
+    loop {
+        std::thread::sleep(EVERY);
+        if store.strong_count() == 0 {
+            return;
+        }
+        if let Err(e) = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(())) {
+            tracing::warn!(error = %e, "WAL checkpoint failed; the next one retries");
+        }
+    }
+}
+
+#[async_trait]
+impl Frontier for SqliteStore {
+    async fn claim(&self, req: ClaimRequest) -> Result<Vec<Job>, StoreError> {
+        let (_, jobs) = self
+            .commit_and_claim(CommitBatch::default(), Some(req))
+            .await?;
+        Ok(jobs)
+    }
+
+    async fn commit(&self, batch: CommitBatch) -> Result<CommitSummary, StoreError> {
+        if batch.is_empty() {
+            return Ok(CommitSummary::default());
+        }
+        let (summary, _) = self.commit_and_claim(batch, None).await?;
+        Ok(summary)
+    }
+
+    async fn commit_and_claim(
+        &self,
+        batch: CommitBatch,
+        claim: Option<ClaimRequest>,
+    ) -> Result<(CommitSummary, Vec<Job>), StoreError> {
+        self.write(move |tx, seen| {
+            let summary = if batch.is_empty() {
+                CommitSummary::default()
+            } else {
+                apply_commit(tx, seen, &batch)?
+            };
+            let jobs = match &claim {
+                Some(req) => apply_claim(tx, seen, req)?,
+                None => Vec::new(),
+            };
+            Ok((summary, jobs))
+        })
+        .await
+    }
+
+    async fn extend_leases(
+        &self,
+        keys: &[UrlKey],
+        owner: &str,
+        until: Millis,
+    ) -> Result<(), StoreError> {
+        if keys.is_empty() {
+            return Ok(());
+        }
+        let keys = keys.to_vec();
+        let owner = owner.to_string();
+        self.write(move |tx, _| claim::extend_leases(tx, &keys, &owner, until))
+            .await
+    }
+
+    async fn release(&self, owner: &str, keep: &[UrlKey]) -> Result<u64, StoreError> {
+        let owner = owner.to_string();
+        let keep: HashSet<(String, String)> = keep
+            .iter()
+            .map(|k| (k.url.clone(), k.operation.key()))
+            .collect();
+        self.write(move |tx, _| claim::release(tx, &owner, &keep))
+            .await
+    }
+
+    async fn release_keys(&self, keys: &[UrlKey]) -> Result<u64, StoreError> {
+        if keys.is_empty() {
+            return Ok(0);
+        }
+        let keys = keys.to_vec();
+        self.write(move |tx, _| claim::release_keys(tx, &keys))
+            .await
+    }
+
+    async fn counts(&self) -> Result<StoreCounts, StoreError> {
+        self.read(|tx, _| rows::counts(tx)).await
+    }
+}
+
+#[async_trait]
+impl Queries for SqliteStore {
+    async fn processed(&self, query: PageQuery) -> Result<Vec<ProcessedUrl>, StoreError> {
+        self.read(move |tx, _| rows::processed(tx, &query)).await
+    }
+
+    async fn processed_url(&self, url: &str) -> Result<Option<ProcessedUrl>, StoreError> {
+        let url = url.to_string();
+        self.read(move |tx, _| rows::processed_url(tx, &url)).await
+    }
+
+    async fn pending(&self, limit: usize) -> Result<Vec<PendingUrl>, StoreError> {
+        self.read(move |tx, seen| rows::pending(tx, seen, limit))
+            .await
+    }
+
+    async fn records(
+        &self,
+        collection: &str,
+        filter: &Document,
+    ) -> Result<Vec<Document>, StoreError> {
+        let collection = collection.to_string();
+        let filter = filter.clone();
+        self.read(move |tx, _| rows::records(tx, &collection, &filter))
+            .await
+    }
+
+    async fn broken_links(&self) -> Result<Vec<BrokenLink>, StoreError> {
+        self.read(|tx, _| rows::broken_links(tx)).await
+    }
+
+    async fn hosts(&self) -> Result<Vec<HostRecord>, StoreError> {
+        self.read(|tx, _| rows::hosts(tx)).await
+    }
+
+    async fn status_histogram(&self) -> Result<Vec<(Option<u16>, u64)>, StoreError> {
+        self.read(|tx, _| rows::status_histogram(tx)).await
+    }
+}
+
+// What both backends must do is tested once, in tests/it/store_conformance.rs;
+// these tests cover what is particular to the SQLite file.
+#[cfg(test)]
+mod test_support {
+    use super::*;
+    use std::collections::HashMap;
+    use web_crawler_actors::{NewLink, OperationSpec, PageRecord, ProcessedPage};
+
+    pub(super) const OWNER: &str = "node1@master";
+
+    pub(super) fn open_temp() -> (tempfile::TempDir, std::path::PathBuf, SqliteStore) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("crawl.db");
+        let store = SqliteStore::open(&path).unwrap();
+        (dir, path, store)
+    }
+
+    pub(super) fn host_of(url: &str) -> String {
+        let rest = url.split_once("://").map_or(url, |(_, r)| r);
+        rest.split('/').next().unwrap().to_string()
+    }
+
+    pub(super) fn link(url: &str, depth: u32, priority: f64) -> NewLink {
+        NewLink {
+            url: url.to_string(),
+            host: host_of(url),
+            operation: OperationSpec::crawl(),
+            depth,
+            priority,
+            redirect_hops: 0,
+        }
+    }
+
+    pub(super) fn key(url: &str) -> UrlKey {
+        UrlKey {
+            url: url.to_string(),
+            operation: OperationSpec::crawl(),
+        }
+    }
+
+    pub(super) fn seeds(now: Millis, links: Vec<NewLink>) -> CommitBatch {
+        CommitBatch {
+            now,
+            seeds: links,
+            ..CommitBatch::default()
+        }
+    }
+
+    pub(super) fn claim_req(now: Millis, limit: usize, cap: usize) -> ClaimRequest {
+        ClaimRequest {
+            now,
+            owner: OWNER.to_string(),
+            lease_until: now + 60_000,
+            limit,
+            per_host_cap: cap,
+            held_per_host: HashMap::new(),
+        }
+    }
+
+    pub(super) fn page(
+        url: &str,
+        code: Option<u16>,
+        hash: Option<u64>,
+        links: Vec<NewLink>,
+    ) -> ProcessedPage {
+        ProcessedPage {
+            record: PageRecord {
+                url: url.to_string(),
+                operation: OperationSpec::crawl(),
+                host: host_of(url),
+                http_returncode: code,
+                content_hash: hash,
+                links_count: links.len() as u32,
+                node: "node1".to_string(),
+                ..PageRecord::default()
+            },
+            links,
+            records: Vec::new(),
+            simhash: None,
+        }
+    }
+
+    pub(super) fn pages(
+        now: Millis,
+        reprocess: Option<Millis>,
+        pages: Vec<ProcessedPage>,
+    ) -> CommitBatch {
+        CommitBatch {
+            now,
+            reprocess_after_ms: reprocess,
+            pages,
+            ..CommitBatch::default()
+        }
+    }
+
+    pub(super) async fn pending_urls(store: &SqliteStore) -> Vec<String> {
+        let mut urls: Vec<String> = store
+            .pending(usize::MAX)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|p| p.url)
+            .collect();
+        urls.sort();
+        urls
+    }
+
+    /// Claim `url` alone and commit it as a plain 200 page.
+    pub(super) async fn crawl_one(store: &SqliteStore, url: &str, now: Millis) {
+        store
+            .commit(seeds(now, vec![link(url, 0, 1.0)]))
+            .await
+            .unwrap();
+        let jobs = store.claim(claim_req(now, 100, 100)).await.unwrap();
+        assert!(jobs.iter().any(|j| j.url == url));
+        store
+            .commit(pages(now, None, vec![page(url, Some(200), None, vec![])]))
+            .await
+            .unwrap();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::test_support::*;
+    use super::*;
+
+    /// The priority column of the one pending row, as written in the file.
+    fn row_priority(store: &SqliteStore) -> f64 {
+        let inner = store.inner.lock().unwrap();
+        inner
+            .conn
+            .query_row("SELECT priority FROM pending_urls", [], |row| row.get(0))
+            .unwrap()
+    }
+
+    /// Credit below the doubling threshold lives in the seen window; reads
+    /// show it, and closing the store writes it.
+    #[tokio::test]
+    async fn unwritten_credit_is_visible_and_written_at_close() {
+        let (_dir, path, store) = open_temp();
+        let shares = [0.5, 0.125, 0.125, 0.0625];
+        for (i, share) in shares.iter().enumerate() {
+            let referrer = format!("http://a/r{i}");
+            let linking = page(
+                &referrer,
+                Some(200),
+                None,
+                vec![link("http://a/x", 1, *share)],
+            );
+            store
+                .commit(pages(1_000, None, vec![linking]))
+                .await
+                .unwrap();
+        }
+        let stored = row_priority(&store);
+        assert_eq!(
+            stored, 0.5,
+            "0.3125 merged since is below the doubling threshold"
+        );
+        let listed = store.pending(10).await.unwrap();
+        assert!((listed[0].priority - 0.8125).abs() < 1e-12);
+        assert_eq!(listed[0].referral_list.len(), 4);
+        drop(store);
+        let store = SqliteStore::open(&path).unwrap();
+        let stored = row_priority(&store);
+        assert!(
+            (stored - 0.8125).abs() < 1e-12,
+            "written at close: {stored}"
+        );
+    }
+}

@@ -1,0 +1,491 @@
+//! Errors, and rows read into the records the store hands out.
+
+use super::claim::unsaved_credit;
+use super::referrals::referrals_of;
+use super::schema::{
+    BROKEN, COUNTS, HISTOGRAM, HOST_LIST, PENDING_LIST, PROCESSED_ONE, PROCESSED_PAGE, RECORD_LIST,
+};
+use crate::store::seen::SeenWindow;
+use rusqlite::{ErrorCode, Row, Transaction, named_params};
+use web_crawler_actors::{
+    BrokenLink, Document, HostRecord, OperationSpec, PageQuery, PageRecord, PendingUrl,
+    ProcessedUrl, ROBOTS_BLOCKED, SEARCH_RESULTS, StoreCounts, StoreError,
+};
+
+// --- errors -----------------------------------------------------------------
+
+/// Internal error, so `?` works on rusqlite calls; mapped to [`StoreError`] at
+/// the trait boundary.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum Fail {
+    #[error(transparent)]
+    Sql(#[from] rusqlite::Error),
+    #[error("{0}")]
+    Corrupt(String),
+    #[error("{0}")]
+    Invalid(String),
+}
+
+impl From<Fail> for StoreError {
+    fn from(fail: Fail) -> Self {
+        match fail {
+            Fail::Sql(e) if is_unreadable(&e) => StoreError::Corrupt(e.to_string()),
+            Fail::Sql(e) => StoreError::backend("SQLite", e),
+            Fail::Corrupt(msg) => StoreError::Corrupt(msg),
+            Fail::Invalid(msg) => StoreError::Invalid(msg),
+        }
+    }
+}
+
+/// SQLite's own error code, also for errors rusqlite reports with the SQL text.
+pub(super) fn ffi_error(e: &rusqlite::Error) -> Option<&rusqlite::ffi::Error> {
+    match e {
+        rusqlite::Error::SqliteFailure(err, _)
+        | rusqlite::Error::SqlInputError { error: err, .. } => Some(err),
+        _ => None,
+    }
+}
+
+/// Errors that mean the data on disk, not the operation, is wrong.
+pub(super) fn is_unreadable(e: &rusqlite::Error) -> bool {
+    matches!(
+        ffi_error(e).map(|err| err.code),
+        Some(ErrorCode::NotADatabase | ErrorCode::DatabaseCorrupt)
+    ) || matches!(
+        e,
+        rusqlite::Error::IntegralValueOutOfRange(..)
+            | rusqlite::Error::FromSqlConversionFailure(..)
+            | rusqlite::Error::InvalidColumnType(..)
+    )
+}
+
+// --- conversions ------------------------------------------------------------
+
+pub(super) fn to_i64<T: TryInto<i64>>(value: T, what: &str) -> Result<i64, Fail> {
+    value
+        .try_into()
+        .map_err(|_| Fail::Invalid(format!("{what} does not fit in a 64-bit signed integer")))
+}
+
+/// NULL reads as 0, so rows written by hand or by an older run still load.
+pub(super) fn int_col<T: TryFrom<i64>>(row: &Row<'_>, idx: usize, what: &str) -> Result<T, Fail> {
+    let v: i64 = row.get::<_, Option<i64>>(idx)?.unwrap_or(0);
+    T::try_from(v).map_err(|_| Fail::Corrupt(format!("{what} = {v} is out of range")))
+}
+
+pub(super) fn opt_int_col<T: TryFrom<i64>>(
+    row: &Row<'_>,
+    idx: usize,
+    what: &str,
+) -> Result<Option<T>, Fail> {
+    match row.get::<_, Option<i64>>(idx)? {
+        None => Ok(None),
+        Some(v) => T::try_from(v)
+            .map(Some)
+            .map_err(|_| Fail::Corrupt(format!("{what} = {v} is out of range"))),
+    }
+}
+
+pub(super) fn text_col(row: &Row<'_>, idx: usize) -> Result<String, Fail> {
+    Ok(row.get::<_, Option<String>>(idx)?.unwrap_or_default())
+}
+
+pub(super) fn operation_col(row: &Row<'_>, idx: usize, table: &str) -> Result<OperationSpec, Fail> {
+    let key: String = row.get(idx)?;
+    OperationSpec::from_key(&key).ok_or_else(|| {
+        Fail::Corrupt(format!(
+            "{table}.operation {key:?} is not a JSON array of strings"
+        ))
+    })
+}
+
+/// A JSON list column; NULL or empty text reads as the empty list. `parse`
+/// is `serde_json::from_str` at the concrete type (keeps serde out of the deps).
+fn json_col<T>(
+    row: &Row<'_>,
+    idx: usize,
+    what: &str,
+    parse: impl Fn(&str) -> serde_json::Result<Vec<T>>,
+) -> Result<Vec<T>, Fail> {
+    match row.get::<_, Option<String>>(idx)? {
+        None => Ok(Vec::new()),
+        Some(s) if s.trim().is_empty() => Ok(Vec::new()),
+        Some(s) => parse(&s)
+            .map_err(|e| Fail::Corrupt(format!("{what} is not the expected JSON list: {e}"))),
+    }
+}
+
+pub(super) fn json_err(e: serde_json::Error) -> Fail {
+    Fail::Invalid(format!("cannot encode as JSON: {e}"))
+}
+
+fn read_processed(row: &Row<'_>) -> Result<ProcessedUrl, Fail> {
+    Ok(ProcessedUrl {
+        record: PageRecord {
+            url: row.get(0)?,
+            operation: operation_col(row, 1, "processed_urls")?,
+            host: text_col(row, 2)?,
+            depth: int_col(row, 3, "depth")?,
+            content_length: row.get(4)?,
+            content_type: row.get(5)?,
+            server: row.get(6)?,
+            http_returncode: opt_int_col(row, 7, "http_returncode")?,
+            links_count: int_col(row, 8, "links_count")?,
+            title: row.get(10)?,
+            // u64 hashes are stored bit-cast: SQLite integers are signed.
+            content_hash: row.get::<_, Option<i64>>(11)?.map(i64::cast_unsigned),
+            redirect_to: row.get(13)?,
+            error: row.get(14)?,
+            fetch_ms: int_col(row, 15, "fetch_ms")?,
+            out_links: json_col(row, 16, "out_links", |s| serde_json::from_str(s))?,
+            truncated: int_col::<i64>(row, 17, "truncated")? != 0,
+            node: text_col(row, 18)?,
+        },
+        referral_count: 0,
+        referral_list: Vec::new(),
+        duplicate_of: row.get(12)?,
+        d_processed: int_col(row, 9, "d_processed")?,
+    })
+}
+
+fn limit_param(limit: Option<usize>) -> i64 {
+    // SQLite reads a negative LIMIT as "no limit".
+    limit.map_or(-1, |n| i64::try_from(n).unwrap_or(i64::MAX))
+}
+
+// --- reads ------------------------------------------------------------------
+// What `Frontier::counts` and the `Queries` listings read, each in the one read
+// transaction `SqliteStore::read` gives it.
+
+pub(super) fn counts(tx: &Transaction<'_>) -> Result<StoreCounts, Fail> {
+    let counts = tx
+        .prepare_cached(COUNTS)?
+        .query_row([ROBOTS_BLOCKED, SEARCH_RESULTS], |row| {
+            Ok([
+                row.get::<_, i64>(0)?,
+                row.get(1)?,
+                row.get(2)?,
+                row.get(3)?,
+                row.get(4)?,
+                row.get(5)?,
+                row.get(6)?,
+            ])
+        })?
+        .map(i64::cast_unsigned);
+    Ok(StoreCounts {
+        pending: counts[0],
+        processing: counts[1],
+        processed: counts[2],
+        failed: counts[3],
+        robots_blocked: counts[4],
+        duplicates: counts[5],
+        search_results: counts[6],
+    })
+}
+
+pub(super) fn processed(
+    tx: &Transaction<'_>,
+    query: &PageQuery,
+) -> Result<Vec<ProcessedUrl>, Fail> {
+    let mut pages = Vec::new();
+    {
+        let mut stmt = tx.prepare_cached(PROCESSED_PAGE)?;
+        let mut rows = stmt.query(named_params! {
+            ":only_failed": query.only_failed,
+            ":limit": limit_param(query.limit),
+            ":offset": i64::try_from(query.offset).unwrap_or(i64::MAX),
+        })?;
+        while let Some(row) = rows.next()? {
+            pages.push(read_processed(row)?);
+        }
+    }
+    let mut referrals = referrals_of(tx, pages.iter().map(|p| p.record.url.as_str()))?;
+    for page in &mut pages {
+        page.referral_list = referrals.remove(&page.record.url).unwrap_or_default();
+        page.referral_count = page.referral_list.len() as u64;
+    }
+    Ok(pages)
+}
+
+pub(super) fn processed_url(tx: &Transaction<'_>, url: &str) -> Result<Option<ProcessedUrl>, Fail> {
+    let page = {
+        let mut stmt = tx.prepare_cached(PROCESSED_ONE)?;
+        let mut rows = stmt.query([url])?;
+        match rows.next()? {
+            None => return Ok(None),
+            Some(row) => read_processed(row)?,
+        }
+    };
+    let mut page = page;
+    page.referral_list = referrals_of(tx, [url])?.remove(url).unwrap_or_default();
+    page.referral_count = page.referral_list.len() as u64;
+    Ok(Some(page))
+}
+
+pub(super) fn pending(
+    tx: &Transaction<'_>,
+    seen: &SeenWindow,
+    limit: usize,
+) -> Result<Vec<PendingUrl>, Fail> {
+    let mut list = Vec::new();
+    {
+        let mut stmt = tx.prepare_cached(PENDING_LIST)?;
+        let mut rows = stmt.query([limit_param(Some(limit))])?;
+        while let Some(row) = rows.next()? {
+            list.push(PendingUrl {
+                url: row.get(0)?,
+                operation: operation_col(row, 1, "pending_urls")?,
+                host: text_col(row, 2)?,
+                status: text_col(row, 3)?,
+                depth: int_col(row, 4, "depth")?,
+                priority: row.get::<_, Option<f64>>(5)?.unwrap_or(0.0),
+                attempts: int_col(row, 6, "attempts")?,
+                referral_list: Vec::new(),
+                d_change: int_col(row, 7, "d_change")?,
+                not_before: int_col(row, 8, "not_before")?,
+                lease_until: row.get(9)?,
+                last_error: row.get(10)?,
+            });
+        }
+    }
+    // One URL may be pending under several operations.
+    let referrals = referrals_of(tx, list.iter().map(|p| p.url.as_str()))?;
+    for pending in &mut list {
+        pending.referral_list = referrals.get(&pending.url).cloned().unwrap_or_default();
+        pending.priority += unsaved_credit(seen, &pending.url, &pending.operation);
+    }
+    Ok(list)
+}
+
+pub(super) fn records(
+    tx: &Transaction<'_>,
+    collection: &str,
+    filter: &Document,
+) -> Result<Vec<Document>, Fail> {
+    let mut stmt = tx.prepare_cached(RECORD_LIST)?;
+    let mut rows = stmt.query([collection])?;
+    let mut list = Vec::new();
+    while let Some(row) = rows.next()? {
+        let text: String = row.get(0)?;
+        let doc: Document = serde_json::from_str(&text)
+            .map_err(|e| Fail::Corrupt(format!("records.document is not a JSON object: {e}")))?;
+        if filter.iter().all(|(k, v)| doc.get(k) == Some(v)) {
+            list.push(doc);
+        }
+    }
+    Ok(list)
+}
+
+pub(super) fn broken_links(tx: &Transaction<'_>) -> Result<Vec<BrokenLink>, Fail> {
+    let mut list = Vec::new();
+    {
+        let mut stmt = tx.prepare_cached(BROKEN)?;
+        let mut rows = stmt.query([ROBOTS_BLOCKED])?;
+        while let Some(row) = rows.next()? {
+            list.push(BrokenLink {
+                url: row.get(0)?,
+                http_returncode: opt_int_col(row, 1, "http_returncode")?,
+                error: row.get(2)?,
+                referral_list: Vec::new(),
+            });
+        }
+    }
+    let mut referrals = referrals_of(tx, list.iter().map(|l| l.url.as_str()))?;
+    for link in &mut list {
+        link.referral_list = referrals.remove(&link.url).unwrap_or_default();
+    }
+    Ok(list)
+}
+
+pub(super) fn hosts(tx: &Transaction<'_>) -> Result<Vec<HostRecord>, Fail> {
+    let mut stmt = tx.prepare_cached(HOST_LIST)?;
+    let mut rows = stmt.query([])?;
+    let mut list = Vec::new();
+    while let Some(row) = rows.next()? {
+        list.push(HostRecord {
+            host: row.get(0)?,
+            robots_status: text_col(row, 1)?,
+            robots_http_code: opt_int_col(row, 2, "robots_http_code")?,
+            robots_error: row.get(3)?,
+            robots_txt: row.get(4)?,
+            robots_fetched_at: int_col(row, 5, "robots_fetched_at")?,
+            crawl_delay_ms: opt_int_col(row, 6, "crawl_delay_ms")?,
+            sitemaps: json_col(row, 7, "sitemaps", |s| serde_json::from_str(s))?,
+        });
+    }
+    Ok(list)
+}
+
+pub(super) fn status_histogram(tx: &Transaction<'_>) -> Result<Vec<(Option<u16>, u64)>, Fail> {
+    let mut stmt = tx.prepare_cached(HISTOGRAM)?;
+    let mut rows = stmt.query([])?;
+    let mut list = Vec::new();
+    while let Some(row) = rows.next()? {
+        list.push((
+            opt_int_col(row, 0, "http_returncode")?,
+            int_col(row, 1, "count")?,
+        ));
+    }
+    Ok(list)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::sqlite::test_support::*;
+    use rusqlite::Connection;
+    use web_crawler_actors::{CommitBatch, Frontier, Queries, Record};
+
+    #[tokio::test]
+    async fn hosts_upsert_histogram_broken_links_and_failed_listing() {
+        let (_dir, _path, store) = open_temp();
+        let mut blocked = page("http://a/private", None, None, vec![]);
+        blocked.record.error = Some(ROBOTS_BLOCKED.into());
+        let mut down = page("http://b/", None, None, vec![]);
+        down.record.error = Some("connection refused".into());
+        let batch = CommitBatch {
+            now: 1_000,
+            pages: vec![
+                page(
+                    "http://a/index",
+                    Some(200),
+                    None,
+                    vec![link("http://a/gone", 1, 1.0)],
+                ),
+                page("http://a/gone", Some(404), None, vec![]),
+                page("http://a/err", Some(500), None, vec![]),
+                page("http://a/ok", Some(200), None, vec![]),
+                blocked,
+                down,
+            ],
+            hosts: vec![HostRecord {
+                host: "a".into(),
+                robots_status: "not_found".into(),
+                ..HostRecord::default()
+            }],
+            ..CommitBatch::default()
+        };
+        store.commit(batch).await.unwrap();
+        let updated = HostRecord {
+            host: "a".into(),
+            robots_status: "fetched".into(),
+            robots_http_code: Some(200),
+            crawl_delay_ms: Some(1_500),
+            ..HostRecord::default()
+        };
+        store
+            .commit(CommitBatch {
+                now: 2_000,
+                hosts: vec![updated.clone()],
+                ..CommitBatch::default()
+            })
+            .await
+            .unwrap();
+        assert_eq!(store.hosts().await.unwrap(), vec![updated]);
+
+        assert_eq!(
+            store.status_histogram().await.unwrap(),
+            vec![(None, 2), (Some(200), 2), (Some(404), 1), (Some(500), 1)]
+        );
+        let broken = store.broken_links().await.unwrap();
+        let urls: Vec<_> = broken.iter().map(|b| b.url.as_str()).collect();
+        assert_eq!(urls, vec!["http://a/err", "http://a/gone", "http://b/"]);
+        assert_eq!(broken[1].referral_list, vec!["http://a/index"]);
+        assert_eq!(broken[1].http_returncode, Some(404));
+        assert_eq!(broken[2].error.as_deref(), Some("connection refused"));
+
+        let failed = store
+            .processed(PageQuery {
+                only_failed: true,
+                ..PageQuery::default()
+            })
+            .await
+            .unwrap();
+        let urls: Vec<_> = failed.iter().map(|p| p.record.url.as_str()).collect();
+        assert_eq!(
+            urls,
+            vec![
+                "http://a/err",
+                "http://a/gone",
+                "http://a/private",
+                "http://b/"
+            ]
+        );
+        let window = store
+            .processed(PageQuery {
+                limit: Some(2),
+                offset: 1,
+                only_failed: false,
+            })
+            .await
+            .unwrap();
+        let urls: Vec<_> = window.iter().map(|p| p.record.url.as_str()).collect();
+        assert_eq!(urls, vec!["http://a/gone", "http://a/index"]);
+        assert_eq!(window[0].referral_count, 1);
+    }
+
+    #[tokio::test]
+    async fn counts_cover_every_collection() {
+        let (_dir, _path, store) = open_temp();
+        assert!(store.counts().await.unwrap().frontier_empty());
+        let mut blocked = page("http://a/private", None, None, vec![]);
+        blocked.record.error = Some(ROBOTS_BLOCKED.into());
+        let mut gave_up = page("http://a/timeout", None, None, vec![]);
+        gave_up.record.error = Some("timed out".into());
+        let mut hit = page("http://a/1", Some(200), Some(5), vec![]);
+        hit.records.push(Record {
+            collection: SEARCH_RESULTS.into(),
+            key: serde_json::json!({ "url": "http://a/1", "text": "x" })
+                .as_object()
+                .cloned()
+                .unwrap(),
+            ..Record::default()
+        });
+        let batch = CommitBatch {
+            now: 1_000,
+            seeds: (0..3)
+                .map(|i| link(&format!("http://q/{i}"), 0, 1.0))
+                .collect(),
+            pages: vec![
+                hit,
+                page("http://a/2", Some(200), Some(5), vec![]),
+                page("http://a/404", Some(404), None, vec![]),
+                blocked,
+                gave_up,
+            ],
+            ..CommitBatch::default()
+        };
+        store.commit(batch).await.unwrap();
+        store.claim(claim_req(1_000, 1, 10)).await.unwrap();
+        assert_eq!(
+            store.counts().await.unwrap(),
+            StoreCounts {
+                pending: 2,
+                processing: 1,
+                processed: 5,
+                failed: 2,
+                robots_blocked: 1,
+                duplicates: 1,
+                search_results: 1,
+            }
+        );
+    }
+
+    #[tokio::test]
+    async fn unparsable_operation_is_corrupt() {
+        let (_dir, path, store) = open_temp();
+        store
+            .commit(seeds(0, vec![link("http://a/1", 0, 1.0)]))
+            .await
+            .unwrap();
+        {
+            let conn = Connection::open(&path).unwrap();
+            conn.execute("UPDATE pending_urls SET operation = 'not json'", [])
+                .unwrap();
+        }
+        let err = store.claim(claim_req(0, 10, 10)).await.unwrap_err();
+        assert!(matches!(err, StoreError::Corrupt(_)), "{err}");
+        // The failed claim rolled back: nothing is left half-leased.
+        assert_eq!(store.counts().await.unwrap().processing, 0);
+    }
+}

@@ -1,0 +1,567 @@
+//! The table layout: what `open` creates or migrates, and every statement the
+//! store runs, compiled against the file when it is opened.
+
+use super::rows::{Fail, ffi_error};
+use rusqlite::{Connection, OptionalExtension, TransactionBehavior};
+use std::time::Duration;
+
+/// Version of the table layout below; a file with another version is refused
+/// rather than misread.
+const SCHEMA_VERSION: i64 = 3;
+
+/// Idempotent: `open` runs it on every start. `pending_urls.id` aliases the
+/// rowid explicitly so that VACUUM cannot renumber it (it is the FIFO order).
+const SCHEMA: &str = r#"
+CREATE TABLE IF NOT EXISTS meta (
+    key   TEXT PRIMARY KEY,
+    value
+);
+CREATE TABLE IF NOT EXISTS pending_urls (
+    id            INTEGER PRIMARY KEY,
+    url           TEXT    NOT NULL,
+    operation     TEXT    NOT NULL,
+    host          TEXT    NOT NULL,
+    status        TEXT    NOT NULL DEFAULT 'pending',
+    d_change      INTEGER NOT NULL,
+    depth         INTEGER NOT NULL DEFAULT 0,
+    priority      REAL    NOT NULL DEFAULT 0,
+    attempts      INTEGER NOT NULL DEFAULT 0,
+    not_before    INTEGER NOT NULL DEFAULT 0,
+    lease_until   INTEGER,
+    lease_owner   TEXT,
+    redirect_hops INTEGER NOT NULL DEFAULT 0,
+    last_error    TEXT,
+    UNIQUE (url, operation)
+);
+CREATE INDEX IF NOT EXISTS pending_urls_claim ON pending_urls (status, host, priority DESC);
+CREATE TABLE IF NOT EXISTS processed_urls (
+    url              TEXT PRIMARY KEY,
+    operation        TEXT    NOT NULL,
+    host             TEXT    NOT NULL,
+    depth            INTEGER NOT NULL DEFAULT 0,
+    "content-length" INTEGER,
+    "content-type"   TEXT,
+    server           TEXT,
+    http_returncode  INTEGER,
+    links_count      INTEGER NOT NULL DEFAULT 0,
+    d_processed      INTEGER NOT NULL,
+    title            TEXT,
+    content_hash     INTEGER,
+    duplicate_of     TEXT,
+    redirect_to      TEXT,
+    error            TEXT,
+    fetch_ms         INTEGER NOT NULL DEFAULT 0,
+    out_links        TEXT    NOT NULL DEFAULT '[]',
+    truncated        INTEGER NOT NULL DEFAULT 0,
+    node             TEXT    NOT NULL DEFAULT ''
+);
+CREATE INDEX IF NOT EXISTS processed_urls_content_hash ON processed_urls (content_hash);
+CREATE TABLE IF NOT EXISTS referrers (
+    id    INTEGER PRIMARY KEY,
+    url   TEXT NOT NULL UNIQUE,
+    links BLOB NOT NULL
+);
+CREATE TABLE IF NOT EXISTS records (
+    collection TEXT    NOT NULL,
+    key        TEXT    NOT NULL,
+    document   TEXT    NOT NULL,
+    d_record   INTEGER NOT NULL,
+    PRIMARY KEY (collection, key)
+);
+CREATE TABLE IF NOT EXISTS hosts (
+    host              TEXT PRIMARY KEY,
+    robots_status     TEXT    NOT NULL,
+    robots_http_code  INTEGER,
+    robots_error      TEXT,
+    robots_txt        TEXT,
+    robots_fetched_at INTEGER NOT NULL DEFAULT 0,
+    crawl_delay_ms    INTEGER,
+    sitemaps          TEXT    NOT NULL DEFAULT '[]'
+);
+"#;
+
+pub(super) fn init(conn: &mut Connection) -> Result<(), Fail> {
+    conn.busy_timeout(Duration::from_secs(5))?;
+    conn.pragma_update(None, "synchronous", "NORMAL")?;
+    conn.pragma_update(None, "foreign_keys", "OFF")?;
+    // The frontier's hot pages stay in our cache instead of being copied in
+    // from the OS page cache on every lookup (16 MiB; negative = KiB).
+    conn.pragma_update(None, "cache_size", -16_384)?;
+    conn.pragma_update(None, "temp_store", "MEMORY")?;
+    // Checkpoints run on their own thread ([`checkpoint_until_dropped`]): in
+    // the commit they cost the master more than the commit itself. This is
+    // only the backstop if that thread falls behind (256 MiB of WAL).
+    conn.pragma_update(None, "wal_autocheckpoint", 65_536)?;
+    // Before anything persistent (WAL is recorded in the file header), so a
+    // file that is not ours is refused untouched.
+    let version = check_identity(conn)?;
+    let mode: String =
+        conn.pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get(0))?;
+    if !mode.eq_ignore_ascii_case("wal") {
+        tracing::warn!(journal_mode = %mode, "sqlite refused WAL mode");
+    }
+    // Room for every statement in ALL_STATEMENTS, so none is ever recompiled.
+    conn.set_prepared_statement_cache_capacity(ALL_STATEMENTS.len() + 8);
+
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    tx.execute_batch(SCHEMA).map_err(schema_mismatch)?;
+    if version == Some(2) {
+        tx.execute_batch(MIGRATE_2_TO_3)?;
+    }
+    tx.execute(
+        "INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', ?1)",
+        [SCHEMA_VERSION],
+    )?;
+    // Compiling every statement checks columns and ON CONFLICT targets
+    // against what is actually in the file.
+    for sql in ALL_STATEMENTS {
+        tx.prepare_cached(sql).map_err(schema_mismatch)?;
+    }
+    tx.commit()?;
+    Ok(())
+}
+
+/// Version 2 kept search results in a table of their own; version 3 keeps
+/// every operation's records in `records` (created by [`SCHEMA`]).
+const MIGRATE_2_TO_3: &str = "
+INSERT INTO records (collection, key, document, d_record)
+    SELECT 'search_results', json_object('text', text, 'url', url),
+           json_object('url', url, 'text', text, 'positions', json(positions),
+                       'd_search', d_search),
+           d_search
+    FROM search_results;
+DROP TABLE search_results;
+UPDATE meta SET value = 3 WHERE key = 'schema_version';
+";
+
+/// A new file (`None`), or one of ours at [`SCHEMA_VERSION`] or a version it
+/// migrates from (its version). Reading sqlite_master is also the first read
+/// of the header, where a non-SQLite file fails.
+fn check_identity(conn: &Connection) -> Result<Option<i64>, Fail> {
+    let tables: Vec<String> = conn
+        .prepare(
+            "SELECT name FROM sqlite_master
+             WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\'",
+        )?
+        .query_map([], |row| row.get(0))?
+        .collect::<Result<_, _>>()?;
+    if tables.iter().any(|t| t == "meta") {
+        let version: Option<rusqlite::types::Value> = conn
+            .query_row(
+                "SELECT value FROM meta WHERE key = 'schema_version'",
+                [],
+                |row| row.get(0),
+            )
+            .optional()?;
+        use rusqlite::types::Value;
+        let number = match &version {
+            Some(Value::Integer(v)) => Some(*v),
+            // A number written as text by hand.
+            Some(Value::Text(v)) => v.trim().parse::<i64>().ok(),
+            _ => None,
+        };
+        match number {
+            Some(v @ (2 | SCHEMA_VERSION)) => Ok(Some(v)),
+            _ => Err(Fail::Corrupt(format!(
+                "schema_version is {version:?}, this build reads versions 2 and {SCHEMA_VERSION}"
+            ))),
+        }
+    } else if tables.is_empty() {
+        Ok(None)
+    } else {
+        // Someone else's database: do not add our tables to it.
+        Err(Fail::Corrupt(format!(
+            "it holds tables ({}) but no meta table with a schema_version",
+            tables.join(", ")
+        )))
+    }
+}
+
+/// A table of ours that exists with other columns or constraints shows up as
+/// a plain SQLITE_ERROR ("no such column", "ON CONFLICT clause does not
+/// match") while compiling; anything else (I/O, locks) stays what it is.
+fn schema_mismatch(e: rusqlite::Error) -> Fail {
+    const SQLITE_ERROR: i32 = 1;
+    if ffi_error(&e).map(|f| f.extended_code & 0xff) != Some(SQLITE_ERROR) {
+        return Fail::Sql(e);
+    }
+    // Only SQLite's message: the Display of SqlInputError appends the whole
+    // schema script.
+    let msg = match &e {
+        rusqlite::Error::SqlInputError { msg, .. } => msg.clone(),
+        rusqlite::Error::SqliteFailure(_, Some(msg)) => msg.clone(),
+        other => other.to_string(),
+    };
+    Fail::Corrupt(format!("incompatible schema: {msg}"))
+}
+
+// --- statements -------------------------------------------------------------
+// Constants so `open` can compile each one against the file's schema (a clear
+// error up front instead of a failing crawl later) and so `prepare_cached`
+// finds them again by text.
+
+pub(super) const EXPIRE_LEASES: &str = "UPDATE pending_urls
+    SET status = 'pending', lease_until = NULL, lease_owner = NULL, d_change = ?1
+    WHERE status = 'processing' AND lease_until < ?1";
+
+/// Hosts with pending work, by a loose index scan of the claim index: one
+/// probe per host, never a pass over every pending row (the frontier may
+/// hold hundreds of thousands).
+pub(super) const PENDING_HOSTS: &str = "WITH RECURSIVE hosts(h) AS (
+        SELECT MIN(host) FROM pending_urls WHERE status = 'pending'
+        UNION ALL
+        SELECT (SELECT MIN(host) FROM pending_urls WHERE status = 'pending' AND host > h)
+        FROM hosts WHERE h IS NOT NULL
+    )
+    SELECT h FROM hosts WHERE h IS NOT NULL";
+
+/// One host's claimable URLs, best first, straight from the claim index
+/// (status, host, priority DESC, then rowid = id), so the caller reads only
+/// as many rows as it wants. No `LIMIT ?`: SQLite plans with a bound LIMIT's
+/// value, so rebinding it re-prepares the statement on every call.
+pub(super) const HOST_CANDIDATES: &str =
+    "SELECT id, url, operation, host, depth, priority, attempts,
+        redirect_hops
+    FROM pending_urls
+    WHERE status = 'pending' AND host = ?1 AND not_before <= ?2
+    ORDER BY priority DESC, id";
+
+pub(super) const CLAIM_UPDATE: &str = "UPDATE pending_urls
+    SET status = 'processing', lease_until = ?2, lease_owner = ?3, d_change = ?4
+    WHERE id = ?1";
+
+pub(super) const PROCESSED_AT: &str =
+    "SELECT d_processed FROM processed_urls WHERE url = ?1 AND operation = ?2";
+
+pub(super) const PENDING_AT: &str = "SELECT id, priority, depth, redirect_hops FROM pending_urls
+    WHERE url = ?1 AND operation = ?2";
+
+/// A referrer's link list: the sorted, distinct `referrals::url_hash`es of the
+/// URLs it links to, 8 bytes each (little-endian). One row per referring page
+/// makes recording a page's 10–60 links one append instead of as many
+/// scattered index inserts; finding who links to a URL reads every list.
+pub(super) const REFERRER_LINKS: &str = "SELECT id, links FROM referrers WHERE url = ?1";
+
+pub(super) const INSERT_REFERRER: &str = "INSERT INTO referrers (url, links) VALUES (?1, ?2)";
+
+pub(super) const UPDATE_REFERRER: &str = "UPDATE referrers SET links = ?2 WHERE id = ?1";
+
+pub(super) const ALL_REFERRERS: &str = "SELECT url, links FROM referrers";
+
+/// `ON CONFLICT ... DO NOTHING` then [`MERGE_PENDING`] is the upsert the
+/// frontier rules describe, split in two so the caller can tell an insert
+/// (`queued`) from a merge (`merged`).
+pub(super) const INSERT_PENDING: &str = "INSERT INTO pending_urls
+        (url, operation, host, status, d_change, depth, priority, attempts, not_before,
+         redirect_hops)
+    VALUES (?1, ?2, ?3, 'pending', ?4, ?5, ?6, 0, 0, ?7)
+    ON CONFLICT (url, operation) DO NOTHING";
+
+/// Status and attempts stay: merging a referral must not resurrect or reset a
+/// URL that is being fetched or waiting for a retry.
+pub(super) const MERGE_PENDING: &str = "UPDATE pending_urls
+    SET priority = priority + ?2, depth = MIN(depth, ?3), redirect_hops = MIN(redirect_hops, ?4)
+    WHERE id = ?1";
+
+/// The original a body duplicates: the oldest successful page with the same
+/// hash that is not itself a duplicate (so `duplicate_of` always names an
+/// original, and re-processing an original never makes it a copy of its copy).
+pub(super) const SAME_CONTENT: &str = "SELECT url, http_returncode FROM processed_urls
+    WHERE content_hash = ?1 AND url != ?2 AND duplicate_of IS NULL
+      AND http_returncode BETWEEN 200 AND 299
+    ORDER BY d_processed, url";
+
+/// REPLACE: one document per URL, the last operation wins (the paper's `_id`).
+/// referral_count and referral_list are read from `referrers`.
+pub(super) const WRITE_PROCESSED: &str = r#"INSERT OR REPLACE INTO processed_urls
+        (url, operation, host, depth, "content-length", "content-type", server,
+         http_returncode, links_count, d_processed, title, content_hash,
+         duplicate_of, redirect_to, error, fetch_ms, out_links, truncated, node)
+    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18,
+            ?19)"#;
+
+pub(super) const DELETE_PENDING: &str =
+    "DELETE FROM pending_urls WHERE url = ?1 AND operation = ?2";
+
+pub(super) const WRITE_RECORD: &str = "INSERT INTO records (collection, key, document, d_record)
+    VALUES (?1, ?2, ?3, ?4)
+    ON CONFLICT (collection, key) DO UPDATE SET document = excluded.document,
+                                                d_record = excluded.d_record";
+
+pub(super) const RETRY: &str = "UPDATE pending_urls
+    SET status = 'pending', attempts = attempts + 1, not_before = ?3, last_error = ?4,
+        lease_until = NULL, lease_owner = NULL, d_change = ?5
+    WHERE url = ?1 AND operation = ?2";
+
+pub(super) const WRITE_HOST: &str = "INSERT INTO hosts
+        (host, robots_status, robots_http_code, robots_error, robots_txt, robots_fetched_at,
+         crawl_delay_ms, sitemaps)
+    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+    ON CONFLICT (host) DO UPDATE SET
+        robots_status = excluded.robots_status,
+        robots_http_code = excluded.robots_http_code,
+        robots_error = excluded.robots_error,
+        robots_txt = excluded.robots_txt,
+        robots_fetched_at = excluded.robots_fetched_at,
+        crawl_delay_ms = excluded.crawl_delay_ms,
+        sitemaps = excluded.sitemaps";
+
+pub(super) const EXTEND_LEASE: &str = "UPDATE pending_urls SET lease_until = ?3
+    WHERE url = ?1 AND operation = ?2 AND status = 'processing' AND lease_owner = ?4";
+
+pub(super) const LEASED_BY: &str = "SELECT id, url, operation FROM pending_urls
+    WHERE status = 'processing' AND lease_owner = ?1";
+
+pub(super) const RELEASE_ID: &str = "UPDATE pending_urls
+    SET status = 'pending', lease_until = NULL, lease_owner = NULL, d_change = ?2
+    WHERE id = ?1";
+
+pub(super) const RELEASE_KEY: &str = "UPDATE pending_urls
+    SET status = 'pending', lease_until = NULL, lease_owner = NULL, d_change = ?3
+    WHERE url = ?1 AND operation = ?2 AND status = 'processing'";
+
+pub(super) const COUNTS: &str = "SELECT
+    (SELECT COUNT(*) FROM pending_urls WHERE status = 'pending'),
+    (SELECT COUNT(*) FROM pending_urls WHERE status = 'processing'),
+    (SELECT COUNT(*) FROM processed_urls),
+    (SELECT COUNT(*) FROM processed_urls WHERE error IS NOT NULL),
+    (SELECT COUNT(*) FROM processed_urls WHERE error = ?1),
+    (SELECT COUNT(*) FROM processed_urls WHERE duplicate_of IS NOT NULL),
+    (SELECT COUNT(*) FROM records WHERE collection = ?2)";
+
+/// Column list shared by every processed_urls read, in `rows::read_processed`
+/// order.
+macro_rules! processed_cols {
+    () => {
+        r#"url, operation, host, depth, "content-length", "content-type", server,
+           http_returncode, links_count, d_processed, title, content_hash,
+           duplicate_of, redirect_to, error, fetch_ms, out_links, truncated, node"#
+    };
+}
+
+pub(super) const PROCESSED_PAGE: &str = concat!(
+    "SELECT ",
+    processed_cols!(),
+    " FROM processed_urls
+    WHERE (:only_failed = 0 OR http_returncode >= 400 OR error IS NOT NULL)
+    ORDER BY url LIMIT :limit OFFSET :offset"
+);
+
+pub(super) const PROCESSED_ONE: &str = concat!(
+    "SELECT ",
+    processed_cols!(),
+    " FROM processed_urls WHERE url = ?1"
+);
+
+pub(super) const PENDING_LIST: &str =
+    "SELECT url, operation, host, status, depth, priority, attempts,
+        d_change, not_before, lease_until, last_error
+    FROM pending_urls ORDER BY id LIMIT ?1";
+
+pub(super) const RECORD_LIST: &str =
+    "SELECT document FROM records WHERE collection = ?1 ORDER BY key";
+
+pub(super) const BROKEN: &str = "SELECT url, http_returncode, error FROM processed_urls
+    WHERE http_returncode >= 400 OR (error IS NOT NULL AND error != ?1)
+    ORDER BY url";
+
+pub(super) const HOST_LIST: &str =
+    "SELECT host, robots_status, robots_http_code, robots_error, robots_txt,
+        robots_fetched_at, crawl_delay_ms, sitemaps
+    FROM hosts ORDER BY host";
+
+/// SQLite sorts NULL first in ascending order: "no response" leads.
+pub(super) const HISTOGRAM: &str = "SELECT http_returncode, COUNT(*) FROM processed_urls
+    GROUP BY http_returncode ORDER BY http_returncode";
+
+const ALL_STATEMENTS: &[&str] = &[
+    EXPIRE_LEASES,
+    PENDING_HOSTS,
+    HOST_CANDIDATES,
+    CLAIM_UPDATE,
+    PROCESSED_AT,
+    PENDING_AT,
+    REFERRER_LINKS,
+    INSERT_REFERRER,
+    UPDATE_REFERRER,
+    ALL_REFERRERS,
+    INSERT_PENDING,
+    MERGE_PENDING,
+    SAME_CONTENT,
+    WRITE_PROCESSED,
+    DELETE_PENDING,
+    WRITE_RECORD,
+    RETRY,
+    WRITE_HOST,
+    EXTEND_LEASE,
+    LEASED_BY,
+    RELEASE_ID,
+    RELEASE_KEY,
+    COUNTS,
+    PROCESSED_PAGE,
+    PROCESSED_ONE,
+    PENDING_LIST,
+    RECORD_LIST,
+    BROKEN,
+    HOST_LIST,
+    HISTOGRAM,
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::sqlite::{SqliteStore, test_support::*};
+    use web_crawler_actors::{
+        CommitBatch, Document, Frontier, NewLink, Queries, Record, SEARCH_RESULTS, StoreError,
+    };
+
+    /// A statement SQLite re-prepares on every call (a bound `LIMIT ?`, for
+    /// one) costs a parse and a plan each time: none of the crawl's do.
+    #[tokio::test]
+    async fn crawl_statements_are_prepared_once() {
+        let (_dir, _path, store) = open_temp();
+        let home: Vec<NewLink> = (0..4)
+            .map(|h| link(&format!("http://h{h}/"), 0, 1.0))
+            .collect();
+        store.commit(seeds(0, home)).await.unwrap();
+        let mut claimed = store.claim(claim_req(0, 2, 1)).await.unwrap();
+        for round in 1..4 {
+            let pages = claimed
+                .iter()
+                .enumerate()
+                .map(|(n, job)| {
+                    let links = (0..3)
+                        .map(|i| {
+                            let url = format!("http://{}/{round}/{i}", job.host);
+                            link(&url, round, 0.5)
+                        })
+                        .collect();
+                    // A body of its own, so no page is a duplicate whose
+                    // links are skipped.
+                    let hash = u64::from(round) * 100 + n as u64;
+                    page(&job.url, Some(200), Some(hash), links)
+                })
+                .collect();
+            let (_, jobs) = store
+                .commit_and_claim(
+                    CommitBatch {
+                        now: round.into(),
+                        pages,
+                        ..CommitBatch::default()
+                    },
+                    Some(claim_req(round.into(), 3, 2)),
+                )
+                .await
+                .unwrap();
+            assert!(!jobs.is_empty());
+            claimed = jobs;
+        }
+        let inner = store.inner.lock().unwrap();
+        for sql in ALL_STATEMENTS {
+            let stmt = inner.conn.prepare_cached(sql).unwrap();
+            let reprepared = stmt.get_status(rusqlite::StatementStatus::RePrepare);
+            assert_eq!(reprepared, 0, "re-prepared {reprepared} times: {sql}");
+        }
+    }
+
+    #[tokio::test]
+    async fn non_sqlite_or_foreign_files_are_refused_by_path() {
+        let dir = tempfile::tempdir().unwrap();
+        let junk = dir.path().join("notes.txt");
+        std::fs::write(&junk, "this is not a database, just some text. ".repeat(50)).unwrap();
+        let err = SqliteStore::open(&junk).unwrap_err();
+        let msg = err.to_string();
+        assert!(matches!(err, StoreError::Corrupt(_)), "{msg}");
+        assert!(msg.contains(&junk.display().to_string()), "{msg}");
+        assert!(msg.contains("not a database"), "{msg}");
+
+        let foreign = dir.path().join("other.db");
+        Connection::open(&foreign)
+            .unwrap()
+            .execute_batch("CREATE TABLE pending_urls (url TEXT)")
+            .unwrap();
+        let msg = SqliteStore::open(&foreign).unwrap_err().to_string();
+        assert!(msg.contains(&foreign.display().to_string()), "{msg}");
+        assert!(msg.contains("no meta table"), "{msg}");
+        // Refused untouched: not even switched to WAL.
+        let mode: String = Connection::open(&foreign)
+            .unwrap()
+            .query_row("PRAGMA journal_mode", [], |row| row.get(0))
+            .unwrap();
+        assert_eq!(mode, "delete");
+
+        let old = dir.path().join("old.db");
+        Connection::open(&old)
+            .unwrap()
+            .execute_batch(
+                "CREATE TABLE meta (key TEXT PRIMARY KEY, value);
+                 INSERT INTO meta VALUES ('schema_version', 2);
+                 CREATE TABLE pending_urls (url TEXT, operation TEXT);",
+            )
+            .unwrap();
+        let msg = SqliteStore::open(&old).unwrap_err().to_string();
+        assert!(msg.contains(&old.display().to_string()), "{msg}");
+        assert!(msg.contains("incompatible schema"), "{msg}");
+
+        let newer = dir.path().join("newer.db");
+        drop(SqliteStore::open(&newer).unwrap());
+        Connection::open(&newer)
+            .unwrap()
+            .execute("UPDATE meta SET value = 4 WHERE key = 'schema_version'", [])
+            .unwrap();
+        let msg = SqliteStore::open(&newer).unwrap_err().to_string();
+        assert!(msg.contains("schema_version"), "{msg}");
+    }
+
+    /// A version 2 file's search results become records, keyed as a record
+    /// written now would be (so a re-processed page replaces, not adds).
+    #[tokio::test]
+    async fn a_version_2_file_is_migrated() {
+        let (_dir, path, store) = open_temp();
+        drop(store);
+        Connection::open(&path)
+            .unwrap()
+            .execute_batch(
+                r#"DROP TABLE records;
+                 CREATE TABLE search_results (
+                     id INTEGER PRIMARY KEY, url TEXT NOT NULL, text TEXT NOT NULL,
+                     positions TEXT NOT NULL DEFAULT '[]', d_search INTEGER NOT NULL,
+                     UNIQUE (url, text));
+                 INSERT INTO search_results (url, text, positions, d_search)
+                     VALUES ('http://a/1', 'say "hi"', '[3,9]', 1234);
+                 UPDATE meta SET value = 2 WHERE key = 'schema_version';"#,
+            )
+            .unwrap();
+        let store = SqliteStore::open(&path).unwrap();
+        let docs = store
+            .records(SEARCH_RESULTS, &Document::new())
+            .await
+            .unwrap();
+        assert_eq!(
+            serde_json::Value::Object(docs[0].clone()),
+            serde_json::json!({
+                "url": "http://a/1", "text": "say \"hi\"", "positions": [3, 9], "d_search": 1234
+            })
+        );
+        let key = serde_json::json!({ "url": "http://a/1", "text": "say \"hi\"" });
+        let mut again = page("http://a/1", Some(200), Some(1), vec![]);
+        again.records.push(Record {
+            collection: SEARCH_RESULTS.into(),
+            key: key.as_object().cloned().unwrap(),
+            fields: serde_json::json!({ "positions": [4] })
+                .as_object()
+                .cloned()
+                .unwrap(),
+            stamp: Some("d_search".into()),
+        });
+        store.commit(pages(5_000, None, vec![again])).await.unwrap();
+        let docs = store
+            .records(SEARCH_RESULTS, &Document::new())
+            .await
+            .unwrap();
+        assert_eq!(docs.len(), 1, "replaced: {docs:?}");
+        assert_eq!(docs[0]["positions"], serde_json::json!([4]));
+        assert_eq!(docs[0]["d_search"], serde_json::json!(5_000));
+        assert_eq!(store.counts().await.unwrap().search_results, 1);
+    }
+}
