@@ -26,6 +26,7 @@ use std::time::Duration;
 
 use texting_robots::Robot;
 use url::Url;
+use web_crawler_actors::RobotsStatus;
 
 use crate::fetch::HttpFetcher;
 
@@ -133,22 +134,10 @@ impl Robots {
     }
 }
 
-/// How the robots.txt rules were obtained.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RobotsSource {
-    /// 2xx: the body was parsed.
-    Fetched,
-    /// 4xx (except 429): no restrictions (RFC 9309 2.3.1.3).
-    NotFound,
-    /// 5xx, 429, other statuses, network errors, too many redirects or a
-    /// redirect loop: complete disallow (RFC 9309 2.3.1.4).
-    Unreachable,
-}
-
 #[derive(Debug)]
 pub struct RobotsFetch {
     pub robots: Robots,
-    pub source: RobotsSource,
+    pub source: RobotsStatus,
     /// Status of the last response, if any response came.
     pub status: Option<u16>,
     pub error: Option<String>,
@@ -160,7 +149,7 @@ impl RobotsFetch {
     fn unreachable(status: Option<u16>, error: String) -> RobotsFetch {
         RobotsFetch {
             robots: Robots::disallow_all(),
-            source: RobotsSource::Unreachable,
+            source: RobotsStatus::Unreachable,
             status,
             error: Some(error),
             body: None,
@@ -186,7 +175,7 @@ pub async fn fetch_robots(fetcher: &HttpFetcher, origin: &Url) -> RobotsFetch {
             200..=299 => {
                 return RobotsFetch {
                     robots: Robots::parse(&resp.body, &fetcher.config().user_agent),
-                    source: RobotsSource::Fetched,
+                    source: RobotsStatus::Fetched,
                     status,
                     error: None,
                     body: Some(text_for_storage(&resp.body)),
@@ -225,7 +214,7 @@ pub async fn fetch_robots(fetcher: &HttpFetcher, origin: &Url) -> RobotsFetch {
             400..=499 => {
                 return RobotsFetch {
                     robots: Robots::allow_all(),
-                    source: RobotsSource::NotFound,
+                    source: RobotsStatus::NotFound,
                     status,
                     error: None,
                     body: None,
@@ -374,12 +363,7 @@ pub async fn robots_report(
     };
     let record = web_crawler_actors::HostRecord {
         host: host.to_string(),
-        robots_status: match fetched.source {
-            RobotsSource::Fetched => "fetched",
-            RobotsSource::NotFound => "not_found",
-            RobotsSource::Unreachable => "unreachable",
-        }
-        .to_string(),
+        robots_status: fetched.source,
         robots_http_code: fetched.status,
         robots_error: fetched
             .error
@@ -391,7 +375,7 @@ pub async fn robots_report(
         sitemaps: fetched.robots.sitemaps().to_vec(),
     };
     web_crawler_actors::RobotsReport {
-        unreachable: fetched.source == RobotsSource::Unreachable,
+        unreachable: fetched.source == RobotsStatus::Unreachable,
         rules: std::sync::Arc::new(fetched.robots),
         record,
     }
@@ -622,7 +606,7 @@ mod tests {
         let mut origin = server.parsed_url("/some/page?q=1");
         origin.set_username("user").unwrap();
         let got = fetch_robots(&fetcher(), &origin).await;
-        assert_eq!(got.source, RobotsSource::Fetched);
+        assert_eq!(got.source, RobotsStatus::Fetched);
         assert_eq!(got.status, Some(200));
         assert!(got.error.is_none());
         assert!(got.body.unwrap().contains("Disallow: /no"));
@@ -640,7 +624,7 @@ mod tests {
         big.push_str("Disallow: /late\n");
         let server = serve(move |_| text(200, &[], &big)).await;
         let got = fetch_robots(&fetcher(), &server.parsed_url("/")).await;
-        assert_eq!(got.source, RobotsSource::Fetched);
+        assert_eq!(got.source, RobotsStatus::Fetched);
         assert_eq!(got.body.unwrap().len(), MAX_ROBOTS_BYTES);
         assert!(!got.robots.is_allowed(&server.parsed_url("/early")));
         assert!(
@@ -653,7 +637,7 @@ mod tests {
     async fn not_found_allows_all() {
         let server = serve(|_| text(404, &[], "<h1>Not Found</h1>")).await;
         let got = fetch_robots(&fetcher(), &server.parsed_url("/")).await;
-        assert_eq!(got.source, RobotsSource::NotFound);
+        assert_eq!(got.source, RobotsStatus::NotFound);
         assert_eq!(got.status, Some(404));
         assert!(got.body.is_none());
         assert!(got.robots.is_allowed(&server.parsed_url("/anything")));
@@ -663,14 +647,14 @@ mod tests {
     async fn server_error_and_429_disallow_all() {
         let server = serve(|_| text(503, &[], "down")).await;
         let got = fetch_robots(&fetcher(), &server.parsed_url("/")).await;
-        assert_eq!(got.source, RobotsSource::Unreachable);
+        assert_eq!(got.source, RobotsStatus::Unreachable);
         assert_eq!(got.status, Some(503));
         assert!(got.error.is_some());
         assert!(!got.robots.is_allowed(&server.parsed_url("/anything")));
 
         let server = serve(|_| text(429, &[("retry-after", "60")], "slow down")).await;
         let got = fetch_robots(&fetcher(), &server.parsed_url("/")).await;
-        assert_eq!(got.source, RobotsSource::Unreachable);
+        assert_eq!(got.source, RobotsStatus::Unreachable);
         assert_eq!(got.status, Some(429));
     }
 
@@ -678,7 +662,7 @@ mod tests {
     async fn connection_refused_disallows_all() {
         let origin = url_for(closed_port_addr(), "/");
         let got = fetch_robots(&fetcher(), &origin).await;
-        assert_eq!(got.source, RobotsSource::Unreachable);
+        assert_eq!(got.source, RobotsStatus::Unreachable);
         assert_eq!(got.status, None);
         assert!(got.error.unwrap().contains("connection failed"));
         assert!(!got.robots.is_allowed(&origin));
@@ -694,7 +678,7 @@ mod tests {
         })
         .await;
         let got = fetch_robots(&fetcher(), &server.parsed_url("/")).await;
-        assert_eq!(got.source, RobotsSource::Fetched);
+        assert_eq!(got.source, RobotsStatus::Fetched);
         assert_eq!(got.status, Some(200));
         assert!(!got.robots.is_allowed(&server.parsed_url("/blocked")));
         assert_eq!(server.total_hits(), 3);
@@ -712,7 +696,7 @@ mod tests {
         })
         .await;
         let got = fetch_robots(&fetcher(), &server.parsed_url("/")).await;
-        assert_eq!(got.source, RobotsSource::Unreachable);
+        assert_eq!(got.source, RobotsStatus::Unreachable);
         assert_eq!(got.status, Some(302));
         assert!(got.error.unwrap().contains("loop"));
         assert!(!got.robots.is_allowed(&server.parsed_url("/x")));
@@ -733,7 +717,7 @@ mod tests {
         })
         .await;
         let got = fetch_robots(&fetcher(), &server.parsed_url("/")).await;
-        assert_eq!(got.source, RobotsSource::Unreachable);
+        assert_eq!(got.source, RobotsStatus::Unreachable);
         assert!(got.error.unwrap().contains("more than 5 redirects"));
         // The first request plus five followed redirects.
         assert_eq!(server.total_hits(), 6);
@@ -759,7 +743,7 @@ mod tests {
         })
         .await;
         let got = fetch_robots(&fetcher(), &server.parsed_url("/")).await;
-        assert_eq!(got.source, RobotsSource::Fetched);
+        assert_eq!(got.source, RobotsStatus::Fetched);
         let _ = got.robots.is_allowed(&server.parsed_url("/x"));
     }
 }

@@ -34,5 +34,6 @@ pub use remote::{Remote, RemoteError};
 pub use sup::ExitReason;
 pub use types::{
     BrokenLink, HostRecord, Job, Millis, NewLink, OperationSpec, PageRecord, PendingUrl,
-    ProcessedUrl, ROBOTS_BLOCKED, SEARCH_OPERATION, SEARCH_RESULTS, StoreCounts, UrlKey, now_ms,
+    ProcessedUrl, ROBOTS_BLOCKED, RobotsStatus, SEARCH_OPERATION, SEARCH_RESULTS, StoreCounts,
+    UrlKey, now_ms,
 };

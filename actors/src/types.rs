@@ -152,12 +152,52 @@ pub struct PageRecord {
     pub node: String,
 }
 
+/// How a host's robots.txt was obtained (stored as its snake_case name).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RobotsStatus {
+    /// 2xx: the body was parsed.
+    #[default]
+    Fetched,
+    /// 4xx (except 429): no restrictions (RFC 9309 2.3.1.3).
+    NotFound,
+    /// 5xx, 429, other statuses, network errors, too many redirects or a
+    /// redirect loop: complete disallow (RFC 9309 2.3.1.4).
+    Unreachable,
+}
+
+impl RobotsStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RobotsStatus::Fetched => "fetched",
+            RobotsStatus::NotFound => "not_found",
+            RobotsStatus::Unreachable => "unreachable",
+        }
+    }
+}
+
+impl fmt::Display for RobotsStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for RobotsStatus {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        [Self::Fetched, Self::NotFound, Self::Unreachable]
+            .into_iter()
+            .find(|status| status.as_str() == s)
+            .ok_or_else(|| format!("{s:?} is not a robots.txt status"))
+    }
+}
+
 /// robots.txt and politeness facts about one host, for the `hosts` collection.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct HostRecord {
     pub host: String,
-    /// `fetched` | `not_found` | `unreachable`
-    pub robots_status: String,
+    pub robots_status: RobotsStatus,
     pub robots_http_code: Option<u16>,
     pub robots_error: Option<String>,
     pub robots_txt: Option<String>,
@@ -251,5 +291,19 @@ mod tests {
         assert_eq!(op.args(), &["needle".to_string()]);
         assert_eq!(OperationSpec::crawl().name(), None);
         assert!(OperationSpec::crawl().args().is_empty());
+    }
+
+    #[test]
+    fn robots_status_round_trips_through_its_stored_name() {
+        for status in [
+            RobotsStatus::Fetched,
+            RobotsStatus::NotFound,
+            RobotsStatus::Unreachable,
+        ] {
+            assert_eq!(status.as_str().parse::<RobotsStatus>(), Ok(status));
+            let json = serde_json::to_string(&status).unwrap();
+            assert_eq!(json, format!("\"{status}\""));
+        }
+        assert!("gone".parse::<RobotsStatus>().is_err());
     }
 }

@@ -638,7 +638,7 @@ fn key_set(keys: &[UrlKey]) -> HashSet<(String, String)> {
 fn host_doc(h: &HostRecord) -> Document {
     let mut d = doc! {
         "_id": &h.host,
-        "robots_status": &h.robots_status,
+        "robots_status": h.robots_status.as_str(),
         "robots_fetched_at": h.robots_fetched_at,
         "sitemaps": &h.sitemaps,
     };
@@ -657,17 +657,20 @@ fn host_doc(h: &HostRecord) -> Document {
     d
 }
 
-fn host_of(d: &Document) -> HostRecord {
-    HostRecord {
+fn host_of(d: &Document) -> Result<HostRecord, StoreError> {
+    Ok(HostRecord {
         host: text(d, "_id").unwrap_or_default(),
-        robots_status: text(d, "robots_status").unwrap_or_default(),
+        robots_status: text(d, "robots_status")
+            .unwrap_or_default()
+            .parse()
+            .map_err(corrupt)?,
         robots_http_code: int(d, "robots_http_code").map(|c| c as u16),
         robots_error: text(d, "robots_error"),
         robots_txt: text(d, "robots_txt"),
         robots_fetched_at: millis(d, "robots_fetched_at"),
         crawl_delay_ms: int(d, "crawl_delay_ms").map(|n| n as u64),
         sitemaps: strings(d, "sitemaps"),
-    }
+    })
 }
 
 /// Pending URLs scanned per claim for each URL asked for: the per-host caps
@@ -967,12 +970,11 @@ impl Queries for MongoStore {
     }
 
     async fn hosts(&self) -> Result<Vec<HostRecord>, StoreError> {
-        Ok(self
-            .collect(&self.hosts, doc! {}, doc! { "_id": 1 }, None, 0)
+        self.collect(&self.hosts, doc! {}, doc! { "_id": 1 }, None, 0)
             .await?
             .iter()
             .map(host_of)
-            .collect())
+            .collect()
     }
 
     async fn status_histogram(&self) -> Result<Vec<(Option<u16>, u64)>, StoreError> {

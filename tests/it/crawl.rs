@@ -639,7 +639,10 @@ async fn unreachable_robots_txt_means_nothing_is_fetched(b: Backend) {
     let error = home.record.error.unwrap();
     assert!(error.contains("robots.txt unreachable"), "{error}");
     let hosts = store.hosts().await.unwrap();
-    assert_eq!(hosts[0].robots_status, "unreachable");
+    assert_eq!(
+        hosts[0].robots_status,
+        web_crawler::actors::RobotsStatus::Unreachable
+    );
     assert_eq!(hosts[0].robots_http_code, Some(503));
 }
 

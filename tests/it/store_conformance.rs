@@ -508,7 +508,7 @@ async fn resume_after_restart_on_the_same_store(b: Backend) {
                 now: NOW,
                 hosts: vec![HostRecord {
                     host: "a".into(),
-                    robots_status: "fetched".into(),
+                    robots_status: web_crawler::actors::RobotsStatus::Fetched,
                     robots_http_code: Some(200),
                     robots_txt: Some("User-agent: *\nDisallow:".into()),
                     robots_fetched_at: NOW,

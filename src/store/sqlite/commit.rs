@@ -292,7 +292,7 @@ pub(super) fn apply_commit(
         let sitemaps = serde_json::to_string(&host.sitemaps).map_err(json_err)?;
         tx.prepare_cached(WRITE_HOST)?.execute(params![
             host.host,
-            host.robots_status,
+            host.robots_status.as_str(),
             host.robots_http_code,
             host.robots_error,
             host.robots_txt,

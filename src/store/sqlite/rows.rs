@@ -304,7 +304,7 @@ pub(super) fn hosts(tx: &Transaction<'_>) -> Result<Vec<HostRecord>, Fail> {
     while let Some(row) = rows.next()? {
         list.push(HostRecord {
             host: row.get(0)?,
-            robots_status: text_col(row, 1)?,
+            robots_status: text_col(row, 1)?.parse().map_err(Fail::Corrupt)?,
             robots_http_code: opt_int_col(row, 2, "robots_http_code")?,
             robots_error: row.get(3)?,
             robots_txt: row.get(4)?,
@@ -334,7 +334,7 @@ mod tests {
     use super::*;
     use crate::store::sqlite::test_support::*;
     use rusqlite::Connection;
-    use web_crawler_actors::{CommitBatch, Frontier, Queries, Record};
+    use web_crawler_actors::{CommitBatch, Frontier, Queries, Record, RobotsStatus};
 
     #[tokio::test]
     async fn hosts_upsert_histogram_broken_links_and_failed_listing() {
@@ -360,7 +360,7 @@ mod tests {
             ],
             hosts: vec![HostRecord {
                 host: "a".into(),
-                robots_status: "not_found".into(),
+                robots_status: RobotsStatus::NotFound,
                 ..HostRecord::default()
             }],
             ..CommitBatch::default()
@@ -368,7 +368,7 @@ mod tests {
         store.commit(batch).await.unwrap();
         let updated = HostRecord {
             host: "a".into(),
-            robots_status: "fetched".into(),
+            robots_status: RobotsStatus::Fetched,
             robots_http_code: Some(200),
             crawl_delay_ms: Some(1_500),
             ..HostRecord::default()
