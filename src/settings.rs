@@ -49,7 +49,11 @@ impl Default for Settings {
 impl Settings {
     /// The behaviours pools and slaves run with.
     pub fn behaviours(&self) -> Result<Behaviours, Error> {
-        let fetcher = HttpFetcher::new(self.fetch.clone())?;
+        let mut fetch = self.fetch.clone();
+        // Keep as many idle connections to a host as requests may be in
+        // flight to it, or each burst closes and reopens the rest.
+        fetch.pool_idle_per_host = fetch.pool_idle_per_host.max(self.crawl.per_host);
+        let fetcher = HttpFetcher::new(fetch)?;
         Ok(Behaviours {
             fetcher: Arc::new(fetcher),
             extractor: Arc::new(HtmlExtractor::new(self.policy.normalize.clone())),

@@ -416,6 +416,11 @@ async fn ten_thousand_distinct_product_pages_are_all_crawled() {
     s.crawl.concurrency = 32;
     s.crawl.per_host = 16;
     let (_dir, store) = crawl(&server, s).await;
+    assert!(
+        server.connections() <= 64,
+        "{} connections for 10,100 requests: keep-alive connections are reused",
+        server.connections()
+    );
     let missing: Vec<usize> = (0..10_000)
         .filter(|n| server.hits_of(&format!("/product/{n}")) == 0)
         .collect();
