@@ -87,6 +87,10 @@ pub struct HttpResponse {
 pub enum FetchError {
     #[error("invalid URL: {0}")]
     InvalidUrl(String),
+    /// "NAME: reason": the host name could not be resolved (no such host,
+    /// no address, or no answer from the name servers in time).
+    #[error("cannot resolve host {0}")]
+    Dns(String),
     #[error("connection failed: {0}")]
     Connect(String),
     #[error("TLS failure: {0}")]
@@ -103,10 +107,15 @@ pub enum FetchError {
 impl FetchError {
     /// Whether trying the same URL later may succeed. TLS failures count as
     /// permanent: they are nearly always certificate or configuration problems.
+    /// DNS failures count as transient: a name server blip is common, and a
+    /// name that is really gone fails again quickly (it is negatively cached).
     pub fn is_retryable(&self) -> bool {
         matches!(
             self,
-            FetchError::Connect(_) | FetchError::Timeout(_) | FetchError::Protocol(_)
+            FetchError::Dns(_)
+                | FetchError::Connect(_)
+                | FetchError::Timeout(_)
+                | FetchError::Protocol(_)
         )
     }
 }
