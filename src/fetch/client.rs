@@ -17,6 +17,7 @@ use tokio::time::{Instant, sleep_until, timeout_at};
 use url::Url;
 
 use super::body::read_body;
+use super::dns::{DnsCache, DnsConfig, DnsError};
 use super::{FetchConfig, FetchError, HttpResponse, chain_message, error_chain, timeout};
 
 const ACCEPT: &str = "text/html,application/xhtml+xml,*/*;q=0.8";
@@ -31,7 +32,7 @@ const POOL_IDLE_TIMEOUT: Duration = Duration::from_secs(90);
 pub struct HttpFetcher {
     cfg: FetchConfig,
     user_agent: HeaderValue,
-    client: Client<HttpsConnector<HttpConnector>, Empty<Bytes>>,
+    client: Client<HttpsConnector<HttpConnector<DnsCache>>, Empty<Bytes>>,
 }
 
 impl std::fmt::Debug for HttpFetcher {
@@ -45,7 +46,16 @@ impl std::fmt::Debug for HttpFetcher {
 impl HttpFetcher {
     /// Builds the client. Fails only if the User-Agent is not a valid header
     /// value (reported as `Protocol`) or TLS cannot be set up (`Tls`).
+    ///
+    /// Host names are resolved through a DNS cache of this fetcher's own
+    /// (see the `dns` module), shared by everything that shares the fetcher.
     pub fn new(cfg: FetchConfig) -> Result<Self, FetchError> {
+        let dns = DnsCache::system(DnsConfig::for_connect_timeout(cfg.connect_timeout));
+        Self::with_dns(cfg, dns)
+    }
+
+    /// [`new`](Self::new) over a given resolver cache.
+    pub(crate) fn with_dns(cfg: FetchConfig, dns: DnsCache) -> Result<Self, FetchError> {
         let user_agent = HeaderValue::from_str(&cfg.user_agent).map_err(|_| {
             FetchError::Protocol(format!(
                 "User-Agent {:?} is not a valid header value",
@@ -53,7 +63,7 @@ impl HttpFetcher {
             ))
         })?;
 
-        let mut http = HttpConnector::new();
+        let mut http = HttpConnector::new_with_resolver(dns);
         // The TLS layer needs the plain connector to accept https URIs too.
         http.enforce_http(false);
         http.set_nodelay(true);
@@ -200,6 +210,9 @@ fn classify_client_error(err: &hyper_util::client::legacy::Error) -> FetchError 
     // The client's own text ("client error (Connect)") only repeats what the
     // variant says; the causes are the useful part.
     let msg = chain_message(if chain.len() > 1 { &chain[1..] } else { &chain });
+    if let Some(dns) = chain.iter().find_map(|e| e.downcast_ref::<DnsError>()) {
+        return FetchError::Dns(format!("{}: {}", dns.host(), dns.reason()));
+    }
     let tls = chain
         .iter()
         .any(|e| e.is::<rustls::Error>() || e.is::<rustls::pki_types::InvalidDnsNameError>());

@@ -9,13 +9,19 @@
 //! Timeouts, in order:
 //! * `connect_timeout` covers getting a connection: DNS, TCP and TLS for a new
 //!   one, or a pool checkout. It also bounds each TCP connect attempt inside
-//!   hyper-util's `HttpConnector`.
+//!   hyper-util's `HttpConnector`, and four fifths of it bound a DNS lookup.
 //! * `read_timeout` covers the wait for response headers once a connection is
 //!   ready, and then each gap between body chunks.
 //! * `total_timeout` covers the whole call, body included.
 //!
+//! Host names are resolved through a cache in the fetcher, shared by every
+//! slave of the node (see `dns`): answers are kept for their TTL, bounded in
+//! number, failures are remembered for a short while, and a name that cannot
+//! be resolved is reported as [`FetchError::Dns`].
+//!
 //! `client` holds the hyper client and the request path, `body` reads and
-//! decodes what comes back; the timeout and error-chain helpers here serve both.
+//! decodes what comes back, `dns` resolves host names; the timeout and
+//! error-chain helpers here serve them.
 
 use std::error::Error as StdError;
 use std::io;
@@ -26,6 +32,7 @@ use tokio::time::Instant;
 
 mod body;
 mod client;
+mod dns;
 #[cfg(test)]
 pub(crate) mod testing {
     //! Fetchers with timeouts short enough that a failing test ends quickly;
@@ -111,6 +118,10 @@ pub struct HttpResponse {
 pub enum FetchError {
     #[error("invalid URL: {0}")]
     InvalidUrl(String),
+    /// "NAME: reason": the host name could not be resolved (no such host,
+    /// no address, or no answer from the name servers in time).
+    #[error("cannot resolve host {0}")]
+    Dns(String),
     #[error("connection failed: {0}")]
     Connect(String),
     #[error("TLS failure: {0}")]
@@ -127,10 +138,15 @@ pub enum FetchError {
 impl FetchError {
     /// Whether trying the same URL later may succeed. TLS failures count as
     /// permanent: they are nearly always certificate or configuration problems.
+    /// DNS failures count as transient: a name server blip is common, and a
+    /// name that is really gone fails again quickly (it is negatively cached).
     pub fn is_retryable(&self) -> bool {
         matches!(
             self,
-            FetchError::Connect(_) | FetchError::Timeout(_) | FetchError::Protocol(_)
+            FetchError::Dns(_)
+                | FetchError::Connect(_)
+                | FetchError::Timeout(_)
+                | FetchError::Protocol(_)
         )
     }
 }
