@@ -373,3 +373,49 @@ async fn a_rust_program_joins_and_sends_add_url() {
     .await;
     assert!(wrong.unwrap_err().to_string().contains("wrong cookie"));
 }
+
+/// Issue 13's cluster case: a master and two workers on a web whose three
+/// hosts each hold an endless calendar go idle by themselves, every real
+/// page fetched, the calendars cut short.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cluster_on_a_web_with_traps_goes_idle_by_itself() {
+    use crate::hostile_web::{calendar, real_pages};
+    use web_crawler_testsupport::{TestServer, reserve};
+    let listeners: Vec<std::net::TcpListener> = (0..3)
+        .map(|h| reserve(Ipv4Addr::new(127, 0, 5, 20 + h)))
+        .collect();
+    let roots: Vec<String> = listeners
+        .iter()
+        .map(|l| format!("http://{}/", l.local_addr().unwrap()))
+        .collect();
+    let mut rng = fastrand::Rng::with_seed(13);
+    let mut servers = Vec::new();
+    for (h, listener) in listeners.into_iter().enumerate() {
+        let next = &roots[(h + 1) % roots.len()];
+        let mut pages = real_pages(&mut rng, 30, &["/cal/2024/06/", next]);
+        pages.extend(calendar());
+        servers.push(TestServer::serve(listener, pages).await);
+    }
+    let mut cluster = Cluster::start(&[]).await;
+    let _w1 = cluster.worker("w1", Ipv4Addr::new(127, 0, 9, 7));
+    let _w2 = cluster.worker("w2", Ipv4Addr::new(127, 0, 9, 8));
+    assert!(cluster.wait_nodes(3).await, "three pools");
+    assert!(cluster.cli(&["add-url", &roots[0]]).await.status.success());
+    let status = cluster.wait_idle().await;
+    assert_eq!(status["pending"], 0, "{status}");
+    for (h, server) in servers.iter().enumerate() {
+        for i in 0..30 {
+            assert!(server.hits_of(&format!("/p/{i}")) >= 1, "host {h} /p/{i}");
+        }
+        let calendar: u32 = server
+            .hits()
+            .iter()
+            .filter(|(t, _)| t.starts_with("/cal/"))
+            .map(|(_, n)| n)
+            .sum();
+        assert!(
+            calendar <= 80,
+            "host {h}: {calendar} of 2,400 calendar pages"
+        );
+    }
+}

@@ -49,7 +49,11 @@ fn html(title: &str, text: &str, links: &[String]) -> Page {
 
 /// `count` real pages `/p/0..` with text of their own, linked from `/` and
 /// in a chain; `extra` links on `/p/0` lead into the host's trap.
-fn real_pages(rng: &mut fastrand::Rng, count: usize, extra: &[&str]) -> HashMap<String, Page> {
+pub(crate) fn real_pages(
+    rng: &mut fastrand::Rng,
+    count: usize,
+    extra: &[&str],
+) -> HashMap<String, Page> {
     let mut pages = HashMap::new();
     let all: Vec<String> = (0..count).map(|i| format!("/p/{i}")).collect();
     pages.insert("/".to_string(), html("Home", &prose(rng, 80), &all));
@@ -141,7 +145,7 @@ const MONTHS: &[&str] = &[
 
 /// `/cal/YYYY/MM/`: a month view linking to the next and previous month and
 /// year, for every month of 1900–2099 (2,400 pages: endless for a crawler).
-fn calendar() -> HashMap<String, Page> {
+pub(crate) fn calendar() -> HashMap<String, Page> {
     let path = |y: i32, m: i32| {
         let (y, m) = (y + (m - 1).div_euclid(12), (m - 1).rem_euclid(12) + 1);
         format!("/cal/{y}/{m:02}/")
