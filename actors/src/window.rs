@@ -752,6 +752,11 @@ mod tests {
     }
 
     fn page(job: &Job) -> SlaveReport {
+        page_with(job, Vec::new(), None)
+    }
+
+    /// A fetched page of `job` with these links and text simhash.
+    fn page_with(job: &Job, links: Vec<NewLink>, simhash: Option<u64>) -> SlaveReport {
         SlaveReport::Page {
             job: job.clone(),
             page: Box::new(ProcessedPage {
@@ -760,6 +765,8 @@ mod tests {
                     http_returncode: Some(200),
                     ..PageRecord::default()
                 },
+                links,
+                simhash,
                 ..ProcessedPage::default()
             }),
         }
@@ -1172,22 +1179,11 @@ mod tests {
 
     /// A calendar page: the same text every month, links to more months.
     fn calendar_page(job: &Job, month: u32) -> SlaveReport {
-        SlaveReport::Page {
-            job: job.clone(),
-            page: Box::new(ProcessedPage {
-                record: PageRecord {
-                    url: job.url.clone(),
-                    http_returncode: Some(200),
-                    ..PageRecord::default()
-                },
-                links: vec![
-                    link(&format!("http://h/cal/2024/{:02}/", month + 1)),
-                    link(&format!("http://h/cal/2025/{month:02}/")),
-                ],
-                simhash: Some(0x5eed_cafe_f00d_beef),
-                ..ProcessedPage::default()
-            }),
-        }
+        let links = vec![
+            link(&format!("http://h/cal/2024/{:02}/", month + 1)),
+            link(&format!("http://h/cal/2025/{month:02}/")),
+        ];
+        page_with(job, links, Some(0x5eed_cafe_f00d_beef))
     }
 
     #[test]

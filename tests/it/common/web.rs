@@ -5,7 +5,7 @@
 
 use std::collections::HashMap;
 use std::net::{Ipv4Addr, SocketAddr};
-use web_crawler_testsupport::{Page, TestServer, reserve};
+use web_crawler_testsupport::{Page, TestServer, prose_of, reserve};
 
 /// The web, served.
 pub struct GeneratedWeb {
@@ -82,57 +82,6 @@ fn variant(rng: &mut fastrand::Rng, from_host: SocketAddr, to: SocketAddr, i: us
     }
 }
 
-const WORDS: &[&str] = &[
-    "actor",
-    "mailbox",
-    "supervisor",
-    "restart",
-    "lease",
-    "frontier",
-    "robots",
-    "politeness",
-    "crawler",
-    "erlang",
-    "message",
-    "cluster",
-    "node",
-    "cookie",
-    "store",
-    "commit",
-    "claim",
-    "window",
-    "budget",
-    "trap",
-    "sitemap",
-    "extract",
-    "normalize",
-    "anchor",
-    "referral",
-    "pending",
-    "processed",
-    "search",
-    "index",
-    "ranking",
-    "snippet",
-    "typo",
-    "river",
-    "stone",
-    "garden",
-    "engine",
-    "harbor",
-    "lantern",
-    "meadow",
-    "copper",
-    "violin",
-    "glacier",
-    "orchard",
-    "compass",
-    "falcon",
-    "timber",
-    "canyon",
-    "marble",
-];
-
 fn host_pages(
     h: usize,
     addrs: &[SocketAddr],
@@ -176,15 +125,13 @@ fn host_pages(
             };
             links.push(link);
         }
-        // Text of its own, as a real page has (its own generator, so the
-        // links stay what the seed made them).
-        let mut words = fastrand::Rng::with_seed((h * 100_003 + i) as u64);
-        let prose: Vec<&str> = (0..60).map(|_| WORDS[words.usize(..WORDS.len())]).collect();
+        // Text of its own, as a real page has.
+        let prose = prose_of(&format!("host {h} page {i}"));
         let mut body = format!(
             "<!doctype html><html><head><title>host {h} page {i}</title>\
              <style>p {{ margin: 0 }}</style><script>var x = \"<a href='/p/0'>\";</script></head>\
              <body><nav><a href=\"/\">home</a></nav><h1>Page {i}</h1><p>{}</p>",
-            prose.join(" ")
+            prose
         );
         for (k, link) in links.iter().enumerate() {
             body.push_str(&format!(
