@@ -91,17 +91,16 @@ async fn main() {
                 );
                 std::process::exit(2);
             };
-            run(
-                preset,
+            let contenders = Contenders {
                 concurrency,
                 per_host,
                 crawler,
                 mongodb,
-                Duration::from_secs(timeout),
-                Duration::from_secs(mongo_timeout),
+                timeout: Duration::from_secs(timeout),
+                mongo_timeout: Duration::from_secs(mongo_timeout),
                 no_spider,
-            )
-            .await;
+            };
+            run(preset, contenders).await;
         }
         Cmd::FetchLoop {
             urls,
@@ -259,8 +258,8 @@ fn score(name: &str, web: &web::Web, hits: &server::Hits, cost: Cost) -> Row {
     }
 }
 
-async fn run(
-    preset: web::Preset,
+/// How the contenders run (the flags of `bench run`).
+struct Contenders {
     concurrency: usize,
     per_host: usize,
     crawler: PathBuf,
@@ -268,7 +267,18 @@ async fn run(
     timeout: Duration,
     mongo_timeout: Duration,
     no_spider: bool,
-) {
+}
+
+async fn run(preset: web::Preset, contenders: Contenders) {
+    let Contenders {
+        concurrency,
+        per_host,
+        crawler,
+        mongodb,
+        timeout,
+        mongo_timeout,
+        no_spider,
+    } = contenders;
     let port = {
         let l = std::net::TcpListener::bind("127.0.20.1:0").expect("bind");
         l.local_addr().unwrap().port()
