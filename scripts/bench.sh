@@ -1,8 +1,13 @@
 #!/usr/bin/env bash
-# The benchmark: scripts/bench.sh [small|large] [extra flags for `bench run`]
+# The benchmark:
+#   scripts/bench.sh [small|large|small-traps|large-traps] [extra flags for `bench run`]
 # Builds web_crawler and the benchmark (its own workspace, with the peer
 # crawler spider-rs) in release mode, starts the MongoDB-wire test server,
-# and prints the table. Loopback only; every run is bounded.
+# and prints the table: besides speed and memory, the trap pages each
+# contender fetched (trap reqs, trap %), when it had every real page (all
+# real at s) and when it finished (wall s). The -traps presets are the same
+# webs with crawler traps; give them a shorter --timeout (spider-rs never
+# finishes there). Loopback only; every run is bounded.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 preset=${1:-small}

@@ -1,10 +1,11 @@
-//! The benchmark (run it with `scripts/bench.sh [small|large]`): serves a
-//! synthetic web on loopback and measures, in one run, the machine's
-//! ceilings (a bare fetch loop; the same loop extracting links), web_crawler
-//! on the embedded store and on MongoDB, and spider-rs — each as a child
-//! process, for its wall time, CPU time and peak memory — and checks what
-//! each fetched against the web: pages reached, repeated fetches of one
-//! normalized URL, robots.txt violations.
+//! The benchmark (run it with `scripts/bench.sh [small|large|small-traps|large-traps]`):
+//! serves a synthetic web on loopback and measures, in one run, the
+//! machine's ceilings (a bare fetch loop; the same loop extracting links),
+//! web_crawler on the embedded store and on MongoDB, and spider-rs — each
+//! as a child process, for its wall time, CPU time and peak memory — and
+//! checks what each fetched against the web: pages reached, repeated
+//! fetches of one normalized URL, robots.txt violations, requests to trap
+//! pages, and when every real page had been fetched.
 
 mod server;
 mod web;
@@ -26,6 +27,8 @@ struct Cli {
 enum Cmd {
     /// Run the whole benchmark and print the table.
     Run {
+        /// small, large, small-traps or large-traps (the same webs with
+        /// crawler traps and a product section added).
         #[arg(default_value = "small")]
         preset: String,
         /// Fetches in flight, for every contender.
@@ -82,20 +85,22 @@ async fn main() {
             no_spider,
         } => {
             let Some(preset) = web::Preset::named(&preset) else {
-                eprintln!("unknown preset {preset:?}: small or large");
+                eprintln!(
+                    "unknown preset {preset:?}: one of {}",
+                    web::PRESETS.join(", ")
+                );
                 std::process::exit(2);
             };
-            run(
-                preset,
+            let contenders = Contenders {
                 concurrency,
                 per_host,
                 crawler,
                 mongodb,
-                Duration::from_secs(timeout),
-                Duration::from_secs(mongo_timeout),
+                timeout: Duration::from_secs(timeout),
+                mongo_timeout: Duration::from_secs(mongo_timeout),
                 no_spider,
-            )
-            .await;
+            };
+            run(preset, contenders).await;
         }
         Cmd::FetchLoop {
             urls,
@@ -120,15 +125,23 @@ struct Row {
     reached: usize,
     repeated: usize,
     robots_violations: u64,
+    /// Requests to trap pages.
+    trap_requests: u64,
+    /// From the contender's start to the first time every real page had
+    /// been fetched.
+    all_real_at: Option<Duration>,
     note: String,
 }
 
 /// What a child cost: wall time, CPU time, peak RSS.
 struct Cost {
+    started: Instant,
     wall: Duration,
     cpu: Duration,
     peak_rss_kb: u64,
     ok: bool,
+    /// Stopped at its time limit (then `ok` is false).
+    timed_out: bool,
     stderr: String,
 }
 
@@ -169,6 +182,7 @@ async fn measure(mut cmd: Command, timeout: Duration) -> Cost {
         let _ = tokio::io::AsyncReadExt::read_to_string(&mut stderr, &mut s).await;
         s
     });
+    let mut timed_out = false;
     let ok = loop {
         if let Some(kb) = vm_hwm_kb(pid) {
             peak = peak.max(kb);
@@ -178,6 +192,7 @@ async fn measure(mut cmd: Command, timeout: Duration) -> Cost {
             _ = tokio::time::sleep(Duration::from_millis(20)) => {
                 if started.elapsed() > timeout {
                     let _ = child.kill().await;
+                    timed_out = true;
                     break false;
                 }
             }
@@ -185,17 +200,24 @@ async fn measure(mut cmd: Command, timeout: Duration) -> Cost {
     };
     let wall = started.elapsed();
     Cost {
+        started,
         wall,
         cpu: children_cpu().saturating_sub(cpu_before),
         peak_rss_kb: peak,
         ok,
+        timed_out,
         stderr: err_task.await.unwrap_or_default(),
     }
 }
 
 fn score(name: &str, web: &web::Web, hits: &server::Hits, cost: Cost) -> Row {
     let all = hits.all();
-    let requests: u64 = all.iter().map(|(_, n)| u64::from(*n)).sum();
+    let requests: u64 = all.iter().map(|(_, n, _)| u64::from(*n)).sum();
+    let trap_requests: u64 = all
+        .iter()
+        .filter(|(_, _, c)| *c == web::Class::Trap)
+        .map(|(_, n, _)| u64::from(*n))
+        .sum();
     let reached = web
         .canonical()
         .iter()
@@ -203,18 +225,23 @@ fn score(name: &str, web: &web::Web, hits: &server::Hits, cost: Cost) -> Row {
         .count();
     let repeated = all
         .iter()
-        .filter(|((_, p), n)| *n > 1 && p != "/robots.txt")
+        .filter(|((_, p), n, _)| *n > 1 && p != "/robots.txt")
         .count();
     let robots_violations = all
         .iter()
-        .filter(|((_, p), _)| p.starts_with("/private/") || p.starts_with("/~admin/"))
-        .map(|(_, n)| u64::from(*n))
+        .filter(|((_, p), _, _)| p.starts_with("/private/") || p.starts_with("/~admin/"))
+        .map(|(_, n, _)| u64::from(*n))
         .sum();
+    let all_real_at = hits
+        .all_real_at()
+        .map(|t| t.saturating_duration_since(cost.started));
+    let last = cost.stderr.lines().last().unwrap_or("").trim();
     let note = if cost.ok {
         String::new()
+    } else if cost.timed_out {
+        format!("timed out: stopped after {:.0} s", cost.wall.as_secs_f64())
     } else {
-        let last = cost.stderr.lines().last().unwrap_or("").to_string();
-        format!("stopped: failed or over its time limit {last}")
+        format!("failed: {last}")
     };
     Row {
         name: name.to_string(),
@@ -225,12 +252,14 @@ fn score(name: &str, web: &web::Web, hits: &server::Hits, cost: Cost) -> Row {
         reached,
         repeated,
         robots_violations,
+        trap_requests,
+        all_real_at,
         note,
     }
 }
 
-async fn run(
-    preset: web::Preset,
+/// How the contenders run (the flags of `bench run`).
+struct Contenders {
     concurrency: usize,
     per_host: usize,
     crawler: PathBuf,
@@ -238,7 +267,18 @@ async fn run(
     timeout: Duration,
     mongo_timeout: Duration,
     no_spider: bool,
-) {
+}
+
+async fn run(preset: web::Preset, contenders: Contenders) {
+    let Contenders {
+        concurrency,
+        per_host,
+        crawler,
+        mongodb,
+        timeout,
+        mongo_timeout,
+        no_spider,
+    } = contenders;
     let port = {
         let l = std::net::TcpListener::bind("127.0.20.1:0").expect("bind");
         l.local_addr().unwrap().port()
@@ -269,6 +309,19 @@ async fn run(
         "web: {} hosts x {} pages ({} canonical pages), concurrency {concurrency}",
         preset.hosts, preset.pages, total
     );
+    if preset.traps {
+        eprintln!(
+            "product section: host {} ({}), {} list pages + {} products (counted in the canonical pages)",
+            web::PRODUCT_HOST,
+            web.ips[web::PRODUCT_HOST],
+            preset.product_lists(),
+            preset.products()
+        );
+        for h in preset.trap_hosts() {
+            let families: Vec<_> = web.families(h).iter().map(|f| f.name()).collect();
+            eprintln!("traps: host {h} ({}): {}", web.ips[h], families.join(", "));
+        }
+    }
 
     let mut rows = Vec::new();
     for (name, extract) in [
@@ -357,15 +410,31 @@ fn print_table(rows: &[Row], total: usize) {
         .find(|r| r.name.starts_with("(a)"))
         .map(|r| r.requests as f64 / r.wall.as_secs_f64());
     println!(
-        "| run | requests | pages/s | wall s | CPU s | peak RSS MB | % of (a') | % of (a) | reached | repeated | robots violations |"
+        "| run | requests | pages/s | wall s | CPU s | peak RSS MB | % of (a') | % of (a) | reached | repeated | robots violations | trap reqs | trap % | all real at s | finish / all-real |"
     );
-    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     for r in rows {
         let rate = r.requests as f64 / r.wall.as_secs_f64().max(1e-9);
         let pct =
             |c: Option<f64>| c.map_or("-".to_string(), |c| format!("{:.0}%", 100.0 * rate / c));
+        let trap_pct = if r.requests == 0 {
+            "-".to_string()
+        } else {
+            format!("{:.2}%", 100.0 * r.trap_requests as f64 / r.requests as f64)
+        };
+        // The ratio only for a contender that finished (a stopped one's wall
+        // time is its time limit, not a finish).
+        let all_real = r
+            .all_real_at
+            .map_or(String::new(), |t| format!("{:.2}", t.as_secs_f64()));
+        let ratio = match r.all_real_at {
+            Some(t) if r.note.is_empty() => {
+                format!("{:.2}", r.wall.as_secs_f64() / t.as_secs_f64().max(1e-9))
+            }
+            _ => String::new(),
+        };
         println!(
-            "| {}{} | {} | {:.0} | {:.2} | {:.2} | {:.0} | {} | {} | {}/{} | {} | {} |",
+            "| {}{} | {} | {:.0} | {:.2} | {:.2} | {:.0} | {} | {} | {}/{} | {} | {} | {} | {} | {} | {} |",
             r.name,
             if r.note.is_empty() {
                 String::new()
@@ -382,7 +451,11 @@ fn print_table(rows: &[Row], total: usize) {
             r.reached,
             total,
             r.repeated,
-            r.robots_violations
+            r.robots_violations,
+            r.trap_requests,
+            trap_pct,
+            all_real,
+            ratio
         );
     }
 }

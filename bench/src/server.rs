@@ -1,9 +1,11 @@
-//! A static server for the synthetic web: every host on its own loopback
-//! address, pages from memory, keep-alive, and a count of requests per
-//! normalized URL (as a real server resolves `/p/./1` and `/%70/1` to one
-//! resource, so must the count of repeated fetches).
+//! A server for the synthetic web: every host on its own loopback address,
+//! pages from memory (trap pages computed from their path), keep-alive, a
+//! count of requests per normalized URL (as a real server resolves
+//! `/p/./1` and `/%70/1` to one resource, so must the count of repeated
+//! fetches), what each request was (real page, trap page, other), and when
+//! every real page had been fetched.
 
-use crate::web::{Response, Web};
+use crate::web::{Class, Response, Web};
 use bytes::Bytes;
 use http_body_util::Full;
 use hyper::server::conn::http1;
@@ -11,31 +13,65 @@ use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
 use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Instant;
 use tokio::net::TcpListener;
 use web_crawler::normalize::{NormalizeOptions, normalize};
 
-/// Requests served, per host and normalized path.
-#[derive(Default)]
+/// Requests served, per host and normalized path, with their class.
 pub struct Hits {
-    known: HashMap<(usize, String), AtomicU32>,
-    other: Mutex<HashMap<(usize, String), u32>>,
+    /// The web's static pages.
+    known: HashMap<(usize, String), (AtomicU32, Class)>,
+    /// Everything else asked for: trap pages and 404s.
+    other: Mutex<HashMap<(usize, String), (u32, Class)>>,
+    /// Real pages on the web, and how many have been fetched.
+    real_total: usize,
+    real_reached: AtomicUsize,
+    /// When the last real page was first fetched.
+    all_real_at: Mutex<Option<Instant>>,
 }
 
 impl Hits {
-    fn record(&self, host: usize, path: &str) {
+    /// Counters for every static page of `web`, all at zero.
+    pub fn new(web: &Web) -> Hits {
+        let mut known = HashMap::new();
+        for (h, site) in web.pages.iter().enumerate() {
+            for path in site.keys() {
+                known.insert(
+                    (h, path.clone()),
+                    (AtomicU32::new(0), web.classify(h, path)),
+                );
+            }
+        }
+        let real_total = known.values().filter(|(_, c)| *c == Class::Real).count();
+        Hits {
+            known,
+            other: Mutex::default(),
+            real_total,
+            real_reached: AtomicUsize::new(0),
+            all_real_at: Mutex::default(),
+        }
+    }
+
+    pub fn record(&self, host: usize, path: &str, class: Class) {
         match self.known.get(&(host, path.to_string())) {
-            Some(n) => {
-                n.fetch_add(1, Ordering::Relaxed);
+            Some((n, class)) => {
+                let before = n.fetch_add(1, Ordering::Relaxed);
+                if before == 0
+                    && *class == Class::Real
+                    && self.real_reached.fetch_add(1, Ordering::Relaxed) + 1 == self.real_total
+                {
+                    *self.all_real_at.lock().unwrap() = Some(Instant::now());
+                }
             }
             None => {
-                *self
-                    .other
+                self.other
                     .lock()
                     .unwrap()
                     .entry((host, path.to_string()))
-                    .or_default() += 1;
+                    .or_insert((0, class))
+                    .0 += 1;
             }
         }
     }
@@ -43,40 +79,46 @@ impl Hits {
     pub fn of(&self, host: usize, path: &str) -> u32 {
         self.known
             .get(&(host, path.to_string()))
-            .map(|n| n.load(Ordering::Relaxed))
+            .map(|(n, _)| n.load(Ordering::Relaxed))
             .unwrap_or_else(|| {
                 self.other
                     .lock()
                     .unwrap()
                     .get(&(host, path.to_string()))
-                    .copied()
-                    .unwrap_or(0)
+                    .map_or(0, |(n, _)| *n)
             })
     }
 
-    /// Every (host, path) with its count.
-    pub fn all(&self) -> Vec<((usize, String), u32)> {
+    /// Every (host, path) asked for, with its count and class.
+    pub fn all(&self) -> Vec<((usize, String), u32, Class)> {
         let mut out: Vec<_> = self
             .known
             .iter()
-            .map(|(k, v)| (k.clone(), v.load(Ordering::Relaxed)))
-            .filter(|(_, n)| *n > 0)
+            .map(|(k, (n, c))| (k.clone(), n.load(Ordering::Relaxed), *c))
+            .filter(|(_, n, _)| *n > 0)
             .collect();
         out.extend(
             self.other
                 .lock()
                 .unwrap()
                 .iter()
-                .map(|(k, v)| (k.clone(), *v)),
+                .map(|(k, (n, c))| (k.clone(), *n, *c)),
         );
         out
     }
 
+    /// The first time every real page had been fetched since the last reset.
+    pub fn all_real_at(&self) -> Option<Instant> {
+        *self.all_real_at.lock().unwrap()
+    }
+
     pub fn reset(&self) {
-        for n in self.known.values() {
+        for (n, _) in self.known.values() {
             n.store(0, Ordering::Relaxed);
         }
         self.other.lock().unwrap().clear();
+        self.real_reached.store(0, Ordering::Relaxed);
+        *self.all_real_at.lock().unwrap() = None;
     }
 }
 
@@ -99,16 +141,7 @@ pub struct Server {
 impl Server {
     /// Serve `web` on every host address; returns once all are listening.
     pub async fn start(web: Arc<Web>) -> std::io::Result<Server> {
-        let mut known = HashMap::new();
-        for (h, site) in web.pages.iter().enumerate() {
-            for path in site.keys() {
-                known.insert((h, path.clone()), AtomicU32::new(0));
-            }
-        }
-        let hits = Arc::new(Hits {
-            known,
-            other: Mutex::default(),
-        });
+        let hits = Arc::new(Hits::new(&web));
         for (h, ip) in web.ips.iter().enumerate() {
             let listener = TcpListener::bind(SocketAddr::from((*ip, web.port))).await?;
             let web = web.clone();
@@ -128,8 +161,9 @@ impl Server {
                                 .path_and_query()
                                 .map_or("/".to_string(), |p| p.as_str().to_string());
                             let path = resolve(&target);
-                            hits.record(h, &path);
-                            let resp = respond(web.pages[h].get(&path));
+                            let (class, page) = web.serve(h, &path);
+                            hits.record(h, &path, class);
+                            let resp = respond(page.as_ref());
                             async move { Ok::<_, std::convert::Infallible>(resp) }
                         });
                         let _ = http1::Builder::new()
@@ -160,4 +194,76 @@ fn respond(page: Option<&Response>) -> hyper::Response<Full<Bytes>> {
         b = b.header("location", location);
     }
     b.body(Full::new(page.body.clone())).unwrap()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::web::Preset;
+
+    fn web() -> Web {
+        let preset = Preset {
+            hosts: 16,
+            pages: 20,
+            traps: true,
+        };
+        Web::generate(preset, 8080, 42)
+    }
+
+    fn get(web: &Web, hits: &Hits, h: usize, target: &str) {
+        let path = resolve(target);
+        let (class, _) = web.serve(h, &path);
+        hits.record(h, &path, class);
+    }
+
+    #[test]
+    fn trap_urls_resolve_as_they_are() {
+        assert_eq!(
+            resolve("/s/3;jsessionid=AB?sid=cd"),
+            "/s/3;jsessionid=AB?sid=cd"
+        );
+        assert_eq!(resolve("/shop?size=m&color=red"), "/shop?size=m&color=red");
+        assert_eq!(resolve("/docs/guide/./guide/"), "/docs/guide/guide/");
+        assert_eq!(resolve("/%70/1#top"), "/p/1");
+    }
+
+    #[test]
+    fn classes_counted_and_all_real_time_taken() {
+        let web = web();
+        let hits = Hits::new(&web);
+        let canonical = web.canonical();
+        assert_eq!(hits.real_total, canonical.len());
+        let (last, rest) = canonical.split_last().unwrap();
+        for (h, p) in rest {
+            get(&web, &hits, *h, p);
+        }
+        get(&web, &hits, rest[0].0, &rest[0].1);
+        get(&web, &hits, 5, "/cal/2024/06/");
+        get(&web, &hits, 5, "/cal/2024/06/");
+        get(&web, &hits, 15, "/shop?color=red");
+        get(&web, &hits, 3, "/missing/1");
+        get(&web, &hits, 3, "/robots.txt");
+        assert!(hits.all_real_at().is_none());
+        let before = Instant::now();
+        get(&web, &hits, last.0, &last.1);
+        assert!(hits.all_real_at().is_some_and(|t| t >= before));
+        let all = hits.all();
+        let sum = |class: Class| -> u32 {
+            all.iter()
+                .filter(|(_, _, c)| *c == class)
+                .map(|(_, n, _)| n)
+                .sum()
+        };
+        assert_eq!(sum(Class::Real) as usize, canonical.len() + 1);
+        assert_eq!(sum(Class::Trap), 3);
+        assert_eq!(sum(Class::Other), 2);
+        assert_eq!(hits.of(5, "/cal/2024/06/"), 2);
+        hits.reset();
+        assert!(hits.all_real_at().is_none());
+        assert!(hits.all().is_empty());
+        for (h, p) in &canonical {
+            get(&web, &hits, *h, p);
+        }
+        assert!(hits.all_real_at().is_some());
+    }
 }
