@@ -282,7 +282,8 @@ pub struct ExtractedPage {
     pub is_html: bool,
     pub title: Option<String>,
     pub headings: Vec<String>,
-    /// Visible text, without script/style/nav/footer; only when asked for.
+    /// Visible text, without script/style/nav/footer; only as much as was
+    /// asked for.
     pub text: String,
     /// Absolute normalized links the page asks to be followed, parsed (the
     /// link policy reads them without parsing them again).
@@ -298,8 +299,9 @@ pub struct ExtractedPage {
 
 /// The extract behaviour: body → text and links.
 pub trait Extractor: Send + Sync + 'static {
-    /// `visible_text`: fill [`ExtractedPage::text`] (left empty otherwise).
-    fn extract(&self, url: &str, page: &FetchedPage, visible_text: bool) -> ExtractedPage;
+    /// `text_limit`: fill [`ExtractedPage::text`] with about that many bytes
+    /// of visible text at most (0: none, `usize::MAX`: all of it).
+    fn extract(&self, url: &str, page: &FetchedPage, text_limit: usize) -> ExtractedPage;
 }
 
 /// Why a link was not admitted to the frontier.

@@ -124,7 +124,9 @@ async fn probe_soft_404(
     if !(200..300).contains(&page.status) {
         return None;
     }
-    let extracted = b.extractor.extract(&url, &page, true);
+    let extracted = b
+        .extractor
+        .extract(&url, &page, crate::traps::SIMHASH_TEXT_BYTES);
     extracted
         .is_html
         .then(|| (url, crate::traps::simhash(&extracted.text)))
@@ -148,7 +150,7 @@ async fn sitemaps_of(
     }
     match b.fetcher.fetch(&url).await {
         Ok(page) if (200..300).contains(&page.status) => {
-            let found = b.extractor.extract(&url, &page, false);
+            let found = b.extractor.extract(&url, &page, 0);
             if found.is_html {
                 return Vec::new();
             }
@@ -217,10 +219,16 @@ pub(crate) async fn process(
                 None => return failed(job, format!("unknown operation {name:?}")),
             },
         };
-        // Only an operation and the trap defence read the visible text; a
-        // plain crawl without them skips it.
-        let visible_text = want_simhash || operation.is_some_and(|(_, op)| op.reads_text());
-        let extracted = b.extractor.extract(&job.url, &page, visible_text);
+        // An operation may read all the visible text, the trap defence the
+        // start of it; a plain crawl without them collects none.
+        let text_limit = if operation.is_some_and(|(_, op)| op.reads_text()) {
+            usize::MAX
+        } else if want_simhash {
+            crate::traps::SIMHASH_TEXT_BYTES
+        } else {
+            0
+        };
+        let extracted = b.extractor.extract(&job.url, &page, text_limit);
         if want_simhash && extracted.is_html && (200..300).contains(&page.status) {
             simhash = Some(crate::traps::simhash(&extracted.text));
         }

@@ -977,24 +977,12 @@ const SHINGLE: usize = 3;
 /// A 64-bit similarity hash (Charikar) of a page's visible text: words are
 /// lower-cased runs of letters and digits, any word with a digit counts as
 /// the same word (dates, counters and prices are what a generated page
-/// changes), features are the distinct 3-word shingles, each bit the
+/// changes), features are the distinct 3-word shingles (a bottom-k sample
+/// of at most [`MAX_FEATURES`] of them), each bit the
 /// majority of the features' bits. Near-identical texts are a few bits
 /// apart ([`hamming`]), unrelated ones about 32. Empty text hashes to 0.
 pub fn simhash(text: &str) -> u64 {
-    let number = fmix64(fnv1a(FNV_OFFSET, b"#"));
-    let mut word = String::new();
-    let words: Vec<u64> = text
-        .split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .map(|w| {
-            if w.chars().any(|c| c.is_ascii_digit()) {
-                return number;
-            }
-            word.clear();
-            word.extend(w.chars().flat_map(char::to_lowercase));
-            fmix64(fnv1a(FNV_OFFSET, word.as_bytes()))
-        })
-        .collect();
+    let words = words_of(text);
     let shingle = |ws: &[u64]| {
         ws.iter()
             .fold(FNV_OFFSET, |h, &w| fmix64(h.rotate_left(23) ^ w))
@@ -1007,19 +995,66 @@ pub fn simhash(text: &str) -> u64 {
     } else {
         words.windows(SHINGLE).map(shingle).collect()
     };
+    // A bottom-k sample of the features: a long page costs no more than a
+    // short one, and near-identical pages sample nearly the same shingles.
+    if features.len() > 2 * MAX_FEATURES {
+        features.select_nth_unstable(2 * MAX_FEATURES);
+        features.truncate(2 * MAX_FEATURES);
+    }
     features.sort_unstable();
     features.dedup();
-    let mut votes = [0i64; 64];
+    features.truncate(MAX_FEATURES);
+    let mut ones = [0u32; 64];
     for f in &features {
-        for (bit, vote) in votes.iter_mut().enumerate() {
-            *vote += if f >> bit & 1 == 1 { 1 } else { -1 };
+        for (bit, one) in ones.iter_mut().enumerate() {
+            *one += ((f >> bit) & 1) as u32;
         }
     }
-    votes
-        .iter()
+    let n = features.len() as u32;
+    ones.iter()
         .enumerate()
-        .filter(|(_, v)| **v > 0)
+        .filter(|(_, one)| 2 * **one > n)
         .fold(0, |h, (bit, _)| h | 1 << bit)
+}
+
+/// Bytes of a page's visible text its simhash is taken over, at most: the
+/// start of a page is where a template shows, and a bound keeps the cost
+/// of a long page that of a short one.
+pub const SIMHASH_TEXT_BYTES: usize = 8 * 1024;
+
+/// Features a simhash votes with at most (see [`simhash`]).
+const MAX_FEATURES: usize = 256;
+
+/// The hashes of a text's words: lower-cased runs of letters and digits,
+/// hashed as they are read (no string per word); a word with a digit in it
+/// is the one number word.
+fn words_of(text: &str) -> Vec<u64> {
+    let number = fmix64(fnv1a(FNV_OFFSET, b"#"));
+    let mut words = Vec::with_capacity(text.len() / 6);
+    let (mut h, mut in_word, mut digit) = (FNV_OFFSET, false, false);
+    for c in text.chars() {
+        if !c.is_alphanumeric() {
+            if in_word {
+                words.push(if digit { number } else { fmix64(h) });
+                (h, in_word, digit) = (FNV_OFFSET, false, false);
+            }
+            continue;
+        }
+        in_word = true;
+        if c.is_ascii() {
+            digit |= c.is_ascii_digit();
+            h = fnv1a(h, &[c.to_ascii_lowercase() as u8]);
+        } else {
+            let mut buf = [0u8; 4];
+            for lower in c.to_lowercase() {
+                h = fnv1a(h, lower.encode_utf8(&mut buf).as_bytes());
+            }
+        }
+    }
+    if in_word {
+        words.push(if digit { number } else { fmix64(h) });
+    }
+    words
 }
 
 /// Bits in which two simhashes differ.

@@ -496,7 +496,7 @@ async fn fetch_loop(urls: PathBuf, concurrency: usize, extract: bool) {
                     let body = body.to_bytes();
                     let (text, _) = web_crawler::extract::decode_body(&body, Some("text/html"));
                     let page = url::Url::parse(url).unwrap();
-                    let found = web_crawler::extract::extract_html(&text, &page, &opts, false);
+                    let found = web_crawler::extract::extract_html(&text, &page, &opts, 0);
                     links.fetch_add(found.links.len(), Ordering::Relaxed);
                 }
             }

@@ -110,7 +110,7 @@ impl web_crawler_actors::Extractor for HtmlExtractor {
         &self,
         url: &str,
         page: &web_crawler_actors::FetchedPage,
-        visible_text: bool,
+        text_limit: usize,
     ) -> web_crawler_actors::ExtractedPage {
         let content_hash = xxhash_rust::xxh3::xxh3_64(&page.body);
         let content_type = page.content_type.as_deref();
@@ -137,7 +137,7 @@ impl web_crawler_actors::Extractor for HtmlExtractor {
                 ..Default::default()
             };
         };
-        let found = extract_html(&document, &page_url, &self.normalize, visible_text);
+        let found = extract_html(&document, &page_url, &self.normalize, text_limit);
         let links = if found.meta_nofollow {
             Vec::new()
         } else {

@@ -15,15 +15,16 @@ use super::tags::{Attr, Tag, attr_of, breaks_out_of_foreign, breaks_words, class
 use super::{Extracted, ExtractedLink, LinkSource};
 use crate::normalize::{NormalizeOptions, resolve};
 
-/// Tokenize HTML (streaming tokenizer, never a DOM, never a regex) and extract; the
-/// visible text only when `visible_text` (else `text` stays empty).
+/// Tokenize HTML (streaming tokenizer, never a DOM, never a regex) and extract; about
+/// `text_limit` bytes of the visible text at most (0: `text` stays empty, `usize::MAX`:
+/// all of it).
 pub fn extract_html(
     html: &str,
     page_url: &Url,
     opts: &NormalizeOptions,
-    visible_text: bool,
+    text_limit: usize,
 ) -> Extracted {
-    let mut extractor = Extractor::new(page_url, opts, visible_text);
+    let mut extractor = Extractor::new(page_url, opts, text_limit);
     // Shared between the callback (which decides) and the emitter wrapper (which tells the
     // tokenizer); Cells because both hold them at the same time.
     let next_state = Cell::new(None);
@@ -221,7 +222,8 @@ struct Extractor<'a> {
 
     text: Collector,
     /// Whether `text` is wanted: it is the costliest part after tokenizing.
-    collect_text: bool,
+    /// Bytes of visible text to collect, at most (a chunk may overshoot it).
+    text_limit: usize,
     title: Collector,
     heading: Collector,
     headings: Vec<String>,
@@ -251,7 +253,7 @@ struct Extractor<'a> {
 }
 
 impl<'a> Extractor<'a> {
-    fn new(page_url: &'a Url, opts: &'a NormalizeOptions, collect_text: bool) -> Self {
+    fn new(page_url: &'a Url, opts: &'a NormalizeOptions, text_limit: usize) -> Self {
         Extractor {
             page_url,
             opts,
@@ -265,7 +267,7 @@ impl<'a> Extractor<'a> {
             content: Slot::default(),
             next_state: None,
             text: Collector::default(),
-            collect_text,
+            text_limit,
             title: Collector::default(),
             heading: Collector::default(),
             headings: Vec::new(),
@@ -460,7 +462,7 @@ impl<'a> Extractor<'a> {
             self.title.push(&s);
         }
         if visible {
-            if self.collect_text {
+            if self.text.buf.len() < self.text_limit {
                 self.text.push(&s);
             }
             if self.heading_open {
@@ -613,7 +615,7 @@ mod tests {
     }
 
     fn ex(html: &str) -> Extracted {
-        extract_html(html, &page(), &NormalizeOptions::default(), true)
+        extract_html(html, &page(), &NormalizeOptions::default(), usize::MAX)
     }
 
     fn urls(e: &Extracted) -> Vec<&str> {
@@ -819,7 +821,7 @@ mod tests {
             "<link rel=canonical href='/Canon?utm_source=x'>",
             &page(),
             &opts,
-            true,
+            usize::MAX,
         );
         // ...and kept when asked.
         assert_eq!(
@@ -1107,7 +1109,7 @@ mod tests {
                     s.push_str(PIECES[rng.usize(..PIECES.len())]);
                 }
             }
-            let e = extract_html(&s, &page, &opts, true);
+            let e = extract_html(&s, &page, &opts, usize::MAX);
             assert!(!e.text.starts_with(' ') && !e.text.ends_with(' '));
             assert!(!e.text.contains("  "));
             let _ = is_html(None, s.as_bytes());
@@ -1126,7 +1128,7 @@ mod tests {
         let (s, enc) = decode_body(b"<p>caf\xe9 na\xefve</p>", Some("text/html; charset=utf-8"));
         assert_eq!(enc, "UTF-8");
         assert_eq!(s, "<p>caf\u{FFFD} na\u{FFFD}ve</p>");
-        let e = extract_html(&s, &page(), &NormalizeOptions::default(), true);
+        let e = extract_html(&s, &page(), &NormalizeOptions::default(), usize::MAX);
         assert_eq!(e.text, "caf\u{FFFD} na\u{FFFD}ve");
     }
 
@@ -1139,9 +1141,27 @@ mod tests {
         ]
         .concat();
         let (s, _) = decode_body(&body, None);
-        let e = extract_html(&s, &page(), &NormalizeOptions::default(), true);
+        let e = extract_html(&s, &page(), &NormalizeOptions::default(), usize::MAX);
         assert_eq!(e.title.as_deref(), Some("Привет"));
         // Non-ASCII in hrefs ends up percent-encoded UTF-8.
         assert_eq!(urls(&e), vec!["https://example.com/%D0%9F"]);
+    }
+
+    #[test]
+    fn visible_text_stops_near_its_limit() {
+        let html: String = (0..500)
+            .map(|i| format!("<p>paragraph number {i} of the page</p>"))
+            .collect();
+        let all = extract_html(&html, &page(), &NormalizeOptions::default(), usize::MAX);
+        let some = extract_html(&html, &page(), &NormalizeOptions::default(), 1000);
+        let none = extract_html(&html, &page(), &NormalizeOptions::default(), 0);
+        assert!(all.text.len() > 10_000);
+        assert!(
+            (1000..1100).contains(&some.text.len()),
+            "{}",
+            some.text.len()
+        );
+        assert!(all.text.starts_with(&some.text));
+        assert!(none.text.is_empty());
     }
 }
