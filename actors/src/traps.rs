@@ -700,16 +700,12 @@ struct Parts {
 
 impl Parts {
     fn of(url: &str) -> Parts {
-        if let Ok(u) = url::Url::parse(url) {
+        if let Some((host, path, query)) = split_absolute(url) {
             let mut pattern = String::with_capacity(url.len() + 8);
-            pattern.push_str(u.host_str().unwrap_or(""));
-            if let Some(port) = u.port() {
-                pattern.push(':');
-                pattern.push_str(&port.to_string());
-            }
+            pattern.push_str(host);
             let host_end = pattern.len();
-            let mut parts = Self::finish(pattern, host_end, u.path(), u.query());
-            parts.without_session = without_session(&u);
+            let mut parts = Self::finish(pattern, host_end, path, query);
+            parts.without_session = without_session(host, path, query);
             return parts;
         }
         // Not absolute: abstract what is there, as a path.
@@ -811,13 +807,34 @@ fn abstract_segment(segment: &str, out: &mut String) {
 
 /// The key of `url` with its session ids (session path parameters and
 /// query parameters) removed, or None when it has none.
-fn without_session(url: &url::Url) -> Option<u64> {
+/// An absolute URL's `host[:port]`, path and query, split as text: the
+/// guard is handed normalized URLs (lower-case host, no default port), so
+/// it need not parse them — a parse per link was most of its cost.
+fn split_absolute(url: &str) -> Option<(&str, &str, Option<&str>)> {
+    let (scheme, rest) = url.split_once("://")?;
+    if scheme.is_empty()
+        || !scheme
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"+-.".contains(&b))
+    {
+        return None;
+    }
+    let rest = rest.split('#').next().unwrap_or("");
+    let (authority, tail) = rest.split_at(rest.find(['/', '?']).unwrap_or(rest.len()));
+    let host = authority.rsplit('@').next().unwrap_or(authority);
+    let (path, query) = match tail.split_once('?') {
+        Some((path, query)) => (path, Some(query)),
+        None => (tail, None),
+    };
+    Some((host, if path.is_empty() { "/" } else { path }, query))
+}
+
+fn without_session(host: &str, path: &str, query: Option<&str>) -> Option<u64> {
     let is_session = |name: &str| SESSION_PARAMS.iter().any(|p| p.eq_ignore_ascii_case(name));
-    let mut plain = String::with_capacity(url.as_str().len());
+    let mut plain = String::with_capacity(host.len() + path.len() + 8);
     let mut found = false;
-    plain.push_str(url.host_str().unwrap_or(""));
-    plain.push_str(&url.port().map(|p| format!(":{p}")).unwrap_or_default());
-    for (i, segment) in url.path().split('/').enumerate() {
+    plain.push_str(host);
+    for (i, segment) in path.split('/').enumerate() {
         if i > 0 {
             plain.push('/');
         }
@@ -832,7 +849,7 @@ fn without_session(url: &url::Url) -> Option<u64> {
             }
         }
     }
-    if let Some(query) = url.query() {
+    if let Some(query) = query {
         let kept: Vec<&str> = query
             .split('&')
             .filter(|pair| {
@@ -1020,7 +1037,7 @@ pub fn simhash(text: &str) -> u64 {
 /// Bytes of a page's visible text its simhash is taken over, at most: the
 /// start of a page is where a template shows, and a bound keeps the cost
 /// of a long page that of a short one.
-pub const SIMHASH_TEXT_BYTES: usize = 8 * 1024;
+pub const SIMHASH_TEXT_BYTES: usize = 4 * 1024;
 
 /// Features a simhash votes with at most (see [`simhash`]).
 const MAX_FEATURES: usize = 256;
