@@ -392,12 +392,10 @@ impl Web {
                 }
                 links.push((format!("/cal/{}/{m:02}/", y + 1), "next year".to_string()));
                 links.push(("/".to_string(), "home".to_string()));
+                // A calendar repeats its template: a month's page says what
+                // the same month said the year before, but for the dates.
                 let title = format!("Events of {y}-{m:02}");
-                trap_html(
-                    &title,
-                    &links,
-                    hash(salt, &[u64::from(*y), u64::from(*m)], ""),
-                )
+                trap_html(&title, &links, hash(salt, &[u64::from(*m)], "calendar"))
             }
             TrapPage::Facets(set) => {
                 let key = hash(salt, &[], &facets_query(set));
@@ -432,7 +430,9 @@ impl Web {
                 } else {
                     format!("Shop: {}", facets_query(set).replace('&', ", "))
                 };
-                trap_html(&title, &links, key)
+                // Filters reorder and trim one listing: the same items' text
+                // whatever the query.
+                trap_html(&title, &links, hash(salt, &[], "shop"))
             }
             TrapPage::Session(n) => {
                 // The same page whatever its session id; the ids in its links
