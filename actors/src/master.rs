@@ -272,12 +272,15 @@ impl Actor for Master {
         _myself: ActorRef<Self::Msg>,
         state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
-        // Stopping normally: keep what was collected.
-        if let Some(handle) = state.cycle.take() {
-            handle.await.map_err(task_failed)??;
-            reply_seeds(&mut state.seeds_writing);
-        }
+        // Stopping normally: keep what was collected. A cycle still running
+        // ends first; what it claimed goes back to pending (no pool gets it:
+        // no live nodes) in the last cycle, with the batch.
         let now = now_ms();
+        if let Some(handle) = state.cycle.take() {
+            let result = handle.await.map_err(task_failed)??;
+            reply_seeds(&mut state.seeds_writing);
+            state.window.cycle_done(result.claimed, None, &[], now);
+        }
         if let Some(work) = state.window.start_cycle(true, false, false, now) {
             let _running = state.run.store_cycle.lock().await;
             run_cycle(state.store.as_ref(), &state.cfg.node_name, work).await?;
