@@ -222,6 +222,7 @@ async fn spawn_slave(
         pool: myself.clone(),
         simhash: state.args.config.traps.is_some(),
         sitemaps: state.args.config.sitemaps,
+        min_delay_ms: state.args.config.min_delay.as_millis() as u64,
     };
     let (slave, _) = Actor::spawn_linked(None, Slave, args, myself.get_cell()).await?;
     Ok(slave.get_id())

@@ -8,6 +8,7 @@ use crate::config::Behaviours;
 use crate::protocol::{self, PoolMsg, SlaveReport};
 use crate::types::{Job, PageRecord, now_ms};
 use ractor::{Actor, ActorProcessingErr, ActorRef};
+use std::time::Duration;
 
 /// What one slave does.
 #[derive(Debug)]
@@ -32,6 +33,25 @@ pub(crate) struct SlaveArgs {
     pub(crate) simhash: bool,
     /// Read the host's sitemaps after its robots.txt.
     pub(crate) sitemaps: bool,
+    /// The pool's minimum delay between two requests to one host.
+    pub(crate) min_delay_ms: u64,
+}
+
+/// The robots slave's extra requests to a host (soft-404 probe, sitemap),
+/// each after the host's delay.
+struct PoliteFetch<'a> {
+    b: &'a Behaviours,
+    pause: Duration,
+    /// Whether a request was made (the next one, a page, waits too).
+    asked: bool,
+}
+
+impl PoliteFetch<'_> {
+    async fn get(&mut self, url: &str) -> Option<FetchedPage> {
+        tokio::time::sleep(self.pause).await;
+        self.asked = true;
+        self.b.fetcher.fetch(url).await.ok()
+    }
 }
 
 /// Slaves take no messages: they run once and exit.
@@ -65,16 +85,33 @@ impl Actor for Slave {
         match args.task {
             SlaveTask::Robots { scheme, host } => {
                 let report = args.behaviours.fetcher.robots(&scheme, &host).await;
+                // The host's politeness holds for the extra requests too,
+                // and for its first page after them (the pool starts it
+                // when this report arrives).
+                let mut host_fetch = PoliteFetch {
+                    b: &args.behaviours,
+                    pause: Duration::from_millis(
+                        report
+                            .rules
+                            .crawl_delay_ms()
+                            .unwrap_or(0)
+                            .max(args.min_delay_ms),
+                    ),
+                    asked: false,
+                };
                 let soft_404 = if args.simhash && !report.unreachable {
-                    probe_soft_404(&args.behaviours, &scheme, &host, report.rules.as_ref()).await
+                    probe_soft_404(&mut host_fetch, &scheme, &host, report.rules.as_ref()).await
                 } else {
                     None
                 };
                 let sitemaps = if args.sitemaps && !report.unreachable {
-                    sitemaps_of(&args.behaviours, &scheme, &host, &report).await
+                    sitemaps_of(&mut host_fetch, &scheme, &host, &report).await
                 } else {
                     Vec::new()
                 };
+                if host_fetch.asked {
+                    tokio::time::sleep(host_fetch.pause).await;
+                }
                 args.pool.cast(PoolMsg::RobotsFetched {
                     host,
                     report: Box::new(report),
@@ -108,7 +145,7 @@ impl Actor for Slave {
 /// robots.txt): a 2xx HTML answer is the page it serves for any unknown
 /// path, a soft 404. Returns the probe's URL and its text's simhash.
 async fn probe_soft_404(
-    b: &Behaviours,
+    host_fetch: &mut PoliteFetch<'_>,
     scheme: &str,
     host: &str,
     rules: &dyn crate::behaviour::RobotsRules,
@@ -120,11 +157,12 @@ async fn probe_soft_404(
     if !rules.is_allowed(&url) {
         return None;
     }
-    let page = b.fetcher.fetch(&url).await.ok()?;
+    let page = host_fetch.get(&url).await?;
     if !(200..300).contains(&page.status) {
         return None;
     }
-    let extracted = b
+    let extracted = host_fetch
+        .b
         .extractor
         .extract(&url, &page, crate::traps::SIMHASH_TEXT_BYTES);
     extracted
@@ -136,7 +174,7 @@ async fn probe_soft_404(
 /// else, if `/sitemap.xml` answers with a sitemap, the URLs it lists (asked
 /// here, so a host without one leaves no 404 in the store).
 async fn sitemaps_of(
-    b: &Behaviours,
+    host_fetch: &mut PoliteFetch<'_>,
     scheme: &str,
     host: &str,
     robots: &crate::behaviour::RobotsReport,
@@ -148,9 +186,9 @@ async fn sitemaps_of(
     if !robots.rules.is_allowed(&url) {
         return Vec::new();
     }
-    match b.fetcher.fetch(&url).await {
-        Ok(page) if (200..300).contains(&page.status) => {
-            let found = b.extractor.extract(&url, &page, 0);
+    match host_fetch.get(&url).await {
+        Some(page) if (200..300).contains(&page.status) => {
+            let found = host_fetch.b.extractor.extract(&url, &page, 0);
             if found.is_html {
                 return Vec::new();
             }
