@@ -290,6 +290,8 @@ pub struct ExtractedPage {
     pub links: Vec<url::Url>,
     /// All links found, including nofollow and invalid ones.
     pub links_found: usize,
+    /// A sitemap's `lastmod` dates (epoch ms), by link URL; empty for a page.
+    pub modified: HashMap<String, Millis>,
     /// 64-bit hash of the body, for content-seen de-duplication.
     pub content_hash: u64,
     /// What could not be read, in one line (a broken or oversized

@@ -10,7 +10,7 @@
 use crate::behaviour::{CommitSummary, Frontier, StoreError};
 use crate::config::{Behaviours, CrawlConfig};
 use crate::protocol::{self, IdleReason, MasterMsg, PoolMsg, Status};
-use crate::types::{Job, StoreCounts, now_ms};
+use crate::types::{Job, NewLink, StoreCounts, now_ms};
 use crate::window::{CycleWork, Window, idle_reason};
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 use std::sync::Arc;
@@ -204,7 +204,15 @@ impl Actor for Master {
             MasterMsg::Sitemaps { referrer, urls } => {
                 for url in urls {
                     match state.b.policy.link(&referrer, &url, false) {
-                        Ok(link) => state.window.add_link(link, now),
+                        // Read again each time robots.txt is: its entries'
+                        // lastmod says which pages changed since.
+                        Ok(link) => state.window.add_link(
+                            NewLink {
+                                modified: Some(now),
+                                ..link
+                            },
+                            now,
+                        ),
                         Err(why) => tracing::debug!(%url, %why, "sitemap not followed"),
                     }
                 }

@@ -5,6 +5,7 @@
 
 use crate::behaviour::{FetchedPage, PageContext, ProcessedPage, error_chain};
 use crate::config::Behaviours;
+use crate::frontier::recency_weight;
 use crate::protocol::{self, PoolMsg, SlaveReport};
 use crate::types::{Job, PageRecord, now_ms};
 use ractor::{Actor, ActorProcessingErr, ActorRef};
@@ -291,12 +292,23 @@ pub(crate) async fn process(
             // After the operation, which may read them: the links' URLs move
             // into the admitted links.
             links = b.policy.links(job, extracted.links);
+            if !extracted.modified.is_empty() {
+                for link in &mut links {
+                    link.modified = extracted.modified.get(&link.url).copied();
+                }
+            }
         }
     }
-    // OPIC: the page's credit is shared among the links it hands on.
-    let share = job.priority / (links.len().max(1) as f64);
-    for link in &mut links {
-        link.priority = share;
+    // OPIC: the page's credit is shared among the links it hands on, more
+    // of it to those a sitemap says changed recently.
+    let now = now_ms();
+    let weights: Vec<f64> = links
+        .iter()
+        .map(|l| recency_weight(l.modified, now))
+        .collect();
+    let total: f64 = weights.iter().sum();
+    for (link, weight) in links.iter_mut().zip(weights) {
+        link.priority = job.priority * weight / total;
     }
     SlaveReport::Page {
         job: job.clone(),

@@ -8,6 +8,7 @@
 //! `charset` sniffs and decodes the body, `tokenizer` walks html5gum's tokens
 //! and uses the element tables of `tags` to decide what each tag means.
 
+use std::collections::HashMap;
 use url::Url;
 
 use crate::normalize::NormalizeOptions;
@@ -81,20 +82,27 @@ impl HtmlExtractor {
     ) -> web_crawler_actors::ExtractedPage {
         let map = sitemap::parse(body);
         let base = Url::parse(url).ok();
-        let links: Vec<Url> = map
-            .locs
-            .iter()
-            .filter_map(|loc| {
-                let base = base.as_ref()?;
-                crate::normalize::resolve(base, loc, &self.normalize).ok()
-            })
-            .collect();
+        let mut links = Vec::with_capacity(map.entries.len());
+        let mut modified = HashMap::new();
+        for entry in &map.entries {
+            let Some(link) = base
+                .as_ref()
+                .and_then(|base| crate::normalize::resolve(base, &entry.loc, &self.normalize).ok())
+            else {
+                continue;
+            };
+            if let Some(at) = entry.lastmod {
+                modified.insert(link.to_string(), at);
+            }
+            links.push(link);
+        }
         if let Some(problem) = &map.problem {
             tracing::info!(%url, %problem, "sitemap read in part");
         }
         web_crawler_actors::ExtractedPage {
-            links_found: map.locs.len(),
+            links_found: map.entries.len(),
             links,
+            modified,
             content_hash,
             problem: map.problem,
             ..Default::default()
@@ -158,6 +166,7 @@ impl web_crawler_actors::Extractor for HtmlExtractor {
             document,
             content_hash,
             problem: None,
+            modified: HashMap::new(),
         }
     }
 }

@@ -89,7 +89,7 @@ impl Commit<'_> {
                 Ok(())
             }
             Some(Seen::Processed { at })
-                if decide_link(Some(*at), self.now, self.reprocess_after_ms)
+                if decide_link(Some(*at), link.modified, self.now, self.reprocess_after_ms)
                     == LinkDecision::ReferralOnly =>
             {
                 self.summary.merged += 1;

@@ -342,6 +342,7 @@ mod test_support {
             depth,
             priority,
             redirect_hops: 0,
+            modified: None,
         }
     }
 
