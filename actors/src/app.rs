@@ -4,7 +4,8 @@
 //! `gen_server:cast`.
 
 use crate::config::{Behaviours, CrawlConfig, Storage};
-use crate::protocol::{ChildInfo, IdleReason, MasterMsg, Status, SupMsg};
+use crate::protocol::{ChildInfo, IdleReason, IndexerMsg, MasterMsg, Status, SupMsg};
+use crate::search::SearchAnswer;
 use crate::sup::{ExitReason, Sup, SupArgs};
 use crate::types::OperationSpec;
 use ractor::{Actor, ActorRef, RpcReplyPort};
@@ -130,6 +131,24 @@ impl AppHandle {
 
     pub async fn status(&self) -> Result<Status, AppError> {
         self.call_master(MASTER_WAIT, MasterMsg::Status).await
+    }
+
+    /// The `limit` best pages for `query` in the full-text index (ranked,
+    /// with snippets, and `did_you_mean` when a typo was corrected). Pages
+    /// are searchable about `index_commit_every` after they are processed.
+    pub async fn search(&self, query: &str, limit: usize) -> Result<SearchAnswer, AppError> {
+        crate::control::search(&self.config, query.to_string(), limit)
+            .await
+            .map_err(AppError::Rejected)
+    }
+
+    /// Index now what the store's queue holds for the index, so a search
+    /// sees every page processed so far.
+    pub async fn flush_index(&self) -> Result<(), AppError> {
+        let indexer = ActorRef::<IndexerMsg>::where_is(self.config.indexer_name())
+            .ok_or_else(|| AppError::Rejected("no index here".to_string()))?;
+        ractor::call_t!(indexer, IndexerMsg::CatchUp, 60_000)
+            .map_err(|e| AppError::Stopped(e.to_string()))
     }
 
     /// Wait until nothing is pending or processing (or the page budget is

@@ -38,6 +38,9 @@ pub struct ExtractedLink {
     pub source: LinkSource,
     /// rel=nofollow on the element
     pub nofollow: bool,
+    /// An `<a>`'s visible text, whitespace-collapsed, at most 200 bytes;
+    /// empty when visible text was not asked for, or in nav and footer.
+    pub text: String,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -146,19 +149,23 @@ impl web_crawler_actors::Extractor for HtmlExtractor {
             };
         };
         let found = extract_html(&document, &page_url, &self.normalize, text_limit);
-        let links = if found.meta_nofollow {
-            Vec::new()
+        let links_found = found.links.len() + found.invalid_links;
+        let (links, anchors): (Vec<Url>, Vec<String>) = if found.meta_nofollow {
+            Default::default()
         } else {
             found
                 .links
-                .iter()
+                .into_iter()
                 .filter(|l| !l.nofollow)
-                .map(|l| l.url.clone())
-                .collect()
+                .map(|l| (l.url, l.text))
+                .unzip()
         };
+        let anchors = if text_limit > 0 { anchors } else { Vec::new() };
         web_crawler_actors::ExtractedPage {
-            links_found: found.links.len() + found.invalid_links,
+            links_found,
             links,
+            anchors,
+            noindex: found.meta_noindex,
             is_html: true,
             title: found.title,
             headings: found.headings,

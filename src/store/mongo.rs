@@ -954,6 +954,45 @@ impl Queries for MongoStore {
             .collect())
     }
 
+    async fn first_records(
+        &self,
+        collection: &str,
+        limit: usize,
+    ) -> Result<Vec<JsonDoc>, StoreError> {
+        let docs = self
+            .collect(
+                &self.db.collection(collection),
+                doc! {},
+                doc! { "_id": 1 },
+                Some(limit),
+                0,
+            )
+            .await?;
+        Ok(docs
+            .into_iter()
+            .map(|d| {
+                d.into_iter()
+                    .filter(|(k, _)| k != "_id")
+                    .map(|(k, v)| (k, json_of(v)))
+                    .collect()
+            })
+            .collect())
+    }
+
+    async fn delete_records(&self, collection: &str, keys: &[JsonDoc]) -> Result<u64, StoreError> {
+        if keys.is_empty() {
+            return Ok(0);
+        }
+        let keys = keys.iter().map(bson_doc).collect::<Result<Vec<_>, _>>()?;
+        let deleted = self
+            .db
+            .collection::<Document>(collection)
+            .delete_many(doc! { "$or": keys })
+            .await
+            .map_err(backend)?;
+        Ok(deleted.deleted_count)
+    }
+
     async fn broken_links(&self) -> Result<Vec<BrokenLink>, StoreError> {
         let filter = doc! { "$or": [
             { "http_returncode": { "$gte": 400 } },
