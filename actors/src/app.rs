@@ -109,10 +109,30 @@ impl AppHandle {
         url: &str,
         operation: OperationSpec,
     ) -> Result<String, AppError> {
+        self.queue(url, operation, false).await
+    }
+
+    /// Queue a URL to be fetched again, even if it was processed already
+    /// (a plain `add_url` of a processed URL only adds a referral).
+    pub async fn add_url_again(
+        &self,
+        url: &str,
+        operation: OperationSpec,
+    ) -> Result<String, AppError> {
+        self.queue(url, operation, true).await
+    }
+
+    async fn queue(
+        &self,
+        url: &str,
+        operation: OperationSpec,
+        again: bool,
+    ) -> Result<String, AppError> {
         let url = url.to_string();
         self.call_master(MASTER_WAIT, move |reply| MasterMsg::AddUrl {
             url: url.clone(),
             operation: operation.clone(),
+            again,
             reply,
         })
         .await?

@@ -126,6 +126,7 @@ async fn answer(state: &ControlArgs, request: ControlRequest) -> Result<Value, S
                 |reply| MasterMsg::AddUrl {
                     url,
                     operation,
+                    again: false,
                     reply
                 },
                 MASTER_TIMEOUT_MS

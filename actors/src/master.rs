@@ -158,13 +158,18 @@ impl Actor for Master {
             MasterMsg::AddUrl {
                 url,
                 operation,
+                again,
                 reply,
             } => {
                 if let Err(e) = state.b.operations.validate(&operation) {
                     let _ = reply.send(Err(e.to_string()));
                 } else {
                     match state.b.policy.seed(&url, &operation) {
-                        Ok(link) => {
+                        Ok(mut link) => {
+                            if again {
+                                // Fetched again even if processed already.
+                                link.modified = Some(now);
+                            }
                             // Replied once written: the caller is told it is durable.
                             state.seeds_waiting.push((reply, link.url.clone()));
                             state.window.add_seed(link);

@@ -167,6 +167,8 @@ pub(crate) enum MasterMsg {
     AddUrl {
         url: String,
         operation: OperationSpec,
+        /// Queue it even if it was processed already.
+        again: bool,
         reply: RpcReplyPort<Result<String, String>>,
     },
     Report(SlaveReport),
