@@ -307,13 +307,12 @@ impl SearchIndex {
             af: self.anchors.fields,
         };
         let mut did_you_mean = None;
-        if opts.ranking == Ranking::Full {
-            if let Some(corrected) = s.correct(query, &parsed) {
-                if let Ok(p) = query::parse(&corrected, &mut analyzers) {
-                    parsed = p;
-                    did_you_mean = Some(corrected);
-                }
-            }
+        if opts.ranking == Ranking::Full
+            && let Some(corrected) = s.correct(query, &parsed)
+            && let Ok(p) = query::parse(&corrected, &mut analyzers)
+        {
+            parsed = p;
+            did_you_mean = Some(corrected);
         }
         if limit == 0 {
             return Ok(SearchAnswer {
@@ -489,10 +488,10 @@ impl Searchers {
         let mut candidates: Vec<DocAddress> = page_hits.iter().map(|(_, a)| *a).collect();
         let mut seen: std::collections::HashSet<DocAddress> = candidates.iter().copied().collect();
         for url in anchors.keys() {
-            if let Some(addr) = find_page(&self.pages, pf.url, url)? {
-                if seen.insert(addr) {
-                    candidates.push(addr);
-                }
+            if let Some(addr) = find_page(&self.pages, pf.url, url)?
+                && seen.insert(addr)
+            {
+                candidates.push(addr);
             }
         }
         let features = self.measure(&candidates, &terms, &anchors)?;
@@ -662,10 +661,10 @@ impl Searchers {
                 feat.out_links = out_links.first(*doc).unwrap_or(0);
                 feat.words = words.first(*doc).unwrap_or(0);
                 url.clear();
-                if let Some(urls) = &urls {
-                    if let Some(o) = urls.term_ords(*doc).next() {
-                        urls.ord_to_str(o, &mut url).map_err(io_err("read"))?;
-                    }
+                if let Some(urls) = &urls
+                    && let Some(o) = urls.term_ords(*doc).next()
+                {
+                    urls.ord_to_str(o, &mut url).map_err(io_err("read"))?;
                 }
                 let anchor = anchors.get(url.as_str());
                 if let Some(a) = anchor {
@@ -802,6 +801,10 @@ fn snippet_window(text: &str, marks: &[Range<usize>], max: usize) -> Range<usize
     let (first, last) = (best.2.start, best.2.end);
     let lead = max.saturating_sub(last - first) / 3;
     let mut start = first.saturating_sub(lead);
+    if start + max > text.len() {
+        // Near the end: use the room before instead.
+        start = text.len().saturating_sub(max).min(first);
+    }
     while !text.is_char_boundary(start) {
         start += 1;
     }
@@ -817,10 +820,10 @@ fn snippet_window(text: &str, marks: &[Range<usize>], max: usize) -> Range<usize
     while !text.is_char_boundary(end) {
         end -= 1;
     }
-    if end < text.len() {
-        if let Some(ws) = text[last..end].rfind(char::is_whitespace) {
-            end = last + ws;
-        }
+    if end < text.len()
+        && let Some(ws) = text[last..end].rfind(char::is_whitespace)
+    {
+        end = last + ws;
     }
     start..end
 }
@@ -852,16 +855,12 @@ fn collapse_whitespace(text: &str, ranges: &[Range<usize>]) -> (String, Vec<Rang
                 out.push(' ');
                 pending_space = false;
             }
-            for k in i..i + c.len_utf8() {
-                map[k] = out.len();
-            }
+            map[i..i + c.len_utf8()].fill(out.len());
             out.push(c);
             map[i + c.len_utf8()] = out.len();
             continue;
         }
-        for k in i..i + c.len_utf8() {
-            map[k] = out.len();
-        }
+        map[i..i + c.len_utf8()].fill(out.len());
         map[i + c.len_utf8()] = out.len();
     }
     let ranges = ranges
@@ -935,7 +934,7 @@ mod tests {
         assert_eq!(out, "bake the bread");
         let marked: Vec<&str> = ranges.iter().map(|r| &out[r.clone()]).collect();
         assert_eq!(marked, ["bake", "bread"]);
-        assert_eq!(collapse_whitespace("", &[0..0]).0, "");
+        assert_eq!(collapse_whitespace("", &[]).0, "");
         let (out, ranges) = collapse_whitespace("é  ü", &[0..2, 4..6]);
         assert_eq!(out, "é ü");
         assert_eq!(ranges, [0..2, 3..5]);
@@ -966,7 +965,16 @@ mod tests {
             "{shown:?}"
         );
         // A match at the very start.
-        assert_eq!(snippet_window("bread is good", &[0..5], 60), 0..13);
+        let first = [Range { start: 0, end: 5 }];
+        assert_eq!(snippet_window("bread is good", &first, 60), 0..13);
+        // A short text is shown whole.
+        let short = "Feed the starter, then bake the sourdough bread.";
+        let at = short.find("sourdough").unwrap();
+        let marks = [Range {
+            start: at,
+            end: at + 9,
+        }];
+        assert_eq!(snippet_window(short, &marks, 60), 0..short.len());
     }
 
     #[test]
