@@ -223,6 +223,10 @@ struct StoreOpts {
     /// MongoDB database name.
     #[arg(long, default_value = web_crawler::store::DEFAULT_DATABASE)]
     mongodb_database: String,
+    /// The full-text index directory (default: `DB.index` beside the
+    /// embedded store, `DATABASE.index` in the current directory with MongoDB).
+    #[arg(long, value_name = "DIR")]
+    index: Option<PathBuf>,
 }
 
 impl StoreOpts {
@@ -236,6 +240,23 @@ impl StoreOpts {
             bail!("no crawl database at {}", self.db.display());
         }
         Ok(Arc::new(SqliteStore::open(&self.db)?))
+    }
+
+    /// Where the full-text index of this store is kept.
+    fn index_dir(&self) -> PathBuf {
+        match (&self.index, &self.mongodb) {
+            (Some(dir), _) => dir.clone(),
+            (None, Some(_)) => PathBuf::from(format!("{}.index", self.mongodb_database)),
+            (None, None) => index_dir_for(&self.db),
+        }
+    }
+
+    /// The node's settings with this store's index, unless indexing is off.
+    fn with_index(&self, mut settings: Settings) -> Settings {
+        if settings.crawl.index {
+            settings.index = Some(self.index_dir());
+        }
+        settings
     }
 }
 
@@ -312,6 +333,9 @@ struct TuningOpts {
     /// Don't read sitemaps (robots.txt `Sitemap:` lines, else /sitemap.xml).
     #[arg(long)]
     no_sitemaps: bool,
+    /// Don't add the pages to the full-text index (`web_crawler search`).
+    #[arg(long)]
+    no_index: bool,
     #[command(flatten)]
     traps: TrapOpts,
 }
@@ -370,6 +394,7 @@ impl TuningOpts {
         s.crawl.reprocess_after = self.reprocess_after.map(Duration::from_secs);
         s.crawl.traps = self.traps.settings();
         s.crawl.sitemaps = !self.no_sitemaps;
+        s.crawl.index = !self.no_index;
         s.policy.scope = self.scope.into();
         s.policy.max_depth = self.max_depth;
         s.policy.allow = compile(&self.allow, "--allow")?;
@@ -495,7 +520,7 @@ pub(crate) async fn run(cli: Cli) -> Result<ExitCode> {
 }
 
 async fn crawl(opts: &CrawlOpts, seeds: &[(String, OperationSpec)]) -> Result<ExitCode> {
-    let settings = opts.settings()?;
+    let settings = opts.store.with_index(opts.settings()?);
     let store = opts.store.open(false).await?;
     let started = Instant::now();
     let app = start(store.clone(), settings).await?;
@@ -743,7 +768,7 @@ async fn serve_node(
     settings.crawl.keep_retrying_robots = true;
     let server = cluster::start_node(&node.name, node.listen, &cookie, true).await?;
     let app = match &master {
-        Some((store, _)) => start(store.open(false).await?, settings).await?,
+        Some((store, _)) => start(store.open(false).await?, store.with_index(settings)).await?,
         None => start_worker(settings).await?,
     };
     if let Some(addr) = join {

@@ -63,11 +63,17 @@ impl PageText {
                 text: text.clone(),
             })
             .collect();
+        let title = page.title.clone().unwrap_or_default();
+        // The extractor's text starts with the title; the index has it apart.
+        let body = page
+            .text
+            .strip_prefix(title.as_str())
+            .map_or(page.text.as_str(), str::trim_start);
         Some(Self {
             url: url.to_string(),
-            title: page.title.clone().unwrap_or_default(),
             headings: page.headings.clone(),
-            body: page.text.clone(),
+            body: body.to_string(),
+            title,
             anchors,
             links_found: u32::try_from(page.links_found).unwrap_or(u32::MAX),
         })
@@ -165,7 +171,7 @@ mod tests {
             is_html: true,
             title: Some("Install".into()),
             headings: vec!["Steps".into()],
-            text: "Install the package.".into(),
+            text: "Install Steps Install the package.".into(),
             links: vec![
                 url::Url::parse("http://h/a").unwrap(),
                 url::Url::parse("http://h/b").unwrap(),
@@ -188,6 +194,10 @@ mod tests {
             "links without text give no anchor"
         );
         assert_eq!(text.links_found, 5);
+        assert_eq!(
+            text.body, "Steps Install the package.",
+            "the title is apart"
+        );
         let record = text.clone().into_record();
         assert_eq!(record.collection, INDEX_QUEUE);
         let mut doc = record.key.clone();
