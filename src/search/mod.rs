@@ -7,7 +7,7 @@
 //! document per link: source, target and anchor text). A page's in-links are
 //! the document frequency of its URL among the anchors' targets, so a new
 //! link costs one small document and never re-indexes the page it points
-//! at. Text is analyzed for English: words lower-cased and ASCII-folded,
+//! at (a replaced anchor still counts until tantivy merges its segment). Text is analyzed for English: words lower-cased and ASCII-folded,
 //! stop words (Lucene's list plus question words such as "how" and "what")
 //! dropped with their positions kept, Porter stemming. The search needs the
 //! index directory only, never the crawl's store; [`index_dir_for`] names it
