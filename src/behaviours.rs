@@ -50,9 +50,7 @@ mod index {
     use crate::search::{AnchorDoc, PageDoc, SearchError, SearchIndex, SearchOptions};
     use std::path::PathBuf;
     use std::time::{Duration, Instant};
-    use web_crawler_actors::{
-        IndexError, IndexOpener, PageIndex, PageText, SearchAnswer, SearchHit,
-    };
+    use web_crawler_actors::{IndexError, IndexOpener, PageIndex, PageText, SearchAnswer};
 
     fn index_error(e: SearchError) -> IndexError {
         match e {
@@ -92,21 +90,8 @@ mod index {
         }
 
         fn search(&self, query: &str, limit: usize) -> Result<SearchAnswer, IndexError> {
-            let answer = SearchIndex::search(self, query, &SearchOptions::default().limit(limit))
-                .map_err(index_error)?;
-            Ok(SearchAnswer {
-                results: answer
-                    .results
-                    .into_iter()
-                    .map(|h| SearchHit {
-                        url: h.url,
-                        title: h.title,
-                        snippet: h.snippet,
-                        score: h.score,
-                    })
-                    .collect(),
-                did_you_mean: answer.did_you_mean,
-            })
+            SearchIndex::search(self, query, &SearchOptions::default().limit(limit))
+                .map_err(index_error)
         }
     }
 

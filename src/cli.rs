@@ -117,6 +117,11 @@ enum Command {
         #[arg(long, value_enum, default_value_t = RankingArg::Full)]
         ranking: RankingArg,
     },
+    /// Manage the full-text index.
+    Index {
+        #[command(subcommand)]
+        action: IndexAction,
+    },
     /// Print what a crawl stored.
     Report {
         #[arg(value_enum)]
@@ -129,6 +134,19 @@ enum Command {
         /// At most this many rows.
         #[arg(long)]
         limit: Option<usize>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum IndexAction {
+    /// Build the index again from what the store holds: every HTML page
+    /// processed with success is fetched again (politely, with the tuning
+    /// flags) and indexed; nothing new is crawled. For a lost or damaged index.
+    Rebuild {
+        #[command(flatten)]
+        store: StoreOpts,
+        #[command(flatten)]
+        tuning: TuningOpts,
     },
 }
 
@@ -507,6 +525,9 @@ pub(crate) async fn run(cli: Cli) -> Result<ExitCode> {
             print_answer(&answer, &query, json)?;
             Ok(ExitCode::SUCCESS)
         }
+        Command::Index {
+            action: IndexAction::Rebuild { store, tuning },
+        } => rebuild_index(&store, &tuning).await,
         Command::Report {
             what,
             store,
@@ -751,6 +772,73 @@ async fn one_shot(remote: &RemoteOpts, req: ControlRequest) -> Result<ExitCode> 
         println!("{}", console::render(&req, &reply));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `index rebuild`: fetch every successful HTML page again into a new index.
+async fn rebuild_index(store_opts: &StoreOpts, tuning: &TuningOpts) -> Result<ExitCode> {
+    let dir = store_opts.index_dir();
+    let store = store_opts.open(true).await?;
+    let pages = store
+        .processed(PageQuery {
+            limit: None,
+            offset: 0,
+            only_failed: false,
+        })
+        .await?;
+    let urls: Vec<String> = pages
+        .into_iter()
+        .filter(|p| {
+            p.duplicate_of.is_none()
+                && p.record.error.is_none()
+                && p.record
+                    .http_returncode
+                    .is_some_and(|c| (200..300).contains(&c))
+                && p.record
+                    .content_type
+                    .as_deref()
+                    .is_some_and(|t| t.to_ascii_lowercase().contains("html"))
+        })
+        .map(|p| p.record.url)
+        .collect();
+    if dir.exists() {
+        std::fs::remove_dir_all(&dir)
+            .with_context(|| format!("cannot remove the old index at {}", dir.display()))?;
+    }
+    let mut settings = tuning.settings()?;
+    settings.crawl.index = true;
+    settings.crawl.sitemaps = false;
+    // The pages again, and no page they link to.
+    settings.policy.max_depth = Some(0);
+    settings.index = Some(dir.clone());
+    let started = Instant::now();
+    let app = start(store, settings).await?;
+    eprintln!("fetching {} pages again into {}", urls.len(), dir.display());
+    for chunk in urls.chunks(512) {
+        let queued = futures_util::future::join_all(
+            chunk
+                .iter()
+                .map(|url| app.add_url_again(url, OperationSpec::crawl())),
+        )
+        .await;
+        if let Some(e) = queued.into_iter().find_map(Result::err) {
+            app.stop(Duration::from_secs(1)).await.ok();
+            bail!("{e}");
+        }
+    }
+    let idle = tokio::select! {
+        r = app.wait_idle() => Some(r?),
+        _ = tokio::signal::ctrl_c() => None,
+    };
+    app.stop(Duration::from_secs(30)).await?;
+    let indexed = SearchIndex::open_read_only(&dir)?.page_count();
+    eprintln!(
+        "index rebuilt: {indexed} pages in {:.1}s",
+        started.elapsed().as_secs_f64()
+    );
+    Ok(match idle {
+        Some(_) => ExitCode::SUCCESS,
+        None => ExitCode::from(130),
+    })
 }
 
 /// Run a node until Ctrl-C / SIGTERM, or until its tree stops by itself.

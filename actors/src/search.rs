@@ -110,9 +110,14 @@ impl PageText {
 pub struct SearchHit {
     pub url: String,
     pub title: String,
-    /// Plain text around the query's terms.
+    /// Plain text around the best match (or the start of the body), with
+    /// whitespace collapsed; no markup.
     pub snippet: String,
+    /// Ranking score: higher is better, comparable within one answer only.
     pub score: f32,
+    /// Byte ranges of `snippet` holding query terms (to mark them).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub highlights: Vec<std::ops::Range<usize>>,
 }
 
 /// The answer to a query: ranked results, and the corrected query when
