@@ -116,6 +116,15 @@ enum Command {
         /// The ranking: `full`, or the plain BM25 baseline.
         #[arg(long, value_enum, default_value_t = RankingArg::Full)]
         ranking: RankingArg,
+        /// Ask the running node at HOST:PORT (its master's index) instead.
+        #[arg(long, value_name = "HOST:PORT", requires = "cookie_file", conflicts_with_all = ["index", "ranking"])]
+        connect: Option<String>,
+        /// The cluster's cookie file (with --connect).
+        #[arg(long)]
+        cookie_file: Option<PathBuf>,
+        /// Seconds to wait for the node (with --connect).
+        #[arg(long, default_value_t = 10)]
+        wait: u64,
     },
     /// Manage the full-text index.
     Index {
@@ -512,7 +521,23 @@ pub(crate) async fn run(cli: Cli) -> Result<ExitCode> {
             limit,
             json,
             ranking,
+            connect,
+            cookie_file,
+            wait,
         } => {
+            if let (Some(addr), Some(cookie_file)) = (connect, cookie_file) {
+                let conn = console::connect(&addr, &cookie_file, Duration::from_secs(wait)).await?;
+                let request = ControlRequest::Search {
+                    query: query.clone(),
+                    limit,
+                };
+                let reply = console::request(&conn, &request).await;
+                conn.close();
+                let answer: SearchAnswer = serde_json::from_value(reply?)
+                    .context("the node's answer is not a search answer")?;
+                print_answer(&answer, &query, json)?;
+                return Ok(ExitCode::SUCCESS);
+            }
             let dir = index.unwrap_or_else(|| index_dir_for(&db));
             let index = SearchIndex::open_read_only(&dir)
                 .with_context(|| format!("cannot open the search index at {}", dir.display()))?;

@@ -37,7 +37,7 @@ fn html(title: &str, head: &str, body: &str) -> Page {
 }
 
 /// A small site whose pages carry known words.
-fn bakery() -> HashMap<String, Page> {
+pub(crate) fn bakery() -> HashMap<String, Page> {
     let rye = html(
         "Rye",
         "",
@@ -162,7 +162,7 @@ on_both_backends!(search_finds_what_the_crawl_fetched, search_end_to_end);
 
 /// A word of letters only for `i` (the trap defence's simhash ignores
 /// numbers, so pages that differ only by one look alike to it).
-fn word(i: usize) -> String {
+pub(crate) fn word(i: usize) -> String {
     let mut w = String::from("qz");
     let mut n = i;
     loop {
