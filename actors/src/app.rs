@@ -63,6 +63,7 @@ impl App {
             )));
         }
         let (exit_tx, exit_rx) = watch::channel(None);
+        let has_master = storage.is_some();
         let args = SupArgs {
             config: config.clone(),
             storage,
@@ -74,6 +75,7 @@ impl App {
             .map_err(|e| AppError::Start(e.to_string()))?;
         Ok(AppHandle {
             config,
+            has_master,
             sup,
             join: Some(join),
             exit: exit_rx,
@@ -85,6 +87,8 @@ impl App {
 #[derive(Debug)]
 pub struct AppHandle {
     config: CrawlConfig,
+    /// This node runs the master (a worker node runs a pool only).
+    has_master: bool,
     sup: ActorRef<SupMsg>,
     join: Option<JoinHandle<()>>,
     exit: watch::Receiver<Option<ExitReason>>,
@@ -228,7 +232,11 @@ impl AppHandle {
         if let Some(reason) = self.failure() {
             return Err(AppError::Stopped(reason));
         }
-        if let Ok(master) = self.master().await {
+        // A worker node has no master to drain: waiting for one to appear
+        // would cost the whole MASTER_WAIT.
+        if self.has_master
+            && let Ok(master) = self.master().await
+        {
             let _ = ractor::call_t!(
                 master,
                 |reply| MasterMsg::Drain {

@@ -410,7 +410,14 @@ fn the_answer_serializes_to_the_documented_json() {
     let hit = json["results"][0].as_object().unwrap();
     let mut keys: Vec<&String> = hit.keys().collect();
     keys.sort();
-    assert_eq!(keys, ["score", "snippet", "title", "url"]);
+    assert_eq!(keys, ["highlights", "score", "snippet", "title", "url"]);
+    let (start, end) = (
+        hit["highlights"][0]["start"].as_u64(),
+        hit["highlights"][0]["end"].as_u64(),
+    );
+    let snippet = hit["snippet"].as_str().unwrap();
+    let marked = &snippet[start.unwrap() as usize..end.unwrap() as usize];
+    assert_eq!(marked.to_lowercase(), "rye", "{hit:?}");
     assert!(json["did_you_mean"].is_null());
 }
 

@@ -503,3 +503,26 @@ async fn a_cluster_indexes_what_its_nodes_fetch_and_answers_searches() {
     assert!(text.contains(&roots[0]), "{text}");
     assert!(text.contains("unbalanced quote"), "{text}");
 }
+
+/// A worker node stops at once on SIGTERM: it has no master of its own to
+/// wait for (it used to wait ten seconds for one).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_stops_promptly_on_sigterm() {
+    let mut cluster = Cluster::start(&[]).await;
+    let mut worker = cluster.worker("w1", Ipv4Addr::new(127, 0, 9, 10));
+    assert!(cluster.wait_nodes(2).await, "two pools");
+    let pid = worker.id().expect("the worker runs").to_string();
+    let started = std::time::Instant::now();
+    let kill = Command::new("kill").args(["-TERM", &pid]).status().await;
+    assert!(kill.unwrap().success());
+    let status = tokio::time::timeout(Duration::from_secs(30), worker.wait())
+        .await
+        .expect("the worker exits")
+        .unwrap();
+    assert!(status.success(), "{status}");
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "stopped in {:?}",
+        started.elapsed()
+    );
+}
