@@ -8,8 +8,10 @@
 //! the run's timeout.
 //!
 //! The clock (wall s, all real at s) starts when the seed is queued and
-//! stops when the three processes have exited; the cluster's start-up is
-//! printed on stderr. CPU s is the three processes' (the `status` and
+//! stops when the master reports the crawl idle (polled every 200 ms, so up
+//! to ~0.3 s late), or for a run that never goes idle when its processes
+//! have exited; the cluster's start-up and each node's stop time are
+//! printed on stderr (a node's stop is not the crawl's). CPU s is the three processes' (the `status` and
 //! `add-url` commands' own CPU is taken out); peak RSS is the sum of the
 //! three processes' peaks.
 
@@ -246,10 +248,26 @@ pub async fn measure(spec: Spec<'_>) -> Cost {
         }
     }
     let mut polls = 0u32;
+    let trace = std::env::var_os("BENCH_CLUSTER_TRACE").is_some();
     while failure.is_none() {
         tokio::time::sleep(POLL).await;
         polls += 1;
-        if let Some(s) = ctl.status().await
+        let asked = Instant::now();
+        let status = ctl.status().await;
+        if trace {
+            let field = |k: &str| status.as_ref().map_or("-".into(), |s| s[k].to_string());
+            eprintln!(
+                "(b3) poll {polls} at {:.2} s took {:.2} s: idle {} pending {} processing {} in_flight {} processed {}",
+                asked.duration_since(started).as_secs_f64(),
+                asked.elapsed().as_secs_f64(),
+                field("idle"),
+                field("pending"),
+                field("processing"),
+                field("in_flight"),
+                field("processed"),
+            );
+        }
+        if let Some(s) = status
             && let Some(reason) = s["idle"].as_str()
         {
             idle = Some((reason.to_string(), s));
@@ -263,34 +281,67 @@ pub async fn measure(spec: Spec<'_>) -> Cost {
         }
     }
 
-    // Stop: SIGTERM to every node at once, SIGKILL after the grace period.
+    // The crawl's end: when the master reported it idle (else now).
+    let crawl_end = started.elapsed();
+
+    // Stop: SIGTERM to every node at once, SIGKILL after the grace period;
+    // each node's stop time is reported.
+    let stopping = Instant::now();
     for n in &nodes {
         let _ = kill(Pid::from_raw(n.pid as i32), Signal::SIGTERM);
     }
     let mut stopped_cleanly = true;
-    for n in nodes.iter_mut() {
-        match tokio::time::timeout(STOP_GRACE, n.child.wait()).await {
-            Ok(Ok(status)) if status.success() => {}
-            Ok(Ok(status)) => {
-                stopped_cleanly = false;
-                if failure.is_none() && !timed_out {
-                    failure = Some(format!(
-                        "node {} stopped with {status}: {}",
-                        n.name,
-                        last_line(&n.stderr)
-                    ));
-                }
+    let mut stop_times: Vec<Option<Duration>> = vec![None; nodes.len()];
+    while stop_times.iter().any(Option::is_none) && stopping.elapsed() < STOP_GRACE {
+        for (i, n) in nodes.iter_mut().enumerate() {
+            if stop_times[i].is_some() {
+                continue;
             }
-            _ => {
-                stopped_cleanly = false;
-                let _ = n.child.kill().await;
-                if failure.is_none() && !timed_out {
-                    failure = Some(format!("node {} did not stop after SIGTERM", n.name));
+            if let Ok(Some(status)) = n.child.try_wait() {
+                stop_times[i] = Some(stopping.elapsed());
+                if !status.success() {
+                    stopped_cleanly = false;
+                    if failure.is_none() && !timed_out {
+                        failure = Some(format!(
+                            "node {} stopped with {status}: {}",
+                            n.name,
+                            last_line(&n.stderr)
+                        ));
+                    }
                 }
             }
         }
+        tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    let wall = started.elapsed();
+    for (i, n) in nodes.iter_mut().enumerate() {
+        if stop_times[i].is_none() {
+            stopped_cleanly = false;
+            let _ = n.child.kill().await;
+            if failure.is_none() && !timed_out {
+                failure = Some(format!("node {} did not stop after SIGTERM", n.name));
+            }
+        }
+    }
+    let stops: Vec<String> = nodes
+        .iter()
+        .zip(&stop_times)
+        .map(|(n, t)| match t {
+            Some(t) => format!("{} {:.2} s", n.name, t.as_secs_f64()),
+            None => format!("{} killed", n.name),
+        })
+        .collect();
+    let stops = format!(
+        "stopped {} ({})",
+        if stopped_cleanly { "cleanly" } else { "NOT cleanly" },
+        stops.join(", ")
+    );
+    // A crawl that went idle is timed to its end, not to its processes'
+    // exit (reported above); any other run to the processes' exit.
+    let wall = if idle.is_some() {
+        crawl_end
+    } else {
+        started.elapsed()
+    };
     sampling.store(false, Ordering::Relaxed);
     let _ = sampler.await;
     let cpu = children_cpu()
@@ -301,21 +352,19 @@ pub async fn measure(spec: Spec<'_>) -> Cost {
     match &idle {
         Some((reason, s)) => eprintln!(
             "(b3) cluster start-up {:.2} s; idle ({reason}) after {:.2} s and {polls} polls: \
-             {} processed, {} pending, {} failed, {} trapped; nodes {}; stopped {}",
+             {} processed, {} pending, {} failed, {} trapped; nodes {}; {stops}",
             startup.as_secs_f64(),
-            started.elapsed().as_secs_f64(),
+            crawl_end.as_secs_f64(),
             s["processed"],
             s["pending"],
             s["failed"],
             s["trapped"],
             s["nodes"],
-            if stopped_cleanly { "cleanly" } else { "NOT cleanly" },
         ),
         None => eprintln!(
-            "(b3) cluster start-up {:.2} s; never idle ({}); stopped {}",
+            "(b3) cluster start-up {:.2} s; never idle ({}); {stops}",
             startup.as_secs_f64(),
             failure.as_deref().unwrap_or("timed out"),
-            if stopped_cleanly { "cleanly" } else { "NOT cleanly" },
         ),
     }
     if let Ok(keep) = std::env::var("BENCH_CLUSTER_KEEP") {
