@@ -8,6 +8,10 @@
 # real at s) and when it finished (wall s). The -traps presets are the same
 # webs with crawler traps; give them a shorter --timeout (spider-rs never
 # finishes there). Loopback only; every run is bounded.
+#   --cluster adds the row (b3): web_crawler as a three-node cluster on this
+#   machine (`start` with the embedded store + two `node --join` workers),
+#   run until its master reports the crawl idle, then stopped with SIGTERM;
+#   e.g. scripts/bench.sh small-traps --cluster --no-spider --timeout 300
 set -euo pipefail
 cd "$(dirname "$0")/.."
 preset=${1:-small}

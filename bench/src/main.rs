@@ -1,12 +1,14 @@
 //! The benchmark (run it with `scripts/bench.sh [small|large|small-traps|large-traps]`):
 //! serves a synthetic web on loopback and measures, in one run, the
 //! machine's ceilings (a bare fetch loop; the same loop extracting links),
-//! web_crawler on the embedded store and on MongoDB, and spider-rs — each
-//! as a child process, for its wall time, CPU time and peak memory — and
+//! web_crawler on the embedded store, as a three-node cluster (`--cluster`)
+//! and on MongoDB, and spider-rs — each as a child process (the cluster as
+//! three), for its wall time, CPU time and peak memory — and
 //! checks what each fetched against the web: pages reached, repeated
 //! fetches of one normalized URL, robots.txt violations, requests to trap
 //! pages, and when every real page had been fetched.
 
+mod cluster;
 mod server;
 mod web;
 
@@ -52,6 +54,10 @@ enum Cmd {
         /// Skip spider-rs.
         #[arg(long)]
         no_spider: bool,
+        /// Also run web_crawler as a three-node cluster on this machine
+        /// (`start` + two `node --join`), until its master reports it idle.
+        #[arg(long)]
+        cluster: bool,
     },
     /// Child: GET every URL in the file once (optionally extracting links).
     FetchLoop {
@@ -83,6 +89,7 @@ async fn main() {
             timeout,
             mongo_timeout,
             no_spider,
+            cluster,
         } => {
             let Some(preset) = web::Preset::named(&preset) else {
                 eprintln!(
@@ -99,6 +106,7 @@ async fn main() {
                 timeout: Duration::from_secs(timeout),
                 mongo_timeout: Duration::from_secs(mongo_timeout),
                 no_spider,
+                cluster,
             };
             run(preset, contenders).await;
         }
@@ -267,6 +275,7 @@ struct Contenders {
     timeout: Duration,
     mongo_timeout: Duration,
     no_spider: bool,
+    cluster: bool,
 }
 
 async fn run(preset: web::Preset, contenders: Contenders) {
@@ -278,6 +287,7 @@ async fn run(preset: web::Preset, contenders: Contenders) {
         timeout,
         mongo_timeout,
         no_spider,
+        cluster,
     } = contenders;
     let port = {
         let l = std::net::TcpListener::bind("127.0.20.1:0").expect("bind");
@@ -340,14 +350,26 @@ async fn run(preset: web::Preset, contenders: Contenders) {
         rows.push(score(name, &web, &srv.hits, cost));
         eprintln!("done: {name}");
     }
+    // How web_crawler crawls, in every row (each node of the cluster too).
+    let tuning: Vec<String> = [
+        "--scope",
+        "any",
+        "--delay-ms",
+        "0",
+        "--concurrency",
+        &concurrency.to_string(),
+        "--per-host",
+        &per_host.to_string(),
+    ]
+    .map(String::from)
+    .to_vec();
     let crawler_args = |store: Vec<String>| {
         let mut cmd = Command::new(&crawler);
         cmd.arg("crawl")
             .arg(web.seed_url())
             .args(store)
-            .args(["--scope", "any", "--delay-ms", "0", "--quiet"])
-            .args(["--concurrency", &concurrency.to_string()])
-            .args(["--per-host", &per_host.to_string()])
+            .args(&tuning)
+            .arg("--quiet")
             .env("RUST_LOG", "error");
         cmd
     };
@@ -365,6 +387,24 @@ async fn run(preset: web::Preset, contenders: Contenders) {
         cost,
     ));
     eprintln!("done: (b)");
+    if cluster {
+        srv.hits.reset();
+        let cost = cluster::measure(cluster::Spec {
+            crawler: &crawler,
+            seed: &web.seed_url(),
+            flags: &tuning,
+            work,
+            timeout,
+        })
+        .await;
+        rows.push(score(
+            "(b3) web_crawler, 3-node cluster, embedded store",
+            &web,
+            &srv.hits,
+            cost,
+        ));
+        eprintln!("done: (b3)");
+    }
     if let Some(uri) = &mongodb {
         srv.hits.reset();
         let database = format!("bench_{}", std::process::id());
