@@ -14,6 +14,7 @@ use web_crawler::actors::traps::TrapSettings;
 use web_crawler::actors::{AppHandle, ControlRequest, IdleReason, OperationSpec, PageQuery, Store};
 use web_crawler::operations::search_results;
 use web_crawler::policy::Scope;
+use web_crawler::search::{Ranking, SearchAnswer, SearchIndex, SearchOptions, index_dir_for};
 use web_crawler::store::{MongoStore, SqliteStore};
 use web_crawler::{Settings, start, start_worker};
 
@@ -95,6 +96,27 @@ enum Command {
         #[command(flatten)]
         remote: RemoteOpts,
     },
+    /// Search the pages a crawl indexed (offline: reads the index
+    /// directory only, never the store; works while a crawl writes).
+    Search {
+        /// The query: words, and "quoted phrases" that must occur.
+        query: String,
+        /// The crawl's store file; its index is the directory `PATH.index` beside it.
+        #[arg(long, value_name = "PATH", default_value = "crawler.db")]
+        db: PathBuf,
+        /// The index directory itself (instead of --db).
+        #[arg(long, value_name = "DIR", conflicts_with = "db")]
+        index: Option<PathBuf>,
+        /// At most this many results.
+        #[arg(long, default_value_t = 10)]
+        limit: usize,
+        /// Print one JSON document: {"results":[{url,title,snippet,score}...],"did_you_mean":...}.
+        #[arg(long)]
+        json: bool,
+        /// The ranking: `full`, or the plain BM25 baseline.
+        #[arg(long, value_enum, default_value_t = RankingArg::Full)]
+        ranking: RankingArg,
+    },
     /// Print what a crawl stored.
     Report {
         #[arg(value_enum)]
@@ -116,6 +138,24 @@ enum ReportKind {
     Pages,
     /// 4xx/5xx and failed pages with the pages linking to them.
     BrokenLinks,
+}
+
+/// `--ranking`.
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum RankingArg {
+    /// Typo correction, anchor text, proximity, link prior, hub penalty.
+    Full,
+    /// tantivy's BM25 over title and body (the baseline).
+    Bm25,
+}
+
+impl From<RankingArg> for Ranking {
+    fn from(arg: RankingArg) -> Self {
+        match arg {
+            RankingArg::Full => Ranking::Full,
+            RankingArg::Bm25 => Ranking::PlainBm25,
+        }
+    }
 }
 
 /// `--scope`: the CLI's face of the library's [`Scope`] (clap stays in the
@@ -422,6 +462,26 @@ pub(crate) async fn run(cli: Cli) -> Result<ExitCode> {
             one_shot(&remote, ControlRequest::AddUrl { url, operation }).await
         }
         Command::Status { remote } => one_shot(&remote, ControlRequest::Status).await,
+        Command::Search {
+            query,
+            db,
+            index,
+            limit,
+            json,
+            ranking,
+        } => {
+            let dir = index.unwrap_or_else(|| index_dir_for(&db));
+            let index = SearchIndex::open_read_only(&dir)
+                .with_context(|| format!("cannot open the search index at {}", dir.display()))?;
+            let opts = SearchOptions::default()
+                .limit(limit)
+                .ranking(ranking.into());
+            let answer = index
+                .search(&query, &opts)
+                .with_context(|| format!("cannot search for {query:?}"))?;
+            print_answer(&answer, &query, json)?;
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Report {
             what,
             store,
@@ -531,6 +591,57 @@ async fn summary(
         counts.processed, counts.failed, counts.duplicates, counts.robots_blocked, counts.pending
     );
     Ok(())
+}
+
+/// Print a search answer: numbered results, or one JSON document.
+fn print_answer(answer: &SearchAnswer, query: &str, json: bool) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    if json {
+        writeln!(out, "{}", serde_json::to_string(answer)?)?;
+        return Ok(());
+    }
+    let bold = std::io::stdout().is_terminal();
+    if let Some(corrected) = &answer.did_you_mean {
+        writeln!(out, "Did you mean: {corrected}  (showing its results)")?;
+    }
+    if answer.results.is_empty() {
+        let searched = answer.did_you_mean.as_deref().unwrap_or(query);
+        writeln!(out, "No results for {searched:?}.")?;
+    }
+    for (i, hit) in answer.results.iter().enumerate() {
+        let title = if hit.title.is_empty() {
+            "(untitled)"
+        } else {
+            &hit.title
+        };
+        writeln!(out, "{:>2}. {title}", i + 1)?;
+        writeln!(out, "    {}  (score {:.3})", hit.url, hit.score)?;
+        if !hit.snippet.is_empty() {
+            writeln!(out, "    {}", marked(&hit.snippet, &hit.highlights, bold))?;
+        }
+    }
+    Ok(())
+}
+
+/// The snippet with its matched terms in bold (on a terminal).
+fn marked(snippet: &str, highlights: &[std::ops::Range<usize>], bold: bool) -> String {
+    if !bold {
+        return snippet.to_string();
+    }
+    let mut out = String::with_capacity(snippet.len() + 8 * highlights.len());
+    let mut at = 0;
+    for r in highlights {
+        if r.start < at || r.end > snippet.len() {
+            continue;
+        }
+        out.push_str(&snippet[at..r.start]);
+        out.push_str("\x1b[1m");
+        out.push_str(&snippet[r.clone()]);
+        out.push_str("\x1b[0m");
+        at = r.end;
+    }
+    out.push_str(&snippet[at..]);
+    out
 }
 
 async fn report(
@@ -664,6 +775,46 @@ async fn serve_node(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn search_takes_db_or_index_but_not_both() {
+        let cli = Cli::try_parse_from(["web_crawler", "search", "rye bread", "--db", "c.db"]);
+        match cli.unwrap().command {
+            Command::Search {
+                query, db, index, ..
+            } => {
+                assert_eq!(query, "rye bread");
+                assert_eq!(index_dir_for(&db), PathBuf::from("c.db.index"));
+                assert!(index.is_none());
+            }
+            other => panic!("{other:?}"),
+        }
+        let both = ["web_crawler", "search", "q", "--db", "c.db", "--index", "i"];
+        assert!(Cli::try_parse_from(both).is_err());
+        let bm25 = [
+            "web_crawler",
+            "search",
+            "q",
+            "--ranking",
+            "bm25",
+            "--limit",
+            "3",
+        ];
+        match Cli::try_parse_from(bm25).unwrap().command {
+            Command::Search { ranking, limit, .. } => {
+                assert_eq!(Ranking::from(ranking), Ranking::PlainBm25);
+                assert_eq!(limit, 3);
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn marked_bolds_the_highlights_on_a_terminal_only() {
+        let bread = [std::ops::Range { start: 4, end: 9 }];
+        assert_eq!(marked("rye bread", &bread, false), "rye bread");
+        assert_eq!(marked("rye bread", &bread, true), "rye \x1b[1mbread\x1b[0m");
+    }
 
     #[test]
     fn scope_values_are_the_library_scope_names() {

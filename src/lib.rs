@@ -8,10 +8,11 @@
 //! policy, the `search_text` operation — and the MongoDB store; the CLI is
 //! the `web_crawler` binary.
 //!
-//! Cargo features, both on by default: `mongodb` (the MongoDB store,
-//! `store::MongoStore`) and `cli` (the binary and its CLI stack; implies
-//! `mongodb`). With `default-features = false` this is the embeddable crawler
-//! alone, on the embedded SQLite store.
+//! Cargo features, all on by default: `mongodb` (the MongoDB store,
+//! `store::MongoStore`), `search` (the full-text search engine,
+//! `search::SearchIndex`, on tantivy) and `cli` (the binary and its CLI
+//! stack; implies `mongodb` and `search`). With `default-features = false`
+//! this is the embeddable crawler alone, on the embedded SQLite store.
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), web_crawler::Error> {
@@ -30,6 +31,8 @@ pub mod normalize;
 pub mod operations;
 pub mod policy;
 pub mod robots;
+#[cfg(feature = "search")]
+pub mod search;
 pub mod store;
 
 mod behaviours;

@@ -145,6 +145,7 @@ impl CrawlPolicy {
             depth,
             priority: 0.0,
             redirect_hops,
+            modified: None,
         })
     }
 }
@@ -201,6 +202,7 @@ impl LinkPolicy for CrawlPolicy {
             depth: 0,
             priority: 1.0,
             redirect_hops: 0,
+            modified: None,
         })
     }
 

@@ -4,7 +4,8 @@
 //! `gen_server:cast`.
 
 use crate::config::{Behaviours, CrawlConfig, Storage};
-use crate::protocol::{ChildInfo, IdleReason, MasterMsg, Status, SupMsg};
+use crate::protocol::{ChildInfo, IdleReason, IndexerMsg, MasterMsg, Status, SupMsg};
+use crate::search::SearchAnswer;
 use crate::sup::{ExitReason, Sup, SupArgs};
 use crate::types::OperationSpec;
 use ractor::{Actor, ActorRef, RpcReplyPort};
@@ -108,10 +109,30 @@ impl AppHandle {
         url: &str,
         operation: OperationSpec,
     ) -> Result<String, AppError> {
+        self.queue(url, operation, false).await
+    }
+
+    /// Queue a URL to be fetched again, even if it was processed already
+    /// (a plain `add_url` of a processed URL only adds a referral).
+    pub async fn add_url_again(
+        &self,
+        url: &str,
+        operation: OperationSpec,
+    ) -> Result<String, AppError> {
+        self.queue(url, operation, true).await
+    }
+
+    async fn queue(
+        &self,
+        url: &str,
+        operation: OperationSpec,
+        again: bool,
+    ) -> Result<String, AppError> {
         let url = url.to_string();
         self.call_master(MASTER_WAIT, move |reply| MasterMsg::AddUrl {
             url: url.clone(),
             operation: operation.clone(),
+            again,
             reply,
         })
         .await?
@@ -130,6 +151,24 @@ impl AppHandle {
 
     pub async fn status(&self) -> Result<Status, AppError> {
         self.call_master(MASTER_WAIT, MasterMsg::Status).await
+    }
+
+    /// The `limit` best pages for `query` in the full-text index (ranked,
+    /// with snippets, and `did_you_mean` when a typo was corrected). Pages
+    /// are searchable about `index_commit_every` after they are processed.
+    pub async fn search(&self, query: &str, limit: usize) -> Result<SearchAnswer, AppError> {
+        crate::control::search(&self.config, query.to_string(), limit)
+            .await
+            .map_err(AppError::Rejected)
+    }
+
+    /// Index now what the store's queue holds for the index, so a search
+    /// sees every page processed so far.
+    pub async fn flush_index(&self) -> Result<(), AppError> {
+        let indexer = ActorRef::<IndexerMsg>::where_is(self.config.indexer_name())
+            .ok_or_else(|| AppError::Rejected("no index here".to_string()))?;
+        ractor::call_t!(indexer, IndexerMsg::CatchUp, 60_000)
+            .map_err(|e| AppError::Stopped(e.to_string()))
     }
 
     /// Wait until nothing is pending or processing (or the page budget is

@@ -211,6 +211,18 @@ pub trait Queries: Send + Sync + fmt::Debug + 'static {
         filter: &Document,
     ) -> Result<Vec<Document>, StoreError>;
 
+    /// The first `limit` records of `collection` in key order: the head of
+    /// a queue such as the indexer's.
+    async fn first_records(
+        &self,
+        collection: &str,
+        limit: usize,
+    ) -> Result<Vec<Document>, StoreError>;
+
+    /// Remove the records of `collection` with these keys (a queue's
+    /// consumer, once it has handled them); returns how many were removed.
+    async fn delete_records(&self, collection: &str, keys: &[Document]) -> Result<u64, StoreError>;
+
     async fn broken_links(&self) -> Result<Vec<BrokenLink>, StoreError>;
 
     async fn hosts(&self) -> Result<Vec<HostRecord>, StoreError>;
@@ -288,8 +300,16 @@ pub struct ExtractedPage {
     /// Absolute normalized links the page asks to be followed, parsed (the
     /// link policy reads them without parsing them again).
     pub links: Vec<url::Url>,
+    /// The anchor text of each of `links`, in the same order (empty strings
+    /// for links without text; an empty list unless visible text was asked
+    /// for).
+    pub anchors: Vec<String>,
+    /// `<meta name=robots content=noindex>`: keep the page out of the index.
+    pub noindex: bool,
     /// All links found, including nofollow and invalid ones.
     pub links_found: usize,
+    /// A sitemap's `lastmod` dates (epoch ms), by link URL; empty for a page.
+    pub modified: HashMap<String, Millis>,
     /// 64-bit hash of the body, for content-seen de-duplication.
     pub content_hash: u64,
     /// What could not be read, in one line (a broken or oversized

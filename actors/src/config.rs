@@ -2,6 +2,7 @@
 
 use crate::behaviour::{Extractor, Fetcher, Frontier, LinkPolicy, Operations, Queries, Store};
 use crate::scheduler::Politeness;
+use crate::search::IndexOpener;
 use crate::traps::TrapSettings;
 use crate::types::Millis;
 use std::fmt;
@@ -79,6 +80,14 @@ pub struct CrawlConfig {
     pub sitemaps: bool,
     /// Crawler-trap defence ([`crate::traps`]); `None` turns it off.
     pub traps: Option<TrapSettings>,
+    /// Hand every HTML page this node fetches to the full-text index (the
+    /// `index` operation, [`crate::search`]); the master's node keeps the
+    /// index when its [`Storage`] has one.
+    pub index: bool,
+    /// The indexer commits after this many pages...
+    pub index_commit_pages: usize,
+    /// ...or this long after the first page not committed.
+    pub index_commit_every: Duration,
     pub restart_intensity: RestartIntensity,
     /// How often the master checks timers, leases and idleness.
     pub tick: Duration,
@@ -105,6 +114,9 @@ impl Default for CrawlConfig {
             keep_retrying_robots: false,
             sitemaps: true,
             traps: Some(TrapSettings::default()),
+            index: false,
+            index_commit_pages: 2_000,
+            index_commit_every: Duration::from_secs(1),
             restart_intensity: RestartIntensity::default(),
             tick: Duration::from_millis(200),
         }
@@ -152,6 +164,10 @@ impl CrawlConfig {
         format!("web_crawler_control@{}", self.node_name)
     }
 
+    pub fn indexer_name(&self) -> String {
+        format!("web_crawler_indexer@{}", self.node_name)
+    }
+
     pub fn sup_name(&self) -> String {
         format!("web_crawler_sup@{}", self.node_name)
     }
@@ -188,10 +204,12 @@ impl fmt::Debug for Behaviours {
 /// The store as the tree uses it: the frontier the master writes, and the
 /// queries the control actor reads. Usually one backend serves both
 /// ([`Storage::new`]); a wrapper may take one side only ([`Storage::split`]).
+/// With an index ([`Storage::with_index`]) the tree runs an indexer too.
 #[derive(Clone, Debug)]
 pub struct Storage {
     pub frontier: Arc<dyn Frontier>,
     pub queries: Arc<dyn Queries>,
+    pub index: Option<Arc<dyn IndexOpener>>,
 }
 
 impl Storage {
@@ -199,10 +217,21 @@ impl Storage {
         Self {
             frontier: store.clone(),
             queries: store,
+            index: None,
         }
     }
 
     pub fn split(frontier: Arc<dyn Frontier>, queries: Arc<dyn Queries>) -> Self {
-        Self { frontier, queries }
+        Self {
+            frontier,
+            queries,
+            index: None,
+        }
+    }
+
+    /// Keep a full-text index of the pages crawled, opened by `opener`.
+    pub fn with_index(mut self, opener: Arc<dyn IndexOpener>) -> Self {
+        self.index = Some(opener);
+        self
     }
 }

@@ -5,7 +5,8 @@
 
 use crate::behaviour::{PageQuery, Queries};
 use crate::config::CrawlConfig;
-use crate::protocol::{self, ControlMsg, ControlRequest, MasterMsg, SupMsg};
+use crate::protocol::{self, ControlMsg, ControlRequest, IndexerMsg, MasterMsg, SupMsg};
+use crate::search::SearchAnswer;
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 use serde::Serialize;
 use serde_json::{Value, json};
@@ -125,6 +126,7 @@ async fn answer(state: &ControlArgs, request: ControlRequest) -> Result<Value, S
                 |reply| MasterMsg::AddUrl {
                     url,
                     operation,
+                    again: false,
                     reply
                 },
                 MASTER_TIMEOUT_MS
@@ -159,11 +161,34 @@ async fn answer(state: &ControlArgs, request: ControlRequest) -> Result<Value, S
                 .map_err(|e| e.to_string())?;
             Ok(json!({ "paused": paused }))
         }
+        ControlRequest::Search { query, limit } => to_json(&search(cfg, query, limit).await?),
         ControlRequest::RestartMaster => {
             master(cfg)?.kill();
             Ok(json!("master killed; the supervisor restarts it"))
         }
     }
+}
+
+/// Ask this node's indexer.
+pub(crate) async fn search(
+    cfg: &CrawlConfig,
+    query: String,
+    limit: usize,
+) -> Result<SearchAnswer, String> {
+    let indexer = ActorRef::<IndexerMsg>::where_is(cfg.indexer_name()).ok_or_else(|| {
+        "no index here: the crawl runs without one (--no-index), or the indexer is restarting"
+            .to_string()
+    })?;
+    ractor::call_t!(
+        indexer,
+        |reply| IndexerMsg::Search {
+            query,
+            limit,
+            reply
+        },
+        MASTER_TIMEOUT_MS
+    )
+    .map_err(|e| e.to_string())?
 }
 
 fn to_json<T: Serialize>(value: &T) -> Result<Value, String> {

@@ -16,16 +16,40 @@ pub enum LinkDecision {
 /// `processed` is the matching processed_urls document's `d_processed`, when
 /// one exists with the same operation. A page processed with another
 /// operation is queued again (as the paper's lookup on `_id` + `operation`).
+/// `modified` is when the link says the page last changed (a sitemap's
+/// `lastmod`): a page fetched before that is queued again, whatever the
+/// reprocess interval.
 pub fn decide_link(
     processed: Option<Millis>,
+    modified: Option<Millis>,
     now: Millis,
     reprocess_after_ms: Option<Millis>,
 ) -> LinkDecision {
-    match (processed, reprocess_after_ms) {
-        (None, _) => LinkDecision::Queue,
-        (Some(_), None) => LinkDecision::ReferralOnly,
-        (Some(at), Some(interval)) if now.saturating_sub(at) >= interval => LinkDecision::Queue,
-        (Some(_), Some(_)) => LinkDecision::ReferralOnly,
+    let Some(at) = processed else {
+        return LinkDecision::Queue;
+    };
+    let changed_since = modified.is_some_and(|m| m > at);
+    let due = reprocess_after_ms.is_some_and(|interval| now.saturating_sub(at) >= interval);
+    if changed_since || due {
+        LinkDecision::Queue
+    } else {
+        LinkDecision::ReferralOnly
+    }
+}
+
+/// How much of a page's OPIC credit a link gets, relative to its siblings,
+/// given when the link says its page last changed (a sitemap's `lastmod`):
+/// 4 for a page changed just now, halving its excess every week down to 1,
+/// the weight of a link that says nothing. Recently changed pages are
+/// fetched first; the page's credit is only shared differently, not grown.
+pub fn recency_weight(modified: Option<Millis>, now: Millis) -> f64 {
+    const WEEK_MS: f64 = 7.0 * 24.0 * 3600.0 * 1000.0;
+    match modified {
+        None => 1.0,
+        Some(at) => {
+            let age = now.saturating_sub(at).max(0) as f64;
+            1.0 + 3.0 * 0.5_f64.powf(age / WEEK_MS)
+        }
     }
 }
 
@@ -105,14 +129,17 @@ mod tests {
 
     #[test]
     fn unknown_url_is_queued() {
-        assert_eq!(decide_link(None, 1_000, None), LinkDecision::Queue);
-        assert_eq!(decide_link(None, 1_000, Some(60_000)), LinkDecision::Queue);
+        assert_eq!(decide_link(None, None, 1_000, None), LinkDecision::Queue);
+        assert_eq!(
+            decide_link(None, None, 1_000, Some(60_000)),
+            LinkDecision::Queue
+        );
     }
 
     #[test]
     fn processed_url_without_interval_only_gains_a_referral() {
         assert_eq!(
-            decide_link(Some(0), i64::MAX, None),
+            decide_link(Some(0), None, i64::MAX, None),
             LinkDecision::ReferralOnly
         );
     }
@@ -121,13 +148,50 @@ mod tests {
     fn reprocess_interval_is_the_papers_age_rule() {
         let interval = Some(60_000);
         assert_eq!(
-            decide_link(Some(100_000), 159_999, interval),
+            decide_link(Some(100_000), None, 159_999, interval),
             LinkDecision::ReferralOnly
         );
         assert_eq!(
-            decide_link(Some(100_000), 160_000, interval),
+            decide_link(Some(100_000), None, 160_000, interval),
             LinkDecision::Queue
         );
+    }
+
+    #[test]
+    fn a_page_changed_since_its_fetch_is_queued_again() {
+        // lastmod after the fetch: queued, even with no reprocess interval.
+        assert_eq!(
+            decide_link(Some(100_000), Some(100_001), 100_002, None),
+            LinkDecision::Queue
+        );
+        // lastmod before (or at) the fetch: only a referral.
+        assert_eq!(
+            decide_link(Some(100_000), Some(100_000), 200_000, None),
+            LinkDecision::ReferralOnly
+        );
+        // The interval still applies to an unchanged page.
+        assert_eq!(
+            decide_link(Some(100_000), Some(50_000), 200_000, Some(60_000)),
+            LinkDecision::Queue
+        );
+    }
+
+    #[test]
+    fn recently_changed_pages_get_more_credit() {
+        let day = 24 * 3600 * 1000;
+        let now = 1_000 * day;
+        assert_eq!(recency_weight(None, now), 1.0);
+        assert_eq!(recency_weight(Some(now), now), 4.0);
+        assert_eq!(
+            recency_weight(Some(now + day), now),
+            4.0,
+            "a future date is now"
+        );
+        let week_old = recency_weight(Some(now - 7 * day), now);
+        assert!((week_old - 2.5).abs() < 1e-9, "{week_old}");
+        let year_old = recency_weight(Some(now - 365 * day), now);
+        assert!(year_old > 1.0 && year_old < 1.001, "{year_old}");
+        assert!(recency_weight(Some(now - day), now) > week_old);
     }
 
     #[test]

@@ -6,11 +6,13 @@ pub mod cluster;
 mod config;
 mod control;
 pub mod frontier;
+pub mod indexer;
 mod master;
 mod pool;
 mod protocol;
 mod remote;
 pub mod scheduler;
+pub mod search;
 mod slave;
 mod sup;
 pub mod traps;
@@ -31,6 +33,9 @@ pub use protocol::{
     ChildInfo, ChildRole, ControlRequest, IdleReason, NodeInfo, SlaveReport, Status, node_of,
 };
 pub use remote::{Remote, RemoteError};
+pub use search::{
+    Anchor, INDEX_QUEUE, IndexError, IndexOpener, PageIndex, PageText, SearchAnswer, SearchHit,
+};
 pub use sup::ExitReason;
 pub use types::{
     BrokenLink, HostRecord, Job, Millis, NewLink, OperationSpec, PageRecord, PendingUrl,

@@ -7,10 +7,11 @@
 //! task of its own too. All its durable state is in the store, so a
 //! restarted master picks up where the last one stopped.
 
-use crate::behaviour::{CommitSummary, Frontier, StoreError};
+use crate::behaviour::{CommitBatch, CommitSummary, Frontier, StoreError};
 use crate::config::{Behaviours, CrawlConfig};
-use crate::protocol::{self, IdleReason, MasterMsg, PoolMsg, Status};
-use crate::types::{Job, StoreCounts, now_ms};
+use crate::protocol::{self, IdleReason, IndexerMsg, MasterMsg, PoolMsg, Status};
+use crate::search::{INDEX_QUEUE, PageText};
+use crate::types::{Job, NewLink, StoreCounts, now_ms};
 use crate::window::{CycleWork, Window, idle_reason};
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 use std::sync::Arc;
@@ -51,6 +52,8 @@ pub(crate) struct MasterArgs {
     /// How many times the supervisor restarted the master so far.
     pub(crate) restarts: u32,
     pub(crate) run: Arc<RunStats>,
+    /// The registered name of the indexer, when this tree keeps an index.
+    pub(crate) indexer: Option<String>,
 }
 
 /// What a store cycle did.
@@ -70,6 +73,7 @@ pub(crate) struct MasterState {
     b: Behaviours,
     restarts: u32,
     run: Arc<RunStats>,
+    indexer: Option<String>,
     myself: ActorRef<MasterMsg>,
     flush_scheduled: bool,
     /// The store cycle running on its own task.
@@ -111,6 +115,7 @@ impl Actor for Master {
             b: args.behaviours,
             restarts: args.restarts,
             run,
+            indexer: args.indexer,
             myself,
             flush_scheduled: false,
             cycle: None,
@@ -153,13 +158,18 @@ impl Actor for Master {
             MasterMsg::AddUrl {
                 url,
                 operation,
+                again,
                 reply,
             } => {
                 if let Err(e) = state.b.operations.validate(&operation) {
                     let _ = reply.send(Err(e.to_string()));
                 } else {
                     match state.b.policy.seed(&url, &operation) {
-                        Ok(link) => {
+                        Ok(mut link) => {
+                            if again {
+                                // Fetched again even if processed already.
+                                link.modified = Some(now);
+                            }
                             // Replied once written: the caller is told it is durable.
                             state.seeds_waiting.push((reply, link.url.clone()));
                             state.window.add_seed(link);
@@ -204,7 +214,15 @@ impl Actor for Master {
             MasterMsg::Sitemaps { referrer, urls } => {
                 for url in urls {
                     match state.b.policy.link(&referrer, &url, false) {
-                        Ok(link) => state.window.add_link(link, now),
+                        // Read again each time robots.txt is: its entries'
+                        // lastmod says which pages changed since.
+                        Ok(link) => state.window.add_link(
+                            NewLink {
+                                modified: Some(now),
+                                ..link
+                            },
+                            now,
+                        ),
                         Err(why) => tracing::debug!(%url, %why, "sitemap not followed"),
                     }
                 }
@@ -283,7 +301,13 @@ impl Actor for Master {
         }
         if let Some(work) = state.window.start_cycle(true, false, false, now) {
             let _running = state.run.store_cycle.lock().await;
-            run_cycle(state.store.as_ref(), &state.cfg.node_name, work).await?;
+            run_cycle(
+                state.store.as_ref(),
+                &state.cfg.node_name,
+                work,
+                state.indexer.as_deref(),
+            )
+            .await?;
             reply_seeds(&mut state.seeds_waiting);
         }
         Ok(())
@@ -320,19 +344,22 @@ fn cycle(state: &mut MasterState, write: bool, claim: bool) {
     let owner = state.cfg.node_name.clone();
     let myself = state.myself.clone();
     let lock = Arc::clone(&state.run.store_cycle);
+    let indexer = state.indexer.clone();
     state.cycle = Some(tokio::spawn(async move {
         let _running = lock.lock_owned().await;
-        let result = run_cycle(store.as_ref(), &owner, work).await;
+        let result = run_cycle(store.as_ref(), &owner, work, indexer.as_deref()).await;
         let _ = myself.cast(MasterMsg::CycleDone);
         result
     }));
 }
 
-/// One store cycle: releases, the batch and the claim, lease renewals, counts.
+/// One store cycle: releases, the batch and the claim, lease renewals, counts;
+/// then the batch's pages go to the indexer.
 async fn run_cycle(
     store: &dyn Frontier,
     owner: &str,
-    work: CycleWork,
+    mut work: CycleWork,
+    indexer: Option<&str>,
 ) -> Result<CycleResult, StoreError> {
     let started = Instant::now();
     if let Some(keep) = &work.release_all_but {
@@ -348,11 +375,18 @@ async fn run_cycle(
         store.release_keys(&work.release).await?;
     }
     let pages = work.batch.pages.len();
+    let to_index = pages_to_index(&mut work.batch, indexer.is_some());
     let (summary, claimed) = if work.batch.is_empty() && work.claim.is_none() {
         (CommitSummary::default(), Vec::new())
     } else {
         store.commit_and_claim(work.batch, work.claim).await?
     };
+    if !to_index.is_empty()
+        && let Some(indexer) = indexer.and_then(ActorRef::<IndexerMsg>::where_is)
+    {
+        // Should the indexer be down, the pages wait in the store's queue.
+        let _ = indexer.cast(IndexerMsg::Pages(to_index));
+    }
     if let Some((keys, until)) = &work.extend {
         store.extend_leases(keys, owner, *until).await?;
     }
@@ -369,6 +403,28 @@ async fn run_cycle(
         "store cycle"
     );
     Ok(CycleResult { claimed, counts })
+}
+
+/// The pages of `batch` for the index, read from their queue records.
+/// Without an index the records are dropped, so that no queue grows that
+/// nobody reads (a worker node may index when its master does not).
+fn pages_to_index(batch: &mut CommitBatch, indexed: bool) -> Vec<PageText> {
+    let mut pages = Vec::new();
+    for page in &mut batch.pages {
+        if !indexed {
+            page.records.retain(|r| r.collection != INDEX_QUEUE);
+            continue;
+        }
+        for record in page.records.iter().filter(|r| r.collection == INDEX_QUEUE) {
+            let mut doc = record.key.clone();
+            doc.extend(record.fields.clone());
+            match PageText::from_document(doc) {
+                Ok(text) => pages.push(text),
+                Err(why) => tracing::warn!(%why, "a page for the index is unreadable"),
+            }
+        }
+    }
+    pages
 }
 
 /// Take the finished cycle's result: answer the seeds it wrote, dispatch

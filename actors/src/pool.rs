@@ -7,7 +7,7 @@
 use crate::config::{Behaviours, CrawlConfig};
 use crate::protocol::{self, MasterMsg, PoolMsg, SlaveReport};
 use crate::scheduler::{Action, HostScheduler};
-use crate::slave::{Slave, SlaveArgs, SlaveTask};
+use crate::slave::{PageWants, Slave, SlaveArgs, SlaveTask};
 use crate::types::{Job, Millis, now_ms};
 use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, SupervisionEvent};
 use std::collections::HashMap;
@@ -220,7 +220,10 @@ async fn spawn_slave(
         node_name: state.args.config.node_name.clone(),
         master: state.master.clone(),
         pool: myself.clone(),
-        simhash: state.args.config.traps.is_some(),
+        wants: PageWants {
+            simhash: state.args.config.traps.is_some(),
+            index: state.args.config.index,
+        },
         sitemaps: state.args.config.sitemaps,
         min_delay_ms: state.args.config.min_delay.as_millis() as u64,
     };

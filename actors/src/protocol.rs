@@ -4,6 +4,7 @@
 //! other's internals (as an Erlang module's API is its exported messages).
 
 use crate::behaviour::{ProcessedPage, RobotsReport};
+use crate::search::{PageText, SearchAnswer};
 use crate::types::{HostRecord, Job, Millis, OperationSpec, StoreCounts};
 use ractor::message::{BoxedDowncastErr, SerializedMessage};
 use ractor::{ActorCell, ActorRef, RpcReplyPort};
@@ -166,6 +167,8 @@ pub(crate) enum MasterMsg {
     AddUrl {
         url: String,
         operation: OperationSpec,
+        /// Queue it even if it was processed already.
+        again: bool,
         reply: RpcReplyPort<Result<String, String>>,
     },
     Report(SlaveReport),
@@ -335,6 +338,28 @@ impl ractor::Message for PoolMsg {
     }
 }
 
+// --- the indexer ----------------------------------------------------------------
+
+#[derive(Debug)]
+pub(crate) enum IndexerMsg {
+    /// Pages of a batch the master has written (their queue records are
+    /// durable).
+    Pages(Vec<PageText>),
+    /// Commit if a commit is due.
+    Tick,
+    /// Index a chunk of what the store's queue holds (at start).
+    Backlog,
+    /// Commit, then index everything the queue holds (before a stop).
+    CatchUp(RpcReplyPort<()>),
+    Search {
+        query: String,
+        limit: usize,
+        reply: RpcReplyPort<Result<SearchAnswer, String>>,
+    },
+}
+
+impl ractor::Message for IndexerMsg {}
+
 // --- the supervisor -------------------------------------------------------------
 
 /// The supervisor's children, in start order.
@@ -343,6 +368,7 @@ pub enum ChildRole {
     Pool,
     Master,
     Control,
+    Indexer,
 }
 
 /// One row of `which_children`.
@@ -397,6 +423,11 @@ pub enum ControlRequest {
     Resume,
     /// Kill the master; the supervisor restarts it.
     RestartMaster,
+    /// Full-text search over the pages indexed.
+    Search {
+        query: String,
+        limit: usize,
+    },
 }
 
 /// The wire message: one request, one reply, both JSON text

@@ -5,10 +5,21 @@
 
 use crate::behaviour::{FetchedPage, PageContext, ProcessedPage, error_chain};
 use crate::config::Behaviours;
+use crate::frontier::recency_weight;
 use crate::protocol::{self, PoolMsg, SlaveReport};
+use crate::search::{INDEX_TEXT_BYTES, PageText};
 use crate::types::{Job, PageRecord, now_ms};
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 use std::time::Duration;
+
+/// What a slave makes of a page besides its record and links.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct PageWants {
+    /// The simhash of its visible text (the trap defence is on).
+    pub(crate) simhash: bool,
+    /// Its text for the full-text index (the `index` operation).
+    pub(crate) index: bool,
+}
 
 /// What one slave does.
 #[derive(Debug)]
@@ -29,8 +40,8 @@ pub(crate) struct SlaveArgs {
     /// Registered name of the master to report to.
     pub(crate) master: String,
     pub(crate) pool: ActorRef<PoolMsg>,
-    /// Send the simhash of each page's visible text (trap defence is on).
-    pub(crate) simhash: bool,
+    /// What to make of each page besides its links.
+    pub(crate) wants: PageWants,
     /// Read the host's sitemaps after its robots.txt.
     pub(crate) sitemaps: bool,
     /// The pool's minimum delay between two requests to one host.
@@ -99,7 +110,7 @@ impl Actor for Slave {
                     ),
                     asked: false,
                 };
-                let soft_404 = if args.simhash && !report.unreachable {
+                let soft_404 = if args.wants.simhash && !report.unreachable {
                     probe_soft_404(&mut host_fetch, &scheme, &host, report.rules.as_ref()).await
                 } else {
                     None
@@ -120,7 +131,7 @@ impl Actor for Slave {
                 })?;
             }
             SlaveTask::Page(job) => {
-                let report = process(&job, &args.behaviours, &args.node_name, args.simhash).await;
+                let report = process(&job, &args.behaviours, &args.node_name, args.wants).await;
                 if let SlaveReport::Failed {
                     retry_after: Some(until),
                     ..
@@ -206,7 +217,7 @@ pub(crate) async fn process(
     job: &Job,
     b: &Behaviours,
     node_name: &str,
-    want_simhash: bool,
+    wants: PageWants,
 ) -> SlaveReport {
     let page = match b.fetcher.fetch(&job.url).await {
         Ok(page) => page,
@@ -261,14 +272,20 @@ pub(crate) async fn process(
         // start of it; a plain crawl without them collects none.
         let text_limit = if operation.is_some_and(|(_, op)| op.reads_text()) {
             usize::MAX
-        } else if want_simhash {
+        } else if wants.index {
+            INDEX_TEXT_BYTES
+        } else if wants.simhash {
             crate::traps::SIMHASH_TEXT_BYTES
         } else {
             0
         };
         let extracted = b.extractor.extract(&job.url, &page, text_limit);
-        if want_simhash && extracted.is_html && (200..300).contains(&page.status) {
-            simhash = Some(crate::traps::simhash(&extracted.text));
+        if wants.simhash && extracted.is_html && (200..300).contains(&page.status) {
+            let mut end = extracted.text.len().min(crate::traps::SIMHASH_TEXT_BYTES);
+            while !extracted.text.is_char_boundary(end) {
+                end -= 1;
+            }
+            simhash = Some(crate::traps::simhash(&extracted.text[..end]));
         }
         record.title = extracted.title.clone();
         record.error = extracted.problem.clone();
@@ -288,15 +305,31 @@ pub(crate) async fn process(
                     }
                 }
             }
+            if wants.index
+                && let Some(text) = PageText::of(&job.url, &extracted)
+            {
+                records.push(text.into_record());
+            }
             // After the operation, which may read them: the links' URLs move
             // into the admitted links.
             links = b.policy.links(job, extracted.links);
+            if !extracted.modified.is_empty() {
+                for link in &mut links {
+                    link.modified = extracted.modified.get(&link.url).copied();
+                }
+            }
         }
     }
-    // OPIC: the page's credit is shared among the links it hands on.
-    let share = job.priority / (links.len().max(1) as f64);
-    for link in &mut links {
-        link.priority = share;
+    // OPIC: the page's credit is shared among the links it hands on, more
+    // of it to those a sitemap says changed recently.
+    let now = now_ms();
+    let weights: Vec<f64> = links
+        .iter()
+        .map(|l| recency_weight(l.modified, now))
+        .collect();
+    let total: f64 = weights.iter().sum();
+    for (link, weight) in links.iter_mut().zip(weights) {
+        link.priority = job.priority * weight / total;
     }
     SlaveReport::Page {
         job: job.clone(),

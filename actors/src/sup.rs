@@ -7,9 +7,10 @@
 use crate::behaviour::error_chain;
 use crate::config::{Behaviours, CrawlConfig, Storage};
 use crate::control::{Control, ControlArgs};
+use crate::indexer::{Indexer, IndexerArgs};
 use crate::master::{Master, MasterArgs, RunStats};
 use crate::pool::{Pool, PoolArgs};
-use crate::protocol::{ChildInfo, ChildRole, MasterMsg, SupMsg};
+use crate::protocol::{ChildInfo, ChildRole, IndexerMsg, MasterMsg, SupMsg};
 use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, SupervisionEvent};
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
@@ -24,6 +25,9 @@ pub enum ExitReason {
     /// The restart intensity was exceeded (or a child could not start).
     Failed(String),
 }
+
+/// How long a stop waits for the indexer to index what is queued.
+const CATCH_UP_MS: u64 = 60_000;
 
 #[derive(Debug)]
 pub(crate) struct SupArgs {
@@ -75,9 +79,13 @@ impl Actor for Sup {
         };
         // The master adopts what the pool holds, so the pool starts first.
         start_child(&myself, &mut state, ChildRole::Pool).await?;
-        if state.args.storage.is_some() {
+        if let Some(storage) = &state.args.storage {
+            let indexed = storage.index.is_some();
             start_child(&myself, &mut state, ChildRole::Master).await?;
             start_child(&myself, &mut state, ChildRole::Control).await?;
+            if indexed {
+                start_child(&myself, &mut state, ChildRole::Indexer).await?;
+            }
         }
         Ok(state)
     }
@@ -104,7 +112,20 @@ impl Actor for Sup {
             }
             SupMsg::Shutdown(reply) => {
                 state.shutting_down = true;
-                for role in [ChildRole::Control, ChildRole::Master, ChildRole::Pool] {
+                for role in [
+                    ChildRole::Control,
+                    ChildRole::Master,
+                    ChildRole::Indexer,
+                    ChildRole::Pool,
+                ] {
+                    if role == ChildRole::Indexer
+                        && let Some(indexer) =
+                            ActorRef::<IndexerMsg>::where_is(state.args.config.indexer_name())
+                    {
+                        // The master's last pages are in its mailbox; what is
+                        // not indexed now waits in the store's queue.
+                        let _ = ractor::call_t!(indexer, IndexerMsg::CatchUp, CATCH_UP_MS);
+                    }
                     let cells: Vec<_> = state
                         .children
                         .values()
@@ -227,8 +248,26 @@ async fn start_child(
                 behaviours: state.args.behaviours.clone(),
                 restarts: state.restarts.get(&role).copied().unwrap_or(0),
                 run: state.run.clone(),
+                indexer: storage.index.is_some().then(|| cfg.indexer_name()),
             };
             Actor::spawn_linked(Some(cfg.master_name()), Master, args, myself.get_cell())
+                .await?
+                .0
+                .get_cell()
+        }
+        ChildRole::Indexer => {
+            let storage = state
+                .args
+                .storage
+                .as_ref()
+                .ok_or("a worker node runs no indexer")?;
+            let args = IndexerArgs {
+                opener: storage.index.clone().ok_or("no index to keep")?,
+                queries: Arc::clone(&storage.queries),
+                commit_every: cfg.index_commit_every,
+                commit_pages: cfg.index_commit_pages,
+            };
+            Actor::spawn_linked(Some(cfg.indexer_name()), Indexer, args, myself.get_cell())
                 .await?
                 .0
                 .get_cell()

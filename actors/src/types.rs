@@ -94,6 +94,10 @@ pub struct NewLink {
     pub priority: f64,
     /// Length of the redirect chain that led here (0 for a normal link).
     pub redirect_hops: u32,
+    /// When the referrer says the page last changed (a sitemap's
+    /// `lastmod`, epoch ms): a page fetched before that is queued again.
+    #[serde(default)]
+    pub modified: Option<Millis>,
 }
 
 /// A claimed URL, leased to this node, on its way to a slave.

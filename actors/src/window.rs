@@ -1050,6 +1050,7 @@ mod tests {
             depth: 0,
             priority: 1.0,
             redirect_hops: 0,
+            modified: None,
         });
         assert!(w.write_due());
         let work = w.start_cycle(false, false, false, T0).unwrap();
@@ -1174,6 +1175,7 @@ mod tests {
             depth: 2,
             priority: 0.1,
             redirect_hops: 0,
+            modified: None,
         }
     }
 

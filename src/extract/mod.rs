@@ -8,6 +8,7 @@
 //! `charset` sniffs and decodes the body, `tokenizer` walks html5gum's tokens
 //! and uses the element tables of `tags` to decide what each tag means.
 
+use std::collections::HashMap;
 use url::Url;
 
 use crate::normalize::NormalizeOptions;
@@ -37,6 +38,9 @@ pub struct ExtractedLink {
     pub source: LinkSource,
     /// rel=nofollow on the element
     pub nofollow: bool,
+    /// An `<a>`'s visible text, whitespace-collapsed, at most 200 bytes;
+    /// empty when visible text was not asked for, or in nav and footer.
+    pub text: String,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -81,20 +85,27 @@ impl HtmlExtractor {
     ) -> web_crawler_actors::ExtractedPage {
         let map = sitemap::parse(body);
         let base = Url::parse(url).ok();
-        let links: Vec<Url> = map
-            .locs
-            .iter()
-            .filter_map(|loc| {
-                let base = base.as_ref()?;
-                crate::normalize::resolve(base, loc, &self.normalize).ok()
-            })
-            .collect();
+        let mut links = Vec::with_capacity(map.entries.len());
+        let mut modified = HashMap::new();
+        for entry in &map.entries {
+            let Some(link) = base
+                .as_ref()
+                .and_then(|base| crate::normalize::resolve(base, &entry.loc, &self.normalize).ok())
+            else {
+                continue;
+            };
+            if let Some(at) = entry.lastmod {
+                modified.insert(link.to_string(), at);
+            }
+            links.push(link);
+        }
         if let Some(problem) = &map.problem {
             tracing::info!(%url, %problem, "sitemap read in part");
         }
         web_crawler_actors::ExtractedPage {
-            links_found: map.locs.len(),
+            links_found: map.entries.len(),
             links,
+            modified,
             content_hash,
             problem: map.problem,
             ..Default::default()
@@ -138,19 +149,23 @@ impl web_crawler_actors::Extractor for HtmlExtractor {
             };
         };
         let found = extract_html(&document, &page_url, &self.normalize, text_limit);
-        let links = if found.meta_nofollow {
-            Vec::new()
+        let links_found = found.links.len() + found.invalid_links;
+        let (links, anchors): (Vec<Url>, Vec<String>) = if found.meta_nofollow {
+            Default::default()
         } else {
             found
                 .links
-                .iter()
+                .into_iter()
                 .filter(|l| !l.nofollow)
-                .map(|l| l.url.clone())
-                .collect()
+                .map(|l| (l.url, l.text))
+                .unzip()
         };
+        let anchors = if text_limit > 0 { anchors } else { Vec::new() };
         web_crawler_actors::ExtractedPage {
-            links_found: found.links.len() + found.invalid_links,
+            links_found,
             links,
+            anchors,
+            noindex: found.meta_noindex,
             is_html: true,
             title: found.title,
             headings: found.headings,
@@ -158,6 +173,7 @@ impl web_crawler_actors::Extractor for HtmlExtractor {
             document,
             content_hash,
             problem: None,
+            modified: HashMap::new(),
         }
     }
 }

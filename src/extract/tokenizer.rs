@@ -4,7 +4,8 @@
 
 use std::borrow::Cow;
 use std::cell::Cell;
-use std::collections::HashSet;
+use std::collections::HashMap;
+use std::collections::hash_map::Entry;
 use std::convert::Infallible;
 
 use html5gum::emitters::callback::{CallbackEmitter, CallbackEvent};
@@ -201,7 +202,12 @@ struct RawLink {
     end: usize,
     source: LinkSource,
     nofollow: bool,
+    /// The visible text of an `<a>` (collected only with visible text).
+    text: String,
 }
+
+/// Bytes of anchor text kept per link: enough for any real label.
+const ANCHOR_TEXT_BYTES: usize = 200;
 
 struct Extractor<'a> {
     page_url: &'a Url,
@@ -248,6 +254,9 @@ struct Extractor<'a> {
     base: Option<Url>,
     hrefs: String,
     raw_links: Vec<RawLink>,
+    /// The `<a>` whose text is being read (index into `raw_links`).
+    open_anchor: Option<usize>,
+    anchor: Collector,
     meta_nofollow: bool,
     meta_noindex: bool,
 }
@@ -287,6 +296,8 @@ impl<'a> Extractor<'a> {
             base: None,
             hrefs: String::new(),
             raw_links: Vec::new(),
+            open_anchor: None,
+            anchor: Collector::default(),
             meta_nofollow: false,
             meta_noindex: false,
         }
@@ -370,7 +381,14 @@ impl<'a> Extractor<'a> {
         }
         let foreign = self.in_foreign();
         match tag {
-            Tag::A => self.push_link(LinkSource::Anchor),
+            Tag::A => {
+                // An `<a>` inside another closes it, as in browsers.
+                self.close_anchor();
+                self.push_link(LinkSource::Anchor);
+                if self.text_limit > 0 && self.text_visible() && self.href.get().is_some() {
+                    self.open_anchor = Some(self.raw_links.len() - 1);
+                }
+            }
             Tag::Area => self.push_link(LinkSource::Area),
             Tag::Link => {
                 let rel = self.rel.get().unwrap_or("");
@@ -440,6 +458,7 @@ impl<'a> Extractor<'a> {
             Tag::Nav => self.nav = self.nav.saturating_sub(1),
             Tag::Footer => self.footer = self.footer.saturating_sub(1),
             Tag::Title => self.close_title(),
+            Tag::A => self.close_anchor(),
             // Any of </h1>..</h6> closes whichever heading is open, as in browsers.
             Tag::Heading => self.close_heading(),
             _ => {}
@@ -468,12 +487,30 @@ impl<'a> Extractor<'a> {
             if self.heading_open {
                 self.heading.push(&s);
             }
+            if self.open_anchor.is_some() && self.anchor.buf.len() < ANCHOR_TEXT_BYTES {
+                self.anchor.push(&s);
+            }
         }
     }
 
     fn word_break(&mut self) {
         self.text.word_break();
         self.heading.word_break();
+        self.anchor.word_break();
+    }
+
+    fn close_anchor(&mut self) {
+        if let Some(i) = self.open_anchor.take() {
+            let mut text = self.anchor.take();
+            if text.len() > ANCHOR_TEXT_BYTES {
+                let mut end = ANCHOR_TEXT_BYTES;
+                while !text.is_char_boundary(end) {
+                    end -= 1;
+                }
+                text.truncate(end);
+            }
+            self.raw_links[i].text = text;
+        }
     }
 
     fn close_title(&mut self) {
@@ -510,6 +547,7 @@ impl<'a> Extractor<'a> {
             end: self.hrefs.len(),
             source,
             nofollow,
+            text: String::new(),
         });
     }
 
@@ -529,6 +567,7 @@ impl<'a> Extractor<'a> {
             end: self.hrefs.len(),
             source,
             nofollow: false,
+            text: String::new(),
         });
     }
 
@@ -572,24 +611,49 @@ impl<'a> Extractor<'a> {
         // Unclosed title/heading at EOF: browsers keep what was read.
         self.close_title();
         self.close_heading();
+        self.close_anchor();
         let base = self.base.as_ref().unwrap_or(self.page_url);
         let mut invalid_links = 0;
         let mut links: Vec<ExtractedLink> = Vec::with_capacity(self.raw_links.len());
-        for raw in &self.raw_links {
+        for raw in &mut self.raw_links {
             match resolve(base, &self.hrefs[raw.start..raw.end], self.opts) {
                 Ok(url) => links.push(ExtractedLink {
                     url,
                     source: raw.source,
                     nofollow: raw.nofollow,
+                    text: std::mem::take(&mut raw.text),
                 }),
                 Err(_) => invalid_links += 1,
             }
         }
-        // Dedupe with a set borrowing the URLs' own strings: no extra allocation per link.
-        let keep: Vec<bool> = {
-            let mut seen: HashSet<&str> = HashSet::with_capacity(links.len());
-            links.iter().map(|l| seen.insert(l.url.as_str())).collect()
+        // Dedupe with a map borrowing the URLs' own strings: no extra allocation per link.
+        // A kept link without text (a nav link) takes the first text a repeat has.
+        let (keep, texts): (Vec<bool>, Vec<(usize, usize)>) = {
+            let mut seen: HashMap<&str, usize> = HashMap::with_capacity(links.len());
+            let mut texts = Vec::new();
+            let keep = links
+                .iter()
+                .enumerate()
+                .map(|(i, l)| match seen.entry(l.url.as_str()) {
+                    Entry::Vacant(v) => {
+                        v.insert(i);
+                        true
+                    }
+                    Entry::Occupied(o) => {
+                        if !l.text.is_empty() && links[*o.get()].text.is_empty() {
+                            texts.push((*o.get(), i));
+                        }
+                        false
+                    }
+                })
+                .collect();
+            (keep, texts)
         };
+        for (to, from) in texts {
+            if links[to].text.is_empty() {
+                links[to].text = std::mem::take(&mut links[from].text);
+            }
+        }
         let mut keep = keep.into_iter();
         links.retain(|_| keep.next().unwrap_or(false));
         Extracted {
@@ -703,6 +767,37 @@ mod tests {
             ]
         );
         assert_eq!(e.invalid_links, 0);
+    }
+
+    #[test]
+    fn anchor_text_is_the_visible_text_of_content_links() {
+        let html = "<nav><a href=/docs>Docs</a></nav>\
+                    <p>See <a href=/docs>the <b>installation</b>\n guide</a> and \
+                    <a href=/x>first<a href=/y>second</a> <a href=/img><img alt=i></a>\
+                    <script>var a = '<a href=/s>no</a>';</script>";
+        let e = extract_html(html, &page(), &NormalizeOptions::default(), usize::MAX);
+        let got: Vec<(&str, &str)> = e
+            .links
+            .iter()
+            .map(|l| (l.url.path(), l.text.as_str()))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                // The nav link comes first and takes the content link's text.
+                ("/docs", "the installation guide"),
+                ("/x", "first"),
+                ("/y", "second"),
+                ("/img", ""),
+            ]
+        );
+        // Without visible text, no anchor text either (the cheap path).
+        let e = extract_html(html, &page(), &NormalizeOptions::default(), 0);
+        assert!(e.links.iter().all(|l| l.text.is_empty()));
+        // A label is bounded.
+        let long = format!("<a href=/l>{}</a>", "word ".repeat(200));
+        let e = extract_html(&long, &page(), &NormalizeOptions::default(), usize::MAX);
+        assert!(e.links[0].text.len() <= 200 && e.links[0].text.starts_with("word word"));
     }
 
     #[test]

@@ -135,7 +135,7 @@ impl MongoStore {
             .get(&link.url)
             .filter(|p| p.op_key == op_key)
             .map(|p| p.d_processed);
-        match decide_link(done, now, reprocess_after_ms) {
+        match decide_link(done, link.modified, now, reprocess_after_ms) {
             LinkDecision::ReferralOnly => {
                 summary.merged += 1;
                 if let Some(referrer) = referrer {
@@ -454,6 +454,7 @@ struct MergedLink {
     depth: u32,
     priority: f64,
     redirect_hops: u32,
+    modified: Option<Millis>,
 }
 
 fn merge_links(links: &[NewLink]) -> Vec<MergedLink> {
@@ -466,6 +467,7 @@ fn merge_links(links: &[NewLink]) -> Vec<MergedLink> {
                 m.priority += l.priority;
                 m.depth = m.depth.min(l.depth);
                 m.redirect_hops = m.redirect_hops.min(l.redirect_hops);
+                m.modified = m.modified.max(l.modified);
             }
             None => {
                 index.insert((l.url.as_str(), &l.operation), out.len());
@@ -476,6 +478,7 @@ fn merge_links(links: &[NewLink]) -> Vec<MergedLink> {
                     depth: l.depth,
                     priority: l.priority,
                     redirect_hops: l.redirect_hops,
+                    modified: l.modified,
                 });
             }
         }
@@ -951,6 +954,45 @@ impl Queries for MongoStore {
             .collect())
     }
 
+    async fn first_records(
+        &self,
+        collection: &str,
+        limit: usize,
+    ) -> Result<Vec<JsonDoc>, StoreError> {
+        let docs = self
+            .collect(
+                &self.db.collection(collection),
+                doc! {},
+                doc! { "_id": 1 },
+                Some(limit),
+                0,
+            )
+            .await?;
+        Ok(docs
+            .into_iter()
+            .map(|d| {
+                d.into_iter()
+                    .filter(|(k, _)| k != "_id")
+                    .map(|(k, v)| (k, json_of(v)))
+                    .collect()
+            })
+            .collect())
+    }
+
+    async fn delete_records(&self, collection: &str, keys: &[JsonDoc]) -> Result<u64, StoreError> {
+        if keys.is_empty() {
+            return Ok(0);
+        }
+        let keys = keys.iter().map(bson_doc).collect::<Result<Vec<_>, _>>()?;
+        let deleted = self
+            .db
+            .collection::<Document>(collection)
+            .delete_many(doc! { "$or": keys })
+            .await
+            .map_err(backend)?;
+        Ok(deleted.deleted_count)
+    }
+
     async fn broken_links(&self) -> Result<Vec<BrokenLink>, StoreError> {
         let filter = doc! { "$or": [
             { "http_returncode": { "$gte": 400 } },
@@ -1033,6 +1075,7 @@ mod tests {
             depth,
             priority,
             redirect_hops: 0,
+            modified: None,
         }
     }
 

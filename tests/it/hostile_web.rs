@@ -541,6 +541,70 @@ async fn sitemaps_lead_to_pages_nothing_links_to() {
     assert!(why.starts_with("sitemap: invalid XML"), "{why}");
 }
 
+/// A sitemap's `lastmod` brings a page back: the next crawl over the same
+/// file reads the sitemap again (robots.txt is read again) and fetches the
+/// page it says changed since its fetch, not the one it says did not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_page_the_sitemap_says_changed_is_fetched_again() {
+    use std::sync::atomic::AtomicBool;
+    let listener = reserve(Ipv4Addr::new(127, 0, 5, 10));
+    let origin = format!("http://{}", listener.local_addr().unwrap());
+    let changed = Arc::new(AtomicBool::new(false));
+    let server = {
+        let (origin, changed) = (origin.clone(), changed.clone());
+        TestServer::serve_fn(listener, move |req| match req.uri().path() {
+            "/robots.txt" => Page::text(
+                "text/plain",
+                format!("User-agent: *\nSitemap: {origin}/sitemap.xml\n"),
+            ),
+            "/sitemap.xml" => {
+                let a = if changed.load(Ordering::SeqCst) {
+                    "2100-01-01T00:00:00Z"
+                } else {
+                    "2001-01-01"
+                };
+                Page::text(
+                    "application/xml",
+                    format!(
+                        "<urlset xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\">\
+                         <url><loc>{origin}/a</loc><lastmod>{a}</lastmod></url>\
+                         <url><loc>{origin}/b</loc><lastmod>2001-01-01</lastmod></url></urlset>"
+                    ),
+                )
+            }
+            path => Page::html(format!(
+                "<html><head><title>{path}</title></head><body><p>{path}</p></body></html>"
+            )),
+        })
+        .await
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("t.db");
+    let run = |seed: &'static str| {
+        let (db, url) = (db.clone(), server.url(seed));
+        async move {
+            let store: Arc<dyn Store> = Arc::new(SqliteStore::open(&db).unwrap());
+            let app = start(store.clone(), settings()).await.unwrap();
+            app.add_url(&url).await.unwrap();
+            let idle = tokio::time::timeout(Duration::from_secs(60), app.wait_idle())
+                .await
+                .expect("the crawl ends by itself")
+                .unwrap();
+            assert_eq!(idle, IdleReason::FrontierEmpty);
+            app.stop(Duration::from_secs(5)).await.unwrap();
+        }
+    };
+    run("/").await;
+    assert_eq!((server.hits_of("/a"), server.hits_of("/b")), (1, 1));
+    changed.store(true, Ordering::SeqCst);
+    // A new page of the host, so that its robots.txt is read again.
+    run("/new").await;
+    assert_eq!(server.hits_of("/sitemap.xml"), 2, "read again");
+    assert_eq!(server.hits_of("/a"), 2, "changed since its fetch");
+    assert_eq!(server.hits_of("/b"), 1, "unchanged");
+    assert_eq!(server.hits_of("/"), 1);
+}
+
 /// A host whose robots.txt answers 500, one that answers 503, and one that
 /// closes the connection: nothing of them is fetched (RFC 9309), and a
 /// one-shot crawl still ends, within about half a minute, with their URLs

@@ -21,6 +21,7 @@ fn link(url: &str, depth: u32, priority: f64) -> NewLink {
         depth,
         priority,
         redirect_hops: 0,
+        modified: None,
     }
 }
 

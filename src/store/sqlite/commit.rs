@@ -3,8 +3,8 @@
 use super::referrals::write_referrals;
 use super::rows::{Fail, json_err, operation_col, opt_int_col, to_i64};
 use super::schema::{
-    DELETE_PENDING, INSERT_PENDING, MERGE_PENDING, PENDING_AT, PROCESSED_AT, RETRY, SAME_CONTENT,
-    WRITE_HOST, WRITE_PROCESSED, WRITE_RECORD,
+    DELETE_PENDING, INSERT_PENDING, MERGE_PENDING, PENDING_AT, PROCESSED_AT, RECORD_DELETE, RETRY,
+    SAME_CONTENT, WRITE_HOST, WRITE_PROCESSED, WRITE_RECORD,
 };
 use crate::store::seen::{FileKeys, PendingRow, Seen, SeenWindow, key_hash};
 use rusqlite::{Connection, OptionalExtension, Transaction, params};
@@ -89,7 +89,7 @@ impl Commit<'_> {
                 Ok(())
             }
             Some(Seen::Processed { at })
-                if decide_link(Some(*at), self.now, self.reprocess_after_ms)
+                if decide_link(Some(*at), link.modified, self.now, self.reprocess_after_ms)
                     == LinkDecision::ReferralOnly =>
             {
                 self.summary.merged += 1;
@@ -187,6 +187,20 @@ fn record_key(key: &Document) -> Result<String, Fail> {
     }
     text.push('}');
     Ok(text)
+}
+
+/// Remove the records of `collection` with these keys.
+pub(super) fn delete_records(
+    tx: &Transaction<'_>,
+    collection: &str,
+    keys: &[Document],
+) -> Result<u64, Fail> {
+    let mut stmt = tx.prepare_cached(RECORD_DELETE)?;
+    let mut removed = 0;
+    for key in keys {
+        removed += stmt.execute(params![collection, record_key(key)?])? as u64;
+    }
+    Ok(removed)
 }
 
 /// Write (or replace) an operation's record: its key and fields as one

@@ -299,6 +299,23 @@ impl Queries for SqliteStore {
             .await
     }
 
+    async fn first_records(
+        &self,
+        collection: &str,
+        limit: usize,
+    ) -> Result<Vec<Document>, StoreError> {
+        let collection = collection.to_string();
+        self.read(move |tx, _| rows::first_records(tx, &collection, limit))
+            .await
+    }
+
+    async fn delete_records(&self, collection: &str, keys: &[Document]) -> Result<u64, StoreError> {
+        let collection = collection.to_string();
+        let keys = keys.to_vec();
+        self.write(move |tx, _| commit::delete_records(tx, &collection, &keys))
+            .await
+    }
+
     async fn broken_links(&self) -> Result<Vec<BrokenLink>, StoreError> {
         self.read(|tx, _| rows::broken_links(tx)).await
     }
@@ -342,6 +359,7 @@ mod test_support {
             depth,
             priority,
             redirect_hops: 0,
+            modified: None,
         }
     }
 

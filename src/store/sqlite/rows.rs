@@ -3,10 +3,11 @@
 use super::claim::unsaved_credit;
 use super::referrals::referrals_of;
 use super::schema::{
-    BROKEN, COUNTS, HISTOGRAM, HOST_LIST, PENDING_LIST, PROCESSED_ONE, PROCESSED_PAGE, RECORD_LIST,
+    BROKEN, COUNTS, HISTOGRAM, HOST_LIST, PENDING_LIST, PROCESSED_ONE, PROCESSED_PAGE, RECORD_HEAD,
+    RECORD_LIST,
 };
 use crate::store::seen::SeenWindow;
-use rusqlite::{ErrorCode, Row, Transaction, named_params};
+use rusqlite::{ErrorCode, Row, Transaction, named_params, params};
 use web_crawler_actors::{
     BrokenLink, Document, HostRecord, OperationSpec, PageQuery, PageRecord, PendingUrl,
     ProcessedUrl, ROBOTS_BLOCKED, SEARCH_RESULTS, StoreCounts, StoreError,
@@ -272,6 +273,25 @@ pub(super) fn records(
         if filter.iter().all(|(k, v)| doc.get(k) == Some(v)) {
             list.push(doc);
         }
+    }
+    Ok(list)
+}
+
+pub(super) fn first_records(
+    tx: &Transaction<'_>,
+    collection: &str,
+    limit: usize,
+) -> Result<Vec<Document>, Fail> {
+    let mut stmt = tx.prepare_cached(RECORD_HEAD)?;
+    let mut rows = stmt.query(params![collection, limit as i64])?;
+    let mut list = Vec::new();
+    while let Some(row) = rows.next()? {
+        let text: String = row.get(0)?;
+        list.push(
+            serde_json::from_str(&text).map_err(|e| {
+                Fail::Corrupt(format!("records.document is not a JSON object: {e}"))
+            })?,
+        );
     }
     Ok(list)
 }

@@ -361,6 +361,11 @@ pub(super) const PENDING_LIST: &str =
 pub(super) const RECORD_LIST: &str =
     "SELECT document FROM records WHERE collection = ?1 ORDER BY key";
 
+pub(super) const RECORD_HEAD: &str =
+    "SELECT document FROM records WHERE collection = ?1 ORDER BY key LIMIT ?2";
+
+pub(super) const RECORD_DELETE: &str = "DELETE FROM records WHERE collection = ?1 AND key = ?2";
+
 pub(super) const BROKEN: &str = "SELECT url, http_returncode, error FROM processed_urls
     WHERE http_returncode >= 400 OR (error IS NOT NULL AND error != ?1)
     ORDER BY url";

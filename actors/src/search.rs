@@ -1,0 +1,207 @@
+//! The search behaviour: what the tree hands a full-text index and what it
+//! asks of it. The tree knows no index library; `web_crawler` implements
+//! [`PageIndex`] over tantivy.
+//!
+//! Indexing is an operation of every HTML page fetched while the crawl's
+//! `index` setting is on: the slave turns the page into a [`PageText`] and
+//! reports it as a record of the [`INDEX_QUEUE`] collection, which the master
+//! writes with the page's processed row (one commit). The indexer reads that
+//! queue, adds the pages to the index, commits the index and only then
+//! deletes what it indexed from the queue: a page processed is indexed
+//! exactly when the queue says so, across crashes of either actor.
+
+use crate::behaviour::{Document, ExtractedPage, Record};
+use serde::{Deserialize, Serialize};
+use std::error::Error as StdError;
+use std::fmt;
+
+/// The store collection pages wait in until the index has committed them.
+pub const INDEX_QUEUE: &str = "index_queue";
+
+/// Bytes of a page's visible text that are indexed, at most.
+pub const INDEX_TEXT_BYTES: usize = 256 * 1024;
+
+/// Links of one page whose anchor text is indexed, at most.
+pub const INDEX_ANCHORS: usize = 256;
+
+/// What the index gets of one page.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct PageText {
+    pub url: String,
+    pub title: String,
+    pub headings: Vec<String>,
+    /// Visible text (nav, footer, scripts left out).
+    pub body: String,
+    /// Links the page hands on, with their anchor text (those with text).
+    pub anchors: Vec<Anchor>,
+    /// Every link the page has, text or not (hub pages have many).
+    pub links_found: u32,
+}
+
+/// One link's anchor text: what the referring page calls `target`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Anchor {
+    pub target: String,
+    pub text: String,
+}
+
+impl PageText {
+    /// The page as the extractor read it; `None` for a page that is not HTML
+    /// or asks not to be indexed (`<meta name=robots content=noindex>`).
+    pub fn of(url: &str, page: &ExtractedPage) -> Option<Self> {
+        if !page.is_html || page.noindex {
+            return None;
+        }
+        let anchors = page
+            .links
+            .iter()
+            .zip(&page.anchors)
+            .filter(|(_, text)| !text.is_empty())
+            .take(INDEX_ANCHORS)
+            .map(|(target, text)| Anchor {
+                target: target.to_string(),
+                text: text.clone(),
+            })
+            .collect();
+        Some(Self {
+            url: url.to_string(),
+            title: page.title.clone().unwrap_or_default(),
+            headings: page.headings.clone(),
+            body: page.text.clone(),
+            anchors,
+            links_found: u32::try_from(page.links_found).unwrap_or(u32::MAX),
+        })
+    }
+
+    /// The [`INDEX_QUEUE`] record that carries this page to the indexer.
+    pub fn into_record(self) -> Record {
+        let mut key = Document::new();
+        key.insert("url".into(), self.url.clone().into());
+        let fields = match serde_json::to_value(&self) {
+            Ok(serde_json::Value::Object(mut fields)) => {
+                fields.remove("url");
+                fields
+            }
+            _ => Document::new(),
+        };
+        Record {
+            collection: INDEX_QUEUE.to_string(),
+            key,
+            fields,
+            stamp: None,
+        }
+    }
+
+    /// Read a queued record back (its key and fields merged).
+    pub fn from_document(doc: Document) -> Result<Self, String> {
+        serde_json::from_value(serde_json::Value::Object(doc))
+            .map_err(|e| format!("a queued page: {e}"))
+    }
+}
+
+/// One result of a query.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SearchHit {
+    pub url: String,
+    pub title: String,
+    /// Plain text around the query's terms.
+    pub snippet: String,
+    pub score: f32,
+}
+
+/// The answer to a query: ranked results, and the corrected query when
+/// the one asked had a typo.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct SearchAnswer {
+    pub results: Vec<SearchHit>,
+    pub did_you_mean: Option<String>,
+}
+
+/// Why the index could not do what was asked.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum IndexError {
+    /// The query cannot be answered as written (said in words for people).
+    #[error("{0}")]
+    Query(String),
+    /// The index itself failed (disk, lock, corrupt files).
+    #[error("{context}")]
+    Backend {
+        context: String,
+        #[source]
+        source: Box<dyn StdError + Send + Sync>,
+    },
+}
+
+/// A full-text index the indexer writes and queries answer from. Calls
+/// block (disk I/O); the indexer runs them off the async threads.
+pub trait PageIndex: Send + 'static {
+    /// Add `page`, replacing an earlier version of the same URL, and its
+    /// anchors, replacing those it gave before.
+    fn add(&mut self, page: &PageText) -> Result<(), IndexError>;
+    /// Make what was added durable and visible to queries.
+    fn commit(&mut self) -> Result<(), IndexError>;
+    /// The best `limit` pages for `query`.
+    fn search(&self, query: &str, limit: usize) -> Result<SearchAnswer, IndexError>;
+}
+
+/// Opens the index, at the indexer's start and at each restart.
+pub trait IndexOpener: Send + Sync + 'static {
+    fn open(&self) -> Result<Box<dyn PageIndex>, IndexError>;
+}
+
+impl fmt::Debug for dyn IndexOpener {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("IndexOpener")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn page() -> ExtractedPage {
+        ExtractedPage {
+            is_html: true,
+            title: Some("Install".into()),
+            headings: vec!["Steps".into()],
+            text: "Install the package.".into(),
+            links: vec![
+                url::Url::parse("http://h/a").unwrap(),
+                url::Url::parse("http://h/b").unwrap(),
+            ],
+            anchors: vec![String::new(), "the b page".into()],
+            links_found: 5,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_page_travels_as_a_record_and_back() {
+        let text = PageText::of("http://h/", &page()).unwrap();
+        assert_eq!(
+            text.anchors,
+            vec![Anchor {
+                target: "http://h/b".into(),
+                text: "the b page".into()
+            }],
+            "links without text give no anchor"
+        );
+        assert_eq!(text.links_found, 5);
+        let record = text.clone().into_record();
+        assert_eq!(record.collection, INDEX_QUEUE);
+        let mut doc = record.key.clone();
+        doc.extend(record.fields);
+        assert_eq!(PageText::from_document(doc).unwrap(), text);
+    }
+
+    #[test]
+    fn noindex_and_non_html_pages_are_not_indexed() {
+        let mut p = page();
+        p.noindex = true;
+        assert!(PageText::of("http://h/", &p).is_none());
+        let mut p = page();
+        p.is_html = false;
+        assert!(PageText::of("http://h/", &p).is_none());
+    }
+}

@@ -1,0 +1,993 @@
+//! [`SearchIndex`]: the tantivy side — opening, writing, candidate
+//! generation, measuring candidates for `rank`, snippets.
+
+use super::query::{self, ParsedQuery, QueryAnalyzers};
+use super::rank::{self, Features};
+use super::schema::{self, AnchorFields, PageFields};
+use super::typo::{self, Vocabulary};
+use super::{AnchorDoc, Hit, PageDoc, Ranking, SearchAnswer, SearchError, SearchOptions};
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use tantivy::collector::{Count, TopDocs};
+use tantivy::directory::MmapDirectory;
+use tantivy::postings::Postings;
+use tantivy::query::{
+    Bm25Weight, BooleanQuery, BoostQuery, FuzzyTermQuery, Occur, PhraseQuery, Query, TermQuery,
+};
+use tantivy::schema::{Field, IndexRecordOption, Schema, TantivyDocument, Value};
+use tantivy::snippet::SnippetGenerator;
+use tantivy::{
+    DocAddress, DocId, DocSet, Index, IndexReader, IndexWriter, ReloadPolicy, Searcher, TERMINATED,
+    TantivyError, Term,
+};
+
+/// Pages gathered by BM25 before re-ranking (or `limit`, if larger).
+const CANDIDATES: usize = 100;
+/// Anchor documents gathered to find pages through the links to them.
+const ANCHOR_CANDIDATES: usize = 200;
+const MAX_LIMIT: usize = 1000;
+/// Body text beyond this is neither indexed nor stored.
+const MAX_BODY_BYTES: usize = 1 << 20;
+/// Snippets are looked for in the first this-many bytes of the body.
+const SNIPPET_SCAN_BYTES: usize = 24 * 1024;
+const SNIPPET_CHARS: usize = 200;
+const PAGES_WRITER_BYTES: usize = 64_000_000;
+const ANCHORS_WRITER_BYTES: usize = 32_000_000;
+
+/// One of the two tantivy indexes.
+struct Part<F> {
+    reader: IndexReader,
+    writer: Option<IndexWriter>,
+    fields: F,
+}
+
+/// A search index directory (`pages/` and `anchors/`), open for writing
+/// (one writer per directory: tantivy's lock) or read-only.
+///
+/// Writes ([`add_page`](Self::add_page), [`add_anchors`](Self::add_anchors))
+/// are seen by searches after [`commit`](Self::commit). A read-only index
+/// follows another handle's commits by itself after a short delay, or at
+/// once on [`reload`](Self::reload).
+pub struct SearchIndex {
+    dir: PathBuf,
+    pages: Part<PageFields>,
+    anchors: Part<AnchorFields>,
+    analyzers: QueryAnalyzers,
+}
+
+impl fmt::Debug for SearchIndex {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SearchIndex")
+            .field("dir", &self.dir)
+            .field("writable", &self.pages.writer.is_some())
+            .field("pages", &self.page_count())
+            .finish_non_exhaustive()
+    }
+}
+
+fn err(context: &'static str) -> impl FnOnce(TantivyError) -> SearchError {
+    move |e| SearchError::Index {
+        context,
+        source: Box::new(e),
+    }
+}
+
+fn io_err(context: &'static str) -> impl FnOnce(std::io::Error) -> SearchError {
+    move |e| SearchError::Index {
+        context,
+        source: Box::new(e),
+    }
+}
+
+fn open_part<F>(
+    dir: &Path,
+    name: &str,
+    schema: Schema,
+    fields: fn(&Schema) -> Result<F, String>,
+    writer_bytes: Option<usize>,
+) -> Result<Part<F>, SearchError> {
+    let path = dir.join(name);
+    let index = if writer_bytes.is_some() {
+        std::fs::create_dir_all(&path).map_err(|source| SearchError::Io {
+            dir: path.clone(),
+            source,
+        })?;
+        let directory = MmapDirectory::open(&path).map_err(|e| SearchError::Index {
+            context: "open directory",
+            source: Box::new(e),
+        })?;
+        Index::builder()
+            .schema(schema)
+            .open_or_create(directory)
+            .map_err(|e| match e {
+                TantivyError::SchemaError(reason) => SearchError::Incompatible {
+                    dir: dir.to_path_buf(),
+                    reason,
+                },
+                e => err("open")(e),
+            })?
+    } else {
+        if !path.join("meta.json").is_file() {
+            return Err(SearchError::NoIndex {
+                dir: dir.to_path_buf(),
+            });
+        }
+        Index::open_in_dir(&path).map_err(err("open"))?
+    };
+    let fields = fields(&index.schema()).map_err(|reason| SearchError::Incompatible {
+        dir: dir.to_path_buf(),
+        reason,
+    })?;
+    schema::register_analyzers(&index);
+    let writer = match writer_bytes {
+        None => None,
+        Some(bytes) => {
+            let threads = if name == "pages" {
+                std::thread::available_parallelism().map_or(1, |n| n.get().min(2))
+            } else {
+                1
+            };
+            Some(
+                index
+                    .writer_with_num_threads(threads, bytes)
+                    .map_err(|e| match e {
+                        TantivyError::LockFailure(..) => SearchError::Locked {
+                            dir: dir.to_path_buf(),
+                            source: Box::new(e),
+                        },
+                        e => err("open for writing")(e),
+                    })?,
+            )
+        }
+    };
+    let policy = if writer.is_some() {
+        ReloadPolicy::Manual
+    } else {
+        ReloadPolicy::OnCommitWithDelay
+    };
+    let reader = index
+        .reader_builder()
+        .reload_policy(policy)
+        .try_into()
+        .map_err(err("open a reader"))?;
+    Ok(Part {
+        reader,
+        writer,
+        fields,
+    })
+}
+
+impl SearchIndex {
+    /// Open the index in `dir` for writing, creating it if absent. Only one
+    /// handle may write a directory: another gets [`SearchError::Locked`].
+    pub fn open(dir: &Path) -> Result<Self, SearchError> {
+        Self::open_with(dir, true)
+    }
+
+    /// Open an existing index to search it, beside a writer if there is
+    /// one; [`SearchError::NoIndex`] if there is none.
+    pub fn open_read_only(dir: &Path) -> Result<Self, SearchError> {
+        Self::open_with(dir, false)
+    }
+
+    fn open_with(dir: &Path, write: bool) -> Result<Self, SearchError> {
+        let pages = open_part(
+            dir,
+            "pages",
+            PageFields::schema(),
+            PageFields::of,
+            write.then_some(PAGES_WRITER_BYTES),
+        )?;
+        let anchors = open_part(
+            dir,
+            "anchors",
+            AnchorFields::schema(),
+            AnchorFields::of,
+            write.then_some(ANCHORS_WRITER_BYTES),
+        )?;
+        Ok(Self {
+            dir: dir.to_path_buf(),
+            pages,
+            anchors,
+            analyzers: QueryAnalyzers::new(),
+        })
+    }
+
+    /// The index directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Index a page, replacing any page with the same URL (at the next commit).
+    pub fn add_page(&mut self, doc: &PageDoc) -> Result<(), SearchError> {
+        let f = self.pages.fields;
+        let writer = self.pages.writer.as_mut().ok_or(SearchError::ReadOnly)?;
+        let body = truncate(&doc.body, MAX_BODY_BYTES);
+        let mut d = TantivyDocument::new();
+        d.add_text(f.url, &doc.url);
+        d.add_text(f.title, &doc.title);
+        d.add_text(f.spell, &doc.title);
+        for h in &doc.headings {
+            d.add_text(f.headings, h);
+            d.add_text(f.spell, h);
+        }
+        d.add_text(f.body, body);
+        d.add_text(f.spell, body);
+        d.add_text(f.url_words, schema::url_words(&doc.url));
+        d.add_u64(f.out_links, u64::from(doc.out_links));
+        d.add_u64(f.words, body.split_whitespace().count() as u64);
+        writer.delete_term(Term::from_field_text(f.url, &doc.url));
+        writer.add_document(d).map_err(err("add a page"))?;
+        Ok(())
+    }
+
+    /// Index links' anchor texts; each replaces the anchor of the same
+    /// (source, target) pair. Several links of one source to one target
+    /// in `anchors` are one anchor with their texts joined; a page's
+    /// links to itself are left out.
+    pub fn add_anchors(&mut self, anchors: &[AnchorDoc]) -> Result<(), SearchError> {
+        let f = self.anchors.fields;
+        let writer = self.anchors.writer.as_mut().ok_or(SearchError::ReadOnly)?;
+        let mut pairs: Vec<(&str, &str, String)> = Vec::new();
+        let mut at: HashMap<(&str, &str), usize> = HashMap::new();
+        for a in anchors.iter().filter(|a| a.source != a.target) {
+            let key = (a.source.as_str(), a.target.as_str());
+            match at.get(&key) {
+                Some(&i) => {
+                    let text = &mut pairs[i].2;
+                    text.push('\n');
+                    text.push_str(&a.text);
+                }
+                None => {
+                    at.insert(key, pairs.len());
+                    pairs.push((key.0, key.1, a.text.clone()));
+                }
+            }
+        }
+        for (source, target, text) in pairs {
+            let pair = format!("{source}\n{target}");
+            let mut d = TantivyDocument::new();
+            d.add_text(f.pair, &pair);
+            d.add_text(f.source, source);
+            d.add_text(f.target, target);
+            d.add_text(f.text, &text);
+            d.add_text(f.spell, &text);
+            writer.delete_term(Term::from_field_text(f.pair, &pair));
+            writer.add_document(d).map_err(err("add an anchor"))?;
+        }
+        Ok(())
+    }
+
+    /// Remove every anchor on `source` (before indexing its links again,
+    /// when a page is re-crawled and may have dropped some).
+    pub fn delete_anchors_from(&mut self, source: &str) -> Result<(), SearchError> {
+        let f = self.anchors.fields;
+        let writer = self.anchors.writer.as_mut().ok_or(SearchError::ReadOnly)?;
+        writer.delete_term(Term::from_field_text(f.source, source));
+        Ok(())
+    }
+
+    /// Make the writes durable and visible to searches.
+    pub fn commit(&mut self) -> Result<(), SearchError> {
+        for (writer, reader) in [
+            (self.pages.writer.as_mut(), &self.pages.reader),
+            (self.anchors.writer.as_mut(), &self.anchors.reader),
+        ] {
+            let writer = writer.ok_or(SearchError::ReadOnly)?;
+            writer.commit().map_err(err("commit"))?;
+            reader.reload().map_err(err("reload after commit"))?;
+        }
+        Ok(())
+    }
+
+    /// See the latest commit now (a read-only index also does by itself,
+    /// shortly after each commit).
+    pub fn reload(&self) -> Result<(), SearchError> {
+        self.pages.reader.reload().map_err(err("reload"))?;
+        self.anchors.reader.reload().map_err(err("reload"))
+    }
+
+    /// Pages in the index (as of the last commit seen).
+    pub fn page_count(&self) -> u64 {
+        self.pages.reader.searcher().num_docs()
+    }
+
+    /// Search. Bad queries are [`SearchError::Query`]; an empty index or a
+    /// query matching nothing is an answer with no results.
+    pub fn search(&self, query: &str, opts: &SearchOptions) -> Result<SearchAnswer, SearchError> {
+        let mut analyzers = self.analyzers.clone();
+        let mut parsed = query::parse(query, &mut analyzers)?;
+        let limit = opts.limit.min(MAX_LIMIT);
+        let s = Searchers {
+            pages: self.pages.reader.searcher(),
+            anchors: self.anchors.reader.searcher(),
+            pf: self.pages.fields,
+            af: self.anchors.fields,
+        };
+        let mut did_you_mean = None;
+        if opts.ranking == Ranking::Full
+            && let Some(corrected) = s.correct(query, &parsed)
+            && let Ok(p) = query::parse(&corrected, &mut analyzers)
+        {
+            parsed = p;
+            did_you_mean = Some(corrected);
+        }
+        if limit == 0 {
+            return Ok(SearchAnswer {
+                results: Vec::new(),
+                did_you_mean,
+            });
+        }
+        let ranked = match opts.ranking {
+            Ranking::Full => s.full(&parsed, limit)?,
+            Ranking::PlainBm25 => s.plain(&parsed, limit)?,
+        };
+        let results = s.hits(&parsed, &ranked, &mut analyzers)?;
+        Ok(SearchAnswer {
+            results,
+            did_you_mean,
+        })
+    }
+}
+
+fn truncate(text: &str, max: usize) -> &str {
+    if text.len() <= max {
+        return text;
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
+}
+
+/// One search's view of both indexes.
+struct Searchers {
+    pages: Searcher,
+    anchors: Searcher,
+    pf: PageFields,
+    af: AnchorFields,
+}
+
+fn term_query(field: Field, text: &str) -> Box<dyn Query> {
+    Box::new(TermQuery::new(
+        Term::from_field_text(field, text),
+        IndexRecordOption::WithFreqs,
+    ))
+}
+
+fn phrase_query(field: Field, phrase: &[(usize, &str)]) -> Box<dyn Query> {
+    Box::new(PhraseQuery::new_with_offset(
+        phrase
+            .iter()
+            .map(|(offset, t)| (*offset, Term::from_field_text(field, t)))
+            .collect(),
+    ))
+}
+
+/// The query's phrases and quoted terms, each required in one of `fields`.
+fn required(q: &ParsedQuery, fields: &[Field]) -> Vec<(Occur, Box<dyn Query>)> {
+    let mut out: Vec<(Occur, Box<dyn Query>)> = Vec::new();
+    for phrase in q.phrases() {
+        let any = fields.iter().map(|f| phrase_query(*f, &phrase)).collect();
+        out.push((Occur::Must, Box::new(BooleanQuery::union(any))));
+    }
+    for term in q.required_terms() {
+        let any = fields.iter().map(|f| term_query(*f, term)).collect();
+        out.push((Occur::Must, Box::new(BooleanQuery::union(any))));
+    }
+    out
+}
+
+/// A page of the pages index, by URL (the live one).
+fn find_page(
+    searcher: &Searcher,
+    url_field: Field,
+    url: &str,
+) -> Result<Option<DocAddress>, SearchError> {
+    let term = Term::from_field_text(url_field, url);
+    for (ord, segment) in searcher.segment_readers().iter().enumerate() {
+        let inverted = segment.inverted_index(url_field).map_err(err("read"))?;
+        let Some(mut postings) = inverted
+            .read_postings(&term, IndexRecordOption::Basic)
+            .map_err(io_err("read"))?
+        else {
+            continue;
+        };
+        let mut doc = postings.doc();
+        while doc != TERMINATED {
+            if !segment.is_deleted(doc) {
+                return Ok(Some(DocAddress::new(ord as u32, doc)));
+            }
+            doc = postings.advance();
+        }
+    }
+    Ok(None)
+}
+
+/// Anchor evidence for one target page.
+#[derive(Default)]
+struct AnchorHits {
+    best: f32,
+    matched: Vec<bool>,
+}
+
+impl Searchers {
+    /// The corrected query text, if a word was corrected.
+    fn correct(&self, text: &str, q: &ParsedQuery) -> Option<String> {
+        let mut words: Vec<&str> = Vec::new();
+        for w in q.words.iter().filter(|w| w.term.is_some()) {
+            if !words.contains(&w.text.as_str()) {
+                words.push(&w.text);
+            }
+        }
+        let fixes = typo::correct(&words, self);
+        if fixes.iter().all(Option::is_none) {
+            return None;
+        }
+        let fix: HashMap<&str, &str> = words
+            .iter()
+            .zip(&fixes)
+            .filter_map(|(w, f)| Some((*w, f.as_deref()?)))
+            .collect();
+        let spans: Vec<(Range<usize>, String)> = q
+            .words
+            .iter()
+            .filter_map(|w| Some((w.span.clone(), fix.get(w.text.as_str())?.to_string())))
+            .collect();
+        Some(query::replace_spans(text, &spans))
+    }
+
+    /// Baseline: BM25 over title and body.
+    fn plain(&self, q: &ParsedQuery, limit: usize) -> Result<Vec<(f32, DocAddress)>, SearchError> {
+        let fields = [self.pf.title, self.pf.body];
+        let mut clauses = required(q, &fields);
+        for t in q.terms() {
+            for f in fields {
+                clauses.push((Occur::Should, term_query(f, t)));
+            }
+        }
+        self.pages
+            .search(
+                &BooleanQuery::new(clauses),
+                &TopDocs::with_limit(limit).order_by_score(),
+            )
+            .map_err(err("search"))
+    }
+
+    /// Candidates by weighted BM25 and anchors, re-ranked by `rank`.
+    fn full(&self, q: &ParsedQuery, limit: usize) -> Result<Vec<(f32, DocAddress)>, SearchError> {
+        let terms = q.terms();
+        let pf = self.pf;
+        let weighted = [
+            (pf.title, rank::TITLE),
+            (pf.headings, rank::HEADINGS),
+            (pf.body, rank::BODY),
+            (pf.url_words, rank::URL),
+        ];
+        let mut clauses = required(q, &[pf.title, pf.headings, pf.body]);
+        for t in &terms {
+            for (f, w) in weighted {
+                clauses.push((
+                    Occur::Should,
+                    Box::new(BoostQuery::new(term_query(f, t), w)),
+                ));
+            }
+        }
+        let page_hits = self
+            .pages
+            .search(
+                &BooleanQuery::new(clauses),
+                &TopDocs::with_limit(CANDIDATES.max(limit)).order_by_score(),
+            )
+            .map_err(err("search pages"))?;
+
+        let anchors = self.anchor_hits(q, &terms)?;
+        let mut candidates: Vec<DocAddress> = page_hits.iter().map(|(_, a)| *a).collect();
+        let mut seen: std::collections::HashSet<DocAddress> = candidates.iter().copied().collect();
+        for url in anchors.keys() {
+            if let Some(addr) = find_page(&self.pages, pf.url, url)?
+                && seen.insert(addr)
+            {
+                candidates.push(addr);
+            }
+        }
+        let features = self.measure(&candidates, &terms, &anchors)?;
+        let scores = rank::score_all(&features);
+        let mut ranked: Vec<(f32, DocAddress)> = scores.into_iter().zip(candidates).collect();
+        ranked.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+        ranked.truncate(limit);
+        Ok(ranked)
+    }
+
+    /// The best anchor documents for the query, by target URL.
+    fn anchor_hits(
+        &self,
+        q: &ParsedQuery,
+        terms: &[&str],
+    ) -> Result<HashMap<String, AnchorHits>, SearchError> {
+        let af = self.af;
+        let mut clauses = required(q, &[af.text]);
+        for t in terms {
+            clauses.push((Occur::Should, term_query(af.text, t)));
+        }
+        let hits = self
+            .anchors
+            .search(
+                &BooleanQuery::new(clauses),
+                &TopDocs::with_limit(ANCHOR_CANDIDATES).order_by_score(),
+            )
+            .map_err(err("search anchors"))?;
+        let mut by_target: HashMap<String, AnchorHits> = HashMap::new();
+        let mut by_segment: BTreeMap<u32, Vec<(DocId, f32)>> = BTreeMap::new();
+        for (score, addr) in hits {
+            by_segment
+                .entry(addr.segment_ord)
+                .or_default()
+                .push((addr.doc_id, score));
+        }
+        let mut url = String::new();
+        for (ord, mut docs) in by_segment {
+            docs.sort_unstable_by_key(|d| d.0);
+            let segment = self.anchors.segment_reader(ord);
+            let targets = segment
+                .fast_fields()
+                .str("target")
+                .map_err(err("read anchor targets"))?;
+            let Some(targets) = targets else { continue };
+            let inverted = segment.inverted_index(af.text).map_err(err("read"))?;
+            let mut matched = vec![vec![false; terms.len()]; docs.len()];
+            for (i, t) in terms.iter().enumerate() {
+                let term = Term::from_field_text(af.text, t);
+                let Some(mut postings) = inverted
+                    .read_postings(&term, IndexRecordOption::Basic)
+                    .map_err(io_err("read"))?
+                else {
+                    continue;
+                };
+                for (j, (doc, _)) in docs.iter().enumerate() {
+                    if postings.doc() <= *doc && postings.seek(*doc) == *doc {
+                        matched[j][i] = true;
+                    }
+                }
+            }
+            for ((doc, score), matched) in docs.into_iter().zip(matched) {
+                let Some(ord) = targets.term_ords(doc).next() else {
+                    continue;
+                };
+                url.clear();
+                if !targets.ord_to_str(ord, &mut url).map_err(io_err("read"))? {
+                    continue;
+                }
+                let entry = by_target.entry(url.clone()).or_insert_with(|| AnchorHits {
+                    best: 0.0,
+                    matched: vec![false; terms.len()],
+                });
+                entry.best = entry.best.max(score);
+                for (m, hit) in entry.matched.iter_mut().zip(matched) {
+                    *m |= hit;
+                }
+            }
+        }
+        Ok(by_target)
+    }
+
+    /// The features of each candidate, from postings and fast fields.
+    fn measure(
+        &self,
+        candidates: &[DocAddress],
+        terms: &[&str],
+        anchors: &HashMap<String, AnchorHits>,
+    ) -> Result<Vec<Features>, SearchError> {
+        let pf = self.pf;
+        let n = terms.len();
+        // Field order: title, headings, body, url words.
+        let fields = [pf.title, pf.headings, pf.body, pf.url_words];
+        let mut weights: Vec<Vec<Option<Bm25Weight>>> = Vec::new();
+        for f in fields {
+            let mut per_term = Vec::new();
+            for t in terms {
+                let term = Term::from_field_text(f, t);
+                let df = self.pages.doc_freq(&term).map_err(err("read"))?;
+                per_term.push(if df == 0 {
+                    None
+                } else {
+                    Some(Bm25Weight::for_terms(&self.pages, &[term]).map_err(err("read"))?)
+                });
+            }
+            weights.push(per_term);
+        }
+
+        let mut out = vec![Features::default(); candidates.len()];
+        let mut by_segment: BTreeMap<u32, Vec<(DocId, usize)>> = BTreeMap::new();
+        for (i, a) in candidates.iter().enumerate() {
+            by_segment
+                .entry(a.segment_ord)
+                .or_default()
+                .push((a.doc_id, i));
+        }
+        let mut url = String::new();
+        for (ord, mut docs) in by_segment {
+            docs.sort_unstable();
+            let segment = self.pages.segment_reader(ord);
+            // positions[candidate][field][term]
+            let mut positions = vec![vec![vec![Vec::<u32>::new(); n]; 3]; docs.len()];
+            let mut matched = vec![vec![[false; 4]; n]; docs.len()];
+            for (fi, f) in fields.into_iter().enumerate() {
+                let inverted = segment.inverted_index(f).map_err(err("read"))?;
+                let norms = segment.get_fieldnorms_reader(f).map_err(err("read"))?;
+                for (ti, t) in terms.iter().enumerate() {
+                    let Some(weight) = &weights[fi][ti] else {
+                        continue;
+                    };
+                    let option = if fi < 3 {
+                        IndexRecordOption::WithFreqsAndPositions
+                    } else {
+                        IndexRecordOption::WithFreqs
+                    };
+                    let Some(mut postings) = inverted
+                        .read_postings(&Term::from_field_text(f, t), option)
+                        .map_err(io_err("read"))?
+                    else {
+                        continue;
+                    };
+                    for (j, (doc, i)) in docs.iter().enumerate() {
+                        if postings.doc() > *doc || postings.seek(*doc) != *doc {
+                            continue;
+                        }
+                        let score = weight.score(norms.fieldnorm_id(*doc), postings.term_freq());
+                        let feat = &mut out[*i];
+                        match fi {
+                            0 => feat.title += score,
+                            1 => feat.headings += score,
+                            2 => feat.body += score,
+                            _ => feat.url += score,
+                        }
+                        matched[j][ti][fi] = true;
+                        if fi < 3 {
+                            postings.positions(&mut positions[j][fi][ti]);
+                        }
+                    }
+                }
+            }
+            let fast = segment.fast_fields();
+            let out_links = fast.u64("out_links").map_err(err("read"))?;
+            let words = fast.u64("words").map_err(err("read"))?;
+            let urls = fast.str("url").map_err(err("read"))?;
+            for (j, (doc, i)) in docs.iter().enumerate() {
+                let feat = &mut out[*i];
+                feat.out_links = out_links.first(*doc).unwrap_or(0);
+                feat.words = words.first(*doc).unwrap_or(0);
+                url.clear();
+                if let Some(urls) = &urls
+                    && let Some(o) = urls.term_ords(*doc).next()
+                {
+                    urls.ord_to_str(o, &mut url).map_err(io_err("read"))?;
+                }
+                let anchor = anchors.get(url.as_str());
+                if let Some(a) = anchor {
+                    feat.anchor = a.best;
+                }
+                feat.in_links = self
+                    .anchors
+                    .doc_freq(&Term::from_field_text(self.af.target, &url))
+                    .map_err(err("read"))?;
+                let in_anchor = |ti: usize| anchor.is_some_and(|a| a.matched[ti]);
+                let covered = (0..n)
+                    .filter(|&ti| matched[j][ti].iter().any(|m| *m) || in_anchor(ti))
+                    .count();
+                let in_body = (0..n).filter(|&ti| matched[j][ti][2]).count();
+                feat.coverage = rank::coverage(covered, n);
+                feat.answers = rank::coverage(in_body, n);
+                let prox = |fi: usize| {
+                    let lists: Vec<&[u32]> = positions[j][fi].iter().map(Vec::as_slice).collect();
+                    rank::proximity(&lists, n)
+                };
+                feat.proximity = prox(2).max(0.5 * prox(0)).max(0.5 * prox(1));
+            }
+        }
+        Ok(out)
+    }
+
+    /// Title, URL and snippet of the ranked pages.
+    fn hits(
+        &self,
+        q: &ParsedQuery,
+        ranked: &[(f32, DocAddress)],
+        analyzers: &mut QueryAnalyzers,
+    ) -> Result<Vec<Hit>, SearchError> {
+        if ranked.is_empty() {
+            return Ok(Vec::new());
+        }
+        let pf = self.pf;
+        let mut terms = BTreeMap::new();
+        for t in q.terms() {
+            let df = self
+                .pages
+                .doc_freq(&Term::from_field_text(pf.body, t))
+                .map_err(err("read"))?;
+            if df > 0 {
+                terms.insert(t.to_string(), 1.0 / (1.0 + df as f32));
+            }
+        }
+        // One fragment over the scanned text: every match, to choose from.
+        let generator = SnippetGenerator::new(
+            terms,
+            analyzers.english.clone(),
+            pf.body,
+            SNIPPET_SCAN_BYTES,
+        );
+        let mut out = Vec::with_capacity(ranked.len());
+        for (score, addr) in ranked {
+            let doc: TantivyDocument = self.pages.doc(*addr).map_err(err("read a page"))?;
+            let text = |f: Field| {
+                doc.get_first(f)
+                    .and_then(|v| v.as_str())
+                    .unwrap_or_default()
+                    .to_string()
+            };
+            let body = text(pf.body);
+            let scan = truncate(&body, SNIPPET_SCAN_BYTES);
+            let found = generator.snippet(scan);
+            let at = found.fragment_range().start;
+            let marks: Vec<Range<usize>> = found
+                .highlighted()
+                .iter()
+                .map(|r| r.start + at..r.end + at)
+                .collect();
+            let (snippet, highlights) = if marks.is_empty() {
+                (truncate_chars(&body, SNIPPET_CHARS), Vec::new())
+            } else {
+                let w = snippet_window(scan, &marks, SNIPPET_CHARS);
+                let inside = marks
+                    .iter()
+                    .filter(|m| m.start >= w.start && m.end <= w.end)
+                    .map(|m| m.start - w.start..m.end - w.start)
+                    .collect();
+                (scan[w].to_string(), inside)
+            };
+            let (snippet, highlights) = collapse_whitespace(&snippet, &highlights);
+            out.push(Hit {
+                url: text(pf.url),
+                title: collapse_whitespace(&text(pf.title), &[]).0,
+                snippet,
+                score: *score,
+                highlights,
+            });
+        }
+        Ok(out)
+    }
+}
+
+/// The part of `text` (about `max` bytes, cut at words) to show: the
+/// window holding the most different matched words (`marks`, sorted), then
+/// the tightest such, the earliest on ties; a third of the spare room
+/// before the first match, the rest after.
+fn snippet_window(text: &str, marks: &[Range<usize>], max: usize) -> Range<usize> {
+    let mut best = (0, std::cmp::Reverse(usize::MAX), 0..0);
+    for (i, m) in marks.iter().enumerate() {
+        let inside: Vec<&Range<usize>> = marks[i..]
+            .iter()
+            .take_while(|r| r.end <= m.start + max)
+            .collect();
+        let mut words: Vec<String> = inside
+            .iter()
+            .map(|r| text[(*r).clone()].to_lowercase())
+            .collect();
+        words.sort_unstable();
+        words.dedup();
+        let last = inside.last().map_or(m.end, |r| r.end);
+        // The tightest span holding these words ends at the first mark
+        // completing them.
+        let mut seen: Vec<String> = Vec::new();
+        let mut end = last;
+        for r in &inside {
+            let w = text[(*r).clone()].to_lowercase();
+            if !seen.contains(&w) {
+                seen.push(w);
+                if seen.len() == words.len() {
+                    end = r.end;
+                    break;
+                }
+            }
+        }
+        let key = (words.len(), std::cmp::Reverse(end - m.start));
+        if (key.0, key.1) > (best.0, best.1) {
+            best = (key.0, key.1, m.start..end);
+        }
+    }
+    let (first, last) = (best.2.start, best.2.end);
+    let lead = max.saturating_sub(last - first) / 3;
+    let mut start = first.saturating_sub(lead);
+    if start + max > text.len() {
+        // Near the end: use the room before instead.
+        start = text.len().saturating_sub(max).min(first);
+    }
+    while !text.is_char_boundary(start) {
+        start += 1;
+    }
+    if start > 0 {
+        // Begin at a word: after the first whitespace, if before the match.
+        if let Some(ws) = text[start..first].find(char::is_whitespace) {
+            start += ws + 1;
+        } else if !text[..start].ends_with(char::is_whitespace) {
+            start = first;
+        }
+    }
+    let mut end = (start + max).min(text.len()).max(last);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    if end < text.len()
+        && let Some(ws) = text[last..end].rfind(char::is_whitespace)
+    {
+        end = last + ws;
+    }
+    start..end
+}
+
+/// The first `max` chars of `text`, cut at a word boundary when there is one.
+fn truncate_chars(text: &str, max: usize) -> String {
+    let text = text.trim_start();
+    match text.char_indices().nth(max) {
+        None => text.to_string(),
+        Some((end, _)) => {
+            let cut = text[..end].rfind(char::is_whitespace).unwrap_or(end);
+            text[..cut].to_string()
+        }
+    }
+}
+
+/// `text` with runs of whitespace (and control characters) made one space
+/// and ends trimmed; `ranges` (byte ranges of `text`) mapped onto it.
+fn collapse_whitespace(text: &str, ranges: &[Range<usize>]) -> (String, Vec<Range<usize>>) {
+    let mut out = String::with_capacity(text.len());
+    // map[i]: position in `out` of byte i of `text` (and of its end).
+    let mut map = vec![0usize; text.len() + 1];
+    let mut pending_space = false;
+    for (i, c) in text.char_indices() {
+        if c.is_whitespace() || c.is_control() {
+            pending_space = !out.is_empty();
+        } else {
+            if pending_space {
+                out.push(' ');
+                pending_space = false;
+            }
+            map[i..i + c.len_utf8()].fill(out.len());
+            out.push(c);
+            map[i + c.len_utf8()] = out.len();
+            continue;
+        }
+        map[i..i + c.len_utf8()].fill(out.len());
+        map[i + c.len_utf8()] = out.len();
+    }
+    let ranges = ranges
+        .iter()
+        .filter(|r| r.end <= text.len() && r.start < r.end)
+        .map(|r| map[r.start]..map[r.end].max(map[r.start]))
+        .filter(|r| r.start < r.end)
+        .collect();
+    (out, ranges)
+}
+
+impl Vocabulary for Searchers {
+    fn doc_freq(&self, word: &str) -> u64 {
+        let p = self
+            .pages
+            .doc_freq(&Term::from_field_text(self.pf.spell, word));
+        let a = self
+            .anchors
+            .doc_freq(&Term::from_field_text(self.af.spell, word));
+        p.unwrap_or(0) + a.unwrap_or(0)
+    }
+
+    fn neighbours(&self, word: &str, max_distance: u8) -> Vec<(String, u64)> {
+        let mut found: BTreeMap<String, u64> = BTreeMap::new();
+        for (searcher, field) in [(&self.pages, self.pf.spell), (&self.anchors, self.af.spell)] {
+            let fuzzy = FuzzyTermQuery::new(Term::from_field_text(field, word), max_distance, true);
+            let Ok(automaton) = fuzzy.automaton() else {
+                return Vec::new();
+            };
+            for segment in searcher.segment_readers() {
+                let Ok(inverted) = segment.inverted_index(field) else {
+                    continue;
+                };
+                let Ok(mut stream) = inverted.terms().search(&automaton).into_stream() else {
+                    continue;
+                };
+                while stream.advance() {
+                    if let Ok(w) = std::str::from_utf8(stream.key()) {
+                        *found.entry(w.to_string()).or_default() +=
+                            u64::from(stream.value().doc_freq);
+                    }
+                }
+            }
+        }
+        found.into_iter().collect()
+    }
+
+    fn co_occurs(&self, word: &str, others: &[&str]) -> bool {
+        let all = std::iter::once(word)
+            .chain(others.iter().copied())
+            .map(|w| term_query(self.pf.spell, w))
+            .collect();
+        self.pages
+            .search(&BooleanQuery::intersection(all), &Count)
+            .is_ok_and(|n| n > 0)
+    }
+
+    fn doc_count(&self) -> u64 {
+        self.pages.num_docs()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn collapse_whitespace_maps_highlights() {
+        let text = "  bake\n\n the   bread\t";
+        let (out, ranges) = collapse_whitespace(text, &[2..6, 15..20]);
+        assert_eq!(out, "bake the bread");
+        let marked: Vec<&str> = ranges.iter().map(|r| &out[r.clone()]).collect();
+        assert_eq!(marked, ["bake", "bread"]);
+        assert_eq!(collapse_whitespace("", &[]).0, "");
+        let (out, ranges) = collapse_whitespace("é  ü", &[0..2, 4..6]);
+        assert_eq!(out, "é ü");
+        assert_eq!(ranges, [0..2, 3..5]);
+    }
+
+    #[test]
+    fn the_snippet_window_holds_the_most_different_matches() {
+        let text =
+            "bread here. ".repeat(30) + "then the starter and the bread, then more filler words";
+        let starter = text.find("starter").unwrap();
+        let bread = text.rfind("bread").unwrap();
+        let mut marks: Vec<Range<usize>> = text
+            .match_indices("bread")
+            .map(|(i, w)| i..i + w.len())
+            .collect();
+        marks.push(starter..starter + 7);
+        marks.sort_by_key(|r| r.start);
+        let w = snippet_window(&text, &marks, 60);
+        assert!(
+            w.start <= starter && bread + 5 <= w.end,
+            "{:?}",
+            &text[w.clone()]
+        );
+        assert!(w.end - w.start <= 60);
+        let shown = &text[w];
+        assert!(
+            !shown.starts_with(' ') && !shown.ends_with(' '),
+            "{shown:?}"
+        );
+        // A match at the very start.
+        let first = [Range { start: 0, end: 5 }];
+        assert_eq!(snippet_window("bread is good", &first, 60), 0..13);
+        // A short text is shown whole.
+        let short = "Feed the starter, then bake the sourdough bread.";
+        let at = short.find("sourdough").unwrap();
+        let marks = [Range {
+            start: at,
+            end: at + 9,
+        }];
+        assert_eq!(snippet_window(short, &marks, 60), 0..short.len());
+    }
+
+    #[test]
+    fn truncate_keeps_char_and_word_boundaries() {
+        assert_eq!(truncate("héllo", 2), "h");
+        assert_eq!(truncate("abc", 10), "abc");
+        assert_eq!(truncate_chars("one two three", 9), "one two");
+        assert_eq!(truncate_chars("short", 200), "short");
+    }
+
+    #[test]
+    fn a_search_index_can_move_between_threads() {
+        fn send<T: Send>() {}
+        send::<SearchIndex>();
+    }
+}

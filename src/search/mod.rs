@@ -1,0 +1,220 @@
+//! Full-text search over the crawled pages (cargo feature `search`, on by
+//! default).
+//!
+//! A [`SearchIndex`] is a directory holding two tantivy indexes: `pages/`
+//! (one document per page: title, headings, visible body text, the words of
+//! its URL, its out-link count and own word count) and `anchors/` (one
+//! document per link: source, target and anchor text). A page's in-links are
+//! the document frequency of its URL among the anchors' targets, so a new
+//! link costs one small document and never re-indexes the page it points
+//! at. Text is analyzed for English: words lower-cased and ASCII-folded,
+//! stop words (Lucene's list plus question words such as "how" and "what")
+//! dropped with their positions kept, Porter stemming. The search needs the
+//! index directory only, never the crawl's store; [`index_dir_for`] names it
+//! beside a store file.
+//!
+//! # Ranking
+//!
+//! [`Ranking::Full`] works in three steps. A query is cut into words and
+//! `"quoted phrases"` (which must occur). Words that are absent from the
+//! index's vocabulary — or rare in it, alone, and one edit from a far more
+//! common word — are corrected by edit distance weighted by document
+//! frequency, and the corrected query is the one searched and reported as
+//! [`SearchAnswer::did_you_mean`]. Candidates are then gathered by tantivy's
+//! BM25: the top pages over title, headings, body and URL words, and the
+//! pages that the best-matching anchor texts point at (a page that never
+//! names itself is found through the links to it). Last, each candidate is
+//! measured from the postings and fast fields (no stored document is read)
+//! and re-scored: per-field BM25 with the body weighted above title,
+//! headings, anchor text and URL; the share of query terms the page covers
+//! and the share its own body holds (a "How to …" title alone does not
+//! answer the question); how close together the terms sit; a small,
+//! saturating prior from in-links; and a penalty for hub pages — indexes,
+//! tables of contents, generated listings — which have many links and few
+//! words of their own per link, and which plain BM25 ranks too high. Only
+//! the results returned are read from the store, for their title and a
+//! snippet. The weights are in `rank.rs`.
+//!
+//! [`Ranking::PlainBm25`] is the baseline the project measures against:
+//! tantivy's BM25 over title and body with the same query words and
+//! phrases, nothing else, no typo correction.
+//!
+//! ```no_run
+//! # fn demo() -> Result<(), web_crawler::search::SearchError> {
+//! use web_crawler::search::{PageDoc, SearchIndex, SearchOptions};
+//! let mut index = SearchIndex::open("crawl.db.index".as_ref())?;
+//! index.add_page(&PageDoc {
+//!     url: "https://example.com/bread".into(),
+//!     title: "Sourdough bread".into(),
+//!     body: "Mix the starter with flour and water, then bake.".into(),
+//!     ..PageDoc::default()
+//! })?;
+//! index.commit()?;
+//! let answer = index.search("sourdugh bread", &SearchOptions::default())?;
+//! assert_eq!(answer.did_you_mean.as_deref(), Some("sourdough bread"));
+//! # Ok(()) }
+//! ```
+
+mod index;
+mod query;
+mod rank;
+mod schema;
+mod typo;
+
+#[cfg(test)]
+mod tests;
+
+pub use index::SearchIndex;
+
+use serde::Serialize;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+
+/// A fetched HTML page, as the extractor saw it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PageDoc {
+    /// The page's normalized URL; indexing a URL again replaces the page.
+    pub url: String,
+    pub title: String,
+    pub headings: Vec<String>,
+    /// Visible body text (navigation and footer left out).
+    pub body: String,
+    /// Number of links on the page (for the hub penalty).
+    pub out_links: u32,
+}
+
+/// One link: the anchor text on `source` of a link to `target`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct AnchorDoc {
+    pub source: String,
+    pub target: String,
+    pub text: String,
+}
+
+/// How to rank results.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Ranking {
+    /// Typo correction, anchors, and the re-ranking described in the module doc.
+    #[default]
+    Full,
+    /// tantivy's BM25 over title and body: the baseline.
+    PlainBm25,
+}
+
+/// Options of one search. `Default`: 10 results, [`Ranking::Full`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct SearchOptions {
+    /// At most this many results (capped at 1,000).
+    pub limit: usize,
+    pub ranking: Ranking,
+}
+
+impl Default for SearchOptions {
+    fn default() -> Self {
+        Self {
+            limit: 10,
+            ranking: Ranking::Full,
+        }
+    }
+}
+
+impl SearchOptions {
+    #[must_use]
+    pub fn limit(mut self, limit: usize) -> Self {
+        self.limit = limit;
+        self
+    }
+
+    #[must_use]
+    pub fn ranking(mut self, ranking: Ranking) -> Self {
+        self.ranking = ranking;
+        self
+    }
+}
+
+/// The results of a search, best first.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct SearchAnswer {
+    pub results: Vec<Hit>,
+    /// The corrected query, when a word was corrected; the results are its.
+    pub did_you_mean: Option<String>,
+}
+
+/// One result.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Hit {
+    pub url: String,
+    pub title: String,
+    /// Plain text around the best match (or the start of the body), with
+    /// whitespace collapsed; no markup.
+    pub snippet: String,
+    /// Ranking score: higher is better, comparable within one answer only.
+    pub score: f32,
+    /// Byte ranges of `snippet` holding query terms (to mark them).
+    #[serde(skip)]
+    pub highlights: Vec<Range<usize>>,
+}
+
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// What went wrong with an index or a search.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SearchError {
+    #[error("no search index at {}", dir.display())]
+    NoIndex { dir: PathBuf },
+    #[error(
+        "the search index at {} is already open for writing (by another process or handle)",
+        dir.display()
+    )]
+    Locked {
+        dir: PathBuf,
+        #[source]
+        source: BoxError,
+    },
+    #[error("the search index at {} cannot be used by this version: {reason}", dir.display())]
+    Incompatible { dir: PathBuf, reason: String },
+    #[error("the search index was opened read-only")]
+    ReadOnly,
+    #[error(transparent)]
+    Query(#[from] QueryError),
+    #[error("cannot create the search index directory {}", dir.display())]
+    Io {
+        dir: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("search index: {context}")]
+    Index {
+        context: &'static str,
+        #[source]
+        source: BoxError,
+    },
+}
+
+/// A query that cannot be searched.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum QueryError {
+    #[error("the query is empty")]
+    Empty,
+    #[error("the query is {len} bytes long; the limit is {max}")]
+    TooLong { len: usize, max: usize },
+    #[error("the query has {count} different words; the limit is {max}")]
+    TooManyTerms { count: usize, max: usize },
+    #[error("the query has an unbalanced quote (\"): close the phrase or remove the quote")]
+    UnbalancedQuote,
+    #[error(
+        "the query has only common words (like \"the\", \"to\" or \"how\"), which are not indexed"
+    )]
+    OnlyStopWords,
+}
+
+/// The search index directory of a crawl store file: `crawl.db` →
+/// `crawl.db.index`, beside it.
+pub fn index_dir_for(db: &Path) -> PathBuf {
+    let mut dir = db.as_os_str().to_owned();
+    dir.push(".index");
+    PathBuf::from(dir)
+}

@@ -1,0 +1,343 @@
+//! Re-ranking: the features of a candidate page and the score made of them.
+//!
+//! Pure: the index module measures each candidate ([`Features`]) and this
+//! module scores them, so every rule here is tested on numbers.
+//!
+//! ```text
+//! score = 0.35 · text        weighted per-field BM25, ÷ the best candidate's
+//!       + 0.20 · coverage    share of query terms the page or its anchors hold
+//!       + 0.20 · answers     share of query terms in the page's own body
+//!       + 0.15 · proximity   how tightly the terms sit together
+//!       + 0.05 · prior       log in-links, saturating at 1,000
+//!       − 0.25 · hub         many links, little text of its own
+//! ```
+//!
+//! Field weights inside `text`: body 1.0, title 0.6, anchor text 0.5,
+//! headings 0.4, URL words 0.3. Each field's BM25 is normalised by that
+//! field's own average length, so a short title already scores high per
+//! term; weights below the body's keep a title (or a URL) from deciding
+//! alone, and `answers` rewards the page whose text holds the terms.
+
+/// Weights of the per-field BM25 scores in `text`; also the field boosts
+/// of candidate generation.
+pub(crate) const BODY: f32 = 1.0;
+pub(crate) const TITLE: f32 = 0.6;
+pub(crate) const ANCHOR: f32 = 0.5;
+pub(crate) const HEADINGS: f32 = 0.4;
+pub(crate) const URL: f32 = 0.3;
+
+const W_TEXT: f32 = 0.35;
+const W_COVERAGE: f32 = 0.20;
+const W_ANSWERS: f32 = 0.20;
+const W_PROXIMITY: f32 = 0.15;
+const W_PRIOR: f32 = 0.05;
+const W_HUB: f32 = 0.25;
+
+/// What is known of one candidate page for one query.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(crate) struct Features {
+    /// BM25 of the query terms in each field (anchor: the best matching
+    /// anchor text pointing at the page).
+    pub(crate) title: f32,
+    pub(crate) headings: f32,
+    pub(crate) body: f32,
+    pub(crate) url: f32,
+    pub(crate) anchor: f32,
+    /// Share of the query's terms found in any field or anchor, 0..=1.
+    pub(crate) coverage: f32,
+    /// Share of the query's terms found in the body, 0..=1.
+    pub(crate) answers: f32,
+    /// [`proximity`] of the terms, best field, 0..=1.
+    pub(crate) proximity: f32,
+    pub(crate) in_links: u64,
+    pub(crate) out_links: u64,
+    /// Words of the page's own text.
+    pub(crate) words: u64,
+}
+
+impl Features {
+    /// The field-weighted BM25 sum.
+    pub(crate) fn text(&self) -> f32 {
+        BODY * self.body
+            + TITLE * self.title
+            + ANCHOR * self.anchor
+            + HEADINGS * self.headings
+            + URL * self.url
+    }
+}
+
+/// Scores of the candidates of one query, in order (higher is better).
+pub(crate) fn score_all(candidates: &[Features]) -> Vec<f32> {
+    let best_text = candidates.iter().map(Features::text).fold(0.0f32, f32::max);
+    candidates
+        .iter()
+        .map(|f| {
+            let text = if best_text > 0.0 {
+                f.text() / best_text
+            } else {
+                0.0
+            };
+            W_TEXT * text
+                + W_COVERAGE * f.coverage
+                + W_ANSWERS * f.answers
+                + W_PROXIMITY * f.proximity
+                + W_PRIOR * link_prior(f.in_links)
+                - W_HUB * hubness(f.out_links, f.words)
+        })
+        .collect()
+}
+
+/// Share of `n` query terms matched.
+pub(crate) fn coverage(matched: usize, n: usize) -> f32 {
+    if n == 0 {
+        0.0
+    } else {
+        matched.min(n) as f32 / n as f32
+    }
+}
+
+/// In-link prior, 0..=1: `ln(1 + in_links) / ln(1001)`, capped.
+pub(crate) fn link_prior(in_links: u64) -> f32 {
+    ((1.0 + in_links as f32).ln() / 1001f32.ln()).min(1.0)
+}
+
+/// Hub-ness, 0..=1: an index, table of contents or generated listing has
+/// many links and few words of its own per link. Nothing below 10 links;
+/// full from 50 links. Ordinary text has well over 12 words per link;
+/// a listing's link labels are 2–4 words each (`≤ 4` words per link: full).
+pub(crate) fn hubness(out_links: u64, words: u64) -> f32 {
+    if out_links < 10 {
+        return 0.0;
+    }
+    let many = ((out_links as f32 - 10.0) / 40.0).clamp(0.0, 1.0);
+    let per_link = words as f32 / out_links as f32;
+    let thin = ((12.0 - per_link) / 8.0).clamp(0.0, 1.0);
+    many * thin
+}
+
+/// How tightly the matched terms sit: `positions[i]` holds term i's
+/// positions in one field (empty when absent), `n` the query's term count.
+///
+/// With m ≥ 2 terms present, the shortest window holding one occurrence of
+/// each spans `s` positions; proximity is `(m / n) · min(1, 2(m − 1) / s)`:
+/// adjacent terms, or terms one word apart (a stop word between), score
+/// full. With fewer than two terms present it is 0.
+pub(crate) fn proximity(positions: &[&[u32]], n: usize) -> f32 {
+    let present: Vec<&[u32]> = positions
+        .iter()
+        .copied()
+        .filter(|p| !p.is_empty())
+        .collect();
+    let m = present.len();
+    if m < 2 || n == 0 {
+        return 0.0;
+    }
+    let mut merged: Vec<(u32, usize)> = present
+        .iter()
+        .enumerate()
+        .flat_map(|(t, ps)| ps.iter().map(move |&p| (p, t)))
+        .collect();
+    merged.sort_unstable();
+    // Sliding window over the merged positions holding every term.
+    let mut count = vec![0usize; m];
+    let mut held = 0;
+    let mut best = u32::MAX;
+    let mut left = 0;
+    for right in 0..merged.len() {
+        let t = merged[right].1;
+        count[t] += 1;
+        if count[t] == 1 {
+            held += 1;
+        }
+        while held == m {
+            best = best.min(merged[right].0 - merged[left].0);
+            let lt = merged[left].1;
+            count[lt] -= 1;
+            if count[lt] == 0 {
+                held -= 1;
+            }
+            left += 1;
+        }
+    }
+    let span = best.max(1) as f32;
+    coverage(m, n) * (2.0 * (m as f32 - 1.0) / span).min(1.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn page() -> Features {
+        Features {
+            words: 400,
+            out_links: 8,
+            ..Features::default()
+        }
+    }
+
+    fn ranked_first(a: &Features, b: &Features) -> bool {
+        let s = score_all(&[a.clone(), b.clone()]);
+        s[0] > s[1]
+    }
+
+    #[test]
+    fn proximity_finds_the_tightest_window() {
+        // "bake bread": adjacent somewhere in the body.
+        assert_eq!(proximity(&[&[3, 40], &[90, 41]], 2), 1.0);
+        // One word between (a stop word): still full.
+        assert_eq!(proximity(&[&[3], &[5]], 2), 1.0);
+        // Far apart: 2 / 20.
+        assert!((proximity(&[&[0], &[20]], 2) - 0.1).abs() < 1e-6);
+        // Two of three terms present and adjacent: 2/3.
+        assert!((proximity(&[&[7], &[8], &[]], 3) - 2.0 / 3.0).abs() < 1e-6);
+        // Fewer than two terms: nothing to measure.
+        assert_eq!(proximity(&[&[1, 2, 3], &[]], 2), 0.0);
+        assert_eq!(proximity(&[], 0), 0.0);
+        // Three terms: window from 10 to 14 holds all three: 4/4.
+        assert_eq!(proximity(&[&[0, 10], &[12, 30], &[14]], 3), 1.0);
+    }
+
+    #[test]
+    fn coverage_is_a_share() {
+        assert_eq!(coverage(2, 4), 0.5);
+        assert_eq!(coverage(0, 3), 0.0);
+        assert_eq!(coverage(5, 3), 1.0);
+        assert_eq!(coverage(1, 0), 0.0);
+    }
+
+    #[test]
+    fn more_query_terms_covered_ranks_higher() {
+        // Same text score, one page holds both terms, the other one term twice.
+        let both = Features {
+            body: 4.0,
+            coverage: 1.0,
+            answers: 1.0,
+            ..page()
+        };
+        let one = Features {
+            body: 4.0,
+            coverage: 0.5,
+            answers: 0.5,
+            ..page()
+        };
+        assert!(ranked_first(&both, &one));
+    }
+
+    #[test]
+    fn a_how_to_title_does_not_beat_the_page_that_answers() {
+        // Query "how to bake sourdough bread" → terms bake, sourdough, bread.
+        // A: title "How to bake sourdough bread", body a sign-in wall.
+        let title_only = Features {
+            title: 9.0,
+            coverage: 1.0,
+            answers: 0.0,
+            proximity: 0.5, // adjacent in the title; title proximity counts half
+            words: 30,
+            ..page()
+        };
+        // B: "Our starter, day by day", a body that explains baking it.
+        let answers = Features {
+            body: 7.5,
+            coverage: 1.0,
+            answers: 1.0,
+            proximity: 0.4,
+            ..page()
+        };
+        assert!(ranked_first(&answers, &title_only));
+        // Even with a weaker body match than the title match.
+        let weak = Features {
+            body: 4.0,
+            ..answers
+        };
+        assert!(ranked_first(&weak, &title_only));
+    }
+
+    #[test]
+    fn a_hub_ranks_below_the_page_it_links_to() {
+        // Hub: "Recipes A–Z", 300 links, 900 words (link labels), every query
+        // term in a label, many in-links from the site's navigation.
+        let hub = Features {
+            title: 2.0,
+            body: 5.0,
+            coverage: 1.0,
+            answers: 1.0,
+            proximity: 1.0,
+            in_links: 800,
+            out_links: 300,
+            words: 900,
+            ..Features::default()
+        };
+        // The recipe page it links to, named by the hub's anchor text.
+        let target = Features {
+            title: 4.0,
+            body: 4.5,
+            anchor: 3.0,
+            coverage: 1.0,
+            answers: 1.0,
+            proximity: 1.0,
+            in_links: 3,
+            ..page()
+        };
+        assert!(ranked_first(&target, &hub));
+    }
+
+    #[test]
+    fn hubness_needs_many_links_and_little_text() {
+        assert_eq!(hubness(5, 10), 0.0, "few links");
+        assert_eq!(hubness(300, 900), 1.0, "3 words per link");
+        assert_eq!(hubness(300, 6000), 0.0, "20 words per link: an article");
+        let some = hubness(30, 240);
+        assert!(some > 0.0 && some < 1.0, "{some}");
+        assert_eq!(hubness(100, 0), 1.0);
+    }
+
+    #[test]
+    fn in_links_are_a_small_saturating_prior() {
+        assert_eq!(link_prior(0), 0.0);
+        assert!(link_prior(10) < link_prior(100));
+        assert_eq!(link_prior(1_000_000), 1.0);
+        // A popular page with a worse match does not beat a better match.
+        let popular = Features {
+            body: 2.0,
+            coverage: 0.5,
+            answers: 0.5,
+            in_links: 100_000,
+            ..page()
+        };
+        let relevant = Features {
+            body: 3.0,
+            coverage: 1.0,
+            answers: 1.0,
+            ..page()
+        };
+        assert!(ranked_first(&relevant, &popular));
+        // Between equal matches, it decides.
+        let equal = Features {
+            in_links: 0,
+            ..popular.clone()
+        };
+        assert!(ranked_first(&popular, &equal));
+    }
+
+    #[test]
+    fn title_and_url_weights_stay_below_the_body() {
+        const { assert!(TITLE < BODY && HEADINGS < BODY && URL < BODY && ANCHOR < BODY) };
+        let text = Features {
+            title: 1.0,
+            headings: 1.0,
+            body: 1.0,
+            url: 1.0,
+            anchor: 1.0,
+            ..Features::default()
+        }
+        .text();
+        assert!((text - (BODY + TITLE + HEADINGS + URL + ANCHOR)).abs() < 1e-6);
+    }
+
+    #[test]
+    fn no_text_scores_at_all_is_not_a_division_by_zero() {
+        let s = score_all(&[Features::default(), page()]);
+        assert!(s.iter().all(|x| x.is_finite()));
+        assert!(score_all(&[]).is_empty());
+    }
+}

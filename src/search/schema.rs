@@ -1,0 +1,238 @@
+//! The two tantivy schemas (pages, anchors), their text analyzers, and the
+//! URL-to-words rule.
+
+use tantivy::Index;
+use tantivy::schema::{
+    FAST, Field, IndexRecordOption, STORED, STRING, Schema, TextFieldIndexing, TextOptions,
+};
+use tantivy::tokenizer::{
+    AsciiFoldingFilter, Language, LowerCaser, RemoveLongFilter, SimpleTokenizer, Stemmer,
+    StopWordFilter, TextAnalyzer,
+};
+
+/// Analyzer of every ranked text field: words, lower-cased, ASCII-folded,
+/// stop words removed (positions kept, so phrases still line up), stemmed.
+pub(crate) const ENGLISH: &str = "wc_en";
+/// Analyzer of the spelling vocabulary: like [`ENGLISH`] but not stemmed, so
+/// a correction is a real word.
+pub(crate) const SPELL: &str = "wc_spell";
+
+/// Tokens longer than this (base64, hashes) are not indexed.
+const MAX_TOKEN_LEN: usize = 40;
+
+/// English stop words: Lucene's list plus the question words and pronouns
+/// of questions ("how do I …"), which say nothing about the answer. A page
+/// titled "How to …" then gains nothing over the page that answers.
+pub(crate) const STOP_WORDS: &[&str] = &[
+    "a", "an", "and", "are", "as", "at", "be", "but", "by", "for", "if", "in", "into", "is", "it",
+    "no", "not", "of", "on", "or", "such", "that", "the", "their", "then", "there", "these",
+    "they", "this", "to", "was", "will", "with", // Lucene's EnglishAnalyzer
+    "how", "what", "why", "when", "where", "which", "who", "whom", "whose", "do", "does", "did",
+    "can", "could", "should", "would", "i", "me", "my", "you", "your", "we", "our", "its", "am",
+    "been", "has", "have", "had", "were",
+];
+
+/// The word tokenizer shared by all analyzers (and by query parsing).
+pub(crate) fn words_analyzer() -> TextAnalyzer {
+    TextAnalyzer::builder(SimpleTokenizer::default())
+        .filter(RemoveLongFilter::limit(MAX_TOKEN_LEN))
+        .filter(LowerCaser)
+        .filter(AsciiFoldingFilter)
+        .build()
+}
+
+fn stop_words() -> StopWordFilter {
+    StopWordFilter::remove(STOP_WORDS.iter().map(|w| (*w).to_string()))
+}
+
+pub(crate) fn english_analyzer() -> TextAnalyzer {
+    TextAnalyzer::builder(SimpleTokenizer::default())
+        .filter(RemoveLongFilter::limit(MAX_TOKEN_LEN))
+        .filter(LowerCaser)
+        .filter(AsciiFoldingFilter)
+        .filter(stop_words())
+        .filter(Stemmer::new(Language::English))
+        .build()
+}
+
+pub(crate) fn spell_analyzer() -> TextAnalyzer {
+    TextAnalyzer::builder(SimpleTokenizer::default())
+        .filter(RemoveLongFilter::limit(MAX_TOKEN_LEN))
+        .filter(LowerCaser)
+        .filter(AsciiFoldingFilter)
+        .filter(stop_words())
+        .build()
+}
+
+/// tantivy keeps analyzer names in the schema, not the analyzers: every
+/// opened index needs them registered again.
+pub(crate) fn register_analyzers(index: &Index) {
+    index.tokenizers().register(ENGLISH, english_analyzer());
+    index.tokenizers().register(SPELL, spell_analyzer());
+}
+
+fn text(tokenizer: &str, record: IndexRecordOption) -> TextOptions {
+    TextOptions::default().set_indexing_options(
+        TextFieldIndexing::default()
+            .set_tokenizer(tokenizer)
+            .set_index_option(record),
+    )
+}
+
+/// Fields of the pages index: one document per page, keyed by `url`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct PageFields {
+    pub(crate) url: Field,
+    pub(crate) title: Field,
+    pub(crate) headings: Field,
+    pub(crate) body: Field,
+    pub(crate) url_words: Field,
+    /// Unstemmed words of title, headings and body: the spelling vocabulary.
+    pub(crate) spell: Field,
+    pub(crate) out_links: Field,
+    /// Words of the page's own text (body), for the hub penalty.
+    pub(crate) words: Field,
+}
+
+impl PageFields {
+    pub(crate) fn schema() -> Schema {
+        let positions = IndexRecordOption::WithFreqsAndPositions;
+        let mut b = Schema::builder();
+        b.add_text_field("url", STRING | STORED | FAST);
+        b.add_text_field("title", text(ENGLISH, positions).set_stored());
+        b.add_text_field("headings", text(ENGLISH, positions));
+        b.add_text_field("body", text(ENGLISH, positions).set_stored());
+        b.add_text_field("url_words", text(ENGLISH, IndexRecordOption::WithFreqs));
+        b.add_text_field("spell", text(SPELL, IndexRecordOption::Basic));
+        b.add_u64_field("out_links", FAST);
+        b.add_u64_field("words", FAST);
+        b.build()
+    }
+
+    /// The fields of an existing schema; an error names the first missing one.
+    pub(crate) fn of(schema: &Schema) -> Result<Self, String> {
+        let f = |name: &str| {
+            schema
+                .get_field(name)
+                .map_err(|_| format!("the pages index has no field {name:?}"))
+        };
+        Ok(Self {
+            url: f("url")?,
+            title: f("title")?,
+            headings: f("headings")?,
+            body: f("body")?,
+            url_words: f("url_words")?,
+            spell: f("spell")?,
+            out_links: f("out_links")?,
+            words: f("words")?,
+        })
+    }
+}
+
+/// Fields of the anchors index: one document per (source, target) link.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct AnchorFields {
+    /// `source` + '\n' + `target`: what a new anchor for the pair replaces.
+    pub(crate) pair: Field,
+    pub(crate) source: Field,
+    /// The linked page's URL; its document frequency is the page's in-links.
+    pub(crate) target: Field,
+    pub(crate) text: Field,
+    pub(crate) spell: Field,
+}
+
+impl AnchorFields {
+    pub(crate) fn schema() -> Schema {
+        let mut b = Schema::builder();
+        b.add_text_field("pair", STRING);
+        b.add_text_field("source", STRING);
+        b.add_text_field("target", STRING | FAST);
+        b.add_text_field(
+            "text",
+            text(ENGLISH, IndexRecordOption::WithFreqsAndPositions),
+        );
+        b.add_text_field("spell", text(SPELL, IndexRecordOption::Basic));
+        b.build()
+    }
+
+    pub(crate) fn of(schema: &Schema) -> Result<Self, String> {
+        let f = |name: &str| {
+            schema
+                .get_field(name)
+                .map_err(|_| format!("the anchors index has no field {name:?}"))
+        };
+        Ok(Self {
+            pair: f("pair")?,
+            source: f("source")?,
+            target: f("target")?,
+            text: f("text")?,
+            spell: f("spell")?,
+        })
+    }
+}
+
+/// The words of a URL worth matching: host labels and path segments split
+/// at punctuation and camelCase, without the scheme, `www` and file
+/// extensions. `https://www.example.com/docs/getStarted.html` →
+/// `example com docs get started`.
+pub(crate) fn url_words(url: &str) -> String {
+    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
+    let mut out = String::with_capacity(rest.len() + 8);
+    for part in rest.split(|c: char| !c.is_alphanumeric()) {
+        if part.is_empty()
+            || matches!(
+                part.to_ascii_lowercase().as_str(),
+                "www" | "html" | "htm" | "php" | "asp" | "aspx" | "jsp"
+            )
+        {
+            continue;
+        }
+        let mut prev_lower = false;
+        for c in part.chars() {
+            if c.is_uppercase() && prev_lower {
+                out.push(' ');
+            }
+            prev_lower = c.is_lowercase() || c.is_ascii_digit();
+            out.push(c);
+        }
+        out.push(' ');
+    }
+    out.truncate(out.trim_end().len());
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tokens(mut a: TextAnalyzer, text: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut stream = a.token_stream(text);
+        while let Some(t) = stream.next() {
+            out.push(t.text.clone());
+        }
+        out
+    }
+
+    #[test]
+    fn english_stems_and_drops_stop_words() {
+        assert_eq!(
+            tokens(english_analyzer(), "How to bake the Breads, baking"),
+            ["bake", "bread", "bake"]
+        );
+        assert_eq!(
+            tokens(spell_analyzer(), "How to bake Breads"),
+            ["bake", "breads"]
+        );
+    }
+
+    #[test]
+    fn url_words_split_host_path_and_camel_case() {
+        assert_eq!(
+            url_words("https://www.example.com/docs/getStarted.html?q=rust_lang"),
+            "example com docs get Started q rust lang"
+        );
+        assert_eq!(url_words("not a url"), "not a url");
+        assert_eq!(url_words(""), "");
+    }
+}

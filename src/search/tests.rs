@@ -1,0 +1,420 @@
+//! The engine over real on-disk indexes in temporary directories.
+
+use super::*;
+use tempfile::TempDir;
+
+fn page(url: &str, title: &str, body: &str) -> PageDoc {
+    PageDoc {
+        url: url.into(),
+        title: title.into(),
+        body: body.into(),
+        out_links: 3,
+        ..PageDoc::default()
+    }
+}
+
+fn anchor(source: &str, target: &str, text: &str) -> AnchorDoc {
+    AnchorDoc {
+        source: source.into(),
+        target: target.into(),
+        text: text.into(),
+    }
+}
+
+fn index_with(pages: &[PageDoc], anchors: &[AnchorDoc]) -> (TempDir, SearchIndex) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut index = SearchIndex::open(&dir.path().join("idx")).unwrap();
+    for p in pages {
+        index.add_page(p).unwrap();
+    }
+    index.add_anchors(anchors).unwrap();
+    index.commit().unwrap();
+    (dir, index)
+}
+
+fn search(index: &SearchIndex, q: &str) -> SearchAnswer {
+    index.search(q, &SearchOptions::default()).unwrap()
+}
+
+fn urls(answer: &SearchAnswer) -> Vec<&str> {
+    answer.results.iter().map(|h| h.url.as_str()).collect()
+}
+
+fn bakery() -> Vec<PageDoc> {
+    vec![
+        page(
+            "https://bake.example/sourdough",
+            "Sourdough bread",
+            "Feed the starter the night before. Mix flour, water and starter, \
+             fold the dough, let it rise, then bake the sourdough bread at 250 degrees.",
+        ),
+        page(
+            "https://bake.example/rye",
+            "Rye loaves",
+            "Rye flour holds little gluten; a rye loaf is dense and keeps for a week.",
+        ),
+        page(
+            "https://bake.example/cakes",
+            "Cakes",
+            "Butter, sugar and eggs beaten together make a sponge. Bake it for twenty minutes.",
+        ),
+    ]
+}
+
+#[test]
+fn a_page_indexed_again_replaces_the_old_one() {
+    let url = "https://zoo.example/animal";
+    let (_dir, mut index) = index_with(&[page(url, "Zebras", "Striped zebras graze.")], &[]);
+    assert_eq!(urls(&search(&index, "zebras")), [url]);
+    index
+        .add_page(&page(url, "Giraffes", "Tall giraffes eat leaves."))
+        .unwrap();
+    index.commit().unwrap();
+    assert_eq!(index.page_count(), 1);
+    assert_eq!(urls(&search(&index, "giraffes")), [url]);
+    let plain = SearchOptions::default().ranking(Ranking::PlainBm25);
+    assert!(index.search("zebras", &plain).unwrap().results.is_empty());
+    assert_eq!(search(&index, "giraffes").results[0].title, "Giraffes");
+}
+
+#[test]
+fn anchor_text_finds_a_page_that_never_names_itself() {
+    let target = "https://corp.example/q3.pdf.html";
+    let pages = [
+        page(target, "Q3", "Revenue rose four percent; margins held."),
+        page(
+            "https://corp.example/",
+            "Investors",
+            "News and documents for investors.",
+        ),
+    ];
+    let anchors = [anchor(
+        "https://corp.example/",
+        target,
+        "quarterly earnings report",
+    )];
+    let (_dir, index) = index_with(&pages, &anchors);
+    assert_eq!(urls(&search(&index, "quarterly earnings")), [target]);
+    // The baseline sees the page's own text only.
+    let plain = SearchOptions::default().ranking(Ranking::PlainBm25);
+    assert!(
+        index
+            .search("quarterly earnings", &plain)
+            .unwrap()
+            .results
+            .is_empty()
+    );
+}
+
+#[test]
+fn an_anchor_for_the_same_link_replaces_the_old_text() {
+    let target = "https://corp.example/q3";
+    let source = "https://corp.example/";
+    let pages = [page(target, "Q3", "Revenue rose four percent.")];
+    let (_dir, mut index) = index_with(&pages, &[anchor(source, target, "quarterly earnings")]);
+    assert_eq!(urls(&search(&index, "earnings")), [target]);
+    index
+        .add_anchors(&[anchor(source, target, "annual summary")])
+        .unwrap();
+    index.commit().unwrap();
+    assert_eq!(urls(&search(&index, "summary")), [target]);
+    let plain = SearchOptions::default();
+    let answer = index.search("earnings", &plain).unwrap();
+    assert!(answer.results.is_empty(), "{answer:?}");
+    // Dropping a source's anchors removes them.
+    index.delete_anchors_from(source).unwrap();
+    index.commit().unwrap();
+    assert!(search(&index, "summary").results.is_empty());
+}
+
+#[test]
+fn typos_are_corrected_and_correct_spellings_are_not() {
+    let (_dir, index) = index_with(&bakery(), &[]);
+    let fixed = search(&index, "sourdugh bred");
+    assert_eq!(fixed.did_you_mean.as_deref(), Some("sourdough bread"));
+    assert_eq!(urls(&fixed)[0], "https://bake.example/sourdough");
+
+    let right = search(&index, "sourdough bread");
+    assert_eq!(right.did_you_mean, None);
+    assert_eq!(right.results, fixed.results);
+    // Case, quotes and other words of the query are kept.
+    let phrase = search(&index, "Rye \"flour holds\" glutten");
+    assert_eq!(
+        phrase.did_you_mean.as_deref(),
+        Some("Rye \"flour holds\" gluten")
+    );
+    // The baseline does not correct.
+    let plain = SearchOptions::default().ranking(Ranking::PlainBm25);
+    let answer = index.search("sourdugh", &plain).unwrap();
+    assert_eq!(answer.did_you_mean, None);
+    assert!(answer.results.is_empty());
+}
+
+#[test]
+fn a_rare_misspelling_is_corrected_unless_the_rest_of_the_query_is_with_it() {
+    let mut pages: Vec<PageDoc> = (0..120)
+        .map(|i| {
+            page(
+                &format!("https://py.example/{i}"),
+                &format!("Python lesson {i}"),
+                "Python lists, loops and functions.",
+            )
+        })
+        .collect();
+    pages.push(page(
+        "https://py.example/typo",
+        "Snakes",
+        "A pyhton is a snake (sic).",
+    ));
+    // A rare correct word near a more common one (ratio below 100): kept.
+    pages.extend((0..15).map(|i| page(&format!("https://just.example/{i}"), "Just", "just words")));
+    pages.push(page("https://rust.example/", "Rust", "rust on iron"));
+    let (_dir, index) = index_with(&pages, &[]);
+    assert_eq!(
+        search(&index, "pyhton").did_you_mean.as_deref(),
+        Some("python")
+    );
+    assert_eq!(search(&index, "pyhton snake").did_you_mean, None);
+    assert_eq!(
+        urls(&search(&index, "pyhton snake"))[0],
+        "https://py.example/typo"
+    );
+    assert_eq!(search(&index, "rust").did_you_mean, None);
+    assert_eq!(urls(&search(&index, "rust")), ["https://rust.example/"]);
+}
+
+#[test]
+fn snippets_hold_the_matched_terms_as_plain_text() {
+    let filler = "Words about nothing in particular fill this page. ".repeat(40);
+    let body = format!("{filler}\n\nTo keep a <starter> alive,\n   feed it flour daily.\n{filler}");
+    let (_dir, index) = index_with(&[page("https://bake.example/starter", "Care", &body)], &[]);
+    let hit = &search(&index, "feed starter").results[0];
+    assert!(
+        hit.snippet.contains("<starter> alive, feed it flour"),
+        "{hit:?}"
+    );
+    assert!(!hit.snippet.contains('\n') && !hit.snippet.contains("  "));
+    assert!(hit.snippet.chars().count() <= 220, "{}", hit.snippet);
+    let marked: Vec<&str> = hit
+        .highlights
+        .iter()
+        .map(|r| &hit.snippet[r.clone()])
+        .collect();
+    assert!(
+        marked.contains(&"starter") && marked.contains(&"feed"),
+        "{marked:?}"
+    );
+}
+
+#[test]
+fn a_page_matched_by_title_only_gets_the_start_of_its_body_as_snippet() {
+    let (_dir, index) = index_with(
+        &[page(
+            "https://x.example/",
+            "Glossary",
+            "Terms used on this site.",
+        )],
+        &[],
+    );
+    let hit = &search(&index, "glossary").results[0];
+    assert_eq!(hit.snippet, "Terms used on this site.");
+    assert!(hit.highlights.is_empty());
+}
+
+#[test]
+fn an_empty_index_and_a_query_matching_nothing_answer_no_results() {
+    let dir = tempfile::tempdir().unwrap();
+    let index = SearchIndex::open(dir.path()).unwrap();
+    assert_eq!(index.page_count(), 0);
+    for ranking in [Ranking::Full, Ranking::PlainBm25] {
+        let answer = index
+            .search(
+                "anything at all",
+                &SearchOptions::default().ranking(ranking),
+            )
+            .unwrap();
+        assert_eq!(answer, SearchAnswer::default());
+    }
+    let (_dir, index) = index_with(&bakery(), &[]);
+    let answer = search(&index, "xylophone quartet");
+    assert!(answer.results.is_empty() && answer.did_you_mean.is_none());
+    let none = SearchOptions::default().limit(0);
+    assert!(index.search("bread", &none).unwrap().results.is_empty());
+    let one = SearchOptions::default().limit(1);
+    assert_eq!(index.search("bake", &one).unwrap().results.len(), 1);
+}
+
+#[test]
+fn bad_queries_are_typed_errors_for_both_rankings() {
+    let (_dir, index) = index_with(&bakery(), &[]);
+    for ranking in [Ranking::Full, Ranking::PlainBm25] {
+        let opts = SearchOptions::default().ranking(ranking);
+        let err = |q: &str| match index.search(q, &opts) {
+            Err(SearchError::Query(e)) => e,
+            other => panic!("{q:?}: {other:?}"),
+        };
+        assert_eq!(err(""), QueryError::Empty);
+        assert_eq!(err("how to do it"), QueryError::OnlyStopWords);
+        assert_eq!(err("\"bake the"), QueryError::UnbalancedQuote);
+        assert!(matches!(
+            err(&"bread ".repeat(2000)),
+            QueryError::TooLong { .. }
+        ));
+        // Query syntax of other engines is just words here.
+        assert!(
+            index
+                .search("title:bread AND (rye OR -cake)", &opts)
+                .is_ok()
+        );
+    }
+}
+
+#[test]
+fn quoted_phrases_must_occur() {
+    let pages = [
+        page("https://a.example/", "A", "Bake the bread slowly."),
+        page("https://b.example/", "B", "Bread you bake at home."),
+    ];
+    let (_dir, index) = index_with(&pages, &[]);
+    assert_eq!(
+        urls(&search(&index, "\"bake the bread\"")),
+        ["https://a.example/"]
+    );
+    assert_eq!(search(&index, "bake bread").results.len(), 2);
+    assert_eq!(urls(&search(&index, "\"bread\" cake")).len(), 2);
+}
+
+#[test]
+fn a_how_to_title_does_not_beat_the_page_that_answers() {
+    let pages = [
+        page(
+            "https://news.example/how-to-bake-sourdough-bread",
+            "How to bake sourdough bread",
+            "Subscribe to keep reading. Already a member? Sign in.",
+        ),
+        page(
+            "https://blog.example/starter-diary",
+            "My starter diary",
+            "Day one: the sourdough starter bubbles. Day five: I shape the dough \
+             and bake it at 250 degrees; the sourdough bread comes out with a dark crust. \
+             Let the bread cool before slicing.",
+        ),
+    ];
+    let (_dir, index) = index_with(&pages, &[]);
+    let answer = search(&index, "how to bake sourdough bread");
+    assert_eq!(
+        urls(&answer)[0],
+        "https://blog.example/starter-diary",
+        "{answer:#?}"
+    );
+}
+
+#[test]
+fn a_hub_ranks_below_the_page_it_links_to() {
+    let target = "https://recipes.example/sourdough-bread";
+    let hub_url = "https://recipes.example/index";
+    let names = [
+        "Apple pie",
+        "Banana bread",
+        "Carrot cake",
+        "Sourdough bread",
+        "Rye bread",
+        "Corn bread",
+        "Soda bread",
+        "Flat bread",
+        "Brioche",
+        "Bagels",
+    ];
+    let labels: Vec<String> = (0..60)
+        .map(|i| names[i % names.len()].to_string())
+        .collect();
+    let mut hub = page(
+        hub_url,
+        "Recipe index: bread, cakes and pies",
+        &labels.join("\n"),
+    );
+    hub.out_links = 60;
+    let mut pages = vec![
+        hub,
+        page(
+            target,
+            "Sourdough",
+            "A slow loaf: the starter leavens the bread overnight, and the long \
+             fermentation gives sourdough bread its sour taste and open crumb. \
+             Bake it in a hot covered pot for forty minutes.",
+        ),
+    ];
+    // Every page of the site links to the index.
+    let mut anchors = vec![anchor(hub_url, target, "Sourdough bread")];
+    for i in 0..30 {
+        let url = format!("https://recipes.example/r{i}");
+        pages.push(page(&url, &format!("Recipe {i}"), "Mix, knead and wait."));
+        anchors.push(anchor(&url, hub_url, "All recipes"));
+    }
+    let (_dir, index) = index_with(&pages, &anchors);
+    let answer = search(&index, "sourdough bread");
+    let order = urls(&answer);
+    let pos = |u: &str| order.iter().position(|x| *x == u).unwrap();
+    assert!(pos(target) < pos(hub_url), "{answer:#?}");
+}
+
+#[test]
+fn read_only_opens_beside_the_writer_and_a_second_writer_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    assert!(matches!(
+        SearchIndex::open_read_only(dir.path()),
+        Err(SearchError::NoIndex { .. })
+    ));
+    let mut writer = SearchIndex::open(dir.path()).unwrap();
+    assert!(matches!(
+        SearchIndex::open(dir.path()),
+        Err(SearchError::Locked { .. })
+    ));
+    writer.add_page(&bakery()[0]).unwrap();
+    writer.commit().unwrap();
+    let mut reader = SearchIndex::open_read_only(dir.path()).unwrap();
+    assert_eq!(reader.page_count(), 1);
+    assert_eq!(search(&reader, "sourdough").results.len(), 1);
+    writer.add_page(&bakery()[1]).unwrap();
+    writer.commit().unwrap();
+    reader.reload().unwrap();
+    assert_eq!(urls(&search(&reader, "rye")), ["https://bake.example/rye"]);
+    assert!(matches!(
+        reader.add_page(&bakery()[2]),
+        Err(SearchError::ReadOnly)
+    ));
+    assert!(matches!(reader.commit(), Err(SearchError::ReadOnly)));
+    // The writer's lock goes with it.
+    drop(writer);
+    drop(reader);
+    let mut again = SearchIndex::open(dir.path()).unwrap();
+    again.add_page(&bakery()[2]).unwrap();
+    again.commit().unwrap();
+    assert_eq!(again.page_count(), 3);
+}
+
+#[test]
+fn the_answer_serializes_to_the_documented_json() {
+    let (_dir, index) = index_with(&bakery(), &[]);
+    let json = serde_json::to_value(search(&index, "rye")).unwrap();
+    let mut keys: Vec<&String> = json.as_object().unwrap().keys().collect();
+    keys.sort();
+    assert_eq!(keys, ["did_you_mean", "results"]);
+    let hit = json["results"][0].as_object().unwrap();
+    let mut keys: Vec<&String> = hit.keys().collect();
+    keys.sort();
+    assert_eq!(keys, ["score", "snippet", "title", "url"]);
+    assert!(json["did_you_mean"].is_null());
+}
+
+#[test]
+fn the_index_lives_beside_the_store() {
+    assert_eq!(
+        index_dir_for(Path::new("/data/crawl.db")),
+        Path::new("/data/crawl.db.index")
+    );
+    assert_eq!(
+        index_dir_for(Path::new("crawler.db")),
+        Path::new("crawler.db.index")
+    );
+}
