@@ -689,6 +689,9 @@ async fn main_inner(cli: Cli) -> Result<(), String> {
     let mut crawl_note = String::from("reused");
     let mut served_count = None;
     if !db.exists() {
+        if let Some(parent) = db.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
+        }
         let server = FileServer::start(corpus.clone(), [127, 0, 0, 1].into())
             .await
             .map_err(|e| format!("server: {e}"))?;
