@@ -42,3 +42,82 @@ impl web_crawler_actors::Fetcher for HttpFetcher {
         robots_report(self, scheme, host).await
     }
 }
+
+/// The tree's `PageIndex` behaviour over the tantivy [`SearchIndex`]: a
+/// page replaces its earlier version and the anchors it gave before.
+#[cfg(feature = "search")]
+mod index {
+    use crate::search::{AnchorDoc, PageDoc, SearchError, SearchIndex, SearchOptions};
+    use std::path::PathBuf;
+    use std::time::{Duration, Instant};
+    use web_crawler_actors::{IndexError, IndexOpener, PageIndex, PageText, SearchAnswer};
+
+    fn index_error(e: SearchError) -> IndexError {
+        match e {
+            SearchError::Query(q) => IndexError::Query(q.to_string()),
+            other => IndexError::Backend {
+                context: other.to_string(),
+                source: Box::new(other),
+            },
+        }
+    }
+
+    impl PageIndex for SearchIndex {
+        fn add(&mut self, page: &PageText) -> Result<(), IndexError> {
+            self.delete_anchors_from(&page.url).map_err(index_error)?;
+            self.add_page(&PageDoc {
+                url: page.url.clone(),
+                title: page.title.clone(),
+                headings: page.headings.clone(),
+                body: page.body.clone(),
+                out_links: page.links_found,
+            })
+            .map_err(index_error)?;
+            let anchors: Vec<AnchorDoc> = page
+                .anchors
+                .iter()
+                .map(|a| AnchorDoc {
+                    source: page.url.clone(),
+                    target: a.target.clone(),
+                    text: a.text.clone(),
+                })
+                .collect();
+            self.add_anchors(&anchors).map_err(index_error)
+        }
+
+        fn commit(&mut self) -> Result<(), IndexError> {
+            SearchIndex::commit(self).map_err(index_error)
+        }
+
+        fn search(&self, query: &str, limit: usize) -> Result<SearchAnswer, IndexError> {
+            SearchIndex::search(self, query, &SearchOptions::default().limit(limit))
+                .map_err(index_error)
+        }
+    }
+
+    /// Opens (or creates) the index in a directory, for the indexer.
+    #[derive(Clone, Debug)]
+    pub(crate) struct IndexDir(pub(crate) PathBuf);
+
+    /// How long to wait for the index's writer lock: a killed indexer's
+    /// writer is released while its successor starts.
+    const LOCK_WAIT: Duration = Duration::from_secs(10);
+
+    impl IndexOpener for IndexDir {
+        fn open(&self) -> Result<Box<dyn PageIndex>, IndexError> {
+            let started = Instant::now();
+            loop {
+                match SearchIndex::open(&self.0) {
+                    Ok(index) => return Ok(Box::new(index)),
+                    Err(SearchError::Locked { .. }) if started.elapsed() < LOCK_WAIT => {
+                        std::thread::sleep(Duration::from_millis(50));
+                    }
+                    Err(e) => return Err(index_error(e)),
+                }
+            }
+        }
+    }
+}
+
+#[cfg(feature = "search")]
+pub(crate) use index::IndexDir;

@@ -116,6 +116,20 @@ enum Command {
         /// The ranking: `full`, or the plain BM25 baseline.
         #[arg(long, value_enum, default_value_t = RankingArg::Full)]
         ranking: RankingArg,
+        /// Ask the running node at HOST:PORT (its master's index) instead.
+        #[arg(long, value_name = "HOST:PORT", requires = "cookie_file", conflicts_with_all = ["index", "ranking"])]
+        connect: Option<String>,
+        /// The cluster's cookie file (with --connect).
+        #[arg(long)]
+        cookie_file: Option<PathBuf>,
+        /// Seconds to wait for the node (with --connect).
+        #[arg(long, default_value_t = 10)]
+        wait: u64,
+    },
+    /// Manage the full-text index.
+    Index {
+        #[command(subcommand)]
+        action: IndexAction,
     },
     /// Print what a crawl stored.
     Report {
@@ -129,6 +143,19 @@ enum Command {
         /// At most this many rows.
         #[arg(long)]
         limit: Option<usize>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum IndexAction {
+    /// Build the index again from what the store holds: every HTML page
+    /// processed with success is fetched again (politely, with the tuning
+    /// flags) and indexed; nothing new is crawled. For a lost or damaged index.
+    Rebuild {
+        #[command(flatten)]
+        store: StoreOpts,
+        #[command(flatten)]
+        tuning: TuningOpts,
     },
 }
 
@@ -223,6 +250,10 @@ struct StoreOpts {
     /// MongoDB database name.
     #[arg(long, default_value = web_crawler::store::DEFAULT_DATABASE)]
     mongodb_database: String,
+    /// The full-text index directory (default: `DB.index` beside the
+    /// embedded store, `DATABASE.index` in the current directory with MongoDB).
+    #[arg(long, value_name = "DIR")]
+    index: Option<PathBuf>,
 }
 
 impl StoreOpts {
@@ -236,6 +267,23 @@ impl StoreOpts {
             bail!("no crawl database at {}", self.db.display());
         }
         Ok(Arc::new(SqliteStore::open(&self.db)?))
+    }
+
+    /// Where the full-text index of this store is kept.
+    fn index_dir(&self) -> PathBuf {
+        match (&self.index, &self.mongodb) {
+            (Some(dir), _) => dir.clone(),
+            (None, Some(_)) => PathBuf::from(format!("{}.index", self.mongodb_database)),
+            (None, None) => index_dir_for(&self.db),
+        }
+    }
+
+    /// The node's settings with this store's index, unless indexing is off.
+    fn with_index(&self, mut settings: Settings) -> Settings {
+        if settings.crawl.index {
+            settings.index = Some(self.index_dir());
+        }
+        settings
     }
 }
 
@@ -312,6 +360,9 @@ struct TuningOpts {
     /// Don't read sitemaps (robots.txt `Sitemap:` lines, else /sitemap.xml).
     #[arg(long)]
     no_sitemaps: bool,
+    /// Don't add the pages to the full-text index (`web_crawler search`).
+    #[arg(long)]
+    no_index: bool,
     #[command(flatten)]
     traps: TrapOpts,
 }
@@ -370,6 +421,7 @@ impl TuningOpts {
         s.crawl.reprocess_after = self.reprocess_after.map(Duration::from_secs);
         s.crawl.traps = self.traps.settings();
         s.crawl.sitemaps = !self.no_sitemaps;
+        s.crawl.index = !self.no_index;
         s.policy.scope = self.scope.into();
         s.policy.max_depth = self.max_depth;
         s.policy.allow = compile(&self.allow, "--allow")?;
@@ -469,7 +521,23 @@ pub(crate) async fn run(cli: Cli) -> Result<ExitCode> {
             limit,
             json,
             ranking,
+            connect,
+            cookie_file,
+            wait,
         } => {
+            if let (Some(addr), Some(cookie_file)) = (connect, cookie_file) {
+                let conn = console::connect(&addr, &cookie_file, Duration::from_secs(wait)).await?;
+                let request = ControlRequest::Search {
+                    query: query.clone(),
+                    limit,
+                };
+                let reply = console::request(&conn, &request).await;
+                conn.close();
+                let answer: SearchAnswer = serde_json::from_value(reply?)
+                    .context("the node's answer is not a search answer")?;
+                print_answer(&answer, &query, json)?;
+                return Ok(ExitCode::SUCCESS);
+            }
             let dir = index.unwrap_or_else(|| index_dir_for(&db));
             let index = SearchIndex::open_read_only(&dir)
                 .with_context(|| format!("cannot open the search index at {}", dir.display()))?;
@@ -482,6 +550,9 @@ pub(crate) async fn run(cli: Cli) -> Result<ExitCode> {
             print_answer(&answer, &query, json)?;
             Ok(ExitCode::SUCCESS)
         }
+        Command::Index {
+            action: IndexAction::Rebuild { store, tuning },
+        } => rebuild_index(&store, &tuning).await,
         Command::Report {
             what,
             store,
@@ -495,7 +566,7 @@ pub(crate) async fn run(cli: Cli) -> Result<ExitCode> {
 }
 
 async fn crawl(opts: &CrawlOpts, seeds: &[(String, OperationSpec)]) -> Result<ExitCode> {
-    let settings = opts.settings()?;
+    let settings = opts.store.with_index(opts.settings()?);
     let store = opts.store.open(false).await?;
     let started = Instant::now();
     let app = start(store.clone(), settings).await?;
@@ -728,6 +799,73 @@ async fn one_shot(remote: &RemoteOpts, req: ControlRequest) -> Result<ExitCode> 
     Ok(ExitCode::SUCCESS)
 }
 
+/// `index rebuild`: fetch every successful HTML page again into a new index.
+async fn rebuild_index(store_opts: &StoreOpts, tuning: &TuningOpts) -> Result<ExitCode> {
+    let dir = store_opts.index_dir();
+    let store = store_opts.open(true).await?;
+    let pages = store
+        .processed(PageQuery {
+            limit: None,
+            offset: 0,
+            only_failed: false,
+        })
+        .await?;
+    let urls: Vec<String> = pages
+        .into_iter()
+        .filter(|p| {
+            p.duplicate_of.is_none()
+                && p.record.error.is_none()
+                && p.record
+                    .http_returncode
+                    .is_some_and(|c| (200..300).contains(&c))
+                && p.record
+                    .content_type
+                    .as_deref()
+                    .is_some_and(|t| t.to_ascii_lowercase().contains("html"))
+        })
+        .map(|p| p.record.url)
+        .collect();
+    if dir.exists() {
+        std::fs::remove_dir_all(&dir)
+            .with_context(|| format!("cannot remove the old index at {}", dir.display()))?;
+    }
+    let mut settings = tuning.settings()?;
+    settings.crawl.index = true;
+    settings.crawl.sitemaps = false;
+    // The pages again, and no page they link to.
+    settings.policy.max_depth = Some(0);
+    settings.index = Some(dir.clone());
+    let started = Instant::now();
+    let app = start(store, settings).await?;
+    eprintln!("fetching {} pages again into {}", urls.len(), dir.display());
+    for chunk in urls.chunks(512) {
+        let queued = futures_util::future::join_all(
+            chunk
+                .iter()
+                .map(|url| app.add_url_again(url, OperationSpec::crawl())),
+        )
+        .await;
+        if let Some(e) = queued.into_iter().find_map(Result::err) {
+            app.stop(Duration::from_secs(1)).await.ok();
+            bail!("{e}");
+        }
+    }
+    let idle = tokio::select! {
+        r = app.wait_idle() => Some(r?),
+        _ = tokio::signal::ctrl_c() => None,
+    };
+    app.stop(Duration::from_secs(30)).await?;
+    let indexed = SearchIndex::open_read_only(&dir)?.page_count();
+    eprintln!(
+        "index rebuilt: {indexed} pages in {:.1}s",
+        started.elapsed().as_secs_f64()
+    );
+    Ok(match idle {
+        Some(_) => ExitCode::SUCCESS,
+        None => ExitCode::from(130),
+    })
+}
+
 /// Run a node until Ctrl-C / SIGTERM, or until its tree stops by itself.
 async fn serve_node(
     node: &NodeOpts,
@@ -743,7 +881,7 @@ async fn serve_node(
     settings.crawl.keep_retrying_robots = true;
     let server = cluster::start_node(&node.name, node.listen, &cookie, true).await?;
     let app = match &master {
-        Some((store, _)) => start(store.open(false).await?, settings).await?,
+        Some((store, _)) => start(store.open(false).await?, store.with_index(settings)).await?,
         None => start_worker(settings).await?,
     };
     if let Some(addr) = join {

@@ -49,6 +49,7 @@ commands:
   state ACTOR                 an actor's state (master, sup, config)
   add_url URL [search TEXT]   queue a URL (optionally with the search operation)
   search_text URL TEXT        crawl from URL recording where TEXT occurs
+  search QUERY                the best 10 pages for QUERY in the full-text index
   pending [N]                 the first N pending URLs (default 10)
   processed [N]               the first N processed pages (default 10)
   failed [N]                  the first N failed pages (default 10)
@@ -97,6 +98,10 @@ fn parse_line(line: &str) -> Result<Line> {
         },
         ["failed", rest @ ..] if rest.len() <= 1 => ControlRequest::Failed {
             limit: limit(rest.first())?,
+        },
+        ["search", query @ ..] if !query.is_empty() => ControlRequest::Search {
+            query: query.join(" "),
+            limit: 10,
         },
         ["pause"] => ControlRequest::Pause,
         ["resume"] => ControlRequest::Resume,
@@ -187,6 +192,22 @@ pub(crate) fn render(req: &ControlRequest, v: &Value) -> String {
                 p["node"].as_str().unwrap_or("?")
             )
         }),
+        ControlRequest::Search { .. } => {
+            let mut out = String::new();
+            if let Some(corrected) = v["did_you_mean"].as_str() {
+                out.push_str(&format!("did you mean: {corrected}\n"));
+            }
+            out.push_str(&list(&v["results"], |hit| {
+                format!(
+                    "{:.3}\t{}\t{}\n\t{}",
+                    hit["score"].as_f64().unwrap_or(0.0),
+                    hit["url"].as_str().unwrap_or("?"),
+                    hit["title"].as_str().unwrap_or(""),
+                    hit["snippet"].as_str().unwrap_or("")
+                )
+            }));
+            out
+        }
         ControlRequest::Pause => "paused: no new URLs are handed out".to_string(),
         ControlRequest::Resume => "resumed".to_string(),
         _ => serde_json::to_string_pretty(v).unwrap_or_default(),
@@ -296,5 +317,13 @@ mod tests {
         assert!(parse_line("frobnicate").is_err());
         assert!(parse_line("add_url http://a/ mirror").is_err());
         assert!(parse_line("search_text http://a/").is_err());
+        assert_eq!(
+            parse_line("search  rye   bread").unwrap(),
+            Line::Request(ControlRequest::Search {
+                query: "rye bread".into(),
+                limit: 10
+            })
+        );
+        assert!(parse_line("search").is_err());
     }
 }

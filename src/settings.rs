@@ -33,6 +33,11 @@ pub struct Settings {
     /// Operations a URL may carry; the built-in `search` by default. Add
     /// your own with `Operations::with`.
     pub operations: Operations,
+    /// Keep a full-text index of the pages crawled in this directory
+    /// (created if missing; see [`crate::search`]). On the master's node;
+    /// worker nodes hand their pages to it when `crawl.index` is on.
+    #[cfg(feature = "search")]
+    pub index: Option<std::path::PathBuf>,
 }
 
 impl Default for Settings {
@@ -42,6 +47,8 @@ impl Default for Settings {
             policy: PolicyConfig::default(),
             fetch: FetchConfig::default(),
             operations: builtin_operations(),
+            #[cfg(feature = "search")]
+            index: None,
         }
     }
 }
@@ -72,7 +79,14 @@ pub async fn start(store: Arc<dyn Store>, settings: Settings) -> Result<AppHandl
 /// around one side of a store).
 pub async fn start_on(storage: Storage, settings: Settings) -> Result<AppHandle, Error> {
     let behaviours = settings.behaviours()?;
-    Ok(App::start(settings.crawl.clone(), storage, behaviours).await?)
+    #[allow(unused_mut)]
+    let (mut storage, mut crawl) = (storage, settings.crawl.clone());
+    #[cfg(feature = "search")]
+    if let Some(dir) = &settings.index {
+        storage = storage.with_index(Arc::new(crate::behaviours::IndexDir(dir.clone())));
+        crawl.index = true;
+    }
+    Ok(App::start(crawl, storage, behaviours).await?)
 }
 
 /// Start a worker node's tree: a pool only, fetching for the cluster's master.

@@ -129,7 +129,9 @@ pub struct CommitSummary {
     pub queued: u64,
     /// Links that only added a referral (already pending or recently processed).
     pub merged: u64,
-    pub duplicates: u64,
+    /// Pages whose body duplicates a page processed before: their links are
+    /// not followed and they are not indexed.
+    pub duplicates: Vec<String>,
 }
 
 /// Which processed pages to list.

@@ -375,12 +375,15 @@ async fn run_cycle(
         store.release_keys(&work.release).await?;
     }
     let pages = work.batch.pages.len();
-    let to_index = pages_to_index(&mut work.batch, indexer.is_some());
+    let mut to_index = pages_to_index(&mut work.batch, indexer.is_some());
     let (summary, claimed) = if work.batch.is_empty() && work.claim.is_none() {
         (CommitSummary::default(), Vec::new())
     } else {
         store.commit_and_claim(work.batch, work.claim).await?
     };
+    if !summary.duplicates.is_empty() {
+        to_index.retain(|page| !summary.duplicates.contains(&page.url));
+    }
     if !to_index.is_empty()
         && let Some(indexer) = indexer.and_then(ActorRef::<IndexerMsg>::where_is)
     {

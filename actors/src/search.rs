@@ -63,11 +63,17 @@ impl PageText {
                 text: text.clone(),
             })
             .collect();
+        let title = page.title.clone().unwrap_or_default();
+        // The extractor's text starts with the title; the index has it apart.
+        let body = page
+            .text
+            .strip_prefix(title.as_str())
+            .map_or(page.text.as_str(), str::trim_start);
         Some(Self {
             url: url.to_string(),
-            title: page.title.clone().unwrap_or_default(),
             headings: page.headings.clone(),
-            body: page.text.clone(),
+            body: body.to_string(),
+            title,
             anchors,
             links_found: u32::try_from(page.links_found).unwrap_or(u32::MAX),
         })
@@ -104,9 +110,14 @@ impl PageText {
 pub struct SearchHit {
     pub url: String,
     pub title: String,
-    /// Plain text around the query's terms.
+    /// Plain text around the best match (or the start of the body), with
+    /// whitespace collapsed; no markup.
     pub snippet: String,
+    /// Ranking score: higher is better, comparable within one answer only.
     pub score: f32,
+    /// Byte ranges of `snippet` holding query terms (to mark them).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub highlights: Vec<std::ops::Range<usize>>,
 }
 
 /// The answer to a query: ranked results, and the corrected query when
@@ -165,7 +176,7 @@ mod tests {
             is_html: true,
             title: Some("Install".into()),
             headings: vec!["Steps".into()],
-            text: "Install the package.".into(),
+            text: "Install Steps Install the package.".into(),
             links: vec![
                 url::Url::parse("http://h/a").unwrap(),
                 url::Url::parse("http://h/b").unwrap(),
@@ -188,6 +199,10 @@ mod tests {
             "links without text give no anchor"
         );
         assert_eq!(text.links_found, 5);
+        assert_eq!(
+            text.body, "Steps Install the package.",
+            "the title is apart"
+        );
         let record = text.clone().into_record();
         assert_eq!(record.collection, INDEX_QUEUE);
         let mut doc = record.key.clone();

@@ -151,7 +151,11 @@ impl Actor for Sup {
         state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
         let (cell, why) = match evt {
-            SupervisionEvent::ActorTerminated(cell, _, reason) => {
+            SupervisionEvent::ActorTerminated(cell, last_state, reason) => {
+                // ractor hands the child's last state to its supervisor; it is
+                // dropped now, before a successor starts: it may hold what the
+                // successor needs (the indexer's writer lock).
+                drop(last_state);
                 (cell, reason.unwrap_or_else(|| "stopped".to_string()))
             }
             SupervisionEvent::ActorFailed(cell, err) => (cell, error_chain(err.as_ref())),

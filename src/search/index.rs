@@ -5,7 +5,7 @@ use super::query::{self, ParsedQuery, QueryAnalyzers};
 use super::rank::{self, Features};
 use super::schema::{self, AnchorFields, PageFields};
 use super::typo::{self, Vocabulary};
-use super::{AnchorDoc, Hit, PageDoc, Ranking, SearchAnswer, SearchError, SearchOptions};
+use super::{AnchorDoc, PageDoc, Ranking, SearchAnswer, SearchError, SearchHit, SearchOptions};
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::ops::Range;
@@ -697,7 +697,7 @@ impl Searchers {
         q: &ParsedQuery,
         ranked: &[(f32, DocAddress)],
         analyzers: &mut QueryAnalyzers,
-    ) -> Result<Vec<Hit>, SearchError> {
+    ) -> Result<Vec<SearchHit>, SearchError> {
         if ranked.is_empty() {
             return Ok(Vec::new());
         }
@@ -749,7 +749,7 @@ impl Searchers {
                 (scan[w].to_string(), inside)
             };
             let (snippet, highlights) = collapse_whitespace(&snippet, &highlights);
-            out.push(Hit {
+            out.push(SearchHit {
                 url: text(pf.url),
                 title: collapse_whitespace(&text(pf.title), &[]).0,
                 snippet,

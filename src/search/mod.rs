@@ -7,7 +7,7 @@
 //! document per link: source, target and anchor text). A page's in-links are
 //! the document frequency of its URL among the anchors' targets, so a new
 //! link costs one small document and never re-indexes the page it points
-//! at. Text is analyzed for English: words lower-cased and ASCII-folded,
+//! at (a replaced anchor still counts until tantivy merges its segment). Text is analyzed for English: words lower-cased and ASCII-folded,
 //! stop words (Lucene's list plus question words such as "how" and "what")
 //! dropped with their positions kept, Porter stemming. The search needs the
 //! index directory only, never the crawl's store; [`index_dir_for`] names it
@@ -66,8 +66,6 @@ mod tests;
 
 pub use index::SearchIndex;
 
-use serde::Serialize;
-use std::ops::Range;
 use std::path::{Path, PathBuf};
 
 /// A fetched HTML page, as the extractor saw it.
@@ -133,28 +131,9 @@ impl SearchOptions {
     }
 }
 
-/// The results of a search, best first.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
-pub struct SearchAnswer {
-    pub results: Vec<Hit>,
-    /// The corrected query, when a word was corrected; the results are its.
-    pub did_you_mean: Option<String>,
-}
-
-/// One result.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct Hit {
-    pub url: String,
-    pub title: String,
-    /// Plain text around the best match (or the start of the body), with
-    /// whitespace collapsed; no markup.
-    pub snippet: String,
-    /// Ranking score: higher is better, comparable within one answer only.
-    pub score: f32,
-    /// Byte ranges of `snippet` holding query terms (to mark them).
-    #[serde(skip)]
-    pub highlights: Vec<Range<usize>>,
-}
+/// The answer and its results are the tree's own types, so an answer reads
+/// the same from this index, from a running node and over the wire.
+pub use web_crawler_actors::{SearchAnswer, SearchHit};
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 

@@ -21,9 +21,9 @@ use std::time::Duration;
 use web_crawler_actors::frontier::{LinkDecision, decide_link, dedupe_by_content};
 use web_crawler_actors::{
     BrokenLink, ClaimRequest, CommitBatch, CommitSummary, Document as JsonDoc, Frontier,
-    HostRecord, Job, Millis, NewLink, OperationSpec, PageQuery, PageRecord, PendingUrl,
-    ProcessedPage, ProcessedUrl, Queries, ROBOTS_BLOCKED, Record, SEARCH_RESULTS, StoreCounts,
-    StoreError, UrlKey,
+    HostRecord, INDEX_QUEUE, Job, Millis, NewLink, OperationSpec, PageQuery, PageRecord,
+    PendingUrl, ProcessedPage, ProcessedUrl, Queries, ROBOTS_BLOCKED, Record, SEARCH_RESULTS,
+    StoreCounts, StoreError, UrlKey,
 };
 
 /// The paper's database name.
@@ -246,7 +246,7 @@ impl MongoStore {
         let record = &page.record;
         let duplicate_of = self.duplicate_of(record).await?;
         if duplicate_of.is_some() {
-            summary.duplicates += 1;
+            summary.duplicates.push(record.url.clone());
         } else {
             for link in merge_links(&page.links) {
                 self.upsert_link(
@@ -300,7 +300,12 @@ impl MongoStore {
             .delete_one(doc! { "url": &record.url, "op_key": &op_key })
             .await
             .map_err(backend)?;
-        for record in &page.records {
+        // A duplicate is not indexed: the original stands for it.
+        for record in page
+            .records
+            .iter()
+            .filter(|r| duplicate_of.is_none() || r.collection != INDEX_QUEUE)
+        {
             self.write_record(record, now).await?;
         }
         Ok(())

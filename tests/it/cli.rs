@@ -281,3 +281,94 @@ on_both_backends!(
     sigkill_mid_crawl_then_resume_loses_nothing,
     sigkill_mid_crawl_then_resume_loses_nothing
 );
+
+/// What the README promises: `crawl`, then `search` prints ranked pages from
+/// the index beside the store (one JSON document with `--json`); when that
+/// index is lost, `index rebuild` fetches the pages again into a new one.
+async fn crawl_search_and_rebuild_the_index(backend: Backend) {
+    let site = TestServer::start(Ipv4Addr::new(127, 0, 12, 40), crate::search::bakery()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let index = dir.path().join("ix");
+    let index_arg = index.display().to_string();
+    let crawl = run(&with_store(
+        &[
+            "crawl",
+            &site.url("/"),
+            "--delay-ms",
+            "0",
+            "--quiet",
+            "--index",
+            &index_arg,
+        ],
+        &backend,
+    ))
+    .await;
+    assert!(crawl.status.success(), "{}", stderr(&crawl));
+    let search = |query: &'static str, extra: &'static [&'static str]| {
+        let index_arg = index_arg.clone();
+        async move {
+            let mut args = vec!["search", query, "--index", &index_arg];
+            args.extend(extra);
+            run(&args).await
+        }
+    };
+    let out = search("dense loaf", &["--json"]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let answer: serde_json::Value = serde_json::from_str(&stdout(&out)).expect("one JSON document");
+    let first = answer["results"][0]["url"].as_str().unwrap_or_default();
+    assert!(
+        first == site.url("/rye") || first == site.url("/copy"),
+        "{answer}"
+    );
+    assert!(answer["did_you_mean"].is_null());
+    let out = search("sourdugh", &[]).await;
+    assert!(
+        stdout(&out).contains("Did you mean: sourdough"),
+        "{}",
+        stdout(&out)
+    );
+    assert!(
+        stdout(&out).contains(&site.url("/guide")),
+        "{}",
+        stdout(&out)
+    );
+    let out = search("\"half a phrase", &[]).await;
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("unbalanced quote"),
+        "{}",
+        stderr(&out)
+    );
+
+    std::fs::remove_dir_all(&index).unwrap();
+    let out = search("dense", &[]).await;
+    assert!(!out.status.success(), "no index: {}", stdout(&out));
+    let rebuild = run(&with_store(
+        &["index", "rebuild", "--delay-ms", "0", "--index", &index_arg],
+        &backend,
+    ))
+    .await;
+    assert!(rebuild.status.success(), "{}", stderr(&rebuild));
+    assert!(
+        stderr(&rebuild).contains("index rebuilt: 4 pages"),
+        "{}",
+        stderr(&rebuild)
+    );
+    assert_eq!(site.hits_of("/mystery"), 2, "fetched again");
+    assert_eq!(
+        site.hits_of("/secret"),
+        2,
+        "noindex pages too: the store cannot tell"
+    );
+    let out = search("kayak", &["--json"]).await;
+    let answer: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let urls: Vec<&str> = answer["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|hit| hit["url"].as_str())
+        .collect();
+    assert!(urls.contains(&site.url("/mystery").as_str()), "{answer}");
+}
+
+on_both_backends!(crawl_search_and_rebuild, crawl_search_and_rebuild_the_index);

@@ -419,3 +419,87 @@ async fn a_cluster_on_a_web_with_traps_goes_idle_by_itself() {
         );
     }
 }
+
+/// Pages fetched on a worker node are indexed on the master's node; scripts
+/// (`search --connect`) and the console ask the running node. Sixteen hosts,
+/// so that both nodes are given some (the chance that one node gets them
+/// all is 2 in 65,536).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cluster_indexes_what_its_nodes_fetch_and_answers_searches() {
+    use crate::search::word;
+    use web_crawler_testsupport::{Page, TestServer, reserve};
+    const HOSTS: usize = 16;
+    let listeners: Vec<std::net::TcpListener> = (0..HOSTS)
+        .map(|h| reserve(Ipv4Addr::new(127, 0, 12, 10 + h as u8)))
+        .collect();
+    let roots: Vec<String> = listeners
+        .iter()
+        .map(|l| format!("http://{}/", l.local_addr().unwrap()))
+        .collect();
+    let mut servers = Vec::new();
+    for (h, listener) in listeners.into_iter().enumerate() {
+        let page = Page::html(format!(
+            "<html><head><title>Host {h}</title></head><body><p>This host keeps the \
+             {} archive of sourdough recipes.</p><a href=\"{}\">the next host</a></body></html>",
+            word(h),
+            roots[(h + 1) % HOSTS]
+        ));
+        servers.push(TestServer::serve(listener, HashMap::from([("/".to_string(), page)])).await);
+    }
+    let mut cluster = Cluster::start(&[]).await;
+    let _w1 = cluster.worker("w1", Ipv4Addr::new(127, 0, 9, 9));
+    assert!(cluster.wait_nodes(2).await, "two pools");
+    assert!(cluster.cli(&["add-url", &roots[0]]).await.status.success());
+    cluster.wait_idle().await;
+    let store = SqliteStore::open(&cluster.db()).unwrap();
+    let pages = store
+        .processed(PageQuery {
+            limit: None,
+            offset: 0,
+            only_failed: false,
+        })
+        .await
+        .unwrap();
+    let nodes: HashSet<&str> = pages.iter().map(|p| p.record.node.as_str()).collect();
+    assert_eq!(nodes, HashSet::from(["master", "w1"]), "both nodes fetched");
+    // Every host's page is in the index, within a second or so of its commit.
+    for (h, root) in roots.iter().enumerate() {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+        loop {
+            let out = cluster.cli(&["search", &word(h), "--json"]).await;
+            let answer: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+            if answer["results"][0]["url"] == root.as_str() {
+                break;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "host {h}: {answer} {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+    let mut console = bin()
+        .args(["console", "--connect", &cluster.master_addr.to_string()])
+        .arg("--cookie-file")
+        .arg(&cluster.cookie)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = console.stdin.take().unwrap();
+    stdin
+        .write_all(b"search sourdugh archive\nsearch \"unbalanced\nquit\n")
+        .await
+        .unwrap();
+    drop(stdin);
+    let out = tokio::time::timeout(Duration::from_secs(60), console.wait_with_output())
+        .await
+        .unwrap()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("did you mean: sourdough archive"), "{text}");
+    assert!(text.contains(&roots[0]), "{text}");
+    assert!(text.contains("unbalanced quote"), "{text}");
+}

@@ -11,4 +11,5 @@ mod crawl;
 mod generated_web;
 mod hostile_web;
 mod mongo;
+mod search;
 mod store_conformance;

@@ -9,7 +9,9 @@ use super::schema::{
 use crate::store::seen::{FileKeys, PendingRow, Seen, SeenWindow, key_hash};
 use rusqlite::{Connection, OptionalExtension, Transaction, params};
 use web_crawler_actors::frontier::{LinkDecision, decide_link, dedupe_by_content};
-use web_crawler_actors::{CommitBatch, CommitSummary, Document, Millis, NewLink, Record};
+use web_crawler_actors::{
+    CommitBatch, CommitSummary, Document, INDEX_QUEUE, Millis, NewLink, Record,
+};
 
 /// Keys the file-key filter is sized for at least (about 1.2 MB at 1% false
 /// "maybe"s); it is rebuilt twice the file's size whenever it fills.
@@ -248,7 +250,7 @@ pub(super) fn apply_commit(
             _ => None,
         };
         if dup.is_some() {
-            c.summary.duplicates += 1;
+            c.summary.duplicates.push(rec.url.clone());
         } else {
             for link in &page.links {
                 c.upsert_link(link)?;
@@ -284,7 +286,12 @@ pub(super) fn apply_commit(
             key_hash(&rec.url, &rec.operation),
             Seen::Processed { at: now },
         )?;
-        for record in &page.records {
+        // A duplicate is not indexed: the original stands for it.
+        for record in page
+            .records
+            .iter()
+            .filter(|r| dup.is_none() || r.collection != INDEX_QUEUE)
+        {
             write_record(tx, record, now)?;
         }
     }
@@ -355,7 +362,7 @@ mod tests {
             .commit(pages(1_000, None, vec![original, copy]))
             .await
             .unwrap();
-        assert_eq!((s.queued, s.duplicates), (1, 1));
+        assert_eq!((s.queued, s.duplicates.len()), (1, 1));
         assert_eq!(pending_urls(&store).await, vec!["http://a/from-orig"]);
         let copy = store.processed_url("http://b/copy").await.unwrap().unwrap();
         assert_eq!(copy.duplicate_of.as_deref(), Some("http://a/orig"));
@@ -367,7 +374,10 @@ mod tests {
         // Re-processing the original is not a duplicate of its own copy.
         let again = page("http://a/orig", Some(200), Some(u64::MAX - 7), vec![]);
         let s = store.commit(pages(2_000, None, vec![again])).await.unwrap();
-        assert_eq!(s.duplicates, 0, "its copy does not make it a duplicate");
+        assert!(
+            s.duplicates.is_empty(),
+            "its copy does not make it a duplicate"
+        );
         let orig = store.processed_url("http://a/orig").await.unwrap().unwrap();
         assert_eq!(orig.duplicate_of, None);
         // Re-processing a page alone with its hash: not a duplicate.
@@ -377,7 +387,7 @@ mod tests {
             .await
             .unwrap();
         let s = store.commit(pages(4_000, None, vec![solo])).await.unwrap();
-        assert_eq!(s.duplicates, 0);
+        assert!(s.duplicates.is_empty());
         assert_eq!(store.counts().await.unwrap().duplicates, 1, "only the copy");
     }
 
@@ -407,7 +417,7 @@ mod tests {
             .commit(pages(1_000, None, vec![e1, e2, ok]))
             .await
             .unwrap();
-        assert_eq!((s.queued, s.duplicates), (3, 0));
+        assert_eq!((s.queued, s.duplicates.len()), (3, 0));
         for url in ["http://a/missing1", "http://a/missing2", "http://a/ok"] {
             let p = store.processed_url(url).await.unwrap().unwrap();
             assert_eq!(p.duplicate_of, None, "{url}");

@@ -1,0 +1,144 @@
+//! Run with: `cargo run --release --example search_latency -- [PAGES] [DIR]`
+//!
+//! In-process query latency of the search engine over a synthetic web
+//! (default 100,000 pages, Zipf-distributed words, five anchors per page,
+//! a few hub pages): builds the index in DIR (a temporary directory if
+//! none; an existing index in DIR is searched as it is), then prints p50,
+//! p95 and max latency per ranking over a fixed query mix (one to four
+//! words, phrases, typos). The target is p95 ≤ 20 ms for `full`.
+
+use std::time::{Duration, Instant};
+use web_crawler::search::{AnchorDoc, PageDoc, Ranking, SearchIndex, SearchOptions};
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let pages: usize = std::env::args().nth(1).map_or(Ok(100_000), |a| a.parse())?;
+    let tmp = tempfile::tempdir()?;
+    let dir = std::env::args()
+        .nth(2)
+        .map_or_else(|| tmp.path().join("index"), Into::into);
+    let words = vocabulary(20_000);
+    let mut rng = fastrand::Rng::with_seed(7);
+    // Zipf-ish: word rank r drawn with probability ∝ 1/r.
+    let text = |rng: &mut fastrand::Rng, n: usize| {
+        (0..n)
+            .map(|_| {
+                let r = (words.len() as f64).powf(rng.f64()) as usize;
+                words[r.min(words.len() - 1)].as_str()
+            })
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let mut index = SearchIndex::open(&dir)?;
+    if index.page_count() == 0 {
+        let started = Instant::now();
+        for p in 0..pages {
+            let hub = p % 1000 == 0;
+            let doc = PageDoc {
+                url: url(p),
+                title: text(&mut rng, 5),
+                headings: vec![text(&mut rng, 3), text(&mut rng, 4)],
+                body: text(&mut rng, if hub { 200 } else { 300 }),
+                out_links: if hub { 150 } else { 20 },
+            };
+            index.add_page(&doc)?;
+            let anchors: Vec<AnchorDoc> = (0..5)
+                .map(|_| AnchorDoc {
+                    source: doc.url.clone(),
+                    target: url(rng.usize(..pages)),
+                    text: text(&mut rng, 3),
+                })
+                .collect();
+            index.add_anchors(&anchors)?;
+            if p % 20_000 == 19_999 {
+                index.commit()?;
+            }
+        }
+        index.commit()?;
+        eprintln!("indexed {pages} pages in {:.1?}", started.elapsed());
+    }
+    let q = |i: usize| words[i].clone();
+    let queries: Vec<String> = vec![
+        q(3),
+        q(40),
+        q(900),
+        format!("{} {}", q(10), q(200)),
+        format!("{} {} {}", q(5), q(50), q(500)),
+        format!("{} {} {} {}", q(2), q(30), q(300), q(3000)),
+        format!("\"{} {}\"", q(1), q(2)),
+        format!("{} \"{} {}\"", q(100), q(4), q(6)),
+        typo(&q(120)),
+        format!("{} {}", typo(&q(60)), q(700)),
+        q(15_000),
+        "zzzzqqqq".to_string(),
+    ];
+    for ranking in [Ranking::Full, Ranking::PlainBm25] {
+        let opts = SearchOptions::default().ranking(ranking);
+        let mut times: Vec<Duration> = Vec::new();
+        for _round in 0..20 {
+            for query in &queries {
+                let t = Instant::now();
+                let answer = index.search(query, &opts)?;
+                times.push(t.elapsed());
+                std::hint::black_box(answer);
+            }
+        }
+        if std::env::var_os("PER_QUERY").is_some() {
+            for (i, query) in queries.iter().enumerate() {
+                let mut own: Vec<Duration> = times
+                    .iter()
+                    .skip(i)
+                    .step_by(queries.len())
+                    .copied()
+                    .collect();
+                own.sort();
+                println!("  {:>9.2?}  {query}", own[own.len() / 2]);
+            }
+        }
+        times.sort();
+        let at = |p: f64| times[((times.len() - 1) as f64 * p) as usize];
+        println!(
+            "{ranking:?}: {} queries over {} pages: p50 {:.2?}  p95 {:.2?}  max {:.2?}",
+            times.len(),
+            index.page_count(),
+            at(0.5),
+            at(0.95),
+            at(1.0)
+        );
+    }
+    Ok(())
+}
+
+fn url(page: usize) -> String {
+    format!("https://site{}.example/page/{page}", page % 500)
+}
+
+/// `n` distinct pronounceable words.
+fn vocabulary(n: usize) -> Vec<String> {
+    const C: &[u8] = b"bcdfghklmnprstvz";
+    const V: &[u8] = b"aeiou";
+    (0..n)
+        .map(|mut i| {
+            let mut w = String::new();
+            loop {
+                w.push(C[i % C.len()] as char);
+                i /= C.len();
+                w.push(V[i % V.len()] as char);
+                i /= V.len();
+                if i == 0 {
+                    break;
+                }
+            }
+            w.push('n');
+            w
+        })
+        .collect()
+}
+
+/// The word with two letters swapped.
+fn typo(word: &str) -> String {
+    let mut c: Vec<char> = word.chars().collect();
+    if c.len() > 2 {
+        c.swap(1, 2);
+    }
+    c.into_iter().collect()
+}

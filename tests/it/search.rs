@@ -1,0 +1,253 @@
+//! Ranked search over what a crawl fetched, end to end on both stores: the
+//! slaves hand pages to the indexer through the store's queue, and
+//! `AppHandle::search` answers from the index — typos corrected, anchor text
+//! finding a page that never names itself, duplicates and `noindex` pages
+//! left out, bad queries answered with a clear message. And the indexer
+//! killed mid-crawl: its successor indexes what the queue still holds.
+
+use crate::common::backend::Backend;
+use std::collections::HashMap;
+use std::net::Ipv4Addr;
+use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+use web_crawler::actors::{AppHandle, ChildRole, IdleReason};
+use web_crawler::search::SearchIndex;
+use web_crawler::{Settings, start};
+use web_crawler_testsupport::{Page, TestServer};
+
+fn settings(index: &Path) -> Settings {
+    static N: AtomicUsize = AtomicUsize::new(0);
+    let mut s = Settings::default();
+    s.crawl.node_name = format!("search-{}", N.fetch_add(1, Ordering::SeqCst));
+    s.crawl.concurrency = 8;
+    s.crawl.per_host = 4;
+    s.crawl.min_delay = Duration::ZERO;
+    s.crawl.tick = Duration::from_millis(50);
+    s.crawl.index_commit_every = Duration::from_millis(200);
+    s.index = Some(index.to_path_buf());
+    s
+}
+
+fn html(title: &str, head: &str, body: &str) -> Page {
+    Page::html(format!(
+        "<!doctype html><html><head><title>{title}</title>{head}</head>\
+         <body><nav><a href=\"/\">Home</a></nav>{body}</body></html>"
+    ))
+}
+
+/// A small site whose pages carry known words.
+pub(crate) fn bakery() -> HashMap<String, Page> {
+    let rye = html(
+        "Rye",
+        "",
+        "<h1>Rye bread</h1><p>Rye flour has little gluten, so a rye loaf is dense and \
+         keeps for a week.</p>",
+    );
+    HashMap::from([
+        (
+            "/".to_string(),
+            html(
+                "Bakery",
+                "",
+                "<h1>Our bakery</h1><p>Read the <a href=\"/guide\">sourdough baking guide</a>, \
+                 our <a href=\"/rye\">rye notes</a>, the <a href=\"/mystery\">kayak repair \
+                 manual</a>, <a href=\"/copy\">a copy</a> and <a href=\"/secret\">staff \
+                 notes</a>.</p>",
+            ),
+        ),
+        (
+            "/guide".to_string(),
+            html(
+                "Baking",
+                "",
+                "<h1>Method</h1><p>Mix the sourdough starter with flour and water, knead, \
+                 proof overnight and bake in a hot oven for forty minutes.</p>",
+            ),
+        ),
+        ("/rye".to_string(), rye.clone()),
+        // Byte for byte the rye page: a duplicate, not indexed.
+        ("/copy".to_string(), rye),
+        (
+            "/mystery".to_string(),
+            html(
+                "Untitled",
+                "",
+                "<p>Patch the hull with epoxy and fibreglass cloth, then sand it smooth \
+                 before the next paddle.</p>",
+            ),
+        ),
+        (
+            "/secret".to_string(),
+            html(
+                "Staff",
+                "<meta name=\"robots\" content=\"noindex\">",
+                "<p>The zanzibar rota is on the fridge.</p>",
+            ),
+        ),
+    ])
+}
+
+async fn crawl_and_flush(app: &AppHandle, seed: &str) {
+    app.add_url(seed).await.unwrap();
+    let idle = tokio::time::timeout(Duration::from_secs(120), app.wait_idle())
+        .await
+        .expect("the crawl ends")
+        .unwrap();
+    assert_eq!(idle, IdleReason::FrontierEmpty);
+    app.flush_index().await.unwrap();
+}
+
+fn urls(answer: &web_crawler::actors::SearchAnswer) -> Vec<String> {
+    answer.results.iter().map(|h| h.url.clone()).collect()
+}
+
+async fn search_end_to_end(backend: Backend) {
+    let server = TestServer::start(Ipv4Addr::new(127, 0, 12, 1), bakery()).await;
+    let index = tempfile::tempdir().unwrap();
+    let app = start(backend.open().await, settings(&index.path().join("ix")))
+        .await
+        .unwrap();
+    let empty = app.search("bread", 10).await.unwrap();
+    assert!(empty.results.is_empty(), "an empty index answers nothing");
+    crawl_and_flush(&app, &server.url("/")).await;
+
+    // /rye and /copy are one body: whichever was processed first is indexed.
+    let dense = app.search("dense loaf", 10).await.unwrap();
+    let rye_urls = [server.url("/rye"), server.url("/copy")];
+    assert_eq!(
+        urls(&dense).iter().filter(|u| rye_urls.contains(u)).count(),
+        1,
+        "one of the two copies: {dense:?}"
+    );
+    assert!(rye_urls.contains(&dense.results[0].url), "{dense:?}");
+    assert!(dense.results[0].snippet.contains("dense"), "{dense:?}");
+    assert_eq!(dense.results[0].title, "Rye");
+    assert_eq!(dense.did_you_mean, None, "spelled right: not altered");
+
+    let typo = app.search("sourdugh", 10).await.unwrap();
+    assert_eq!(typo.did_you_mean.as_deref(), Some("sourdough"));
+    assert!(urls(&typo).contains(&server.url("/guide")), "{typo:?}");
+
+    let kayak = app.search("kayak", 10).await.unwrap();
+    assert!(
+        urls(&kayak).contains(&server.url("/mystery")),
+        "found through the anchor text of the link to it: {kayak:?}"
+    );
+
+    let secret = app.search("zanzibar", 10).await.unwrap();
+    assert!(secret.results.is_empty(), "noindex: {secret:?}");
+    let none = app.search("xylophone", 10).await.unwrap();
+    assert!(none.results.is_empty());
+
+    for (query, says) in [
+        ("\"unbalanced phrase", "quote"),
+        ("how to the", "common words"),
+        ("", "empty"),
+    ] {
+        let err = app.search(query, 10).await.unwrap_err().to_string();
+        assert!(err.contains(says), "{query:?}: {err}");
+    }
+    let huge = "bread ".repeat(2_000);
+    let err = app.search(&huge, 10).await.unwrap_err().to_string();
+    assert!(err.contains("limit"), "{err}");
+    app.stop(Duration::from_secs(5)).await.unwrap();
+
+    // The index is on disk: a reader opens it without the store.
+    let reader = SearchIndex::open_read_only(&index.path().join("ix")).unwrap();
+    assert_eq!(reader.page_count(), 4, "/, guide, one rye page, mystery");
+}
+
+on_both_backends!(search_finds_what_the_crawl_fetched, search_end_to_end);
+
+/// A word of letters only for `i` (the trap defence's simhash ignores
+/// numbers, so pages that differ only by one look alike to it).
+pub(crate) fn word(i: usize) -> String {
+    let mut w = String::from("qz");
+    let mut n = i;
+    loop {
+        w.push((b'a' + (n % 26) as u8) as char);
+        n /= 26;
+        if n == 0 {
+            return w;
+        }
+    }
+}
+
+/// A site of `n` pages, each with words of its own, linked in a tree.
+fn numbered_site(n: usize) -> HashMap<String, Page> {
+    const VOCABULARY: &[&str] = &[
+        "river", "stone", "garden", "engine", "harbor", "lantern", "meadow", "copper", "violin",
+        "glacier", "orchard", "compass", "falcon", "timber", "canyon", "marble", "saddle",
+        "thunder", "velvet", "walnut", "anchor", "beacon", "cobalt", "ember", "granite",
+    ];
+    let mut rng = fastrand::Rng::with_seed(12);
+    (0..n)
+        .map(|i| {
+            let links: String = (1..=3)
+                .map(|k| 3 * i + k)
+                .filter(|&j| j < n)
+                .map(|j| format!("<a href=\"/p/{j}\">page {j}</a> "))
+                .collect();
+            let prose: Vec<&str> = (0..60)
+                .map(|_| VOCABULARY[rng.usize(..VOCABULARY.len())])
+                .collect();
+            let path = if i == 0 {
+                "/".to_string()
+            } else {
+                format!("/p/{i}")
+            };
+            let body = format!("<p>About {}: {}.</p>{links}", word(i), prose.join(" "));
+            (path, html(&format!("Page {i}"), "", &body))
+        })
+        .collect()
+}
+
+/// The indexer is killed while pages are being processed; the supervisor
+/// restarts it, it reads the queue, and every page ends up in the index.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_indexer_killed_mid_crawl_loses_no_page() {
+    const PAGES: usize = 400;
+    let server = TestServer::start(Ipv4Addr::new(127, 0, 12, 2), numbered_site(PAGES)).await;
+    let backend = Backend::sqlite();
+    let index = tempfile::tempdir().unwrap();
+    let mut s = settings(&index.path().join("ix"));
+    s.crawl.concurrency = 2;
+    s.crawl.per_host = 2;
+    // Slow enough that the kill lands mid-crawl.
+    s.crawl.min_delay = Duration::from_millis(5);
+    let indexer_name = s.crawl.indexer_name();
+    let app = start(backend.open().await, s).await.unwrap();
+    app.add_url(&server.url("/")).await.unwrap();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    while app.status().await.unwrap().fetched_this_run < 100 {
+        assert!(tokio::time::Instant::now() < deadline, "the crawl moves");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    ractor::registry::where_is(indexer_name)
+        .expect("the indexer runs")
+        .kill();
+    let idle = tokio::time::timeout(Duration::from_secs(120), app.wait_idle())
+        .await
+        .expect("the crawl ends")
+        .unwrap();
+    assert_eq!(idle, IdleReason::FrontierEmpty);
+    let children = app.which_children().await.unwrap();
+    let indexer = children
+        .iter()
+        .find(|c| c.role == ChildRole::Indexer)
+        .expect("an indexer runs again");
+    assert_eq!(indexer.restarts, 1);
+    app.flush_index().await.unwrap();
+    for i in [1, 150, PAGES - 1] {
+        let answer = app.search(&word(i), 5).await.unwrap();
+        assert_eq!(
+            urls(&answer).first(),
+            Some(&server.url(&format!("/p/{i}"))),
+            "{answer:?}"
+        );
+    }
+    app.stop(Duration::from_secs(5)).await.unwrap();
+    let reader = SearchIndex::open_read_only(&index.path().join("ix")).unwrap();
+    assert_eq!(reader.page_count(), PAGES as u64, "every page, once");
+}
