@@ -442,6 +442,18 @@ impl MongoStore {
     }
 }
 
+/// Records as operations wrote them: their key and fields, without `_id`.
+fn record_documents(docs: Vec<Document>) -> Vec<JsonDoc> {
+    docs.into_iter()
+        .map(|d| {
+            d.into_iter()
+                .filter(|(k, _)| k != "_id")
+                .map(|(k, v)| (k, json_of(v)))
+                .collect()
+        })
+        .collect()
+}
+
 /// What a batch needs to know of a processed URL.
 #[derive(Debug)]
 struct ProcessedState {
@@ -948,15 +960,7 @@ impl Queries for MongoStore {
                 0,
             )
             .await?;
-        Ok(docs
-            .into_iter()
-            .map(|d| {
-                d.into_iter()
-                    .filter(|(k, _)| k != "_id")
-                    .map(|(k, v)| (k, json_of(v)))
-                    .collect()
-            })
-            .collect())
+        Ok(record_documents(docs))
     }
 
     async fn first_records(
@@ -973,15 +977,7 @@ impl Queries for MongoStore {
                 0,
             )
             .await?;
-        Ok(docs
-            .into_iter()
-            .map(|d| {
-                d.into_iter()
-                    .filter(|(k, _)| k != "_id")
-                    .map(|(k, v)| (k, json_of(v)))
-                    .collect()
-            })
-            .collect())
+        Ok(record_documents(docs))
     }
 
     async fn delete_records(&self, collection: &str, keys: &[JsonDoc]) -> Result<u64, StoreError> {

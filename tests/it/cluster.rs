@@ -87,6 +87,19 @@ impl Cluster {
             .unwrap()
     }
 
+    /// An interactive console attached to the master's node, on pipes.
+    fn console(&self) -> Child {
+        bin()
+            .args(["console", "--connect", &self.master_addr.to_string()])
+            .arg("--cookie-file")
+            .arg(&self.cookie)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    }
+
     async fn cli(&self, args: &[&str]) -> Output {
         self.cli_with_cookie(args, &self.cookie).await
     }
@@ -288,15 +301,7 @@ async fn a_wrong_cookie_is_refused_with_a_clear_message() {
 async fn the_console_drives_the_cluster() {
     let web = GeneratedWeb::start_with(2, 10, 14, Duration::ZERO).await;
     let cluster = Cluster::start(&[]).await;
-    let mut console = bin()
-        .args(["console", "--connect", &cluster.master_addr.to_string()])
-        .arg("--cookie-file")
-        .arg(&cluster.cookie)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut console = cluster.console();
     let mut stdin = console.stdin.take().unwrap();
     let script = format!(
         "help\ntree\nnodes\nadd_url {}\nnonsense here\nrestart master\nstatus\nstate sup\nquit\n",
@@ -479,15 +484,7 @@ async fn a_cluster_indexes_what_its_nodes_fetch_and_answers_searches() {
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
     }
-    let mut console = bin()
-        .args(["console", "--connect", &cluster.master_addr.to_string()])
-        .arg("--cookie-file")
-        .arg(&cluster.cookie)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut console = cluster.console();
     let mut stdin = console.stdin.take().unwrap();
     stdin
         .write_all(b"search sourdugh archive\nsearch \"unbalanced\nquit\n")
