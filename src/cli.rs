@@ -257,16 +257,28 @@ struct StoreOpts {
 }
 
 impl StoreOpts {
-    async fn open(&self, must_exist: bool) -> Result<Arc<dyn Store>> {
+    /// The store to read (`report`): no lock, and it must exist.
+    async fn open(&self) -> Result<Arc<dyn Store>> {
         if let Some(uri) = &self.mongodb {
             return Ok(Arc::new(
                 MongoStore::connect(uri, &self.mongodb_database).await?,
             ));
         }
-        if must_exist && !self.db.exists() {
+        if !self.db.exists() {
             bail!("no crawl database at {}", self.db.display());
         }
         Ok(Arc::new(SqliteStore::open(&self.db)?))
+    }
+
+    /// The store to crawl with: an embedded file is created if missing and
+    /// locked against a second crawling process.
+    async fn open_for_crawl(&self) -> Result<Arc<dyn Store>> {
+        if let Some(uri) = &self.mongodb {
+            return Ok(Arc::new(
+                MongoStore::connect(uri, &self.mongodb_database).await?,
+            ));
+        }
+        Ok(Arc::new(SqliteStore::open_for_crawl(&self.db)?))
     }
 
     /// Where the full-text index of this store is kept.
@@ -475,7 +487,7 @@ pub(crate) async fn run(cli: Cli) -> Result<ExitCode> {
                 return one_shot(&remote, req).await;
             }
             let code = crawl(&opts, &[(url, OperationSpec::search_text(&text))]).await?;
-            let store = opts.store.open(true).await?;
+            let store = opts.store.open().await?;
             let results = search_results(store.as_ref(), Some(&text)).await?;
             if opts.json {
                 println!("{}", serde_json::to_string_pretty(&results)?);
@@ -559,7 +571,7 @@ pub(crate) async fn run(cli: Cli) -> Result<ExitCode> {
             json,
             limit,
         } => {
-            report(&*store.open(true).await?, what, json, limit).await?;
+            report(&*store.open().await?, what, json, limit).await?;
             Ok(ExitCode::SUCCESS)
         }
     }
@@ -567,7 +579,7 @@ pub(crate) async fn run(cli: Cli) -> Result<ExitCode> {
 
 async fn crawl(opts: &CrawlOpts, seeds: &[(String, OperationSpec)]) -> Result<ExitCode> {
     let settings = opts.store.with_index(opts.settings()?);
-    let store = opts.store.open(false).await?;
+    let store = opts.store.open_for_crawl().await?;
     let started = Instant::now();
     let app = start(store.clone(), settings).await?;
     for (url, op) in seeds {
@@ -577,21 +589,57 @@ async fn crawl(opts: &CrawlOpts, seeds: &[(String, OperationSpec)]) -> Result<Ex
         }
     }
     let progress = !opts.quiet && std::io::stderr().is_terminal();
+    let mut signals = StopSignals::new()?;
     let outcome = tokio::select! {
-        r = app.wait_idle() => Some(r?),
-        _ = show_progress(&app, progress) => None,
-        _ = tokio::signal::ctrl_c() => None,
+        r = app.wait_idle() => Ok(r?),
+        _ = show_progress(&app, progress) => Err(ExitCode::FAILURE),
+        code = signals.first() => Err(code),
     };
     if progress {
         eprintln!();
     }
     let status = app.status().await?;
     app.stop(Duration::from_secs(10)).await?;
-    summary(&*store, &status, outcome, started.elapsed(), opts.json).await?;
-    Ok(match outcome {
-        Some(_) => ExitCode::SUCCESS,
-        None => ExitCode::from(130),
-    })
+    summary(&*store, &status, outcome.ok(), started.elapsed(), opts.json).await?;
+    Ok(outcome.err().unwrap_or(ExitCode::SUCCESS))
+}
+
+/// SIGINT and SIGTERM: the first stops gracefully (in-flight URLs finish or
+/// go back to pending, the summary is printed), a second one at once.
+struct StopSignals {
+    term: tokio::signal::unix::Signal,
+}
+
+impl StopSignals {
+    fn new() -> Result<Self> {
+        let term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+        Ok(Self { term })
+    }
+
+    /// Wait for the first signal and return the exit code it stands for
+    /// (128 + its number); from then on a second one ends the process.
+    async fn first(&mut self) -> ExitCode {
+        let code = tokio::select! {
+            _ = tokio::signal::ctrl_c() => 130,
+            _ = self.term.recv() => 143,
+        };
+        eprintln!("stopping (a second signal stops at once)");
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate());
+        tokio::spawn(async move {
+            let again = async {
+                match &mut term {
+                    Ok(term) => term.recv().await,
+                    Err(_) => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = again => {}
+            }
+            std::process::exit(i32::from(code));
+        });
+        ExitCode::from(code)
+    }
 }
 
 /// Live progress on stderr, once a second; never returns.
@@ -802,7 +850,10 @@ async fn one_shot(remote: &RemoteOpts, req: ControlRequest) -> Result<ExitCode> 
 /// `index rebuild`: fetch every successful HTML page again into a new index.
 async fn rebuild_index(store_opts: &StoreOpts, tuning: &TuningOpts) -> Result<ExitCode> {
     let dir = store_opts.index_dir();
-    let store = store_opts.open(true).await?;
+    if store_opts.mongodb.is_none() && !store_opts.db.exists() {
+        bail!("no crawl database at {}", store_opts.db.display());
+    }
+    let store = store_opts.open_for_crawl().await?;
     let pages = store
         .processed(PageQuery {
             limit: None,
@@ -850,9 +901,10 @@ async fn rebuild_index(store_opts: &StoreOpts, tuning: &TuningOpts) -> Result<Ex
             bail!("{e}");
         }
     }
+    let mut signals = StopSignals::new()?;
     let idle = tokio::select! {
-        r = app.wait_idle() => Some(r?),
-        _ = tokio::signal::ctrl_c() => None,
+        r = app.wait_idle() => Ok(r?),
+        code = signals.first() => Err(code),
     };
     app.stop(Duration::from_secs(30)).await?;
     let indexed = SearchIndex::open_read_only(&dir)?.page_count();
@@ -861,8 +913,8 @@ async fn rebuild_index(store_opts: &StoreOpts, tuning: &TuningOpts) -> Result<Ex
         started.elapsed().as_secs_f64()
     );
     Ok(match idle {
-        Some(_) => ExitCode::SUCCESS,
-        None => ExitCode::from(130),
+        Ok(_) => ExitCode::SUCCESS,
+        Err(code) => code,
     })
 }
 
@@ -881,7 +933,9 @@ async fn serve_node(
     settings.crawl.keep_retrying_robots = true;
     let server = cluster::start_node(&node.name, node.listen, &cookie, true).await?;
     let app = match &master {
-        Some((store, _)) => start(store.open(false).await?, store.with_index(settings)).await?,
+        Some((store, _)) => {
+            start(store.open_for_crawl().await?, store.with_index(settings)).await?
+        }
         None => start_worker(settings).await?,
     };
     if let Some(addr) = join {
@@ -896,10 +950,9 @@ async fn serve_node(
         }
     }
     eprintln!("node {} listening on {}", node.name, node.listen);
-    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    let mut signals = StopSignals::new()?;
     let failed = tokio::select! {
-        _ = tokio::signal::ctrl_c() => None,
-        _ = term.recv() => None,
+        _ = signals.first() => None,
         reason = app.exited() => Some(reason),
     };
     if let Some(reason) = failed {

@@ -97,6 +97,6 @@ pub async fn start_worker(settings: Settings) -> Result<AppHandle, Error> {
 
 /// Start the app on the embedded store at `db` (created if missing).
 pub async fn start_embedded(db: &Path, settings: Settings) -> Result<AppHandle, Error> {
-    let store = SqliteStore::open(db)?;
+    let store = SqliteStore::open_for_crawl(db)?;
     start(Arc::new(store), settings).await
 }

@@ -445,7 +445,10 @@ impl Window {
         if claim {
             work.claim = self.claim_request(now);
         }
-        work.counts = idle_waiters && self.holds_nothing_but_cycle();
+        // Not while draining: idleness no longer matters, and a count per
+        // cycle kept a cycle running at every check, so the drain never
+        // finished while anyone waited for idle.
+        work.counts = idle_waiters && self.drain.is_none() && self.holds_nothing_but_cycle();
         if work.is_empty() {
             return None;
         }
@@ -1119,6 +1122,26 @@ mod tests {
         let work = w.start_cycle(false, false, false, T0 + 10_000).unwrap();
         let (keys, until) = work.extend.unwrap();
         assert_eq!((keys.len(), until), (1, T0 + 40_000));
+    }
+
+    #[test]
+    fn a_drain_finishes_while_someone_waits_for_idle() {
+        // `crawl` stopped by a signal leaves its wait for idleness behind:
+        // the drain must not keep reading counts (a cycle always running).
+        let mut w = running(cfg(), &["a"]);
+        let j = job("h", "/1");
+        claim(&mut w, vec![j.clone()], &["a"]);
+        w.begin_drain(T0, 1_000);
+        w.on_report(page(&j), T0);
+        assert!(!w.drain_step(T0 + 1));
+        let work = w.start_cycle(true, false, true, T0 + 1).unwrap();
+        assert!(!work.counts, "no counts while draining");
+        w.cycle_done(Vec::new(), None, &nodes(&["a"]), T0 + 2);
+        assert!(
+            w.start_cycle(true, false, true, T0 + 3).is_none(),
+            "nothing left to do: no cycle"
+        );
+        assert!(w.drain_step(T0 + 3), "the drain is complete");
     }
 
     #[test]

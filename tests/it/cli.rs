@@ -372,3 +372,145 @@ async fn crawl_search_and_rebuild_the_index(backend: Backend) {
 }
 
 on_both_backends!(crawl_search_and_rebuild, crawl_search_and_rebuild_the_index);
+
+/// A slow site of `n` pages in a chain: a crawl of it runs for a while
+/// (with `--no-trap-defence`: pages alike linking on are what a calendar
+/// looks like).
+async fn slow_site(ip: Ipv4Addr, n: usize) -> TestServer {
+    let pages = (0..n)
+        .map(|i| {
+            let path = if i == 0 {
+                "/".to_string()
+            } else {
+                format!("/p/{i}")
+            };
+            let next = format!("/p/{}", i + 1);
+            let page = page_with_links(&format!("page {i}"), &[next.as_str()])
+                .delay(Duration::from_millis(100));
+            (path, page)
+        })
+        .collect();
+    TestServer::start(ip, pages).await
+}
+
+/// One crawling process per embedded store: a second crawl on the same
+/// file is refused with a clear line while the first runs, and welcome
+/// once it has ended (the lock dies with its process).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_crawl_on_the_same_file_is_refused() {
+    let site = slow_site(Ipv4Addr::new(127, 0, 12, 50), 40).await;
+    let dir = tempfile::tempdir().unwrap();
+    let db = db_arg(dir.path());
+    let mut first = bin()
+        .args([
+            "crawl",
+            &site.url("/"),
+            "--db",
+            &db,
+            "--delay-ms",
+            "0",
+            "--quiet",
+            "--no-trap-defence",
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let started = wait_for(Duration::from_secs(20), || site.total_hits() > 2).await;
+    assert!(started, "the first crawl runs");
+    let second = run(&[
+        "crawl",
+        &site.url("/"),
+        "--db",
+        &db,
+        "--delay-ms",
+        "0",
+        "--no-trap-defence",
+    ])
+    .await;
+    assert!(!second.status.success());
+    assert!(
+        stderr(&second).contains("another web_crawler process is crawling with"),
+        "{}",
+        stderr(&second)
+    );
+    first.start_kill().unwrap();
+    first.wait().await.unwrap();
+    // kill -9 left the lock file, not the lock: the crawl resumes.
+    let third = run(&[
+        "crawl",
+        &site.url("/"),
+        "--db",
+        &db,
+        "--delay-ms",
+        "0",
+        "--quiet",
+        "--no-trap-defence",
+    ])
+    .await;
+    assert!(third.status.success(), "{}", stderr(&third));
+}
+
+/// SIGTERM stops a crawl gracefully: the summary is printed and the exit
+/// code says which signal (128 + 15); what was in flight goes back to
+/// pending, so the next run finishes the site.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_stops_a_crawl_with_its_summary() {
+    let site = slow_site(Ipv4Addr::new(127, 0, 12, 51), 60).await;
+    let dir = tempfile::tempdir().unwrap();
+    let db = db_arg(dir.path());
+    let crawl = bin()
+        .args([
+            "crawl",
+            &site.url("/"),
+            "--db",
+            &db,
+            "--delay-ms",
+            "0",
+            "--quiet",
+            "--no-trap-defence",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let started = wait_for(Duration::from_secs(20), || site.total_hits() > 3).await;
+    assert!(started, "the crawl runs");
+    let pid = crawl.id().unwrap().to_string();
+    let signalled = std::time::Instant::now();
+    let kill = Command::new("kill").args(["-TERM", &pid]).status().await;
+    assert!(kill.unwrap().success());
+    let out = tokio::time::timeout(Duration::from_secs(30), crawl.wait_with_output())
+        .await
+        .expect("the crawl stops")
+        .unwrap();
+    assert!(
+        signalled.elapsed() < Duration::from_secs(15),
+        "{:?} {}",
+        signalled.elapsed(),
+        stderr(&out)
+    );
+    assert_eq!(out.status.code(), Some(143), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("crawl ended (interrupted)"),
+        "{}",
+        stdout(&out)
+    );
+    let resumed = run(&[
+        "crawl",
+        &site.url("/"),
+        "--db",
+        &db,
+        "--delay-ms",
+        "0",
+        "--quiet",
+        "--no-trap-defence",
+    ])
+    .await;
+    assert!(resumed.status.success(), "{}", stderr(&resumed));
+    for i in 1..60 {
+        assert_eq!(site.hits_of(&format!("/p/{i}")), 1, "/p/{i} fetched once");
+    }
+}

@@ -14,12 +14,14 @@
 
 mod claim;
 mod commit;
+mod lock;
 mod referrals;
 mod rows;
 mod schema;
 
 use self::claim::apply_claim;
 use self::commit::{apply_commit, file_keys, write_credit};
+pub use self::lock::WriterLock;
 use self::rows::{Fail, is_unreadable};
 use self::schema::init;
 use super::seen::SeenWindow;
@@ -45,6 +47,8 @@ const SEEN_WINDOW: usize = 1 << 18;
 #[derive(Clone)]
 pub struct SqliteStore {
     inner: Arc<Mutex<Inner>>,
+    /// Held by a store opened to crawl ([`SqliteStore::open_for_crawl`]).
+    _writer: Option<Arc<WriterLock>>,
 }
 
 struct Inner {
@@ -111,7 +115,21 @@ impl SqliteStore {
             .name("sqlite-checkpoint".into())
             .spawn(move || checkpoint_until_dropped(checkpointer, store))
             .map_err(|e| StoreError::backend("cannot start the checkpoint thread", e))?;
-        Ok(Self { inner })
+        Ok(Self {
+            inner,
+            _writer: None,
+        })
+    }
+
+    /// Open the store to crawl with it: as [`SqliteStore::open`], and the
+    /// file's [`WriterLock`] is held as long as the store is, so a second
+    /// crawling process on the file is refused with a clear message.
+    pub fn open_for_crawl(path: &Path) -> Result<Self, StoreError> {
+        let writer = WriterLock::acquire(path)?;
+        Ok(Self {
+            _writer: Some(Arc::new(writer)),
+            ..Self::open(path)?
+        })
     }
 
     /// Run `f` on the blocking pool with the connection locked.
