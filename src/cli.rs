@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use web_crawler::actors::cluster;
 use web_crawler::actors::traps::TrapSettings;
 use web_crawler::actors::{AppHandle, ControlRequest, IdleReason, OperationSpec, PageQuery, Store};
-use web_crawler::operations::search_results;
+use web_crawler::operations::{builtin_operations, search_results};
 use web_crawler::policy::Scope;
 use web_crawler::search::{Ranking, SearchAnswer, SearchIndex, SearchOptions, index_dir_for};
 use web_crawler::store::{MongoStore, SqliteStore};
@@ -54,6 +54,9 @@ enum Command {
         /// The cluster's cookie file.
         #[arg(long)]
         cookie_file: Option<PathBuf>,
+        /// Match case exactly (the default ignores case).
+        #[arg(long)]
+        exact: bool,
     },
     /// Run a node with the master (like `erl -sname NAME` + the application):
     /// the supervision tree, its pool, and the control actor consoles talk to.
@@ -461,7 +464,11 @@ pub(crate) async fn run(cli: Cli) -> Result<ExitCode> {
                 .into_iter()
                 .map(|u| (u, OperationSpec::crawl()))
                 .collect();
-            crawl(&opts, &seeds).await
+            let (code, summary) = crawl(&opts, &seeds).await?;
+            if let Some(summary) = summary {
+                println!("{}", serde_json::to_string_pretty(&summary)?);
+            }
+            Ok(code)
         }
         Command::SearchText {
             url,
@@ -469,10 +476,14 @@ pub(crate) async fn run(cli: Cli) -> Result<ExitCode> {
             opts,
             connect,
             cookie_file,
+            exact,
         } => {
-            if text.is_empty() {
-                bail!("the search text is empty");
-            }
+            let operation = if exact {
+                OperationSpec::search_text_exact(&text)
+            } else {
+                OperationSpec::search_text(&text)
+            };
+            builtin_operations().validate(&operation)?;
             if let (Some(addr), Some(cookie_file)) = (connect, cookie_file) {
                 let remote = RemoteOpts {
                     connect: addr,
@@ -480,22 +491,23 @@ pub(crate) async fn run(cli: Cli) -> Result<ExitCode> {
                     json: opts.json,
                     wait: 10,
                 };
-                let req = ControlRequest::AddUrl {
-                    url,
-                    operation: OperationSpec::search_text(text),
-                };
+                let req = ControlRequest::AddUrl { url, operation };
                 return one_shot(&remote, req).await;
             }
-            let code = crawl(&opts, &[(url, OperationSpec::search_text(&text))]).await?;
+            let (code, crawled) = crawl(&opts, &[(url, operation)]).await?;
             let store = opts.store.open().await?;
             let results = search_results(store.as_ref(), Some(&text)).await?;
-            if opts.json {
-                println!("{}", serde_json::to_string_pretty(&results)?);
+            if let Some(crawled) = crawled {
+                let doc = serde_json::json!({ "crawl": crawled, "results": results });
+                println!("{}", serde_json::to_string_pretty(&doc)?);
             } else {
                 println!("{} page(s) contain {:?}:", results.len(), text);
                 for r in &results {
                     let positions: Vec<String> = r.positions.iter().map(u64::to_string).collect();
                     println!("{}\t{}", r.url, positions.join(","));
+                    for c in &r.contexts {
+                        println!("\t{c}");
+                    }
                 }
             }
             Ok(code)
@@ -577,7 +589,12 @@ pub(crate) async fn run(cli: Cli) -> Result<ExitCode> {
     }
 }
 
-async fn crawl(opts: &CrawlOpts, seeds: &[(String, OperationSpec)]) -> Result<ExitCode> {
+/// Crawl to the end (or a signal) and print the summary; with `--json` the
+/// summary is returned instead, for the caller's one JSON document.
+async fn crawl(
+    opts: &CrawlOpts,
+    seeds: &[(String, OperationSpec)],
+) -> Result<(ExitCode, Option<serde_json::Value>)> {
     let settings = opts.store.with_index(opts.settings()?);
     let store = opts.store.open_for_crawl().await?;
     let started = Instant::now();
@@ -600,8 +617,8 @@ async fn crawl(opts: &CrawlOpts, seeds: &[(String, OperationSpec)]) -> Result<Ex
     }
     let status = app.status().await?;
     app.stop(Duration::from_secs(10)).await?;
-    summary(&*store, &status, outcome.ok(), started.elapsed(), opts.json).await?;
-    Ok(outcome.err().unwrap_or(ExitCode::SUCCESS))
+    let summary = summary(&*store, &status, outcome.ok(), started.elapsed(), opts.json).await?;
+    Ok((outcome.err().unwrap_or(ExitCode::SUCCESS), summary))
 }
 
 /// SIGINT and SIGTERM: the first stops gracefully (in-flight URLs finish or
@@ -669,7 +686,7 @@ async fn summary(
     outcome: Option<IdleReason>,
     elapsed: Duration,
     json: bool,
-) -> Result<()> {
+) -> Result<Option<serde_json::Value>> {
     let histogram = store.status_histogram().await?;
     let counts = store.counts().await?;
     let rate = status.fetched_this_run as f64 / elapsed.as_secs_f64().max(1e-3);
@@ -691,8 +708,7 @@ async fn summary(
             "by_status": by_status,
             "store": counts,
         });
-        println!("{}", serde_json::to_string_pretty(&doc)?);
-        return Ok(());
+        return Ok(Some(doc));
     }
     println!(
         "crawl ended ({ended}): {} pages fetched in {:.1}s, {:.1} pages/s",
@@ -709,7 +725,7 @@ async fn summary(
         "processed {}  failed {}  duplicates skipped {}  robots-blocked {}  still pending {}",
         counts.processed, counts.failed, counts.duplicates, counts.robots_blocked, counts.pending
     );
-    Ok(())
+    Ok(None)
 }
 
 /// Print a search answer: numbered results, or one JSON document.

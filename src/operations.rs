@@ -4,21 +4,40 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use web_crawler_actors::{
     Document, Millis, Operation, OperationError, OperationOutput, Operations, PageContext, Queries,
-    Record, SEARCH_OPERATION, SEARCH_RESULTS, StoreError,
+    Record, SEARCH_EXACT as EXACT, SEARCH_OPERATION, SEARCH_RESULTS, StoreError,
 };
 
 /// The paper's `search_text(URL, Text)` (listing 13): records where `Text`
-/// occurs in each page, as byte offsets into the page decoded to UTF-8, in
-/// the `search_results` collection (listing 3).
+/// occurs in each page's visible text (what a reader sees: no markup,
+/// scripts or navigation) in the `search_results` collection (listing 3):
+/// positions as character offsets into that text, and a short context
+/// around the first matches. Case-insensitive unless the operation carries
+/// the `exact` argument ([`OperationSpec::search_text_exact`]).
+///
+/// [`OperationSpec::search_text_exact`]: web_crawler_actors::OperationSpec::search_text_exact
 #[derive(Clone, Copy, Debug, Default)]
 pub struct SearchText;
+
+/// The longest text `search_text` looks for, in bytes: a phrase, not a
+/// document (it travels with every URL the crawl reaches).
+pub const MAX_SEARCH_TEXT: usize = 1024;
+
+/// Positions kept per page at most, and matches shown with their context.
+const MAX_POSITIONS: usize = 1_000;
+const MAX_CONTEXTS: usize = 5;
+/// Characters of context on each side of a match.
+const CONTEXT_CHARS: usize = 40;
 
 /// A `search_results` document, as [`search_results`] reads it back.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SearchResult {
     pub url: String,
     pub text: String,
+    /// Character offsets of the matches in the page's visible text.
     pub positions: Vec<u64>,
+    /// The first matches with some text on each side (`…` where cut).
+    #[serde(default)]
+    pub contexts: Vec<String>,
     pub d_search: Millis,
 }
 
@@ -44,16 +63,56 @@ pub async fn search_results(
     Ok(results)
 }
 
-/// Byte offsets of the non-overlapping occurrences of `needle`, left to right
-/// (as Erlang's `binary:matches/2`).
-pub fn find_positions(haystack: &str, needle: &str) -> Vec<u64> {
+/// Character offsets of the non-overlapping occurrences of `needle` in
+/// `haystack`, left to right; case-insensitive unless `exact`.
+pub fn find_positions(haystack: &str, needle: &str, exact: bool) -> Vec<u64> {
+    let fold = |c: char| -> Vec<char> {
+        if exact {
+            vec![c]
+        } else {
+            c.to_lowercase().collect()
+        }
+    };
+    let needle: Vec<char> = needle.chars().flat_map(fold).collect();
     if needle.is_empty() {
         return Vec::new();
     }
-    haystack
-        .match_indices(needle)
-        .map(|(i, _)| i as u64)
-        .collect()
+    // The folded text, each char with the offset of the char it came from.
+    let folded: Vec<(usize, char)> = haystack
+        .chars()
+        .enumerate()
+        .flat_map(|(i, c)| fold(c).into_iter().map(move |f| (i, f)))
+        .collect();
+    let mut positions = Vec::new();
+    let mut at = 0;
+    while at + needle.len() <= folded.len() {
+        if folded[at..at + needle.len()]
+            .iter()
+            .map(|(_, c)| *c)
+            .eq(needle.iter().copied())
+        {
+            positions.push(folded[at].0 as u64);
+            at += needle.len();
+        } else {
+            at += 1;
+        }
+    }
+    positions
+}
+
+/// The text around a match at character `position` of length `len` chars.
+fn context(haystack: &[char], position: usize, len: usize) -> String {
+    let start = position.saturating_sub(CONTEXT_CHARS);
+    let end = (position + len + CONTEXT_CHARS).min(haystack.len());
+    let mut out = String::new();
+    if start > 0 {
+        out.push('…');
+    }
+    out.extend(&haystack[start..end]);
+    if end < haystack.len() {
+        out.push('…');
+    }
+    out
 }
 
 #[async_trait]
@@ -64,16 +123,18 @@ impl Operation for SearchText {
 
     fn validate(&self, args: &[String]) -> Result<(), OperationError> {
         match args {
-            [text] if !text.is_empty() => Ok(()),
-            _ => Err(OperationError::BadArguments(
-                "search takes exactly one non-empty text".to_string(),
-            )),
+            [text] | [text, _] if text.len() > MAX_SEARCH_TEXT => {
+                Err(OperationError::BadArguments(format!(
+                    "the search text is {} bytes long; the limit is {MAX_SEARCH_TEXT}",
+                    text.len()
+                )))
+            }
+            [text] if !text.trim().is_empty() => Ok(()),
+            [text, exact] if !text.trim().is_empty() && exact == EXACT => Ok(()),
+            _ => Err(OperationError::BadArguments(format!(
+                "search takes one non-empty text, and optionally {EXACT:?}"
+            ))),
         }
-    }
-
-    /// It reads the whole decoded page, not the visible text.
-    fn reads_text(&self) -> bool {
-        false
     }
 
     async fn run(
@@ -83,16 +144,27 @@ impl Operation for SearchText {
     ) -> Result<OperationOutput, OperationError> {
         self.validate(args)?;
         let text = &args[0];
-        let positions = find_positions(&ctx.extracted.document, text);
+        let exact = args.get(1).is_some_and(|a| a == EXACT);
+        let visible = &ctx.extracted.text;
+        let mut positions = find_positions(visible, text, exact);
         // Only pages where the text occurs get a search result.
         if positions.is_empty() {
             return Ok(OperationOutput::none());
         }
+        positions.truncate(MAX_POSITIONS);
+        let chars: Vec<char> = visible.chars().collect();
+        let len = text.chars().count();
+        let contexts: Vec<String> = positions
+            .iter()
+            .take(MAX_CONTEXTS)
+            .map(|&p| context(&chars, p as usize, len))
+            .collect();
         let mut key = Document::new();
         key.insert("url".into(), ctx.job.url.clone().into());
         key.insert("text".into(), text.clone().into());
         let mut fields = Document::new();
         fields.insert("positions".into(), positions.into());
+        fields.insert("contexts".into(), contexts.into());
         Ok(OperationOutput::records(vec![Record {
             collection: SEARCH_RESULTS.to_string(),
             key,
@@ -112,12 +184,38 @@ mod tests {
     use super::*;
 
     #[test]
-    fn positions_are_byte_offsets_of_non_overlapping_matches() {
-        assert_eq!(find_positions("abcabcab", "ab"), vec![0, 3, 6]);
-        assert_eq!(find_positions("aaaa", "aa"), vec![0, 2]);
-        assert_eq!(find_positions("héllo héllo", "llo"), vec![3, 10]);
-        assert!(find_positions("abc", "x").is_empty());
-        assert!(find_positions("abc", "").is_empty());
+    fn positions_are_char_offsets_of_non_overlapping_matches() {
+        assert_eq!(find_positions("abcabcab", "ab", true), vec![0, 3, 6]);
+        assert_eq!(find_positions("aaaa", "aa", true), vec![0, 2]);
+        assert_eq!(find_positions("héllo héllo", "llo", true), vec![2, 8]);
+        assert!(find_positions("abc", "x", true).is_empty());
+        assert!(find_positions("abc", "", false).is_empty());
+    }
+
+    #[test]
+    fn matching_ignores_case_unless_exact() {
+        assert_eq!(
+            find_positions("Needle and NEEDLE", "needle", false),
+            vec![0, 11]
+        );
+        assert_eq!(
+            find_positions("Needle and NEEDLE", "needle", true),
+            Vec::<u64>::new()
+        );
+        assert_eq!(find_positions("Straße STRASSE", "ß", false), vec![4]);
+        // A char that lowercases to two still counts as one offset.
+        assert_eq!(find_positions("İx ix", "x", false), vec![1, 4]);
+    }
+
+    #[test]
+    fn contexts_show_the_text_around_a_match() {
+        let text: Vec<char> = format!("{}needle{}", "a".repeat(50), "b".repeat(50))
+            .chars()
+            .collect();
+        let c = context(&text, 50, 6);
+        assert_eq!(c, format!("…{}needle{}…", "a".repeat(40), "b".repeat(40)));
+        let short: Vec<char> = "a needle".chars().collect();
+        assert_eq!(context(&short, 2, 6), "a needle");
     }
 
     #[test]
@@ -126,6 +224,11 @@ mod tests {
         assert!(SearchText.validate(&[]).is_err());
         assert!(SearchText.validate(&["".into()]).is_err());
         assert!(SearchText.validate(&["a".into(), "b".into()]).is_err());
+        assert!(SearchText.validate(&["a".into(), "exact".into()]).is_ok());
+        assert!(SearchText.validate(&["  ".into()]).is_err());
+        let long = "x".repeat(MAX_SEARCH_TEXT + 1);
+        let err = SearchText.validate(&[long]).unwrap_err().to_string();
+        assert!(err.contains("the limit is 1024"), "{err}");
         assert!(
             builtin_operations()
                 .validate(&web_crawler_actors::OperationSpec::search_text("x"))

@@ -39,6 +39,6 @@ pub use search::{
 pub use sup::ExitReason;
 pub use types::{
     BrokenLink, HostRecord, Job, Millis, NewLink, OperationSpec, PageRecord, PendingUrl,
-    ProcessedUrl, ROBOTS_BLOCKED, RobotsStatus, SEARCH_OPERATION, SEARCH_RESULTS, StoreCounts,
-    UrlKey, now_ms,
+    ProcessedUrl, ROBOTS_BLOCKED, RobotsStatus, SEARCH_EXACT, SEARCH_OPERATION, SEARCH_RESULTS,
+    StoreCounts, UrlKey, now_ms,
 };

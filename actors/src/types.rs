@@ -29,9 +29,18 @@ impl OperationSpec {
         Self(Vec::new())
     }
 
-    /// The paper's `search_text(URL, Text)` operation.
+    /// The paper's `search_text(URL, Text)` operation (case-insensitive).
     pub fn search_text(text: impl Into<String>) -> Self {
         Self(vec![SEARCH_OPERATION.to_string(), text.into()])
+    }
+
+    /// `search_text` matching case exactly.
+    pub fn search_text_exact(text: impl Into<String>) -> Self {
+        Self(vec![
+            SEARCH_OPERATION.to_string(),
+            text.into(),
+            SEARCH_EXACT.to_string(),
+        ])
     }
 
     /// The operation's name, `None` for a plain crawl.
@@ -67,6 +76,8 @@ impl fmt::Display for OperationSpec {
 
 /// Name of the built-in search operation (paper listing 13).
 pub const SEARCH_OPERATION: &str = "search";
+/// The `search_text` argument that makes it match case exactly.
+pub const SEARCH_EXACT: &str = "exact";
 
 /// The collection the search operation's records go to (paper listing 3),
 /// counted in [`StoreCounts::search_results`].

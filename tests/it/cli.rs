@@ -134,14 +134,15 @@ async fn crawl_then_report_pages_and_broken_links(backend: Backend) {
 async fn search_text_prints_pages_and_positions(backend: Backend) {
     let site = small_site().await;
     let out = run(&with_store(
-        &["search-text", &site.url("/"), "alpha", "--delay-ms", "0"],
+        &["search-text", &site.url("/"), "ALPHA", "--delay-ms", "0"],
         &backend,
     ))
     .await;
     assert!(out.status.success(), "{}", stderr(&out));
     let text = stdout(&out);
-    let body = "<p>alpha beta alpha gamma alpha</p>";
-    let expected: Vec<String> = body
+    // The page's visible text; positions are character offsets into it.
+    let visible = "alpha beta alpha gamma alpha";
+    let expected: Vec<String> = visible
         .match_indices("alpha")
         .map(|(i, _)| i.to_string())
         .collect();
@@ -149,7 +150,47 @@ async fn search_text_prints_pages_and_positions(backend: Backend) {
         text.contains(&format!("{}\t{}", site.url("/words"), expected.join(","))),
         "{text}"
     );
-    assert!(text.contains("1 page(s) contain \"alpha\""), "{text}");
+    assert!(text.contains("1 page(s) contain \"ALPHA\""), "{text}");
+    assert!(
+        text.contains("\talpha beta alpha gamma alpha"),
+        "context: {text}"
+    );
+    // --exact matches case; --json is one document. (A fresh store: the
+    // results above are kept by URL and text.)
+    let fresh = if backend.is_mongo() {
+        Backend::mongo("search_text_exact")
+    } else {
+        Backend::sqlite()
+    };
+    let out = run(&with_store(
+        &[
+            "search-text",
+            &site.url("/"),
+            "ALPHA",
+            "--exact",
+            "--json",
+            "--delay-ms",
+            "0",
+        ],
+        &fresh,
+    ))
+    .await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let doc: serde_json::Value = serde_json::from_str(&stdout(&out)).expect("one JSON document");
+    assert_eq!(doc["results"], serde_json::json!([]), "{doc}");
+    assert!(doc["crawl"]["ended"].is_string(), "{doc}");
+    let long = "x".repeat(2_000);
+    let out = run(&with_store(
+        &["search-text", &site.url("/"), &long],
+        &backend,
+    ))
+    .await;
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("the limit is 1024"),
+        "{}",
+        stderr(&out)
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
