@@ -725,8 +725,33 @@ async fn summary(
         "processed {}  failed {}  duplicates skipped {}  robots-blocked {}  still pending {}",
         counts.processed, counts.failed, counts.duplicates, counts.robots_blocked, counts.pending
     );
+    // Why pages failed, in words: an unreachable seed must not be a bare count.
+    if counts.failed > 0 {
+        let failed = store
+            .processed(PageQuery {
+                limit: Some(FAILED_SHOWN),
+                offset: 0,
+                only_failed: true,
+            })
+            .await?;
+        for p in &failed {
+            let why = p
+                .record
+                .error
+                .clone()
+                .or_else(|| p.record.http_returncode.map(|c| format!("HTTP {c}")))
+                .unwrap_or_default();
+            println!("  failed  {}  {why}", p.record.url);
+        }
+        if counts.failed > failed.len() as u64 {
+            println!("  (all of them: web_crawler report broken-links)");
+        }
+    }
     Ok(None)
 }
+
+/// Failed pages the summary lists with their reason.
+const FAILED_SHOWN: usize = 5;
 
 /// Print a search answer: numbered results, or one JSON document.
 fn print_answer(answer: &SearchAnswer, query: &str, json: bool) -> Result<()> {

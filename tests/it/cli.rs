@@ -78,6 +78,10 @@ async fn crawl_then_report_pages_and_broken_links(backend: Backend) {
     assert!(summary.contains("nothing left to crawl"), "{summary}");
     assert!(summary.contains("robots-blocked 1"), "{summary}");
     assert!(summary.contains("404"), "pages by status: {summary}");
+    assert!(
+        summary.contains(&format!("failed  {}  HTTP 404", site.url("/gone"))),
+        "the failed page and why: {summary}"
+    );
     assert_eq!(site.hits_of("/admin/panel"), 0);
 
     let out = run(&with_store(&["report", "pages", "--json"], &backend)).await;
