@@ -275,8 +275,10 @@ impl Graph {
         Selection { order, edges }
     }
 
-    /// Write the graph (or, with `host`, the part described at
-    /// [`Graph::select`]) as `format`; the output is written as it is made.
+    /// Write the graph as `format`, nodes and edges in URL order; the output
+    /// is written as it is made. With `host`: that host's pages, the links
+    /// they hold and the pages those lead to on any host (links into it from
+    /// other hosts are left out); `in` and `out` stay the whole crawl's.
     pub fn write(&self, format: Format, host: Option<&str>, out: &mut dyn Write) -> io::Result<()> {
         let sel = self.select(host);
         match format {
