@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The project's one test command (README; .ci/run calls it): starts the
-# MongoDB-wire test server (scripts/mongo-server.sh), then runs the whole
+# MongoDB-wire test server (scripts/mongo-server.sh), installs the graph
+# readers (scripts/graph-tools.sh), then runs the whole
 # workspace's unit, integration and doc tests on both stores; stops the
 # server at the end.
 set -euo pipefail
@@ -8,6 +9,9 @@ cd "$(dirname "$0")/.."
 uri=$(scripts/mongo-server.sh start)
 trap 'scripts/mongo-server.sh stop' EXIT
 export WEB_CRAWLER_TEST_MONGODB_URI=$uri
+# Graphviz and networkx, which the site-graph tests read the exports with.
+WEB_CRAWLER_TEST_GRAPH_PYTHON=$(scripts/graph-tools.sh)
+export WEB_CRAWLER_TEST_GRAPH_PYTHON
 # The embeddable library must keep building without the CLI and MongoDB.
 cargo build --lib --no-default-features
 cargo test --workspace --all-targets

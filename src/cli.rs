@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use web_crawler::actors::cluster;
 use web_crawler::actors::traps::TrapSettings;
 use web_crawler::actors::{AppHandle, ControlRequest, IdleReason, OperationSpec, PageQuery, Store};
+use web_crawler::graph;
 use web_crawler::operations::{builtin_operations, search_results};
 use web_crawler::policy::Scope;
 use web_crawler::search::{Ranking, SearchAnswer, SearchIndex, SearchOptions, index_dir_for};
@@ -136,17 +137,94 @@ enum Command {
     },
     /// Print what a crawl stored.
     Report {
-        #[arg(value_enum)]
-        what: ReportKind,
+        #[command(subcommand)]
+        what: Report,
+    },
+}
+
+/// `report ...`: listings read from the store (offline; works while a crawl writes).
+#[derive(Debug, Subcommand)]
+enum Report {
+    /// Processed pages: status, type, size, links in and out.
+    Pages {
+        #[command(flatten)]
+        list: ListOpts,
+    },
+    /// 4xx/5xx and failed pages with the pages linking to them.
+    BrokenLinks {
+        #[command(flatten)]
+        list: ListOpts,
+    },
+    /// Where search-text found its text (the paper's search_results).
+    SearchResults {
+        /// Only the results for this text (all texts without it).
+        text: Option<String>,
+        #[command(flatten)]
+        list: ListOpts,
+    },
+    /// Hosts: robots.txt status, crawl delay, sitemaps, pages processed.
+    Hosts {
+        #[command(flatten)]
+        list: ListOpts,
+    },
+    /// The site graph: pages (status, depth, host, title, links in and out)
+    /// and the links between them, for Graphviz, Gephi or a script.
+    Graph {
+        #[arg(long, value_enum, default_value_t = GraphFormat::Dot)]
+        format: GraphFormat,
+        /// Same as --format json.
+        #[arg(long, conflicts_with = "format")]
+        json: bool,
+        /// Only the pages of this host (`host[:port]`, as `report hosts`
+        /// lists it), their links, and the pages those links lead to.
+        #[arg(long, value_name = "HOST")]
+        host: Option<String>,
+        /// Write to this file instead of standard output.
+        #[arg(long, short, value_name = "FILE")]
+        output: Option<PathBuf>,
         #[command(flatten)]
         store: StoreOpts,
-        /// Print JSON (one array) instead of a table.
-        #[arg(long)]
-        json: bool,
-        /// At most this many rows.
-        #[arg(long)]
-        limit: Option<usize>,
     },
+}
+
+/// The store and the shape of a listing.
+#[derive(Debug, Args)]
+struct ListOpts {
+    #[command(flatten)]
+    store: StoreOpts,
+    /// Print JSON (one array) instead of a table.
+    #[arg(long)]
+    json: bool,
+    /// At most this many rows.
+    #[arg(long)]
+    limit: Option<usize>,
+}
+
+/// `report graph --format`.
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum GraphFormat {
+    /// Graphviz DOT (`dot -Tsvg`); node ids are the URLs.
+    Dot,
+    /// GraphML with typed attributes (Gephi, yEd, networkx).
+    Graphml,
+    /// {"nodes":[{url,host,status,depth,title,error,fetched,in,out}],"edges":[{source,target}]}.
+    Json,
+    /// The edge list: Source,Target (Gephi's edges table).
+    Csv,
+    /// The node table: Id,Label,Host,Status,Depth,Fetched,In,Out,Error (Gephi's nodes table).
+    CsvNodes,
+}
+
+impl From<GraphFormat> for graph::Format {
+    fn from(f: GraphFormat) -> Self {
+        match f {
+            GraphFormat::Dot => graph::Format::Dot,
+            GraphFormat::Graphml => graph::Format::Graphml,
+            GraphFormat::Json => graph::Format::Json,
+            GraphFormat::Csv => graph::Format::Csv,
+            GraphFormat::CsvNodes => graph::Format::CsvNodes,
+        }
+    }
 }
 
 #[derive(Debug, Subcommand)]
@@ -160,14 +238,6 @@ enum IndexAction {
         #[command(flatten)]
         tuning: TuningOpts,
     },
-}
-
-#[derive(Clone, Copy, Debug, ValueEnum)]
-enum ReportKind {
-    /// Processed pages with status, type, size and links.
-    Pages,
-    /// 4xx/5xx and failed pages with the pages linking to them.
-    BrokenLinks,
 }
 
 /// `--ranking`.
@@ -577,13 +647,8 @@ pub(crate) async fn run(cli: Cli) -> Result<ExitCode> {
         Command::Index {
             action: IndexAction::Rebuild { store, tuning },
         } => rebuild_index(&store, &tuning).await,
-        Command::Report {
-            what,
-            store,
-            json,
-            limit,
-        } => {
-            report(&*store.open().await?, what, json, limit).await?;
+        Command::Report { what } => {
+            report(what).await?;
             Ok(ExitCode::SUCCESS)
         }
     }
@@ -804,52 +869,14 @@ fn marked(snippet: &str, highlights: &[std::ops::Range<usize>], bold: bool) -> S
     out
 }
 
-async fn report(
-    store: &dyn Store,
-    what: ReportKind,
-    json: bool,
-    limit: Option<usize>,
-) -> Result<()> {
-    let mut out = std::io::stdout().lock();
+async fn report(what: Report) -> Result<()> {
     match what {
-        ReportKind::Pages => {
-            let pages = store
-                .processed(PageQuery {
-                    limit,
-                    ..PageQuery::default()
-                })
-                .await?;
-            if json {
-                writeln!(out, "{}", serde_json::to_string_pretty(&pages)?)?;
-                return Ok(());
-            }
-            writeln!(out, "status\ttype\tsize\tlinks\turl\tnote")?;
-            for p in &pages {
-                let r = &p.record;
-                let note = r
-                    .error
-                    .clone()
-                    .or_else(|| r.redirect_to.as_ref().map(|t| format!("→ {t}")))
-                    .or_else(|| p.duplicate_of.as_ref().map(|d| format!("duplicate of {d}")))
-                    .unwrap_or_default();
-                writeln!(
-                    out,
-                    "{}\t{}\t{}\t{}\t{}\t{}",
-                    r.http_returncode.map_or("-".into(), |c| c.to_string()),
-                    r.content_type.as_deref().unwrap_or("-"),
-                    r.content_length.map_or("-".into(), |c| c.to_string()),
-                    r.links_count,
-                    r.url,
-                    note
-                )?;
-            }
-        }
-        ReportKind::BrokenLinks => {
-            let mut broken = store.broken_links().await?;
-            if let Some(limit) = limit {
-                broken.truncate(limit);
-            }
-            if json {
+        Report::Pages { list } => report_pages(&list).await,
+        Report::BrokenLinks { list } => {
+            let mut broken = list.store.open().await?.broken_links().await?;
+            list.bound(&mut broken);
+            let mut out = std::io::stdout().lock();
+            if list.json {
                 writeln!(out, "{}", serde_json::to_string_pretty(&broken)?)?;
                 return Ok(());
             }
@@ -864,7 +891,122 @@ async fn report(
                     writeln!(out, "\tlinked from {r}")?;
                 }
             }
+            Ok(())
         }
+        Report::SearchResults { text, list } => {
+            let store = list.store.open().await?;
+            let mut results = search_results(store.as_ref(), text.as_deref()).await?;
+            list.bound(&mut results);
+            let mut out = std::io::stdout().lock();
+            if list.json {
+                writeln!(out, "{}", serde_json::to_string_pretty(&results)?)?;
+                return Ok(());
+            }
+            writeln!(out, "url\ttext\tpositions")?;
+            for r in &results {
+                let positions: Vec<String> = r.positions.iter().map(u64::to_string).collect();
+                writeln!(out, "{}\t{:?}\t{}", r.url, r.text, positions.join(","))?;
+            }
+            Ok(())
+        }
+        Report::Hosts { list } => {
+            let mut hosts = list.store.open().await?.host_summaries().await?;
+            list.bound(&mut hosts);
+            let mut out = std::io::stdout().lock();
+            if list.json {
+                writeln!(out, "{}", serde_json::to_string_pretty(&hosts)?)?;
+                return Ok(());
+            }
+            writeln!(out, "{}", console::HOSTS_HEADER)?;
+            for h in &hosts {
+                writeln!(out, "{}", console::host_row(&serde_json::to_value(h)?))?;
+            }
+            Ok(())
+        }
+        Report::Graph {
+            format,
+            json,
+            host,
+            output,
+            store,
+        } => {
+            let format = if json { GraphFormat::Json } else { format };
+            let graph = graph::read_graph(store.open().await?.as_ref()).await?;
+            match &output {
+                Some(path) => {
+                    let file = std::fs::File::create(path)
+                        .with_context(|| format!("cannot create {}", path.display()))?;
+                    let mut out = std::io::BufWriter::new(file);
+                    graph.write(format.into(), host.as_deref(), &mut out)?;
+                    out.flush()
+                        .with_context(|| format!("cannot write {}", path.display()))?;
+                }
+                None => {
+                    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+                    graph.write(format.into(), host.as_deref(), &mut out)?;
+                    out.flush()?;
+                }
+            }
+            Ok(())
+        }
+    }
+}
+
+impl ListOpts {
+    /// Keep the first `--limit` rows.
+    fn bound<T>(&self, rows: &mut Vec<T>) {
+        if let Some(limit) = self.limit {
+            rows.truncate(limit);
+        }
+    }
+}
+
+/// `report pages`: each page with its links in (processed pages linking to
+/// it) and out (distinct URLs it links to), the site graph's counts.
+async fn report_pages(list: &ListOpts) -> Result<()> {
+    let store = list.store.open().await?;
+    let pages = store
+        .processed(PageQuery {
+            limit: list.limit,
+            ..PageQuery::default()
+        })
+        .await?;
+    let urls: Vec<&str> = pages.iter().map(|p| p.record.url.as_str()).collect();
+    let counts = graph::link_counts(store.as_ref(), &urls).await?;
+    let count = |url: &str| counts.get(url).copied().unwrap_or_default();
+    let mut out = std::io::stdout().lock();
+    if list.json {
+        let mut rows = Vec::with_capacity(pages.len());
+        for p in &pages {
+            let mut row = serde_json::to_value(p)?;
+            let (links_in, links_out) = count(&p.record.url);
+            row["in"] = links_in.into();
+            row["out"] = links_out.into();
+            rows.push(row);
+        }
+        writeln!(out, "{}", serde_json::to_string_pretty(&rows)?)?;
+        return Ok(());
+    }
+    writeln!(out, "status\ttype\tsize\tlinks\tin\tout\turl\tnote")?;
+    for p in &pages {
+        let r = &p.record;
+        let note = r
+            .error
+            .clone()
+            .or_else(|| r.redirect_to.as_ref().map(|t| format!("→ {t}")))
+            .or_else(|| p.duplicate_of.as_ref().map(|d| format!("duplicate of {d}")))
+            .unwrap_or_default();
+        let (links_in, links_out) = count(&r.url);
+        writeln!(
+            out,
+            "{}\t{}\t{}\t{}\t{links_in}\t{links_out}\t{}\t{}",
+            r.http_returncode.map_or("-".into(), |c| c.to_string()),
+            r.content_type.as_deref().unwrap_or("-"),
+            r.content_length.map_or("-".into(), |c| c.to_string()),
+            r.links_count,
+            r.url,
+            note
+        )?;
     }
     Ok(())
 }
@@ -1039,6 +1181,79 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn reports_take_their_own_arguments() {
+        let parse = |args: &[&str]| {
+            let mut all = vec!["web_crawler", "report"];
+            all.extend(args);
+            Cli::try_parse_from(all).map(|cli| match cli.command {
+                Command::Report { what } => what,
+                other => panic!("{other:?}"),
+            })
+        };
+        match parse(&["pages", "--db", "c.db", "--json", "--limit", "3"]).unwrap() {
+            Report::Pages { list } => {
+                assert!(list.json);
+                assert_eq!(list.limit, Some(3));
+                assert_eq!(list.store.db, PathBuf::from("c.db"));
+            }
+            other => panic!("{other:?}"),
+        }
+        match parse(&["search-results", "rye bread", "--json"]).unwrap() {
+            Report::SearchResults { text, list } => {
+                assert_eq!(text.as_deref(), Some("rye bread"));
+                assert!(list.json);
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(
+            parse(&["search-results"]).unwrap(),
+            Report::SearchResults { text: None, .. }
+        ));
+        assert!(matches!(parse(&["hosts"]).unwrap(), Report::Hosts { .. }));
+        match parse(&[
+            "graph", "--format", "graphml", "--host", "a:8080", "-o", "g.xml",
+        ])
+        .unwrap()
+        {
+            Report::Graph {
+                format,
+                host,
+                output,
+                json,
+                ..
+            } => {
+                assert_eq!(graph::Format::from(format), graph::Format::Graphml);
+                assert_eq!(host.as_deref(), Some("a:8080"));
+                assert_eq!(output, Some(PathBuf::from("g.xml")));
+                assert!(!json);
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(
+            parse(&["graph"]).unwrap(),
+            Report::Graph {
+                format: GraphFormat::Dot,
+                ..
+            }
+        ));
+        assert!(parse(&["graph", "--format", "gexf"]).is_err());
+        assert!(parse(&["graph", "--format", "dot", "--json"]).is_err());
+        assert!(parse(&["nothing"]).is_err());
+    }
+
+    #[test]
+    fn graph_formats_are_the_library_format_names() {
+        for arg in GraphFormat::value_variants() {
+            let name = arg.to_possible_value().unwrap().get_name().to_string();
+            assert_eq!(name.parse::<graph::Format>(), Ok(graph::Format::from(*arg)));
+        }
+        assert_eq!(
+            GraphFormat::value_variants().len(),
+            graph::Format::ALL.len()
+        );
     }
 
     #[test]

@@ -53,10 +53,15 @@ commands:
   pending [N]                 the first N pending URLs (default 10)
   processed [N]               the first N processed pages (default 10)
   failed [N]                  the first N failed pages (default 10)
+  results [TEXT]              where search_text found TEXT (every text without one)
+  hosts [N]                   the first N hosts: robots.txt, crawl delay, sitemaps, pages
   pause | resume              stop/start handing out URLs
   restart master              kill the master; the supervisor restarts it
   help                        this text
   quit                        leave the shell (the cluster keeps running)";
+
+/// At most this many search results (and hosts, by default) in one answer.
+const LISTED: usize = 50;
 
 /// What one console line asks for.
 #[derive(Debug, PartialEq)]
@@ -102,6 +107,15 @@ fn parse_line(line: &str) -> Result<Line> {
         ["search", query @ ..] if !query.is_empty() => ControlRequest::Search {
             query: query.join(" "),
             limit: 10,
+        },
+        ["results", text @ ..] => ControlRequest::SearchResults {
+            text: (!text.is_empty()).then(|| text.join(" ")),
+            limit: LISTED,
+        },
+        ["hosts", rest @ ..] if rest.len() <= 1 => ControlRequest::Hosts {
+            limit: rest
+                .first()
+                .map_or(Ok(LISTED), |n| n.parse().context("N must be a number"))?,
         },
         ["pause"] => ControlRequest::Pause,
         ["resume"] => ControlRequest::Resume,
@@ -208,10 +222,70 @@ pub(crate) fn render(req: &ControlRequest, v: &Value) -> String {
             }));
             out
         }
+        ControlRequest::SearchResults { .. } => counted(v, |r| {
+            let positions: Vec<String> = r["positions"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(Value::to_string)
+                .collect();
+            format!(
+                "{}\t{:?}\t{}",
+                r["url"].as_str().unwrap_or("?"),
+                r["text"].as_str().unwrap_or("?"),
+                positions.join(",")
+            )
+        }),
+        ControlRequest::Hosts { .. } => {
+            let rows = counted(v, host_row);
+            format!("{HOSTS_HEADER}\n{rows}")
+        }
         ControlRequest::Pause => "paused: no new URLs are handed out".to_string(),
         ControlRequest::Resume => "resumed".to_string(),
         _ => serde_json::to_string_pretty(v).unwrap_or_default(),
     }
+}
+
+/// The columns of a host listing (`hosts`, `report hosts`).
+pub(crate) const HOSTS_HEADER: &str = "host\trobots\tcrawl_delay_ms\tpages\tsitemaps";
+
+/// One host of a listing, from its `HostSummary` JSON.
+pub(crate) fn host_row(h: &Value) -> String {
+    let robots = match (h["robots_status"].as_str(), h["robots_http_code"].as_u64()) {
+        (None, _) => "-".to_string(),
+        (Some(status), Some(code)) => format!("{status} ({code})"),
+        (Some(status), None) => status.to_string(),
+    };
+    let sitemaps: Vec<&str> = h["sitemaps"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect();
+    format!(
+        "{}\t{robots}\t{}\t{}\t{}",
+        h["host"].as_str().unwrap_or("?"),
+        h["crawl_delay_ms"]
+            .as_u64()
+            .map_or("-".to_string(), |ms| ms.to_string()),
+        h["pages"],
+        if sitemaps.is_empty() {
+            "-".to_string()
+        } else {
+            sitemaps.join(" ")
+        }
+    )
+}
+
+/// A `{"total", "items"}` answer: its rows, and how many were left out.
+fn counted(v: &Value, row: impl Fn(&Value) -> String) -> String {
+    let mut out = list(&v["items"], row);
+    let shown = v["items"].as_array().map_or(0, Vec::len) as u64;
+    let total = v["total"].as_u64().unwrap_or(shown);
+    if total > shown {
+        out.push_str(&format!("\n... {} more ({total} in all)", total - shown));
+    }
+    out
 }
 
 fn list(v: &Value, row: impl Fn(&Value) -> String) -> String {
@@ -325,5 +399,55 @@ mod tests {
             })
         );
         assert!(parse_line("search").is_err());
+        assert_eq!(
+            parse_line("results").unwrap(),
+            Line::Request(ControlRequest::SearchResults {
+                text: None,
+                limit: LISTED
+            })
+        );
+        assert_eq!(
+            parse_line("results  two   words").unwrap(),
+            Line::Request(ControlRequest::SearchResults {
+                text: Some("two words".into()),
+                limit: LISTED
+            })
+        );
+        assert_eq!(
+            parse_line("hosts").unwrap(),
+            Line::Request(ControlRequest::Hosts { limit: LISTED })
+        );
+        assert_eq!(
+            parse_line("hosts 3").unwrap(),
+            Line::Request(ControlRequest::Hosts { limit: 3 })
+        );
+        assert!(parse_line("hosts many").is_err());
+        assert!(parse_line("hosts 1 2").is_err());
+    }
+
+    #[test]
+    fn results_and_hosts_render_as_rows() {
+        let results = serde_json::json!({"total": 3, "items": [
+            {"url": "http://a/", "text": "rye", "positions": [0, 12], "d_search": 1},
+        ]});
+        let req = ControlRequest::SearchResults {
+            text: None,
+            limit: 1,
+        };
+        assert_eq!(
+            render(&req, &results),
+            "http://a/\t\"rye\"\t0,12\n... 2 more (3 in all)"
+        );
+        let hosts = serde_json::json!({"total": 2, "items": [
+            {"host": "a:80", "robots_status": "fetched", "robots_http_code": 200,
+             "crawl_delay_ms": 1500, "sitemaps": ["http://a/s.xml"], "pages": 4},
+            {"host": "b", "robots_status": null, "sitemaps": [], "pages": 1},
+        ]});
+        assert_eq!(
+            render(&ControlRequest::Hosts { limit: 2 }, &hosts),
+            format!("{HOSTS_HEADER}\na:80\tfetched (200)\t1500\t4\thttp://a/s.xml\nb\t-\t-\t1\t-")
+        );
+        let none = serde_json::json!({"total": 0, "items": []});
+        assert!(render(&req, &none).ends_with("(none)"));
     }
 }

@@ -27,6 +27,7 @@
 
 pub mod extract;
 pub mod fetch;
+pub mod graph;
 pub mod normalize;
 pub mod operations;
 pub mod policy;

@@ -202,6 +202,17 @@ pub trait Queries: Send + Sync + fmt::Debug + 'static {
 
     async fn processed_url(&self, url: &str) -> Result<Option<ProcessedUrl>, StoreError>;
 
+    /// The records of up to `limit` processed pages, in URL order, whose URL
+    /// sorts after `after` (from the first page with `None`): a pass over a
+    /// whole crawl in bounded batches, each found by its key (no offset is
+    /// skipped), without the referral lists (the site graph reads the pages'
+    /// `out_links` instead).
+    async fn processed_after(
+        &self,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<PageRecord>, StoreError>;
+
     async fn pending(&self, limit: usize) -> Result<Vec<PendingUrl>, StoreError>;
 
     /// The records operations stored in `collection` whose fields equal
@@ -231,6 +242,38 @@ pub trait Queries: Send + Sync + fmt::Debug + 'static {
 
     /// Processed page counts by HTTP status (`None`: no response).
     async fn status_histogram(&self) -> Result<Vec<(Option<u16>, u64)>, StoreError>;
+
+    /// Processed page counts by host (`host[:port]`), in host order.
+    async fn pages_per_host(&self) -> Result<Vec<(String, u64)>, StoreError>;
+
+    /// Every host the crawl knows, in host order: its robots.txt facts and
+    /// how many of its pages are processed (hosts with pages but no
+    /// robots.txt record yet have no robots facts).
+    async fn host_summaries(&self) -> Result<Vec<HostSummary>, StoreError> {
+        let mut pages: HashMap<String, u64> = self.pages_per_host().await?.into_iter().collect();
+        let mut list: Vec<HostSummary> = self
+            .hosts()
+            .await?
+            .into_iter()
+            .map(|h| HostSummary {
+                pages: pages.remove(&h.host).unwrap_or(0),
+                host: h.host,
+                robots_status: Some(h.robots_status),
+                robots_http_code: h.robots_http_code,
+                robots_error: h.robots_error,
+                robots_fetched_at: Some(h.robots_fetched_at),
+                crawl_delay_ms: h.crawl_delay_ms,
+                sitemaps: h.sitemaps,
+            })
+            .collect();
+        list.extend(pages.into_iter().map(|(host, pages)| HostSummary {
+            host,
+            pages,
+            ..HostSummary::default()
+        }));
+        list.sort_by(|a, b| a.host.cmp(&b.host));
+        Ok(list)
+    }
 }
 
 /// A backend with both sides: what `App::start` takes and the conformance

@@ -3,10 +3,11 @@
 //! node). It runs on the master's node, joins the control process group,
 //! and answers JSON requests by calling the tree's actors.
 
-use crate::behaviour::{PageQuery, Queries};
+use crate::behaviour::{Document, PageQuery, Queries};
 use crate::config::CrawlConfig;
 use crate::protocol::{self, ControlMsg, ControlRequest, IndexerMsg, MasterMsg, SupMsg};
 use crate::search::SearchAnswer;
+use crate::types::SEARCH_RESULTS;
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 use serde::Serialize;
 use serde_json::{Value, json};
@@ -162,6 +163,29 @@ async fn answer(state: &ControlArgs, request: ControlRequest) -> Result<Value, S
             Ok(json!({ "paused": paused }))
         }
         ControlRequest::Search { query, limit } => to_json(&search(cfg, query, limit).await?),
+        ControlRequest::SearchResults { text, limit } => {
+            let mut filter = Document::new();
+            if let Some(text) = text {
+                filter.insert("text".into(), text.into());
+            }
+            let mut results = state
+                .queries
+                .records(SEARCH_RESULTS, &filter)
+                .await
+                .map_err(|e| e.to_string())?;
+            let field =
+                |d: &Document, k: &str| d.get(k).and_then(Value::as_str).map(str::to_string);
+            results.sort_by_cached_key(|d| (field(d, "url"), field(d, "text")));
+            Ok(first(results, limit))
+        }
+        ControlRequest::Hosts { limit } => {
+            let hosts = state
+                .queries
+                .host_summaries()
+                .await
+                .map_err(|e| e.to_string())?;
+            Ok(first(hosts, limit))
+        }
         ControlRequest::RestartMaster => {
             master(cfg)?.kill();
             Ok(json!("master killed; the supervisor restarts it"))
@@ -189,6 +213,14 @@ pub(crate) async fn search(
         MASTER_TIMEOUT_MS
     )
     .map_err(|e| e.to_string())?
+}
+
+/// `{"total": N, "items": [the first limit]}`: a listing whose length the
+/// store decides, bounded in the reply.
+fn first<T: Serialize>(mut items: Vec<T>, limit: usize) -> Value {
+    let total = items.len();
+    items.truncate(limit);
+    json!({ "total": total, "items": items })
 }
 
 fn to_json<T: Serialize>(value: &T) -> Result<Value, String> {

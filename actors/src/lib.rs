@@ -38,7 +38,7 @@ pub use search::{
 };
 pub use sup::ExitReason;
 pub use types::{
-    BrokenLink, HostRecord, Job, Millis, NewLink, OperationSpec, PageRecord, PendingUrl,
-    ProcessedUrl, ROBOTS_BLOCKED, RobotsStatus, SEARCH_EXACT, SEARCH_OPERATION, SEARCH_RESULTS,
-    StoreCounts, UrlKey, now_ms,
+    BrokenLink, HostRecord, HostSummary, Job, Millis, NewLink, OperationSpec, PageRecord,
+    PendingUrl, ProcessedUrl, ROBOTS_BLOCKED, RobotsStatus, SEARCH_EXACT, SEARCH_OPERATION,
+    SEARCH_RESULTS, StoreCounts, UrlKey, now_ms,
 };

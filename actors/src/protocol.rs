@@ -428,6 +428,19 @@ pub enum ControlRequest {
         query: String,
         limit: usize,
     },
+    /// The paper's `search_results`: where `search_text` found its text
+    /// (every text with `None`). Answered as `{"total": N, "items": [the
+    /// first `limit` by URL]}`.
+    SearchResults {
+        text: Option<String>,
+        limit: usize,
+    },
+    /// The hosts: robots.txt status, crawl delay, sitemaps, pages processed
+    /// (`HostSummary`). Answered as `{"total": N, "items": [the first
+    /// `limit` by host]}`.
+    Hosts {
+        limit: usize,
+    },
 }
 
 /// The wire message: one request, one reply, both JSON text

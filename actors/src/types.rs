@@ -221,6 +221,22 @@ pub struct HostRecord {
     pub sitemaps: Vec<String>,
 }
 
+/// A host as reports list it: robots.txt facts (not its text) and the
+/// number of its pages processed.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct HostSummary {
+    pub host: String,
+    /// `None`: no robots.txt record (yet) for a host with pages.
+    pub robots_status: Option<RobotsStatus>,
+    pub robots_http_code: Option<u16>,
+    pub robots_error: Option<String>,
+    pub robots_fetched_at: Option<Millis>,
+    pub crawl_delay_ms: Option<u64>,
+    pub sitemaps: Vec<String>,
+    /// Processed pages of the host.
+    pub pages: u64,
+}
+
 /// A stored processed_urls document, as read back.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ProcessedUrl {

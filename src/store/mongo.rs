@@ -922,6 +922,31 @@ impl Queries for MongoStore {
             .transpose()
     }
 
+    async fn processed_after(
+        &self,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<PageRecord>, StoreError> {
+        let filter = match after {
+            Some(after) => doc! { "_id": { "$gt": after } },
+            None => doc! {},
+        };
+        let docs: Vec<Document> = self
+            .processed
+            .find(filter)
+            .sort(doc! { "_id": 1 })
+            .limit(i64::try_from(limit).unwrap_or(i64::MAX))
+            .projection(doc! { "referral_list": 0 })
+            .await
+            .map_err(backend)?
+            .try_collect()
+            .await
+            .map_err(backend)?;
+        docs.iter()
+            .map(|d| processed_of(d).map(|p| p.record))
+            .collect()
+    }
+
     async fn pending(&self, limit: usize) -> Result<Vec<PendingUrl>, StoreError> {
         self.collect(&self.pending, doc! {}, doc! { "_id": 1 }, Some(limit), 0)
             .await?
@@ -1032,6 +1057,25 @@ impl Queries for MongoStore {
         while let Some(d) = cursor.try_next().await.map_err(backend)? {
             out.push((
                 int(&d, "_id").map(|c| c as u16),
+                int(&d, "n").unwrap_or(0) as u64,
+            ));
+        }
+        out.sort();
+        Ok(out)
+    }
+
+    async fn pages_per_host(&self) -> Result<Vec<(String, u64)>, StoreError> {
+        let mut cursor = self
+            .processed
+            .aggregate(vec![
+                doc! { "$group": { "_id": "$host", "n": { "$sum": 1 } } },
+            ])
+            .await
+            .map_err(backend)?;
+        let mut out = Vec::new();
+        while let Some(d) = cursor.try_next().await.map_err(backend)? {
+            out.push((
+                text(&d, "_id").unwrap_or_default(),
                 int(&d, "n").unwrap_or(0) as u64,
             ));
         }

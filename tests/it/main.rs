@@ -11,5 +11,6 @@ mod crawl;
 mod generated_web;
 mod hostile_web;
 mod mongo;
+mod reports;
 mod search;
 mod store_conformance;

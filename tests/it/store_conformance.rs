@@ -645,7 +645,86 @@ async fn processed_documents_read_back_whole(b: Backend) {
     assert_eq!(listed.len(), 2);
 }
 
+/// The site graph's pass: every processed page once, in URL order, in
+/// batches found by key; and the counts `report hosts` lists.
+async fn pages_in_batches_and_hosts_with_their_pages(b: Backend) {
+    let store: Arc<dyn Store> = b.open().await;
+    let urls = [
+        "http://a/",
+        "http://a/1",
+        "http://a/2",
+        "http://b:81/",
+        "http://b:81/x?q=1&r=2",
+    ];
+    let mut batch = Vec::new();
+    for (i, url) in urls.iter().enumerate().rev() {
+        let next = urls[(i + 1) % urls.len()];
+        batch.push(page(
+            url,
+            200,
+            Some(i as u64 + 10),
+            vec![link(next, 1, 1.0)],
+        ));
+    }
+    store.commit(pages(NOW, None, batch)).await.unwrap();
+    let mut seen = Vec::new();
+    let mut after: Option<String> = None;
+    for _ in 0..10 {
+        let got = store.processed_after(after.as_deref(), 2).await.unwrap();
+        assert!(got.len() <= 2);
+        for p in &got {
+            seen.push(p.url.clone());
+            let i = urls.iter().position(|u| *u == p.url).unwrap();
+            assert_eq!(p.out_links, vec![urls[(i + 1) % urls.len()].to_string()]);
+            assert_eq!(p.http_returncode, Some(200));
+        }
+        match got.last() {
+            Some(last) => after = Some(last.url.clone()),
+            None => break,
+        }
+    }
+    assert_eq!(seen, urls, "each page once, in URL order");
+    assert!(
+        store
+            .processed_after(Some("http://b:81/x?q=1&r=2"), 5)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+
+    assert_eq!(
+        store.pages_per_host().await.unwrap(),
+        vec![("a".to_string(), 3), ("b:81".to_string(), 2)]
+    );
+    store
+        .commit(CommitBatch {
+            now: NOW,
+            hosts: vec![HostRecord {
+                host: "b:81".into(),
+                robots_http_code: Some(200),
+                robots_fetched_at: NOW,
+                crawl_delay_ms: Some(1500),
+                sitemaps: vec!["http://b:81/sitemap.xml".into()],
+                ..HostRecord::default()
+            }],
+            ..CommitBatch::default()
+        })
+        .await
+        .unwrap();
+    let hosts = store.host_summaries().await.unwrap();
+    assert_eq!(hosts.len(), 2);
+    assert_eq!((hosts[0].host.as_str(), hosts[0].pages), ("a", 3));
+    assert_eq!(hosts[0].robots_status, None, "no robots.txt record yet");
+    assert_eq!((hosts[1].host.as_str(), hosts[1].pages), ("b:81", 2));
+    assert_eq!(hosts[1].crawl_delay_ms, Some(1500));
+    assert_eq!(hosts[1].sitemaps, vec!["http://b:81/sitemap.xml"]);
+}
+
 on_both_backends!(upsert_and_referral_merge_, upsert_and_referral_merge);
+on_both_backends!(
+    pages_in_batches_and_hosts,
+    pages_in_batches_and_hosts_with_their_pages
+);
 on_both_backends!(
     claim_caps_round_robin,
     claim_respects_per_host_caps_round_robin

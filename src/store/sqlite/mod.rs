@@ -33,7 +33,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use web_crawler_actors::{
     BrokenLink, ClaimRequest, CommitBatch, CommitSummary, Document, Frontier, HostRecord, Job,
-    Millis, PageQuery, PendingUrl, ProcessedUrl, Queries, StoreCounts, StoreError, UrlKey,
+    Millis, PageQuery, PageRecord, PendingUrl, ProcessedUrl, Queries, StoreCounts, StoreError,
+    UrlKey,
 };
 
 /// Keys the seen window holds: two generations of half as many, each table
@@ -301,6 +302,16 @@ impl Queries for SqliteStore {
         self.read(move |tx, _| rows::processed_url(tx, &url)).await
     }
 
+    async fn processed_after(
+        &self,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<PageRecord>, StoreError> {
+        let after = after.map(str::to_string);
+        self.read(move |tx, _| rows::processed_after(tx, after.as_deref(), limit))
+            .await
+    }
+
     async fn pending(&self, limit: usize) -> Result<Vec<PendingUrl>, StoreError> {
         self.read(move |tx, seen| rows::pending(tx, seen, limit))
             .await
@@ -344,6 +355,10 @@ impl Queries for SqliteStore {
 
     async fn status_histogram(&self) -> Result<Vec<(Option<u16>, u64)>, StoreError> {
         self.read(|tx, _| rows::status_histogram(tx)).await
+    }
+
+    async fn pages_per_host(&self) -> Result<Vec<(String, u64)>, StoreError> {
+        self.read(|tx, _| rows::pages_per_host(tx)).await
     }
 }
 

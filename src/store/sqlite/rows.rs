@@ -3,8 +3,8 @@
 use super::claim::unsaved_credit;
 use super::referrals::referrals_of;
 use super::schema::{
-    BROKEN, COUNTS, HISTOGRAM, HOST_LIST, PENDING_LIST, PROCESSED_ONE, PROCESSED_PAGE, RECORD_HEAD,
-    RECORD_LIST,
+    BROKEN, COUNTS, HISTOGRAM, HOST_LIST, HOST_PAGES, PENDING_LIST, PROCESSED_AFTER, PROCESSED_ONE,
+    PROCESSED_PAGE, RECORD_HEAD, RECORD_LIST,
 };
 use crate::store::seen::SeenWindow;
 use rusqlite::{ErrorCode, Row, Transaction, named_params, params};
@@ -208,6 +208,20 @@ pub(super) fn processed(
     Ok(pages)
 }
 
+pub(super) fn processed_after(
+    tx: &Transaction<'_>,
+    after: Option<&str>,
+    limit: usize,
+) -> Result<Vec<PageRecord>, Fail> {
+    let mut stmt = tx.prepare_cached(PROCESSED_AFTER)?;
+    let mut rows = stmt.query(params![after, limit_param(Some(limit))])?;
+    let mut pages = Vec::new();
+    while let Some(row) = rows.next()? {
+        pages.push(read_processed(row)?.record);
+    }
+    Ok(pages)
+}
+
 pub(super) fn processed_url(tx: &Transaction<'_>, url: &str) -> Result<Option<ProcessedUrl>, Fail> {
     let page = {
         let mut stmt = tx.prepare_cached(PROCESSED_ONE)?;
@@ -345,6 +359,16 @@ pub(super) fn status_histogram(tx: &Transaction<'_>) -> Result<Vec<(Option<u16>,
             opt_int_col(row, 0, "http_returncode")?,
             int_col(row, 1, "count")?,
         ));
+    }
+    Ok(list)
+}
+
+pub(super) fn pages_per_host(tx: &Transaction<'_>) -> Result<Vec<(String, u64)>, Fail> {
+    let mut stmt = tx.prepare_cached(HOST_PAGES)?;
+    let mut rows = stmt.query([])?;
+    let mut list = Vec::new();
+    while let Some(row) = rows.next()? {
+        list.push((text_col(row, 0)?, int_col(row, 1, "count")?));
     }
     Ok(list)
 }

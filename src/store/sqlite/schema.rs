@@ -347,6 +347,12 @@ pub(super) const PROCESSED_PAGE: &str = concat!(
     ORDER BY url LIMIT :limit OFFSET :offset"
 );
 
+pub(super) const PROCESSED_AFTER: &str = concat!(
+    "SELECT ",
+    processed_cols!(),
+    " FROM processed_urls WHERE ?1 IS NULL OR url > ?1 ORDER BY url LIMIT ?2"
+);
+
 pub(super) const PROCESSED_ONE: &str = concat!(
     "SELECT ",
     processed_cols!(),
@@ -379,6 +385,9 @@ pub(super) const HOST_LIST: &str =
 pub(super) const HISTOGRAM: &str = "SELECT http_returncode, COUNT(*) FROM processed_urls
     GROUP BY http_returncode ORDER BY http_returncode";
 
+pub(super) const HOST_PAGES: &str =
+    "SELECT host, COUNT(*) FROM processed_urls GROUP BY host ORDER BY host";
+
 const ALL_STATEMENTS: &[&str] = &[
     EXPIRE_LEASES,
     PENDING_HOSTS,
@@ -404,12 +413,14 @@ const ALL_STATEMENTS: &[&str] = &[
     RELEASE_KEY,
     COUNTS,
     PROCESSED_PAGE,
+    PROCESSED_AFTER,
     PROCESSED_ONE,
     PENDING_LIST,
     RECORD_LIST,
     BROKEN,
     HOST_LIST,
     HISTOGRAM,
+    HOST_PAGES,
 ];
 
 #[cfg(test)]
