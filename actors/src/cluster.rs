@@ -1,7 +1,7 @@
 //! Cluster membership, as Erlang distribution: nodes connect over TCP with a
 //! shared cookie (ractor_cluster's `NodeServer`); pools, the master and the
 //! control actor join process groups that ractor_cluster keeps in sync
-//! across connected nodes (see [`crate::protocol`] for the groups and the
+//! across connected nodes (see `protocol.rs` for the groups and the
 //! wire form of what crosses nodes).
 
 use ractor::ActorRef;

@@ -1,6 +1,6 @@
 //! `Indexer`: owns the full-text index writer on the master's node. The
 //! master hands it the pages of each batch it has written
-//! ([`IndexerMsg::Pages`]); it adds them to the index and commits by count
+//! (`IndexerMsg::Pages`); it adds them to the index and commits by count
 //! and by time ([`IndexBatch`]), and only after a commit removes them from
 //! the store's [`INDEX_QUEUE`]. At its start (and so at every restart) it
 //! first works through whatever the queue still holds: pages processed while

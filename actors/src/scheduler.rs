@@ -1,6 +1,6 @@
 //! Per-host politeness for one pool, as a pure state machine: which job may
 //! start now, given robots.txt, per-host concurrency, per-host delay and the
-//! pool's total concurrency. The [`Pool`](crate::Pool) actor feeds it events
+//! pool's total concurrency. The `Pool` actor feeds it events
 //! and carries out the [`Action`]s it returns.
 
 use crate::behaviour::RobotsRules;

@@ -995,7 +995,7 @@ const SHINGLE: usize = 3;
 /// lower-cased runs of letters and digits, any word with a digit counts as
 /// the same word (dates, counters and prices are what a generated page
 /// changes), features are the distinct 3-word shingles (a bottom-k sample
-/// of at most [`MAX_FEATURES`] of them), each bit the
+/// of at most `MAX_FEATURES` of them), each bit the
 /// majority of the features' bits. Near-identical texts are a few bits
 /// apart ([`hamming`]), unrelated ones about 32. Empty text hashes to 0.
 pub fn simhash(text: &str) -> u64 {

@@ -4,7 +4,7 @@
 //! backoff and the page budget), when the crawl is idle, how a restarted
 //! master recovers its predecessor's leases, and how a drain ends. It takes
 //! `now` as an argument, holds no actor refs and no store: the
-//! [`Master`](crate::master) actor feeds it messages and carries out the
+//! `Master` actor feeds it messages and carries out the
 //! [`CycleWork`] it hands out, one store cycle at a time.
 
 use crate::behaviour::{ClaimRequest, CommitBatch, ProcessedPage, Retry};

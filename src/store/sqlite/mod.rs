@@ -43,7 +43,7 @@ const SEEN_WINDOW: usize = 1 << 18;
 
 // --- the store --------------------------------------------------------------
 
-/// The embedded [`Store`]: one SQLite file in WAL mode, and the window of
+/// The embedded [`Store`](web_crawler_actors::Store): one SQLite file in WAL mode, and the window of
 /// recently seen keys kept in step with it.
 #[derive(Clone)]
 pub struct SqliteStore {
