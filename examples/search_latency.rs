@@ -6,6 +6,13 @@
 //! none; an existing index in DIR is searched as it is), then prints p50,
 //! p95 and max latency per ranking over a fixed query mix (one to four
 //! words, phrases, typos). The target is p95 ≤ 20 ms for `full`.
+//!
+//! Each ranking's queries are run once untimed first (a warmed, already-open
+//! reader is what is timed). `PER_QUERY=1` prints each query's median time.
+//! `RESULTS=FILE` writes every query's results (URL, score, title, snippet,
+//! highlights, correction) to FILE if it does not exist, and otherwise
+//! compares them with FILE and fails on any difference: run it before and
+//! after a change to the engine to show the answers are the same.
 
 use std::time::{Duration, Instant};
 use web_crawler::search::{AnchorDoc, PageDoc, Ranking, SearchIndex, SearchOptions};
@@ -71,8 +78,22 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         q(15_000),
         "zzzzqqqq".to_string(),
     ];
+    let mut dump = String::new();
     for ranking in [Ranking::Full, Ranking::PlainBm25] {
         let opts = SearchOptions::default().ranking(ranking);
+        for query in &queries {
+            let answer = index.search(query, &opts)?;
+            dump.push_str(&format!(
+                "{ranking:?} {query:?} did_you_mean={:?}\n",
+                answer.did_you_mean
+            ));
+            for hit in &answer.results {
+                dump.push_str(&format!(
+                    "  {:.5} {} {:?} {:?} {:?}\n",
+                    hit.score, hit.url, hit.title, hit.snippet, hit.highlights
+                ));
+            }
+        }
         let mut times: Vec<Duration> = Vec::new();
         for _round in 0..20 {
             for query in &queries {
@@ -104,6 +125,30 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             at(0.95),
             at(1.0)
         );
+    }
+    if let Some(file) = std::env::var_os("RESULTS").map(std::path::PathBuf::from) {
+        match std::fs::read_to_string(&file) {
+            Ok(before) if before == dump => println!("results: same as {}", file.display()),
+            Ok(before) => {
+                let first = before
+                    .lines()
+                    .zip(dump.lines())
+                    .position(|(a, b)| a != b)
+                    .unwrap_or(before.lines().count().min(dump.lines().count()));
+                return Err(format!(
+                    "results differ from {} at line {}:\n  before: {:?}\n  now:    {:?}",
+                    file.display(),
+                    first + 1,
+                    before.lines().nth(first),
+                    dump.lines().nth(first)
+                )
+                .into());
+            }
+            Err(_) => {
+                std::fs::write(&file, &dump)?;
+                println!("results: written to {}", file.display());
+            }
+        }
     }
     Ok(())
 }

@@ -381,30 +381,80 @@ fn required(q: &ParsedQuery, fields: &[Field]) -> Vec<(Occur, Box<dyn Query>)> {
     out
 }
 
-/// A page of the pages index, by URL (the live one).
-fn find_page(
+/// The live page of each URL in `urls` that has one, by URL: each
+/// segment's term dictionary is opened once and asked for every URL not
+/// yet found (the first segment holding a live page wins).
+fn find_pages<'a>(
     searcher: &Searcher,
     url_field: Field,
-    url: &str,
-) -> Result<Option<DocAddress>, SearchError> {
-    let term = Term::from_field_text(url_field, url);
+    urls: impl IntoIterator<Item = &'a str>,
+) -> Result<Vec<(&'a str, DocAddress)>, SearchError> {
+    let mut pending: Vec<&str> = urls.into_iter().collect();
+    let mut found = Vec::with_capacity(pending.len());
     for (ord, segment) in searcher.segment_readers().iter().enumerate() {
+        if pending.is_empty() {
+            break;
+        }
         let inverted = segment.inverted_index(url_field).map_err(err("read"))?;
-        let Some(mut postings) = inverted
-            .read_postings(&term, IndexRecordOption::Basic)
-            .map_err(io_err("read"))?
-        else {
-            continue;
-        };
-        let mut doc = postings.doc();
-        while doc != TERMINATED {
-            if !segment.is_deleted(doc) {
-                return Ok(Some(DocAddress::new(ord as u32, doc)));
+        let mut i = 0;
+        while i < pending.len() {
+            let term = Term::from_field_text(url_field, pending[i]);
+            let mut live = None;
+            if let Some(mut postings) = inverted
+                .read_postings(&term, IndexRecordOption::Basic)
+                .map_err(io_err("read"))?
+            {
+                let mut doc = postings.doc();
+                while doc != TERMINATED {
+                    if !segment.is_deleted(doc) {
+                        live = Some(DocAddress::new(ord as u32, doc));
+                        break;
+                    }
+                    doc = postings.advance();
+                }
             }
-            doc = postings.advance();
+            match live {
+                Some(addr) => found.push((pending.swap_remove(i), addr)),
+                None => i += 1,
+            }
         }
     }
-    Ok(None)
+    Ok(found)
+}
+
+/// The strings of `docs`' first value in a str fast field, in `docs`'
+/// order (empty for a document without one), reading the dictionary once
+/// in ordinal order.
+fn first_strs(
+    column: Option<&tantivy::columnar::StrColumn>,
+    docs: impl IntoIterator<Item = DocId>,
+) -> Result<Vec<Option<String>>, SearchError> {
+    let Some(column) = column else {
+        return Ok(docs.into_iter().map(|_| None).collect());
+    };
+    let ords: Vec<Option<u64>> = docs
+        .into_iter()
+        .map(|doc| column.term_ords(doc).next())
+        .collect();
+    let mut sorted: Vec<u64> = ords.iter().flatten().copied().collect();
+    sorted.sort_unstable();
+    sorted.dedup();
+    let mut strs: Vec<Option<String>> = Vec::with_capacity(sorted.len());
+    column
+        .dictionary()
+        .sorted_ords_to_term_cb(&sorted, |bytes| {
+            strs.push(std::str::from_utf8(bytes).ok().map(str::to_string));
+        })
+        .map_err(io_err("read"))?;
+    strs.resize(sorted.len(), None);
+    Ok(ords
+        .into_iter()
+        .map(|o| {
+            let o = o?;
+            let at = sorted.binary_search(&o).ok()?;
+            strs[at].clone()
+        })
+        .collect())
 }
 
 /// Anchor evidence for one target page.
@@ -486,15 +536,23 @@ impl Searchers {
 
         let anchors = self.anchor_hits(q, &terms)?;
         let mut candidates: Vec<DocAddress> = page_hits.iter().map(|(_, a)| *a).collect();
-        let mut seen: std::collections::HashSet<DocAddress> = candidates.iter().copied().collect();
-        for url in anchors.keys() {
-            if let Some(addr) = find_page(&self.pages, pf.url, url)?
-                && seen.insert(addr)
-            {
-                candidates.push(addr);
+        let mut urls: Vec<Option<&str>> = vec![None; candidates.len()];
+        let mut seen: HashMap<DocAddress, usize> = candidates
+            .iter()
+            .enumerate()
+            .map(|(i, a)| (*a, i))
+            .collect();
+        for (url, addr) in find_pages(&self.pages, pf.url, anchors.keys().map(String::as_str))? {
+            match seen.entry(addr) {
+                std::collections::hash_map::Entry::Occupied(e) => urls[*e.get()] = Some(url),
+                std::collections::hash_map::Entry::Vacant(e) => {
+                    e.insert(candidates.len());
+                    candidates.push(addr);
+                    urls.push(Some(url));
+                }
             }
         }
-        let features = self.measure(&candidates, &terms, &anchors)?;
+        let features = self.measure(&candidates, &urls, &terms, &anchors)?;
         let scores = rank::score_all(&features);
         let mut ranked: Vec<(f32, DocAddress)> = scores.into_iter().zip(candidates).collect();
         ranked.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
@@ -528,7 +586,6 @@ impl Searchers {
                 .or_default()
                 .push((addr.doc_id, score));
         }
-        let mut url = String::new();
         for (ord, mut docs) in by_segment {
             docs.sort_unstable_by_key(|d| d.0);
             let segment = self.anchors.segment_reader(ord);
@@ -553,15 +610,12 @@ impl Searchers {
                     }
                 }
             }
-            for ((doc, score), matched) in docs.into_iter().zip(matched) {
-                let Some(ord) = targets.term_ords(doc).next() else {
+            let urls = first_strs(Some(&targets), docs.iter().map(|d| d.0))?;
+            for (((_, score), matched), url) in docs.into_iter().zip(matched).zip(urls) {
+                let Some(url) = url else {
                     continue;
                 };
-                url.clear();
-                if !targets.ord_to_str(ord, &mut url).map_err(io_err("read"))? {
-                    continue;
-                }
-                let entry = by_target.entry(url.clone()).or_insert_with(|| AnchorHits {
+                let entry = by_target.entry(url).or_insert_with(|| AnchorHits {
                     best: 0.0,
                     matched: vec![false; terms.len()],
                 });
@@ -578,6 +632,7 @@ impl Searchers {
     fn measure(
         &self,
         candidates: &[DocAddress],
+        known_urls: &[Option<&str>],
         terms: &[&str],
         anchors: &HashMap<String, AnchorHits>,
     ) -> Result<Vec<Features>, SearchError> {
@@ -608,7 +663,44 @@ impl Searchers {
                 .or_default()
                 .push((a.doc_id, i));
         }
-        let mut url = String::new();
+        // Each candidate's URL: known for those found through anchors, read
+        // from the fast field (in one pass per segment) for the others.
+        let mut urls: Vec<String> = known_urls
+            .iter()
+            .map(|u| u.unwrap_or_default().to_string())
+            .collect();
+        for (ord, docs) in &by_segment {
+            let unknown: Vec<(DocId, usize)> = docs
+                .iter()
+                .copied()
+                .filter(|(_, i)| known_urls.get(*i).copied().flatten().is_none())
+                .collect();
+            if unknown.is_empty() {
+                continue;
+            }
+            let column = self
+                .pages
+                .segment_reader(*ord)
+                .fast_fields()
+                .str("url")
+                .map_err(err("read"))?;
+            let read = first_strs(column.as_ref(), unknown.iter().map(|d| d.0))?;
+            for ((_, i), url) in unknown.iter().zip(read) {
+                urls[*i] = url.unwrap_or_default();
+            }
+        }
+        // In-links: the URL's document frequency among the anchors' targets,
+        // each segment's dictionary opened once.
+        let mut in_links = vec![0u64; candidates.len()];
+        for segment in self.anchors.segment_readers() {
+            let inverted = segment
+                .inverted_index(self.af.target)
+                .map_err(err("read"))?;
+            for (n, url) in in_links.iter_mut().zip(&urls) {
+                let term = Term::from_field_text(self.af.target, url);
+                *n += u64::from(inverted.doc_freq(&term).map_err(io_err("read"))?);
+            }
+        }
         for (ord, mut docs) in by_segment {
             docs.sort_unstable();
             let segment = self.pages.segment_reader(ord);
@@ -655,25 +747,15 @@ impl Searchers {
             let fast = segment.fast_fields();
             let out_links = fast.u64("out_links").map_err(err("read"))?;
             let words = fast.u64("words").map_err(err("read"))?;
-            let urls = fast.str("url").map_err(err("read"))?;
             for (j, (doc, i)) in docs.iter().enumerate() {
                 let feat = &mut out[*i];
                 feat.out_links = out_links.first(*doc).unwrap_or(0);
                 feat.words = words.first(*doc).unwrap_or(0);
-                url.clear();
-                if let Some(urls) = &urls
-                    && let Some(o) = urls.term_ords(*doc).next()
-                {
-                    urls.ord_to_str(o, &mut url).map_err(io_err("read"))?;
-                }
-                let anchor = anchors.get(url.as_str());
+                let anchor = anchors.get(urls[*i].as_str());
                 if let Some(a) = anchor {
                     feat.anchor = a.best;
                 }
-                feat.in_links = self
-                    .anchors
-                    .doc_freq(&Term::from_field_text(self.af.target, &url))
-                    .map_err(err("read"))?;
+                feat.in_links = in_links[*i];
                 let in_anchor = |ti: usize| anchor.is_some_and(|a| a.matched[ti]);
                 let covered = (0..n)
                     .filter(|&ti| matched[j][ti].iter().any(|m| *m) || in_anchor(ti))
