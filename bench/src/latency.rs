@@ -107,7 +107,8 @@ pub fn queries(seed: u64) -> Vec<Query> {
                 Kind::TwoWords => distinct(&mut rng, 2).join(" "),
                 Kind::ThreeWords => distinct(&mut rng, 3).join(" "),
                 Kind::Typo => {
-                    let mut words: Vec<String> = distinct(&mut rng, 1 + rng.usize(..2))
+                    let n = 1 + rng.usize(..2);
+                    let mut words: Vec<String> = distinct(&mut rng, n)
                         .into_iter()
                         .map(String::from)
                         .collect();
@@ -186,46 +187,46 @@ pub struct Cli {
     pub errors: Vec<String>,
 }
 
+/// One `crawler search` run, timed whole.
+async fn cli_once(crawler: &Path, db: &Path, q: &str) -> Result<Duration, String> {
+    let mut cmd = Command::new(crawler);
+    cmd.arg("search")
+        .arg(q)
+        .arg("--db")
+        .arg(db)
+        .arg("--json")
+        .args(["--limit", &LIMIT.to_string()])
+        .env("RUST_LOG", "error")
+        .stdin(std::process::Stdio::null())
+        .kill_on_drop(true);
+    let started = Instant::now();
+    let out = tokio::time::timeout(CLI_TIMEOUT, cmd.output()).await;
+    let took = started.elapsed();
+    match out {
+        Err(_) => Err(format!("{q:?}: timed out after {CLI_TIMEOUT:?}")),
+        Ok(Err(e)) => Err(format!("{q:?}: cannot run: {e}")),
+        Ok(Ok(o)) if !o.status.success() => Err(format!(
+            "{q:?}: {}: {}",
+            o.status,
+            String::from_utf8_lossy(&o.stderr).trim()
+        )),
+        Ok(Ok(o)) => match serde_json::from_slice::<serde_json::Value>(&o.stdout) {
+            Ok(v) if v["results"].is_array() => Ok(took),
+            _ => Err(format!("{q:?}: not a JSON answer")),
+        },
+    }
+}
+
 /// Every [`CLI_EVERY`]-th query through `crawler search`, after one untimed run.
 pub async fn cli(crawler: &Path, db: &Path, queries: &[Query]) -> Cli {
-    let run = |q: &str| {
-        let mut cmd = Command::new(crawler);
-        cmd.arg("search")
-            .arg(q)
-            .arg("--db")
-            .arg(db)
-            .arg("--json")
-            .args(["--limit", &LIMIT.to_string()])
-            .env("RUST_LOG", "error")
-            .stdin(std::process::Stdio::null())
-            .kill_on_drop(true);
-        async move {
-            let started = Instant::now();
-            let out = tokio::time::timeout(CLI_TIMEOUT, cmd.output()).await;
-            let took = started.elapsed();
-            match out {
-                Err(_) => Err(format!("{q:?}: timed out after {CLI_TIMEOUT:?}")),
-                Ok(Err(e)) => Err(format!("{q:?}: cannot run: {e}")),
-                Ok(Ok(o)) if !o.status.success() => Err(format!(
-                    "{q:?}: {}: {}",
-                    o.status,
-                    String::from_utf8_lossy(&o.stderr).trim()
-                )),
-                Ok(Ok(o)) => match serde_json::from_slice::<serde_json::Value>(&o.stdout) {
-                    Ok(v) if v["results"].is_array() => Ok(took),
-                    _ => Err(format!("{q:?}: not a JSON answer")),
-                },
-            }
-        }
-    };
     let picked: Vec<&Query> = queries.iter().step_by(CLI_EVERY).collect();
     let mut took = Vec::new();
     let mut errors = Vec::new();
     if let Some(first) = picked.first() {
-        let _ = run(&first.text).await;
+        let _ = cli_once(crawler, db, &first.text).await;
     }
     for q in picked {
-        match run(&q.text).await {
+        match cli_once(crawler, db, &q.text).await {
             Ok(t) => took.push(t),
             Err(e) => errors.push(e),
         }
