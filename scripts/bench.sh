@@ -12,6 +12,12 @@
 #   machine (`start` with the embedded store + two `node --join` workers),
 #   run until its master reports the crawl idle, then stopped with SIGTERM;
 #   e.g. scripts/bench.sh small-traps --cluster --no-spider --timeout 300
+# Search: (b) crawls with the full-text index on (the default); the row (b-)
+# is the same crawl with --no-index, and the line under the table is the
+# indexing cost (1 - pages/s with the index / pages/s without). A second
+# table gives query latency p50/p95 over (b)'s index: ~200 seeded queries
+# in-process (the library) and 50 through `web_crawler search --json`
+# (process start included). --no-index-cost and --no-query-latency skip them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 preset=${1:-small}

@@ -9,6 +9,7 @@
 //! pages, and when every real page had been fetched.
 
 mod cluster;
+mod latency;
 mod server;
 mod web;
 
@@ -58,6 +59,12 @@ enum Cmd {
         /// (`start` + two `node --join`), until its master reports it idle.
         #[arg(long)]
         cluster: bool,
+        /// Skip the row (b-), web_crawler with `--no-index` (the indexing cost).
+        #[arg(long)]
+        no_index_cost: bool,
+        /// Skip the query latency measured over (b)'s index.
+        #[arg(long)]
+        no_query_latency: bool,
     },
     /// Child: GET every URL in the file once (optionally extracting links).
     FetchLoop {
@@ -90,6 +97,8 @@ async fn main() {
             mongo_timeout,
             no_spider,
             cluster,
+            no_index_cost,
+            no_query_latency,
         } => {
             let Some(preset) = web::Preset::named(&preset) else {
                 eprintln!(
@@ -107,6 +116,8 @@ async fn main() {
                 mongo_timeout: Duration::from_secs(mongo_timeout),
                 no_spider,
                 cluster,
+                no_index_cost,
+                no_query_latency,
             };
             run(preset, contenders).await;
         }
@@ -276,6 +287,8 @@ struct Contenders {
     mongo_timeout: Duration,
     no_spider: bool,
     cluster: bool,
+    no_index_cost: bool,
+    no_query_latency: bool,
 }
 
 async fn run(preset: web::Preset, contenders: Contenders) {
@@ -288,6 +301,8 @@ async fn run(preset: web::Preset, contenders: Contenders) {
         mongo_timeout,
         no_spider,
         cluster,
+        no_index_cost,
+        no_query_latency,
     } = contenders;
     let port = {
         let l = std::net::TcpListener::bind("127.0.20.1:0").expect("bind");
@@ -387,6 +402,42 @@ async fn run(preset: web::Preset, contenders: Contenders) {
         cost,
     ));
     eprintln!("done: (b)");
+    if !no_index_cost {
+        // The same crawl without the full-text index, right after (b), in a
+        // directory of its own removed at once (the store is ~500 MB on large).
+        srv.hits.reset();
+        let dir = work.join("no-index");
+        std::fs::create_dir_all(&dir).expect("bench work dir");
+        let mut cmd = crawler_args(vec![
+            "--db".into(),
+            dir.join("bench.db").display().to_string(),
+        ]);
+        cmd.arg("--no-index");
+        let cost = measure(cmd, timeout).await;
+        rows.push(score("(b-) web_crawler, no index", &web, &srv.hits, cost));
+        let _ = std::fs::remove_dir_all(&dir);
+        eprintln!("done: (b-)");
+    }
+    let latency = if no_query_latency {
+        None
+    } else {
+        // The crawl's index is `DB.index`, beside its store.
+        let queries = Arc::new(latency::queries(42));
+        let index_dir = web_crawler::search::index_dir_for(&db);
+        let inp = {
+            let queries = queries.clone();
+            tokio::task::spawn_blocking(move || latency::in_process(&index_dir, &queries))
+                .await
+                .expect("the in-process searches")
+        };
+        let cli = if inp.is_ok() {
+            Some(latency::cli(&crawler, &db, &queries).await)
+        } else {
+            None
+        };
+        eprintln!("done: query latency");
+        Some((queries, inp, cli))
+    };
     if cluster {
         srv.hits.reset();
         let cost = cluster::measure(cluster::Spec {
@@ -438,6 +489,36 @@ async fn run(preset: web::Preset, contenders: Contenders) {
         eprintln!("done: (d)");
     }
     print_table(&rows, total);
+    print_index_cost(&rows);
+    if let Some((queries, inp, cli)) = &latency {
+        latency::print(queries, inp, cli.as_ref());
+    }
+}
+
+fn pages_per_s(r: &Row) -> f64 {
+    r.requests as f64 / r.wall.as_secs_f64().max(1e-9)
+}
+
+/// The indexing cost: 1 − (b)'s pages/s ÷ (b-)'s, and the CPU it adds.
+fn print_index_cost(rows: &[Row]) {
+    let find = |p: &str| rows.iter().find(|r| r.name.starts_with(p));
+    let (Some(with), Some(without)) = (find("(b) "), find("(b-) ")) else {
+        return;
+    };
+    println!();
+    if !with.note.is_empty() || !without.note.is_empty() {
+        println!("indexing cost: not measured ((b) or (b-) did not finish)");
+        return;
+    }
+    println!(
+        "indexing cost: 1 − (b) {:.0} pages/s ÷ (b-) {:.0} pages/s = {:.1}% of crawl throughput (target ≤ 20%); CPU s {:.2} with the index, {:.2} without (+{:.0}%)",
+        pages_per_s(with),
+        pages_per_s(without),
+        100.0 * (1.0 - pages_per_s(with) / pages_per_s(without)),
+        with.cpu.as_secs_f64(),
+        without.cpu.as_secs_f64(),
+        100.0 * (with.cpu.as_secs_f64() / without.cpu.as_secs_f64().max(1e-9) - 1.0),
+    );
 }
 
 fn print_table(rows: &[Row], total: usize) {

@@ -176,7 +176,8 @@ pub fn host_ip(h: usize) -> Ipv4Addr {
     Ipv4Addr::new(127, 0, 20 + (h / 250) as u8, (h % 250 + 1) as u8)
 }
 
-const WORDS: &[&str] = &[
+/// The words of every real page's text (title, headings, paragraphs, anchors).
+pub const WORDS: &[&str] = &[
     "crawler",
     "erlang",
     "actor",
