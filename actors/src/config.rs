@@ -115,8 +115,8 @@ impl Default for CrawlConfig {
             sitemaps: true,
             traps: Some(TrapSettings::default()),
             index: false,
-            index_commit_pages: 2_000,
-            index_commit_every: Duration::from_secs(1),
+            index_commit_pages: 10_000,
+            index_commit_every: Duration::from_secs(2),
             restart_intensity: RestartIntensity::default(),
             tick: Duration::from_millis(200),
         }

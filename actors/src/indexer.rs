@@ -11,6 +11,7 @@ use crate::protocol::IndexerMsg;
 use crate::search::{INDEX_QUEUE, IndexError, IndexOpener, PageIndex, PageText};
 use crate::types::{Millis, now_ms};
 use ractor::{Actor, ActorProcessingErr, ActorRef};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -61,7 +62,63 @@ impl IndexBatch {
     }
 }
 
+/// Pages handed to the indexer and not yet added, shared by the master
+/// (which counts them in) and the indexer (which counts them out). Beyond
+/// [`IndexerLoad::MAX_PAGES`] the master hands no more: the pages wait in the
+/// store's queue, and the indexer reads them from there once it has caught
+/// up, so a slow index costs time, never memory.
+#[derive(Debug, Default)]
+pub(crate) struct IndexerLoad {
+    pages: AtomicUsize,
+    /// Pages were left in the queue only.
+    behind: AtomicBool,
+}
+
+impl IndexerLoad {
+    /// About 40–80 MB of page text at most.
+    pub(crate) const MAX_PAGES: usize = 2_000;
+
+    /// Whether `n` more pages may be handed over; if not, the indexer is
+    /// told to read the queue when it has caught up.
+    pub(crate) fn admit(&self, n: usize) -> bool {
+        if self.pages.load(Ordering::Acquire) + n > Self::MAX_PAGES {
+            self.behind.store(true, Ordering::Release);
+            return false;
+        }
+        self.pages.fetch_add(n, Ordering::AcqRel);
+        true
+    }
+
+    fn taken(&self, n: usize) {
+        let _ = self
+            .pages
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |p| {
+                Some(p.saturating_sub(n))
+            });
+    }
+
+    /// Pages admitted but not delivered (the indexer was gone): the queue
+    /// keeps them.
+    pub(crate) fn not_delivered(&self, n: usize) {
+        self.taken(n);
+        self.behind.store(true, Ordering::Release);
+    }
+
+    /// A new indexer starts from the queue: what its predecessor was handed
+    /// and did not add is there.
+    fn restart(&self) {
+        self.pages.store(0, Ordering::Release);
+        self.behind.store(false, Ordering::Release);
+    }
+
+    /// Caught up with what was handed over, after pages were left behind.
+    fn left_behind(&self) -> bool {
+        self.pages.load(Ordering::Acquire) == 0 && self.behind.swap(false, Ordering::AcqRel)
+    }
+}
+
 pub(crate) struct IndexerArgs {
+    pub(crate) load: Arc<IndexerLoad>,
     pub(crate) opener: Arc<dyn IndexOpener>,
     pub(crate) queries: Arc<dyn Queries>,
     pub(crate) commit_every: Duration,
@@ -75,6 +132,7 @@ impl std::fmt::Debug for IndexerArgs {
 }
 
 pub(crate) struct IndexerState {
+    load: Arc<IndexerLoad>,
     index: Arc<Mutex<Box<dyn PageIndex>>>,
     queries: Arc<dyn Queries>,
     batch: IndexBatch,
@@ -107,7 +165,9 @@ impl Actor for Indexer {
         let opener = args.opener.clone();
         let index = tokio::task::spawn_blocking(move || opener.open()).await??;
         myself.send_interval(args.commit_every / 2, || IndexerMsg::Tick);
+        args.load.restart();
         let state = IndexerState {
+            load: args.load,
             index: Arc::new(Mutex::new(index)),
             queries: args.queries,
             batch: IndexBatch::new(args.commit_pages, args.commit_every.as_millis() as Millis),
@@ -126,14 +186,23 @@ impl Actor for Indexer {
     ) -> Result<(), ActorProcessingErr> {
         match msg {
             IndexerMsg::Pages(pages) => {
-                add(state, pages).await?;
+                let n = pages.len();
+                let added = add(state, pages).await;
+                state.load.taken(n);
+                added?;
                 if state.batch.due(now_ms()) {
                     commit(state).await?;
+                }
+                if state.load.left_behind() {
+                    myself.cast(IndexerMsg::Backlog)?;
                 }
             }
             IndexerMsg::Tick => {
                 if state.batch.due(now_ms()) {
                     commit(state).await?;
+                }
+                if state.load.left_behind() {
+                    myself.cast(IndexerMsg::Backlog)?;
                 }
             }
             IndexerMsg::Backlog => {
@@ -256,6 +325,30 @@ async fn index_queued(state: &mut IndexerState) -> Result<usize, ActorProcessing
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pages_beyond_the_bound_wait_in_the_queue() {
+        let load = IndexerLoad::default();
+        assert!(load.admit(IndexerLoad::MAX_PAGES - 10));
+        assert!(!load.admit(11), "over the bound: left in the queue");
+        assert!(load.admit(10));
+        load.taken(IndexerLoad::MAX_PAGES - 5);
+        assert!(!load.left_behind(), "not caught up yet");
+        load.taken(5);
+        assert!(load.left_behind(), "caught up: read the queue");
+        assert!(!load.left_behind(), "once");
+        load.not_delivered(3);
+        assert!(
+            load.left_behind(),
+            "undelivered pages are read from the queue"
+        );
+        assert!(load.admit(IndexerLoad::MAX_PAGES));
+        load.restart();
+        assert!(
+            load.admit(IndexerLoad::MAX_PAGES),
+            "a new indexer starts at 0"
+        );
+    }
 
     #[test]
     fn a_batch_commits_by_count_or_by_age() {

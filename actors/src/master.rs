@@ -9,6 +9,7 @@
 
 use crate::behaviour::{CommitBatch, CommitSummary, Frontier, StoreError};
 use crate::config::{Behaviours, CrawlConfig};
+use crate::indexer::IndexerLoad;
 use crate::protocol::{self, IdleReason, IndexerMsg, MasterMsg, PoolMsg, Status};
 use crate::search::{INDEX_QUEUE, PageText};
 use crate::types::{Job, NewLink, StoreCounts, now_ms};
@@ -52,8 +53,9 @@ pub(crate) struct MasterArgs {
     /// How many times the supervisor restarted the master so far.
     pub(crate) restarts: u32,
     pub(crate) run: Arc<RunStats>,
-    /// The registered name of the indexer, when this tree keeps an index.
-    pub(crate) indexer: Option<String>,
+    /// The registered name of the indexer, when this tree keeps an index,
+    /// and how many pages it has yet to take.
+    pub(crate) indexer: Option<(String, Arc<IndexerLoad>)>,
 }
 
 /// What a store cycle did.
@@ -73,7 +75,7 @@ pub(crate) struct MasterState {
     b: Behaviours,
     restarts: u32,
     run: Arc<RunStats>,
-    indexer: Option<String>,
+    indexer: Option<(String, Arc<IndexerLoad>)>,
     myself: ActorRef<MasterMsg>,
     flush_scheduled: bool,
     /// The store cycle running on its own task.
@@ -305,7 +307,7 @@ impl Actor for Master {
                 state.store.as_ref(),
                 &state.cfg.node_name,
                 work,
-                state.indexer.as_deref(),
+                state.indexer.as_ref(),
             )
             .await?;
             reply_seeds(&mut state.seeds_waiting);
@@ -347,7 +349,7 @@ fn cycle(state: &mut MasterState, write: bool, claim: bool) {
     let indexer = state.indexer.clone();
     state.cycle = Some(tokio::spawn(async move {
         let _running = lock.lock_owned().await;
-        let result = run_cycle(store.as_ref(), &owner, work, indexer.as_deref()).await;
+        let result = run_cycle(store.as_ref(), &owner, work, indexer.as_ref()).await;
         let _ = myself.cast(MasterMsg::CycleDone);
         result
     }));
@@ -359,7 +361,7 @@ async fn run_cycle(
     store: &dyn Frontier,
     owner: &str,
     mut work: CycleWork,
-    indexer: Option<&str>,
+    indexer: Option<&(String, Arc<IndexerLoad>)>,
 ) -> Result<CycleResult, StoreError> {
     let started = Instant::now();
     if let Some(keep) = &work.release_all_but {
@@ -384,11 +386,16 @@ async fn run_cycle(
     if !summary.duplicates.is_empty() {
         to_index.retain(|page| !summary.duplicates.contains(&page.url));
     }
+    // Should the indexer be down or behind, the pages wait in the store's
+    // queue, where it reads them once it has caught up.
     if !to_index.is_empty()
-        && let Some(indexer) = indexer.and_then(ActorRef::<IndexerMsg>::where_is)
+        && let Some((name, load)) = indexer
+        && let Some(actor) = ActorRef::<IndexerMsg>::where_is(name.clone())
     {
-        // Should the indexer be down, the pages wait in the store's queue.
-        let _ = indexer.cast(IndexerMsg::Pages(to_index));
+        let n = to_index.len();
+        if load.admit(n) && actor.cast(IndexerMsg::Pages(to_index)).is_err() {
+            load.not_delivered(n);
+        }
     }
     if let Some((keys, until)) = &work.extend {
         store.extend_leases(keys, owner, *until).await?;

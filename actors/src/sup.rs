@@ -7,7 +7,7 @@
 use crate::behaviour::error_chain;
 use crate::config::{Behaviours, CrawlConfig, Storage};
 use crate::control::{Control, ControlArgs};
-use crate::indexer::{Indexer, IndexerArgs};
+use crate::indexer::{Indexer, IndexerArgs, IndexerLoad};
 use crate::master::{Master, MasterArgs, RunStats};
 use crate::pool::{Pool, PoolArgs};
 use crate::protocol::{ChildInfo, ChildRole, IndexerMsg, MasterMsg, SupMsg};
@@ -53,6 +53,8 @@ pub(crate) struct SupState {
     restart_times: VecDeque<Instant>,
     restarts: HashMap<ChildRole, u32>,
     run: Arc<RunStats>,
+    /// Pages the master handed the indexer and it has not taken yet.
+    indexer_load: Arc<IndexerLoad>,
     shutting_down: bool,
 }
 
@@ -75,6 +77,7 @@ impl Actor for Sup {
             restart_times: VecDeque::new(),
             restarts: HashMap::new(),
             run: Arc::default(),
+            indexer_load: Arc::default(),
             shutting_down: false,
         };
         // The master adopts what the pool holds, so the pool starts first.
@@ -252,7 +255,10 @@ async fn start_child(
                 behaviours: state.args.behaviours.clone(),
                 restarts: state.restarts.get(&role).copied().unwrap_or(0),
                 run: state.run.clone(),
-                indexer: storage.index.is_some().then(|| cfg.indexer_name()),
+                indexer: storage
+                    .index
+                    .is_some()
+                    .then(|| (cfg.indexer_name(), state.indexer_load.clone())),
             };
             Actor::spawn_linked(Some(cfg.master_name()), Master, args, myself.get_cell())
                 .await?
@@ -266,6 +272,7 @@ async fn start_child(
                 .as_ref()
                 .ok_or("a worker node runs no indexer")?;
             let args = IndexerArgs {
+                load: state.indexer_load.clone(),
                 opener: storage.index.clone().ok_or("no index to keep")?,
                 queries: Arc::clone(&storage.queries),
                 commit_every: cfg.index_commit_every,
