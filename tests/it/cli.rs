@@ -438,6 +438,15 @@ async fn slow_site(ip: Ipv4Addr, n: usize) -> TestServer {
     TestServer::start(ip, pages).await
 }
 
+/// `crawl` of a slow site into `db`, quietly.
+fn slow_crawl(site: &TestServer, db: &str) -> Vec<String> {
+    let mut args: Vec<String> = ["crawl", &site.url("/"), "--db", db, "--delay-ms", "0"]
+        .map(String::from)
+        .to_vec();
+    args.extend(["--quiet", "--no-trap-defence"].map(String::from));
+    args
+}
+
 /// One crawling process per embedded store: a second crawl on the same
 /// file is refused with a clear line while the first runs, and welcome
 /// once it has ended (the lock dies with its process).
@@ -447,16 +456,7 @@ async fn a_second_crawl_on_the_same_file_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let db = db_arg(dir.path());
     let mut first = bin()
-        .args([
-            "crawl",
-            &site.url("/"),
-            "--db",
-            &db,
-            "--delay-ms",
-            "0",
-            "--quiet",
-            "--no-trap-defence",
-        ])
+        .args(slow_crawl(&site, &db))
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .kill_on_drop(true)
@@ -483,17 +483,7 @@ async fn a_second_crawl_on_the_same_file_is_refused() {
     first.start_kill().unwrap();
     first.wait().await.unwrap();
     // kill -9 left the lock file, not the lock: the crawl resumes.
-    let third = run(&[
-        "crawl",
-        &site.url("/"),
-        "--db",
-        &db,
-        "--delay-ms",
-        "0",
-        "--quiet",
-        "--no-trap-defence",
-    ])
-    .await;
+    let third = run(&slow_crawl(&site, &db)).await;
     assert!(third.status.success(), "{}", stderr(&third));
 }
 
@@ -506,16 +496,7 @@ async fn sigterm_stops_a_crawl_with_its_summary() {
     let dir = tempfile::tempdir().unwrap();
     let db = db_arg(dir.path());
     let crawl = bin()
-        .args([
-            "crawl",
-            &site.url("/"),
-            "--db",
-            &db,
-            "--delay-ms",
-            "0",
-            "--quiet",
-            "--no-trap-defence",
-        ])
+        .args(slow_crawl(&site, &db))
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .kill_on_drop(true)
@@ -543,17 +524,7 @@ async fn sigterm_stops_a_crawl_with_its_summary() {
         "{}",
         stdout(&out)
     );
-    let resumed = run(&[
-        "crawl",
-        &site.url("/"),
-        "--db",
-        &db,
-        "--delay-ms",
-        "0",
-        "--quiet",
-        "--no-trap-defence",
-    ])
-    .await;
+    let resumed = run(&slow_crawl(&site, &db)).await;
     assert!(resumed.status.success(), "{}", stderr(&resumed));
     for i in 1..60 {
         assert_eq!(site.hits_of(&format!("/p/{i}")), 1, "/p/{i} fetched once");
