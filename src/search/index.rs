@@ -1,7 +1,7 @@
 //! [`SearchIndex`]: the tantivy side — opening, writing, candidate
 //! generation, measuring candidates for `rank`, snippets.
 
-use super::query::{self, ParsedQuery, QueryAnalyzers};
+use super::query::{self, ParsedQuery, QueryAnalyzers, RankTerms};
 use super::rank::{self, Features};
 use super::schema::{self, AnchorFields, PageFields};
 use super::typo::{self, Vocabulary};
@@ -25,6 +25,9 @@ use tantivy::{
 
 /// Pages gathered by BM25 before re-ranking (or `limit`, if larger).
 const CANDIDATES: usize = 100;
+/// A compound of two query words ("back up" → `backup`) joins the query
+/// when it is a word of at least this many documents.
+const COMPOUND_MIN_DF: u64 = 2;
 /// Anchor documents gathered to find pages through the links to them.
 const ANCHOR_CANDIDATES: usize = 200;
 const MAX_LIMIT: usize = 1000;
@@ -321,7 +324,10 @@ impl SearchIndex {
             });
         }
         let ranked = match opts.ranking {
-            Ranking::Full => s.full(&parsed, limit)?,
+            Ranking::Full => {
+                let terms = s.rank_terms(&parsed, &mut analyzers);
+                s.full(&parsed, &terms, limit)?
+            }
             Ranking::PlainBm25 => s.plain(&parsed, limit)?,
         };
         let results = s.hits(&parsed, &ranked, &mut analyzers)?;
@@ -490,6 +496,20 @@ impl Searchers {
         Some(query::replace_spans(text, &spans))
     }
 
+    /// The query's terms, with compounds of adjacent words that the
+    /// index holds as one word as alternatives.
+    fn rank_terms(&self, q: &ParsedQuery, analyzers: &mut QueryAnalyzers) -> RankTerms {
+        let mut terms = RankTerms::of(q);
+        for (first, joined) in q.compound_candidates() {
+            if typo::Vocabulary::doc_freq(self, &joined) >= COMPOUND_MIN_DF
+                && let Some(term) = analyzers.term(&joined)
+            {
+                terms.add_compound(q, first, term);
+            }
+        }
+        terms
+    }
+
     /// Baseline: BM25 over title and body.
     fn plain(&self, q: &ParsedQuery, limit: usize) -> Result<Vec<(f32, DocAddress)>, SearchError> {
         let fields = [self.pf.title, self.pf.body];
@@ -508,8 +528,13 @@ impl Searchers {
     }
 
     /// Candidates by weighted BM25 and anchors, re-ranked by `rank`.
-    fn full(&self, q: &ParsedQuery, limit: usize) -> Result<Vec<(f32, DocAddress)>, SearchError> {
-        let terms = q.terms();
+    fn full(
+        &self,
+        q: &ParsedQuery,
+        rank_terms: &RankTerms,
+        limit: usize,
+    ) -> Result<Vec<(f32, DocAddress)>, SearchError> {
+        let terms = rank_terms.as_strs();
         let pf = self.pf;
         let weighted = [
             (pf.title, rank::TITLE),
@@ -552,7 +577,7 @@ impl Searchers {
                 }
             }
         }
-        let features = self.measure(&candidates, &urls, &terms, &anchors)?;
+        let features = self.measure(&candidates, &urls, rank_terms, &anchors)?;
         let scores = rank::score_all(&features);
         let mut ranked: Vec<(f32, DocAddress)> = scores.into_iter().zip(candidates).collect();
         ranked.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
@@ -633,17 +658,18 @@ impl Searchers {
         &self,
         candidates: &[DocAddress],
         known_urls: &[Option<&str>],
-        terms: &[&str],
+        rank_terms: &RankTerms,
         anchors: &HashMap<String, AnchorHits>,
     ) -> Result<Vec<Features>, SearchError> {
         let pf = self.pf;
+        let terms = rank_terms.as_strs();
         let n = terms.len();
         // Field order: title, headings, body, url words.
         let fields = [pf.title, pf.headings, pf.body, pf.url_words];
         let mut weights: Vec<Vec<Option<Bm25Weight>>> = Vec::new();
         for f in fields {
             let mut per_term = Vec::new();
-            for t in terms {
+            for t in &terms {
                 let term = Term::from_field_text(f, t);
                 let df = self.pages.doc_freq(&term).map_err(err("read"))?;
                 per_term.push(if df == 0 {
@@ -757,15 +783,16 @@ impl Searchers {
                 }
                 feat.in_links = in_links[*i];
                 let in_anchor = |ti: usize| anchor.is_some_and(|a| a.matched[ti]);
-                let covered = (0..n)
-                    .filter(|&ti| matched[j][ti].iter().any(|m| *m) || in_anchor(ti))
-                    .count();
-                let in_body = (0..n).filter(|&ti| matched[j][ti][2]).count();
-                feat.coverage = rank::coverage(covered, n);
-                feat.answers = rank::coverage(in_body, n);
+                let covered =
+                    rank_terms.held_slots(|ti| matched[j][ti].iter().any(|m| *m) || in_anchor(ti));
+                let in_body = rank_terms.held_slots(|ti| matched[j][ti][2]);
+                let held = |slots: &[bool]| slots.iter().filter(|h| **h).count();
+                feat.coverage = rank::coverage(held(&covered), rank_terms.slots);
+                feat.answers = rank::coverage(held(&in_body), rank_terms.slots);
                 let prox = |fi: usize| {
-                    let lists: Vec<&[u32]> = positions[j][fi].iter().map(Vec::as_slice).collect();
-                    rank::proximity(&lists, n)
+                    let slots = rank_terms.slot_positions(&positions[j][fi]);
+                    let lists: Vec<&[u32]> = slots.iter().map(Vec::as_slice).collect();
+                    rank::proximity(&lists, rank_terms.slots)
                 };
                 feat.proximity = prox(2).max(0.5 * prox(0)).max(0.5 * prox(1));
             }

@@ -20,7 +20,10 @@
 //! index's vocabulary — or rare in it, alone, and one edit from a far more
 //! common word — are corrected by edit distance weighted by document
 //! frequency, and the corrected query is the one searched and reported as
-//! [`SearchAnswer::did_you_mean`]. Candidates are then gathered by tantivy's
+//! [`SearchAnswer::did_you_mean`]. Two adjacent words whose concatenation
+//! is a word of the index ("back up" → `backup`, "data base" → `database`)
+//! add that word as an alternative: a page holding it holds both query
+//! words for coverage and proximity. Candidates are then gathered by tantivy's
 //! BM25: the top pages over title, headings, body and URL words, and the
 //! pages that the best-matching anchor texts point at (a page that never
 //! names itself is found through the links to it). Last, each candidate is

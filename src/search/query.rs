@@ -69,6 +69,28 @@ impl ParsedQuery {
             .collect()
     }
 
+    /// Adjacent pairs of words that may be one word written apart ("back
+    /// up" → `backup`, "data base" → `database`, "log in" → `login`): the
+    /// index in `words` of the pair's first word and the two joined. Both
+    /// words alphabetic, in the same quoted phrase or both unquoted, at
+    /// least one a term; the joined word has at least 4 letters.
+    pub(crate) fn compound_candidates(&self) -> Vec<(usize, String)> {
+        self.words
+            .windows(2)
+            .enumerate()
+            .filter(|(_, p)| {
+                let alpha = |w: &Word| w.text.chars().all(char::is_alphabetic);
+                p[0].phrase == p[1].phrase
+                    && p[0].position + 1 == p[1].position
+                    && (p[0].term.is_some() || p[1].term.is_some())
+                    && alpha(&p[0])
+                    && alpha(&p[1])
+                    && p[0].text.chars().count() + p[1].text.chars().count() >= 4
+            })
+            .map(|(i, p)| (i, format!("{}{}", p[0].text, p[1].text)))
+            .collect()
+    }
+
     fn phrase_terms(&self) -> Vec<Vec<(usize, &str)>> {
         let count = self
             .words
@@ -98,6 +120,82 @@ impl ParsedQuery {
     }
 }
 
+/// The terms a query is ranked by. The query's own distinct terms are
+/// its slots (`terms[..slots]`, in query order); alternatives follow
+/// (a compound of two adjacent words), each standing for the slots it
+/// fills: a page holding `backup` holds both "back" and "up".
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct RankTerms {
+    pub(crate) terms: Vec<String>,
+    /// `fills[t]`: the slots term t stands for.
+    pub(crate) fills: Vec<Vec<usize>>,
+    pub(crate) slots: usize,
+}
+
+impl RankTerms {
+    /// The query's terms, each its own slot, no alternatives.
+    pub(crate) fn of(q: &ParsedQuery) -> Self {
+        let terms: Vec<String> = q.terms().into_iter().map(str::to_string).collect();
+        Self {
+            fills: (0..terms.len()).map(|s| vec![s]).collect(),
+            slots: terms.len(),
+            terms,
+        }
+    }
+
+    /// Add `term` (an index term) as an alternative for the query words
+    /// `words[first]` and `words[first + 1]`; nothing if it is one of the
+    /// terms already or stands for no slot (both words stop words).
+    pub(crate) fn add_compound(&mut self, q: &ParsedQuery, first: usize, term: String) {
+        if self.terms.contains(&term) {
+            return;
+        }
+        let fills: Vec<usize> = q.words[first..first + 2]
+            .iter()
+            .filter_map(|w| {
+                let t = w.term.as_deref()?;
+                self.terms[..self.slots].iter().position(|s| s == t)
+            })
+            .collect();
+        if !fills.is_empty() {
+            self.terms.push(term);
+            self.fills.push(fills);
+        }
+    }
+
+    pub(crate) fn as_strs(&self) -> Vec<&str> {
+        self.terms.iter().map(String::as_str).collect()
+    }
+
+    /// Which slots are held, given which terms are (`held[t]`).
+    pub(crate) fn held_slots(&self, held: impl Fn(usize) -> bool) -> Vec<bool> {
+        let mut out = vec![false; self.slots];
+        for (t, fills) in self.fills.iter().enumerate() {
+            if held(t) {
+                for &s in fills {
+                    out[s] = true;
+                }
+            }
+        }
+        out
+    }
+
+    /// Per slot, the positions of the terms standing for it (`of[t]`), sorted.
+    pub(crate) fn slot_positions(&self, of: &[Vec<u32>]) -> Vec<Vec<u32>> {
+        let mut out = vec![Vec::new(); self.slots];
+        for (t, fills) in self.fills.iter().enumerate() {
+            for &s in fills {
+                out[s].extend_from_slice(&of[t]);
+            }
+        }
+        for p in &mut out {
+            p.sort_unstable();
+            p.dedup();
+        }
+        out
+    }
+}
+
 /// The analyzers a query is cut with: the index's word tokenizer and its
 /// English analyzer (see `schema`).
 #[derive(Clone)]
@@ -115,7 +213,7 @@ impl QueryAnalyzers {
     }
 
     /// The index term of one word, `None` for a stop word.
-    fn term(&mut self, word: &str) -> Option<String> {
+    pub(crate) fn term(&mut self, word: &str) -> Option<String> {
         let mut stream = self.english.token_stream(word);
         stream.next().map(|t| t.text.clone())
     }
@@ -282,6 +380,42 @@ mod tests {
     fn syntax_characters_are_punctuation() {
         let q = parse_str("title:rust +fast -slow (c++)").unwrap();
         assert_eq!(q.terms(), ["titl", "rust", "fast", "slow", "c"]);
+    }
+
+    #[test]
+    fn adjacent_words_are_compound_candidates() {
+        let q = parse_str(r#"how to back up a data base "log in" x1 y"#).unwrap();
+        let found: Vec<String> = q
+            .compound_candidates()
+            .into_iter()
+            .map(|(_, c)| c)
+            .collect();
+        // Not "howto" (two stop words), "upa" (3 letters), "baselog" (across
+        // a quote), "x1y" (a digit).
+        assert_eq!(found, ["toback", "backup", "adata", "database", "login"]);
+    }
+
+    #[test]
+    fn a_compound_stands_for_the_slots_of_its_words() {
+        let mut an = QueryAnalyzers::new();
+        let q = parse("back up one table", &mut an).unwrap();
+        let mut rt = RankTerms::of(&q);
+        assert_eq!(rt.as_strs(), ["back", "up", "on", "tabl"]);
+        rt.add_compound(&q, 0, "backup".into());
+        rt.add_compound(&q, 1, "tabl".into()); // already a term: ignored
+        assert_eq!(rt.as_strs(), ["back", "up", "on", "tabl", "backup"]);
+        assert_eq!(rt.fills[4], [0, 1]);
+        assert_eq!(rt.slots, 4);
+        // A page with "backup" and "table" holds slots 0, 1 and 3.
+        let held = rt.held_slots(|t| t == 4 || t == 3);
+        assert_eq!(held, [true, true, false, true]);
+        let pos = rt.slot_positions(&[vec![9], vec![], vec![], vec![5], vec![4, 2]]);
+        assert_eq!(pos, [vec![2, 4, 9], vec![2, 4], vec![], vec![5]]);
+        // A compound of two stop words stands for nothing.
+        let q = parse("bake in to it", &mut an).unwrap();
+        let mut rt = RankTerms::of(&q);
+        rt.add_compound(&q, 1, "into".into());
+        assert_eq!(rt.as_strs(), ["bake"]);
     }
 
     #[test]
