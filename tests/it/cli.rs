@@ -12,11 +12,7 @@ use tokio::process::Command;
 use web_crawler::actors::CrawlConfig;
 use web_crawler_testsupport::{Page, TestServer, page_with_links};
 
-fn bin() -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_web_crawler"));
-    cmd.env("RUST_LOG", "warn").env_remove("MONGODB_URI");
-    cmd
-}
+use crate::common::bin;
 
 /// `args` followed by the flags selecting `backend`'s store.
 fn with_store(args: &[&str], backend: &Backend) -> Vec<String> {

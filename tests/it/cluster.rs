@@ -13,13 +13,7 @@ use tokio::process::{Child, Command};
 use web_crawler::actors::{Frontier, PageQuery, Queries};
 use web_crawler::store::SqliteStore;
 
-fn bin() -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_web_crawler"));
-    cmd.env("RUST_LOG", "warn")
-        .env_remove("MONGODB_URI")
-        .kill_on_drop(true);
-    cmd
-}
+use crate::common::bin;
 
 /// A free port on `ip` (bound, then released for the node to take).
 fn addr(ip: Ipv4Addr) -> SocketAddr {

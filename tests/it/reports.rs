@@ -11,16 +11,9 @@ use std::process::{Output, Stdio};
 use std::sync::OnceLock;
 use std::time::Duration;
 use tokio::io::AsyncWriteExt;
-use tokio::process::Command;
 use web_crawler_testsupport::{Page, TestServer, reserve};
 
-fn bin() -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_web_crawler"));
-    cmd.env("RUST_LOG", "warn")
-        .env_remove("MONGODB_URI")
-        .kill_on_drop(true);
-    cmd
-}
+use crate::common::bin;
 
 async fn run(args: &[String]) -> Output {
     tokio::time::timeout(Duration::from_secs(120), bin().args(args).output())

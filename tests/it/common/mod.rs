@@ -20,3 +20,14 @@ pub async fn wait_for(timeout: Duration, mut cond: impl FnMut() -> bool) -> bool
     }
     cond()
 }
+
+/// The `web_crawler` binary, quiet, run from the temporary directory (a
+/// MongoDB crawl's index defaults to the current one), killed with its test.
+pub fn bin() -> tokio::process::Command {
+    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_web_crawler"));
+    cmd.env("RUST_LOG", "warn")
+        .env_remove("MONGODB_URI")
+        .current_dir(std::env::temp_dir())
+        .kill_on_drop(true);
+    cmd
+}
