@@ -5,7 +5,7 @@ use anyhow::{Context, Result, bail};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use regex::Regex;
 use std::io::{IsTerminal, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -332,26 +332,26 @@ struct StoreOpts {
 impl StoreOpts {
     /// The store to read (`report`): no lock, and it must exist.
     async fn open(&self) -> Result<Arc<dyn Store>> {
-        if let Some(uri) = &self.mongodb {
-            return Ok(Arc::new(
-                MongoStore::connect(uri, &self.mongodb_database).await?,
-            ));
-        }
-        if !self.db.exists() {
+        if self.mongodb.is_none() && !self.db.exists() {
             bail!("no crawl database at {}", self.db.display());
         }
-        Ok(Arc::new(SqliteStore::open(&self.db)?))
+        self.connect(SqliteStore::open).await
     }
 
     /// The store to crawl with: an embedded file is created if missing and
     /// locked against a second crawling process.
     async fn open_for_crawl(&self) -> Result<Arc<dyn Store>> {
-        if let Some(uri) = &self.mongodb {
-            return Ok(Arc::new(
-                MongoStore::connect(uri, &self.mongodb_database).await?,
-            ));
-        }
-        Ok(Arc::new(SqliteStore::open_for_crawl(&self.db)?))
+        self.connect(SqliteStore::open_for_crawl).await
+    }
+
+    async fn connect(
+        &self,
+        embedded: fn(&Path) -> Result<SqliteStore, web_crawler::actors::StoreError>,
+    ) -> Result<Arc<dyn Store>> {
+        Ok(match &self.mongodb {
+            Some(uri) => Arc::new(MongoStore::connect(uri, &self.mongodb_database).await?),
+            None => Arc::new(embedded(&self.db)?),
+        })
     }
 
     /// Where the full-text index of this store is kept.

@@ -127,11 +127,7 @@ fn clip(s: &str) -> String {
     if s.len() <= QUOTE_MAX {
         return s.to_owned();
     }
-    let mut end = QUOTE_MAX;
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}…", &s[..end])
+    format!("{}…", &s[..s.floor_char_boundary(QUOTE_MAX)])
 }
 
 /// `example.com.` and `example.com` are the same DNS name (the former is just fully

@@ -243,13 +243,7 @@ fn robots_url(origin: &Url) -> Result<Url, String> {
 /// characters can make the text longer than the bytes read).
 fn text_for_storage(body: &[u8]) -> String {
     let mut text = String::from_utf8_lossy(body).into_owned();
-    if text.len() > MAX_ROBOTS_BYTES {
-        let mut end = MAX_ROBOTS_BYTES;
-        while !text.is_char_boundary(end) {
-            end -= 1;
-        }
-        text.truncate(end);
-    }
+    text.truncate(text.floor_char_boundary(MAX_ROBOTS_BYTES));
     text
 }
 

@@ -281,10 +281,9 @@ pub(crate) async fn process(
         };
         let extracted = b.extractor.extract(&job.url, &page, text_limit);
         if wants.simhash && extracted.is_html && (200..300).contains(&page.status) {
-            let mut end = extracted.text.len().min(crate::traps::SIMHASH_TEXT_BYTES);
-            while !extracted.text.is_char_boundary(end) {
-                end -= 1;
-            }
+            let end = extracted
+                .text
+                .floor_char_boundary(crate::traps::SIMHASH_TEXT_BYTES);
             simhash = Some(crate::traps::simhash(&extracted.text[..end]));
         }
         record.title = extracted.title.clone();

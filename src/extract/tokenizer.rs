@@ -502,13 +502,7 @@ impl<'a> Extractor<'a> {
     fn close_anchor(&mut self) {
         if let Some(i) = self.open_anchor.take() {
             let mut text = self.anchor.take();
-            if text.len() > ANCHOR_TEXT_BYTES {
-                let mut end = ANCHOR_TEXT_BYTES;
-                while !text.is_char_boundary(end) {
-                    end -= 1;
-                }
-                text.truncate(end);
-            }
+            text.truncate(text.floor_char_boundary(ANCHOR_TEXT_BYTES));
             self.raw_links[i].text = text;
         }
     }

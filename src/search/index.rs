@@ -339,14 +339,7 @@ impl SearchIndex {
 }
 
 fn truncate(text: &str, max: usize) -> &str {
-    if text.len() <= max {
-        return text;
-    }
-    let mut end = max;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    &text[..end]
+    &text[..text.floor_char_boundary(max)]
 }
 
 /// One search's view of both indexes.
@@ -914,9 +907,7 @@ fn snippet_window(text: &str, marks: &[Range<usize>], max: usize) -> Range<usize
         // Near the end: use the room before instead.
         start = text.len().saturating_sub(max).min(first);
     }
-    while !text.is_char_boundary(start) {
-        start += 1;
-    }
+    start = text.ceil_char_boundary(start);
     if start > 0 {
         // Begin at a word: after the first whitespace, if before the match.
         if let Some(ws) = text[start..first].find(char::is_whitespace) {
@@ -925,10 +916,7 @@ fn snippet_window(text: &str, marks: &[Range<usize>], max: usize) -> Range<usize
             start = first;
         }
     }
-    let mut end = (start + max).min(text.len()).max(last);
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
+    let mut end = text.floor_char_boundary((start + max).min(text.len()).max(last));
     if end < text.len()
         && let Some(ws) = text[last..end].rfind(char::is_whitespace)
     {
