@@ -118,7 +118,18 @@ impl Actor for Pool {
                     .scheduler
                     .robots_ready(&host, report.rules, report.unreachable, now_ms());
             }
-            PoolMsg::HostBackoff { host, until } => state.scheduler.back_off(&host, until),
+            PoolMsg::Report(report) => {
+                if let SlaveReport::Failed {
+                    job,
+                    retry_after: Some(until),
+                    ..
+                } = report.as_ref()
+                {
+                    state.scheduler.back_off(&job.host, *until);
+                }
+                state.scheduler.reported(report.job());
+                protocol::report(&state.master, *report);
+            }
             PoolMsg::Wake => state.wake_at = None,
         }
         pump(&myself, state).await
@@ -218,7 +229,6 @@ async fn spawn_slave(
         task,
         behaviours: state.args.behaviours.clone(),
         node_name: state.args.config.node_name.clone(),
-        master: state.master.clone(),
         pool: myself.clone(),
         wants: PageWants {
             simhash: state.args.config.traps.is_some(),

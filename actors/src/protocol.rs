@@ -300,8 +300,12 @@ pub(crate) enum PoolMsg {
         /// URLs to queue from the host's sitemaps.
         sitemaps: Vec<String>,
     },
-    /// From a page slave on this node: the host asked to slow down.
-    HostBackoff { host: String, until: Millis },
+    /// From a page slave on this node: its report, which the pool forwards
+    /// to the master. Through the pool, so that a restarted master's
+    /// `Resync` and the report reach it in the order the pool saw them: a
+    /// URL is either still held (adopted, its report follows) or already
+    /// reported (not adopted, released if the report was lost).
+    Report(Box<SlaveReport>),
     /// Internal: a politeness delay ran out.
     Wake,
 }

@@ -55,9 +55,17 @@ struct HostSlot {
     /// How many jobs at the front of `queue` the current rules allowed:
     /// each job is checked once per rules, not on every poll.
     vetted: usize,
-    running: Vec<Job>,
+    running: Vec<Started>,
     /// Earliest start of the next request (delay, Crawl-delay, Retry-After).
     next_start: Millis,
+}
+
+/// A job whose slave runs; `reported` once the slave has sent its report
+/// (it still holds the host's slot until it exits).
+#[derive(Debug)]
+struct Started {
+    job: Job,
+    reported: bool,
 }
 
 /// The scheduler's state. All methods are cheap and never block.
@@ -90,11 +98,14 @@ impl HostScheduler {
         self.hosts.values().map(|h| h.queue.len()).sum()
     }
 
-    /// Every job this pool holds, queued or running.
+    /// Every job this pool holds and has not reported yet, queued or running.
     pub fn held(&self) -> Vec<Job> {
         self.hosts
             .values()
-            .flat_map(|h| h.queue.iter().chain(h.running.iter()).cloned())
+            .flat_map(|h| {
+                let running = h.running.iter().filter(|s| !s.reported).map(|s| &s.job);
+                h.queue.iter().chain(running).cloned()
+            })
             .collect()
     }
 
@@ -154,13 +165,25 @@ impl HostScheduler {
         self.in_flight = self.in_flight.saturating_sub(1);
     }
 
+    /// A page slave sent its report; it keeps the host's slot until it exits.
+    pub fn reported(&mut self, job: &Job) {
+        if let Some(slot) = self.hosts.get_mut(&job.host)
+            && let Some(started) = slot
+                .running
+                .iter_mut()
+                .find(|s| s.job.url == job.url && s.job.operation == job.operation)
+        {
+            started.reported = true;
+        }
+    }
+
     /// A page slave exited (whatever its outcome).
     pub fn finished(&mut self, key: &UrlKey, host: &str) {
         if let Some(slot) = self.hosts.get_mut(host)
             && let Some(i) = slot
                 .running
                 .iter()
-                .position(|j| j.url == key.url && j.operation == key.operation)
+                .position(|s| s.job.url == key.url && s.job.operation == key.operation)
         {
             slot.running.swap_remove(i);
             self.in_flight = self.in_flight.saturating_sub(1);
@@ -177,7 +200,7 @@ impl HostScheduler {
     /// A job this pool holds for `host` (queued or running), if any.
     pub fn job_of(&self, host: &str) -> Option<&Job> {
         let slot = self.hosts.get(host)?;
-        slot.queue.front().or(slot.running.first())
+        slot.queue.front().or(slot.running.first().map(|s| &s.job))
     }
 
     /// Take every queued (not running) job out, e.g. to hand it back on drain.
@@ -293,7 +316,10 @@ impl HostScheduler {
                     .max(rules.crawl_delay_ms().unwrap_or(0))
                     .min(i64::MAX as u64) as Millis;
                 slot.next_start = now.saturating_add(delay);
-                slot.running.push(job.clone());
+                slot.running.push(Started {
+                    job: job.clone(),
+                    reported: false,
+                });
                 self.in_flight += 1;
                 actions.push(Action::Run(job));
                 *progress = true;
@@ -508,6 +534,22 @@ mod tests {
         assert!(started.iter().any(|u| u.contains("//b/")));
         assert_eq!(s.in_flight(), 3);
         assert_eq!(s.held().len(), 6);
+    }
+
+    #[test]
+    fn a_reported_job_is_no_longer_held_but_keeps_its_slot() {
+        let mut s = sched(10, 1, 0);
+        s.push(job("a", "/1"));
+        s.push(job("a", "/2"));
+        s.poll(0);
+        s.robots_done();
+        s.robots_ready("a", rules("/private", None), false, 0);
+        assert_eq!(runs(&s.poll(0).0), vec!["http://a/1"]);
+        s.reported(&job("a", "/1"));
+        assert_eq!(s.held(), vec![job("a", "/2")]);
+        assert!(s.poll(1).0.is_empty(), "one per host until the slave exits");
+        s.finished(&job("a", "/1").key(), "a");
+        assert_eq!(runs(&s.poll(2).0), vec!["http://a/2"]);
     }
 
     #[test]

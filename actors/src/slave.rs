@@ -1,12 +1,12 @@
 //! `Slave`: the paper's `web_crawler_slave:process(URL, Referrals)`. Lives
-//! for one URL: fetch → extract → run the URL's operation → report to the
-//! master → exit normally. Its work runs in `post_start`, so a panic there is
+//! for one URL: fetch → extract → run the URL's operation → report (through
+//! its pool, which forwards to the master) → exit normally. Its work runs in `post_start`, so a panic there is
 //! an `ActorFailed` its pool sees and reports; the master never goes down with it.
 
 use crate::behaviour::{FetchedPage, PageContext, ProcessedPage, error_chain};
 use crate::config::Behaviours;
 use crate::frontier::recency_weight;
-use crate::protocol::{self, PoolMsg, SlaveReport};
+use crate::protocol::{PoolMsg, SlaveReport};
 use crate::search::{INDEX_TEXT_BYTES, PageText};
 use crate::types::{Job, PageRecord, now_ms};
 use ractor::{Actor, ActorProcessingErr, ActorRef};
@@ -37,8 +37,6 @@ pub(crate) struct SlaveArgs {
     pub(crate) task: SlaveTask,
     pub(crate) behaviours: Behaviours,
     pub(crate) node_name: String,
-    /// Registered name of the master to report to.
-    pub(crate) master: String,
     pub(crate) pool: ActorRef<PoolMsg>,
     /// What to make of each page besides its links.
     pub(crate) wants: PageWants,
@@ -132,19 +130,7 @@ impl Actor for Slave {
             }
             SlaveTask::Page(job) => {
                 let report = process(&job, &args.behaviours, &args.node_name, args.wants).await;
-                if let SlaveReport::Failed {
-                    retry_after: Some(until),
-                    ..
-                } = &report
-                {
-                    args.pool.cast(PoolMsg::HostBackoff {
-                        host: job.host.clone(),
-                        until: *until,
-                    })?;
-                }
-                // A master that is restarting misses this report; the URL is
-                // still leased and its new incarnation releases it, so nothing is lost.
-                protocol::report(&args.master, report);
+                args.pool.cast(PoolMsg::Report(Box::new(report)))?;
             }
         }
         myself.stop(None);
