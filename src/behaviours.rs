@@ -64,7 +64,6 @@ mod index {
 
     impl PageIndex for SearchIndex {
         fn add(&mut self, page: &PageText) -> Result<(), IndexError> {
-            self.delete_anchors_from(&page.url).map_err(index_error)?;
             self.add_page(&PageDoc {
                 url: page.url.clone(),
                 title: page.title.clone(),
@@ -73,16 +72,15 @@ mod index {
                 out_links: page.links_found,
             })
             .map_err(index_error)?;
-            let anchors: Vec<AnchorDoc> = page
+            let links: Vec<AnchorDoc> = page
                 .anchors
                 .iter()
                 .map(|a| AnchorDoc {
-                    source: page.url.clone(),
                     target: a.target.clone(),
                     text: a.text.clone(),
                 })
                 .collect();
-            self.add_anchors(&anchors).map_err(index_error)
+            self.set_anchors(&page.url, &links).map_err(index_error)
         }
 
         fn commit(&mut self) -> Result<(), IndexError> {

@@ -62,11 +62,14 @@ impl IndexBatch {
     }
 }
 
-/// Pages handed to the indexer and not yet added, shared by the master
-/// (which counts them in) and the indexer (which counts them out). Beyond
-/// [`IndexerLoad::MAX_PAGES`] the master hands no more: the pages wait in the
-/// store's queue, and the indexer reads them from there once it has caught
-/// up, so a slow index costs time, never memory.
+/// Pages handed to the indexer and not yet committed, shared by the master
+/// (which counts them in) and the indexer (which counts them out at each
+/// commit). Until a commit the index holds its pages' text in memory (the
+/// writer's queue takes 10,000 documents before it blocks), so this is the
+/// bound on that memory. Beyond [`IndexerLoad::MAX_PAGES`] the master hands
+/// no more: the pages wait in the store's queue, and the indexer reads them
+/// from there once it has caught up, so a slow index costs time, never
+/// memory.
 #[derive(Debug, Default)]
 pub(crate) struct IndexerLoad {
     pages: AtomicUsize,
@@ -75,8 +78,11 @@ pub(crate) struct IndexerLoad {
 }
 
 impl IndexerLoad {
-    /// About 40–80 MB of page text at most.
+    /// About 40–100 MB of page text at most.
     pub(crate) const MAX_PAGES: usize = 2_000;
+    /// The indexer commits once it holds this many handed pages, so that
+    /// the master rarely finds the load full.
+    const COMMIT_AT: usize = Self::MAX_PAGES / 2;
 
     /// Whether `n` more pages may be handed over; if not, the indexer is
     /// told to read the queue when it has caught up.
@@ -133,6 +139,8 @@ impl std::fmt::Debug for IndexerArgs {
 
 pub(crate) struct IndexerState {
     load: Arc<IndexerLoad>,
+    /// Pages the master handed over since the last commit.
+    handed: usize,
     index: Arc<Mutex<Box<dyn PageIndex>>>,
     queries: Arc<dyn Queries>,
     batch: IndexBatch,
@@ -168,6 +176,7 @@ impl Actor for Indexer {
         args.load.restart();
         let state = IndexerState {
             load: args.load,
+            handed: 0,
             index: Arc::new(Mutex::new(index)),
             queries: args.queries,
             batch: IndexBatch::new(args.commit_pages, args.commit_every.as_millis() as Millis),
@@ -186,11 +195,9 @@ impl Actor for Indexer {
     ) -> Result<(), ActorProcessingErr> {
         match msg {
             IndexerMsg::Pages(pages) => {
-                let n = pages.len();
-                let added = add(state, pages).await;
-                state.load.taken(n);
-                added?;
-                if state.batch.due(now_ms()) {
+                state.handed += pages.len();
+                add(state, pages).await?;
+                if state.batch.due(now_ms()) || state.handed >= IndexerLoad::COMMIT_AT {
                     commit(state).await?;
                 }
                 if state.load.left_behind() {
@@ -279,6 +286,7 @@ async fn commit(state: &mut IndexerState) -> Result<(), ActorProcessingErr> {
     }
     let index = state.index.clone();
     tokio::task::spawn_blocking(move || lock(&index).commit()).await??;
+    state.load.taken(std::mem::take(&mut state.handed));
     let keys = state.batch.take();
     state.queries.delete_records(INDEX_QUEUE, &keys).await?;
     Ok(())

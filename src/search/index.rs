@@ -12,6 +12,7 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 use tantivy::collector::{Count, TopDocs};
 use tantivy::directory::MmapDirectory;
+use tantivy::indexer::IndexWriterOptions;
 use tantivy::postings::Postings;
 use tantivy::query::{
     Bm25Weight, BooleanQuery, BoostQuery, FuzzyTermQuery, Occur, PhraseQuery, Query, TermQuery,
@@ -49,7 +50,7 @@ struct Part<F> {
 /// A search index directory (`pages/` and `anchors/`), open for writing
 /// (one writer per directory: tantivy's lock) or read-only.
 ///
-/// Writes ([`add_page`](Self::add_page), [`add_anchors`](Self::add_anchors))
+/// Writes ([`add_page`](Self::add_page), [`set_anchors`](Self::set_anchors))
 /// are seen by searches after [`commit`](Self::commit). A read-only index
 /// follows another handle's commits by itself after a short delay, or at
 /// once on [`reload`](Self::reload).
@@ -132,17 +133,21 @@ fn open_part<F>(
             } else {
                 1
             };
-            Some(
-                index
-                    .writer_with_num_threads(threads, bytes)
-                    .map_err(|e| match e {
-                        TantivyError::LockFailure(..) => SearchError::Locked {
-                            dir: dir.to_path_buf(),
-                            source: Box::new(e),
-                        },
-                        e => err("open for writing")(e),
-                    })?,
-            )
+            // One merge thread (tantivy's default is four per writer): on
+            // a crawler's machine merges compete with fetching, and each
+            // running merge holds memory of its own.
+            let options = IndexWriterOptions::builder()
+                .num_worker_threads(threads)
+                .memory_budget_per_thread(bytes / threads)
+                .num_merge_threads(1)
+                .build();
+            Some(index.writer_with_options(options).map_err(|e| match e {
+                TantivyError::LockFailure(..) => SearchError::Locked {
+                    dir: dir.to_path_buf(),
+                    source: Box::new(e),
+                },
+                e => err("open for writing")(e),
+            })?)
         }
     };
     let policy = if writer.is_some() {
@@ -226,49 +231,38 @@ impl SearchIndex {
         Ok(())
     }
 
-    /// Index links' anchor texts; each replaces the anchor of the same
-    /// (source, target) pair. Several links of one source to one target
-    /// in `anchors` are one anchor with their texts joined; a page's
-    /// links to itself are left out.
-    pub fn add_anchors(&mut self, anchors: &[AnchorDoc]) -> Result<(), SearchError> {
+    /// Set the anchor texts of `source`'s links, replacing the ones it
+    /// had (a re-crawled page may have dropped some). Several links to one
+    /// target are one anchor with their texts joined; links to itself are
+    /// left out. One delete per page: a delete per link cost more memory
+    /// and time than the anchors themselves.
+    pub fn set_anchors(&mut self, source: &str, links: &[AnchorDoc]) -> Result<(), SearchError> {
         let f = self.anchors.fields;
         let writer = self.anchors.writer.as_mut().ok_or(SearchError::ReadOnly)?;
-        let mut pairs: Vec<(&str, &str, String)> = Vec::new();
-        let mut at: HashMap<(&str, &str), usize> = HashMap::new();
-        for a in anchors.iter().filter(|a| a.source != a.target) {
-            let key = (a.source.as_str(), a.target.as_str());
-            match at.get(&key) {
+        writer.delete_term(Term::from_field_text(f.source, source));
+        let mut targets: Vec<(&str, String)> = Vec::new();
+        let mut at: HashMap<&str, usize> = HashMap::new();
+        for link in links.iter().filter(|l| l.target != source) {
+            match at.get(link.target.as_str()) {
                 Some(&i) => {
-                    let text = &mut pairs[i].2;
+                    let text = &mut targets[i].1;
                     text.push('\n');
-                    text.push_str(&a.text);
+                    text.push_str(&link.text);
                 }
                 None => {
-                    at.insert(key, pairs.len());
-                    pairs.push((key.0, key.1, a.text.clone()));
+                    at.insert(&link.target, targets.len());
+                    targets.push((&link.target, link.text.clone()));
                 }
             }
         }
-        for (source, target, text) in pairs {
-            let pair = format!("{source}\n{target}");
+        for (target, text) in targets {
             let mut d = TantivyDocument::new();
-            d.add_text(f.pair, &pair);
             d.add_text(f.source, source);
             d.add_text(f.target, target);
             d.add_text(f.text, &text);
             d.add_text(f.spell, &text);
-            writer.delete_term(Term::from_field_text(f.pair, &pair));
             writer.add_document(d).map_err(err("add an anchor"))?;
         }
-        Ok(())
-    }
-
-    /// Remove every anchor on `source` (before indexing its links again,
-    /// when a page is re-crawled and may have dropped some).
-    pub fn delete_anchors_from(&mut self, source: &str) -> Result<(), SearchError> {
-        let f = self.anchors.fields;
-        let writer = self.anchors.writer.as_mut().ok_or(SearchError::ReadOnly)?;
-        writer.delete_term(Term::from_field_text(f.source, source));
         Ok(())
     }
 

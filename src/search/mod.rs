@@ -84,10 +84,9 @@ pub struct PageDoc {
     pub out_links: u32,
 }
 
-/// One link: the anchor text on `source` of a link to `target`.
+/// One link of a page: its anchor text and the page it points to.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct AnchorDoc {
-    pub source: String,
     pub target: String,
     pub text: String,
 }

@@ -1,11 +1,11 @@
 //! The two tantivy schemas (pages, anchors), their text analyzers, and the
 //! URL-to-words rule.
 
+use rustc_hash::FxHashMap;
 use tantivy::Index;
 use tantivy::schema::{
     FAST, Field, IndexRecordOption, STORED, STRING, Schema, TextFieldIndexing, TextOptions,
 };
-use rustc_hash::FxHashMap;
 use tantivy::tokenizer::{
     AsciiFoldingFilter, LowerCaser, RemoveLongFilter, SimpleTokenizer, StopWordFilter,
     TextAnalyzer, Token, TokenFilter, TokenStream, Tokenizer,
@@ -213,8 +213,7 @@ impl PageFields {
 /// Fields of the anchors index: one document per (source, target) link.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct AnchorFields {
-    /// `source` + '\n' + `target`: what a new anchor for the pair replaces.
-    pub(crate) pair: Field,
+    /// The linking page: what its next crawl's anchors replace.
     pub(crate) source: Field,
     /// The linked page's URL; its document frequency is the page's in-links.
     pub(crate) target: Field,
@@ -225,7 +224,6 @@ pub(crate) struct AnchorFields {
 impl AnchorFields {
     pub(crate) fn schema() -> Schema {
         let mut b = Schema::builder();
-        b.add_text_field("pair", STRING);
         b.add_text_field("source", STRING);
         b.add_text_field("target", STRING | FAST);
         b.add_text_field(
@@ -243,7 +241,6 @@ impl AnchorFields {
                 .map_err(|_| format!("the anchors index has no field {name:?}"))
         };
         Ok(Self {
-            pair: f("pair")?,
             source: f("source")?,
             target: f("target")?,
             text: f("text")?,

@@ -1,6 +1,7 @@
 //! The engine over real on-disk indexes in temporary directories.
 
 use super::*;
+use std::collections::BTreeMap;
 use tempfile::TempDir;
 
 fn page(url: &str, title: &str, body: &str) -> PageDoc {
@@ -13,21 +14,28 @@ fn page(url: &str, title: &str, body: &str) -> PageDoc {
     }
 }
 
-fn anchor(source: &str, target: &str, text: &str) -> AnchorDoc {
-    AnchorDoc {
-        source: source.into(),
+/// A link on `source`: (source, its anchor).
+fn anchor(source: &str, target: &str, text: &str) -> (String, AnchorDoc) {
+    let link = AnchorDoc {
         target: target.into(),
         text: text.into(),
-    }
+    };
+    (source.into(), link)
 }
 
-fn index_with(pages: &[PageDoc], anchors: &[AnchorDoc]) -> (TempDir, SearchIndex) {
+fn index_with(pages: &[PageDoc], anchors: &[(String, AnchorDoc)]) -> (TempDir, SearchIndex) {
     let dir = tempfile::tempdir().unwrap();
     let mut index = SearchIndex::open(&dir.path().join("idx")).unwrap();
     for p in pages {
         index.add_page(p).unwrap();
     }
-    index.add_anchors(anchors).unwrap();
+    let mut by_source: BTreeMap<&str, Vec<AnchorDoc>> = BTreeMap::new();
+    for (source, link) in anchors {
+        by_source.entry(source).or_default().push(link.clone());
+    }
+    for (source, links) in by_source {
+        index.set_anchors(source, &links).unwrap();
+    }
     index.commit().unwrap();
     (dir, index)
 }
@@ -107,22 +115,22 @@ fn anchor_text_finds_a_page_that_never_names_itself() {
 }
 
 #[test]
-fn an_anchor_for_the_same_link_replaces_the_old_text() {
+fn a_pages_new_anchors_replace_its_old_ones() {
     let target = "https://corp.example/q3";
     let source = "https://corp.example/";
     let pages = [page(target, "Q3", "Revenue rose four percent.")];
     let (_dir, mut index) = index_with(&pages, &[anchor(source, target, "quarterly earnings")]);
     assert_eq!(urls(&search(&index, "earnings")), [target]);
     index
-        .add_anchors(&[anchor(source, target, "annual summary")])
+        .set_anchors(source, &[anchor(source, target, "annual summary").1])
         .unwrap();
     index.commit().unwrap();
     assert_eq!(urls(&search(&index, "summary")), [target]);
     let plain = SearchOptions::default();
     let answer = index.search("earnings", &plain).unwrap();
     assert!(answer.results.is_empty(), "{answer:?}");
-    // Dropping a source's anchors removes them.
-    index.delete_anchors_from(source).unwrap();
+    // A page that no longer links leaves no anchors.
+    index.set_anchors(source, &[]).unwrap();
     index.commit().unwrap();
     assert!(search(&index, "summary").results.is_empty());
 }
