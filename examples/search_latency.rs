@@ -48,14 +48,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 out_links: if hub { 150 } else { 20 },
             };
             index.add_page(&doc)?;
-            let anchors: Vec<AnchorDoc> = (0..5)
+            let links: Vec<AnchorDoc> = (0..5)
                 .map(|_| AnchorDoc {
-                    source: doc.url.clone(),
                     target: url(rng.usize(..pages)),
                     text: text(&mut rng, 3),
                 })
                 .collect();
-            index.add_anchors(&anchors)?;
+            index.set_anchors(&doc.url, &links)?;
             if p % 20_000 == 19_999 {
                 index.commit()?;
             }
