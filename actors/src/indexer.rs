@@ -304,7 +304,7 @@ async fn index_queued(state: &mut IndexerState) -> Result<usize, ActorProcessing
     let mut unreadable = Vec::new();
     for doc in docs {
         let key = doc.get("url").cloned();
-        match PageText::from_document(doc) {
+        match PageText::from_document(&doc) {
             Ok(page) => pages.push(page),
             Err(why) => {
                 tracing::warn!(%why, "a queued page cannot be read; it is dropped");

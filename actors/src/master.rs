@@ -426,9 +426,7 @@ fn pages_to_index(batch: &mut CommitBatch, indexed: bool) -> Vec<PageText> {
             continue;
         }
         for record in page.records.iter().filter(|r| r.collection == INDEX_QUEUE) {
-            let mut doc = record.key.clone();
-            doc.extend(record.fields.clone());
-            match PageText::from_document(doc) {
+            match PageText::from_record(record) {
                 Ok(text) => pages.push(text),
                 Err(why) => tracing::warn!(%why, "a page for the index is unreadable"),
             }

@@ -27,6 +27,8 @@ pub const INDEX_ANCHORS: usize = 256;
 /// What the index gets of one page.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct PageText {
+    /// In a queue record, the record's key holds the URL.
+    #[serde(default)]
     pub url: String,
     pub title: String,
     pub headings: Vec<String>,
@@ -99,9 +101,26 @@ impl PageText {
     }
 
     /// Read a queued record back (its key and fields merged).
-    pub fn from_document(doc: Document) -> Result<Self, String> {
-        serde_json::from_value(serde_json::Value::Object(doc))
-            .map_err(|e| format!("a queued page: {e}"))
+    pub fn from_document(doc: &Document) -> Result<Self, String> {
+        let page = Self::deserialize(doc).map_err(|e| format!("a queued page: {e}"))?;
+        if page.url.is_empty() {
+            return Err("a queued page without a url".into());
+        }
+        Ok(page)
+    }
+
+    /// Read an [`INDEX_QUEUE`] record back (what the master hands the
+    /// indexer), without copying it first.
+    pub fn from_record(record: &Record) -> Result<Self, String> {
+        let mut page =
+            Self::deserialize(&record.fields).map_err(|e| format!("a queued page: {e}"))?;
+        page.url = record
+            .key
+            .get("url")
+            .and_then(serde_json::Value::as_str)
+            .ok_or("a queued page without a url")?
+            .to_string();
+        Ok(page)
     }
 }
 
@@ -205,9 +224,12 @@ mod tests {
         );
         let record = text.clone().into_record();
         assert_eq!(record.collection, INDEX_QUEUE);
+        assert_eq!(PageText::from_record(&record).unwrap(), text);
         let mut doc = record.key.clone();
         doc.extend(record.fields);
-        assert_eq!(PageText::from_document(doc).unwrap(), text);
+        assert_eq!(PageText::from_document(&doc).unwrap(), text);
+        doc.remove("url");
+        assert!(PageText::from_document(&doc).is_err());
     }
 
     #[test]
