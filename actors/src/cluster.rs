@@ -101,7 +101,7 @@ pub async fn join(
         .await
         .map_err(|e| ClusterError::Unreachable {
             addr: addr.to_string(),
-            reason: format!("{e:?}"),
+            reason: connect_reason(&e),
         })?;
     let deadline = Instant::now() + timeout;
     while Instant::now() < deadline {
@@ -113,6 +113,17 @@ pub async fn join(
     Err(ClusterError::Refused {
         addr: addr.to_string(),
     })
+}
+
+/// Why a connection failed, in words: the library's own text is its debug
+/// form (`Socket(Os { code: 111, .. })`).
+fn connect_reason(e: &ractor_cluster::ClientConnectErr) -> String {
+    use ractor_cluster::ClientConnectErr as E;
+    match e {
+        E::Socket(io) => io.to_string(),
+        E::Encryption(io) => format!("TLS: {io}"),
+        E::Messaging(_) => "this node is stopping".to_string(),
+    }
 }
 
 /// Sessions that finished authentication and the initial state exchange.
@@ -181,6 +192,13 @@ mod tests {
                 assert_eq!(before, after, "{host} stays where it was");
             }
         }
+    }
+
+    #[test]
+    fn a_refused_connection_reads_as_words() {
+        let refused = std::io::Error::from(std::io::ErrorKind::ConnectionRefused);
+        let reason = connect_reason(&ractor_cluster::ClientConnectErr::Socket(refused));
+        assert_eq!(reason, "connection refused");
     }
 
     #[test]
