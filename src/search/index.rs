@@ -15,7 +15,8 @@ use tantivy::directory::MmapDirectory;
 use tantivy::indexer::IndexWriterOptions;
 use tantivy::postings::Postings;
 use tantivy::query::{
-    Bm25Weight, EnableScoring, BooleanQuery, BoostQuery, FuzzyTermQuery, Occur, PhraseQuery, Query, TermQuery,
+    Bm25Weight, BooleanQuery, BoostQuery, EnableScoring, FuzzyTermQuery, Occur, PhraseQuery, Query,
+    TermQuery,
 };
 use tantivy::schema::{Field, IndexRecordOption, Schema, TantivyDocument, Value};
 use tantivy::snippet::SnippetGenerator;
@@ -392,7 +393,10 @@ fn required_phrases(q: &ParsedQuery, fields: &[Field]) -> Vec<(Occur, Box<dyn Qu
         .iter()
         .map(|phrase| {
             let any = fields.iter().map(|f| phrase_query(*f, phrase)).collect();
-            (Occur::Must, Box::new(BooleanQuery::union(any)) as Box<dyn Query>)
+            (
+                Occur::Must,
+                Box::new(BooleanQuery::union(any)) as Box<dyn Query>,
+            )
         })
         .collect()
 }
@@ -406,7 +410,10 @@ fn required_terms<'a>(
         .into_iter()
         .map(|term| {
             let any = fields.iter().map(|f| term_query(*f, term)).collect();
-            (Occur::Must, Box::new(BooleanQuery::union(any)) as Box<dyn Query>)
+            (
+                Occur::Must,
+                Box::new(BooleanQuery::union(any)) as Box<dyn Query>,
+            )
         })
         .collect()
 }
