@@ -15,8 +15,7 @@ use tantivy::directory::MmapDirectory;
 use tantivy::indexer::IndexWriterOptions;
 use tantivy::postings::Postings;
 use tantivy::query::{
-    Bm25Weight, BooleanQuery, BoostQuery, EnableScoring, FuzzyTermQuery, Occur, PhraseQuery, Query,
-    TermQuery,
+    Bm25Weight, BooleanQuery, BoostQuery, FuzzyTermQuery, Occur, PhraseQuery, Query, TermQuery,
 };
 use tantivy::schema::{Field, IndexRecordOption, Schema, TantivyDocument, Value};
 use tantivy::snippet::SnippetGenerator;
@@ -418,36 +417,81 @@ fn required_terms<'a>(
         .collect()
 }
 
-/// The documents of `docs` that `query` matches, in `docs`' order: each
-/// segment's matches are sought doc by doc, so a phrase's positions are
-/// read near these documents only.
-fn matching(
+/// The documents of `docs` that hold every phrase (analyzed terms at
+/// their offsets) in one of `fields`, in `docs`' order. Positions are read
+/// at these documents only: a phrase scorer sought to a document reads on
+/// to the next one that matches, which for a rare phrase of common words
+/// is most of the segment.
+fn with_phrases(
     searcher: &Searcher,
-    query: &dyn Query,
+    fields: &[Field],
+    phrases: &[Vec<(usize, &str)>],
     docs: Vec<(f32, DocAddress)>,
 ) -> Result<Vec<(f32, DocAddress)>, SearchError> {
-    let weight = query
-        .weight(EnableScoring::disabled_from_searcher(searcher))
-        .map_err(err("search"))?;
     let mut sorted: Vec<DocAddress> = docs.iter().map(|(_, a)| *a).collect();
     sorted.sort_unstable();
-    let mut matched = HashSet::new();
+    let mut kept = HashSet::new();
     for segment in sorted.chunk_by(|a, b| a.segment_ord == b.segment_ord) {
         let reader = searcher.segment_reader(segment[0].segment_ord);
-        let mut scorer = weight.scorer(reader, 1.0).map_err(err("search"))?;
-        for addr in segment {
-            if scorer.doc() < addr.doc_id {
-                scorer.seek(addr.doc_id);
+        // held[doc][phrase]
+        let mut held = vec![vec![false; phrases.len()]; segment.len()];
+        for field in fields {
+            let inverted = reader.inverted_index(*field).map_err(err("read"))?;
+            for (pi, phrase) in phrases.iter().enumerate() {
+                let mut postings = Vec::with_capacity(phrase.len());
+                for (_, t) in phrase {
+                    let term = Term::from_field_text(*field, t);
+                    match inverted
+                        .read_postings(&term, IndexRecordOption::WithFreqsAndPositions)
+                        .map_err(io_err("read"))?
+                    {
+                        Some(p) => postings.push(p),
+                        None => break,
+                    }
+                }
+                if postings.len() < phrase.len() {
+                    continue;
+                }
+                let mut positions: Vec<Vec<u32>> = vec![Vec::new(); phrase.len()];
+                for (di, addr) in segment.iter().enumerate() {
+                    if held[di][pi] {
+                        continue;
+                    }
+                    let mut all = true;
+                    for (p, at) in postings.iter_mut().zip(positions.iter_mut()) {
+                        if p.doc() > addr.doc_id || p.seek(addr.doc_id) != addr.doc_id {
+                            all = false;
+                            break;
+                        }
+                        p.positions(at);
+                    }
+                    held[di][pi] = all && phrase_at(phrase, &positions);
+                }
             }
-            if scorer.doc() == addr.doc_id {
-                matched.insert(*addr);
+        }
+        for (di, addr) in segment.iter().enumerate() {
+            if held[di].iter().all(|h| *h) {
+                kept.insert(*addr);
             }
         }
     }
-    Ok(docs
-        .into_iter()
-        .filter(|(_, a)| matched.contains(a))
-        .collect())
+    Ok(docs.into_iter().filter(|(_, a)| kept.contains(a)).collect())
+}
+
+/// Whether the terms' positions (sorted, one list per phrase term) hold
+/// the phrase: some start where every term sits at its offset.
+fn phrase_at(phrase: &[(usize, &str)], positions: &[Vec<u32>]) -> bool {
+    let (first_offset, _) = phrase[0];
+    positions[0].iter().any(|&p| {
+        let Some(start) = p.checked_sub(first_offset as u32) else {
+            return false;
+        };
+        phrase
+            .iter()
+            .zip(positions)
+            .skip(1)
+            .all(|((offset, _), at)| at.binary_search(&(start + *offset as u32)).is_ok())
+    })
 }
 
 /// The live page of each URL in `urls` that has one, by URL: each
@@ -627,13 +671,13 @@ impl Searchers {
         let page_hits = if q.phrases().is_empty() {
             exact()?
         } else {
-            // The phrases' words required, the phrases checked after.
-            let phrase_words = q.phrases().into_iter().flatten().map(|(_, t)| t);
-            let words = required_terms(phrase_words.chain(q.required_terms()), &text_fields);
+            // Ranked by the words alone (no required clause, so the top
+            // pages are found without scoring every page), the phrases
+            // checked after.
+            let words = required_terms(q.required_terms(), &text_fields);
             let pool = search(&scored(words), PHRASE_POOL.max(wanted))?;
             let complete = pool.len() < PHRASE_POOL.max(wanted);
-            let phrases = BooleanQuery::new(required_phrases(q, &text_fields));
-            let mut kept = matching(&self.pages, &phrases, pool)?;
+            let mut kept = with_phrases(&self.pages, &text_fields, &q.phrases(), pool)?;
             if complete || kept.len() >= wanted {
                 kept.truncate(wanted);
                 kept
@@ -1162,6 +1206,17 @@ mod tests {
             end: at + 9,
         }];
         assert_eq!(snippet_window(short, &marks, 60), 0..short.len());
+    }
+
+    #[test]
+    fn a_phrase_is_found_at_its_offsets() {
+        // "bake the bread": `the` is a stop word, so `bread` sits at +2.
+        let phrase = [(0, "bake"), (2, "bread")];
+        assert!(phrase_at(&phrase, &[vec![1, 7], vec![4, 9]]));
+        assert!(!phrase_at(&phrase, &[vec![1, 7], vec![2, 8]]));
+        assert!(!phrase_at(&phrase, &[vec![], vec![2]]));
+        let offset_start = [(1, "bake"), (2, "bread")];
+        assert!(phrase_at(&offset_start, &[vec![0, 5], vec![6]]));
     }
 
     #[test]
