@@ -1126,6 +1126,10 @@ async fn serve_node(
     // A service watches its sites: a host whose robots.txt is unreachable
     // is asked again every robots_retry, without end.
     settings.crawl.keep_retrying_robots = true;
+    if let Some((addr, _)) = join {
+        web_crawler::actors::ensure_name_free(addr, &cookie, &node.name, Duration::from_secs(10))
+            .await?;
+    }
     let server = cluster::start_node(&node.name, node.listen, &cookie, true).await?;
     let app = match &master {
         Some((store, _)) => {

@@ -55,6 +55,11 @@ pub enum ClusterError {
     #[error("no {0} in the cluster")]
     Missing(&'static str),
     #[error(
+        "a node named {name} is already in the cluster at {addr}; give this one \
+         another --name (or stop the other first)"
+    )]
+    NameTaken { name: String, addr: String },
+    #[error(
         "the master at {addr} has been unreachable for {secs} s; this node stops \
          (start the master again, or give the node a longer --master-grace)"
     )]

@@ -32,7 +32,7 @@ pub use config::{Behaviours, CrawlConfig, RestartIntensity, Storage};
 pub use protocol::{
     ChildInfo, ChildRole, ControlRequest, IdleReason, NodeInfo, SlaveReport, Status, node_of,
 };
-pub use remote::{Remote, RemoteError};
+pub use remote::{Remote, RemoteError, ensure_name_free};
 pub use search::{
     Anchor, INDEX_QUEUE, IndexError, IndexOpener, PageIndex, PageText, SearchAnswer, SearchHit,
 };

@@ -568,6 +568,39 @@ async fn a_worker_without_its_master_exits_after_the_grace() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_node_with_a_taken_name_is_refused_and_the_first_keeps_running() {
+    let mut cluster = Cluster::start(&[]).await;
+    let mut first = cluster.worker("w1", Ipv4Addr::new(127, 0, 9, 13));
+    assert!(cluster.wait_nodes(2).await, "two pools");
+    let second = cluster.worker_with("w1", Ipv4Addr::new(127, 0, 9, 14), &[], Stdio::piped());
+    let out = tokio::time::timeout(Duration::from_secs(30), second.wait_with_output())
+        .await
+        .expect("the second w1 exits")
+        .unwrap();
+    assert!(!out.status.success(), "{:?}", out.status);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("a node named w1 is already in the cluster"),
+        "{stderr}"
+    );
+    assert!(first.try_wait().unwrap().is_none(), "the first w1 runs on");
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let status = cluster.status().await.unwrap();
+    let nodes: Vec<&str> = status["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["node"].as_str().unwrap())
+        .collect();
+    assert_eq!(nodes.len(), 2, "{status}");
+    assert!(nodes.contains(&"w1"), "{status}");
+    // The master's own name is taken too.
+    let third = cluster.worker_with("master", Ipv4Addr::new(127, 0, 9, 15), &[], Stdio::piped());
+    let out = third.wait_with_output().await.unwrap();
+    assert!(!out.status.success());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_worker_stops_promptly_on_sigterm() {
     let mut cluster = Cluster::start(&[]).await;
     let mut worker = cluster.worker("w1", Ipv4Addr::new(127, 0, 9, 10));
