@@ -608,8 +608,15 @@ pub(crate) async fn run(cli: Cli) -> Result<ExitCode> {
                 Duration::from_secs(remote.wait),
             )
             .await?;
-            console::run_console(conn, &remote.connect).await?;
-            Ok(ExitCode::SUCCESS)
+            let failed = console::run_console(conn, &remote.connect, remote.json).await?;
+            // At a terminal the operator saw each error; a script reading
+            // a pipe's exit code learns that some command failed.
+            let piped = !std::io::stdin().is_terminal();
+            Ok(if piped && failed > 0 {
+                ExitCode::FAILURE
+            } else {
+                ExitCode::SUCCESS
+            })
         }
         Command::AddUrl {
             url,

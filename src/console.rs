@@ -298,8 +298,11 @@ fn list(v: &Value, row: impl Fn(&Value) -> String) -> String {
 }
 
 /// The interactive shell. With a terminal: line editing and history;
-/// otherwise it reads commands from standard input, one a line.
-pub(crate) async fn run_console(remote: Remote, addr: &str) -> Result<()> {
+/// otherwise it reads commands from standard input, one a line. With
+/// `json`, each answer is one line of JSON (`{"error": …}` for a refusal).
+/// Returns how many commands failed, so that a script feeding it a pipe
+/// can tell.
+pub(crate) async fn run_console(remote: Remote, addr: &str, json: bool) -> Result<usize> {
     let interactive = std::io::stdin().is_terminal();
     if interactive {
         println!("connected to {addr}; type `help` for commands, `quit` to leave");
@@ -335,6 +338,15 @@ pub(crate) async fn run_console(remote: Remote, addr: &str) -> Result<()> {
             }
         }
     });
+    let mut failed = 0;
+    let mut error = |message: String| {
+        failed += 1;
+        if json {
+            println!("{}", serde_json::json!({ "error": message }));
+        } else {
+            println!("error: {message}");
+        }
+    };
     while let Some(Some(line)) = rx.recv().await {
         let keep_going = match parse_line(&line) {
             Ok(Line::Empty) => true,
@@ -345,13 +357,14 @@ pub(crate) async fn run_console(remote: Remote, addr: &str) -> Result<()> {
             Ok(Line::Quit) => false,
             Ok(Line::Request(req)) => {
                 match remote.request(&req).await {
+                    Ok(v) if json => println!("{v}"),
                     Ok(v) => println!("{}", render(&req, &v)),
-                    Err(e) => println!("error: {e}"),
+                    Err(e) => error(e.to_string()),
                 }
                 true
             }
             Err(e) => {
-                println!("error: {e:#}");
+                error(format!("{e:#}"));
                 true
             }
         };
@@ -361,7 +374,7 @@ pub(crate) async fn run_console(remote: Remote, addr: &str) -> Result<()> {
         }
     }
     remote.close();
-    Ok(())
+    Ok(failed)
 }
 
 #[cfg(test)]

@@ -324,9 +324,10 @@ async fn the_console_drives_the_cluster() {
         .await
         .unwrap()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "a failed command in a pipe fails the run: {}",
         String::from_utf8_lossy(&out.stderr)
     );
     let text = String::from_utf8_lossy(&out.stdout);
@@ -350,6 +351,44 @@ async fn the_console_drives_the_cluster() {
     let status = cluster.wait_idle().await;
     assert_eq!(status["master_restarts"], 1);
     assert_every_page_fetched(&web, false);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_console_answers_in_json_lines() {
+    let cluster = Cluster::start(&[]).await;
+    let mut console = bin()
+        .args([
+            "console",
+            "--json",
+            "--connect",
+            &cluster.master_addr.to_string(),
+        ])
+        .arg("--cookie-file")
+        .arg(&cluster.cookie)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = console.stdin.take().unwrap();
+    stdin.write_all(b"status\nnodes\n").await.unwrap();
+    drop(stdin);
+    let out = tokio::time::timeout(Duration::from_secs(60), console.wait_with_output())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l:?}: {e}")))
+        .collect();
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    assert_eq!(lines[0]["node"], "master", "{lines:?}");
+    assert_eq!(lines[1][0]["node"], "master", "{lines:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
