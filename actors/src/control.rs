@@ -58,6 +58,39 @@ impl Actor for Control {
     }
 }
 
+/// Every setting of the node, durations in milliseconds.
+fn config_json(cfg: &CrawlConfig) -> Value {
+    let ms = |d: std::time::Duration| d.as_millis() as u64;
+    json!({
+        "node": cfg.node_name,
+        "concurrency": cfg.concurrency,
+        "per_host": cfg.per_host,
+        "min_delay_ms": ms(cfg.min_delay),
+        "max_pages": cfg.max_pages,
+        "lease_ms": ms(cfg.lease),
+        "max_attempts": cfg.max_attempts,
+        "retry_backoff_ms": ms(cfg.retry_backoff),
+        "reprocess_after_ms": cfg.reprocess_after.map(ms),
+        "window": cfg.window,
+        "per_host_window": cfg.per_host_window,
+        "max_batch": cfg.max_batch,
+        "flush_every_ms": ms(cfg.flush_every),
+        "robots_ttl_ms": ms(cfg.robots_ttl),
+        "robots_retry_ms": ms(cfg.robots_retry),
+        "keep_retrying_robots": cfg.keep_retrying_robots,
+        "sitemaps": cfg.sitemaps,
+        "traps": cfg.traps.is_some(),
+        "index": cfg.index,
+        "index_commit_pages": cfg.index_commit_pages,
+        "index_commit_every_ms": ms(cfg.index_commit_every),
+        "restart_intensity": {
+            "max_restarts": cfg.restart_intensity.max_restarts,
+            "period_ms": ms(cfg.restart_intensity.period),
+        },
+        "tick_ms": ms(cfg.tick),
+    })
+}
+
 fn master(cfg: &CrawlConfig) -> Result<ActorRef<MasterMsg>, String> {
     ActorRef::<MasterMsg>::where_is(cfg.master_name())
         .ok_or_else(|| "the master is restarting; try again".to_string())
@@ -110,15 +143,7 @@ async fn answer(state: &ControlArgs, request: ControlRequest) -> Result<Value, S
                 "max_restarts": cfg.restart_intensity.max_restarts,
                 "period_s": cfg.restart_intensity.period.as_secs(),
             })),
-            "config" => Ok(json!({
-                "node": cfg.node_name,
-                "concurrency": cfg.concurrency,
-                "per_host": cfg.per_host,
-                "min_delay_ms": cfg.min_delay.as_millis() as u64,
-                "max_pages": cfg.max_pages,
-                "lease_s": cfg.lease.as_secs(),
-                "max_attempts": cfg.max_attempts,
-            })),
+            "config" => Ok(config_json(cfg)),
             other => Err(format!("no actor {other:?}: try master, sup or config")),
         },
         ControlRequest::AddUrl { url, operation } => {
@@ -225,4 +250,27 @@ fn first<T: Serialize>(mut items: Vec<T>, limit: usize) -> Value {
 
 fn to_json<T: Serialize>(value: &T) -> Result<Value, String> {
     serde_json::to_value(value).map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn state_config_shows_the_settings_in_milliseconds() {
+        let cfg = CrawlConfig {
+            min_delay: std::time::Duration::from_millis(1500),
+            reprocess_after: None,
+            ..CrawlConfig::default()
+        };
+        let v = config_json(&cfg);
+        assert_eq!(v["min_delay_ms"], 1500);
+        assert_eq!(v["reprocess_after_ms"], Value::Null);
+        assert_eq!(v["index"], cfg.index);
+        assert_eq!(
+            v["restart_intensity"]["max_restarts"],
+            cfg.restart_intensity.max_restarts
+        );
+        assert!(v["robots_ttl_ms"].as_u64().unwrap() > 0);
+    }
 }
