@@ -10,7 +10,11 @@ fn main() -> std::process::ExitCode {
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+                // The cluster library's own WARN lines (every closed session)
+                // are replaced by the node's session log (cluster.rs).
+                .unwrap_or_else(|_| {
+                    tracing_subscriber::EnvFilter::new("warn,ractor_cluster=error")
+                }),
         )
         .with_writer(std::io::stderr)
         // No colour codes in a log file or a pipe.

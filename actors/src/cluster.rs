@@ -219,7 +219,62 @@ pub async fn start_node(
                 addr: listen,
                 reason: e.to_string(),
             })?;
+    let _ = node.cast(NodeServerMessage::SubscribeToEvents {
+        id: "web_crawler_session_log".to_string(),
+        subscription: Box::new(SessionLog::default()),
+    });
     Ok(node)
+}
+
+/// The node's log of its sessions, in place of the library's (a WARN for
+/// every closed session, consoles and scripts included, with a debug dump
+/// of the peer's name): a peer that left before authenticating was most
+/// likely refused for its cookie (WARN); a node leaving is INFO; a console
+/// or script coming and going is DEBUG.
+#[derive(Default)]
+struct SessionLog {
+    authenticated: std::sync::Mutex<std::collections::HashSet<ractor_cluster::NodeId>>,
+}
+
+/// Consoles and scripts connect as `remote-…` (see `Remote::connect`).
+fn is_client(name: &str) -> bool {
+    name.starts_with("remote-")
+}
+
+impl ractor_cluster::NodeEventSubscription for SessionLog {
+    fn node_session_opened(&self, _: ractor_cluster::node::NodeServerSessionInformation) {}
+
+    fn node_session_authenticated(&self, ses: ractor_cluster::node::NodeServerSessionInformation) {
+        if let Ok(mut set) = self.authenticated.lock() {
+            set.insert(ses.node_id);
+        }
+        let name = ses.peer_name.map(|n| n.name).unwrap_or_default();
+        if is_client(&name) {
+            tracing::debug!(peer = %ses.peer_addr, "a console or script connected");
+        } else {
+            tracing::info!(node = %name, peer = %ses.peer_addr, "node connected");
+        }
+    }
+
+    fn node_session_disconnected(&self, ses: ractor_cluster::node::NodeServerSessionInformation) {
+        let was_authenticated = self
+            .authenticated
+            .lock()
+            .is_ok_and(|mut set| set.remove(&ses.node_id));
+        let name = ses.peer_name.map(|n| n.name).unwrap_or_default();
+        if !was_authenticated {
+            if ses.is_server {
+                tracing::warn!(
+                    peer = %ses.peer_addr,
+                    "refused a peer that did not authenticate (a wrong cookie?)"
+                );
+            }
+        } else if is_client(&name) {
+            tracing::debug!(peer = %ses.peer_addr, "a console or script left");
+        } else {
+            tracing::info!(node = %name, peer = %ses.peer_addr, "node disconnected");
+        }
+    }
 }
 
 /// Connect to the node at `addr` and wait until the session is
