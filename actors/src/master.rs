@@ -581,7 +581,8 @@ fn store_failed(
     state.seeds_waiting = writing;
     match state.window.cycle_failed(work, started, now, cause.clone()) {
         Verdict::Began { .. } => tracing::warn!(
-            "the store is unavailable ({cause}); the crawl holds its {} result(s), claims              nothing and asks again until it is back, for up to {}",
+            "the store is unavailable ({cause}); the crawl holds its {} result(s), claims \
+             nothing and asks again until it is back, for up to {}",
             state.window.results_held(),
             human_duration(state.cfg.store_outage_limit)
         ),

@@ -187,13 +187,13 @@ impl fmt::Display for StoreFailure {
 /// A duration as people write it: `500ms`, `3s`, `90s`, `10min`, `2h`.
 pub fn human_duration(d: Duration) -> String {
     let ms = d.as_millis();
-    if ms < 1_000 || ms % 1_000 != 0 {
+    if ms < 1_000 || !ms.is_multiple_of(1_000) {
         return format!("{ms}ms");
     }
     let s = ms / 1_000;
-    if s >= 3_600 && s % 3_600 == 0 {
+    if s >= 3_600 && s.is_multiple_of(3_600) {
         format!("{}h", s / 3_600)
-    } else if s >= 60 && s % 60 == 0 && s != 60 {
+    } else if s >= 60 && s.is_multiple_of(60) && s != 60 {
         format!("{}min", s / 60)
     } else {
         format!("{s}s")
