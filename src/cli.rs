@@ -50,6 +50,7 @@ pub(crate) struct Cli {
 enum Command {
     /// Crawl from the given URLs until nothing is pending (or a budget is hit).
     /// Running it again on the same --db resumes.
+    #[command(after_help = EXIT_CODES)]
     Crawl {
         /// Seed URLs.
         #[arg(required = true)]
@@ -60,6 +61,7 @@ enum Command {
     /// Crawl from URL recording where TEXT occurs on each page (the paper's
     /// search_text), then print the pages and positions. With --connect, queue
     /// it on a running cluster instead.
+    #[command(after_help = EXIT_CODES)]
     SearchText {
         url: String,
         text: String,
@@ -77,6 +79,7 @@ enum Command {
     },
     /// Run a node with the master (like `erl -sname NAME` + the application):
     /// the supervision tree, its pool, and the control actor consoles talk to.
+    #[command(after_help = EXIT_CODES)]
     Start {
         #[command(flatten)]
         node: NodeOpts,

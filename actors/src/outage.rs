@@ -5,7 +5,7 @@
 //! `now`: when a store that failed is asked again (backing off), when the
 //! wait is over ([`CrawlConfig::store_outage_limit`]), and the sentence the
 //! app stops with then ([`StoreFailure`]). The master follows it through its
-//! [`Window`](crate::window::Window); [`PatientQueries`] follows it for the
+//! [`Window`](crate::window::Window); `PatientQueries` follows it for the
 //! indexer's reads and deletes.
 //!
 //! [`CrawlConfig::store_outage_limit`]: crate::CrawlConfig::store_outage_limit
