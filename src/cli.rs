@@ -98,9 +98,13 @@ enum Command {
     Node {
         #[command(flatten)]
         node: NodeOpts,
-        /// A node of the cluster to join (HOST:PORT).
+        /// The master's node to join (HOST:PORT).
         #[arg(long, value_name = "HOST:PORT")]
         join: String,
+        /// When the master goes away, keep reconnecting (with backoff) for
+        /// this many seconds, then exit with an error; 0: for ever.
+        #[arg(long, value_name = "SECONDS", default_value_t = 60)]
+        master_grace: u64,
         #[command(flatten)]
         tuning: TuningOpts,
     },
@@ -673,7 +677,15 @@ pub(crate) async fn run(cli: Cli) -> Result<ExitCode> {
             let master = Some((&store, urls, store_outage_limit));
             serve_node(&node, master, &tuning, None).await
         }
-        Command::Node { node, join, tuning } => serve_node(&node, None, &tuning, Some(&join)).await,
+        Command::Node {
+            node,
+            join,
+            master_grace,
+            tuning,
+        } => {
+            let grace = (master_grace > 0).then(|| Duration::from_secs(master_grace));
+            serve_node(&node, None, &tuning, Some((&join, grace))).await
+        }
         Command::Console { remote } => {
             let conn = console::connect(
                 &remote.connect,
@@ -1196,7 +1208,7 @@ async fn serve_node(
     node: &NodeOpts,
     master: Option<(&StoreOpts, Vec<String>, Duration)>,
     tuning: &TuningOpts,
-    join: Option<&str>,
+    join: Option<(&str, Option<Duration>)>,
 ) -> Result<ExitCode> {
     let cookie = console::read_cookie(&node.cookie_file)?;
     let mut settings = tuning.settings()?;
@@ -1214,7 +1226,7 @@ async fn serve_node(
         }
         None => start_worker(settings).await?,
     };
-    if let Some(addr) = join {
+    if let Some((addr, _)) = join {
         cluster::join(&server, addr, Duration::from_secs(10)).await?;
         eprintln!("node {} joined the cluster at {addr}", node.name);
     }
@@ -1227,12 +1239,24 @@ async fn serve_node(
     }
     eprintln!("node {} listening on {}", node.name, node.listen);
     let mut signals = StopSignals::new()?;
+    let master_watch = async {
+        match join {
+            Some((addr, grace)) => {
+                cluster::stay_joined(&server, addr, grace, || app.master_lost()).await
+            }
+            None => std::future::pending().await,
+        }
+    };
+    // A store failure stays in the error's chain: it has exit codes of its own.
     let failed = tokio::select! {
         _ = signals.first() => None,
-        reason = app.exited() => Some(reason),
+        why = app.exited() => Some(anyhow::Error::new(why).context("the node stopped")),
+        lost = master_watch => Some(anyhow::anyhow!("{lost}")),
     };
-    if let Some(why) = failed {
-        return Err(anyhow::Error::new(why).context("the node stopped"));
+    if let Some(e) = failed {
+        app.stop(Duration::from_secs(2)).await.ok();
+        server.stop(None);
+        return Err(e);
     }
     app.stop(Duration::from_secs(10)).await?;
     server.stop(None);

@@ -13,7 +13,7 @@ fn main() -> std::process::ExitCode {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
         )
         .with_writer(std::io::stderr)
-        // Colours on a terminal only: a log file or a pipe gets plain text.
+        // No colour codes in a log file or a pipe.
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     let runtime = match tokio::runtime::Builder::new_multi_thread()

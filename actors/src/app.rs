@@ -5,7 +5,7 @@
 
 use crate::config::{Behaviours, CrawlConfig, Storage};
 use crate::outage::StoreFailure;
-use crate::protocol::{ChildInfo, IdleReason, IndexerMsg, MasterMsg, Status, SupMsg};
+use crate::protocol::{ChildInfo, IdleReason, IndexerMsg, MasterMsg, PoolMsg, Status, SupMsg};
 use crate::search::SearchAnswer;
 use crate::sup::{ExitReason, Sup, SupArgs};
 use crate::types::OperationSpec;
@@ -205,6 +205,14 @@ impl AppHandle {
     pub async fn which_children(&self) -> Result<Vec<ChildInfo>, AppError> {
         ractor::call_t!(self.sup, SupMsg::WhichChildren, 5_000)
             .map_err(|e| AppError::Stopped(e.to_string()))
+    }
+
+    /// This (worker) node lost its master: the pool drops what it queued
+    /// for it (see [`crate::cluster::stay_joined`]).
+    pub fn master_lost(&self) {
+        if let Some(pool) = ActorRef::<PoolMsg>::where_is(self.config().pool_name()) {
+            let _ = pool.cast(PoolMsg::MasterLost);
+        }
     }
 
     /// Kill the master (`exit(Pid, kill)`); the supervisor restarts it.

@@ -4,6 +4,7 @@
 //! across connected nodes (see `protocol.rs` for the groups and the
 //! wire form of what crosses nodes).
 
+use crate::types::{Millis, now_ms};
 use ractor::ActorRef;
 use ractor_cluster::{NodeServer, NodeServerMessage, NodeSessionMessage};
 use std::net::SocketAddr;
@@ -53,6 +54,133 @@ pub enum ClusterError {
     Refused { addr: String },
     #[error("no {0} in the cluster")]
     Missing(&'static str),
+    #[error(
+        "the master at {addr} has been unreachable for {secs} s; this node stops \
+         (start the master again, or give the node a longer --master-grace)"
+    )]
+    MasterLost { addr: String, secs: u64 },
+}
+
+/// What a worker node does about its master, checked every
+/// [`WATCH_EVERY`]: pure, so it takes `now`.
+#[derive(Debug)]
+pub struct MasterWatch {
+    /// How long to go on without a master; `None`: for ever.
+    grace: Option<Duration>,
+    lost_since: Option<Millis>,
+    next_attempt: Millis,
+    backoff: Duration,
+}
+
+/// The step after one check.
+#[derive(Debug, PartialEq, Eq)]
+pub enum WatchStep {
+    /// The master is there, or a reconnection is not due yet.
+    Wait,
+    /// The master just went away: what it handed this node will be handed
+    /// out again by its successor, so the queue is dropped.
+    Lost,
+    /// Connect to the master's address again.
+    Reconnect,
+    /// The master is back after this many milliseconds.
+    Back(Millis),
+    /// No master for longer than the grace, since this time.
+    GiveUp(Millis),
+}
+
+/// How often a worker node checks for its master.
+pub const WATCH_EVERY: Duration = Duration::from_millis(250);
+const FIRST_BACKOFF: Duration = Duration::from_millis(250);
+const MAX_BACKOFF: Duration = Duration::from_secs(5);
+
+impl MasterWatch {
+    pub fn new(grace: Option<Duration>) -> Self {
+        Self {
+            grace,
+            lost_since: None,
+            next_attempt: 0,
+            backoff: FIRST_BACKOFF,
+        }
+    }
+
+    /// `reachable`: a master is in the cluster's master group; `connected`:
+    /// this node still has a session to the address it joined (a master
+    /// restarting inside its node needs no new connection).
+    pub fn check(&mut self, reachable: bool, connected: bool, now: Millis) -> WatchStep {
+        if reachable {
+            self.backoff = FIRST_BACKOFF;
+            return match self.lost_since.take() {
+                Some(since) => WatchStep::Back(now.saturating_sub(since)),
+                None => WatchStep::Wait,
+            };
+        }
+        let Some(since) = self.lost_since else {
+            self.lost_since = Some(now);
+            self.next_attempt = now;
+            return WatchStep::Lost;
+        };
+        if self
+            .grace
+            .is_some_and(|g| now.saturating_sub(since) >= g.as_millis() as Millis)
+        {
+            return WatchStep::GiveUp(since);
+        }
+        if connected || now < self.next_attempt {
+            return WatchStep::Wait;
+        }
+        self.next_attempt = now + self.backoff.as_millis() as Millis;
+        self.backoff = (self.backoff * 2).min(MAX_BACKOFF);
+        WatchStep::Reconnect
+    }
+}
+
+/// Keep a worker node joined to the master at `addr`: when the master
+/// goes away, call `lost` once, then connect again with backoff until a
+/// master is back (a restarted one on the same address included). Returns
+/// only when `grace` runs out without a master.
+pub async fn stay_joined(
+    node: &ActorRef<NodeServerMessage>,
+    addr: &str,
+    grace: Option<Duration>,
+    lost: impl Fn(),
+) -> ClusterError {
+    let mut watch = MasterWatch::new(grace);
+    loop {
+        tokio::time::sleep(WATCH_EVERY).await;
+        let reachable = crate::protocol::master_reachable();
+        let connected = !reachable && connected_to(node, addr).await;
+        match watch.check(reachable, connected, now_ms()) {
+            WatchStep::Wait => {}
+            WatchStep::Lost => {
+                tracing::warn!(%addr, "the master is unreachable; reconnecting");
+                lost();
+            }
+            WatchStep::Reconnect => {
+                if let Err(e) = join(node, addr, Duration::from_secs(2)).await {
+                    tracing::debug!(%addr, error = %e, "the master is still unreachable");
+                }
+            }
+            WatchStep::Back(after) => {
+                tracing::warn!(%addr, after_ms = after, "the master is back; this node takes hosts again");
+            }
+            WatchStep::GiveUp(since) => {
+                return ClusterError::MasterLost {
+                    addr: addr.to_string(),
+                    secs: now_ms().saturating_sub(since) as u64 / 1000,
+                };
+            }
+        }
+    }
+}
+
+/// Whether this node has an outgoing session to `addr`.
+async fn connected_to(node: &ActorRef<NodeServerMessage>, addr: &str) -> bool {
+    let Ok(sessions) = ractor::call_t!(node, NodeServerMessage::GetSessions, 1_000) else {
+        return false;
+    };
+    sessions
+        .values()
+        .any(|s| !s.is_server && s.peer_addr == addr)
 }
 
 /// This process's node: a `NodeServer` listening on `listen` (port 0 for
@@ -101,7 +229,7 @@ pub async fn join(
         .await
         .map_err(|e| ClusterError::Unreachable {
             addr: addr.to_string(),
-            reason: format!("{e:?}"),
+            reason: connect_reason(&e),
         })?;
     let deadline = Instant::now() + timeout;
     while Instant::now() < deadline {
@@ -113,6 +241,17 @@ pub async fn join(
     Err(ClusterError::Refused {
         addr: addr.to_string(),
     })
+}
+
+/// Why a connection failed, in words: the library's own text is its debug
+/// form (`Socket(Os { code: 111, .. })`).
+fn connect_reason(e: &ractor_cluster::ClientConnectErr) -> String {
+    use ractor_cluster::ClientConnectErr as E;
+    match e {
+        E::Socket(io) => io.to_string(),
+        E::Encryption(io) => format!("TLS: {io}"),
+        E::Messaging(_) => "this node is stopping".to_string(),
+    }
 }
 
 /// Sessions that finished authentication and the initial state exchange.
@@ -181,6 +320,54 @@ mod tests {
                 assert_eq!(before, after, "{host} stays where it was");
             }
         }
+    }
+
+    #[test]
+    fn a_lost_master_is_reconnected_with_backoff_then_given_up() {
+        let mut w = MasterWatch::new(Some(Duration::from_secs(10)));
+        assert_eq!(w.check(true, true, 0), WatchStep::Wait);
+        assert_eq!(w.check(false, false, 1_000), WatchStep::Lost);
+        assert_eq!(w.check(false, false, 1_000), WatchStep::Reconnect);
+        assert_eq!(w.check(false, false, 1_100), WatchStep::Wait, "backing off");
+        assert_eq!(w.check(false, false, 1_250), WatchStep::Reconnect);
+        assert_eq!(w.check(false, false, 1_600), WatchStep::Wait, "500 ms now");
+        assert_eq!(w.check(false, false, 1_750), WatchStep::Reconnect);
+        assert_eq!(
+            w.check(false, true, 5_000),
+            WatchStep::Wait,
+            "connected: its master is restarting"
+        );
+        assert_eq!(w.check(true, true, 6_000), WatchStep::Back(5_000));
+        assert_eq!(w.check(false, false, 7_000), WatchStep::Lost, "lost again");
+        assert_eq!(
+            w.check(false, false, 7_000),
+            WatchStep::Reconnect,
+            "backoff reset"
+        );
+        assert_eq!(w.check(false, false, 17_000), WatchStep::GiveUp(7_000));
+    }
+
+    #[test]
+    fn without_a_grace_a_node_waits_for_ever() {
+        let mut w = MasterWatch::new(None);
+        assert_eq!(w.check(false, false, 0), WatchStep::Lost);
+        let mut reconnects = 0;
+        for t in (0..3_600_000).step_by(250) {
+            match w.check(false, false, t) {
+                WatchStep::Reconnect => reconnects += 1,
+                WatchStep::Wait => {}
+                other => panic!("{other:?} at {t}"),
+            }
+        }
+        // Every 5 s at most, once the backoff has grown.
+        assert!((700..730).contains(&reconnects), "{reconnects}");
+    }
+
+    #[test]
+    fn a_refused_connection_reads_as_words() {
+        let refused = std::io::Error::from(std::io::ErrorKind::ConnectionRefused);
+        let reason = connect_reason(&ractor_cluster::ClientConnectErr::Socket(refused));
+        assert_eq!(reason, "connection refused");
     }
 
     #[test]

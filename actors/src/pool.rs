@@ -131,6 +131,12 @@ impl Actor for Pool {
                 protocol::report(&state.master, *report);
             }
             PoolMsg::Wake => state.wake_at = None,
+            PoolMsg::MasterLost => {
+                let dropped = state.scheduler.take_queued().len();
+                if dropped > 0 {
+                    tracing::info!(dropped, "the master is gone: its queued URLs are dropped");
+                }
+            }
         }
         pump(&myself, state).await
     }

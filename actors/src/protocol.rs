@@ -283,6 +283,14 @@ pub(crate) fn cast(master_name: &str, msg: MasterMsg) {
     }
 }
 
+/// Whether a master on another node is in the master group (what a worker
+/// node's pool sends to).
+pub(crate) fn master_reachable() -> bool {
+    ractor::pg::get_members(&MASTER_GROUP.to_string())
+        .iter()
+        .any(|c| !c.get_id().is_local())
+}
+
 pub(crate) fn report(master_name: &str, report: SlaveReport) {
     cast(master_name, MasterMsg::Report(report));
 }
@@ -316,6 +324,9 @@ pub(crate) enum PoolMsg {
     Report(Box<SlaveReport>),
     /// Internal: a politeness delay ran out.
     Wake,
+    /// On a worker node: the master went away. What it handed over and is
+    /// not started yet is dropped; its successor hands those URLs out again.
+    MasterLost,
 }
 
 /// The variants that may cross nodes.

@@ -154,7 +154,11 @@ pub enum SearchError {
         #[source]
         source: BoxError,
     },
-    #[error("the search index at {} cannot be used by this version: {reason}", dir.display())]
+    #[error(
+        "the search index at {} cannot be used by this version: {reason} \
+         (`web_crawler index rebuild` makes a new one from the store)",
+        dir.display()
+    )]
     Incompatible { dir: PathBuf, reason: String },
     #[error("the search index was opened read-only")]
     ReadOnly,

@@ -1,5 +1,6 @@
 //! The engine over real on-disk indexes in temporary directories.
 
+use super::index::PHRASE_POOL;
 use super::*;
 use std::collections::BTreeMap;
 use tempfile::TempDir;
@@ -290,6 +291,35 @@ fn quoted_phrases_must_occur() {
     );
     assert_eq!(search(&index, "bake bread").results.len(), 2);
     assert_eq!(urls(&search(&index, "\"bread\" cake")).len(), 2);
+}
+
+#[test]
+fn a_phrase_is_found_beyond_the_pages_its_words_rank_first() {
+    // More pages with both words, and more of them, than the phrase's
+    // first pass takes: the few with the phrase rank low on the words.
+    let mut pages: Vec<PageDoc> = (0..PHRASE_POOL + 50)
+        .map(|i| {
+            page(
+                &format!("https://w.example/{i}"),
+                "Words",
+                "Panel solar. Solar is big and the panel is small. Panel, panel, solar.",
+            )
+        })
+        .collect();
+    let phrase_pages = ["https://p.example/1", "https://p.example/2"];
+    for url in phrase_pages {
+        pages.push(page(
+            url,
+            "Roofs",
+            "A long page about roofs, tiles, gutters and weather, where one \
+             line mentions a solar panel once among many other words.",
+        ));
+    }
+    let (_dir, index) = index_with(&pages, &[]);
+    let answer = search(&index, "\"solar panel\"");
+    let mut found = urls(&answer);
+    found.sort_unstable();
+    assert_eq!(found, phrase_pages);
 }
 
 #[test]

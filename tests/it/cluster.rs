@@ -25,8 +25,9 @@ struct Cluster {
     dir: tempfile::TempDir,
     cookie: PathBuf,
     master_addr: SocketAddr,
+    extra: Vec<String>,
     /// The master node's process, killed when the test ends.
-    _master: Child,
+    master: Child,
 }
 
 impl Cluster {
@@ -36,31 +37,42 @@ impl Cluster {
         let cookie = dir.path().join("cookie");
         std::fs::write(&cookie, "shared-secret-for-tests\n").unwrap();
         let master_addr = addr(Ipv4Addr::new(127, 0, 9, 1));
-        let db = dir.path().join("master.db");
-        let mut cmd = bin();
-        cmd.args([
-            "start",
-            "--name",
-            "master",
-            "--listen",
-            &master_addr.to_string(),
-        ])
-        .arg("--cookie-file")
-        .arg(&cookie)
-        .arg("--db")
-        .arg(&db)
-        .args(["--scope", "any", "--delay-ms", "0", "--concurrency", "4"])
-        .args(extra)
-        .stderr(Stdio::null());
-        let master = cmd.spawn().unwrap();
+        let extra: Vec<String> = extra.iter().map(|a| a.to_string()).collect();
+        let master = Self::spawn_master(dir.path(), &cookie, master_addr, &extra);
         let mut cluster = Cluster {
             dir,
             cookie,
             master_addr,
-            _master: master,
+            extra,
+            master,
         };
         assert!(cluster.wait_nodes(1).await, "master node up");
         cluster
+    }
+
+    fn spawn_master(dir: &Path, cookie: &Path, listen: SocketAddr, extra: &[String]) -> Child {
+        let mut cmd = bin();
+        cmd.args(["start", "--name", "master", "--listen", &listen.to_string()])
+            .arg("--cookie-file")
+            .arg(cookie)
+            .arg("--db")
+            .arg(dir.join("master.db"))
+            .args(["--scope", "any", "--delay-ms", "0", "--concurrency", "4"])
+            .args(extra)
+            .stderr(Stdio::null());
+        cmd.spawn().unwrap()
+    }
+
+    /// Kill the master node's process (SIGKILL) and wait for it.
+    async fn kill_master(&mut self) {
+        self.master.start_kill().unwrap();
+        self.master.wait().await.unwrap();
+    }
+
+    /// A new master node on the same address and store.
+    fn restart_master(&mut self) {
+        self.master =
+            Self::spawn_master(self.dir.path(), &self.cookie, self.master_addr, &self.extra);
     }
 
     fn db(&self) -> PathBuf {
@@ -69,6 +81,10 @@ impl Cluster {
 
     /// A worker node joining the master.
     fn worker(&self, name: &str, ip: Ipv4Addr) -> Child {
+        self.worker_with(name, ip, &[], Stdio::null())
+    }
+
+    fn worker_with(&self, name: &str, ip: Ipv4Addr, extra: &[&str], stderr: Stdio) -> Child {
         let listen = addr(ip);
         bin()
             .args(["node", "--name", name, "--listen", &listen.to_string()])
@@ -76,7 +92,8 @@ impl Cluster {
             .arg(&self.cookie)
             .args(["--join", &self.master_addr.to_string()])
             .args(["--scope", "any", "--delay-ms", "0", "--concurrency", "4"])
-            .stderr(Stdio::null())
+            .args(extra)
+            .stderr(stderr)
             .spawn()
             .unwrap()
     }
@@ -497,6 +514,59 @@ async fn a_cluster_indexes_what_its_nodes_fetch_and_answers_searches() {
 
 /// A worker node stops at once on SIGTERM: it has no master of its own to
 /// wait for (it used to wait ten seconds for one).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_rejoins_a_restarted_master_and_fetches_again() {
+    let web = GeneratedWeb::start_with(8, 20, 14, Duration::from_millis(10)).await;
+    let mut cluster = Cluster::start(&[]).await;
+    let _w1 = cluster.worker("w1", Ipv4Addr::new(127, 0, 9, 11));
+    assert!(cluster.wait_nodes(2).await, "two pools");
+    cluster.kill_master().await;
+    // Down long enough for the worker to notice and retry a few times.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    cluster.restart_master();
+    assert!(
+        cluster.wait_nodes(2).await,
+        "the worker joined the new master"
+    );
+    assert!(
+        cluster
+            .cli(&["add-url", &web.seed_url()])
+            .await
+            .status
+            .success()
+    );
+    cluster.wait_idle().await;
+    assert_every_page_fetched(&web, true);
+    let per_host = nodes_per_host(&cluster.db()).await;
+    assert!(
+        per_host.values().any(|nodes| nodes.contains("w1")),
+        "the rejoined worker fetched some hosts: {per_host:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_without_its_master_exits_after_the_grace() {
+    let mut cluster = Cluster::start(&[]).await;
+    let worker = cluster.worker_with(
+        "w1",
+        Ipv4Addr::new(127, 0, 9, 12),
+        &["--master-grace", "2"],
+        Stdio::piped(),
+    );
+    assert!(cluster.wait_nodes(2).await, "two pools");
+    cluster.kill_master().await;
+    let out = tokio::time::timeout(Duration::from_secs(30), worker.wait_with_output())
+        .await
+        .expect("the worker gives up")
+        .unwrap();
+    assert!(!out.status.success(), "{:?}", out.status);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("unreachable for 2 s") && stderr.contains("--master-grace"),
+        "{stderr}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_worker_stops_promptly_on_sigterm() {
     let mut cluster = Cluster::start(&[]).await;
