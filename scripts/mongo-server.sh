@@ -7,6 +7,8 @@
 #   scripts/mongo-server.sh start   install if needed, start (or reuse), print the URI
 #   scripts/mongo-server.sh uri     print the URI of the running server (exit 1 if none)
 #   scripts/mongo-server.sh stop    stop it and remove its data
+#   scripts/mongo-server.sh bin     install if needed, print the nx-27017 executable's path
+#                                   (the store-outage tests run servers of their own with it)
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -80,10 +82,14 @@ stop() {
 
 case ${1:-} in
     start) start ;;
+    bin)
+        install
+        echo "$venv/bin/nx-27017"
+        ;;
     uri) running && cat "$urifile" ;;
     stop) stop ;;
     *)
-        echo "usage: $0 start|uri|stop" >&2
+        echo "usage: $0 start|uri|stop|bin" >&2
         exit 2
         ;;
 esac

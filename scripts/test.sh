@@ -9,6 +9,10 @@ cd "$(dirname "$0")/.."
 uri=$(scripts/mongo-server.sh start)
 trap 'scripts/mongo-server.sh stop' EXIT
 export WEB_CRAWLER_TEST_MONGODB_URI=$uri
+# The server program itself: the store-outage tests stop and start servers
+# of their own with it (never the shared one above).
+WEB_CRAWLER_TEST_NX27017=$(scripts/mongo-server.sh bin)
+export WEB_CRAWLER_TEST_NX27017
 # Graphviz and networkx, which the site-graph tests read the exports with.
 WEB_CRAWLER_TEST_GRAPH_PYTHON=$(scripts/graph-tools.sh)
 export WEB_CRAWLER_TEST_GRAPH_PYTHON

@@ -10,8 +10,12 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use web_crawler::actors::cluster;
+use web_crawler::actors::outage::utc_time;
 use web_crawler::actors::traps::TrapSettings;
-use web_crawler::actors::{AppHandle, ControlRequest, IdleReason, OperationSpec, PageQuery, Store};
+use web_crawler::actors::{
+    AppError, AppHandle, ControlRequest, IdleReason, OperationSpec, PageQuery, Store,
+    StoreFailureKind,
+};
 use web_crawler::graph;
 use web_crawler::operations::{builtin_operations, search_results};
 use web_crawler::policy::Scope;
@@ -19,11 +23,23 @@ use web_crawler::search::{Ranking, SearchAnswer, SearchIndex, SearchOptions, ind
 use web_crawler::store::{MongoStore, SqliteStore};
 use web_crawler::{Settings, start, start_worker};
 
+/// Exit codes beyond 0 (success) and 1 (an error), for scripts.
+const EXIT_CODES: &str = "Exit codes: 0 done; 1 an error; 74 the store failed for good \
+(a full disk, refused credentials: fix it and run again to resume); 75 the store was \
+unreachable for longer than --store-outage-limit (run again once it is back); 128 + N \
+stopped by signal N.";
+
+/// The store failed for good (sysexits' EX_IOERR).
+pub(crate) const EXIT_STORE_FAILED: u8 = 74;
+/// The store stayed unreachable past --store-outage-limit (EX_TEMPFAIL).
+pub(crate) const EXIT_STORE_UNREACHABLE: u8 = 75;
+
 #[derive(Debug, Parser)]
 #[command(
     name = "web_crawler",
     version,
-    about = "An OTP-style supervised web crawler"
+    about = "An OTP-style supervised web crawler",
+    after_help = EXIT_CODES
 )]
 pub(crate) struct Cli {
     #[command(subcommand)]
@@ -34,6 +50,7 @@ pub(crate) struct Cli {
 enum Command {
     /// Crawl from the given URLs until nothing is pending (or a budget is hit).
     /// Running it again on the same --db resumes.
+    #[command(after_help = EXIT_CODES)]
     Crawl {
         /// Seed URLs.
         #[arg(required = true)]
@@ -44,6 +61,7 @@ enum Command {
     /// Crawl from URL recording where TEXT occurs on each page (the paper's
     /// search_text), then print the pages and positions. With --connect, queue
     /// it on a running cluster instead.
+    #[command(after_help = EXIT_CODES)]
     SearchText {
         url: String,
         text: String,
@@ -61,6 +79,7 @@ enum Command {
     },
     /// Run a node with the master (like `erl -sname NAME` + the application):
     /// the supervision tree, its pool, and the control actor consoles talk to.
+    #[command(after_help = EXIT_CODES)]
     Start {
         #[command(flatten)]
         node: NodeOpts,
@@ -70,6 +89,10 @@ enum Command {
         store: StoreOpts,
         #[command(flatten)]
         tuning: TuningOpts,
+        /// How long the node waits for a store that became unreachable
+        /// (a database restart, an election) before it stops, with exit code 75.
+        #[arg(long, value_name = "DURATION", default_value = "10min", value_parser = parse_duration)]
+        store_outage_limit: Duration,
     },
     /// Run a worker node: a pool that fetches for the master of the cluster it joins.
     Node {
@@ -327,6 +350,10 @@ struct StoreOpts {
     /// MongoDB database name.
     #[arg(long, default_value = web_crawler::store::DEFAULT_DATABASE)]
     mongodb_database: String,
+    /// Let the embedded store file grow to this many pages at most; beyond,
+    /// writes fail as on a full disk (for tests of a full disk).
+    #[arg(long, value_name = "PAGES", hide = true)]
+    db_max_pages: Option<u64>,
     /// The full-text index directory (default: `DB.index` beside the
     /// embedded store, `DATABASE.index` in the current directory with MongoDB).
     #[arg(long, value_name = "DIR")]
@@ -345,6 +372,11 @@ impl StoreOpts {
     /// The store to crawl with: an embedded file is created if missing and
     /// locked against a second crawling process.
     async fn open_for_crawl(&self) -> Result<Arc<dyn Store>> {
+        if let (None, Some(pages)) = (&self.mongodb, self.db_max_pages) {
+            let store = SqliteStore::open_for_crawl(&self.db)?;
+            store.limit_pages(pages)?;
+            return Ok(Arc::new(store));
+        }
         self.connect(SqliteStore::open_for_crawl).await
     }
 
@@ -388,11 +420,17 @@ struct CrawlOpts {
     /// Print the summary as JSON.
     #[arg(long)]
     json: bool,
+    /// How long the crawl waits for a store that became unreachable (a
+    /// database restart, an election, a locked file) before it stops, with
+    /// exit code 75: `90s`, `10min`, `1h` (a bare number is seconds).
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = parse_duration)]
+    store_outage_limit: Duration,
 }
 
 impl CrawlOpts {
     fn settings(&self) -> Result<Settings> {
         let mut s = self.tuning.settings()?;
+        s.crawl.store_outage_limit = self.store_outage_limit;
         // A one-shot crawl must end: a host whose robots.txt stays
         // unreachable is asked a few times over about half a minute, then
         // its URLs are recorded as failed.
@@ -524,6 +562,49 @@ impl TuningOpts {
     }
 }
 
+/// `500ms`, `90s`, `10min` (or `10m`), `2h`; a bare number is seconds.
+fn parse_duration(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !c.is_ascii_digit() && c != '.')
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let number: f64 = number
+        .parse()
+        .map_err(|_| format!("{text:?} is not a duration: try 90s, 10min or 1h"))?;
+    let seconds = match unit.trim() {
+        "ms" => number / 1_000.0,
+        "" | "s" | "sec" | "secs" => number,
+        "m" | "min" | "mins" => number * 60.0,
+        "h" => number * 3_600.0,
+        other => {
+            return Err(format!(
+                "unknown unit {other:?} in {text:?}: use ms, s, min or h"
+            ));
+        }
+    };
+    Duration::try_from_secs_f64(seconds).map_err(|e| format!("{text:?}: {e}"))
+}
+
+/// The exit code and the one line an error ends the command with: a store
+/// failure has exit codes of its own ([`EXIT_CODES`]) and says what to do.
+pub(crate) fn failure(e: &anyhow::Error) -> (ExitCode, String) {
+    let store = e.chain().find_map(|c| match c.downcast_ref::<AppError>() {
+        Some(AppError::Store(failure)) => Some(failure),
+        _ => None,
+    });
+    match store {
+        Some(failure) => {
+            let code = match failure.kind {
+                StoreFailureKind::Unreachable { .. } => EXIT_STORE_UNREACHABLE,
+                _ => EXIT_STORE_FAILED,
+            };
+            (ExitCode::from(code), format!("error: {failure}"))
+        }
+        None => (ExitCode::FAILURE, format!("error: {e:#}")),
+    }
+}
+
 fn compile(patterns: &[String], flag: &str) -> Result<Vec<Regex>> {
     patterns
         .iter()
@@ -591,7 +672,11 @@ pub(crate) async fn run(cli: Cli) -> Result<ExitCode> {
             urls,
             store,
             tuning,
-        } => serve_node(&node, Some((&store, urls)), &tuning, None).await,
+            store_outage_limit,
+        } => {
+            let master = Some((&store, urls, store_outage_limit));
+            serve_node(&node, master, &tuning, None).await
+        }
         Command::Node {
             node,
             join,
@@ -751,8 +836,12 @@ async fn show_progress(app: &AppHandle, enabled: bool) {
     loop {
         tokio::time::sleep(Duration::from_secs(1)).await;
         if let Ok(s) = app.status().await {
+            let away = s
+                .store_unreachable_since
+                .map(|since| format!("  store unreachable since {}", utc_time(since)))
+                .unwrap_or_default();
             eprint!(
-                "\r\x1b[K{} pages  {:.0} pages/s  {} queued  {} in flight  {} errors",
+                "\r\x1b[K{} pages  {:.0} pages/s  {} queued  {} in flight  {} errors{away}",
                 s.fetched_this_run,
                 s.pages_per_sec,
                 s.store.pending,
@@ -1121,15 +1210,19 @@ async fn rebuild_index(store_opts: &StoreOpts, tuning: &TuningOpts) -> Result<Ex
 }
 
 /// Run a node until Ctrl-C / SIGTERM, or until its tree stops by itself.
+/// The master's node is given its store, seeds and store outage limit.
 async fn serve_node(
     node: &NodeOpts,
-    master: Option<(&StoreOpts, Vec<String>)>,
+    master: Option<(&StoreOpts, Vec<String>, Duration)>,
     tuning: &TuningOpts,
     join: Option<(&str, Option<Duration>)>,
 ) -> Result<ExitCode> {
     let cookie = console::read_cookie(&node.cookie_file)?;
     let mut settings = tuning.settings()?;
     settings.crawl.node_name = node.name.clone();
+    if let Some((_, _, limit)) = &master {
+        settings.crawl.store_outage_limit = *limit;
+    }
     // A service watches its sites: a host whose robots.txt is unreachable
     // is asked again every robots_retry, without end.
     settings.crawl.keep_retrying_robots = true;
@@ -1139,7 +1232,7 @@ async fn serve_node(
     }
     let server = cluster::start_node(&node.name, node.listen, &cookie, true).await?;
     let app = match &master {
-        Some((store, _)) => {
+        Some((store, _, _)) => {
             start(store.open_for_crawl().await?, store.with_index(settings)).await?
         }
         None => start_worker(settings).await?,
@@ -1148,7 +1241,7 @@ async fn serve_node(
         cluster::join(&server, addr, Duration::from_secs(10)).await?;
         eprintln!("node {} joined the cluster at {addr}", node.name);
     }
-    if let Some((_, seeds)) = &master {
+    if let Some((_, seeds, _)) = &master {
         for url in seeds {
             app.add_url(url)
                 .await
@@ -1165,15 +1258,16 @@ async fn serve_node(
             None => std::future::pending().await,
         }
     };
+    // A store failure stays in the error's chain: it has exit codes of its own.
     let failed = tokio::select! {
         _ = signals.first() => None,
-        reason = app.exited() => Some(format!("the node stopped: {reason}")),
-        lost = master_watch => Some(lost.to_string()),
+        why = app.exited() => Some(anyhow::Error::new(why).context("the node stopped")),
+        lost = master_watch => Some(anyhow::anyhow!("{lost}")),
     };
-    if let Some(reason) = failed {
+    if let Some(e) = failed {
         app.stop(Duration::from_secs(2)).await.ok();
         server.stop(None);
-        bail!("{reason}");
+        return Err(e);
     }
     app.stop(Duration::from_secs(10)).await?;
     server.stop(None);
@@ -1288,6 +1382,64 @@ mod tests {
             GraphFormat::value_variants().len(),
             graph::Format::ALL.len()
         );
+    }
+
+    #[test]
+    fn durations_read_as_people_write_them() {
+        let d = |t| parse_duration(t);
+        assert_eq!(d("90s"), Ok(Duration::from_secs(90)));
+        assert_eq!(d("90"), Ok(Duration::from_secs(90)));
+        assert_eq!(d("10min"), Ok(Duration::from_secs(600)));
+        assert_eq!(d("10m"), Ok(Duration::from_secs(600)));
+        assert_eq!(d("1.5h"), Ok(Duration::from_secs(5_400)));
+        assert_eq!(d("500ms"), Ok(Duration::from_millis(500)));
+        assert!(d("soon").unwrap_err().contains("not a duration"));
+        assert!(d("3 weeks").unwrap_err().contains("unknown unit"));
+        assert!(d("-1s").is_err());
+        let limit = |args: &[&str]| match Cli::try_parse_from(args).unwrap().command {
+            Command::Crawl { opts, .. } => opts.store_outage_limit,
+            Command::Start {
+                store_outage_limit, ..
+            } => store_outage_limit,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(limit(&["w", "crawl", "http://a/"]), Duration::from_secs(60));
+        let start = [
+            "w",
+            "start",
+            "--name",
+            "m",
+            "--listen",
+            "127.0.0.1:1",
+            "--cookie-file",
+            "c",
+        ];
+        assert_eq!(limit(&start), Duration::from_secs(600));
+        let short = ["w", "crawl", "http://a/", "--store-outage-limit", "3s"];
+        assert_eq!(limit(&short), Duration::from_secs(3));
+    }
+
+    #[test]
+    fn a_store_failure_has_its_own_exit_code_and_one_line() {
+        use web_crawler::actors::{StoreFailure, StoreFailureKind};
+        let away = StoreFailure {
+            kind: StoreFailureKind::Unreachable {
+                limit: Duration::from_secs(3),
+            },
+            since: 0,
+            cause: "MongoDB is unavailable: no server answered in time".into(),
+        };
+        let e = anyhow::Error::new(AppError::Store(away.clone())).context("the node stopped");
+        let (code, line) = failure(&e);
+        assert_eq!(code, ExitCode::from(EXIT_STORE_UNREACHABLE));
+        assert_eq!(line, format!("error: {away}"));
+        assert!(!line.contains('\n') && !line.contains("Kind:"), "{line}");
+        let full = StoreFailure::permanent(0, "the store is full".into());
+        let (code, _) = failure(&anyhow::Error::new(AppError::Store(full)));
+        assert_eq!(code, ExitCode::from(EXIT_STORE_FAILED));
+        let (code, line) = failure(&anyhow::anyhow!("no crawl database at x.db"));
+        assert_eq!(code, ExitCode::FAILURE);
+        assert_eq!(line, "error: no crawl database at x.db");
     }
 
     #[test]

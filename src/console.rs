@@ -8,6 +8,7 @@ use std::io::{BufRead, IsTerminal, Write};
 use std::path::Path;
 use std::time::Duration;
 use web_crawler::actors::Remote;
+use web_crawler::actors::outage::utc_time;
 use web_crawler::actors::{ControlRequest, OperationSpec};
 
 /// The cookie from a cookie file (as `.erlang.cookie`): trimmed, never printed.
@@ -124,12 +125,24 @@ fn parse_line(line: &str) -> Result<Line> {
     }))
 }
 
+/// `status`'s word on a store the master waits for: since when, and why.
+fn store_away(v: &Value) -> String {
+    match v["store_unreachable_since"].as_i64() {
+        Some(since) => format!(
+            "\nstore unreachable since {} ({}); the crawl waits for it",
+            utc_time(since),
+            v["store_error"].as_str().unwrap_or("no answer")
+        ),
+        None => String::new(),
+    }
+}
+
 /// Human-readable rendering of a reply.
 pub(crate) fn render(req: &ControlRequest, v: &Value) -> String {
     let n = |k: &str| v.get(k).and_then(Value::as_u64).unwrap_or(0);
     match req {
         ControlRequest::Status => format!(
-            "node {}: {} processed, {} pending, {} in flight, {} failed, {:.1} pages/s{}",
+            "node {}: {} processed, {} pending, {} in flight, {} failed, {:.1} pages/s{}{}",
             v["node"].as_str().unwrap_or("?"),
             n("processed"),
             n("pending"),
@@ -140,7 +153,8 @@ pub(crate) fn render(req: &ControlRequest, v: &Value) -> String {
                 " (paused)"
             } else {
                 ""
-            }
+            },
+            store_away(v)
         ),
         ControlRequest::Nodes => {
             let mut out = String::from("node\tload\thosts");
@@ -462,5 +476,30 @@ mod tests {
         );
         let none = serde_json::json!({"total": 0, "items": []});
         assert!(render(&req, &none).ends_with("(none)"));
+    }
+
+    #[test]
+    fn status_says_since_when_the_store_is_unreachable() {
+        let mut status = serde_json::to_value(web_crawler::Status {
+            node: "m".into(),
+            in_flight: 3,
+            ..web_crawler::Status::default()
+        })
+        .unwrap();
+        let line = render(&ControlRequest::Status, &status);
+        assert!(
+            line.starts_with("node m: 0 processed, 0 pending, 3 in flight"),
+            "{line}"
+        );
+        assert!(!line.contains("unreachable"), "{line}");
+        status["store_unreachable_since"] = 1_748_779_384_000_i64.into();
+        status["store_error"] = "MongoDB is unavailable: no server answered in time".into();
+        assert_eq!(
+            render(&ControlRequest::Status, &status).lines().nth(1),
+            Some(
+                "store unreachable since 2025-06-01 12:03:04 UTC (MongoDB is unavailable: no \
+                 server answered in time); the crawl waits for it"
+            )
+        );
     }
 }

@@ -42,8 +42,9 @@ fn main() -> std::process::ExitCode {
             std::process::ExitCode::SUCCESS
         }
         Err(e) => {
-            eprintln!("error: {e:#}");
-            std::process::ExitCode::FAILURE
+            let (code, line) = cli::failure(&e);
+            eprintln!("{line}");
+            code
         }
     }
 }

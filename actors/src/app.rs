@@ -4,6 +4,7 @@
 //! `gen_server:cast`.
 
 use crate::config::{Behaviours, CrawlConfig, Storage};
+use crate::outage::StoreFailure;
 use crate::protocol::{ChildInfo, IdleReason, IndexerMsg, MasterMsg, PoolMsg, Status, SupMsg};
 use crate::search::SearchAnswer;
 use crate::sup::{ExitReason, Sup, SupArgs};
@@ -21,6 +22,11 @@ pub enum AppError {
     Start(String),
     #[error("the crawler stopped: {0}")]
     Stopped(String),
+    /// The store stopped the crawler: unavailable for longer than the
+    /// outage limit, or failed for good. The text is one sentence saying
+    /// since when, why, and what to do.
+    #[error("{0}")]
+    Store(StoreFailure),
     #[error("the master did not answer within {0:?}")]
     Timeout(Duration),
     #[error("{0}")]
@@ -216,11 +222,11 @@ impl AppHandle {
     }
 
     /// Wait until the tree stops by itself, and say why.
-    pub async fn exited(&self) -> String {
+    pub async fn exited(&self) -> AppError {
         let mut exit = self.exit.clone();
         loop {
-            if let Some(reason) = self.failure() {
-                return reason;
+            if let Some(why) = self.failure() {
+                return why;
             }
             // The watch fires on the supervisor's exit; the status check covers
             // a supervisor that died without publishing a reason.
@@ -237,8 +243,8 @@ impl AppHandle {
     /// `grace` to finish, URLs not started go back to pending, the last batch
     /// is written, then the tree stops.
     pub async fn stop(mut self, grace: Duration) -> Result<(), AppError> {
-        if let Some(reason) = self.failure() {
-            return Err(AppError::Stopped(reason));
+        if let Some(why) = self.failure() {
+            return Err(why);
         }
         // A worker node has no master to drain: waiting for one to appear
         // would cost the whole MASTER_WAIT.
@@ -259,7 +265,7 @@ impl AppHandle {
             let _ = join.await;
         }
         match self.failure() {
-            Some(reason) => Err(AppError::Stopped(reason)),
+            Some(why) => Err(why),
             None => Ok(()),
         }
     }
@@ -270,18 +276,19 @@ impl AppHandle {
             let _ = join.await;
         }
         match self.failure() {
-            Some(reason) => Err(AppError::Stopped(reason)),
+            Some(why) => Err(why),
             None => Ok(()),
         }
     }
 
     /// The tree stopped for a reason other than a requested stop.
-    fn failure(&self) -> Option<String> {
+    fn failure(&self) -> Option<AppError> {
         match &*self.exit.borrow() {
             Some(ExitReason::Requested) => None,
-            Some(ExitReason::Failed(reason)) => Some(reason.clone()),
+            Some(ExitReason::Failed(reason)) => Some(AppError::Stopped(reason.clone())),
+            Some(ExitReason::Store(failure)) => Some(AppError::Store(failure.clone())),
             None if self.sup.get_status() == ractor::ActorStatus::Stopped => {
-                Some("the supervisor stopped".to_string())
+                Some(AppError::Stopped("the supervisor stopped".to_string()))
             }
             None => None,
         }
@@ -290,8 +297,8 @@ impl AppHandle {
     async fn master(&self) -> Result<ActorRef<MasterMsg>, AppError> {
         let deadline = Instant::now() + MASTER_WAIT;
         loop {
-            if let Some(reason) = self.failure() {
-                return Err(AppError::Stopped(reason));
+            if let Some(why) = self.failure() {
+                return Err(why);
             }
             if let Some(master) = ActorRef::<MasterMsg>::where_is(self.config.master_name()) {
                 return Ok(master);
@@ -316,8 +323,8 @@ impl AppHandle {
             match ractor::call!(master, &build) {
                 Ok(reply) => return Ok(reply),
                 Err(e) => {
-                    if let Some(reason) = self.failure() {
-                        return Err(AppError::Stopped(reason));
+                    if let Some(why) = self.failure() {
+                        return Err(why);
                     }
                     if Instant::now() >= deadline {
                         return Err(AppError::Timeout(wait));

@@ -14,12 +14,34 @@ use std::sync::Arc;
 /// A boxed error kept as the source of ours.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 
-/// Error from a store backend. The master treats it as a crash: it fails, and
-/// the supervisor restarts it within the restart intensity.
+/// Error from a store backend, classified by what the master does with it:
+/// it waits out an [`Unavailable`](StoreError::Unavailable) store (up to
+/// `CrawlConfig::store_outage_limit`), stops the app at once on a
+/// [permanent](StoreError::is_permanent) failure, and fails on any other
+/// (the supervisor restarts it, within the restart intensity).
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum StoreError {
-    /// The backend failed; `context` says at what, `source` why.
+    /// The store cannot be reached for now, and asking again later may
+    /// succeed: a server that does not answer, a replica set electing a
+    /// primary, a network error or timeout, a file locked by another
+    /// connection. `context` says what, `source` why.
+    #[error("{context}")]
+    Unavailable {
+        context: String,
+        #[source]
+        source: BoxError,
+    },
+    /// The store refuses for good: a full disk, a read-only file, refused
+    /// credentials. Waiting will not help; someone has to act.
+    #[error("{context}")]
+    Refused {
+        context: String,
+        #[source]
+        source: BoxError,
+    },
+    /// The backend failed in a way neither transient nor known to be
+    /// permanent; `context` says at what, `source` why.
     #[error("{context}")]
     Backend {
         context: String,
@@ -39,6 +61,32 @@ impl StoreError {
             context: context.into(),
             source: source.into(),
         }
+    }
+
+    /// The store is away for now (see [`StoreError::Unavailable`]).
+    pub fn unavailable(context: impl Into<String>, source: impl Into<BoxError>) -> Self {
+        StoreError::Unavailable {
+            context: context.into(),
+            source: source.into(),
+        }
+    }
+
+    /// The store refuses for good (see [`StoreError::Refused`]).
+    pub fn refused(context: impl Into<String>, source: impl Into<BoxError>) -> Self {
+        StoreError::Refused {
+            context: context.into(),
+            source: source.into(),
+        }
+    }
+
+    /// Worth asking again later: the store is unreachable or busy.
+    pub fn is_transient(&self) -> bool {
+        matches!(self, StoreError::Unavailable { .. })
+    }
+
+    /// No retry will help: a full disk, refused credentials, a corrupt store.
+    pub fn is_permanent(&self) -> bool {
+        matches!(self, StoreError::Refused { .. } | StoreError::Corrupt(_))
     }
 }
 
@@ -114,6 +162,15 @@ pub struct CommitBatch {
 }
 
 impl CommitBatch {
+    /// Add a later batch's writes after this one's (a batch the store could
+    /// not take, then what was collected since).
+    pub fn append(&mut self, later: CommitBatch) {
+        self.seeds.extend(later.seeds);
+        self.pages.extend(later.pages);
+        self.retries.extend(later.retries);
+        self.hosts.extend(later.hosts);
+    }
+
     pub fn is_empty(&self) -> bool {
         self.seeds.is_empty()
             && self.pages.is_empty()
@@ -156,16 +213,19 @@ pub trait Frontier: Send + Sync + fmt::Debug + 'static {
 
     /// [`Frontier::commit`] then, if asked, [`Frontier::claim`]: the
     /// master's cycle. A backend may do both in one transaction (one durable
-    /// write, not two).
+    /// write, not two). The batch is shared: the master keeps it, to write
+    /// it again should the store be unavailable. This default copies it for
+    /// [`Frontier::commit`]; a backend that can write from a reference
+    /// overrides it.
     async fn commit_and_claim(
         &self,
-        batch: CommitBatch,
+        batch: Arc<CommitBatch>,
         claim: Option<ClaimRequest>,
     ) -> Result<(CommitSummary, Vec<Job>), StoreError> {
         let summary = if batch.is_empty() {
             CommitSummary::default()
         } else {
-            self.commit(batch).await?
+            self.commit(Arc::unwrap_or_clone(batch)).await?
         };
         let jobs = match claim {
             Some(req) => self.claim(req).await?,

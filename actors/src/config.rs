@@ -89,6 +89,11 @@ pub struct CrawlConfig {
     /// ...or this long after the first page not committed.
     pub index_commit_every: Duration,
     pub restart_intensity: RestartIntensity,
+    /// How long the master waits for a store that became unavailable (a
+    /// database restart, an election, a network blip, a locked file) before
+    /// the app stops ([`crate::outage`]). Meanwhile it claims nothing, keeps
+    /// the results it has and asks the store again, backing off.
+    pub store_outage_limit: Duration,
     /// How often the master checks timers, leases and idleness.
     pub tick: Duration,
 }
@@ -118,6 +123,7 @@ impl Default for CrawlConfig {
             index_commit_pages: 10_000,
             index_commit_every: Duration::from_secs(2),
             restart_intensity: RestartIntensity::default(),
+            store_outage_limit: Duration::from_secs(60),
             tick: Duration::from_millis(200),
         }
     }

@@ -5,19 +5,22 @@
 //! the store cycle, on a task of its own and one at a time, so reports keep
 //! arriving while the store writes; `status` reads the store's counts on a
 //! task of its own too. All its durable state is in the store, so a
-//! restarted master picks up where the last one stopped.
+//! restarted master picks up where the last one stopped. A store that is
+//! unavailable for a while is waited for ([`crate::outage`]): the master
+//! keeps its results, claims nothing, asks again and resumes.
 
-use crate::behaviour::{CommitBatch, CommitSummary, Frontier, StoreError};
+use crate::behaviour::{CommitBatch, CommitSummary, Frontier, StoreError, error_chain};
 use crate::config::{Behaviours, CrawlConfig};
 use crate::indexer::IndexerLoad;
-use crate::protocol::{self, IdleReason, IndexerMsg, MasterMsg, PoolMsg, Status};
+use crate::outage::{GaveUp, StoreFailure, Verdict, human_duration};
+use crate::protocol::{self, IdleReason, IndexerMsg, MasterMsg, PoolMsg, Status, SupMsg};
 use crate::search::{INDEX_QUEUE, PageText};
-use crate::types::{Job, NewLink, StoreCounts, now_ms};
+use crate::types::{Job, Millis, NewLink, StoreCounts, now_ms};
 use crate::window::{CycleWork, Window, idle_reason};
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Instant;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 use tokio::task::JoinHandle;
 
 /// Counters of one run of the app. The supervisor keeps them and hands them
@@ -32,6 +35,8 @@ pub(crate) struct RunStats {
     /// a claim that lands late is released too instead of waiting out its
     /// lease.
     store_cycle: Arc<tokio::sync::Mutex<()>>,
+    /// Set when a master gave up on the store: the indexer's waits end too.
+    pub(crate) gave_up: Arc<GaveUp>,
 }
 
 impl Default for RunStats {
@@ -41,6 +46,7 @@ impl Default for RunStats {
             fetched: AtomicU64::new(0),
             errors: AtomicU64::new(0),
             store_cycle: Arc::default(),
+            gave_up: Arc::default(),
         }
     }
 }
@@ -65,6 +71,16 @@ struct CycleResult {
     counts: Option<StoreCounts>,
 }
 
+/// A finished cycle: what it did, or why it failed and the work it did not do.
+type CycleOutcome = Result<CycleResult, (StoreError, CycleWork)>;
+
+/// The store cycle running on its own task, and when it began.
+#[derive(Debug)]
+struct RunningCycle {
+    handle: JoinHandle<CycleOutcome>,
+    started: Millis,
+}
+
 type AddUrlReply = RpcReplyPort<Result<String, String>>;
 
 #[derive(Debug)]
@@ -79,7 +95,12 @@ pub(crate) struct MasterState {
     myself: ActorRef<MasterMsg>,
     flush_scheduled: bool,
     /// The store cycle running on its own task.
-    cycle: Option<JoinHandle<Result<CycleResult, StoreError>>>,
+    cycle: Option<RunningCycle>,
+    /// The store's counts last read, for `status` while it is unavailable.
+    last_counts: Arc<Mutex<StoreCounts>>,
+    /// This master gave up on its store and asked the supervisor to stop
+    /// the app: it writes nothing more.
+    gave_up: bool,
     /// Callers of `add_url` whose seed waits for the next cycle, and those
     /// whose seed the running cycle writes.
     seeds_waiting: Vec<(AddUrlReply, String)>,
@@ -121,6 +142,8 @@ impl Actor for Master {
             myself,
             flush_scheduled: false,
             cycle: None,
+            last_counts: Arc::default(),
+            gave_up: false,
             seeds_waiting: Vec::new(),
             seeds_writing: Vec::new(),
             idle_waiters: Vec::new(),
@@ -156,6 +179,13 @@ impl Actor for Master {
         state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
         let now = now_ms();
+        if state.gave_up {
+            // The app is stopping: answer what needs no store, drop the rest.
+            if let MasterMsg::Status(reply) = msg {
+                status(state, reply);
+            }
+            return Ok(());
+        }
         match msg {
             MasterMsg::AddUrl {
                 url,
@@ -294,19 +324,36 @@ impl Actor for Master {
     ) -> Result<(), ActorProcessingErr> {
         // Stopping normally: keep what was collected. A cycle still running
         // ends first; what it claimed goes back to pending (no pool gets it:
-        // no live nodes) in the last cycle, with the batch.
-        let now = now_ms();
-        if let Some(handle) = state.cycle.take() {
-            let result = handle.await.map_err(task_failed)??;
-            reply_seeds(&mut state.seeds_writing);
-            state.window.cycle_done(result.claimed, None, &[], now);
+        // no live nodes) in the last cycle, with the batch. After giving up
+        // on the store there is nothing to write to.
+        if state.gave_up {
+            return Ok(());
         }
-        if let Some(work) = state.window.start_cycle(true, false, false, now) {
+        if let Some(running) = state.cycle.take() {
+            match running.handle.await.map_err(task_failed)? {
+                Ok(result) => {
+                    reply_seeds(&mut state.seeds_writing);
+                    state.window.cycle_done(result.claimed, None, &[], now_ms());
+                }
+                Err((e, work)) if e.is_transient() => {
+                    // One more try below, with everything.
+                    state.seeds_waiting.append(&mut state.seeds_writing);
+                    let _ =
+                        state
+                            .window
+                            .cycle_failed(work, running.started, now_ms(), error_chain(&e));
+                }
+                Err((e, _)) => return Err(e.into()),
+            }
+        }
+        // Should the store be away, it gets one last try now.
+        state.window.ask_store_now();
+        if let Some(mut work) = state.window.start_cycle(true, false, false, now_ms()) {
             let _running = state.run.store_cycle.lock().await;
             run_cycle(
                 state.store.as_ref(),
                 &state.cfg.node_name,
-                work,
+                &mut work,
                 state.indexer.as_ref(),
             )
             .await?;
@@ -347,20 +394,27 @@ fn cycle(state: &mut MasterState, write: bool, claim: bool) {
     let myself = state.myself.clone();
     let lock = Arc::clone(&state.run.store_cycle);
     let indexer = state.indexer.clone();
-    state.cycle = Some(tokio::spawn(async move {
+    let handle = tokio::spawn(async move {
         let _running = lock.lock_owned().await;
-        let result = run_cycle(store.as_ref(), &owner, work, indexer.as_ref()).await;
+        let mut work = work;
+        let result = run_cycle(store.as_ref(), &owner, &mut work, indexer.as_ref()).await;
         let _ = myself.cast(MasterMsg::CycleDone);
-        result
-    }));
+        result.map_err(|e| (e, work))
+    });
+    state.cycle = Some(RunningCycle {
+        handle,
+        started: now_ms(),
+    });
 }
 
-/// One store cycle: releases, the batch and the claim, lease renewals, counts;
-/// then the batch's pages go to the indexer.
+/// One store cycle: releases, lease renewals, the batch and the claim,
+/// counts; then the batch's pages go to the indexer. Each step done is
+/// taken out of `work`, so that after an error it holds what is left to do
+/// (the batch comes back whole: one write).
 async fn run_cycle(
     store: &dyn Frontier,
     owner: &str,
-    mut work: CycleWork,
+    work: &mut CycleWork,
     indexer: Option<&(String, Arc<IndexerLoad>)>,
 ) -> Result<CycleResult, StoreError> {
     let started = Instant::now();
@@ -372,16 +426,37 @@ async fn run_cycle(
                 "returned URLs leased by a previous master to pending"
             );
         }
+        work.release_all_but = None;
     }
     if !work.release.is_empty() {
         store.release_keys(&work.release).await?;
+        work.release.clear();
+    }
+    // Before the claim: after a long store outage, a lease that lapsed
+    // meanwhile is renewed before a claim could take its URL again.
+    if let Some((keys, until)) = &work.extend {
+        store.extend_leases(keys, owner, *until).await?;
+        work.extend = None;
     }
     let pages = work.batch.pages.len();
     let mut to_index = pages_to_index(&mut work.batch, indexer.is_some());
     let (summary, claimed) = if work.batch.is_empty() && work.claim.is_none() {
         (CommitSummary::default(), Vec::new())
     } else {
-        store.commit_and_claim(work.batch, work.claim).await?
+        let batch = Arc::new(std::mem::take(&mut work.batch));
+        match store
+            .commit_and_claim(Arc::clone(&batch), work.claim.clone())
+            .await
+        {
+            Ok(done) => {
+                work.claim = None;
+                done
+            }
+            Err(e) => {
+                work.batch = Arc::try_unwrap(batch).unwrap_or_else(|kept| (*kept).clone());
+                return Err(e);
+            }
+        }
     };
     if !summary.duplicates.is_empty() {
         to_index.retain(|page| !summary.duplicates.contains(&page.url));
@@ -397,14 +472,12 @@ async fn run_cycle(
             load.not_delivered(n);
         }
     }
-    if let Some((keys, until)) = &work.extend {
-        store.extend_leases(keys, owner, *until).await?;
-    }
     let counts = if work.counts {
         Some(store.counts().await?)
     } else {
         None
     };
+    work.counts = false;
     tracing::debug!(
         pages,
         claimed = claimed.len(),
@@ -437,13 +510,19 @@ fn pages_to_index(batch: &mut CommitBatch, indexed: bool) -> Vec<PageText> {
 
 /// Take the finished cycle's result: answer the seeds it wrote, dispatch
 /// what it claimed, answer idle waiters, and start the next one if due. A
-/// store error fails the master (its successor recovers the leases).
+/// store error is [`store_failed`]'s.
 async fn finish_cycle(state: &mut MasterState) -> Result<(), ActorProcessingErr> {
-    let Some(handle) = state.cycle.take() else {
+    let Some(running) = state.cycle.take() else {
         return Ok(());
     };
-    let result = handle.await.map_err(task_failed)??;
+    let result = match running.handle.await.map_err(task_failed)? {
+        Ok(result) => result,
+        Err((e, work)) => return store_failed(state, e, work, running.started),
+    };
     reply_seeds(&mut state.seeds_writing);
+    if let Some(counts) = &result.counts {
+        *lock(&state.last_counts) = counts.clone();
+    }
     let live = pools(&state.cfg);
     let nodes: Vec<String> = live.iter().map(|(n, _)| n.clone()).collect();
     let after = state
@@ -461,10 +540,77 @@ async fn finish_cycle(state: &mut MasterState) -> Result<(), ActorProcessingErr>
             let _ = waiter.send(reason);
         }
     }
+    if let Some(outage) = after.recovered {
+        let away = Duration::from_millis((now_ms() - outage.since).max(0) as u64);
+        tracing::warn!(
+            "the store is back after {:.1}s away; the crawl resumes",
+            away.as_secs_f64()
+        );
+    }
     if let Some(write) = after.next {
         cycle(state, write, true);
     }
     Ok(())
+}
+
+/// A store cycle failed. An unavailable store is waited for: the work
+/// goes back into the window, nothing is claimed, the store is asked again
+/// after a backoff (one line says so when it begins, one when it ends), and
+/// past the outage limit the app stops. A permanent failure (a full disk,
+/// refused credentials) stops the app at once. Any other error fails the
+/// master: its supervisor restarts it and its successor recovers the leases.
+fn store_failed(
+    state: &mut MasterState,
+    error: StoreError,
+    work: CycleWork,
+    started: Millis,
+) -> Result<(), ActorProcessingErr> {
+    let now = now_ms();
+    let cause = error_chain(&error);
+    tracing::debug!(?error, "store cycle failed");
+    if error.is_permanent() {
+        give_up(state, StoreFailure::permanent(started, cause))?;
+        return Ok(());
+    }
+    if !error.is_transient() {
+        return Err(error.into());
+    }
+    // Their seeds go back into the batch: they are answered once written.
+    let mut writing = std::mem::take(&mut state.seeds_writing);
+    writing.append(&mut state.seeds_waiting);
+    state.seeds_waiting = writing;
+    match state.window.cycle_failed(work, started, now, cause.clone()) {
+        Verdict::Began { .. } => tracing::warn!(
+            "the store is unavailable ({cause}); the crawl holds its {} result(s), claims \
+             nothing and asks again until it is back, for up to {}",
+            state.window.results_held(),
+            human_duration(state.cfg.store_outage_limit)
+        ),
+        Verdict::Continues { retry_at } => {
+            tracing::debug!(%cause, retry_in_ms = retry_at - now, "the store is still unavailable");
+        }
+        Verdict::GiveUp(failure) => give_up(state, failure)?,
+    }
+    Ok(())
+}
+
+/// Stop the app on a store failure: the supervisor stops the tree with it
+/// as the reason ([`crate::ExitReason::Store`]); this master writes nothing
+/// more meanwhile.
+fn give_up(state: &mut MasterState, failure: StoreFailure) -> Result<(), ActorProcessingErr> {
+    state.gave_up = true;
+    state.run.gave_up.set();
+    tracing::debug!(%failure, "giving up on the store");
+    let sup =
+        ActorRef::<SupMsg>::where_is(state.cfg.sup_name()).ok_or_else(|| failure.to_string())?;
+    sup.cast(SupMsg::StoreFailed(failure))?;
+    Ok(())
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 fn reply_seeds(seeds: &mut Vec<(AddUrlReply, String)>) {
@@ -495,9 +641,10 @@ fn status(state: &MasterState, reply: RpcReplyPort<Status>) {
     let elapsed = state.run.started.elapsed();
     let fetched = state.window.fetched();
     let live: Vec<String> = pools(&state.cfg).into_iter().map(|(n, _)| n).collect();
+    let outage = state.window.store_outage();
     let mut status = Status {
         node: state.cfg.node_name.clone(),
-        store: StoreCounts::default(),
+        store: lock(&state.last_counts).clone(),
         in_flight: state.window.in_flight() as u64,
         fetched_this_run: fetched,
         errors_this_run: state.window.errors(),
@@ -508,22 +655,31 @@ fn status(state: &MasterState, reply: RpcReplyPort<Status>) {
         idle: None,
         master_restarts: state.restarts,
         nodes: state.window.nodes(&live),
+        store_unreachable_since: outage.map(|o| o.since),
+        store_error: outage.map(|o| o.cause.clone()),
     };
+    if outage.is_some() || state.gave_up {
+        // The store is away: the counts last read, at once.
+        let _ = reply.send(status);
+        return;
+    }
     let holds_nothing = state.window.holds_nothing();
     let budget_reached = state.window.budget_reached();
     let store = Arc::clone(&state.store);
+    let last_counts = Arc::clone(&state.last_counts);
     tokio::spawn(async move {
         match store.counts().await {
             Ok(counts) => {
                 if holds_nothing {
                     status.idle = idle_reason(budget_reached, &counts);
                 }
+                *lock(&last_counts) = counts.clone();
                 status.store = counts;
-                let _ = reply.send(status);
             }
-            // Dropping the reply tells the caller; the next cycle's error,
-            // if the store stays broken, fails the master.
-            Err(e) => tracing::warn!(error = %e, "status: cannot read the store's counts"),
+            // The counts last read, and why they are not fresh; the store
+            // cycle finds out whether the store is away.
+            Err(e) => status.store_error = Some(error_chain(&e)),
         }
+        let _ = reply.send(status);
     });
 }

@@ -156,6 +156,14 @@ pub struct Status {
     pub master_restarts: u32,
     /// The live pools, one per node.
     pub nodes: Vec<NodeInfo>,
+    /// When the store became unavailable (epoch ms), while the master waits
+    /// for it; the store's counts are then the last ones read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub store_unreachable_since: Option<Millis>,
+    /// Why the store could not be asked, in words: while it is unavailable,
+    /// or when these counts could not be read fresh.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub store_error: Option<String>,
 }
 
 // --- the master -----------------------------------------------------------------
@@ -401,6 +409,8 @@ pub(crate) enum SupMsg {
     /// Stop the children (master first, so it writes its last batch) and then
     /// the supervisor itself, without restarting anything.
     Shutdown(RpcReplyPort<()>),
+    /// The master gave up on its store: stop the tree with this reason.
+    StoreFailed(crate::outage::StoreFailure),
 }
 
 impl ractor::Message for SupMsg {}

@@ -9,6 +9,7 @@ use crate::config::{Behaviours, CrawlConfig, Storage};
 use crate::control::{Control, ControlArgs};
 use crate::indexer::{Indexer, IndexerArgs, IndexerLoad};
 use crate::master::{Master, MasterArgs, RunStats};
+use crate::outage::{PatientQueries, StoreFailure};
 use crate::pool::{Pool, PoolArgs};
 use crate::protocol::{ChildInfo, ChildRole, IndexerMsg, MasterMsg, SupMsg};
 use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, SupervisionEvent};
@@ -24,6 +25,9 @@ pub enum ExitReason {
     Requested,
     /// The restart intensity was exceeded (or a child could not start).
     Failed(String),
+    /// The store was unavailable for longer than the outage limit, or
+    /// failed for good (a full disk, refused credentials).
+    Store(StoreFailure),
 }
 
 /// How long a stop waits for the indexer to index what is queued.
@@ -142,6 +146,34 @@ impl Actor for Sup {
                 let _ = state.args.exit.send(Some(ExitReason::Requested));
                 let _ = reply.send(());
                 myself.stop(None);
+            }
+            SupMsg::StoreFailed(failure) => {
+                if state.shutting_down {
+                    return Ok(());
+                }
+                // Not a crash: no restart helps, and the reason is the
+                // app's to report (once), so it is published before the
+                // children stop; there is no store to index from.
+                state.shutting_down = true;
+                let reason = failure.to_string();
+                let _ = state.args.exit.send(Some(ExitReason::Store(failure)));
+                for role in [
+                    ChildRole::Control,
+                    ChildRole::Master,
+                    ChildRole::Indexer,
+                    ChildRole::Pool,
+                ] {
+                    let cells: Vec<_> = state
+                        .children
+                        .values()
+                        .filter(|c| c.role == role)
+                        .map(|c| c.cell.clone())
+                        .collect();
+                    for cell in cells {
+                        let _ = cell.stop_and_wait(None, None).await;
+                    }
+                }
+                myself.stop(Some(reason));
             }
         }
         Ok(())
@@ -271,10 +303,17 @@ async fn start_child(
                 .storage
                 .as_ref()
                 .ok_or("a worker node runs no indexer")?;
+            // Its queue's reads and deletes wait out a store outage with
+            // the master, instead of failing it.
+            let queries = PatientQueries::new(
+                Arc::clone(&storage.queries),
+                cfg.store_outage_limit,
+                Arc::clone(&state.run.gave_up),
+            );
             let args = IndexerArgs {
                 load: state.indexer_load.clone(),
                 opener: storage.index.clone().ok_or("no index to keep")?,
-                queries: Arc::clone(&storage.queries),
+                queries: Arc::new(queries),
                 commit_every: cfg.index_commit_every,
                 commit_pages: cfg.index_commit_pages,
             };

@@ -10,6 +10,7 @@
 use crate::behaviour::{ClaimRequest, CommitBatch, ProcessedPage, Retry};
 use crate::cluster::choose_node;
 use crate::config::CrawlConfig;
+use crate::outage::{Outage, StoreHealth, Verdict};
 use crate::protocol::{IdleReason, NodeInfo, SlaveReport};
 use crate::traps::TrapGuard;
 use crate::types::{Job, Millis, NewLink, PageRecord, ROBOTS_BLOCKED, StoreCounts, UrlKey};
@@ -74,6 +75,9 @@ pub struct AfterCycle {
     /// one ran, or it claimed something and there may be more. A claim that
     /// found nothing is not repeated until something changes.
     pub next: Option<bool>,
+    /// The store was unavailable and this cycle reached it: the outage that
+    /// ended (say so; claiming resumes with the next cycle).
+    pub recovered: Option<Outage>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -102,6 +106,13 @@ pub struct Window {
     /// Jobs whose results are in `batch`: still counted as outstanding until
     /// taken for a write, so the window bounds what a crash can cost.
     reported: Vec<Job>,
+    /// The jobs whose results the running cycle writes, and where they ran:
+    /// back into the window should the store be unavailable.
+    writing: Vec<Job>,
+    writing_assigned: Vec<Assigned>,
+    /// Whether the store is reachable; while it is not, nothing is claimed
+    /// and the store is asked again only when the retry is due.
+    store: StoreHealth,
     release_all_but: Option<Vec<UrlKey>>,
     release: Vec<UrlKey>,
     cycle_running: bool,
@@ -127,6 +138,7 @@ impl Window {
         Self {
             traps: cfg.traps.clone().map(TrapGuard::new),
             trapped: 0,
+            store: StoreHealth::new(cfg.store_outage_limit),
             cfg,
             outstanding: HashMap::new(),
             per_host: HashMap::new(),
@@ -136,6 +148,8 @@ impl Window {
             recovery: None,
             batch: CommitBatch::default(),
             reported: Vec::new(),
+            writing: Vec::new(),
+            writing_assigned: Vec::new(),
             release_all_but: None,
             release: Vec::new(),
             cycle_running: false,
@@ -413,10 +427,11 @@ impl Window {
 
     // --- the store cycle --------------------------------------------------------
 
-    /// The next store cycle's work, if there is any and none is running: the
-    /// batch when `write` (the batch's results are forgotten from the window
-    /// now: should the write fail, the master fails and its successor
-    /// recovers their leases), and a claim when `claim` and there is room.
+    /// The next store cycle's work, if there is any, none is running and the
+    /// store may be asked (it is reachable, or its retry is due): the batch
+    /// when `write` (its results leave the window while it is written, and
+    /// come back should the store be unavailable, [`Window::cycle_failed`]),
+    /// and a claim when `claim`, there is room and the store is reachable.
     /// `idle_waiters`: someone waits for the crawl to be idle, so a cycle
     /// that leaves the window empty also reads the store's counts.
     pub fn start_cycle(
@@ -426,7 +441,7 @@ impl Window {
         idle_waiters: bool,
         now: Millis,
     ) -> Option<CycleWork> {
-        if self.cycle_running {
+        if self.cycle_running || !self.store.may_ask(now) {
             self.write_deferred |= write;
             return None;
         }
@@ -449,6 +464,11 @@ impl Window {
         // cycle kept a cycle running at every check, so the drain never
         // finished while anyone waited for idle.
         work.counts = idle_waiters && self.drain.is_none() && self.holds_nothing_but_cycle();
+        if self.store.outage().is_some() && work.is_empty() {
+            // Nothing to write, but the store is away: ask it something
+            // cheap, or nothing would find out that it is back.
+            work.counts = true;
+        }
         if work.is_empty() {
             return None;
         }
@@ -461,9 +481,69 @@ impl Window {
         batch.now = now;
         batch.reprocess_after_ms = self.cfg.reprocess_after.map(|d| d.as_millis() as Millis);
         for job in std::mem::take(&mut self.reported) {
-            self.forget(&job.key());
+            if let Some(assigned) = self.forget(&job.key()) {
+                self.writing_assigned.push(assigned);
+            }
+            self.writing.push(job);
         }
         batch
+    }
+
+    /// The cycle's store calls failed because the store is unavailable
+    /// (a transient error); `work` is what the cycle did not do (what it did
+    /// is taken out of it), `started` when it began, `cause` why it failed,
+    /// in words. The batch and its results go back into the window, to be
+    /// written with what arrives meanwhile; releases are kept; a claim whose
+    /// answer may have been lost is undone by returning to pending whatever
+    /// this node has leased and does not hold; every lease is renewed first
+    /// thing. The outage starts or goes on: nothing is claimed, the store is
+    /// asked again after a backoff ([`StoreHealth`]), and the verdict says
+    /// when to give up.
+    pub fn cycle_failed(
+        &mut self,
+        work: CycleWork,
+        started: Millis,
+        now: Millis,
+        cause: String,
+    ) -> Verdict {
+        self.cycle_running = false;
+        let mut batch = work.batch;
+        batch.append(std::mem::take(&mut self.batch));
+        self.batch = batch;
+        for assigned in std::mem::take(&mut self.writing_assigned) {
+            self.assign(assigned.job, &assigned.node);
+        }
+        let mut reported = std::mem::take(&mut self.writing);
+        reported.append(&mut self.reported);
+        self.reported = reported;
+        let mut release = work.release;
+        release.append(&mut self.release);
+        self.release = release;
+        if work.release_all_but.is_some() || work.claim.is_some() {
+            self.release_all_but = Some(self.outstanding.keys().cloned().collect());
+        }
+        // Whatever was due, renew every lease in the first cycle that reaches
+        // the store, before it claims: a long outage must not let a URL
+        // still being fetched be claimed again.
+        self.last_lease_renewal = now - self.cfg.lease.as_millis() as Millis;
+        self.write_deferred = true;
+        self.store.failed(started, now, cause)
+    }
+
+    /// The store outage in progress, if the store is unavailable.
+    pub fn store_outage(&self) -> Option<&Outage> {
+        self.store.outage()
+    }
+
+    /// Ask an unavailable store again in the next cycle, retry due or not
+    /// (a stopping master's last write).
+    pub fn ask_store_now(&mut self) {
+        self.store.ask_now();
+    }
+
+    /// Results waiting to be written.
+    pub fn results_held(&self) -> usize {
+        self.reported.len()
     }
 
     /// A cycle ended: hand out what it claimed (or, when paused or draining,
@@ -477,9 +557,14 @@ impl Window {
         now: Millis,
     ) -> AfterCycle {
         self.cycle_running = false;
+        self.writing.clear();
+        self.writing_assigned.clear();
         let n = claimed.len();
         let claimed = self.guard_claimed(claimed, now);
-        let mut after = AfterCycle::default();
+        let mut after = AfterCycle {
+            recovered: self.store.recovered(),
+            ..AfterCycle::default()
+        };
         if self.drain.is_some() || self.paused || live.is_empty() {
             // Claimed before the drain or pause: straight back to pending.
             self.release.extend(claimed.iter().map(Job::key));
@@ -493,7 +578,12 @@ impl Window {
             after.idle = idle_reason(self.budget_reached(), counts);
         }
         let write = self.write_deferred || self.write_due();
-        if write || n > 0 || self.release_all_but.is_some() || !self.release.is_empty() {
+        if write
+            || n > 0
+            || self.release_all_but.is_some()
+            || !self.release.is_empty()
+            || after.recovered.is_some()
+        {
             after.next = Some(write);
         }
         after
@@ -509,6 +599,7 @@ impl Window {
             || self.paused
             || self.budget_reached()
             || live_pools == 0
+            || self.store.outage().is_some()
         {
             return None;
         }
@@ -688,11 +779,11 @@ impl Window {
         );
     }
 
-    fn forget(&mut self, key: &UrlKey) {
-        if let Some(assigned) = self.outstanding.remove(key) {
-            decrement(&mut self.per_host, &assigned.job.host);
-            decrement(&mut self.per_node, &assigned.node);
-        }
+    fn forget(&mut self, key: &UrlKey) -> Option<Assigned> {
+        let assigned = self.outstanding.remove(key)?;
+        decrement(&mut self.per_host, &assigned.job.host);
+        decrement(&mut self.per_node, &assigned.node);
+        Some(assigned)
     }
 }
 
@@ -1275,5 +1366,112 @@ mod tests {
         w.on_report(report(50), T0);
         let batch = w.start_cycle(true, false, false, T0).unwrap().batch;
         assert_eq!((batch.retries.len(), batch.pages.len()), (1, 0));
+    }
+
+    #[test]
+    fn an_unavailable_store_keeps_the_results_claims_nothing_and_asks_again_later() {
+        let mut w = running(cfg(), &["a"]);
+        let jobs: Vec<Job> = (0..4).map(|i| job("h", &format!("/{i}"))).collect();
+        claim(&mut w, jobs.clone(), &["a"]);
+        w.on_report(page(&jobs[0]), T0);
+        w.on_report(page(&jobs[1]), T0);
+        w.add_seed(link("http://s/"));
+        let work = w.start_cycle(true, true, false, T0).unwrap();
+        assert_eq!(work.batch.pages.len(), 2);
+        assert_eq!(w.in_flight(), 2, "written results leave the window");
+        // The write fails: the store is away.
+        let t1 = T0 + 10_000;
+        let v = w.cycle_failed(work, T0, t1, "no server answered".into());
+        assert_eq!(v, Verdict::Began { retry_at: t1 + 250 });
+        assert_eq!(w.in_flight(), 4, "...and come back, so the window holds");
+        assert_eq!(w.results_held(), 2);
+        assert_eq!(w.store_outage().unwrap().since, T0);
+        // Slaves still running report meanwhile; nothing is asked before the retry.
+        w.on_report(page(&jobs[2]), t1 + 100);
+        assert!(w.start_cycle(true, true, false, t1 + 100).is_none());
+        assert!(!w.holds_nothing());
+        let retry = w.start_cycle(false, true, false, t1 + 250).unwrap();
+        let urls: Vec<&str> = retry
+            .batch
+            .pages
+            .iter()
+            .map(|p| p.record.url.as_str())
+            .collect();
+        assert_eq!(
+            urls,
+            ["http://h/0", "http://h/1", "http://h/2"],
+            "the failed batch, then what came since"
+        );
+        assert_eq!(retry.batch.seeds.len(), 1, "the seed too");
+        assert!(retry.claim.is_none(), "nothing is claimed while it is away");
+        let (renewed, _) = retry.extend.clone().expect("every lease renewed first");
+        assert_eq!(renewed.len(), 4);
+        let mut kept = retry
+            .release_all_but
+            .clone()
+            .expect("a lost claim is undone");
+        kept.sort_by(|a, b| a.url.cmp(&b.url));
+        assert_eq!(kept, jobs.iter().map(Job::key).collect::<Vec<_>>());
+        // It fails again: backing off; then it is back.
+        let v = w.cycle_failed(retry, t1 + 250, t1 + 300, "no server answered".into());
+        assert_eq!(v, Verdict::Continues { retry_at: t1 + 800 });
+        let retry = w.start_cycle(false, false, false, t1 + 800).unwrap();
+        assert_eq!(retry.batch.pages.len(), 3);
+        let after = w.cycle_done(Vec::new(), None, &nodes(&["a"]), t1 + 900);
+        let outage = after.recovered.expect("the outage is over");
+        assert_eq!((outage.since, outage.attempts), (T0, 2));
+        assert!(w.store_outage().is_none());
+        assert_eq!(w.in_flight(), 1, "written: only the running job is held");
+        assert!(after.next.is_some(), "a claim follows at once");
+        let next = w.start_cycle(false, true, false, t1 + 900).unwrap();
+        assert!(next.claim.is_some(), "claiming again");
+    }
+
+    #[test]
+    fn a_store_away_with_nothing_to_write_is_asked_for_its_counts() {
+        let mut w = running(cfg(), &["a"]);
+        let work = w.start_cycle(false, true, false, T0).unwrap();
+        assert!(work.claim.is_some());
+        assert!(matches!(
+            w.cycle_failed(work, T0, T0 + 5, "locked".into()),
+            Verdict::Began { .. }
+        ));
+        let probe = w.start_cycle(false, true, false, T0 + 255).unwrap();
+        assert!(probe.claim.is_none());
+        assert_eq!(
+            probe.release_all_but,
+            Some(Vec::new()),
+            "the claim may have landed"
+        );
+        let mut w = running(cfg(), &["a"]);
+        let work = w.start_cycle(false, true, false, T0).unwrap();
+        w.cycle_failed(work, T0, T0, "locked".into());
+        w.start_cycle(false, false, false, T0 + 250).unwrap();
+        w.cycle_failed(CycleWork::default(), T0 + 250, T0 + 250, "locked".into());
+        let probe = w.start_cycle(false, false, false, T0 + 750).unwrap();
+        assert!(probe.counts && probe.batch.is_empty(), "a cheap question");
+    }
+
+    #[test]
+    fn an_outage_longer_than_the_limit_is_given_up() {
+        let mut c = cfg();
+        c.store_outage_limit = Duration::from_secs(3);
+        let mut w = running(c, &["a"]);
+        let mut now = T0;
+        let mut work = w.start_cycle(false, true, false, now).unwrap();
+        loop {
+            match w.cycle_failed(work, now, now + 100, "no server answered".into()) {
+                Verdict::GiveUp(failure) => {
+                    assert_eq!(failure.since, T0);
+                    assert_eq!(now, T0 + 3_000, "the last retry falls on the limit");
+                    break;
+                }
+                Verdict::Began { retry_at } | Verdict::Continues { retry_at } => {
+                    assert!(retry_at <= T0 + 3_000);
+                    now = retry_at;
+                    work = w.start_cycle(false, true, false, now).unwrap();
+                }
+            }
+        }
     }
 }

@@ -8,4 +8,4 @@ mod sqlite;
 
 #[cfg(feature = "mongodb")]
 pub use mongo::{DEFAULT_DATABASE, MongoStore};
-pub use sqlite::{SqliteStore, WriterLock};
+pub use sqlite::{SqliteStore, WalState, WriterLock};

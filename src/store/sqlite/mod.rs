@@ -18,12 +18,15 @@ mod lock;
 mod referrals;
 mod rows;
 mod schema;
+mod wal;
 
 use self::claim::apply_claim;
 use self::commit::{apply_commit, file_keys, write_credit};
 pub use self::lock::WriterLock;
 use self::rows::{Fail, is_unreadable};
 use self::schema::init;
+pub use self::wal::WalState;
+use self::wal::{WARN_BYTES, WalEvent, WalWatch};
 use super::seen::SeenWindow;
 use async_trait::async_trait;
 use rusqlite::{Connection, Transaction, TransactionBehavior};
@@ -48,6 +51,8 @@ const SEEN_WINDOW: usize = 1 << 18;
 #[derive(Clone)]
 pub struct SqliteStore {
     inner: Arc<Mutex<Inner>>,
+    /// What the checkpoint thread last found of the WAL.
+    wal: Arc<Mutex<WalState>>,
     /// Held by a store opened to crawl ([`SqliteStore::open_for_crawl`]).
     _writer: Option<Arc<WriterLock>>,
 }
@@ -112,14 +117,41 @@ impl SqliteStore {
         let checkpointer =
             Connection::open(path).map_err(|e| StoreError::backend(cannot_open.clone(), e))?;
         let store = Arc::downgrade(&inner);
+        let wal = Arc::new(Mutex::new(WalState::default()));
+        let checkpoint = Checkpointer {
+            conn: checkpointer,
+            wal_path: wal_path(path),
+            watch: WalWatch::new(WARN_BYTES),
+            shared: Arc::clone(&wal),
+        };
         std::thread::Builder::new()
             .name("sqlite-checkpoint".into())
-            .spawn(move || checkpoint_until_dropped(checkpointer, store))
+            .spawn(move || checkpoint.until_dropped(store))
             .map_err(|e| StoreError::backend("cannot start the checkpoint thread", e))?;
         Ok(Self {
             inner,
+            wal,
             _writer: None,
         })
+    }
+
+    /// What the checkpoints last found of the write-ahead log: its size,
+    /// and since when they leave frames behind (a reader holds an old
+    /// snapshot). See the warning the store logs then.
+    pub fn wal(&self) -> WalState {
+        *self.wal.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Let the file grow to `pages` pages at most (SQLite's
+    /// `max_page_count`): writes beyond fail as on a full disk. For tests
+    /// of a full disk, and for an operator who wants a crawl stopped before
+    /// its disk fills up.
+    pub fn limit_pages(&self, pages: u64) -> Result<(), StoreError> {
+        let inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        inner
+            .conn
+            .pragma_update(None, "max_page_count", pages)
+            .map_err(|e| StoreError::from(Fail::Sql(e)))
     }
 
     /// Open the store to crawl with it: as [`SqliteStore::open`], and the
@@ -198,19 +230,70 @@ impl SqliteStore {
     }
 }
 
-/// Copy committed WAL frames into the database file every so often, from a
-/// connection of its own: a passive checkpoint never blocks the writer, and
-/// the fsync it ends with happens here rather than in a commit. Ends when the
-/// store is dropped.
-fn checkpoint_until_dropped(conn: Connection, store: std::sync::Weak<Mutex<Inner>>) {
-    const EVERY: Duration = Duration::from_millis(500);
-    loop {
-        std::thread::sleep(EVERY);
-        if store.strong_count() == 0 {
-            return;
+/// `crawl.db` → `crawl.db-wal`.
+fn wal_path(db: &Path) -> std::path::PathBuf {
+    let mut name = db.as_os_str().to_owned();
+    name.push("-wal");
+    std::path::PathBuf::from(name)
+}
+
+/// The checkpoint thread's connection and what it watches.
+struct Checkpointer {
+    conn: Connection,
+    wal_path: std::path::PathBuf,
+    watch: WalWatch,
+    shared: Arc<Mutex<WalState>>,
+}
+
+impl Checkpointer {
+    /// Copy committed WAL frames into the database file every so often,
+    /// from a connection of its own: a passive checkpoint never blocks the
+    /// writer (nor waits for readers), and the fsync it ends with happens
+    /// here rather than in a commit. Ends when the store is dropped.
+    fn until_dropped(mut self, store: std::sync::Weak<Mutex<Inner>>) {
+        const EVERY: Duration = Duration::from_millis(500);
+        loop {
+            std::thread::sleep(EVERY);
+            if store.strong_count() == 0 {
+                return;
+            }
+            self.checkpoint();
         }
-        if let Err(e) = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(())) {
-            tracing::warn!(error = %e, "WAL checkpoint failed; the next one retries");
+    }
+
+    fn checkpoint(&mut self) {
+        // (busy, frames in the WAL, frames copied back)
+        let done = self
+            .conn
+            .query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |row| {
+                Ok((row.get::<_, i64>(1)?, row.get::<_, i64>(2)?))
+            });
+        let (log, copied) = match done {
+            Ok(frames) => frames,
+            Err(e) => {
+                tracing::debug!(error = %e, "WAL checkpoint failed; the next one retries");
+                return;
+            }
+        };
+        let bytes = std::fs::metadata(&self.wal_path).map_or(0, |m| m.len());
+        let event = self
+            .watch
+            .checkpointed(bytes, copied >= log, web_crawler_actors::now_ms());
+        *self.shared.lock().unwrap_or_else(|p| p.into_inner()) = self.watch.state();
+        match event {
+            Some(WalEvent::Growing { bytes, since }) => tracing::warn!(
+                "the write-ahead log of {} has grown to {} MiB: a reader has held an old \
+                 snapshot since {} (a sqlite3 session inside a transaction?), so checkpoints \
+                 cannot empty it; the crawl goes on, and the log shrinks once the reader ends",
+                self.wal_path.display(),
+                bytes >> 20,
+                web_crawler_actors::outage::utc_time(since)
+            ),
+            Some(WalEvent::CaughtUp) => tracing::warn!(
+                "the write-ahead log of {} is checkpointed again",
+                self.wal_path.display()
+            ),
+            None => {}
         }
     }
 }
@@ -218,9 +301,7 @@ fn checkpoint_until_dropped(conn: Connection, store: std::sync::Weak<Mutex<Inner
 #[async_trait]
 impl Frontier for SqliteStore {
     async fn claim(&self, req: ClaimRequest) -> Result<Vec<Job>, StoreError> {
-        let (_, jobs) = self
-            .commit_and_claim(CommitBatch::default(), Some(req))
-            .await?;
+        let (_, jobs) = self.commit_and_claim(Arc::default(), Some(req)).await?;
         Ok(jobs)
     }
 
@@ -228,13 +309,13 @@ impl Frontier for SqliteStore {
         if batch.is_empty() {
             return Ok(CommitSummary::default());
         }
-        let (summary, _) = self.commit_and_claim(batch, None).await?;
+        let (summary, _) = self.commit_and_claim(Arc::new(batch), None).await?;
         Ok(summary)
     }
 
     async fn commit_and_claim(
         &self,
-        batch: CommitBatch,
+        batch: Arc<CommitBatch>,
         claim: Option<ClaimRequest>,
     ) -> Result<(CommitSummary, Vec<Job>), StoreError> {
         self.write(move |tx, seen| {

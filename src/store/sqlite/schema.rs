@@ -92,6 +92,9 @@ pub(super) fn init(conn: &mut Connection) -> Result<(), Fail> {
     // the commit they cost the master more than the commit itself. This is
     // only the backstop if that thread falls behind (256 MiB of WAL).
     conn.pragma_update(None, "wal_autocheckpoint", 65_536)?;
+    // A WAL grown under a long reader is cut back to this once a checkpoint
+    // empties it (see `wal`).
+    conn.pragma_update(None, "journal_size_limit", super::wal::JOURNAL_SIZE_LIMIT)?;
     // Before anything persistent (WAL is recorded in the file header), so a
     // file that is not ours is refused untouched.
     let version = check_identity(conn)?;
@@ -460,11 +463,11 @@ mod tests {
                 .collect();
             let (_, jobs) = store
                 .commit_and_claim(
-                    CommitBatch {
+                    std::sync::Arc::new(CommitBatch {
                         now: round.into(),
                         pages,
                         ..CommitBatch::default()
-                    },
+                    }),
                     Some(claim_req(round.into(), 3, 2)),
                 )
                 .await
