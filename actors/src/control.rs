@@ -88,6 +88,7 @@ fn config_json(cfg: &CrawlConfig) -> Value {
             "period_ms": ms(cfg.restart_intensity.period),
         },
         "tick_ms": ms(cfg.tick),
+        "store_outage_limit_ms": ms(cfg.store_outage_limit),
     })
 }
 
