@@ -5,7 +5,9 @@
 
 use crate::config::{Behaviours, CrawlConfig, Storage};
 use crate::outage::StoreFailure;
-use crate::protocol::{ChildInfo, IdleReason, IndexerMsg, MasterMsg, PoolMsg, Status, SupMsg};
+use crate::protocol::{
+    ChildInfo, ChildRole, IdleReason, IndexerMsg, MasterMsg, PoolMsg, Status, SupMsg,
+};
 use crate::search::SearchAnswer;
 use crate::sup::{ExitReason, Sup, SupArgs};
 use crate::types::OperationSpec;
@@ -205,6 +207,23 @@ impl AppHandle {
     pub async fn which_children(&self) -> Result<Vec<ChildInfo>, AppError> {
         ractor::call_t!(self.sup, SupMsg::WhichChildren, 5_000)
             .map_err(|e| AppError::Stopped(e.to_string()))
+    }
+
+    /// Restart the master as an operator does (console `restart master`):
+    /// it is killed and started again without counting against the
+    /// restart intensity, which is for crashes.
+    pub async fn restart_master(&self) -> Result<(), AppError> {
+        let killed = ractor::call_t!(
+            self.sup,
+            |reply| SupMsg::Restart(ChildRole::Master, reply),
+            5_000
+        )
+        .map_err(|e| AppError::Stopped(e.to_string()))?;
+        if killed {
+            Ok(())
+        } else {
+            Err(AppError::Stopped("this node runs no master".to_string()))
+        }
     }
 
     /// This (worker) node lost its master: the pool drops what it queued

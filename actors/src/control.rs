@@ -5,7 +5,7 @@
 
 use crate::behaviour::{Document, PageQuery, Queries};
 use crate::config::CrawlConfig;
-use crate::protocol::{self, ControlMsg, ControlRequest, IndexerMsg, MasterMsg, SupMsg};
+use crate::protocol::{self, ChildRole, ControlMsg, ControlRequest, IndexerMsg, MasterMsg, SupMsg};
 use crate::search::SearchAnswer;
 use crate::types::SEARCH_RESULTS;
 use ractor::{Actor, ActorProcessingErr, ActorRef};
@@ -213,8 +213,19 @@ async fn answer(state: &ControlArgs, request: ControlRequest) -> Result<Value, S
             Ok(first(hosts, limit))
         }
         ControlRequest::RestartMaster => {
-            master(cfg)?.kill();
-            Ok(json!("master killed; the supervisor restarts it"))
+            let sup = ActorRef::<SupMsg>::where_is(cfg.sup_name()).ok_or("no supervisor")?;
+            let killed = ractor::call_t!(
+                sup,
+                |reply| SupMsg::Restart(ChildRole::Master, reply),
+                MASTER_TIMEOUT_MS
+            )
+            .map_err(|e| e.to_string())?;
+            if !killed {
+                return Err("this node runs no master".to_string());
+            }
+            Ok(json!(
+                "master killed; the supervisor restarts it (an operator's restart is not counted against the restart intensity)"
+            ))
         }
     }
 }

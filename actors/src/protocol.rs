@@ -411,6 +411,10 @@ pub(crate) enum SupMsg {
     Shutdown(RpcReplyPort<()>),
     /// The master gave up on its store: stop the tree with this reason.
     StoreFailed(crate::outage::StoreFailure),
+    /// An operator's restart of a child (console `restart master`): it is
+    /// killed and started again, and, unlike a crash, does not count
+    /// against the restart intensity. Replies once the child is killed.
+    Restart(ChildRole, RpcReplyPort<bool>),
 }
 
 impl ractor::Message for SupMsg {}

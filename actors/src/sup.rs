@@ -56,6 +56,8 @@ pub(crate) struct SupState {
     children: HashMap<ActorId, Child>,
     restart_times: VecDeque<Instant>,
     restarts: HashMap<ChildRole, u32>,
+    /// Children killed by an operator's `Restart`: not crashes.
+    asked_to_restart: std::collections::HashSet<ActorId>,
     run: Arc<RunStats>,
     /// Pages the master handed the indexer and it has not taken yet.
     indexer_load: Arc<IndexerLoad>,
@@ -80,6 +82,7 @@ impl Actor for Sup {
             children: HashMap::new(),
             restart_times: VecDeque::new(),
             restarts: HashMap::new(),
+            asked_to_restart: std::collections::HashSet::new(),
             run: Arc::default(),
             indexer_load: Arc::default(),
             shutting_down: false,
@@ -104,6 +107,18 @@ impl Actor for Sup {
         state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
         match msg {
+            SupMsg::Restart(role, reply) => {
+                let child = state.children.iter().find(|(_, c)| c.role == role);
+                let killed = match child {
+                    Some((id, c)) if !state.shutting_down => {
+                        state.asked_to_restart.insert(*id);
+                        c.cell.kill();
+                        true
+                    }
+                    _ => false,
+                };
+                let _ = reply.send(killed);
+            }
             SupMsg::WhichChildren(reply) => {
                 let mut rows: Vec<ChildInfo> = state
                     .children
@@ -202,11 +217,22 @@ impl Actor for Sup {
         if state.shutting_down {
             return Ok(());
         }
-        tracing::error!(child = ?child.role, reason = %why, "child exited; restarting it");
+        let mut asked = state.asked_to_restart.remove(&cell.get_id());
+        if asked {
+            tracing::info!(child = ?child.role, "restarting it, as the operator asked");
+        } else {
+            tracing::error!(child = ?child.role, reason = %why, "child exited; restarting it");
+        }
         // A child whose restart fails to start counts as another restart.
         let mut why = why;
         loop {
-            if let Some(reason) = note_restart(state, child.role, &why) {
+            let over_intensity = if std::mem::take(&mut asked) {
+                *state.restarts.entry(child.role).or_default() += 1;
+                None
+            } else {
+                note_restart(state, child.role, &why)
+            };
+            if let Some(reason) = over_intensity {
                 tracing::error!(%reason, "supervisor giving up");
                 state.shutting_down = true;
                 for other in state.children.values() {

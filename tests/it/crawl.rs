@@ -14,6 +14,7 @@ use web_crawler::actors::{
 };
 use web_crawler::operations::search_results;
 use web_crawler::policy::Scope;
+use web_crawler::store::SqliteStore;
 use web_crawler::{IdleReason, Settings, start, start_on};
 use web_crawler_testsupport::{Page, TestServer, page_with_links, reserve};
 
@@ -720,6 +721,32 @@ async fn a_killed_master_is_restarted_and_adopts_the_pools_work(b: Backend) {
     // had not yet committed (at most the window) are fetched again.
     let repeated: u32 = server.hits().values().map(|n| n.saturating_sub(1)).sum();
     assert!(repeated <= window, "{repeated} repeated fetches");
+}
+
+/// An operator restarts the master twice within the restart period: not
+/// crashes, so the default intensity (1 in 60 s) is not spent on them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn operator_restarts_do_not_spend_the_restart_intensity() {
+    let server = TestServer::start(Ipv4Addr::new(127, 0, 0, 11), chain_web(30)).await;
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(SqliteStore::open(&dir.path().join("c.db")).unwrap());
+    let s = settings("operator");
+    assert_eq!(s.crawl.restart_intensity.max_restarts, 1, "the default");
+    let app = start(store.clone(), s).await.unwrap();
+    for _ in 0..2 {
+        app.restart_master().await.unwrap();
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    app.add_url(&server.url("/")).await.unwrap();
+    let idle = tokio::time::timeout(Duration::from_secs(60), app.wait_idle())
+        .await
+        .expect("crawl finishes")
+        .unwrap();
+    assert_eq!(idle, IdleReason::FrontierEmpty);
+    assert_eq!(app.status().await.unwrap().master_restarts, 2);
+    assert!(app.exit_reason().is_none(), "the app runs on");
+    app.stop(Duration::from_secs(5)).await.unwrap();
+    assert_eq!(store.counts().await.unwrap().processed, 31);
 }
 
 on_both_backends!(
