@@ -1209,6 +1209,37 @@ async fn rebuild_index(store_opts: &StoreOpts, tuning: &TuningOpts) -> Result<Ex
     })
 }
 
+/// Before a node joins the cluster at `addr` as `name`: refuse a name a
+/// live node (or the master) has, as Erlang refuses a duplicate node name,
+/// so that the newcomer fails instead of taking over the other's sessions.
+/// The master's `status` is asked by a process of its own (this binary):
+/// two cluster nodes in one process share ractor's registry and unsettle
+/// each other's sessions. When it cannot say (a worker's address, a wrong
+/// cookie), the join goes on and meets any error itself.
+async fn ensure_name_free(addr: &str, cookie_file: &Path, name: &str) -> Result<()> {
+    let out = tokio::process::Command::new(std::env::current_exe()?)
+        .args(["status", "--json", "--wait", "10", "--connect", addr])
+        .arg("--cookie-file")
+        .arg(cookie_file)
+        .env("RUST_LOG", "error")
+        .stderr(std::process::Stdio::null())
+        .output()
+        .await?;
+    if !out.status.success() {
+        return Ok(());
+    }
+    let status: web_crawler::actors::Status =
+        serde_json::from_slice(&out.stdout).context("the master's status")?;
+    if status.node == name || status.nodes.iter().any(|n| n.node == name) {
+        return Err(cluster::ClusterError::NameTaken {
+            name: name.to_string(),
+            addr: addr.to_string(),
+        }
+        .into());
+    }
+    Ok(())
+}
+
 /// Run a node until Ctrl-C / SIGTERM, or until its tree stops by itself.
 /// The master's node is given its store, seeds and store outage limit.
 async fn serve_node(
@@ -1227,8 +1258,7 @@ async fn serve_node(
     // is asked again every robots_retry, without end.
     settings.crawl.keep_retrying_robots = true;
     if let Some((addr, _)) = join {
-        web_crawler::actors::ensure_name_free(addr, &cookie, &node.name, Duration::from_secs(10))
-            .await?;
+        ensure_name_free(addr, &node.cookie_file, &node.name).await?;
     }
     let server = cluster::start_node(&node.name, node.listen, &cookie, true).await?;
     let app = match &master {

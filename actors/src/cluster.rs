@@ -161,7 +161,7 @@ pub async fn stay_joined(
                 lost();
             }
             WatchStep::Reconnect => {
-                if let Err(e) = join(node, addr, Duration::from_secs(2)).await {
+                if let Err(e) = join(node, addr, Duration::from_secs(5)).await {
                     tracing::debug!(%addr, error = %e, "the master is still unreachable");
                 }
             }

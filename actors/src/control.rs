@@ -224,7 +224,7 @@ async fn answer(state: &ControlArgs, request: ControlRequest) -> Result<Value, S
                 return Err("this node runs no master".to_string());
             }
             Ok(json!(
-                "master killed; the supervisor restarts it (an operator's restart is not counted against the restart intensity)"
+                "master restarted (an operator's restart is not counted against the restart intensity)"
             ))
         }
     }

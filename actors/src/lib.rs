@@ -34,7 +34,7 @@ pub use outage::{StoreFailure, StoreFailureKind};
 pub use protocol::{
     ChildInfo, ChildRole, ControlRequest, IdleReason, NodeInfo, SlaveReport, Status, node_of,
 };
-pub use remote::{Remote, RemoteError, ensure_name_free};
+pub use remote::{Remote, RemoteError};
 pub use search::{
     Anchor, INDEX_QUEUE, IndexError, IndexOpener, PageIndex, PageText, SearchAnswer, SearchHit,
 };

@@ -413,7 +413,7 @@ pub(crate) enum SupMsg {
     StoreFailed(crate::outage::StoreFailure),
     /// An operator's restart of a child (console `restart master`): it is
     /// killed and started again, and, unlike a crash, does not count
-    /// against the restart intensity. Replies once the child is killed.
+    /// against the restart intensity. Replies once its successor runs.
     Restart(ChildRole, RpcReplyPort<bool>),
 }
 

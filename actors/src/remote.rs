@@ -136,32 +136,3 @@ impl Remote {
         self.node.stop(None);
     }
 }
-
-/// Before a node joins the cluster at `addr` as `name`: refuse a name a
-/// live node has (as Erlang refuses a duplicate node name), so that the
-/// newcomer fails instead of taking over the other node's sessions. Asks
-/// the master's control actor over a connection of its own; a node that
-/// runs no control actor (a worker) cannot say, and the join goes on.
-pub async fn ensure_name_free(
-    addr: &str,
-    cookie: &str,
-    name: &str,
-    timeout: Duration,
-) -> Result<(), RemoteError> {
-    let remote = match Remote::connect(addr, cookie, timeout).await {
-        Ok(remote) => remote,
-        Err(ClusterError::Missing(_)) => return Ok(()),
-        Err(e) => return Err(e.into()),
-    };
-    let status = remote.status().await;
-    remote.close();
-    let status = status?;
-    if status.node == name || status.nodes.iter().any(|n| n.node == name) {
-        return Err(ClusterError::NameTaken {
-            name: name.to_string(),
-            addr: addr.to_string(),
-        }
-        .into());
-    }
-    Ok(())
-}

@@ -12,7 +12,7 @@ use crate::master::{Master, MasterArgs, RunStats};
 use crate::outage::{PatientQueries, StoreFailure};
 use crate::pool::{Pool, PoolArgs};
 use crate::protocol::{ChildInfo, ChildRole, IndexerMsg, MasterMsg, SupMsg};
-use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, SupervisionEvent};
+use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::Instant;
@@ -56,8 +56,9 @@ pub(crate) struct SupState {
     children: HashMap<ActorId, Child>,
     restart_times: VecDeque<Instant>,
     restarts: HashMap<ChildRole, u32>,
-    /// Children killed by an operator's `Restart`: not crashes.
-    asked_to_restart: std::collections::HashSet<ActorId>,
+    /// Children killed by an operator's `Restart` (not crashes), with who
+    /// to tell once the successor runs.
+    asked_to_restart: HashMap<ActorId, RpcReplyPort<bool>>,
     run: Arc<RunStats>,
     /// Pages the master handed the indexer and it has not taken yet.
     indexer_load: Arc<IndexerLoad>,
@@ -82,7 +83,7 @@ impl Actor for Sup {
             children: HashMap::new(),
             restart_times: VecDeque::new(),
             restarts: HashMap::new(),
-            asked_to_restart: std::collections::HashSet::new(),
+            asked_to_restart: HashMap::new(),
             run: Arc::default(),
             indexer_load: Arc::default(),
             shutting_down: false,
@@ -109,15 +110,15 @@ impl Actor for Sup {
         match msg {
             SupMsg::Restart(role, reply) => {
                 let child = state.children.iter().find(|(_, c)| c.role == role);
-                let killed = match child {
+                match child {
                     Some((id, c)) if !state.shutting_down => {
-                        state.asked_to_restart.insert(*id);
                         c.cell.kill();
-                        true
+                        state.asked_to_restart.insert(*id, reply);
                     }
-                    _ => false,
-                };
-                let _ = reply.send(killed);
+                    _ => {
+                        let _ = reply.send(false);
+                    }
+                }
             }
             SupMsg::WhichChildren(reply) => {
                 let mut rows: Vec<ChildInfo> = state
@@ -217,7 +218,8 @@ impl Actor for Sup {
         if state.shutting_down {
             return Ok(());
         }
-        let mut asked = state.asked_to_restart.remove(&cell.get_id());
+        let mut waiter = state.asked_to_restart.remove(&cell.get_id());
+        let mut asked = waiter.is_some();
         if asked {
             tracing::info!(child = ?child.role, "restarting it, as the operator asked");
         } else {
@@ -246,7 +248,12 @@ impl Actor for Sup {
                 return Ok(());
             }
             match start_child(&myself, state, child.role).await {
-                Ok(()) => break,
+                Ok(()) => {
+                    if let Some(waiter) = waiter.take() {
+                        let _ = waiter.send(true);
+                    }
+                    break;
+                }
                 Err(e) => {
                     why = format!("restart failed: {e}");
                     tracing::error!(child = ?child.role, reason = %why, "child did not start");
