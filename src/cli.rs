@@ -787,7 +787,25 @@ async fn crawl(
     let status = app.status().await?;
     app.stop(Duration::from_secs(10)).await?;
     let summary = summary(&*store, &status, outcome.ok(), started.elapsed(), opts.json).await?;
-    Ok((outcome.err().unwrap_or(ExitCode::SUCCESS), summary))
+    let code = match outcome {
+        Err(code) => code,
+        Ok(_) if nothing_fetched(status.fetched_this_run, status.errors_this_run) => {
+            eprintln!("no page could be fetched: every request of this run failed (reasons above)");
+            ExitCode::from(NOTHING_FETCHED)
+        }
+        Ok(_) => ExitCode::SUCCESS,
+    };
+    Ok((code, summary))
+}
+
+/// Exit code of a crawl whose every request failed (an unreachable seed, a
+/// typo in its host): a script must not read it as done.
+const NOTHING_FETCHED: u8 = 2;
+
+/// A run that tried and got no answer at all; a run with nothing left to
+/// do (every page already processed) tried nothing, and is done.
+fn nothing_fetched(fetched: u64, errors: u64) -> bool {
+    fetched == 0 && errors > 0
 }
 
 /// SIGINT and SIGTERM: the first stops gracefully (in-flight URLs finish or
@@ -1307,6 +1325,13 @@ async fn serve_node(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_run_that_fetched_nothing_fails_only_if_it_tried() {
+        assert!(nothing_fetched(0, 3));
+        assert!(!nothing_fetched(0, 0), "nothing left to do is done");
+        assert!(!nothing_fetched(1, 3), "some answer came");
+    }
 
     #[test]
     fn search_takes_db_or_index_but_not_both() {

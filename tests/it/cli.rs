@@ -193,6 +193,34 @@ async fn search_text_prints_pages_and_positions(backend: Backend) {
     );
 }
 
+/// A seed nobody answers (a closed port): the crawl ends by itself, says
+/// why, and exits 2, so that a script does not read it as done; a second
+/// run with nothing left to do exits 0.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crawl_that_fetched_nothing_exits_2_with_the_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = db_arg(dir.path());
+    let closed = web_crawler_testsupport::reserve(Ipv4Addr::new(127, 0, 3, 9));
+    let url = format!("http://{}/", closed.local_addr().unwrap());
+    drop(closed);
+    let out = tokio::time::timeout(Duration::from_secs(120), run(&["crawl", &url, "--db", &db]))
+        .await
+        .expect("the crawl ends by itself");
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("no page could be fetched"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("robots.txt unreachable"),
+        "the summary says why: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let again = run(&["crawl", &url, "--db", &db]).await;
+    assert_eq!(again.status.code(), Some(0), "{}", stderr(&again));
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_input_is_one_clear_line_and_a_failure_exit() {
     let dir = tempfile::tempdir().unwrap();

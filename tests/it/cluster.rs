@@ -356,10 +356,7 @@ async fn the_console_drives_the_cluster() {
     assert!(text.contains("node\tload\thosts"), "nodes: {text}");
     assert!(text.contains("queued http://"), "add_url: {text}");
     assert!(text.contains("error: unknown command"), "bad input: {text}");
-    assert!(
-        text.contains("master restarted"),
-        "{text}"
-    );
+    assert!(text.contains("master restarted"), "{text}");
     assert!(
         text.contains("node master:"),
         "status after the restart: {text}"
