@@ -923,6 +923,7 @@ async fn summary(
                 limit: Some(FAILED_SHOWN),
                 offset: 0,
                 only_failed: true,
+                newest_first: false,
             })
             .await?;
         for p in &failed {
@@ -1168,6 +1169,7 @@ async fn rebuild_index(store_opts: &StoreOpts, tuning: &TuningOpts) -> Result<Ex
             limit: None,
             offset: 0,
             only_failed: false,
+            newest_first: false,
         })
         .await?;
     let urls: Vec<String> = pages

@@ -197,6 +197,9 @@ pub struct PageQuery {
     pub limit: Option<usize>,
     pub offset: usize,
     pub only_failed: bool,
+    /// The last processed first (the console's `processed N`); by URL
+    /// otherwise, a stable order to page through.
+    pub newest_first: bool,
 }
 
 /// The frontier: the store as the master uses it — claims, commits and

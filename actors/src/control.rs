@@ -176,6 +176,7 @@ async fn answer(state: &ControlArgs, request: ControlRequest) -> Result<Value, S
                     limit: Some(limit),
                     offset: 0,
                     only_failed,
+                    newest_first: true,
                 })
                 .await
                 .map_err(|e| e.to_string())?;

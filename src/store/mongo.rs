@@ -1112,17 +1112,16 @@ impl Queries for MongoStore {
         } else {
             doc! {}
         };
-        self.collect(
-            &self.processed,
-            filter,
-            doc! { "_id": 1 },
-            query.limit,
-            query.offset,
-        )
-        .await?
-        .iter()
-        .map(processed_of)
-        .collect()
+        let order = if query.newest_first {
+            doc! { "d_processed": -1, "_id": 1 }
+        } else {
+            doc! { "_id": 1 }
+        };
+        self.collect(&self.processed, filter, order, query.limit, query.offset)
+            .await?
+            .iter()
+            .map(processed_of)
+            .collect()
     }
 
     async fn processed_url(&self, url: &str) -> Result<Option<ProcessedUrl>, StoreError> {

@@ -526,6 +526,7 @@ async fn a_cluster_indexes_what_its_nodes_fetch_and_answers_searches() {
             limit: None,
             offset: 0,
             only_failed: false,
+            newest_first: false,
         })
         .await
         .unwrap();

@@ -6,8 +6,8 @@ use serde_json::json;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use web_crawler::actors::{
-    ClaimRequest, CommitBatch, Document, HostRecord, Job, NewLink, OperationSpec, PageRecord,
-    ProcessedPage, Record, Retry, SEARCH_RESULTS, Store, UrlKey,
+    ClaimRequest, CommitBatch, Document, HostRecord, Job, NewLink, OperationSpec, PageQuery,
+    PageRecord, ProcessedPage, Record, Retry, SEARCH_RESULTS, Store, UrlKey,
 };
 use web_crawler::operations::search_results;
 
@@ -259,6 +259,54 @@ async fn lease_expiry_returns_urls(b: Backend) {
     assert_eq!(store.counts().await.unwrap().processing, 1);
     assert_eq!(store.release_keys(&[key]).await.unwrap(), 1);
     assert_eq!(store.counts().await.unwrap().processing, 0);
+}
+
+async fn processed_pages_by_url_or_newest_first(b: Backend) {
+    let store = b.open().await;
+    for (i, url) in ["http://n/b", "http://n/c", "http://n/a"]
+        .iter()
+        .enumerate()
+    {
+        let at = NOW + 1_000 * i as i64;
+        store
+            .commit(pages(
+                at,
+                None,
+                vec![page(url, 200, Some(100 + i as u64), vec![])],
+            ))
+            .await
+            .unwrap();
+    }
+    let list = |newest_first| {
+        let store = store.clone();
+        async move {
+            store
+                .processed(PageQuery {
+                    newest_first,
+                    ..PageQuery::default()
+                })
+                .await
+                .unwrap()
+                .into_iter()
+                .map(|p| p.record.url)
+                .collect::<Vec<_>>()
+        }
+    };
+    assert_eq!(
+        list(false).await,
+        ["http://n/a", "http://n/b", "http://n/c"]
+    );
+    assert_eq!(list(true).await, ["http://n/a", "http://n/c", "http://n/b"]);
+    let two = store
+        .processed(PageQuery {
+            limit: Some(2),
+            newest_first: true,
+            ..PageQuery::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(two.len(), 2);
+    assert_eq!(two[1].record.url, "http://n/c");
 }
 
 async fn reprocess_interval_rule(b: Backend) {
@@ -721,6 +769,7 @@ async fn pages_in_batches_and_hosts_with_their_pages(b: Backend) {
 }
 
 on_both_backends!(upsert_and_referral_merge_, upsert_and_referral_merge);
+on_both_backends!(processed_order, processed_pages_by_url_or_newest_first);
 on_both_backends!(
     pages_in_batches_and_hosts,
     pages_in_batches_and_hosts_with_their_pages

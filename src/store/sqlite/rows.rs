@@ -236,6 +236,7 @@ pub(super) fn processed(
         let mut stmt = tx.prepare_cached(PROCESSED_PAGE)?;
         let mut rows = stmt.query(named_params! {
             ":only_failed": query.only_failed,
+            ":newest_first": query.newest_first,
             ":limit": limit_param(query.limit),
             ":offset": i64::try_from(query.offset).unwrap_or(i64::MAX),
         })?;
@@ -534,6 +535,7 @@ mod tests {
         let failed = store
             .processed(PageQuery {
                 only_failed: true,
+                newest_first: false,
                 ..PageQuery::default()
             })
             .await
@@ -553,6 +555,7 @@ mod tests {
                 limit: Some(2),
                 offset: 1,
                 only_failed: false,
+                newest_first: false,
             })
             .await
             .unwrap();

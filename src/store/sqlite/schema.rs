@@ -347,7 +347,8 @@ pub(super) const PROCESSED_PAGE: &str = concat!(
     processed_cols!(),
     " FROM processed_urls
     WHERE (:only_failed = 0 OR http_returncode >= 400 OR error IS NOT NULL)
-    ORDER BY url LIMIT :limit OFFSET :offset"
+    ORDER BY CASE WHEN :newest_first THEN d_processed END DESC, url
+    LIMIT :limit OFFSET :offset"
 );
 
 pub(super) const PROCESSED_AFTER: &str = concat!(
