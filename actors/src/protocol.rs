@@ -267,12 +267,8 @@ impl ractor::Message for MasterMsg {
 /// this node, else through its process group on another node. A restarted
 /// master gets it, as it takes the name and the group.
 pub(crate) fn cast(master_name: &str, msg: MasterMsg) {
-    let master = ActorRef::<MasterMsg>::where_is(master_name).or_else(|| {
-        ractor::pg::get_members(&MASTER_GROUP.to_string())
-            .into_iter()
-            .find(|c| !c.get_id().is_local())
-            .map(ActorRef::from)
-    });
+    let master = ActorRef::<MasterMsg>::where_is(master_name)
+        .or_else(|| remote_master().map(ActorRef::from));
     match master {
         Some(master) => {
             if let Err(e) = master.cast(msg) {
@@ -286,9 +282,14 @@ pub(crate) fn cast(master_name: &str, msg: MasterMsg) {
 /// Whether a master on another node is in the master group (what a worker
 /// node's pool sends to).
 pub(crate) fn master_reachable() -> bool {
+    remote_master().is_some()
+}
+
+/// A master on another node, from the master group.
+fn remote_master() -> Option<ractor::ActorCell> {
     ractor::pg::get_members(&MASTER_GROUP.to_string())
-        .iter()
-        .any(|c| !c.get_id().is_local())
+        .into_iter()
+        .find(|c| !c.get_id().is_local())
 }
 
 pub(crate) fn report(master_name: &str, report: SlaveReport) {

@@ -135,30 +135,7 @@ impl Actor for Sup {
             }
             SupMsg::Shutdown(reply) => {
                 state.shutting_down = true;
-                for role in [
-                    ChildRole::Control,
-                    ChildRole::Master,
-                    ChildRole::Indexer,
-                    ChildRole::Pool,
-                ] {
-                    if role == ChildRole::Indexer
-                        && let Some(indexer) =
-                            ActorRef::<IndexerMsg>::where_is(state.args.config.indexer_name())
-                    {
-                        // The master's last pages are in its mailbox; what is
-                        // not indexed now waits in the store's queue.
-                        let _ = ractor::call_t!(indexer, IndexerMsg::CatchUp, CATCH_UP_MS);
-                    }
-                    let cells: Vec<_> = state
-                        .children
-                        .values()
-                        .filter(|c| c.role == role)
-                        .map(|c| c.cell.clone())
-                        .collect();
-                    for cell in cells {
-                        let _ = cell.stop_and_wait(None, None).await;
-                    }
-                }
+                stop_children(state, true).await;
                 let _ = state.args.exit.send(Some(ExitReason::Requested));
                 let _ = reply.send(());
                 myself.stop(None);
@@ -173,22 +150,7 @@ impl Actor for Sup {
                 state.shutting_down = true;
                 let reason = failure.to_string();
                 let _ = state.args.exit.send(Some(ExitReason::Store(failure)));
-                for role in [
-                    ChildRole::Control,
-                    ChildRole::Master,
-                    ChildRole::Indexer,
-                    ChildRole::Pool,
-                ] {
-                    let cells: Vec<_> = state
-                        .children
-                        .values()
-                        .filter(|c| c.role == role)
-                        .map(|c| c.cell.clone())
-                        .collect();
-                    for cell in cells {
-                        let _ = cell.stop_and_wait(None, None).await;
-                    }
-                }
+                stop_children(state, false).await;
                 myself.stop(Some(reason));
             }
         }
@@ -266,6 +228,37 @@ impl Actor for Sup {
             let _ = master.cast(MasterMsg::PoolRestarted);
         }
         Ok(())
+    }
+}
+
+/// Stop the children one role at a time, control first and the pool last
+/// (the master writes its last batch while the pool still runs). With
+/// `catch_up` the indexer first indexes what the master handed it: the
+/// master's last pages are in its mailbox, and what is not indexed then
+/// waits in the store's queue.
+async fn stop_children(state: &SupState, catch_up: bool) {
+    for role in [
+        ChildRole::Control,
+        ChildRole::Master,
+        ChildRole::Indexer,
+        ChildRole::Pool,
+    ] {
+        if catch_up
+            && role == ChildRole::Indexer
+            && let Some(indexer) =
+                ActorRef::<IndexerMsg>::where_is(state.args.config.indexer_name())
+        {
+            let _ = ractor::call_t!(indexer, IndexerMsg::CatchUp, CATCH_UP_MS);
+        }
+        let cells: Vec<_> = state
+            .children
+            .values()
+            .filter(|c| c.role == role)
+            .map(|c| c.cell.clone())
+            .collect();
+        for cell in cells {
+            let _ = cell.stop_and_wait(None, None).await;
+        }
     }
 }
 
