@@ -115,16 +115,25 @@ impl Cluster {
             .unwrap()
     }
 
-    /// An interactive console attached to the master's node, on pipes.
-    fn console(&self) -> Child {
-        bin()
+    /// A console attached to the master's node, fed `script` on a pipe
+    /// until it ends: its whole output.
+    async fn console(&self, extra: &[&str], script: &str) -> Output {
+        let mut console = bin()
             .args(["console", "--connect", &self.master_addr.to_string()])
             .arg("--cookie-file")
             .arg(&self.cookie)
+            .args(extra)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
+            .unwrap();
+        let mut stdin = console.stdin.take().unwrap();
+        stdin.write_all(script.as_bytes()).await.unwrap();
+        drop(stdin);
+        tokio::time::timeout(Duration::from_secs(60), console.wait_with_output())
+            .await
+            .expect("the console ends")
             .unwrap()
     }
 
@@ -329,18 +338,11 @@ async fn a_wrong_cookie_is_refused_with_a_clear_message() {
 async fn the_console_drives_the_cluster() {
     let web = GeneratedWeb::start_with(2, 10, 14, Duration::ZERO).await;
     let cluster = Cluster::start(&[]).await;
-    let mut console = cluster.console();
-    let mut stdin = console.stdin.take().unwrap();
     let script = format!(
         "help\ntree\nnodes\nadd_url {}\nnonsense here\nrestart master\nstatus\nstate sup\nquit\n",
         web.seed_url()
     );
-    stdin.write_all(script.as_bytes()).await.unwrap();
-    drop(stdin);
-    let out = tokio::time::timeout(Duration::from_secs(60), console.wait_with_output())
-        .await
-        .unwrap()
-        .unwrap();
+    let out = cluster.console(&[], &script).await;
     assert_eq!(
         out.status.code(),
         Some(1),
@@ -370,27 +372,7 @@ async fn the_console_drives_the_cluster() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_console_answers_in_json_lines() {
     let cluster = Cluster::start(&[]).await;
-    let mut console = bin()
-        .args([
-            "console",
-            "--json",
-            "--connect",
-            &cluster.master_addr.to_string(),
-        ])
-        .arg("--cookie-file")
-        .arg(&cluster.cookie)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = console.stdin.take().unwrap();
-    stdin.write_all(b"status\nnodes\n").await.unwrap();
-    drop(stdin);
-    let out = tokio::time::timeout(Duration::from_secs(60), console.wait_with_output())
-        .await
-        .unwrap()
-        .unwrap();
+    let out = cluster.console(&["--json"], "status\nnodes\n").await;
     assert!(
         out.status.success(),
         "{}",
@@ -549,17 +531,9 @@ async fn a_cluster_indexes_what_its_nodes_fetch_and_answers_searches() {
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
     }
-    let mut console = cluster.console();
-    let mut stdin = console.stdin.take().unwrap();
-    stdin
-        .write_all(b"search sourdugh archive\nsearch \"unbalanced\nquit\n")
-        .await
-        .unwrap();
-    drop(stdin);
-    let out = tokio::time::timeout(Duration::from_secs(60), console.wait_with_output())
-        .await
-        .unwrap()
-        .unwrap();
+    let out = cluster
+        .console(&[], "search sourdugh archive\nsearch \"unbalanced\nquit\n")
+        .await;
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("did you mean: sourdough archive"), "{text}");
     assert!(text.contains(&roots[0]), "{text}");
