@@ -154,6 +154,12 @@ impl Cluster {
             .unwrap()
     }
 
+    /// `add-url` through the command line; it must succeed.
+    async fn add_url(&self, url: &str) {
+        let out = self.cli(&["add-url", url]).await;
+        assert!(out.status.success(), "add-url {url}: {out:?}");
+    }
+
     async fn status(&self) -> Option<serde_json::Value> {
         let out = self.cli(&["status", "--json"]).await;
         if !out.status.success() {
@@ -253,13 +259,7 @@ async fn a_killed_worker_loses_nothing() {
     let mut w1 = cluster.worker("w1", Ipv4Addr::new(127, 0, 9, 4));
     let _w2 = cluster.worker("w2", Ipv4Addr::new(127, 0, 9, 5));
     assert!(cluster.wait_nodes(3).await);
-    assert!(
-        cluster
-            .cli(&["add-url", &web.seed_url()])
-            .await
-            .status
-            .success()
-    );
+    cluster.add_url(&web.seed_url()).await;
     let progressed = wait_for(Duration::from_secs(60), || {
         web.servers.iter().map(|s| s.total_hits()).sum::<u32>() >= 60
     })
@@ -292,13 +292,7 @@ async fn a_killed_worker_loses_nothing() {
 async fn a_node_joining_mid_crawl_receives_work() {
     let web = GeneratedWeb::start_with(10, 25, 13, Duration::from_millis(20)).await;
     let mut cluster = Cluster::start(&[]).await;
-    assert!(
-        cluster
-            .cli(&["add-url", &web.seed_url()])
-            .await
-            .status
-            .success()
-    );
+    cluster.add_url(&web.seed_url()).await;
     let started = wait_for(Duration::from_secs(60), || {
         web.servers.iter().map(|s| s.total_hits()).sum::<u32>() >= 5
     })
@@ -451,7 +445,7 @@ async fn a_cluster_on_a_web_with_traps_goes_idle_by_itself() {
     let _w1 = cluster.worker("w1", Ipv4Addr::new(127, 0, 9, 7));
     let _w2 = cluster.worker("w2", Ipv4Addr::new(127, 0, 9, 8));
     assert!(cluster.wait_nodes(3).await, "three pools");
-    assert!(cluster.cli(&["add-url", &roots[0]]).await.status.success());
+    cluster.add_url(&roots[0]).await;
     let status = cluster.wait_idle().await;
     assert_eq!(status["pending"], 0, "{status}");
     for (h, server) in servers.iter().enumerate() {
@@ -500,7 +494,7 @@ async fn a_cluster_indexes_what_its_nodes_fetch_and_answers_searches() {
     let mut cluster = Cluster::start(&[]).await;
     let _w1 = cluster.worker("w1", Ipv4Addr::new(127, 0, 9, 9));
     assert!(cluster.wait_nodes(2).await, "two pools");
-    assert!(cluster.cli(&["add-url", &roots[0]]).await.status.success());
+    cluster.add_url(&roots[0]).await;
     cluster.wait_idle().await;
     let store = SqliteStore::open(&cluster.db()).unwrap();
     let pages = store
@@ -556,13 +550,7 @@ async fn a_worker_rejoins_a_restarted_master_and_fetches_again() {
         cluster.wait_nodes(2).await,
         "the worker joined the new master"
     );
-    assert!(
-        cluster
-            .cli(&["add-url", &web.seed_url()])
-            .await
-            .status
-            .success()
-    );
+    cluster.add_url(&web.seed_url()).await;
     cluster.wait_idle().await;
     assert_every_page_fetched(&web, true);
     let per_host = nodes_per_host(&cluster.db()).await;
