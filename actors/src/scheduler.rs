@@ -374,6 +374,13 @@ mod tests {
         })
     }
 
+    /// The first poll fetches `host`'s robots.txt, which disallows `/private`.
+    fn robots_fetched(s: &mut HostScheduler, host: &str) {
+        s.poll(0);
+        s.robots_done();
+        s.robots_ready(host, rules("/private", None), false, 0);
+    }
+
     fn rules(deny: &'static str, delay: Option<u64>) -> Arc<dyn RobotsRules> {
         Arc::new(Rules {
             deny_prefix: deny,
@@ -415,9 +422,7 @@ mod tests {
         for i in 0..3 {
             s.push(job("a", &format!("/{i}")));
         }
-        s.poll(0);
-        s.robots_done();
-        s.robots_ready("a", rules("/private", None), false, 0);
+        robots_fetched(&mut s, "a");
         let (a, _) = s.poll(0);
         assert_eq!(runs(&a), vec!["http://a/0"]);
         // Second request waits for the first to finish (per_host = 1).
@@ -449,9 +454,7 @@ mod tests {
         let mut s = sched(10, 1, 0);
         s.push(job("a", "/private/1"));
         s.push(job("a", "/ok"));
-        s.poll(0);
-        s.robots_done();
-        s.robots_ready("a", rules("/private", None), false, 0);
+        robots_fetched(&mut s, "a");
         let (a, _) = s.poll(0);
         assert!(matches!(&a[0], Action::Blocked(j) if j.url.ends_with("/private/1")));
         assert_eq!(runs(&a), vec!["http://a/ok"]);
@@ -541,9 +544,7 @@ mod tests {
         let mut s = sched(10, 1, 0);
         s.push(job("a", "/1"));
         s.push(job("a", "/2"));
-        s.poll(0);
-        s.robots_done();
-        s.robots_ready("a", rules("/private", None), false, 0);
+        robots_fetched(&mut s, "a");
         assert_eq!(runs(&s.poll(0).0), vec!["http://a/1"]);
         s.reported(&job("a", "/1"));
         assert_eq!(s.held(), vec![job("a", "/2")]);
@@ -557,9 +558,7 @@ mod tests {
         let mut s = sched(10, 1, 0);
         s.push(job("a", "/1"));
         s.push(job("a", "/2"));
-        s.poll(0);
-        s.robots_done();
-        s.robots_ready("a", rules("/private", None), false, 0);
+        robots_fetched(&mut s, "a");
         s.poll(0);
         s.back_off("a", 5_000);
         s.finished(&job("a", "/1").key(), "a");
@@ -584,9 +583,7 @@ mod tests {
         let mut s = sched(10, 1, 0);
         s.push(job("a", "/1"));
         s.push(job("a", "/2"));
-        s.poll(0);
-        s.robots_done();
-        s.robots_ready("a", rules("/private", None), false, 0);
+        robots_fetched(&mut s, "a");
         s.poll(0);
         let q = s.take_queued();
         assert_eq!(q.len(), 1);

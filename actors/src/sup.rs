@@ -60,7 +60,7 @@ pub(crate) struct SupState {
     /// to tell once the successor runs.
     asked_to_restart: HashMap<ActorId, RpcReplyPort<bool>>,
     run: Arc<RunStats>,
-    /// Pages the master handed the indexer and it has not taken yet.
+    /// Pages the master handed the indexer and it has not committed yet.
     indexer_load: Arc<IndexerLoad>,
     shutting_down: bool,
 }
