@@ -366,28 +366,27 @@ impl StoreOpts {
         if self.mongodb.is_none() && !self.db.exists() {
             bail!("no crawl database at {}", self.db.display());
         }
-        self.connect(SqliteStore::open).await
-    }
-
-    /// The store to crawl with: an embedded file is created if missing and
-    /// locked against a second crawling process.
-    async fn open_for_crawl(&self) -> Result<Arc<dyn Store>> {
-        if let (None, Some(pages)) = (&self.mongodb, self.db_max_pages) {
-            let store = SqliteStore::open_for_crawl(&self.db)?;
-            store.limit_pages(pages)?;
-            return Ok(Arc::new(store));
-        }
-        self.connect(SqliteStore::open_for_crawl).await
-    }
-
-    async fn connect(
-        &self,
-        embedded: fn(&Path) -> Result<SqliteStore, web_crawler::actors::StoreError>,
-    ) -> Result<Arc<dyn Store>> {
         Ok(match &self.mongodb {
             Some(uri) => Arc::new(MongoStore::connect(uri, &self.mongodb_database).await?),
-            None => Arc::new(embedded(&self.db)?),
+            None => Arc::new(SqliteStore::open(&self.db)?),
         })
+    }
+
+    /// The store to crawl with, held against a second crawling process: an
+    /// embedded file is created if missing and locked; a MongoDB database's
+    /// owner lease is taken.
+    async fn open_for_crawl(&self) -> Result<Arc<dyn Store>> {
+        if let Some(uri) = &self.mongodb {
+            let command = std::env::args().nth(1).unwrap_or_default();
+            let owner = format!("`web_crawler {command}`");
+            let store = MongoStore::connect_for_crawl(uri, &self.mongodb_database, &owner).await?;
+            return Ok(Arc::new(store));
+        }
+        let store = SqliteStore::open_for_crawl(&self.db)?;
+        if let Some(pages) = self.db_max_pages {
+            store.limit_pages(pages)?;
+        }
+        Ok(Arc::new(store))
     }
 
     /// Where the full-text index of this store is kept.

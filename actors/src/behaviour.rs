@@ -255,6 +255,11 @@ pub trait Frontier: Send + Sync + fmt::Debug + 'static {
 
     /// Counts over the store: the master's idle check and `status`.
     async fn counts(&self) -> Result<StoreCounts, StoreError>;
+
+    /// The app is done with the frontier (its tree has stopped): let go of
+    /// what a crawling process holds, such as MongoDB's owner lease, so the
+    /// next process takes over at once. Reads still work after it.
+    async fn close(&self) {}
 }
 
 /// Read-side queries: what reports, the console and embedding users list.

@@ -235,7 +235,8 @@ impl Actor for Sup {
 /// (the master writes its last batch while the pool still runs). With
 /// `catch_up` the indexer first indexes what the master handed it: the
 /// master's last pages are in its mailbox, and what is not indexed then
-/// waits in the store's queue.
+/// waits in the store's queue. Then the frontier is closed (its owner lease
+/// let go).
 async fn stop_children(state: &SupState, catch_up: bool) {
     for role in [
         ChildRole::Control,
@@ -259,6 +260,9 @@ async fn stop_children(state: &SupState, catch_up: bool) {
         for cell in cells {
             let _ = cell.stop_and_wait(None, None).await;
         }
+    }
+    if let Some(storage) = &state.args.storage {
+        storage.frontier.close().await;
     }
 }
 

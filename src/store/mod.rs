@@ -3,6 +3,8 @@
 
 #[cfg(feature = "mongodb")]
 mod mongo;
+#[cfg(feature = "mongodb")]
+mod mongo_owner;
 mod seen;
 mod sqlite;
 

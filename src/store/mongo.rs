@@ -9,6 +9,7 @@
 //! written only by whole-document replaces. Absent values are left out of a
 //! document (never stored as null), and queries test them with `$exists`.
 
+use super::mongo_owner::OwnerLease;
 use async_trait::async_trait;
 use futures_util::TryStreamExt;
 use mongodb::bson::{Bson, DateTime, Document, doc, oid::ObjectId};
@@ -44,6 +45,8 @@ pub struct MongoStore {
     hosts: Collection<Document>,
     /// Collections of operation records whose key index exists.
     record_indexes: Arc<Mutex<HashSet<String>>>,
+    /// Held by a store opened to crawl ([`MongoStore::connect_for_crawl`]).
+    owner: Option<Arc<OwnerLease>>,
 }
 
 /// A driver error as the crawler reports it: classified by what the master
@@ -239,7 +242,7 @@ fn corrupt(what: impl std::fmt::Display) -> StoreError {
     StoreError::Corrupt(what.to_string())
 }
 
-fn is_duplicate_key(e: &mongodb::error::Error) -> bool {
+pub(super) fn is_duplicate_key(e: &mongodb::error::Error) -> bool {
     match e.kind.as_ref() {
         ErrorKind::Write(WriteFailure::WriteError(w)) => w.code == DUPLICATE_KEY,
         ErrorKind::Command(c) => c.code == DUPLICATE_KEY,
@@ -273,10 +276,37 @@ impl MongoStore {
             processed: db.collection("processed_urls"),
             hosts: db.collection("hosts"),
             record_indexes: Arc::default(),
+            owner: None,
             db,
         };
         store.create_indexes().await?;
         Ok(store)
+    }
+
+    /// Connect to crawl: as [`MongoStore::connect`], and this process takes
+    /// the database's owner lease (`crawl_owner`) for as long as the app
+    /// runs, so a second master on the database is refused with a clear
+    /// message; `owner` says who in that message (e.g. the node's name).
+    pub async fn connect_for_crawl(
+        uri: &str,
+        database: &str,
+        owner: &str,
+    ) -> Result<Self, StoreError> {
+        let store = Self::connect(uri, database).await?;
+        let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+            .map(|h| h.trim().to_string())
+            .unwrap_or_else(|_| "an unknown host".into());
+        let who = format!("{owner}, process {} on {host}", std::process::id());
+        let lease = OwnerLease::acquire(&store.db, who, backend).await?;
+        Ok(Self {
+            owner: Some(Arc::new(lease)),
+            ..store
+        })
+    }
+
+    /// Refused once another process holds the owner lease.
+    fn check_owner(&self) -> Result<(), StoreError> {
+        self.owner.as_ref().map_or(Ok(()), |o| o.check())
     }
 
     /// The database, for tools and tests that read raw documents.
@@ -951,6 +981,7 @@ const CLAIM_SCAN_FACTOR: usize = 8;
 #[async_trait]
 impl Frontier for MongoStore {
     async fn claim(&self, req: ClaimRequest) -> Result<Vec<Job>, StoreError> {
+        self.check_owner()?;
         // Expired leases go back to pending first (a dead slave or node).
         self.pending
             .update_many(
@@ -1101,6 +1132,12 @@ impl Frontier for MongoStore {
             .await?,
             search_results: count(&self.db.collection(SEARCH_RESULTS), doc! {}).await?,
         })
+    }
+
+    async fn close(&self) {
+        if let Some(owner) = &self.owner {
+            owner.release().await;
+        }
     }
 }
 

@@ -511,6 +511,78 @@ async fn a_second_crawl_on_the_same_file_is_refused() {
     assert!(third.status.success(), "{}", stderr(&third));
 }
 
+/// One master per MongoDB database: a second crawl on it is refused while
+/// the first runs (it renews its owner lease); after a kill -9 the next
+/// crawl waits for the dead one's lease to run out and resumes; a crawl
+/// that ends lets go of the lease.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_master_on_one_mongodb_database_is_refused() {
+    let site = slow_site(Ipv4Addr::new(127, 0, 12, 52), 100).await;
+    let backend = Backend::mongo("second_master");
+    let seed = site.url("/");
+    let args = with_store(
+        &[
+            "crawl",
+            &seed,
+            "--delay-ms",
+            "0",
+            "--quiet",
+            "--no-trap-defence",
+            "--no-index",
+        ],
+        &backend,
+    );
+    let mut first = bin()
+        .args(&args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let started = wait_for(Duration::from_secs(20), || site.total_hits() > 2).await;
+    assert!(started, "the first crawl runs");
+    let asked = std::time::Instant::now();
+    let second = run(&args).await;
+    assert!(!second.status.success());
+    assert!(
+        stderr(&second).contains("another web_crawler master is crawling with this MongoDB database (`web_crawler crawl`, process "),
+        "{}",
+        stderr(&second)
+    );
+    assert!(
+        asked.elapsed() < Duration::from_secs(10),
+        "refused once the holder renews, not when its lease would run out: {:?}",
+        asked.elapsed()
+    );
+    first.start_kill().unwrap();
+    first.wait().await.unwrap();
+    let third = run(&args).await;
+    assert!(third.status.success(), "{}", stderr(&third));
+    assert!(
+        stderr(&third).contains("owner lease is held by `web_crawler crawl`"),
+        "the dead crawl's lease was waited out: {}",
+        stderr(&third)
+    );
+    assert_eq!(site.hits_of("/p/99"), 1, "the site was finished");
+    let Backend::Mongo { uri, database } = &backend else {
+        unreachable!()
+    };
+    let store = web_crawler::store::MongoStore::connect(uri, database)
+        .await
+        .unwrap();
+    let owners = store
+        .database()
+        .collection::<mongodb::bson::Document>("crawl_owner");
+    assert_eq!(
+        owners
+            .count_documents(mongodb::bson::doc! {})
+            .await
+            .unwrap(),
+        0,
+        "a crawl that ends lets go of the lease"
+    );
+}
+
 /// SIGTERM stops a crawl gracefully: the summary is printed and the exit
 /// code says which signal (128 + 15); what was in flight goes back to
 /// pending, so the next run finishes the site.
