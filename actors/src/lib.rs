@@ -8,6 +8,7 @@ mod control;
 pub mod frontier;
 pub mod indexer;
 mod master;
+pub mod metrics;
 pub mod outage;
 mod pool;
 mod protocol;
@@ -30,6 +31,7 @@ pub use behaviour::{
     Retry, RobotsReport, RobotsRules, Store, StoreError, error_chain,
 };
 pub use config::{Behaviours, CrawlConfig, RestartIntensity, Storage};
+pub use metrics::{Metrics, NoMetrics};
 pub use outage::{StoreFailure, StoreFailureKind};
 pub use protocol::{
     ChildInfo, ChildRole, ControlRequest, IdleReason, NodeInfo, SlaveReport, Status, node_of,

@@ -5,6 +5,7 @@
 //! attempt (the URL is retried, then recorded as failed).
 
 use crate::config::{Behaviours, CrawlConfig};
+use crate::metrics;
 use crate::protocol::{self, MasterMsg, PoolMsg, SlaveReport};
 use crate::scheduler::{Action, HostScheduler};
 use crate::slave::{PageWants, Slave, SlaveArgs, SlaveTask};
@@ -128,6 +129,9 @@ impl Actor for Pool {
                     state.scheduler.back_off(&job.host, *until);
                 }
                 state.scheduler.reported(report.job());
+                if let Some((status, failed)) = metrics::outcome(&report) {
+                    state.args.behaviours.metrics.url_done(status, failed);
+                }
                 protocol::report(&state.master, *report);
             }
             PoolMsg::Wake => state.wake_at = None,
@@ -157,6 +161,7 @@ impl Actor for Pool {
                 state.scheduler.finished(&job.key(), &job.host);
                 if let Some(reason) = failure {
                     tracing::warn!(url = %job.url, %reason, "slave failed");
+                    state.args.behaviours.metrics.url_done(None, true);
                     protocol::report(
                         &state.master,
                         SlaveReport::Failed {
@@ -216,6 +221,8 @@ async fn pump(myself: &ActorRef<PoolMsg>, state: &mut PoolState) -> Result<(), A
             ),
         }
     }
+    let metrics = &state.args.behaviours.metrics;
+    metrics.pool_load(state.scheduler.queued(), state.scheduler.in_flight());
     if let Some(at) = wake
         && state.wake_at.is_none_or(|w| at < w)
     {
