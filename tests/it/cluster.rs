@@ -636,3 +636,100 @@ async fn a_worker_stops_promptly_on_sigterm() {
         started.elapsed()
     );
 }
+
+/// `GET /metrics` at `addr`: the body.
+async fn scrape(addr: SocketAddr) -> String {
+    use tokio::io::AsyncReadExt;
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    stream
+        .write_all(b"GET /metrics HTTP/1.1\r\nHost: m\r\nConnection: close\r\n\r\n")
+        .await
+        .unwrap();
+    let mut text = String::new();
+    tokio::time::timeout(Duration::from_secs(10), stream.read_to_string(&mut text))
+        .await
+        .expect("the metrics answer")
+        .unwrap();
+    assert!(text.starts_with("HTTP/1.1 200"), "{text}");
+    text.split_once("\r\n\r\n").unwrap().1.to_string()
+}
+
+/// The value of the sample `name` (with its labels, as rendered), 0 if absent.
+fn sample(text: &str, name: &str) -> f64 {
+    text.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' '))
+        .map_or(0.0, |v| v.trim().parse().unwrap())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_are_scraped_during_a_crawl_and_match_what_the_server_served() {
+    use web_crawler_testsupport::{Page, TestServer, page_with_links};
+    let ok: Vec<String> = (0..8).map(|i| format!("/p{i}")).collect();
+    let mut pages: HashMap<String, Page> = ok
+        .iter()
+        .map(|p| (p.clone(), page_with_links(p, &["/"]).delay(Duration::from_millis(150))))
+        .collect();
+    let mut links: Vec<&str> = ok.iter().map(String::as_str).collect();
+    links.extend(["/gone1", "/gone2"]);
+    pages.insert("/".into(), page_with_links("home", &links));
+    let site = TestServer::start(Ipv4Addr::new(127, 0, 21, 2), pages).await;
+    let metrics = addr(Ipv4Addr::new(127, 0, 21, 1));
+    let cluster = Cluster::start_on(
+        Ipv4Addr::new(127, 0, 21, 1),
+        &["--metrics", &metrics.to_string()],
+    )
+    .await;
+    cluster.add_url(&site.url("/")).await;
+    let fetched = |t: &str, status: u16| {
+        sample(
+            t,
+            &format!("web_crawler_pages_fetched_total{{node=\"master\",status=\"{status}\"}}"),
+        )
+    };
+    // Scrape while it crawls: the counters only grow, up to what was served.
+    let mut last = (0.0, 0.0);
+    let mut during = 0;
+    let mut text = String::new();
+    for _ in 0..200 {
+        text = scrape(metrics).await;
+        let now = (fetched(&text, 200), fetched(&text, 404));
+        assert!(now.0 >= last.0 && now.1 >= last.1, "counters grow: {text}");
+        last = now;
+        if now.0 < 9.0 {
+            during += 1;
+        }
+        let frontier = |s: &str| sample(&text, &format!("web_crawler_frontier_urls{{state=\"{s}\"}}"));
+        if now == (9.0, 2.0) && frontier("pending") == 0.0 && frontier("processing") == 0.0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(during > 0, "a scrape during the crawl");
+    // What the server served: the home page and 8 pages (200), 2 missing (404).
+    let served_ok: u32 = std::iter::once("/")
+        .chain(ok.iter().map(String::as_str))
+        .map(|p| site.hits_of(p))
+        .sum();
+    assert_eq!(served_ok, 9, "{:?}", site.hits());
+    assert_eq!(site.hits_of("/gone1") + site.hits_of("/gone2"), 2);
+    assert_eq!(last, (f64::from(served_ok), 2.0), "{text}");
+    assert_eq!(sample(&text, r#"web_crawler_fetch_errors_total{node="master"}"#), 0.0, "{text}");
+    assert_eq!(sample(&text, r#"web_crawler_frontier_urls{state="processed"}"#), 11.0, "{text}");
+    assert_eq!(sample(&text, r#"web_crawler_node_load{node="master"}"#), 0.0, "{text}");
+    assert!(text.contains(r#"web_crawler_pool_running{node="master"} 0"#), "{text}");
+    assert!(text.contains("# TYPE web_crawler_pages_fetched counter"), "{text}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_restart_intensity_is_set_by_flags() {
+    let cluster = Cluster::start_on(
+        Ipv4Addr::new(127, 0, 21, 10),
+        &["--max-restarts", "4", "--restart-window", "90s"],
+    )
+    .await;
+    let out = cluster.console(&["--json"], "state sup\n").await;
+    assert!(out.status.success(), "{out:?}");
+    let state: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(state["max_restarts"], 4, "{state}");
+    assert_eq!(state["period_s"], 90, "{state}");
+}
