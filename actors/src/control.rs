@@ -5,7 +5,10 @@
 
 use crate::behaviour::{Document, PageQuery, Queries};
 use crate::config::CrawlConfig;
-use crate::protocol::{self, ChildRole, ControlMsg, ControlRequest, IndexerMsg, MasterMsg, SupMsg};
+use crate::protocol::{
+    self, ChildRole, ControlMsg, ControlRequest, IndexerMsg, MAX_MESSAGE_BYTES, MAX_REQUEST_BYTES,
+    MasterMsg, SupMsg,
+};
 use crate::search::SearchAnswer;
 use crate::types::SEARCH_RESULTS;
 use ractor::{Actor, ActorProcessingErr, ActorRef};
@@ -46,14 +49,18 @@ impl Actor for Control {
         state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
         let ControlMsg::Request(text, reply) = msg;
-        let answer = match serde_json::from_str::<ControlRequest>(&text) {
-            Ok(request) => match answer(state, request).await {
-                Ok(value) => json!({ "ok": value }),
-                Err(error) => json!({ "error": error }),
-            },
-            Err(e) => json!({ "error": format!("bad request: {e}") }),
+        let answer = if text.len() > MAX_REQUEST_BYTES {
+            json!({ "error": format!("the request is {} bytes, over the {MAX_REQUEST_BYTES} a cluster request may carry", text.len()) })
+        } else {
+            match serde_json::from_str::<ControlRequest>(&text) {
+                Ok(request) => match answer(state, request).await {
+                    Ok(value) => json!({ "ok": value }),
+                    Err(error) => json!({ "error": error }),
+                },
+                Err(e) => json!({ "error": format!("bad request: {e}") }),
+            }
         };
-        let _ = reply.send(answer.to_string());
+        let _ = reply.send(bounded(answer.to_string()));
         Ok(())
     }
 }
@@ -229,6 +236,19 @@ async fn answer(state: &ControlArgs, request: ControlRequest) -> Result<Value, S
             ))
         }
     }
+}
+
+/// A reply the wire can carry: one over the bound would end the session
+/// with the console, so it is replaced by an error saying what to ask.
+fn bounded(reply: String) -> String {
+    if reply.len() <= MAX_MESSAGE_BYTES {
+        return reply;
+    }
+    json!({ "error": format!(
+        "the answer is {} bytes, over the {MAX_MESSAGE_BYTES} a cluster message may carry: ask for fewer",
+        reply.len()
+    ) })
+    .to_string()
 }
 
 /// Ask this node's indexer.

@@ -55,11 +55,32 @@ pub(crate) fn pools(local_pool: &str) -> Vec<(String, ActorRef<PoolMsg>)> {
 
 // --- wire form ----------------------------------------------------------------
 
+/// The largest frame a node reads from a peer (ractor_cluster ends the
+/// session on a larger one, which would cost the connection).
+pub(crate) const MAX_FRAME_BYTES: usize = 16 * 1024 * 1024;
+
+/// The largest message a node sends: the frame, less room for its envelope.
+/// A larger one is refused at the sender and never reaches the wire.
+pub const MAX_MESSAGE_BYTES: usize = MAX_FRAME_BYTES - 64 * 1024;
+
+/// The largest request a console or script sends (a URL, a search text: a
+/// few KB at most).
+pub const MAX_REQUEST_BYTES: usize = 64 * 1024;
+
 /// Encode a message that crosses nodes.
 fn to_wire<T: Serialize>(value: &T) -> Result<SerializedMessage, BoxedDowncastErr> {
+    let args = serde_json::to_vec(value).map_err(|_| BoxedDowncastErr)?;
+    if args.len() > MAX_MESSAGE_BYTES {
+        tracing::error!(
+            bytes = args.len(),
+            limit = MAX_MESSAGE_BYTES,
+            "a cluster message over the size bound is not sent"
+        );
+        return Err(BoxedDowncastErr);
+    }
     Ok(SerializedMessage::Cast {
         variant: String::new(),
-        args: serde_json::to_vec(value).map_err(|_| BoxedDowncastErr)?,
+        args,
         metadata: None,
     })
 }
@@ -492,6 +513,20 @@ impl std::fmt::Debug for ControlMsg {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_message_over_the_bound_is_refused_at_the_sender() {
+        let job = Job {
+            url: format!("http://h/{}", "x".repeat(MAX_MESSAGE_BYTES)),
+            host: "h".into(),
+            operation: OperationSpec::crawl(),
+            depth: 0,
+            priority: 1.0,
+            attempts: 0,
+            redirect_hops: 0,
+        };
+        assert!(ractor::Message::serialize(MasterMsg::Unstarted(vec![job])).is_err());
+    }
 
     #[test]
     fn node_names_come_from_actor_names() {

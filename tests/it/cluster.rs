@@ -733,3 +733,27 @@ async fn the_restart_intensity_is_set_by_flags() {
     assert_eq!(state["max_restarts"], 4, "{state}");
     assert_eq!(state["period_s"], 90, "{state}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_oversize_request_is_refused_at_the_sender_and_costs_no_connection() {
+    use web_crawler::actors::{OperationSpec, Remote, RemoteError};
+    let cluster = Cluster::start_on(Ipv4Addr::new(127, 0, 21, 20), &[]).await;
+    let remote = Remote::connect(
+        &cluster.master_addr.to_string(),
+        "shared-secret-for-tests",
+        Duration::from_secs(10),
+    )
+    .await
+    .unwrap();
+    let huge = format!("http://127.0.21.21/{}", "a".repeat(1 << 20));
+    let err = remote
+        .add_url(&huge, OperationSpec::crawl())
+        .await
+        .unwrap_err();
+    assert!(matches!(err, RemoteError::TooLarge { .. }), "{err:?}");
+    assert!(err.to_string().contains("over the 65536"), "{err}");
+    // The same connection answers the next request.
+    let status = remote.status().await.unwrap();
+    assert_eq!(status.nodes.len(), 1, "the node stays joined");
+    remote.close();
+}
