@@ -797,7 +797,9 @@ async fn crawl(
 ) -> Result<(ExitCode, Option<serde_json::Value>)> {
     let mut settings = opts.store.with_index(opts.settings()?);
     let metrics = match opts.metrics {
-        Some(addr) => Some(serve_metrics(addr, &settings.crawl.node_name.clone(), &mut settings).await?),
+        Some(addr) => {
+            Some(serve_metrics(addr, &settings.crawl.node_name.clone(), &mut settings).await?)
+        }
         None => None,
     };
     let store = opts.store.open_for_crawl().await?;
@@ -1378,7 +1380,13 @@ async fn serve_node(
     let failed = tokio::select! {
         _ = signals.first() => None,
         _ = track => None,
-        why = app.exited() => Some(anyhow::Error::new(why).context("the node stopped")),
+        why = app.exited() => match why {
+            Some(why) => Some(anyhow::Error::new(why).context("the node stopped")),
+            None => {
+                eprintln!("node {} stopped by an operator", node.name);
+                None
+            }
+        },
         lost = master_watch => Some(anyhow::anyhow!("{lost}")),
     };
     if let Some(e) = failed {

@@ -16,8 +16,8 @@ use prometheus_client::registry::Registry;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
-use web_crawler::actors::{ChildRole, Metrics, Status};
 use web_crawler::AppHandle;
+use web_crawler::actors::{ChildRole, Metrics, Status};
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct NodeLabel {

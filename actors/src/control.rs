@@ -7,7 +7,7 @@ use crate::behaviour::{Document, PageQuery, Queries};
 use crate::config::CrawlConfig;
 use crate::protocol::{
     self, ChildRole, ControlMsg, ControlRequest, IndexerMsg, MAX_MESSAGE_BYTES, MAX_REQUEST_BYTES,
-    MasterMsg, SupMsg,
+    MasterMsg, PoolMsg, Setting, SupMsg,
 };
 use crate::search::SearchAnswer;
 use crate::types::SEARCH_RESULTS;
@@ -104,9 +104,46 @@ fn master(cfg: &CrawlConfig) -> Result<ActorRef<MasterMsg>, String> {
         .ok_or_else(|| "the master is restarting; try again".to_string())
 }
 
-async fn answer(state: &ControlArgs, request: ControlRequest) -> Result<Value, String> {
+async fn answer(state: &mut ControlArgs, request: ControlRequest) -> Result<Value, String> {
     let cfg = &state.config;
     match request {
+        ControlRequest::Set { setting } => {
+            let c = &mut state.config;
+            match setting {
+                Setting::DelayMs(ms) => c.min_delay = std::time::Duration::from_millis(ms),
+                Setting::PerHost(n) => c.per_host = n.max(1),
+                Setting::Concurrency(n) => c.concurrency = n.max(1),
+            }
+            Ok(
+                json!({ "setting": setting, "nodes": to_pools(c, || PoolMsg::Set(setting.clone())) }),
+            )
+        }
+        ControlRequest::PauseHost { host, paused } => {
+            let msg = || PoolMsg::PauseHost {
+                host: host.clone(),
+                paused,
+            };
+            Ok(json!({ "host": host, "paused": paused, "nodes": to_pools(cfg, msg) }))
+        }
+        ControlRequest::StopNode { node } => {
+            if node == cfg.node_name {
+                return Err(format!(
+                    "{node} is the master's node: stop its process (SIGTERM) instead"
+                ));
+            }
+            let pools = protocol::pools(&cfg.pool_name());
+            let Some((_, pool)) = pools.iter().find(|(n, _)| *n == node) else {
+                let names: Vec<&str> = pools.iter().map(|(n, _)| n.as_str()).collect();
+                return Err(format!(
+                    "no live node {node:?}; nodes: {}",
+                    names.join(", ")
+                ));
+            };
+            pool.cast(PoolMsg::StopNode).map_err(|e| e.to_string())?;
+            Ok(json!(format!(
+                "node {node} is stopping; what it held goes back to pending"
+            )))
+        }
         ControlRequest::Status => {
             let status = ractor::call_t!(master(cfg)?, MasterMsg::Status, MASTER_TIMEOUT_MS)
                 .map_err(|e| e.to_string())?;
@@ -232,7 +269,7 @@ async fn answer(state: &ControlArgs, request: ControlRequest) -> Result<Value, S
                 return Err("this node runs no master".to_string());
             }
             Ok(json!(
-                "master restarted (an operator's restart is not counted against the restart intensity)"
+                "master restarted (an operator's restart is not counted against the restart intensity); this console now talks to the new master"
             ))
         }
     }
@@ -249,6 +286,15 @@ fn bounded(reply: String) -> String {
         reply.len()
     ) })
     .to_string()
+}
+
+/// Send `msg` to every live pool; the nodes it went to.
+fn to_pools(cfg: &CrawlConfig, msg: impl Fn() -> PoolMsg) -> Vec<String> {
+    protocol::pools(&cfg.pool_name())
+        .into_iter()
+        .filter(|(_, pool)| pool.cast(msg()).is_ok())
+        .map(|(node, _)| node)
+        .collect()
 }
 
 /// Ask this node's indexer.

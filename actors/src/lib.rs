@@ -34,8 +34,8 @@ pub use config::{Behaviours, CrawlConfig, RestartIntensity, Storage};
 pub use metrics::{Metrics, NoMetrics};
 pub use outage::{StoreFailure, StoreFailureKind};
 pub use protocol::{
-    ChildInfo, ChildRole, ControlRequest, IdleReason, MAX_MESSAGE_BYTES, MAX_REQUEST_BYTES, NodeInfo,
-    SlaveReport, Status, node_of,
+    ChildInfo, ChildRole, ControlRequest, IdleReason, MAX_MESSAGE_BYTES, MAX_REQUEST_BYTES,
+    NodeInfo, Setting, SlaveReport, Status, node_of,
 };
 pub use remote::{Remote, RemoteError};
 pub use search::{

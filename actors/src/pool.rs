@@ -6,7 +6,7 @@
 
 use crate::config::{Behaviours, CrawlConfig};
 use crate::metrics;
-use crate::protocol::{self, MasterMsg, PoolMsg, SlaveReport};
+use crate::protocol::{self, MasterMsg, PoolMsg, Setting, SlaveReport, SupMsg};
 use crate::scheduler::{Action, HostScheduler};
 use crate::slave::{PageWants, Slave, SlaveArgs, SlaveTask};
 use crate::types::{Job, Millis, now_ms};
@@ -135,6 +135,29 @@ impl Actor for Pool {
                 protocol::report(&state.master, *report);
             }
             PoolMsg::Wake => state.wake_at = None,
+            PoolMsg::Set(setting) => {
+                let cfg = &mut state.args.config;
+                match setting {
+                    Setting::DelayMs(ms) => cfg.min_delay = Duration::from_millis(ms),
+                    Setting::PerHost(n) => cfg.per_host = n.max(1),
+                    Setting::Concurrency(n) => cfg.concurrency = n.max(1),
+                }
+                state.scheduler.set_politeness(cfg.politeness());
+                tracing::info!(?setting, "setting changed by an operator");
+            }
+            PoolMsg::PauseHost { host, paused } => {
+                tracing::info!(%host, paused, "host paused or resumed by an operator");
+                state.scheduler.pause_host(&host, paused);
+            }
+            PoolMsg::StopNode => {
+                tracing::warn!("node stopped by an operator");
+                if let Some(sup) = ActorRef::<SupMsg>::where_is(state.args.config.sup_name()) {
+                    // Not waited for: the supervisor stops this pool too.
+                    let (port, _) = ractor::concurrency::oneshot();
+                    let _ = sup.cast(SupMsg::Shutdown(port.into()));
+                }
+                return Ok(());
+            }
             PoolMsg::MasterLost => {
                 let dropped = state.scheduler.take_queued().len();
                 if dropped > 0 {

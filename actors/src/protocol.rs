@@ -349,6 +349,26 @@ pub(crate) enum PoolMsg {
     /// On a worker node: the master went away. What it handed over and is
     /// not started yet is dropped; its successor hands those URLs out again.
     MasterLost,
+    /// An operator changed a setting (console `set`).
+    Set(Setting),
+    /// An operator paused or resumed one host (console `pause HOST`).
+    PauseHost { host: String, paused: bool },
+    /// An operator stopped this node (console `node stop NAME`): its tree
+    /// stops; the master returns what it held to pending.
+    StopNode,
+}
+
+/// A setting that can change while the crawl runs; every live pool takes it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Setting {
+    /// Minimum delay between requests to one host, in milliseconds.
+    DelayMs(u64),
+    /// Requests in flight per host.
+    PerHost(usize),
+    /// Slaves running at once on each node.
+    Concurrency(usize),
 }
 
 /// The variants that may cross nodes.
@@ -357,6 +377,9 @@ enum PoolWire {
     Dispatch(Vec<Job>),
     Resync,
     Drain,
+    Set(Setting),
+    PauseHost { host: String, paused: bool },
+    StopNode,
 }
 
 impl ractor::Message for PoolMsg {
@@ -369,6 +392,9 @@ impl ractor::Message for PoolMsg {
             PoolMsg::Dispatch(jobs) => PoolWire::Dispatch(jobs),
             PoolMsg::Resync => PoolWire::Resync,
             PoolMsg::Drain => PoolWire::Drain,
+            PoolMsg::Set(s) => PoolWire::Set(s),
+            PoolMsg::PauseHost { host, paused } => PoolWire::PauseHost { host, paused },
+            PoolMsg::StopNode => PoolWire::StopNode,
             _ => return Err(BoxedDowncastErr),
         };
         to_wire(&wire)
@@ -379,6 +405,9 @@ impl ractor::Message for PoolMsg {
             PoolWire::Dispatch(jobs) => PoolMsg::Dispatch(jobs),
             PoolWire::Resync => PoolMsg::Resync,
             PoolWire::Drain => PoolMsg::Drain,
+            PoolWire::Set(s) => PoolMsg::Set(s),
+            PoolWire::PauseHost { host, paused } => PoolMsg::PauseHost { host, paused },
+            PoolWire::StopNode => PoolMsg::StopNode,
         })
     }
 }
@@ -472,6 +501,19 @@ pub enum ControlRequest {
     },
     Pause,
     Resume,
+    /// Change a setting on every live node (`set KEY VALUE`).
+    Set {
+        setting: Setting,
+    },
+    /// Pause or resume one host (`host[:port]`) on every live node.
+    PauseHost {
+        host: String,
+        paused: bool,
+    },
+    /// Stop a worker node: its process ends with exit code 0.
+    StopNode {
+        node: String,
+    },
     /// Kill the master; the supervisor restarts it.
     RestartMaster,
     /// Full-text search over the pages indexed.
