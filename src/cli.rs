@@ -1,6 +1,7 @@
 //! Flags and subcommands.
 
 use crate::console;
+use crate::metrics::NodeMetrics;
 use anyhow::{Context, Result, bail};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use regex::Regex;
@@ -13,8 +14,8 @@ use web_crawler::actors::cluster;
 use web_crawler::actors::outage::utc_time;
 use web_crawler::actors::traps::TrapSettings;
 use web_crawler::actors::{
-    AppError, AppHandle, ControlRequest, IdleReason, OperationSpec, PageQuery, Store,
-    StoreFailureKind,
+    AppError, AppHandle, ControlRequest, IdleReason, OperationSpec, PageQuery, RestartIntensity,
+    Store, StoreFailureKind,
 };
 use web_crawler::graph;
 use web_crawler::operations::{builtin_operations, search_results};
@@ -93,6 +94,8 @@ enum Command {
         /// (a database restart, an election) before it stops, with exit code 75.
         #[arg(long, value_name = "DURATION", default_value = "10min", value_parser = parse_duration)]
         store_outage_limit: Duration,
+        #[command(flatten)]
+        supervision: SupervisionOpts,
     },
     /// Run a worker node: a pool that fetches for the master of the cluster it joins.
     Node {
@@ -319,6 +322,27 @@ struct NodeOpts {
     /// File holding the cluster's shared secret (like .erlang.cookie).
     #[arg(long)]
     cookie_file: PathBuf,
+    /// Serve Prometheus metrics at http://HOST:PORT/metrics.
+    #[arg(long, value_name = "HOST:PORT")]
+    metrics: Option<std::net::SocketAddr>,
+}
+
+/// The supervisor's restart intensity (OTP's `{one_for_one, N, S}`).
+#[derive(Debug, Args)]
+struct SupervisionOpts {
+    /// More than N restarts (of the master, the pool, ...) within
+    /// --restart-window and the supervisor gives up: the process stops.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    max_restarts: u32,
+    /// The window --max-restarts counts in: `60s`, `10min` (a bare number is seconds).
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = parse_duration)]
+    restart_window: Duration,
+}
+
+impl SupervisionOpts {
+    fn intensity(&self) -> RestartIntensity {
+        RestartIntensity::new(self.max_restarts, self.restart_window)
+    }
 }
 
 /// A running cluster to talk to.
@@ -424,12 +448,18 @@ struct CrawlOpts {
     /// exit code 75: `90s`, `10min`, `1h` (a bare number is seconds).
     #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = parse_duration)]
     store_outage_limit: Duration,
+    #[command(flatten)]
+    supervision: SupervisionOpts,
+    /// Serve Prometheus metrics at http://HOST:PORT/metrics while it crawls.
+    #[arg(long, value_name = "HOST:PORT")]
+    metrics: Option<std::net::SocketAddr>,
 }
 
 impl CrawlOpts {
     fn settings(&self) -> Result<Settings> {
         let mut s = self.tuning.settings()?;
         s.crawl.store_outage_limit = self.store_outage_limit;
+        s.crawl.restart_intensity = self.supervision.intensity();
         // A one-shot crawl must end: a host whose robots.txt stays
         // unreachable is asked a few times over about half a minute, then
         // its URLs are recorded as failed.
@@ -672,8 +702,9 @@ pub(crate) async fn run(cli: Cli) -> Result<ExitCode> {
             store,
             tuning,
             store_outage_limit,
+            supervision,
         } => {
-            let master = Some((&store, urls, store_outage_limit));
+            let master = Some((&store, urls, store_outage_limit, supervision.intensity()));
             serve_node(&node, master, &tuning, None).await
         }
         Command::Node {
@@ -763,7 +794,13 @@ async fn crawl(
     opts: &CrawlOpts,
     seeds: &[(String, OperationSpec)],
 ) -> Result<(ExitCode, Option<serde_json::Value>)> {
-    let settings = opts.store.with_index(opts.settings()?);
+    let mut settings = opts.store.with_index(opts.settings()?);
+    let metrics = match opts.metrics {
+        Some(addr) => {
+            Some(serve_metrics(addr, &settings.crawl.node_name.clone(), &mut settings).await?)
+        }
+        None => None,
+    };
     let store = opts.store.open_for_crawl().await?;
     let started = Instant::now();
     let app = start(store.clone(), settings).await?;
@@ -775,9 +812,16 @@ async fn crawl(
     }
     let progress = !opts.quiet && std::io::stderr().is_terminal();
     let mut signals = StopSignals::new()?;
+    let track = async {
+        match &metrics {
+            Some(m) => m.track(&app).await,
+            None => std::future::pending().await,
+        }
+    };
     let outcome = tokio::select! {
         r = app.wait_idle() => Ok(r?),
         _ = show_progress(&app, progress) => Err(ExitCode::FAILURE),
+        _ = track => Err(ExitCode::FAILURE),
         code = signals.first() => Err(code),
     };
     if progress {
@@ -1259,20 +1303,38 @@ async fn ensure_name_free(addr: &str, cookie_file: &Path, name: &str) -> Result<
     Ok(())
 }
 
+/// Serve `--metrics` at `addr` for the node `name`, counted by its tree.
+async fn serve_metrics(
+    addr: std::net::SocketAddr,
+    name: &str,
+    settings: &mut Settings,
+) -> Result<Arc<NodeMetrics>> {
+    let metrics = NodeMetrics::new(name);
+    let bound = crate::metrics::serve(addr, metrics.clone()).await?;
+    eprintln!("metrics at http://{bound}/metrics");
+    settings.metrics = metrics.clone();
+    Ok(metrics)
+}
+
 /// Run a node until Ctrl-C / SIGTERM, or until its tree stops by itself.
 /// The master's node is given its store, seeds and store outage limit.
 async fn serve_node(
     node: &NodeOpts,
-    master: Option<(&StoreOpts, Vec<String>, Duration)>,
+    master: Option<(&StoreOpts, Vec<String>, Duration, RestartIntensity)>,
     tuning: &TuningOpts,
     join: Option<(&str, Option<Duration>)>,
 ) -> Result<ExitCode> {
     let cookie = console::read_cookie(&node.cookie_file)?;
     let mut settings = tuning.settings()?;
     settings.crawl.node_name = node.name.clone();
-    if let Some((_, _, limit)) = &master {
+    if let Some((_, _, limit, intensity)) = &master {
         settings.crawl.store_outage_limit = *limit;
+        settings.crawl.restart_intensity = *intensity;
     }
+    let metrics = match node.metrics {
+        Some(addr) => Some(serve_metrics(addr, &node.name, &mut settings).await?),
+        None => None,
+    };
     // A service watches its sites: a host whose robots.txt is unreachable
     // is asked again every robots_retry, without end.
     settings.crawl.keep_retrying_robots = true;
@@ -1281,7 +1343,7 @@ async fn serve_node(
     }
     let server = cluster::start_node(&node.name, node.listen, &cookie, true).await?;
     let app = match &master {
-        Some((store, _, _)) => {
+        Some((store, _, _, _)) => {
             start(store.open_for_crawl().await?, store.with_index(settings)).await?
         }
         None => start_worker(settings).await?,
@@ -1290,7 +1352,7 @@ async fn serve_node(
         cluster::join(&server, addr, Duration::from_secs(10)).await?;
         eprintln!("node {} joined the cluster at {addr}", node.name);
     }
-    if let Some((_, seeds, _)) = &master {
+    if let Some((_, seeds, _, _)) = &master {
         for url in seeds {
             app.add_url(url)
                 .await
@@ -1307,10 +1369,23 @@ async fn serve_node(
             None => std::future::pending().await,
         }
     };
+    let track = async {
+        match (&metrics, master.is_some()) {
+            (Some(m), true) => m.track(&app).await,
+            _ => std::future::pending().await,
+        }
+    };
     // A store failure stays in the error's chain: it has exit codes of its own.
     let failed = tokio::select! {
         _ = signals.first() => None,
-        why = app.exited() => Some(anyhow::Error::new(why).context("the node stopped")),
+        _ = track => None,
+        why = app.exited() => match why {
+            Some(why) => Some(anyhow::Error::new(why).context("the node stopped")),
+            None => {
+                eprintln!("node {} stopped by an operator", node.name);
+                None
+            }
+        },
         lost = master_watch => Some(anyhow::anyhow!("{lost}")),
     };
     if let Some(e) = failed {

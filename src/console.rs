@@ -9,7 +9,7 @@ use std::path::Path;
 use std::time::Duration;
 use web_crawler::actors::Remote;
 use web_crawler::actors::outage::utc_time;
-use web_crawler::actors::{ControlRequest, OperationSpec};
+use web_crawler::actors::{ControlRequest, OperationSpec, Setting, Status};
 
 /// The cookie from a cookie file (as `.erlang.cookie`): trimmed, never printed.
 pub(crate) fn read_cookie(path: &Path) -> Result<String> {
@@ -57,6 +57,13 @@ commands:
   results [TEXT]              where search_text found TEXT (every text without one)
   hosts [N]                   the first N hosts: robots.txt, crawl delay, sitemaps, pages
   pause | resume              stop/start handing out URLs
+  pause HOST | resume HOST    stop/start fetching one host (host[:port], as `hosts` lists it)
+  set delay MS                minimum delay between requests to a host (500, 500ms, 2s)
+  set per-host N              requests in flight per host
+  set concurrency N           fetches at once on each node
+  node stop NAME              stop a worker node (its URLs go back to pending)
+  top [N]                     a live view, each second: rate, queue, in flight, nodes
+                              (N frames; until Ctrl-C at a terminal, 5 on a pipe)
   restart master              kill the master; the supervisor restarts it
   help                        this text
   quit                        leave the shell (the cluster keeps running)";
@@ -70,7 +77,24 @@ enum Line {
     Empty,
     Help,
     Quit,
+    /// `top [N]`: N frames, or the default for the terminal or pipe.
+    Top(Option<usize>),
     Request(ControlRequest),
+}
+
+/// `set delay` takes milliseconds: `500`, `500ms`, `2s`.
+fn delay_ms(text: &str) -> Result<u64> {
+    let (number, scale) = match text.strip_suffix("ms") {
+        Some(n) => (n, 1),
+        None => match text.strip_suffix('s') {
+            Some(n) => (n, 1000),
+            None => (text, 1),
+        },
+    };
+    let n: u64 = number
+        .parse()
+        .with_context(|| format!("{text:?} is not a delay: try 500, 500ms or 2s"))?;
+    Ok(n * scale)
 }
 
 fn parse_line(line: &str) -> Result<Line> {
@@ -120,6 +144,28 @@ fn parse_line(line: &str) -> Result<Line> {
         },
         ["pause"] => ControlRequest::Pause,
         ["resume"] => ControlRequest::Resume,
+        [cmd @ ("pause" | "resume"), host] => ControlRequest::PauseHost {
+            host: host.to_string(),
+            paused: *cmd == "pause",
+        },
+        ["set", key, value] => ControlRequest::Set {
+            setting: match *key {
+                "delay" => Setting::DelayMs(delay_ms(value)?),
+                "per-host" => Setting::PerHost(value.parse().context("N must be a number")?),
+                "concurrency" => Setting::Concurrency(value.parse().context("N must be a number")?),
+                other => bail!("no setting {other:?}: try delay, per-host or concurrency"),
+            },
+        },
+        ["node", "stop", node] => ControlRequest::StopNode {
+            node: node.to_string(),
+        },
+        ["top", rest @ ..] if rest.len() <= 1 => {
+            return Ok(Line::Top(
+                rest.first()
+                    .map(|n| n.parse().context("N must be a number"))
+                    .transpose()?,
+            ));
+        }
         ["restart", "master"] => ControlRequest::RestartMaster,
         [cmd, ..] => bail!("unknown command or arguments: {cmd:?} (try `help`)"),
     }))
@@ -256,9 +302,112 @@ pub(crate) fn render(req: &ControlRequest, v: &Value) -> String {
         }
         ControlRequest::Pause => "paused: no new URLs are handed out".to_string(),
         ControlRequest::Resume => "resumed".to_string(),
+        ControlRequest::Set { setting } => {
+            let what = match setting {
+                Setting::DelayMs(ms) => format!("delay {ms} ms"),
+                Setting::PerHost(n) => format!("per-host {n}"),
+                Setting::Concurrency(n) => format!("concurrency {n}"),
+                other => format!("{other:?}"),
+            };
+            format!("{what} on {}", nodes_of(v))
+        }
+        ControlRequest::PauseHost { host, paused } => format!(
+            "{host} {} on {}",
+            if *paused { "paused" } else { "resumed" },
+            nodes_of(v)
+        ),
         _ => serde_json::to_string_pretty(v).unwrap_or_default(),
     }
 }
+
+/// `node(s) a, b` of a reply's `nodes`.
+fn nodes_of(v: &Value) -> String {
+    let nodes: Vec<&str> = v["nodes"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect();
+    format!("{} node(s): {}", nodes.len(), nodes.join(", "))
+}
+
+/// What `top` remembers between frames: the last few seconds' samples of
+/// pages fetched, for the current rate.
+#[derive(Debug, Default)]
+struct Top {
+    samples: std::collections::VecDeque<(std::time::Instant, u64)>,
+}
+
+/// The seconds `top`'s rate is taken over.
+const TOP_RATE_SECS: u64 = 5;
+
+impl Top {
+    /// One frame for `status`, taken `now`.
+    fn frame(&mut self, s: &Status, now: std::time::Instant) -> (String, Value) {
+        self.samples.push_back((now, s.fetched_this_run));
+        while self.samples.len() > 1
+            && now.duration_since(self.samples[0].0) > Duration::from_secs(TOP_RATE_SECS)
+        {
+            self.samples.pop_front();
+        }
+        let (t0, f0) = self.samples[0];
+        let secs = now.duration_since(t0).as_secs_f64();
+        let rate = (secs > 0.0).then(|| (s.fetched_this_run - f0) as f64 / secs);
+        let mut text = format!(
+            "node {}  rate {}  fetched {}  errors {}{}\n\
+             queue: {} pending  {} processing  {} processed  {} failed  in flight {}\n\
+             node\tload\thosts",
+            s.node,
+            rate.map_or("-".to_string(), |r| format!(
+                "{r:.1} pages/s (last {secs:.0} s)"
+            )),
+            s.fetched_this_run,
+            s.errors_this_run,
+            if s.paused { "  (paused)" } else { "" },
+            s.store.pending,
+            s.store.processing,
+            s.store.processed,
+            s.store.failed,
+            s.in_flight,
+        );
+        for n in &s.nodes {
+            text.push_str(&format!("\n{}\t{}\t{}", n.node, n.load, n.hosts));
+        }
+        let json = serde_json::json!({ "rate": rate, "status": s });
+        (text, json)
+    }
+}
+
+/// `top`: `frames` frames a second apart (at a terminal, each redraws the
+/// screen); Ctrl-C ends it early.
+async fn top(remote: &Remote, frames: usize, json: bool) -> Result<()> {
+    let terminal = std::io::stdout().is_terminal();
+    let mut top = Top::default();
+    for i in 0..frames {
+        if i > 0 {
+            tokio::select! {
+                _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+                _ = tokio::signal::ctrl_c() => return Ok(()),
+            }
+        }
+        let status = remote.status().await?;
+        let (text, value) = top.frame(&status, std::time::Instant::now());
+        if json {
+            println!("{value}");
+        } else if terminal {
+            println!("\x1b[H\x1b[2J{text}\n(Ctrl-C to stop)");
+        } else {
+            println!("{text}\n");
+        }
+        let _ = std::io::stdout().flush();
+    }
+    Ok(())
+}
+
+/// `top`'s frames at a terminal without N: an hour, unless Ctrl-C comes first.
+const TOP_TERMINAL_FRAMES: usize = 3600;
+/// `top`'s frames on a pipe without N.
+const TOP_PIPE_FRAMES: usize = 5;
 
 /// The columns of a host listing (`hosts`, `report hosts`).
 pub(crate) const HOSTS_HEADER: &str = "host\trobots\tcrawl_delay_ms\tpages\tsitemaps";
@@ -369,6 +518,17 @@ pub(crate) async fn run_console(remote: Remote, addr: &str, json: bool) -> Resul
                 true
             }
             Ok(Line::Quit) => false,
+            Ok(Line::Top(frames)) => {
+                let default = if interactive {
+                    TOP_TERMINAL_FRAMES
+                } else {
+                    TOP_PIPE_FRAMES
+                };
+                if let Err(e) = top(&remote, frames.unwrap_or(default), json).await {
+                    error(format!("{e:#}"));
+                }
+                true
+            }
             Ok(Line::Request(req)) => {
                 match remote.request(&req).await {
                     Ok(v) if json => println!("{v}"),
@@ -414,6 +574,21 @@ mod tests {
             parse_line("restart master").unwrap(),
             Line::Request(ControlRequest::RestartMaster)
         );
+        assert_eq!(
+            parse_line("set delay 2s").unwrap(),
+            Line::Request(ControlRequest::Set {
+                setting: Setting::DelayMs(2000)
+            })
+        );
+        assert_eq!(
+            parse_line("pause a.example:8080").unwrap(),
+            Line::Request(ControlRequest::PauseHost {
+                host: "a.example:8080".into(),
+                paused: true
+            })
+        );
+        assert_eq!(parse_line("top 3").unwrap(), Line::Top(Some(3)));
+        assert!(parse_line("set colour blue").is_err());
         assert!(parse_line("pending many").is_err());
         assert!(parse_line("frobnicate").is_err());
         assert!(parse_line("add_url http://a/ mirror").is_err());

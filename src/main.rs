@@ -2,6 +2,7 @@
 
 mod cli;
 mod console;
+mod metrics;
 
 use clap::Parser;
 

@@ -8,7 +8,8 @@ use crate::store::SqliteStore;
 use std::path::Path;
 use std::sync::Arc;
 use web_crawler_actors::{
-    App, AppError, AppHandle, Behaviours, CrawlConfig, Operations, Storage, Store, StoreError,
+    App, AppError, AppHandle, Behaviours, CrawlConfig, Metrics, NoMetrics, Operations, Storage,
+    Store, StoreError,
 };
 
 /// Errors of starting and running a crawler.
@@ -38,6 +39,8 @@ pub struct Settings {
     /// worker nodes hand their pages to it when `crawl.index` is on.
     #[cfg(feature = "search")]
     pub index: Option<std::path::PathBuf>,
+    /// Where the node counts fetches, pool load and restarts (nothing by default).
+    pub metrics: Arc<dyn Metrics>,
 }
 
 impl Default for Settings {
@@ -49,6 +52,7 @@ impl Default for Settings {
             operations: builtin_operations(),
             #[cfg(feature = "search")]
             index: None,
+            metrics: Arc::new(NoMetrics),
         }
     }
 }
@@ -66,6 +70,7 @@ impl Settings {
             extractor: Arc::new(HtmlExtractor::new(self.policy.normalize.clone())),
             policy: Arc::new(CrawlPolicy::new(self.policy.clone())),
             operations: self.operations.clone(),
+            metrics: self.metrics.clone(),
         })
     }
 }

@@ -240,12 +240,16 @@ impl AppHandle {
         Ok(())
     }
 
-    /// Wait until the tree stops by itself, and say why.
-    pub async fn exited(&self) -> AppError {
+    /// Wait until the tree stops by itself, and say why: `None` when it
+    /// was stopped on request (an operator's `node stop`).
+    pub async fn exited(&self) -> Option<AppError> {
         let mut exit = self.exit.clone();
         loop {
             if let Some(why) = self.failure() {
-                return why;
+                return Some(why);
+            }
+            if matches!(*self.exit.borrow(), Some(ExitReason::Requested)) {
+                return None;
             }
             // The watch fires on the supervisor's exit; the status check covers
             // a supervisor that died without publishing a reason.

@@ -211,7 +211,8 @@ pub async fn start_node(
         None,
         Some(mode),
     )
-    .with_listen_addr(listen.ip());
+    .with_listen_addr(listen.ip())
+    .with_max_inbound_frame_size(crate::protocol::MAX_FRAME_BYTES as u64);
     let (node, _) =
         ractor::Actor::spawn(None, server, ())
             .await

@@ -1,6 +1,7 @@
 //! Settings of the OTP layer and the behaviours it runs with.
 
 use crate::behaviour::{Extractor, Fetcher, Frontier, LinkPolicy, Operations, Queries, Store};
+use crate::metrics::Metrics;
 use crate::scheduler::Politeness;
 use crate::search::IndexOpener;
 use crate::traps::TrapSettings;
@@ -16,6 +17,16 @@ use std::time::Duration;
 pub struct RestartIntensity {
     pub max_restarts: u32,
     pub period: Duration,
+}
+
+impl RestartIntensity {
+    /// More than `max_restarts` restarts within `period` stop the app.
+    pub fn new(max_restarts: u32, period: Duration) -> Self {
+        Self {
+            max_restarts,
+            period,
+        }
+    }
 }
 
 impl Default for RestartIntensity {
@@ -197,6 +208,8 @@ pub struct Behaviours {
     pub extractor: Arc<dyn Extractor>,
     pub policy: Arc<dyn LinkPolicy>,
     pub operations: Operations,
+    /// Where this node counts fetches, pool load and restarts.
+    pub metrics: Arc<dyn Metrics>,
 }
 
 impl fmt::Debug for Behaviours {

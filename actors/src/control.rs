@@ -5,7 +5,10 @@
 
 use crate::behaviour::{Document, PageQuery, Queries};
 use crate::config::CrawlConfig;
-use crate::protocol::{self, ChildRole, ControlMsg, ControlRequest, IndexerMsg, MasterMsg, SupMsg};
+use crate::protocol::{
+    self, ChildRole, ControlMsg, ControlRequest, IndexerMsg, MAX_MESSAGE_BYTES, MAX_REQUEST_BYTES,
+    MasterMsg, PoolMsg, Setting, SupMsg,
+};
 use crate::search::SearchAnswer;
 use crate::types::SEARCH_RESULTS;
 use ractor::{Actor, ActorProcessingErr, ActorRef};
@@ -46,14 +49,18 @@ impl Actor for Control {
         state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
         let ControlMsg::Request(text, reply) = msg;
-        let answer = match serde_json::from_str::<ControlRequest>(&text) {
-            Ok(request) => match answer(state, request).await {
-                Ok(value) => json!({ "ok": value }),
-                Err(error) => json!({ "error": error }),
-            },
-            Err(e) => json!({ "error": format!("bad request: {e}") }),
+        let answer = if text.len() > MAX_REQUEST_BYTES {
+            json!({ "error": format!("the request is {} bytes, over the {MAX_REQUEST_BYTES} a cluster request may carry", text.len()) })
+        } else {
+            match serde_json::from_str::<ControlRequest>(&text) {
+                Ok(request) => match answer(state, request).await {
+                    Ok(value) => json!({ "ok": value }),
+                    Err(error) => json!({ "error": error }),
+                },
+                Err(e) => json!({ "error": format!("bad request: {e}") }),
+            }
         };
-        let _ = reply.send(answer.to_string());
+        let _ = reply.send(bounded(answer.to_string()));
         Ok(())
     }
 }
@@ -97,9 +104,46 @@ fn master(cfg: &CrawlConfig) -> Result<ActorRef<MasterMsg>, String> {
         .ok_or_else(|| "the master is restarting; try again".to_string())
 }
 
-async fn answer(state: &ControlArgs, request: ControlRequest) -> Result<Value, String> {
+async fn answer(state: &mut ControlArgs, request: ControlRequest) -> Result<Value, String> {
     let cfg = &state.config;
     match request {
+        ControlRequest::Set { setting } => {
+            let c = &mut state.config;
+            match setting {
+                Setting::DelayMs(ms) => c.min_delay = std::time::Duration::from_millis(ms),
+                Setting::PerHost(n) => c.per_host = n.max(1),
+                Setting::Concurrency(n) => c.concurrency = n.max(1),
+            }
+            Ok(
+                json!({ "setting": setting, "nodes": to_pools(c, || PoolMsg::Set(setting.clone())) }),
+            )
+        }
+        ControlRequest::PauseHost { host, paused } => {
+            let msg = || PoolMsg::PauseHost {
+                host: host.clone(),
+                paused,
+            };
+            Ok(json!({ "host": host, "paused": paused, "nodes": to_pools(cfg, msg) }))
+        }
+        ControlRequest::StopNode { node } => {
+            if node == cfg.node_name {
+                return Err(format!(
+                    "{node} is the master's node: stop its process (SIGTERM) instead"
+                ));
+            }
+            let pools = protocol::pools(&cfg.pool_name());
+            let Some((_, pool)) = pools.iter().find(|(n, _)| *n == node) else {
+                let names: Vec<&str> = pools.iter().map(|(n, _)| n.as_str()).collect();
+                return Err(format!(
+                    "no live node {node:?}; nodes: {}",
+                    names.join(", ")
+                ));
+            };
+            pool.cast(PoolMsg::StopNode).map_err(|e| e.to_string())?;
+            Ok(json!(format!(
+                "node {node} is stopping; what it held goes back to pending"
+            )))
+        }
         ControlRequest::Status => {
             let status = ractor::call_t!(master(cfg)?, MasterMsg::Status, MASTER_TIMEOUT_MS)
                 .map_err(|e| e.to_string())?;
@@ -225,10 +269,32 @@ async fn answer(state: &ControlArgs, request: ControlRequest) -> Result<Value, S
                 return Err("this node runs no master".to_string());
             }
             Ok(json!(
-                "master restarted (an operator's restart is not counted against the restart intensity)"
+                "master restarted (an operator's restart is not counted against the restart intensity); this console now talks to the new master"
             ))
         }
     }
+}
+
+/// A reply the wire can carry: one over the bound would end the session
+/// with the console, so it is replaced by an error saying what to ask.
+fn bounded(reply: String) -> String {
+    if reply.len() <= MAX_MESSAGE_BYTES {
+        return reply;
+    }
+    json!({ "error": format!(
+        "the answer is {} bytes, over the {MAX_MESSAGE_BYTES} a cluster message may carry: ask for fewer",
+        reply.len()
+    ) })
+    .to_string()
+}
+
+/// Send `msg` to every live pool; the nodes it went to.
+fn to_pools(cfg: &CrawlConfig, msg: impl Fn() -> PoolMsg) -> Vec<String> {
+    protocol::pools(&cfg.pool_name())
+        .into_iter()
+        .filter(|(_, pool)| pool.cast(msg()).is_ok())
+        .map(|(node, _)| node)
+        .collect()
 }
 
 /// Ask this node's indexer.

@@ -8,6 +8,7 @@ mod control;
 pub mod frontier;
 pub mod indexer;
 mod master;
+pub mod metrics;
 pub mod outage;
 mod pool;
 mod protocol;
@@ -30,9 +31,11 @@ pub use behaviour::{
     Retry, RobotsReport, RobotsRules, Store, StoreError, error_chain,
 };
 pub use config::{Behaviours, CrawlConfig, RestartIntensity, Storage};
+pub use metrics::{Metrics, NoMetrics};
 pub use outage::{StoreFailure, StoreFailureKind};
 pub use protocol::{
-    ChildInfo, ChildRole, ControlRequest, IdleReason, NodeInfo, SlaveReport, Status, node_of,
+    ChildInfo, ChildRole, ControlRequest, IdleReason, MAX_MESSAGE_BYTES, MAX_REQUEST_BYTES,
+    NodeInfo, Setting, SlaveReport, Status, node_of,
 };
 pub use remote::{Remote, RemoteError};
 pub use search::{

@@ -5,7 +5,8 @@
 //! attempt (the URL is retried, then recorded as failed).
 
 use crate::config::{Behaviours, CrawlConfig};
-use crate::protocol::{self, MasterMsg, PoolMsg, SlaveReport};
+use crate::metrics;
+use crate::protocol::{self, MasterMsg, PoolMsg, Setting, SlaveReport, SupMsg};
 use crate::scheduler::{Action, HostScheduler};
 use crate::slave::{PageWants, Slave, SlaveArgs, SlaveTask};
 use crate::types::{Job, Millis, now_ms};
@@ -128,9 +129,35 @@ impl Actor for Pool {
                     state.scheduler.back_off(&job.host, *until);
                 }
                 state.scheduler.reported(report.job());
+                if let Some((status, failed)) = metrics::outcome(&report) {
+                    state.args.behaviours.metrics.url_done(status, failed);
+                }
                 protocol::report(&state.master, *report);
             }
             PoolMsg::Wake => state.wake_at = None,
+            PoolMsg::Set(setting) => {
+                let cfg = &mut state.args.config;
+                match setting {
+                    Setting::DelayMs(ms) => cfg.min_delay = Duration::from_millis(ms),
+                    Setting::PerHost(n) => cfg.per_host = n.max(1),
+                    Setting::Concurrency(n) => cfg.concurrency = n.max(1),
+                }
+                state.scheduler.set_politeness(cfg.politeness());
+                tracing::info!(?setting, "setting changed by an operator");
+            }
+            PoolMsg::PauseHost { host, paused } => {
+                tracing::info!(%host, paused, "host paused or resumed by an operator");
+                state.scheduler.pause_host(&host, paused);
+            }
+            PoolMsg::StopNode => {
+                tracing::warn!("node stopped by an operator");
+                if let Some(sup) = ActorRef::<SupMsg>::where_is(state.args.config.sup_name()) {
+                    // Not waited for: the supervisor stops this pool too.
+                    let (port, _) = ractor::concurrency::oneshot();
+                    let _ = sup.cast(SupMsg::Shutdown(port.into()));
+                }
+                return Ok(());
+            }
             PoolMsg::MasterLost => {
                 let dropped = state.scheduler.take_queued().len();
                 if dropped > 0 {
@@ -157,6 +184,7 @@ impl Actor for Pool {
                 state.scheduler.finished(&job.key(), &job.host);
                 if let Some(reason) = failure {
                     tracing::warn!(url = %job.url, %reason, "slave failed");
+                    state.args.behaviours.metrics.url_done(None, true);
                     protocol::report(
                         &state.master,
                         SlaveReport::Failed {
@@ -216,6 +244,8 @@ async fn pump(myself: &ActorRef<PoolMsg>, state: &mut PoolState) -> Result<(), A
             ),
         }
     }
+    let metrics = &state.args.behaviours.metrics;
+    metrics.pool_load(state.scheduler.queued(), state.scheduler.in_flight());
     if let Some(at) = wake
         && state.wake_at.is_none_or(|w| at < w)
     {

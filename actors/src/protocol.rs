@@ -55,11 +55,32 @@ pub(crate) fn pools(local_pool: &str) -> Vec<(String, ActorRef<PoolMsg>)> {
 
 // --- wire form ----------------------------------------------------------------
 
+/// The largest frame a node reads from a peer (ractor_cluster ends the
+/// session on a larger one, which would cost the connection).
+pub(crate) const MAX_FRAME_BYTES: usize = 16 * 1024 * 1024;
+
+/// The largest message a node sends: the frame, less room for its envelope.
+/// A larger one is refused at the sender and never reaches the wire.
+pub const MAX_MESSAGE_BYTES: usize = MAX_FRAME_BYTES - 64 * 1024;
+
+/// The largest request a console or script sends (a URL, a search text: a
+/// few KB at most).
+pub const MAX_REQUEST_BYTES: usize = 64 * 1024;
+
 /// Encode a message that crosses nodes.
 fn to_wire<T: Serialize>(value: &T) -> Result<SerializedMessage, BoxedDowncastErr> {
+    let args = serde_json::to_vec(value).map_err(|_| BoxedDowncastErr)?;
+    if args.len() > MAX_MESSAGE_BYTES {
+        tracing::error!(
+            bytes = args.len(),
+            limit = MAX_MESSAGE_BYTES,
+            "a cluster message over the size bound is not sent"
+        );
+        return Err(BoxedDowncastErr);
+    }
     Ok(SerializedMessage::Cast {
         variant: String::new(),
-        args: serde_json::to_vec(value).map_err(|_| BoxedDowncastErr)?,
+        args,
         metadata: None,
     })
 }
@@ -328,6 +349,26 @@ pub(crate) enum PoolMsg {
     /// On a worker node: the master went away. What it handed over and is
     /// not started yet is dropped; its successor hands those URLs out again.
     MasterLost,
+    /// An operator changed a setting (console `set`).
+    Set(Setting),
+    /// An operator paused or resumed one host (console `pause HOST`).
+    PauseHost { host: String, paused: bool },
+    /// An operator stopped this node (console `node stop NAME`): its tree
+    /// stops; the master returns what it held to pending.
+    StopNode,
+}
+
+/// A setting that can change while the crawl runs; every live pool takes it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Setting {
+    /// Minimum delay between requests to one host, in milliseconds.
+    DelayMs(u64),
+    /// Requests in flight per host.
+    PerHost(usize),
+    /// Slaves running at once on each node.
+    Concurrency(usize),
 }
 
 /// The variants that may cross nodes.
@@ -336,6 +377,9 @@ enum PoolWire {
     Dispatch(Vec<Job>),
     Resync,
     Drain,
+    Set(Setting),
+    PauseHost { host: String, paused: bool },
+    StopNode,
 }
 
 impl ractor::Message for PoolMsg {
@@ -348,6 +392,9 @@ impl ractor::Message for PoolMsg {
             PoolMsg::Dispatch(jobs) => PoolWire::Dispatch(jobs),
             PoolMsg::Resync => PoolWire::Resync,
             PoolMsg::Drain => PoolWire::Drain,
+            PoolMsg::Set(s) => PoolWire::Set(s),
+            PoolMsg::PauseHost { host, paused } => PoolWire::PauseHost { host, paused },
+            PoolMsg::StopNode => PoolWire::StopNode,
             _ => return Err(BoxedDowncastErr),
         };
         to_wire(&wire)
@@ -358,6 +405,9 @@ impl ractor::Message for PoolMsg {
             PoolWire::Dispatch(jobs) => PoolMsg::Dispatch(jobs),
             PoolWire::Resync => PoolMsg::Resync,
             PoolWire::Drain => PoolMsg::Drain,
+            PoolWire::Set(s) => PoolMsg::Set(s),
+            PoolWire::PauseHost { host, paused } => PoolMsg::PauseHost { host, paused },
+            PoolWire::StopNode => PoolMsg::StopNode,
         })
     }
 }
@@ -451,6 +501,19 @@ pub enum ControlRequest {
     },
     Pause,
     Resume,
+    /// Change a setting on every live node (`set KEY VALUE`).
+    Set {
+        setting: Setting,
+    },
+    /// Pause or resume one host (`host[:port]`) on every live node.
+    PauseHost {
+        host: String,
+        paused: bool,
+    },
+    /// Stop a worker node: its process ends with exit code 0.
+    StopNode {
+        node: String,
+    },
     /// Kill the master; the supervisor restarts it.
     RestartMaster,
     /// Full-text search over the pages indexed.
@@ -492,6 +555,20 @@ impl std::fmt::Debug for ControlMsg {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_message_over_the_bound_is_refused_at_the_sender() {
+        let job = Job {
+            url: format!("http://h/{}", "x".repeat(MAX_MESSAGE_BYTES)),
+            host: "h".into(),
+            operation: OperationSpec::crawl(),
+            depth: 0,
+            priority: 1.0,
+            attempts: 0,
+            redirect_hops: 0,
+        };
+        assert!(ractor::Message::serialize(MasterMsg::Unstarted(vec![job])).is_err());
+    }
 
     #[test]
     fn node_names_come_from_actor_names() {

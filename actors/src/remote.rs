@@ -3,7 +3,7 @@
 //! cookie, and the control actor it calls.
 
 use crate::cluster::{ClusterError, join, start_node};
-use crate::protocol::{CONTROL_GROUP, ControlMsg, ControlRequest, Status};
+use crate::protocol::{CONTROL_GROUP, ControlMsg, ControlRequest, MAX_REQUEST_BYTES, Status};
 use crate::types::OperationSpec;
 use ractor::ActorRef;
 use ractor_cluster::NodeServerMessage;
@@ -23,6 +23,9 @@ pub enum RemoteError {
     Refused(String),
     #[error("the node sent a reply this client cannot read")]
     BadReply(#[source] serde_json::Error),
+    /// Refused here, before sending: the connection stays up.
+    #[error("the request is {bytes} bytes, over the {limit} a cluster request may carry")]
+    TooLarge { bytes: usize, limit: usize },
 }
 
 /// A console's or script's connection to a running cluster: its own
@@ -87,6 +90,12 @@ impl Remote {
         request: &ControlRequest,
     ) -> Result<serde_json::Value, RemoteError> {
         let text = serde_json::to_string(request).expect("a request always serializes");
+        if text.len() > MAX_REQUEST_BYTES {
+            return Err(RemoteError::TooLarge {
+                bytes: text.len(),
+                limit: MAX_REQUEST_BYTES,
+            });
+        }
         let reply = ractor::call_t!(
             self.control,
             |port| ControlMsg::Request(text, port),

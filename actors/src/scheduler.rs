@@ -5,7 +5,7 @@
 
 use crate::behaviour::RobotsRules;
 use crate::types::{Job, Millis, UrlKey};
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 
 /// Politeness settings.
@@ -76,6 +76,8 @@ pub struct HostScheduler {
     /// Hosts with queued jobs, in round-robin order.
     active: VecDeque<String>,
     in_flight: usize,
+    /// Hosts an operator paused: nothing of them starts, robots.txt included.
+    paused: HashSet<String>,
 }
 
 impl HostScheduler {
@@ -85,6 +87,22 @@ impl HostScheduler {
             hosts: HashMap::new(),
             active: VecDeque::new(),
             in_flight: 0,
+            paused: HashSet::new(),
+        }
+    }
+
+    /// Change the politeness at run time (an operator's `set`): what starts
+    /// from now on follows it; what runs finishes.
+    pub fn set_politeness(&mut self, cfg: Politeness) {
+        self.cfg = cfg;
+    }
+
+    /// Pause or resume one host: its queued jobs wait, running ones finish.
+    pub fn pause_host(&mut self, host: &str, paused: bool) {
+        if paused {
+            self.paused.insert(host.to_string());
+        } else {
+            self.paused.remove(host);
         }
     }
 
@@ -252,6 +270,9 @@ impl HostScheduler {
         };
         if slot.queue.is_empty() {
             return false;
+        }
+        if self.paused.contains(host) {
+            return true;
         }
         if let Robots::Ready { expires_at, .. } = slot.robots
             && now >= expires_at
@@ -433,6 +454,37 @@ mod tests {
         assert!(a.is_empty());
         assert_eq!(wake, Some(100));
         assert_eq!(runs(&s.poll(100).0), vec!["http://a/1"]);
+    }
+
+    #[test]
+    fn a_paused_host_waits_while_others_run_and_a_new_delay_applies() {
+        let mut s = sched(10, 1, 0);
+        s.pause_host("a", true);
+        s.push(job("a", "/1"));
+        s.push(job("b", "/1"));
+        s.push(job("b", "/2"));
+        let (actions, _) = s.poll(0);
+        assert!(
+            actions
+                .iter()
+                .all(|a| matches!(a, Action::FetchRobots { host, .. } if host == "b")),
+            "nothing of a, robots.txt included: {actions:?}"
+        );
+        s.robots_done();
+        s.robots_ready("b", rules("/private", None), false, 0);
+        s.set_politeness(Politeness {
+            min_delay_ms: 500,
+            ..s.cfg.clone()
+        });
+        assert_eq!(runs(&s.poll(0).0), vec!["http://b/1"]);
+        s.finished(&job("b", "/1").key(), "b");
+        let (a, wake) = s.poll(100);
+        assert!(a.is_empty());
+        assert_eq!(wake, Some(500), "the new delay spaces b's requests");
+        s.pause_host("a", false);
+        assert!(
+            matches!(&s.poll(500).0[..], [Action::FetchRobots { host, .. }, Action::Run(_)] if host == "a")
+        );
     }
 
     #[test]

@@ -211,6 +211,7 @@ impl Actor for Sup {
             }
             match start_child(&myself, state, child.role).await {
                 Ok(()) => {
+                    state.args.behaviours.metrics.restarted(child.role);
                     if let Some(waiter) = waiter.take() {
                         let _ = waiter.send(true);
                     }

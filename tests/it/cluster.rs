@@ -352,7 +352,11 @@ async fn the_console_drives_the_cluster() {
     assert!(text.contains("node\tload\thosts"), "nodes: {text}");
     assert!(text.contains("queued http://"), "add_url: {text}");
     assert!(text.contains("error: unknown command"), "bad input: {text}");
-    assert!(text.contains("master restarted"), "{text}");
+    assert!(
+        text.contains("master restarted")
+            && text.contains("this console now talks to the new master"),
+        "{text}"
+    );
     assert!(
         text.contains("node master:"),
         "status after the restart: {text}"
@@ -635,4 +639,239 @@ async fn a_worker_stops_promptly_on_sigterm() {
         "stopped in {:?}",
         started.elapsed()
     );
+}
+
+/// `GET /metrics` at `addr`: the body.
+async fn scrape(addr: SocketAddr) -> String {
+    use tokio::io::AsyncReadExt;
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    stream
+        .write_all(b"GET /metrics HTTP/1.1\r\nHost: m\r\nConnection: close\r\n\r\n")
+        .await
+        .unwrap();
+    let mut text = String::new();
+    tokio::time::timeout(Duration::from_secs(10), stream.read_to_string(&mut text))
+        .await
+        .expect("the metrics answer")
+        .unwrap();
+    assert!(text.starts_with("HTTP/1.1 200"), "{text}");
+    text.split_once("\r\n\r\n").unwrap().1.to_string()
+}
+
+/// The value of the sample `name` (with its labels, as rendered), 0 if absent.
+fn sample(text: &str, name: &str) -> f64 {
+    text.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' '))
+        .map_or(0.0, |v| v.trim().parse().unwrap())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_are_scraped_during_a_crawl_and_match_what_the_server_served() {
+    use web_crawler_testsupport::{Page, TestServer, page_with_links};
+    let ok: Vec<String> = (0..8).map(|i| format!("/p{i}")).collect();
+    let mut pages: HashMap<String, Page> = ok
+        .iter()
+        .map(|p| {
+            (
+                p.clone(),
+                page_with_links(p, &["/"]).delay(Duration::from_millis(150)),
+            )
+        })
+        .collect();
+    let mut links: Vec<&str> = ok.iter().map(String::as_str).collect();
+    links.extend(["/gone1", "/gone2"]);
+    pages.insert("/".into(), page_with_links("home", &links));
+    let site = TestServer::start(Ipv4Addr::new(127, 0, 21, 2), pages).await;
+    let metrics = addr(Ipv4Addr::new(127, 0, 21, 1));
+    let cluster = Cluster::start_on(
+        Ipv4Addr::new(127, 0, 21, 1),
+        &["--metrics", &metrics.to_string()],
+    )
+    .await;
+    cluster.add_url(&site.url("/")).await;
+    let fetched = |t: &str, status: u16| {
+        sample(
+            t,
+            &format!("web_crawler_pages_fetched_total{{node=\"master\",status=\"{status}\"}}"),
+        )
+    };
+    // Scrape while it crawls: the counters only grow, up to what was served.
+    let mut last = (0.0, 0.0);
+    let mut during = 0;
+    let mut text = String::new();
+    for _ in 0..200 {
+        text = scrape(metrics).await;
+        let now = (fetched(&text, 200), fetched(&text, 404));
+        assert!(now.0 >= last.0 && now.1 >= last.1, "counters grow: {text}");
+        last = now;
+        if now.0 < 9.0 {
+            during += 1;
+        }
+        let frontier = |s: &str| {
+            sample(
+                &text,
+                &format!("web_crawler_frontier_urls{{state=\"{s}\"}}"),
+            )
+        };
+        if now == (9.0, 2.0) && frontier("pending") == 0.0 && frontier("processing") == 0.0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(during > 0, "a scrape during the crawl");
+    // What the server served: the home page and 8 pages (200), 2 missing (404).
+    let served_ok: u32 = std::iter::once("/")
+        .chain(ok.iter().map(String::as_str))
+        .map(|p| site.hits_of(p))
+        .sum();
+    assert_eq!(served_ok, 9, "{:?}", site.hits());
+    assert_eq!(site.hits_of("/gone1") + site.hits_of("/gone2"), 2);
+    assert_eq!(last, (f64::from(served_ok), 2.0), "{text}");
+    assert_eq!(
+        sample(&text, r#"web_crawler_fetch_errors_total{node="master"}"#),
+        0.0,
+        "{text}"
+    );
+    assert_eq!(
+        sample(&text, r#"web_crawler_frontier_urls{state="processed"}"#),
+        11.0,
+        "{text}"
+    );
+    assert_eq!(
+        sample(&text, r#"web_crawler_node_load{node="master"}"#),
+        0.0,
+        "{text}"
+    );
+    assert!(
+        text.contains(r#"web_crawler_pool_running{node="master"} 0"#),
+        "{text}"
+    );
+    assert!(
+        text.contains("# TYPE web_crawler_pages_fetched counter"),
+        "{text}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_restart_intensity_is_set_by_flags() {
+    let cluster = Cluster::start_on(
+        Ipv4Addr::new(127, 0, 21, 10),
+        &["--max-restarts", "4", "--restart-window", "90s"],
+    )
+    .await;
+    let out = cluster.console(&["--json"], "state sup\n").await;
+    assert!(out.status.success(), "{out:?}");
+    let state: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(state["max_restarts"], 4, "{state}");
+    assert_eq!(state["period_s"], 90, "{state}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_oversize_request_is_refused_at_the_sender_and_costs_no_connection() {
+    use web_crawler::actors::{OperationSpec, Remote, RemoteError};
+    let cluster = Cluster::start_on(Ipv4Addr::new(127, 0, 21, 20), &[]).await;
+    let remote = Remote::connect(
+        &cluster.master_addr.to_string(),
+        "shared-secret-for-tests",
+        Duration::from_secs(10),
+    )
+    .await
+    .unwrap();
+    let huge = format!("http://127.0.21.21/{}", "a".repeat(1 << 20));
+    let err = remote
+        .add_url(&huge, OperationSpec::crawl())
+        .await
+        .unwrap_err();
+    assert!(matches!(err, RemoteError::TooLarge { .. }), "{err:?}");
+    assert!(err.to_string().contains("over the 65536"), "{err}");
+    // The same connection answers the next request.
+    let status = remote.status().await.unwrap();
+    assert_eq!(status.nodes.len(), 1, "the node stays joined");
+    remote.close();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn operators_pause_a_host_change_settings_watch_top_and_stop_a_node() {
+    use web_crawler_testsupport::{TestServer, page_with_links};
+    // Each page's text is its own: a copy's links are not followed.
+    let site = |ip: Ipv4Addr| {
+        let pages: HashMap<String, _> = (0..4)
+            .map(|i| {
+                (
+                    format!("/p{i}"),
+                    page_with_links(&format!("{ip} page {i}"), &["/"]),
+                )
+            })
+            .chain([(
+                "/".to_string(),
+                page_with_links(&format!("{ip} home"), &["/p0", "/p1", "/p2", "/p3"]),
+            )])
+            .collect();
+        TestServer::start(ip, pages)
+    };
+    let (a, b) = (
+        site(Ipv4Addr::new(127, 0, 21, 32)).await,
+        site(Ipv4Addr::new(127, 0, 21, 33)).await,
+    );
+    let a_host = a.origin().trim_start_matches("http://").to_string();
+    let mut cluster = Cluster::start_on(Ipv4Addr::new(127, 0, 21, 30), &[]).await;
+    let mut worker = cluster.worker("w1", Ipv4Addr::new(127, 0, 21, 31));
+    assert!(cluster.wait_nodes(2).await, "the worker joined");
+    let script = format!(
+        "pause {a_host}\nset delay 0\nset per-host 2\nadd_url {}\nadd_url {}\n",
+        a.url("/"),
+        b.url("/")
+    );
+    let out = cluster.console(&[], &script).await;
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(
+        text.contains(&format!("{a_host} paused on 2 node(s)")),
+        "{text}"
+    );
+    assert!(text.contains("per-host 2 on 2 node(s)"), "{text}");
+    // b is crawled to its end while a waits, robots.txt and all.
+    let b_done = wait_for(Duration::from_secs(20), || {
+        ["/", "/p0", "/p1", "/p2", "/p3"]
+            .iter()
+            .all(|p| b.hits_of(p) == 1)
+    })
+    .await;
+    assert!(b_done, "b crawled: {:?}", b.hits());
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(
+        a.total_hits(),
+        0,
+        "nothing of the paused host: {:?}",
+        a.hits()
+    );
+
+    let script = format!("resume {a_host}\ntop 2\nnode stop w1\nnode stop nobody\n");
+    let out = cluster.console(&[], &script).await;
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains(&format!("{a_host} resumed on 2 node(s)")),
+        "{text}"
+    );
+    assert_eq!(
+        text.matches("node\tload\thosts").count(),
+        2,
+        "two frames: {text}"
+    );
+    assert!(
+        text.contains("pages/s (last 1 s)"),
+        "a rate over the last second: {text}"
+    );
+    assert!(text.contains("node w1 is stopping"), "{text}");
+    assert!(text.contains("no live node \"nobody\""), "{text}");
+    let exit = tokio::time::timeout(Duration::from_secs(20), worker.wait())
+        .await
+        .expect("the stopped node's process ends")
+        .unwrap();
+    assert_eq!(exit.code(), Some(0), "an operator's stop is a clean exit");
+    assert!(cluster.wait_nodes(1).await);
+    cluster.wait_idle().await;
+    for p in ["/", "/p0", "/p1", "/p2", "/p3"] {
+        assert_eq!(a.hits_of(p), 1, "{p} of the resumed host, once");
+    }
 }

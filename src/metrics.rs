@@ -1,0 +1,279 @@
+//! `--metrics ADDR`: the node's counters and gauges in the Prometheus text
+//! format (OpenMetrics), served over HTTP at `/metrics`. The tree counts
+//! through the `Metrics` behaviour; the queue and node gauges are the
+//! master's `Status`, read once a second.
+
+use anyhow::{Context, Result};
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::{Request, Response, StatusCode, header};
+use hyper_util::rt::TokioIo;
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+use web_crawler::AppHandle;
+use web_crawler::actors::{ChildRole, Metrics, Status};
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct NodeLabel {
+    node: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct StatusLabels {
+    node: String,
+    /// The HTTP status, or `none` when no answer came.
+    status: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ChildLabels {
+    node: String,
+    child: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct StateLabel {
+    state: String,
+}
+
+/// One node's metrics: what its actors count, and the master's status.
+#[derive(Debug)]
+pub(crate) struct NodeMetrics {
+    node: NodeLabel,
+    registry: Registry,
+    fetched: Family<StatusLabels, Counter>,
+    errors: Family<NodeLabel, Counter>,
+    queued: Family<NodeLabel, Gauge>,
+    running: Family<NodeLabel, Gauge>,
+    restarts: Family<ChildLabels, Counter>,
+    frontier: Family<StateLabel, Gauge>,
+    in_flight: Gauge,
+    node_load: Family<NodeLabel, Gauge>,
+    node_hosts: Family<NodeLabel, Gauge>,
+    store_unreachable: Gauge,
+}
+
+impl NodeMetrics {
+    pub(crate) fn new(node: &str) -> Arc<Self> {
+        let mut registry = Registry::with_prefix("web_crawler");
+        let m = NodeMetrics {
+            node: NodeLabel {
+                node: node.to_string(),
+            },
+            fetched: Family::default(),
+            errors: Family::default(),
+            queued: Family::default(),
+            running: Family::default(),
+            restarts: Family::default(),
+            frontier: Family::default(),
+            in_flight: Gauge::default(),
+            node_load: Family::default(),
+            node_hosts: Family::default(),
+            store_unreachable: Gauge::default(),
+            registry: Registry::default(),
+        };
+        registry.register(
+            "pages_fetched",
+            "URLs this node fetched, by the HTTP status of the answer (none: no answer)",
+            m.fetched.clone(),
+        );
+        registry.register(
+            "fetch_errors",
+            "Failed attempts on this node: no answer, a retryable status, a crashed slave",
+            m.errors.clone(),
+        );
+        registry.register(
+            "pool_queued",
+            "URLs queued at this node's pool, not started",
+            m.queued.clone(),
+        );
+        registry.register(
+            "pool_running",
+            "Slaves running at this node's pool",
+            m.running.clone(),
+        );
+        registry.register(
+            "restarts",
+            "Children this node's supervisor restarted",
+            m.restarts.clone(),
+        );
+        registry.register(
+            "frontier_urls",
+            "URLs in the store by state (the master's node; refreshed each second)",
+            m.frontier.clone(),
+        );
+        registry.register(
+            "in_flight",
+            "URLs claimed and not yet written back (the master's node)",
+            m.in_flight.clone(),
+        );
+        registry.register(
+            "node_load",
+            "URLs the master handed each live node and not yet written back",
+            m.node_load.clone(),
+        );
+        registry.register(
+            "node_hosts",
+            "Hosts the master assigned to each live node",
+            m.node_hosts.clone(),
+        );
+        registry.register(
+            "store_unreachable",
+            "1 while the master waits for an unreachable store",
+            m.store_unreachable.clone(),
+        );
+        Arc::new(NodeMetrics { registry, ..m })
+    }
+
+    /// The gauges the master's status holds.
+    fn observe(&self, s: &Status) {
+        let gauge = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
+        for (state, n) in [
+            ("pending", s.store.pending),
+            ("processing", s.store.processing),
+            ("processed", s.store.processed),
+            ("failed", s.store.failed),
+        ] {
+            let label = StateLabel {
+                state: state.to_string(),
+            };
+            self.frontier.get_or_create(&label).set(gauge(n));
+        }
+        self.in_flight.set(gauge(s.in_flight));
+        self.store_unreachable
+            .set(i64::from(s.store_unreachable_since.is_some()));
+        // Nodes that left must not linger.
+        self.node_load.clear();
+        self.node_hosts.clear();
+        for n in &s.nodes {
+            let label = NodeLabel {
+                node: n.node.clone(),
+            };
+            self.node_load.get_or_create(&label).set(gauge(n.load));
+            self.node_hosts.get_or_create(&label).set(gauge(n.hosts));
+        }
+    }
+
+    /// Read the master's status into the gauges once a second; never returns.
+    pub(crate) async fn track(&self, app: &AppHandle) {
+        loop {
+            if let Ok(status) = app.status().await {
+                self.observe(&status);
+            }
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+    }
+
+    fn render(&self) -> String {
+        let mut text = String::new();
+        // Writing to a String cannot fail.
+        let _ = prometheus_client::encoding::text::encode(&mut text, &self.registry);
+        text
+    }
+}
+
+impl Metrics for NodeMetrics {
+    fn url_done(&self, status: Option<u16>, failed: bool) {
+        if let Some(code) = status {
+            let labels = StatusLabels {
+                node: self.node.node.clone(),
+                status: code.to_string(),
+            };
+            self.fetched.get_or_create(&labels).inc();
+        }
+        if failed {
+            self.errors.get_or_create(&self.node).inc();
+        }
+    }
+
+    fn pool_load(&self, queued: usize, running: usize) {
+        let gauge = |v: usize| i64::try_from(v).unwrap_or(i64::MAX);
+        self.queued.get_or_create(&self.node).set(gauge(queued));
+        self.running.get_or_create(&self.node).set(gauge(running));
+    }
+
+    fn restarted(&self, child: ChildRole) {
+        let labels = ChildLabels {
+            node: self.node.node.clone(),
+            child: format!("{child:?}").to_lowercase(),
+        };
+        self.restarts.get_or_create(&labels).inc();
+    }
+}
+
+/// Serve `GET /metrics` on `addr` until the process ends; returns the
+/// address bound (port 0 picks one).
+pub(crate) async fn serve(addr: SocketAddr, metrics: Arc<NodeMetrics>) -> Result<SocketAddr> {
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("cannot listen for --metrics on {addr}"))?;
+    let bound = listener.local_addr()?;
+    tokio::spawn(async move {
+        loop {
+            let Ok((stream, _)) = listener.accept().await else {
+                continue;
+            };
+            let metrics = metrics.clone();
+            tokio::spawn(async move {
+                let service = hyper::service::service_fn(move |req: Request<_>| {
+                    let metrics = metrics.clone();
+                    async move { Ok::<_, std::convert::Infallible>(answer(&req, &metrics)) }
+                });
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(TokioIo::new(stream), service)
+                    .await;
+            });
+        }
+    });
+    Ok(bound)
+}
+
+fn answer<B>(req: &Request<B>, metrics: &NodeMetrics) -> Response<Full<Bytes>> {
+    if req.uri().path() != "/metrics" {
+        let mut r = Response::new(Full::new(Bytes::from_static(b"metrics are at /metrics\n")));
+        *r.status_mut() = StatusCode::NOT_FOUND;
+        return r;
+    }
+    let mut r = Response::new(Full::new(Bytes::from(metrics.render())));
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        header::HeaderValue::from_static(
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        ),
+    );
+    r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_render_in_the_text_format() {
+        let m = NodeMetrics::new("n1");
+        m.url_done(Some(200), false);
+        m.url_done(Some(200), false);
+        m.url_done(Some(503), true);
+        m.url_done(None, true);
+        m.pool_load(7, 2);
+        m.restarted(ChildRole::Master);
+        let text = m.render();
+        for line in [
+            r#"web_crawler_pages_fetched_total{node="n1",status="200"} 2"#,
+            r#"web_crawler_pages_fetched_total{node="n1",status="503"} 1"#,
+            r#"web_crawler_fetch_errors_total{node="n1"} 2"#,
+            r#"web_crawler_pool_queued{node="n1"} 7"#,
+            r#"web_crawler_pool_running{node="n1"} 2"#,
+            r#"web_crawler_restarts_total{node="n1",child="master"} 1"#,
+        ] {
+            assert!(text.lines().any(|l| l == line), "{line} in\n{text}");
+        }
+        assert!(text.ends_with("# EOF\n"), "{text}");
+    }
+}
