@@ -31,6 +31,22 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         "{reason:?}: {} pages processed, {} failed, {} search results",
         status.store.processed, status.store.failed, status.store.search_results
     );
+    // What the console lists, typed (the same calls as a cluster `Remote`).
+    let control = app.control();
+    for page in control.processed(3).await? {
+        println!(
+            "processed {} ({:?})",
+            page.record.url, page.record.http_returncode
+        );
+    }
+    for found in control.search_results(Some("crawler"), 3).await?.items {
+        println!(
+            "{:?} at {} in {}",
+            found.text,
+            found.positions.len(),
+            found.url
+        );
+    }
     for child in app.which_children().await? {
         println!(
             "child {} ({:?}), restarts {}",

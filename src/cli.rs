@@ -18,7 +18,7 @@ use web_crawler::actors::{
     Store, StoreFailureKind,
 };
 use web_crawler::graph;
-use web_crawler::operations::{builtin_operations, search_results};
+use web_crawler::operations::builtin_operations;
 use web_crawler::policy::Scope;
 use web_crawler::search::{Ranking, SearchAnswer, SearchIndex, SearchOptions, index_dir_for};
 use web_crawler::store::{MongoStore, SqliteStore};
@@ -680,7 +680,7 @@ pub(crate) async fn run(cli: Cli) -> Result<ExitCode> {
             }
             let (code, crawled) = crawl(&opts, &[(url, operation)]).await?;
             let store = opts.store.open().await?;
-            let results = search_results(store.as_ref(), Some(&text)).await?;
+            let results = store.search_results(Some(&text)).await?;
             if let Some(crawled) = crawled {
                 let doc = serde_json::json!({ "crawl": crawled, "results": results });
                 println!("{}", serde_json::to_string_pretty(&doc)?);
@@ -1065,7 +1065,7 @@ async fn report(what: Report) -> Result<()> {
         }
         Report::SearchResults { text, list } => {
             let store = list.store.open().await?;
-            let mut results = search_results(store.as_ref(), text.as_deref()).await?;
+            let mut results = store.search_results(text.as_deref()).await?;
             list.bound(&mut results);
             let mut out = std::io::stdout().lock();
             if list.json {

@@ -1,10 +1,9 @@
 //! Page operations shipped with the crawler.
 
 use async_trait::async_trait;
-use serde::{Deserialize, Serialize};
 use web_crawler_actors::{
-    Document, Millis, Operation, OperationError, OperationOutput, Operations, PageContext, Queries,
-    Record, SEARCH_EXACT as EXACT, SEARCH_OPERATION, SEARCH_RESULTS, StoreError,
+    Document, Operation, OperationError, OperationOutput, Operations, PageContext, Record,
+    SEARCH_EXACT as EXACT, SEARCH_OPERATION, SEARCH_RESULTS,
 };
 
 /// The paper's `search_text(URL, Text)` (listing 13): records where `Text`
@@ -27,41 +26,6 @@ const MAX_POSITIONS: usize = 1_000;
 const MAX_CONTEXTS: usize = 5;
 /// Characters of context on each side of a match.
 const CONTEXT_CHARS: usize = 40;
-
-/// A `search_results` document, as [`search_results`] reads it back.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SearchResult {
-    pub url: String,
-    pub text: String,
-    /// Character offsets of the matches in the page's visible text.
-    pub positions: Vec<u64>,
-    /// The first matches with some text on each side (`…` where cut).
-    #[serde(default)]
-    pub contexts: Vec<String>,
-    pub d_search: Millis,
-}
-
-/// The search results stored for `text` (all of them with `None`), by URL.
-pub async fn search_results(
-    queries: &dyn Queries,
-    text: Option<&str>,
-) -> Result<Vec<SearchResult>, StoreError> {
-    let mut filter = Document::new();
-    if let Some(text) = text {
-        filter.insert("text".into(), text.into());
-    }
-    let mut results = queries
-        .records(SEARCH_RESULTS, &filter)
-        .await?
-        .into_iter()
-        .map(|doc| {
-            serde_json::from_value(serde_json::Value::Object(doc))
-                .map_err(|e| StoreError::Corrupt(format!("a search result: {e}")))
-        })
-        .collect::<Result<Vec<SearchResult>, _>>()?;
-    results.sort_by(|a, b| (&a.url, &a.text).cmp(&(&b.url, &b.text)));
-    Ok(results)
-}
 
 /// Character offsets of the non-overlapping occurrences of `needle` in
 /// `haystack`, left to right; case-insensitive unless `exact`.

@@ -8,6 +8,7 @@ use crate::outage::StoreFailure;
 use crate::protocol::{
     ChildInfo, ChildRole, IdleReason, IndexerMsg, MasterMsg, PoolMsg, Status, SupMsg,
 };
+use crate::remote::ControlClient;
 use crate::search::SearchAnswer;
 use crate::sup::{ExitReason, Sup, SupArgs};
 use crate::types::OperationSpec;
@@ -260,6 +261,14 @@ impl AppHandle {
     /// Why the tree stopped, once it has.
     pub fn exit_reason(&self) -> Option<ExitReason> {
         self.exit.borrow().clone()
+    }
+
+    /// The console's requests on this app's control actor, with typed
+    /// replies: pages, results, hosts, status (the same calls and error type
+    /// as a [`Remote`](crate::Remote) on a cluster). A worker node's app has
+    /// no control actor: its requests fail with [`ControlError::NoControl`](crate::ControlError::NoControl).
+    pub fn control(&self) -> ControlClient {
+        ControlClient::named(self.config.control_name(), MASTER_WAIT)
     }
 
     /// Graceful stop: the master stops claiming, running slaves get

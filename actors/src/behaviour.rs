@@ -304,6 +304,26 @@ pub trait Queries: Send + Sync + fmt::Debug + 'static {
     /// consumer, once it has handled them); returns how many were removed.
     async fn delete_records(&self, collection: &str, keys: &[Document]) -> Result<u64, StoreError>;
 
+    /// The search results stored for `text` (all of them with `None`), by
+    /// URL and text.
+    async fn search_results(&self, text: Option<&str>) -> Result<Vec<SearchResult>, StoreError> {
+        let mut filter = Document::new();
+        if let Some(text) = text {
+            filter.insert("text".into(), text.into());
+        }
+        let mut results = self
+            .records(SEARCH_RESULTS, &filter)
+            .await?
+            .into_iter()
+            .map(|doc| {
+                serde_json::from_value(serde_json::Value::Object(doc))
+                    .map_err(|e| StoreError::Corrupt(format!("a search result: {e}")))
+            })
+            .collect::<Result<Vec<SearchResult>, _>>()?;
+        results.sort_by(|a, b| (&a.url, &a.text).cmp(&(&b.url, &b.text)));
+        Ok(results)
+    }
+
     async fn broken_links(&self) -> Result<Vec<BrokenLink>, StoreError>;
 
     async fn hosts(&self) -> Result<Vec<HostRecord>, StoreError>;

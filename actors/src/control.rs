@@ -3,14 +3,13 @@
 //! node). It runs on the master's node, joins the control process group,
 //! and answers JSON requests by calling the tree's actors.
 
-use crate::behaviour::{Document, PageQuery, Queries};
+use crate::behaviour::{PageQuery, Queries};
 use crate::config::CrawlConfig;
 use crate::protocol::{
     self, ChildRole, ControlMsg, ControlRequest, IndexerMsg, MAX_MESSAGE_BYTES, MAX_REQUEST_BYTES,
     MasterMsg, PoolMsg, Setting, SupMsg,
 };
 use crate::search::SearchAnswer;
-use crate::types::SEARCH_RESULTS;
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 use serde::Serialize;
 use serde_json::{Value, json};
@@ -235,18 +234,11 @@ async fn answer(state: &mut ControlArgs, request: ControlRequest) -> Result<Valu
         }
         ControlRequest::Search { query, limit } => to_json(&search(cfg, query, limit).await?),
         ControlRequest::SearchResults { text, limit } => {
-            let mut filter = Document::new();
-            if let Some(text) = text {
-                filter.insert("text".into(), text.into());
-            }
-            let mut results = state
+            let results = state
                 .queries
-                .records(SEARCH_RESULTS, &filter)
+                .search_results(text.as_deref())
                 .await
                 .map_err(|e| e.to_string())?;
-            let field =
-                |d: &Document, k: &str| d.get(k).and_then(Value::as_str).map(str::to_string);
-            results.sort_by_cached_key(|d| (field(d, "url"), field(d, "text")));
             Ok(first(results, limit))
         }
         ControlRequest::Hosts { limit } => {

@@ -37,7 +37,7 @@ pub use protocol::{
     ChildInfo, ChildRole, ControlRequest, IdleReason, MAX_MESSAGE_BYTES, MAX_REQUEST_BYTES,
     NodeInfo, Setting, SlaveReport, Status, node_of,
 };
-pub use remote::{Remote, RemoteError};
+pub use remote::{ControlClient, ControlError, Listing, Remote};
 pub use search::{
     Anchor, INDEX_QUEUE, IndexError, IndexOpener, PageIndex, PageText, SearchAnswer, SearchHit,
 };
@@ -45,5 +45,5 @@ pub use sup::ExitReason;
 pub use types::{
     BrokenLink, HostRecord, HostSummary, Job, Millis, NewLink, OperationSpec, PageRecord,
     PendingUrl, ProcessedUrl, ROBOTS_BLOCKED, RobotsStatus, SEARCH_EXACT, SEARCH_OPERATION,
-    SEARCH_RESULTS, StoreCounts, UrlKey, now_ms,
+    SEARCH_RESULTS, SearchResult, StoreCounts, UrlKey, now_ms,
 };

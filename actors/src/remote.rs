@@ -4,18 +4,26 @@
 
 use crate::cluster::{ClusterError, join, start_node};
 use crate::protocol::{CONTROL_GROUP, ControlMsg, ControlRequest, MAX_REQUEST_BYTES, Status};
-use crate::types::OperationSpec;
+use crate::types::{HostSummary, OperationSpec, PendingUrl, ProcessedUrl, SearchResult};
 use ractor::ActorRef;
 use ractor_cluster::NodeServerMessage;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-/// Errors of a remote request.
+/// Errors of a control request, in this process ([`AppHandle::control`](crate::AppHandle::control))
+/// or over the cluster ([`Remote`]): one type for both.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum RemoteError {
+pub enum ControlError {
     #[error(transparent)]
     Cluster(#[from] ClusterError),
+    /// No control actor runs under this name (a worker node's app, or a
+    /// stopped one).
+    #[error("no control actor {0} runs here (a worker node's app, or one stopped)")]
+    NoControl(String),
     #[error("the node did not answer")]
     NoAnswer(#[source] Box<dyn std::error::Error + Send + Sync>),
     /// The node refused the request, with its one-line reason.
@@ -28,13 +36,148 @@ pub enum RemoteError {
     TooLarge { bytes: usize, limit: usize },
 }
 
+/// The first rows of a listing, and how many there are in all.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Listing<T> {
+    pub total: usize,
+    pub items: Vec<T>,
+}
+
+/// Where a [`ControlClient`]'s requests go.
+#[derive(Clone, Debug)]
+enum Target {
+    /// A control actor of this process, looked up by name at each request
+    /// (so a restarted one is found).
+    Named(String),
+    /// A control actor on another node.
+    Ref(ActorRef<ControlMsg>),
+}
+
+/// The console's requests to a control actor, with typed replies: the
+/// same calls on an embedded app ([`AppHandle::control`](crate::AppHandle::control))
+/// and on a cluster ([`Remote`], which derefs to one).
+#[derive(Clone, Debug)]
+pub struct ControlClient {
+    target: Target,
+    timeout: Duration,
+}
+
+impl ControlClient {
+    pub(crate) fn named(name: String, timeout: Duration) -> Self {
+        Self {
+            target: Target::Named(name),
+            timeout,
+        }
+    }
+
+    /// One request; [`ControlError::Refused`] holds the node's one-line reason.
+    pub async fn request(&self, request: &ControlRequest) -> Result<Value, ControlError> {
+        let text = serde_json::to_string(request).expect("a request always serializes");
+        if text.len() > MAX_REQUEST_BYTES {
+            return Err(ControlError::TooLarge {
+                bytes: text.len(),
+                limit: MAX_REQUEST_BYTES,
+            });
+        }
+        let control = match &self.target {
+            Target::Ref(control) => control.clone(),
+            Target::Named(name) => ActorRef::<ControlMsg>::where_is(name.clone())
+                .ok_or_else(|| ControlError::NoControl(name.clone()))?,
+        };
+        let reply = ractor::call_t!(
+            control,
+            |port| ControlMsg::Request(text, port),
+            self.timeout.as_millis() as u64
+        )
+        .map_err(|e| ControlError::NoAnswer(Box::new(e)))?;
+        let mut value: Value = serde_json::from_str(&reply).map_err(ControlError::BadReply)?;
+        if let Some(error) = value.get("error") {
+            return Err(ControlError::Refused(
+                error.as_str().unwrap_or("error").to_string(),
+            ));
+        }
+        Ok(value.get_mut("ok").map(Value::take).unwrap_or_default())
+    }
+
+    async fn typed<T: DeserializeOwned>(
+        &self,
+        request: &ControlRequest,
+    ) -> Result<T, ControlError> {
+        serde_json::from_value(self.request(request).await?).map_err(ControlError::BadReply)
+    }
+
+    /// `add_url` on the master; returns the normalized URL.
+    pub async fn add_url(
+        &self,
+        url: &str,
+        operation: OperationSpec,
+    ) -> Result<String, ControlError> {
+        let reply = self
+            .request(&ControlRequest::AddUrl {
+                url: url.to_string(),
+                operation,
+            })
+            .await?;
+        Ok(reply.as_str().unwrap_or_default().to_string())
+    }
+
+    /// The paper's `search_text(URL, Text)`.
+    pub async fn search_text(&self, url: &str, text: &str) -> Result<String, ControlError> {
+        self.add_url(url, OperationSpec::search_text(text)).await
+    }
+
+    pub async fn status(&self) -> Result<Status, ControlError> {
+        self.typed(&ControlRequest::Status).await
+    }
+
+    /// The first `limit` pending URLs.
+    pub async fn pending(&self, limit: usize) -> Result<Vec<PendingUrl>, ControlError> {
+        self.typed(&ControlRequest::Pending { limit }).await
+    }
+
+    /// The last `limit` pages processed, newest first.
+    pub async fn processed(&self, limit: usize) -> Result<Vec<ProcessedUrl>, ControlError> {
+        self.typed(&ControlRequest::Processed { limit }).await
+    }
+
+    /// The last `limit` pages that failed or answered 4xx/5xx, newest first.
+    pub async fn failed(&self, limit: usize) -> Result<Vec<ProcessedUrl>, ControlError> {
+        self.typed(&ControlRequest::Failed { limit }).await
+    }
+
+    /// Where `search_text` found its text (only `text`'s results, if given),
+    /// by URL.
+    pub async fn search_results(
+        &self,
+        text: Option<&str>,
+        limit: usize,
+    ) -> Result<Listing<SearchResult>, ControlError> {
+        let text = text.map(str::to_string);
+        self.typed(&ControlRequest::SearchResults { text, limit })
+            .await
+    }
+
+    /// The crawl's hosts: robots.txt state, crawl delay, pages processed.
+    pub async fn hosts(&self, limit: usize) -> Result<Listing<HostSummary>, ControlError> {
+        self.typed(&ControlRequest::Hosts { limit }).await
+    }
+}
+
 /// A console's or script's connection to a running cluster: its own
-/// (client) node, authenticated with the cookie, and the control actor.
+/// (client) node, authenticated with the cookie, and the control actor it
+/// calls (the [`ControlClient`] it derefs to).
 #[derive(Debug)]
 pub struct Remote {
     node: ActorRef<NodeServerMessage>,
-    control: ActorRef<ControlMsg>,
-    timeout: Duration,
+    client: ControlClient,
+}
+
+impl std::ops::Deref for Remote {
+    type Target = ControlClient;
+
+    fn deref(&self) -> &ControlClient {
+        &self.client
+    }
 }
 
 impl Remote {
@@ -71,8 +214,10 @@ impl Remote {
             if let Some(control) = control {
                 return Ok(Remote {
                     node,
-                    control: ActorRef::from(control),
-                    timeout,
+                    client: ControlClient {
+                        target: Target::Ref(ActorRef::from(control)),
+                        timeout,
+                    },
                 });
             }
             if Instant::now() >= deadline {
@@ -82,62 +227,6 @@ impl Remote {
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
-    }
-
-    /// One request; [`RemoteError::Refused`] holds the node's one-line reason.
-    pub async fn request(
-        &self,
-        request: &ControlRequest,
-    ) -> Result<serde_json::Value, RemoteError> {
-        let text = serde_json::to_string(request).expect("a request always serializes");
-        if text.len() > MAX_REQUEST_BYTES {
-            return Err(RemoteError::TooLarge {
-                bytes: text.len(),
-                limit: MAX_REQUEST_BYTES,
-            });
-        }
-        let reply = ractor::call_t!(
-            self.control,
-            |port| ControlMsg::Request(text, port),
-            self.timeout.as_millis() as u64
-        )
-        .map_err(|e| RemoteError::NoAnswer(Box::new(e)))?;
-        let mut value: serde_json::Value =
-            serde_json::from_str(&reply).map_err(RemoteError::BadReply)?;
-        if let Some(error) = value.get("error") {
-            return Err(RemoteError::Refused(
-                error.as_str().unwrap_or("error").to_string(),
-            ));
-        }
-        Ok(value
-            .get_mut("ok")
-            .map(serde_json::Value::take)
-            .unwrap_or_default())
-    }
-
-    /// `add_url` on the cluster's master; returns the normalized URL.
-    pub async fn add_url(
-        &self,
-        url: &str,
-        operation: OperationSpec,
-    ) -> Result<String, RemoteError> {
-        let reply = self
-            .request(&ControlRequest::AddUrl {
-                url: url.to_string(),
-                operation,
-            })
-            .await?;
-        Ok(reply.as_str().unwrap_or_default().to_string())
-    }
-
-    /// The paper's `search_text(URL, Text)` on the cluster.
-    pub async fn search_text(&self, url: &str, text: &str) -> Result<String, RemoteError> {
-        self.add_url(url, OperationSpec::search_text(text)).await
-    }
-
-    pub async fn status(&self) -> Result<Status, RemoteError> {
-        let reply = self.request(&ControlRequest::Status).await?;
-        serde_json::from_value(reply).map_err(RemoteError::BadReply)
     }
 
     /// Close the connection.

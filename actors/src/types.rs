@@ -237,6 +237,22 @@ pub struct HostSummary {
     pub pages: u64,
 }
 
+/// A search_results document (the paper's listing 3), as
+/// [`Queries::search_results`](crate::Queries::search_results) reads it
+/// back: where `search_text` found its text.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SearchResult {
+    pub url: String,
+    pub text: String,
+    /// Character offsets of the matches in the page's visible text.
+    pub positions: Vec<u64>,
+    /// The first matches with some text on each side (`…` where cut).
+    #[serde(default)]
+    pub contexts: Vec<String>,
+    /// When it was found (epoch milliseconds).
+    pub d_search: Millis,
+}
+
 /// A stored processed_urls document, as read back.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ProcessedUrl {

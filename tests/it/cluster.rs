@@ -411,9 +411,21 @@ async fn a_rust_program_joins_and_sends_add_url() {
     );
     let status = remote.status().await.unwrap();
     assert_eq!(status.nodes.len(), 1);
-    remote.close();
     cluster.wait_idle().await;
     assert_every_page_fetched(&web, true);
+    // What the console lists, typed.
+    let newest = remote.processed(3).await.unwrap();
+    assert_eq!(newest.len(), 3);
+    assert!(
+        newest
+            .windows(2)
+            .all(|w| w[0].d_processed >= w[1].d_processed)
+    );
+    assert!(remote.pending(10).await.unwrap().is_empty());
+    let hosts = remote.hosts(10).await.unwrap();
+    assert_eq!(hosts.total, 1, "{hosts:?}");
+    assert!(hosts.items[0].pages >= 5, "{hosts:?}");
+    remote.close();
     let wrong = Remote::connect(
         &cluster.master_addr.to_string(),
         "wrong",
@@ -768,7 +780,7 @@ async fn the_restart_intensity_is_set_by_flags() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_oversize_request_is_refused_at_the_sender_and_costs_no_connection() {
-    use web_crawler::actors::{OperationSpec, Remote, RemoteError};
+    use web_crawler::actors::{ControlError, OperationSpec, Remote};
     let cluster = Cluster::start_on(Ipv4Addr::new(127, 0, 21, 20), &[]).await;
     let remote = Remote::connect(
         &cluster.master_addr.to_string(),
@@ -782,7 +794,7 @@ async fn an_oversize_request_is_refused_at_the_sender_and_costs_no_connection() 
         .add_url(&huge, OperationSpec::crawl())
         .await
         .unwrap_err();
-    assert!(matches!(err, RemoteError::TooLarge { .. }), "{err:?}");
+    assert!(matches!(err, ControlError::TooLarge { .. }), "{err:?}");
     assert!(err.to_string().contains("over the 65536"), "{err}");
     // The same connection answers the next request.
     let status = remote.status().await.unwrap();

@@ -8,11 +8,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 use web_crawler::actors::{
-    ClaimRequest, CommitBatch, CommitSummary, Document, Frontier, Job, Operation, OperationError,
-    OperationOutput, OperationSpec, PageContext, PageQuery, ProcessedUrl, Record, Storage, Store,
-    StoreCounts, StoreError, UrlKey, async_trait,
+    ClaimRequest, CommitBatch, CommitSummary, ControlError, Document, Frontier, Job, Operation,
+    OperationError, OperationOutput, OperationSpec, PageContext, PageQuery, ProcessedUrl, Record,
+    Storage, Store, StoreCounts, StoreError, UrlKey, async_trait,
 };
-use web_crawler::operations::search_results;
 use web_crawler::policy::Scope;
 use web_crawler::store::SqliteStore;
 use web_crawler::{IdleReason, Settings, start, start_on};
@@ -267,9 +266,7 @@ async fn search_text_records_where_readers_see_the_text(b: Backend) {
         &[(server.url("/"), OperationSpec::search_text("needle"))],
     )
     .await;
-    let results = search_results(store.as_ref(), Some("needle"))
-        .await
-        .unwrap();
+    let results = store.search_results(Some("needle")).await.unwrap();
     assert_eq!(results.len(), 1, "only the page with the text: {results:?}");
     assert_eq!(results[0].url, server.url("/"));
     let visible = "Needle page first needle, then NEEDLE and é needle. x";
@@ -292,6 +289,73 @@ async fn search_text_records_where_readers_see_the_text(b: Backend) {
         .unwrap()
         .unwrap();
     assert_eq!(other.record.operation, OperationSpec::search_text("needle"));
+}
+
+/// Embedding: `AppHandle::control()` reads what the console lists (pages
+/// newest first, failures, search results, hosts, pending), typed, with
+/// the same calls and error type as a `Remote`; once the app has stopped
+/// a read says there is no control actor.
+async fn an_embedded_app_reads_pages_results_and_hosts(b: Backend) {
+    let server = TestServer::start(
+        Ipv4Addr::new(127, 0, 0, 13),
+        HashMap::from([
+            (
+                "/".to_string(),
+                page_with_links("alpha home", &["/a", "/gone"]),
+            ),
+            ("/a".to_string(), Page::html("<p>alpha again, alpha</p>")),
+        ]),
+    )
+    .await;
+    let store = b.open().await;
+    let app = start(store, settings("reads")).await.unwrap();
+    app.add_url_with(&server.url("/"), OperationSpec::search_text("alpha"))
+        .await
+        .unwrap();
+    tokio::time::timeout(Duration::from_secs(60), app.wait_idle())
+        .await
+        .expect("crawl finishes")
+        .unwrap();
+    let control = app.control();
+    let processed = control.processed(10).await.unwrap();
+    let urls: HashSet<&str> = processed.iter().map(|p| p.record.url.as_str()).collect();
+    for path in ["/", "/a", "/gone"] {
+        assert!(urls.contains(server.url(path).as_str()), "{urls:?}");
+    }
+    assert!(
+        processed
+            .windows(2)
+            .all(|w| w[0].d_processed >= w[1].d_processed),
+        "newest first"
+    );
+    let failed: Vec<String> = control
+        .failed(10)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|p| p.record.url)
+        .collect();
+    assert!(failed.contains(&server.url("/gone")), "{failed:?}");
+    assert!(!failed.contains(&server.url("/a")), "{failed:?}");
+    let results = control.search_results(Some("alpha"), 1).await.unwrap();
+    assert_eq!(results.total, 2, "{results:?}");
+    assert_eq!(results.items.len(), 1, "the limit");
+    assert_eq!(results.items[0].url, server.url("/"));
+    let at_a = control.search_results(None, 10).await.unwrap();
+    let a = at_a
+        .items
+        .iter()
+        .find(|r| r.url == server.url("/a"))
+        .unwrap();
+    assert_eq!(a.positions.len(), 2, "{a:?}");
+    let hosts = control.hosts(10).await.unwrap();
+    assert_eq!(hosts.total, 1, "{hosts:?}");
+    assert!(server.url("/").contains(&hosts.items[0].host), "{hosts:?}");
+    assert!(hosts.items[0].pages >= 3, "{hosts:?}");
+    assert!(control.pending(10).await.unwrap().is_empty());
+    app.stop(Duration::from_secs(5)).await.unwrap();
+    let gone = control.status().await.unwrap_err();
+    assert!(matches!(gone, ControlError::NoControl(_)), "{gone:?}");
 }
 
 /// An operation that panics on pages containing "POISON".
@@ -792,4 +856,8 @@ on_both_backends!(
 on_both_backends!(
     a_killed_master_is_restarted_and_adopts_the_pools_work,
     a_killed_master_is_restarted_and_adopts_the_pools_work
+);
+on_both_backends!(
+    embedded_reads,
+    an_embedded_app_reads_pages_results_and_hosts
 );

@@ -10,7 +10,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 use web_crawler::actors::{OperationSpec, PageQuery, Store};
-use web_crawler::operations::search_results;
 use web_crawler::policy::Scope;
 use web_crawler::store::MongoStore;
 use web_crawler::{IdleReason, Settings, start};
@@ -96,7 +95,8 @@ async fn crawl_on(backend: &Backend, server: &TestServer) -> (Summary, Vec<(Stri
             ),
         );
     }
-    let results = search_results(store.as_ref(), None)
+    let results = store
+        .search_results(None)
         .await
         .unwrap()
         .into_iter()

@@ -9,7 +9,6 @@ use web_crawler::actors::{
     ClaimRequest, CommitBatch, Document, HostRecord, Job, NewLink, OperationSpec, PageQuery,
     PageRecord, ProcessedPage, Record, Retry, SEARCH_RESULTS, Store, UrlKey,
 };
-use web_crawler::operations::search_results;
 
 const NOW: i64 = 1_700_000_000_000;
 
@@ -448,15 +447,14 @@ async fn records_replace_per_collection_and_key(b: Backend) {
         .unwrap();
     p.records[0].fields = doc(json!({ "positions": [4] }));
     store.commit(pages(NOW + 5, None, vec![p])).await.unwrap();
-    let results = search_results(store.as_ref(), Some("needle"))
-        .await
-        .unwrap();
+    let results = store.search_results(Some("needle")).await.unwrap();
     assert_eq!(results.len(), 1);
     assert_eq!(results[0].url, "http://a/s");
     assert_eq!(results[0].positions, vec![4]);
     assert_eq!(results[0].d_search, NOW + 5);
     assert!(
-        search_results(store.as_ref(), Some("other"))
+        store
+            .search_results(Some("other"))
             .await
             .unwrap()
             .is_empty()
