@@ -471,6 +471,20 @@ fn slow_crawl(site: &TestServer, db: &str) -> Vec<String> {
     args
 }
 
+/// A quiet crawl of `site` run in the background, once it has fetched.
+async fn crawling(site: &TestServer, args: &[String]) -> tokio::process::Child {
+    let crawl = bin()
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let started = wait_for(Duration::from_secs(20), || site.total_hits() > 2).await;
+    assert!(started, "the first crawl runs");
+    crawl
+}
+
 /// One crawling process per embedded store: a second crawl on the same
 /// file is refused with a clear line while the first runs, and welcome
 /// once it has ended (the lock dies with its process).
@@ -479,15 +493,7 @@ async fn a_second_crawl_on_the_same_file_is_refused() {
     let site = slow_site(Ipv4Addr::new(127, 0, 12, 50), 40).await;
     let dir = tempfile::tempdir().unwrap();
     let db = db_arg(dir.path());
-    let mut first = bin()
-        .args(slow_crawl(&site, &db))
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let started = wait_for(Duration::from_secs(20), || site.total_hits() > 2).await;
-    assert!(started, "the first crawl runs");
+    let mut first = crawling(&site, &slow_crawl(&site, &db)).await;
     let second = run(&[
         "crawl",
         &site.url("/"),
@@ -532,15 +538,7 @@ async fn a_second_master_on_one_mongodb_database_is_refused() {
         ],
         &backend,
     );
-    let mut first = bin()
-        .args(&args)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let started = wait_for(Duration::from_secs(20), || site.total_hits() > 2).await;
-    assert!(started, "the first crawl runs");
+    let mut first = crawling(&site, &args).await;
     let asked = std::time::Instant::now();
     let second = run(&args).await;
     assert!(!second.status.success());

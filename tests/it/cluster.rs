@@ -41,6 +41,17 @@ struct Cluster {
 }
 
 impl Cluster {
+    /// A Rust program's connection to the master, with the cluster's cookie.
+    async fn remote(&self) -> web_crawler::actors::Remote {
+        web_crawler::actors::Remote::connect(
+            &self.master_addr.to_string(),
+            "shared-secret-for-tests",
+            Duration::from_secs(10),
+        )
+        .await
+        .unwrap()
+    }
+
     /// A master node on 127.0.9.1 with the embedded store.
     async fn start(extra: &[&str]) -> Cluster {
         Self::start_on(Ipv4Addr::new(127, 0, 9, 1), extra).await
@@ -391,13 +402,7 @@ async fn a_rust_program_joins_and_sends_add_url() {
     use web_crawler::actors::Remote;
     let web = GeneratedWeb::start_with(1, 5, 15, Duration::ZERO).await;
     let cluster = Cluster::start(&[]).await;
-    let remote = Remote::connect(
-        &cluster.master_addr.to_string(),
-        "shared-secret-for-tests",
-        Duration::from_secs(10),
-    )
-    .await
-    .unwrap();
+    let remote = cluster.remote().await;
     let queued = remote
         .add_url(&web.seed_url(), OperationSpec::crawl())
         .await
@@ -780,15 +785,9 @@ async fn the_restart_intensity_is_set_by_flags() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_oversize_request_is_refused_at_the_sender_and_costs_no_connection() {
-    use web_crawler::actors::{ControlError, OperationSpec, Remote};
+    use web_crawler::actors::{ControlError, OperationSpec};
     let cluster = Cluster::start_on(Ipv4Addr::new(127, 0, 21, 20), &[]).await;
-    let remote = Remote::connect(
-        &cluster.master_addr.to_string(),
-        "shared-secret-for-tests",
-        Duration::from_secs(10),
-    )
-    .await
-    .unwrap();
+    let remote = cluster.remote().await;
     let huge = format!("http://127.0.21.21/{}", "a".repeat(1 << 20));
     let err = remote
         .add_url(&huge, OperationSpec::crawl())
