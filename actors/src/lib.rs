@@ -8,6 +8,7 @@ mod control;
 pub mod frontier;
 pub mod indexer;
 mod master;
+pub mod monitor;
 pub mod outage;
 mod pool;
 mod protocol;
@@ -25,7 +26,7 @@ pub use app::{App, AppError, AppHandle};
 pub use async_trait::async_trait;
 pub use behaviour::{
     BoxError, ClaimRequest, CommitBatch, CommitSummary, Document, ExtractedPage, Extractor,
-    FetchFailure, FetchedPage, Fetcher, Frontier, LinkPolicy, Operation, OperationError,
+    FetchFailure, FetchedPage, Fetcher, Frontier, LinkPolicy, Notifier, Operation, OperationError,
     OperationOutput, Operations, PageContext, PageQuery, ProcessedPage, Queries, Record, Rejection,
     Retry, RobotsReport, RobotsRules, Store, StoreError, error_chain,
 };

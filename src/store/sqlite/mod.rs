@@ -22,6 +22,7 @@ mod wal;
 
 use self::claim::apply_claim;
 use self::commit::{apply_commit, file_keys, write_credit};
+use web_crawler_actors::monitor::{FetchHistory, HistoryQuery};
 pub use self::lock::WriterLock;
 use self::rows::{Fail, is_unreadable};
 use self::schema::init;
@@ -370,6 +371,11 @@ impl Frontier for SqliteStore {
     async fn counts(&self) -> Result<StoreCounts, StoreError> {
         self.read(|tx, _| rows::counts(tx)).await
     }
+
+    async fn requeue_due(&self, now: Millis, limit: usize) -> Result<u64, StoreError> {
+        self.write(move |tx, seen| commit::requeue_due(tx, seen, now, limit))
+            .await
+    }
 }
 
 #[async_trait]
@@ -428,6 +434,10 @@ impl Queries for SqliteStore {
 
     async fn broken_links(&self) -> Result<Vec<BrokenLink>, StoreError> {
         self.read(|tx, _| rows::broken_links(tx)).await
+    }
+
+    async fn fetch_history(&self, query: HistoryQuery) -> Result<Vec<FetchHistory>, StoreError> {
+        self.read(move |tx, _| rows::fetch_history(tx, &query)).await
     }
 
     async fn hosts(&self) -> Result<Vec<HostRecord>, StoreError> {
