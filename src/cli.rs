@@ -14,9 +14,11 @@ use web_crawler::actors::outage::utc_time;
 use web_crawler::actors::traps::TrapSettings;
 use web_crawler::actors::{
     AppError, AppHandle, ControlRequest, IdleReason, OperationSpec, PageQuery, Store,
-    StoreFailureKind,
+    StoreFailureKind, now_ms,
 };
+use web_crawler::actors::monitor::{FetchHistory, HistoryQuery, availability, changes};
 use web_crawler::graph;
+use web_crawler::notify::Notify;
 use web_crawler::operations::{builtin_operations, search_results};
 use web_crawler::policy::Scope;
 use web_crawler::search::{Ranking, SearchAnswer, SearchIndex, SearchOptions, index_dir_for};
@@ -93,6 +95,8 @@ enum Command {
         /// (a database restart, an election) before it stops, with exit code 75.
         #[arg(long, value_name = "DURATION", default_value = "10min", value_parser = parse_duration)]
         store_outage_limit: Duration,
+        #[command(flatten)]
+        monitor: MonitorOpts,
     },
     /// Run a worker node: a pool that fetches for the master of the cluster it joins.
     Node {
@@ -194,6 +198,17 @@ enum Report {
         #[command(flatten)]
         list: ListOpts,
     },
+    /// Availability of watched URLs: checks, uptime, last failure, p50/p95
+    /// response time, per URL (from fetch_history).
+    Availability {
+        #[command(flatten)]
+        history: HistoryOpts,
+    },
+    /// Changes of watched URLs: down, up, another body (from fetch_history).
+    Changes {
+        #[command(flatten)]
+        history: HistoryOpts,
+    },
     /// The site graph: pages (status, depth, host, title, links in and out)
     /// and the links between them, for Graphviz, Gephi or a script.
     Graph {
@@ -212,6 +227,65 @@ enum Report {
         #[command(flatten)]
         store: StoreOpts,
     },
+}
+
+/// `start`'s availability monitoring.
+#[derive(Debug, Args)]
+struct MonitorOpts {
+    /// Watch every processed URL: fetch it again about this often
+    /// (conditionally; adapted to how often it changes, within half and
+    /// four times this), e.g. `30s`, `10min`, `1h`.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    recrawl_every: Option<Duration>,
+    /// fetch_history entries kept per URL (the newest).
+    #[arg(long, value_name = "N", default_value_t = 1_000)]
+    history_keep: usize,
+    /// Run this program when a watched URL goes down, comes back or
+    /// changes, with WEB_CRAWLER_EVENT, _URL, _STATUS, _PREVIOUS_STATUS,
+    /// _REASON and _AT in its environment (no shell, no arguments).
+    #[arg(long, value_name = "PROGRAM")]
+    on_change: Option<String>,
+    /// POST each change as JSON to this URL.
+    #[arg(long, value_name = "URL")]
+    webhook: Option<url::Url>,
+}
+
+impl MonitorOpts {
+    fn apply(&self, settings: &mut Settings) -> Result<()> {
+        settings.crawl.recrawl_every = self.recrawl_every;
+        settings.crawl.history_keep = self.history_keep;
+        if self.on_change.is_some() || self.webhook.is_some() {
+            let notify = Notify::new(self.on_change.clone(), self.webhook.clone())
+                .map_err(|e| anyhow::anyhow!("cannot set up the webhook client: {e}"))?;
+            settings.notifier = Some(Arc::new(notify));
+        }
+        Ok(())
+    }
+}
+
+/// Which history a report reads.
+#[derive(Debug, Args)]
+struct HistoryOpts {
+    #[command(flatten)]
+    list: ListOpts,
+    /// Only this host's URLs (`host[:port]`).
+    #[arg(long, value_name = "HOST")]
+    host: Option<String>,
+    /// Only fetches in this last while (`1h`, `7d` is `168h`).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    since: Option<Duration>,
+}
+
+impl HistoryOpts {
+    async fn read(&self) -> Result<Vec<FetchHistory>> {
+        let query = HistoryQuery {
+            host: self.host.clone(),
+            since: self
+                .since
+                .map(|d| now_ms().saturating_sub(d.as_millis() as i64)),
+        };
+        Ok(self.list.store.open().await?.fetch_history(query).await?)
+    }
 }
 
 /// The store and the shape of a listing.
@@ -673,8 +747,9 @@ pub(crate) async fn run(cli: Cli) -> Result<ExitCode> {
             store,
             tuning,
             store_outage_limit,
+            monitor,
         } => {
-            let master = Some((&store, urls, store_outage_limit));
+            let master = Some((&store, urls, store_outage_limit, &monitor));
             serve_node(&node, master, &tuning, None).await
         }
         Command::Node {
@@ -1050,6 +1125,34 @@ async fn report(what: Report) -> Result<()> {
             }
             Ok(())
         }
+        Report::Availability { history } => {
+            let mut rows = availability(&history.read().await?);
+            history.list.bound(&mut rows);
+            let mut out = std::io::stdout().lock();
+            if history.list.json {
+                writeln!(out, "{}", serde_json::to_string_pretty(&rows)?)?;
+                return Ok(());
+            }
+            writeln!(out, "{}", console::AVAILABILITY_HEADER)?;
+            for row in &rows {
+                writeln!(out, "{}", console::availability_row(row))?;
+            }
+            Ok(())
+        }
+        Report::Changes { history } => {
+            let mut rows = changes(&history.read().await?);
+            history.list.bound(&mut rows);
+            let mut out = std::io::stdout().lock();
+            if history.list.json {
+                writeln!(out, "{}", serde_json::to_string_pretty(&rows)?)?;
+                return Ok(());
+            }
+            writeln!(out, "{}", console::CHANGES_HEADER)?;
+            for row in &rows {
+                writeln!(out, "{}", console::change_row(row))?;
+            }
+            Ok(())
+        }
         Report::Graph {
             format,
             json,
@@ -1264,15 +1367,16 @@ async fn ensure_name_free(addr: &str, cookie_file: &Path, name: &str) -> Result<
 /// The master's node is given its store, seeds and store outage limit.
 async fn serve_node(
     node: &NodeOpts,
-    master: Option<(&StoreOpts, Vec<String>, Duration)>,
+    master: Option<(&StoreOpts, Vec<String>, Duration, &MonitorOpts)>,
     tuning: &TuningOpts,
     join: Option<(&str, Option<Duration>)>,
 ) -> Result<ExitCode> {
     let cookie = console::read_cookie(&node.cookie_file)?;
     let mut settings = tuning.settings()?;
     settings.crawl.node_name = node.name.clone();
-    if let Some((_, _, limit)) = &master {
+    if let Some((_, _, limit, monitor)) = &master {
         settings.crawl.store_outage_limit = *limit;
+        monitor.apply(&mut settings)?;
     }
     // A service watches its sites: a host whose robots.txt is unreachable
     // is asked again every robots_retry, without end.
@@ -1282,7 +1386,7 @@ async fn serve_node(
     }
     let server = cluster::start_node(&node.name, node.listen, &cookie, true).await?;
     let app = match &master {
-        Some((store, _, _)) => {
+        Some((store, _, _, _)) => {
             start(store.open_for_crawl().await?, store.with_index(settings)).await?
         }
         None => start_worker(settings).await?,
@@ -1291,7 +1395,7 @@ async fn serve_node(
         cluster::join(&server, addr, Duration::from_secs(10)).await?;
         eprintln!("node {} joined the cluster at {addr}", node.name);
     }
-    if let Some((_, seeds, _)) = &master {
+    if let Some((_, seeds, _, _)) = &master {
         for url in seeds {
             app.add_url(url)
                 .await

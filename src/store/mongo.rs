@@ -505,35 +505,36 @@ impl MongoStore {
         self.write_history(page, now, history_keep).await?;
         let op_key = record.operation.key();
         if page.not_modified {
-            // A 304: the stored page, its links and records stand.
-            let mut set = doc! {
-                "d_processed": DateTime::from_millis(now),
-                "fetch_ms": record.fetch_ms,
-                "node": &record.node,
-            };
-            let mut unset = Document::new();
-            for (key, value) in [("etag", &record.etag), ("last_modified", &record.last_modified)] {
-                if let Some(v) = value {
-                    set.insert(key, v);
-                }
-            }
-            for (key, value) in [
-                ("d_next_check", record.d_next_check),
-                ("check_interval_ms", record.check_interval_ms),
-            ] {
-                match value {
-                    Some(v) => set.insert(key, v),
-                    None => unset.insert(key, ""),
-                };
-            }
-            let mut update = doc! { "$set": set };
-            if !unset.is_empty() {
-                update.insert("$unset", unset);
-            }
-            self.processed
-                .update_one(doc! { "_id": &record.url }, update)
+            // A 304: the stored page, its links and records stand. Replaced
+            // whole, as `d_processed` always is.
+            let stored = self
+                .processed
+                .find_one(doc! { "_id": &record.url })
                 .await
                 .map_err(backend)?;
+            if let Some(mut d) = stored {
+                d.insert("d_processed", DateTime::from_millis(now));
+                d.insert("fetch_ms", record.fetch_ms);
+                d.insert("node", &record.node);
+                for (key, value) in [("etag", &record.etag), ("last_modified", &record.last_modified)] {
+                    if let Some(v) = value {
+                        d.insert(key, v);
+                    }
+                }
+                for (key, value) in [
+                    ("d_next_check", record.d_next_check),
+                    ("check_interval_ms", record.check_interval_ms),
+                ] {
+                    match value {
+                        Some(v) => d.insert(key, v),
+                        None => d.remove(key),
+                    };
+                }
+                self.processed
+                    .replace_one(doc! { "_id": &record.url }, d)
+                    .await
+                    .map_err(backend)?;
+            }
             processed.insert(
                 record.url.clone(),
                 ProcessedState {
@@ -1601,8 +1602,7 @@ mod tests {
         let page = ProcessedPage {
             record,
             links: vec![link("http://h/next", 1, 1.0)],
-            records: Vec::new(),
-            simhash: None,
+            ..ProcessedPage::default()
         };
         let d = processed_doc(&page, &["http://h/r".to_string()], None, 1_000);
         assert_eq!(d.get_str("_id").unwrap(), "http://h/");

@@ -531,8 +531,7 @@ mod test_support {
                 ..PageRecord::default()
             },
             links,
-            records: Vec::new(),
-            simhash: None,
+            ..ProcessedPage::default()
         }
     }
 
