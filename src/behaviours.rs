@@ -51,19 +51,19 @@ fn failure(e: FetchError) -> web_crawler_actors::FetchFailure {
 }
 
 fn fetched_page(resp: crate::fetch::HttpResponse) -> web_crawler_actors::FetchedPage {
-        web_crawler_actors::FetchedPage {
-            status: resp.status,
-            content_type: resp.content_type,
-            content_length: resp.content_length.and_then(|n| i64::try_from(n).ok()),
-            server: resp.server,
-            location: resp.location,
-            retry_after_ms: resp.retry_after.map(|d| d.as_millis() as i64),
-            body: resp.body.to_vec(),
-            truncated: resp.truncated,
-            fetch_ms: resp.elapsed.as_millis() as i64,
-            etag: resp.etag,
-            last_modified: resp.last_modified,
-        }
+    web_crawler_actors::FetchedPage {
+        status: resp.status,
+        content_type: resp.content_type,
+        content_length: resp.content_length.and_then(|n| i64::try_from(n).ok()),
+        server: resp.server,
+        location: resp.location,
+        retry_after_ms: resp.retry_after.map(|d| d.as_millis() as i64),
+        body: resp.body.to_vec(),
+        truncated: resp.truncated,
+        fetch_ms: resp.elapsed.as_millis() as i64,
+        etag: resp.etag,
+        last_modified: resp.last_modified,
+    }
 }
 
 /// The tree's `PageIndex` behaviour over the tantivy [`SearchIndex`]: a

@@ -10,13 +10,13 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use web_crawler::actors::cluster;
+use web_crawler::actors::monitor::{FetchHistory, HistoryQuery, availability, changes};
 use web_crawler::actors::outage::utc_time;
 use web_crawler::actors::traps::TrapSettings;
 use web_crawler::actors::{
     AppError, AppHandle, ControlRequest, IdleReason, OperationSpec, PageQuery, Store,
     StoreFailureKind, now_ms,
 };
-use web_crawler::actors::monitor::{FetchHistory, HistoryQuery, availability, changes};
 use web_crawler::graph;
 use web_crawler::notify::Notify;
 use web_crawler::operations::{builtin_operations, search_results};

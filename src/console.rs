@@ -261,8 +261,7 @@ pub(crate) fn render(req: &ControlRequest, v: &Value) -> String {
 }
 
 /// The columns of `report availability`.
-pub(crate) const AVAILABILITY_HEADER: &str =
-    "url\tchecks\tuptime\tp50_ms\tp95_ms\tlast_failure";
+pub(crate) const AVAILABILITY_HEADER: &str = "url\tchecks\tuptime\tp50_ms\tp95_ms\tlast_failure";
 
 /// One URL's availability.
 pub(crate) fn availability_row(a: &web_crawler::actors::monitor::Availability) -> String {

@@ -52,7 +52,10 @@ impl Notify {
             .env("WEB_CRAWLER_EVENT", event.change.as_str())
             .env("WEB_CRAWLER_URL", &event.url)
             .env("WEB_CRAWLER_STATUS", code(event.http_returncode))
-            .env("WEB_CRAWLER_PREVIOUS_STATUS", code(event.previous_returncode))
+            .env(
+                "WEB_CRAWLER_PREVIOUS_STATUS",
+                code(event.previous_returncode),
+            )
             .env("WEB_CRAWLER_REASON", event.reason.as_deref().unwrap_or(""))
             .env("WEB_CRAWLER_AT", event.at.to_string())
             .stdin(std::process::Stdio::null())
@@ -93,9 +96,11 @@ impl Notify {
             .body(Full::new(body))
             .map_err(|e| e.to_string())?;
         let send = async {
-            let resp = self.client.request(req).await.map_err(|e| {
-                web_crawler_actors::error_chain(&e)
-            })?;
+            let resp = self
+                .client
+                .request(req)
+                .await
+                .map_err(|e| web_crawler_actors::error_chain(&e))?;
             let status = resp.status().as_u16();
             // Read the answer whole so the connection can be reused.
             let _ = resp.into_body().collect().await;

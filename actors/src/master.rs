@@ -371,7 +371,9 @@ impl Actor for Master {
 fn notify(state: &MasterState, event: crate::monitor::StatusEvent) {
     let reason = event.reason.as_deref().unwrap_or("");
     match event.http_returncode {
-        Some(code) => tracing::info!(url = %event.url, status = code, reason, "watched URL {}", event.change),
+        Some(code) => {
+            tracing::info!(url = %event.url, status = code, reason, "watched URL {}", event.change)
+        }
         None => tracing::info!(url = %event.url, reason, "watched URL {}", event.change),
     }
     if let Some(notifier) = &state.b.notifier {

@@ -109,7 +109,12 @@ impl Revisit {
     /// The interval until the next check after a fetch that found the URL
     /// `up` or not, with `change` against the fetch before; `previous` is
     /// the interval the last check chose (`None`: first fetch).
-    pub fn next_interval(&self, previous: Option<Millis>, up: bool, change: Option<Change>) -> Millis {
+    pub fn next_interval(
+        &self,
+        previous: Option<Millis>,
+        up: bool,
+        change: Option<Change>,
+    ) -> Millis {
         let Some(previous) = previous else {
             return self.every_ms;
         };
@@ -368,7 +373,10 @@ mod tests {
             Some("connection refused")
         );
         assert_eq!((a[0].p50_ms, a[0].p95_ms), (30, 50));
-        assert_eq!((a[1].checks, a[1].uptime_pct, a[1].last_failure), (1, 100.0, None));
+        assert_eq!(
+            (a[1].checks, a[1].uptime_pct, a[1].last_failure),
+            (1, 100.0, None)
+        );
 
         let c = changes(&history);
         let kinds: Vec<(Millis, Change)> = c.iter().map(|e| (e.at, e.change)).collect();

@@ -516,7 +516,10 @@ impl MongoStore {
                 d.insert("d_processed", DateTime::from_millis(now));
                 d.insert("fetch_ms", record.fetch_ms);
                 d.insert("node", &record.node);
-                for (key, value) in [("etag", &record.etag), ("last_modified", &record.last_modified)] {
+                for (key, value) in [
+                    ("etag", &record.etag),
+                    ("last_modified", &record.last_modified),
+                ] {
                     if let Some(v) = value {
                         d.insert(key, v);
                     }
@@ -930,9 +933,15 @@ fn processed_doc(
     }
     let optional: [(&str, Option<Bson>); 12] = [
         ("etag", record.etag.clone().map(Bson::String)),
-        ("last_modified", record.last_modified.clone().map(Bson::String)),
+        (
+            "last_modified",
+            record.last_modified.clone().map(Bson::String),
+        ),
         ("d_next_check", record.d_next_check.map(Bson::Int64)),
-        ("check_interval_ms", record.check_interval_ms.map(Bson::Int64)),
+        (
+            "check_interval_ms",
+            record.check_interval_ms.map(Bson::Int64),
+        ),
         (
             "content-type",
             record.content_type.clone().map(Bson::String),

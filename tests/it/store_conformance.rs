@@ -5,11 +5,11 @@ use crate::common::backend::Backend;
 use serde_json::json;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
+use web_crawler::actors::monitor::HistoryQuery;
 use web_crawler::actors::{
     ClaimRequest, CommitBatch, Document, HostRecord, Job, NewLink, OperationSpec, PageQuery,
     PageRecord, ProcessedPage, Record, Retry, SEARCH_RESULTS, Store, UrlKey,
 };
-use web_crawler::actors::monitor::HistoryQuery;
 use web_crawler::operations::search_results;
 
 const NOW: i64 = 1_700_000_000_000;
@@ -382,7 +382,10 @@ async fn watched_urls_are_swept_and_their_history_bounded(b: Backend) {
             ..CommitBatch::default()
         }
     };
-    store.commit(fetched(NOW, 200, Some(1), false)).await.unwrap();
+    store
+        .commit(fetched(NOW, 200, Some(1), false))
+        .await
+        .unwrap();
     let p = store.processed_url(url).await.unwrap().unwrap();
     assert_eq!(p.record.d_next_check, Some(NOW + 2_000));
     assert_eq!(p.record.etag.as_deref(), Some("\"v1\""));
@@ -392,7 +395,13 @@ async fn watched_urls_are_swept_and_their_history_bounded(b: Backend) {
     assert_eq!(store.requeue_due(NOW + 2_001, 10).await.unwrap(), 0);
     assert_eq!(pending_urls(&*store).await, vec![url, "http://w/b"]);
     assert_eq!(
-        store.processed_url(url).await.unwrap().unwrap().record.d_next_check,
+        store
+            .processed_url(url)
+            .await
+            .unwrap()
+            .unwrap()
+            .record
+            .d_next_check,
         None
     );
     let jobs = store.claim(claim_req(NOW + 2_000, 10, 10)).await.unwrap();
@@ -423,9 +432,15 @@ async fn watched_urls_are_swept_and_their_history_bounded(b: Backend) {
 
     // Many checks later: the newest three are kept.
     store.requeue_due(NOW + 5_000, 10).await.unwrap();
-    store.commit(fetched(NOW + 5_000, 500, Some(9), true)).await.unwrap();
+    store
+        .commit(fetched(NOW + 5_000, 500, Some(9), true))
+        .await
+        .unwrap();
     store.requeue_due(NOW + 7_000, 10).await.unwrap();
-    store.commit(fetched(NOW + 7_000, 200, Some(2), true)).await.unwrap();
+    store
+        .commit(fetched(NOW + 7_000, 200, Some(2), true))
+        .await
+        .unwrap();
     let history = store.fetch_history(HistoryQuery::default()).await.unwrap();
     let seen: Vec<(i64, Option<u16>, bool)> = history
         .iter()
@@ -869,7 +884,10 @@ async fn pages_in_batches_and_hosts_with_their_pages(b: Backend) {
 }
 
 on_both_backends!(upsert_and_referral_merge_, upsert_and_referral_merge);
-on_both_backends!(watched_urls, watched_urls_are_swept_and_their_history_bounded);
+on_both_backends!(
+    watched_urls,
+    watched_urls_are_swept_and_their_history_bounded
+);
 on_both_backends!(processed_order, processed_pages_by_url_or_newest_first);
 on_both_backends!(
     pages_in_batches_and_hosts,

@@ -22,7 +22,6 @@ mod wal;
 
 use self::claim::apply_claim;
 use self::commit::{apply_commit, file_keys, write_credit};
-use web_crawler_actors::monitor::{FetchHistory, HistoryQuery};
 pub use self::lock::WriterLock;
 use self::rows::{Fail, is_unreadable};
 use self::schema::init;
@@ -35,6 +34,7 @@ use std::collections::HashSet;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use web_crawler_actors::monitor::{FetchHistory, HistoryQuery};
 use web_crawler_actors::{
     BrokenLink, ClaimRequest, CommitBatch, CommitSummary, Document, Frontier, HostRecord, Job,
     Millis, PageQuery, PageRecord, PendingUrl, ProcessedUrl, Queries, StoreCounts, StoreError,
@@ -437,7 +437,8 @@ impl Queries for SqliteStore {
     }
 
     async fn fetch_history(&self, query: HistoryQuery) -> Result<Vec<FetchHistory>, StoreError> {
-        self.read(move |tx, _| rows::fetch_history(tx, &query)).await
+        self.read(move |tx, _| rows::fetch_history(tx, &query))
+            .await
     }
 
     async fn hosts(&self) -> Result<Vec<HostRecord>, StoreError> {
