@@ -422,6 +422,30 @@ pub(super) fn pages_per_host(tx: &Transaction<'_>) -> Result<Vec<(String, u64)>,
     Ok(list)
 }
 
+/// `fetch_history` entries, by URL then time.
+pub(super) fn fetch_history(
+    tx: &Transaction<'_>,
+    query: &HistoryQuery,
+) -> Result<Vec<FetchHistory>, Fail> {
+    let mut stmt = tx.prepare_cached(HISTORY_LIST)?;
+    let mut rows = stmt.query(params![query.host, query.since.unwrap_or(i64::MIN)])?;
+    let mut out = Vec::new();
+    while let Some(row) = rows.next()? {
+        out.push(FetchHistory {
+            url: row.get(0)?,
+            host: text_col(row, 1)?,
+            d_fetch: row.get(2)?,
+            http_returncode: opt_int_col(row, 3, "http_returncode")?,
+            fetch_ms: row.get(4)?,
+            size: row.get(5)?,
+            content_hash: row.get::<_, Option<i64>>(6)?.map(i64::cast_unsigned),
+            changed: row.get::<_, i64>(7)? != 0,
+            error: row.get(8)?,
+        });
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -633,28 +657,4 @@ mod tests {
         // The failed claim rolled back: nothing is left half-leased.
         assert_eq!(store.counts().await.unwrap().processing, 0);
     }
-}
-
-/// `fetch_history` entries, by URL then time.
-pub(super) fn fetch_history(
-    tx: &Transaction<'_>,
-    query: &HistoryQuery,
-) -> Result<Vec<FetchHistory>, Fail> {
-    let mut stmt = tx.prepare_cached(HISTORY_LIST)?;
-    let mut rows = stmt.query(params![query.host, query.since.unwrap_or(i64::MIN)])?;
-    let mut out = Vec::new();
-    while let Some(row) = rows.next()? {
-        out.push(FetchHistory {
-            url: row.get(0)?,
-            host: text_col(row, 1)?,
-            d_fetch: row.get(2)?,
-            http_returncode: opt_int_col(row, 3, "http_returncode")?,
-            fetch_ms: row.get(4)?,
-            size: row.get(5)?,
-            content_hash: row.get::<_, Option<i64>>(6)?.map(i64::cast_unsigned),
-            changed: row.get::<_, i64>(7)? != 0,
-            error: row.get(8)?,
-        });
-    }
-    Ok(out)
 }
