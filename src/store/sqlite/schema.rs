@@ -129,7 +129,7 @@ pub(super) fn init(conn: &mut Connection) -> Result<(), Fail> {
         tx.execute_batch(MIGRATE_2_TO_3)?;
     }
     if matches!(version, Some(2 | 3)) {
-        tx.execute_batch(MIGRATE_3_TO_4)?;
+        migrate_3_to_4(&tx)?;
     }
     // After the migrations: the column is new in version 4.
     tx.execute_batch(
@@ -164,14 +164,27 @@ UPDATE meta SET value = 3 WHERE key = 'schema_version';
 
 /// Version 4 adds availability monitoring: the last response's validators
 /// and the next check on processed pages (`fetch_history` is created by
-/// [`SCHEMA`]).
-const MIGRATE_3_TO_4: &str = "
-ALTER TABLE processed_urls ADD COLUMN etag TEXT;
-ALTER TABLE processed_urls ADD COLUMN last_modified TEXT;
-ALTER TABLE processed_urls ADD COLUMN d_next_check INTEGER;
-ALTER TABLE processed_urls ADD COLUMN check_interval_ms INTEGER;
-UPDATE meta SET value = 4 WHERE key = 'schema_version';
-";
+/// [`SCHEMA`]). Columns already there are left as they are.
+fn migrate_3_to_4(tx: &rusqlite::Transaction<'_>) -> Result<(), Fail> {
+    let present: Vec<String> = tx
+        .prepare("SELECT name FROM pragma_table_info('processed_urls')")?
+        .query_map([], |row| row.get(0))?
+        .collect::<Result<_, _>>()?;
+    for (column, kind) in [
+        ("etag", "TEXT"),
+        ("last_modified", "TEXT"),
+        ("d_next_check", "INTEGER"),
+        ("check_interval_ms", "INTEGER"),
+    ] {
+        if !present.iter().any(|p| p == column) {
+            tx.execute_batch(&format!(
+                "ALTER TABLE processed_urls ADD COLUMN {column} {kind}"
+            ))?;
+        }
+    }
+    tx.execute("UPDATE meta SET value = 4 WHERE key = 'schema_version'", [])?;
+    Ok(())
+}
 
 /// A new file (`None`), or one of ours at [`SCHEMA_VERSION`] or a version it
 /// migrates from (its version). Reading sqlite_master is also the first read
