@@ -18,28 +18,51 @@ impl web_crawler_actors::Fetcher for HttpFetcher {
         &self,
         url: &str,
     ) -> Result<web_crawler_actors::FetchedPage, web_crawler_actors::FetchFailure> {
-        let failure = |e: FetchError| web_crawler_actors::FetchFailure {
-            retryable: e.is_retryable(),
-            reason: e.to_string(),
-        };
         let parsed =
             Url::parse(url).map_err(|e| failure(FetchError::InvalidUrl(format!("{url}: {e}"))))?;
         let resp = self.get(&parsed).await.map_err(failure)?;
-        Ok(web_crawler_actors::FetchedPage {
-            status: resp.status,
-            content_type: resp.content_type,
-            content_length: resp.content_length.and_then(|n| i64::try_from(n).ok()),
-            server: resp.server,
-            location: resp.location,
-            retry_after_ms: resp.retry_after.map(|d| d.as_millis() as i64),
-            body: resp.body.to_vec(),
-            truncated: resp.truncated,
-            fetch_ms: resp.elapsed.as_millis() as i64,
-        })
+        Ok(fetched_page(resp))
+    }
+
+    async fn fetch_if_changed(
+        &self,
+        url: &str,
+        last: &web_crawler_actors::monitor::LastFetch,
+    ) -> Result<web_crawler_actors::FetchedPage, web_crawler_actors::FetchFailure> {
+        let parsed =
+            Url::parse(url).map_err(|e| failure(FetchError::InvalidUrl(format!("{url}: {e}"))))?;
+        let resp = self
+            .get_if_changed(&parsed, last.etag.as_deref(), last.last_modified.as_deref())
+            .await
+            .map_err(failure)?;
+        Ok(fetched_page(resp))
     }
 
     async fn robots(&self, scheme: &str, host: &str) -> web_crawler_actors::RobotsReport {
         robots_report(self, scheme, host).await
+    }
+}
+
+fn failure(e: FetchError) -> web_crawler_actors::FetchFailure {
+    web_crawler_actors::FetchFailure {
+        retryable: e.is_retryable(),
+        reason: e.to_string(),
+    }
+}
+
+fn fetched_page(resp: crate::fetch::HttpResponse) -> web_crawler_actors::FetchedPage {
+    web_crawler_actors::FetchedPage {
+        status: resp.status,
+        content_type: resp.content_type,
+        content_length: resp.content_length.and_then(|n| i64::try_from(n).ok()),
+        server: resp.server,
+        location: resp.location,
+        retry_after_ms: resp.retry_after.map(|d| d.as_millis() as i64),
+        body: resp.body.to_vec(),
+        truncated: resp.truncated,
+        fetch_ms: resp.elapsed.as_millis() as i64,
+        etag: resp.etag,
+        last_modified: resp.last_modified,
     }
 }
 

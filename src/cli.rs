@@ -11,13 +11,15 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use web_crawler::actors::cluster;
+use web_crawler::actors::monitor::{FetchHistory, HistoryQuery, availability, changes};
 use web_crawler::actors::outage::utc_time;
 use web_crawler::actors::traps::TrapSettings;
 use web_crawler::actors::{
     AppError, AppHandle, ControlRequest, IdleReason, OperationSpec, PageQuery, RestartIntensity,
-    Store, StoreFailureKind,
+    Store, StoreFailureKind, now_ms,
 };
 use web_crawler::graph;
+use web_crawler::notify::Notify;
 use web_crawler::operations::builtin_operations;
 use web_crawler::policy::Scope;
 use web_crawler::search::{Ranking, SearchAnswer, SearchIndex, SearchOptions, index_dir_for};
@@ -96,6 +98,8 @@ enum Command {
         store_outage_limit: Duration,
         #[command(flatten)]
         supervision: SupervisionOpts,
+        #[command(flatten)]
+        monitor: MonitorOpts,
     },
     /// Run a worker node: a pool that fetches for the master of the cluster it joins.
     Node {
@@ -197,6 +201,17 @@ enum Report {
         #[command(flatten)]
         list: ListOpts,
     },
+    /// Availability of watched URLs: checks, uptime, last failure, p50/p95
+    /// response time, per URL (from fetch_history).
+    Availability {
+        #[command(flatten)]
+        history: HistoryOpts,
+    },
+    /// Changes of watched URLs: down, up, another body (from fetch_history).
+    Changes {
+        #[command(flatten)]
+        history: HistoryOpts,
+    },
     /// The site graph: pages (status, depth, host, title, links in and out)
     /// and the links between them, for Graphviz, Gephi or a script.
     Graph {
@@ -215,6 +230,65 @@ enum Report {
         #[command(flatten)]
         store: StoreOpts,
     },
+}
+
+/// `start`'s availability monitoring.
+#[derive(Debug, Args)]
+struct MonitorOpts {
+    /// Watch every processed URL: fetch it again about this often
+    /// (conditionally; adapted to how often it changes, within half and
+    /// four times this), e.g. `30s`, `10min`, `1h`.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    recrawl_every: Option<Duration>,
+    /// fetch_history entries kept per URL (the newest).
+    #[arg(long, value_name = "N", default_value_t = 1_000)]
+    history_keep: usize,
+    /// Run this program when a watched URL goes down, comes back or
+    /// changes, with WEB_CRAWLER_EVENT, _URL, _STATUS, _PREVIOUS_STATUS,
+    /// _REASON and _AT in its environment (no shell, no arguments).
+    #[arg(long, value_name = "PROGRAM")]
+    on_change: Option<String>,
+    /// POST each change as JSON to this URL.
+    #[arg(long, value_name = "URL")]
+    webhook: Option<url::Url>,
+}
+
+impl MonitorOpts {
+    fn apply(&self, settings: &mut Settings) -> Result<()> {
+        settings.crawl.recrawl_every = self.recrawl_every;
+        settings.crawl.history_keep = self.history_keep;
+        if self.on_change.is_some() || self.webhook.is_some() {
+            let notify = Notify::new(self.on_change.clone(), self.webhook.clone())
+                .map_err(|e| anyhow::anyhow!("cannot set up the webhook client: {e}"))?;
+            settings.notifier = Some(Arc::new(notify));
+        }
+        Ok(())
+    }
+}
+
+/// Which history a report reads.
+#[derive(Debug, Args)]
+struct HistoryOpts {
+    #[command(flatten)]
+    list: ListOpts,
+    /// Only this host's URLs (`host[:port]`).
+    #[arg(long, value_name = "HOST")]
+    host: Option<String>,
+    /// Only fetches in this last while (`1h`, `7d` is `168h`).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    since: Option<Duration>,
+}
+
+impl HistoryOpts {
+    async fn read(&self) -> Result<Vec<FetchHistory>> {
+        let query = HistoryQuery {
+            host: self.host.clone(),
+            since: self
+                .since
+                .map(|d| now_ms().saturating_sub(d.as_millis() as i64)),
+        };
+        Ok(self.list.store.open().await?.fetch_history(query).await?)
+    }
 }
 
 /// The store and the shape of a listing.
@@ -703,8 +777,15 @@ pub(crate) async fn run(cli: Cli) -> Result<ExitCode> {
             tuning,
             store_outage_limit,
             supervision,
+            monitor,
         } => {
-            let master = Some((&store, urls, store_outage_limit, supervision.intensity()));
+            let master = Some(MasterOpts {
+                store: &store,
+                seeds: urls,
+                store_outage_limit,
+                intensity: supervision.intensity(),
+                monitor: &monitor,
+            });
             serve_node(&node, master, &tuning, None).await
         }
         Command::Node {
@@ -1093,6 +1174,34 @@ async fn report(what: Report) -> Result<()> {
             }
             Ok(())
         }
+        Report::Availability { history } => {
+            let mut rows = availability(&history.read().await?);
+            history.list.bound(&mut rows);
+            let mut out = std::io::stdout().lock();
+            if history.list.json {
+                writeln!(out, "{}", serde_json::to_string_pretty(&rows)?)?;
+                return Ok(());
+            }
+            writeln!(out, "{}", console::AVAILABILITY_HEADER)?;
+            for row in &rows {
+                writeln!(out, "{}", console::availability_row(row))?;
+            }
+            Ok(())
+        }
+        Report::Changes { history } => {
+            let mut rows = changes(&history.read().await?);
+            history.list.bound(&mut rows);
+            let mut out = std::io::stdout().lock();
+            if history.list.json {
+                writeln!(out, "{}", serde_json::to_string_pretty(&rows)?)?;
+                return Ok(());
+            }
+            writeln!(out, "{}", console::CHANGES_HEADER)?;
+            for row in &rows {
+                writeln!(out, "{}", console::change_row(row))?;
+            }
+            Ok(())
+        }
         Report::Graph {
             format,
             json,
@@ -1316,20 +1425,31 @@ async fn serve_metrics(
     Ok(metrics)
 }
 
+/// What the master's node (`start`) is given beyond a worker's.
+struct MasterOpts<'a> {
+    store: &'a StoreOpts,
+    seeds: Vec<String>,
+    store_outage_limit: Duration,
+    intensity: RestartIntensity,
+    monitor: &'a MonitorOpts,
+}
+
 /// Run a node until Ctrl-C / SIGTERM, or until its tree stops by itself.
-/// The master's node is given its store, seeds and store outage limit.
+/// The master's node is given its store, seeds and the settings of
+/// [`MasterOpts`].
 async fn serve_node(
     node: &NodeOpts,
-    master: Option<(&StoreOpts, Vec<String>, Duration, RestartIntensity)>,
+    master: Option<MasterOpts<'_>>,
     tuning: &TuningOpts,
     join: Option<(&str, Option<Duration>)>,
 ) -> Result<ExitCode> {
     let cookie = console::read_cookie(&node.cookie_file)?;
     let mut settings = tuning.settings()?;
     settings.crawl.node_name = node.name.clone();
-    if let Some((_, _, limit, intensity)) = &master {
-        settings.crawl.store_outage_limit = *limit;
-        settings.crawl.restart_intensity = *intensity;
+    if let Some(m) = &master {
+        settings.crawl.store_outage_limit = m.store_outage_limit;
+        settings.crawl.restart_intensity = m.intensity;
+        m.monitor.apply(&mut settings)?;
     }
     let metrics = match node.metrics {
         Some(addr) => Some(serve_metrics(addr, &node.name, &mut settings).await?),
@@ -1343,8 +1463,12 @@ async fn serve_node(
     }
     let server = cluster::start_node(&node.name, node.listen, &cookie, true).await?;
     let app = match &master {
-        Some((store, _, _, _)) => {
-            start(store.open_for_crawl().await?, store.with_index(settings)).await?
+        Some(m) => {
+            start(
+                m.store.open_for_crawl().await?,
+                m.store.with_index(settings),
+            )
+            .await?
         }
         None => start_worker(settings).await?,
     };
@@ -1352,8 +1476,8 @@ async fn serve_node(
         cluster::join(&server, addr, Duration::from_secs(10)).await?;
         eprintln!("node {} joined the cluster at {addr}", node.name);
     }
-    if let Some((_, seeds, _, _)) = &master {
-        for url in seeds {
+    if let Some(m) = &master {
+        for url in &m.seeds {
             app.add_url(url)
                 .await
                 .with_context(|| format!("seed {url}"))?;

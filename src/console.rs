@@ -409,6 +409,39 @@ const TOP_TERMINAL_FRAMES: usize = 3600;
 /// `top`'s frames on a pipe without N.
 const TOP_PIPE_FRAMES: usize = 5;
 
+/// The columns of `report availability`.
+pub(crate) const AVAILABILITY_HEADER: &str = "url\tchecks\tuptime\tp50_ms\tp95_ms\tlast_failure";
+
+/// One URL's availability.
+pub(crate) fn availability_row(a: &web_crawler::actors::monitor::Availability) -> String {
+    let failure = match (a.last_failure, &a.last_failure_reason) {
+        (Some(at), Some(why)) => format!("{} ({why})", utc_time(at)),
+        (Some(at), None) => utc_time(at),
+        _ => "-".to_string(),
+    };
+    format!(
+        "{}\t{}\t{:.1}%\t{}\t{}\t{failure}",
+        a.url, a.checks, a.uptime_pct, a.p50_ms, a.p95_ms
+    )
+}
+
+/// The columns of `report changes`.
+pub(crate) const CHANGES_HEADER: &str = "at\turl\tchange\tstatus\treason";
+
+/// One change of a watched URL.
+pub(crate) fn change_row(e: &web_crawler::actors::monitor::StatusEvent) -> String {
+    let code = |c: Option<u16>| c.map_or("-".to_string(), |c| c.to_string());
+    format!(
+        "{}\t{}\t{}\t{} -> {}\t{}",
+        utc_time(e.at),
+        e.url,
+        e.change,
+        code(e.previous_returncode),
+        code(e.http_returncode),
+        e.reason.as_deref().unwrap_or("-")
+    )
+}
+
 /// The columns of a host listing (`hosts`, `report hosts`).
 pub(crate) const HOSTS_HEADER: &str = "host\trobots\tcrawl_delay_ms\tpages\tsitemaps";
 

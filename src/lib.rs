@@ -29,6 +29,7 @@ pub mod extract;
 pub mod fetch;
 pub mod graph;
 pub mod normalize;
+pub mod notify;
 pub mod operations;
 pub mod policy;
 pub mod robots;

@@ -8,8 +8,8 @@ use crate::store::SqliteStore;
 use std::path::Path;
 use std::sync::Arc;
 use web_crawler_actors::{
-    App, AppError, AppHandle, Behaviours, CrawlConfig, Metrics, NoMetrics, Operations, Storage,
-    Store, StoreError,
+    App, AppError, AppHandle, Behaviours, CrawlConfig, Metrics, NoMetrics, Notifier, Operations,
+    Storage, Store, StoreError,
 };
 
 /// Errors of starting and running a crawler.
@@ -34,6 +34,9 @@ pub struct Settings {
     /// Operations a URL may carry; the built-in `search` by default. Add
     /// your own with `Operations::with`.
     pub operations: Operations,
+    /// Told when a watched URL goes down, comes back or changes
+    /// ([`crate::notify::Notify`]).
+    pub notifier: Option<Arc<dyn Notifier>>,
     /// Keep a full-text index of the pages crawled in this directory
     /// (created if missing; see [`crate::search`]). On the master's node;
     /// worker nodes hand their pages to it when `crawl.index` is on.
@@ -50,6 +53,7 @@ impl Default for Settings {
             policy: PolicyConfig::default(),
             fetch: FetchConfig::default(),
             operations: builtin_operations(),
+            notifier: None,
             #[cfg(feature = "search")]
             index: None,
             metrics: Arc::new(NoMetrics),
@@ -71,6 +75,7 @@ impl Settings {
             policy: Arc::new(CrawlPolicy::new(self.policy.clone())),
             operations: self.operations.clone(),
             metrics: self.metrics.clone(),
+            notifier: self.notifier.clone(),
         })
     }
 }

@@ -5,6 +5,7 @@
 //! and [`Operation`]s. The root crate implements them; tests and embedders
 //! may plug in their own.
 
+use crate::monitor::{FetchHistory, HistoryQuery, LastFetch, StatusEvent};
 use crate::types::*;
 use async_trait::async_trait;
 use std::collections::HashMap;
@@ -128,6 +129,15 @@ pub struct ProcessedPage {
     /// the trap defence (a fetched HTML page, when it is on). Not stored.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub simhash: Option<u64>,
+    /// The server answered 304 to a conditional request: the stored page
+    /// stands (its content, title, links and records are kept); only the
+    /// check is recorded.
+    #[serde(default)]
+    pub not_modified: bool,
+    /// The fetch changed the URL's state (down, up, another body), as
+    /// `fetch_history` records it.
+    #[serde(default)]
+    pub changed: bool,
 }
 
 impl ProcessedPage {
@@ -155,6 +165,9 @@ pub struct CommitBatch {
     /// Re-queue an already processed URL when it is older than this; `None`:
     /// never (only its referral list grows).
     pub reprocess_after_ms: Option<Millis>,
+    /// `fetch_history` entries kept per URL: a page's entry is written with
+    /// it, and the URL's oldest beyond this are removed.
+    pub history_keep: usize,
     pub seeds: Vec<NewLink>,
     pub pages: Vec<ProcessedPage>,
     pub retries: Vec<Retry>,
@@ -260,6 +273,14 @@ pub trait Frontier: Send + Sync + fmt::Debug + 'static {
     /// what a crawling process holds, such as MongoDB's owner lease, so the
     /// next process takes over at once. Reads still work after it.
     async fn close(&self) {}
+
+    /// Availability monitoring's sweep: queue again up to `limit` watched
+    /// processed URLs whose next check (`PageRecord::d_next_check`) is due
+    /// by `now`, as a link would queue a processed URL (a pending URL only
+    /// gains nothing), and clear their next check until they are processed
+    /// again. Returns how many were queued. Found by an index on the due
+    /// time: a sweep never reads what is not due.
+    async fn requeue_due(&self, now: Millis, limit: usize) -> Result<u64, StoreError>;
 }
 
 /// Read-side queries: what reports, the console and embedding users list.
@@ -326,6 +347,9 @@ pub trait Queries: Send + Sync + fmt::Debug + 'static {
 
     async fn broken_links(&self) -> Result<Vec<BrokenLink>, StoreError>;
 
+    /// `fetch_history` entries, by URL then time.
+    async fn fetch_history(&self, query: HistoryQuery) -> Result<Vec<FetchHistory>, StoreError>;
+
     async fn hosts(&self) -> Result<Vec<HostRecord>, StoreError>;
 
     /// Processed page counts by HTTP status (`None`: no response).
@@ -384,6 +408,9 @@ pub struct FetchedPage {
     pub body: Vec<u8>,
     pub truncated: bool,
     pub fetch_ms: i64,
+    /// `ETag` and `Last-Modified` headers, for a later conditional request.
+    pub etag: Option<String>,
+    pub last_modified: Option<String>,
 }
 
 /// A fetch that got no usable response.
@@ -415,8 +442,26 @@ pub struct RobotsReport {
 pub trait Fetcher: Send + Sync + 'static {
     /// One GET; redirects are returned, not followed.
     async fn fetch(&self, url: &str) -> Result<FetchedPage, FetchFailure>;
+    /// A conditional GET with the validators of `last` (`If-None-Match`,
+    /// `If-Modified-Since`): a 304 answer means unchanged. A fetcher that
+    /// cannot ask conditionally fetches the page whole.
+    async fn fetch_if_changed(
+        &self,
+        url: &str,
+        _last: &LastFetch,
+    ) -> Result<FetchedPage, FetchFailure> {
+        self.fetch(url).await
+    }
     /// Fetch and parse `robots.txt` of the host `host` (`host[:port]`) reached by `scheme`.
     async fn robots(&self, scheme: &str, host: &str) -> RobotsReport;
+}
+
+/// Someone to tell when a watched URL goes down, comes back up or changes
+/// (a command, a webhook). Called off the crawl's path: a slow or failing
+/// notifier never holds it up.
+#[async_trait]
+pub trait Notifier: Send + Sync + fmt::Debug + 'static {
+    async fn notify(&self, event: &StatusEvent);
 }
 
 /// What the extractor found in a page.

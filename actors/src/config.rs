@@ -1,6 +1,8 @@
 //! Settings of the OTP layer and the behaviours it runs with.
 
-use crate::behaviour::{Extractor, Fetcher, Frontier, LinkPolicy, Operations, Queries, Store};
+use crate::behaviour::{
+    Extractor, Fetcher, Frontier, LinkPolicy, Notifier, Operations, Queries, Store,
+};
 use crate::metrics::Metrics;
 use crate::scheduler::Politeness;
 use crate::search::IndexOpener;
@@ -63,6 +65,12 @@ pub struct CrawlConfig {
     /// Re-queue a processed page linked again after this long (the paper's
     /// availability monitoring); `None` never re-queues.
     pub reprocess_after: Option<Duration>,
+    /// Availability monitoring (a service): check every processed URL
+    /// again about this often ([`crate::monitor::Revisit`] adapts it to how
+    /// often the page changes); `None` watches nothing.
+    pub recrawl_every: Option<Duration>,
+    /// `fetch_history` entries kept per URL, the newest.
+    pub history_keep: usize,
     /// Claimed URLs held by this node and not yet committed, at most (0: 64 ×
     /// concurrency, at least 16): room for group commits of a quarter of it.
     /// Each commit rewrites most of the frontier's B-tree pages whatever its
@@ -121,6 +129,8 @@ impl Default for CrawlConfig {
             retry_backoff: Duration::from_secs(2),
             max_pages: None,
             reprocess_after: None,
+            recrawl_every: None,
+            history_keep: 1_000,
             window: 0,
             per_host_window: 0,
             max_batch: 1024,
@@ -210,6 +220,8 @@ pub struct Behaviours {
     pub operations: Operations,
     /// Where this node counts fetches, pool load and restarts.
     pub metrics: Arc<dyn Metrics>,
+    /// Told of each watched URL's changes (down, up, another body).
+    pub notifier: Option<Arc<dyn Notifier>>,
 }
 
 impl fmt::Debug for Behaviours {

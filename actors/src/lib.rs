@@ -9,6 +9,7 @@ pub mod frontier;
 pub mod indexer;
 mod master;
 pub mod metrics;
+pub mod monitor;
 pub mod outage;
 mod pool;
 mod protocol;
@@ -26,7 +27,7 @@ pub use app::{App, AppError, AppHandle};
 pub use async_trait::async_trait;
 pub use behaviour::{
     BoxError, ClaimRequest, CommitBatch, CommitSummary, Document, ExtractedPage, Extractor,
-    FetchFailure, FetchedPage, Fetcher, Frontier, LinkPolicy, Operation, OperationError,
+    FetchFailure, FetchedPage, Fetcher, Frontier, LinkPolicy, Notifier, Operation, OperationError,
     OperationOutput, Operations, PageContext, PageQuery, ProcessedPage, Queries, Record, Rejection,
     Retry, RobotsReport, RobotsRules, Store, StoreError, error_chain,
 };

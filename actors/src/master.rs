@@ -215,6 +215,9 @@ impl Actor for Master {
             }
             MasterMsg::Report(report) => {
                 let due = state.window.on_report(report, now);
+                for event in state.window.take_events() {
+                    notify(state, event);
+                }
                 state
                     .run
                     .fetched
@@ -363,6 +366,22 @@ impl Actor for Master {
     }
 }
 
+/// A watched URL changed: one line at info, and the notifier told off the
+/// master's path (it may run a command or wait for a webhook).
+fn notify(state: &MasterState, event: crate::monitor::StatusEvent) {
+    let reason = event.reason.as_deref().unwrap_or("");
+    match event.http_returncode {
+        Some(code) => {
+            tracing::info!(url = %event.url, status = code, reason, "watched URL {}", event.change)
+        }
+        None => tracing::info!(url = %event.url, reason, "watched URL {}", event.change),
+    }
+    if let Some(notifier) = &state.b.notifier {
+        let notifier = Arc::clone(notifier);
+        tokio::spawn(async move { notifier.notify(&event).await });
+    }
+}
+
 /// The live pools of the cluster, by node.
 fn pools(cfg: &CrawlConfig) -> Vec<(String, ActorRef<PoolMsg>)> {
     protocol::pools(&cfg.pool_name())
@@ -437,6 +456,13 @@ async fn run_cycle(
     if let Some((keys, until)) = &work.extend {
         store.extend_leases(keys, owner, *until).await?;
         work.extend = None;
+    }
+    if let Some(limit) = work.sweep {
+        let queued = store.requeue_due(now_ms(), limit).await?;
+        if queued > 0 {
+            tracing::debug!(queued, "watched URLs due again");
+        }
+        work.sweep = None;
     }
     let pages = work.batch.pages.len();
     let mut to_index = pages_to_index(&mut work.batch, indexer.is_some());

@@ -343,6 +343,14 @@ impl Queries for PatientQueries {
         self.patient(|| self.inner.broken_links()).await
     }
 
+    async fn fetch_history(
+        &self,
+        query: crate::monitor::HistoryQuery,
+    ) -> Result<Vec<crate::monitor::FetchHistory>, StoreError> {
+        self.patient(|| self.inner.fetch_history(query.clone()))
+            .await
+    }
+
     async fn hosts(&self) -> Result<Vec<HostRecord>, StoreError> {
         self.patient(|| self.inner.hosts()).await
     }

@@ -566,6 +566,7 @@ mod tests {
             priority: 1.0,
             attempts: 0,
             redirect_hops: 0,
+            last: None,
         };
         assert!(ractor::Message::serialize(MasterMsg::Unstarted(vec![job])).is_err());
     }

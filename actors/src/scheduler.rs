@@ -382,6 +382,7 @@ mod tests {
             priority: 1.0,
             attempts: 0,
             redirect_hops: 0,
+            last: None,
         }
     }
 

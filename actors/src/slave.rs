@@ -205,7 +205,15 @@ pub(crate) async fn process(
     node_name: &str,
     wants: PageWants,
 ) -> SlaveReport {
-    let page = match b.fetcher.fetch(&job.url).await {
+    // A page fetched before is asked for conditionally, with the
+    // validators of its last response.
+    let fetched = match &job.last {
+        Some(last) if last.etag.is_some() || last.last_modified.is_some() => {
+            b.fetcher.fetch_if_changed(&job.url, last).await
+        }
+        _ => b.fetcher.fetch(&job.url).await,
+    };
+    let page = match fetched {
         Ok(page) => page,
         Err(failure) => {
             return SlaveReport::Failed {
@@ -228,6 +236,22 @@ pub(crate) async fn process(
         };
     }
     let mut record = record_of(job, &page, node_name);
+    if page.status == 304
+        && let Some(last) = &job.last
+    {
+        // Unchanged: the stored page stands; only the check is recorded.
+        record.etag = record.etag.or_else(|| last.etag.clone());
+        record.last_modified = record.last_modified.or_else(|| last.last_modified.clone());
+        record.content_hash = last.content_hash;
+        return SlaveReport::Page {
+            job: job.clone(),
+            page: Box::new(ProcessedPage {
+                record,
+                not_modified: true,
+                ..ProcessedPage::default()
+            }),
+        };
+    }
     let mut links = Vec::new();
     let mut records = Vec::new();
     let mut simhash = None;
@@ -323,6 +347,7 @@ pub(crate) async fn process(
             links,
             records,
             simhash,
+            ..ProcessedPage::default()
         }),
     }
 }
@@ -350,6 +375,8 @@ fn record_of(job: &Job, page: &FetchedPage, node_name: &str) -> PageRecord {
         fetch_ms: page.fetch_ms,
         truncated: page.truncated,
         node: node_name.to_string(),
+        etag: page.etag.clone(),
+        last_modified: page.last_modified.clone(),
         ..PageRecord::default()
     }
 }

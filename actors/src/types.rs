@@ -1,5 +1,6 @@
 //! Plain data that travels between actors and into the store.
 
+use crate::monitor::LastFetch;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -122,6 +123,10 @@ pub struct Job {
     /// Attempts made before this one.
     pub attempts: u32,
     pub redirect_hops: u32,
+    /// What the URL's last fetch left, when it was processed before: a
+    /// re-check sends its validators and compares its answer with it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last: Option<LastFetch>,
 }
 
 impl Job {
@@ -165,6 +170,17 @@ pub struct PageRecord {
     pub truncated: bool,
     /// Name of the node whose slave fetched the page.
     pub node: String,
+    /// Validators of the response, for the next conditional request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub etag: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_modified: Option<String>,
+    /// When a watched URL is due to be checked again (epoch ms), and the
+    /// interval the revisit policy chose; `None` when it is not watched.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub d_next_check: Option<Millis>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub check_interval_ms: Option<Millis>,
 }
 
 /// How a host's robots.txt was obtained (stored as its snake_case name).

@@ -10,11 +10,17 @@
 use crate::behaviour::{ClaimRequest, CommitBatch, ProcessedPage, Retry};
 use crate::cluster::choose_node;
 use crate::config::CrawlConfig;
+use crate::monitor::{Check, Revisit, StatusEvent, is_up, transition};
 use crate::outage::{Outage, StoreHealth, Verdict};
 use crate::protocol::{IdleReason, NodeInfo, SlaveReport};
 use crate::traps::TrapGuard;
 use crate::types::{Job, Millis, NewLink, PageRecord, ROBOTS_BLOCKED, StoreCounts, UrlKey};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+/// How often availability monitoring looks for watched URLs due, and how
+/// many it queues at least each time (else a window's worth).
+const SWEEP_EVERY_MS: Millis = 1_000;
+const SWEEP_MIN: usize = 256;
 
 /// How long a starting master waits for pools to answer `Resync`.
 pub const RECOVERY_WAIT_MS: Millis = 3_000;
@@ -51,6 +57,9 @@ pub struct CycleWork {
     pub extend: Option<(Vec<UrlKey>, Millis)>,
     /// Read the store's counts after the rest (someone waits for idleness).
     pub counts: bool,
+    /// Queue again up to this many watched URLs whose check is due
+    /// (`Frontier::requeue_due`), before the claim.
+    pub sweep: Option<usize>,
 }
 
 impl CycleWork {
@@ -61,6 +70,7 @@ impl CycleWork {
             && self.claim.is_none()
             && self.extend.is_none()
             && !self.counts
+            && self.sweep.is_none()
     }
 }
 
@@ -129,6 +139,10 @@ pub struct Window {
     paused: bool,
     drain: Option<Drain>,
     last_lease_renewal: Millis,
+    /// When availability monitoring next looks for watched URLs due.
+    next_sweep: Millis,
+    /// Changes of watched URLs not yet taken for notification.
+    events: Vec<StatusEvent>,
 }
 
 impl Window {
@@ -159,6 +173,8 @@ impl Window {
             paused: false,
             drain: None,
             last_lease_renewal: now,
+            next_sweep: now,
+            events: Vec::new(),
         }
     }
 
@@ -257,9 +273,10 @@ impl Window {
     pub fn on_report(&mut self, report: SlaveReport, now: Millis) -> bool {
         self.reported.push(report.job().clone());
         match report {
-            SlaveReport::Page { mut page, .. } => {
+            SlaveReport::Page { job, mut page } => {
                 self.fetched += 1;
                 self.guard_links(&mut page, now);
+                self.monitor(&job, &mut page, now);
                 self.batch.pages.push(*page);
             }
             SlaveReport::RobotsBlocked { job } => {
@@ -292,7 +309,10 @@ impl Window {
             } => {
                 self.errors += 1;
                 let attempt = job.attempts + 1;
-                if retryable && attempt < self.cfg.max_attempts {
+                // A watched URL's check is not retried: the next check is
+                // its retry, and a failure now is what it has to tell.
+                let recheck = self.cfg.recrawl_every.is_some() && job.last.is_some();
+                if retryable && attempt < self.cfg.max_attempts && !recheck {
                     tracing::debug!(url = %job.url, %reason, attempt, "will retry");
                     self.batch.retries.push(Retry {
                         key: job.key(),
@@ -305,12 +325,51 @@ impl Window {
                         self.fetched += 1;
                     }
                     let error = format!("failed after {attempt} attempt(s): {reason}");
-                    let page = self.failed_page(job, status, error);
+                    let mut page = self.failed_page(job.clone(), status, error);
+                    self.monitor(&job, &mut page, now);
                     self.batch.pages.push(page);
                 }
             }
         }
         self.write_due()
+    }
+
+    /// Availability monitoring for a fetch of `job`: what it changed
+    /// against the URL's last fetch (an event to tell), and, when URLs are
+    /// watched, when it is due again.
+    fn monitor(&mut self, job: &Job, page: &mut ProcessedPage, now: Millis) {
+        let record = &mut page.record;
+        let check = Check {
+            http_returncode: record.http_returncode,
+            content_hash: record.content_hash,
+            not_modified: page.not_modified,
+        };
+        let change = transition(job.last.as_ref(), &check);
+        page.changed = change.is_some();
+        if let Some(every) = self.cfg.recrawl_every {
+            let revisit = Revisit {
+                every_ms: every.as_millis() as Millis,
+            };
+            let previous = job.last.as_ref().and_then(|l| l.check_interval_ms);
+            let interval = revisit.next_interval(previous, is_up(check.http_returncode), change);
+            record.check_interval_ms = Some(interval);
+            record.d_next_check = Some(now.saturating_add(interval));
+        }
+        if let Some(change) = change {
+            self.events.push(StatusEvent {
+                url: record.url.clone(),
+                change,
+                previous_returncode: job.last.as_ref().and_then(|l| l.http_returncode),
+                http_returncode: record.http_returncode,
+                reason: record.error.clone(),
+                at: now,
+            });
+        }
+    }
+
+    /// The changes of watched URLs reported since the last call.
+    pub fn take_events(&mut self) -> Vec<StatusEvent> {
+        std::mem::take(&mut self.events)
     }
 
     /// A host answered a path that cannot exist with a page: its soft 404.
@@ -460,6 +519,7 @@ impl Window {
         if claim {
             work.claim = self.claim_request(now);
         }
+        work.sweep = self.sweep_due(now);
         // Not while draining: idleness no longer matters, and a count per
         // cycle kept a cycle running at every check, so the drain never
         // finished while anyone waited for idle.
@@ -476,9 +536,27 @@ impl Window {
         Some(work)
     }
 
+    /// Whether this cycle looks for watched URLs due again: once a
+    /// second at most, and only while the crawl claims (not paused,
+    /// draining or waiting for the store).
+    fn sweep_due(&mut self, now: Millis) -> Option<usize> {
+        if self.cfg.recrawl_every.is_none()
+            || now < self.next_sweep
+            || self.paused
+            || self.drain.is_some()
+            || self.recovery.is_some()
+            || self.store.outage().is_some()
+        {
+            return None;
+        }
+        self.next_sweep = now + SWEEP_EVERY_MS;
+        Some(self.cfg.effective_window().max(SWEEP_MIN))
+    }
+
     fn take_batch(&mut self, now: Millis) -> CommitBatch {
         let mut batch = std::mem::take(&mut self.batch);
         batch.now = now;
+        batch.history_keep = self.cfg.history_keep;
         batch.reprocess_after_ms = self.cfg.reprocess_after.map(|d| d.as_millis() as Millis);
         for job in std::mem::take(&mut self.reported) {
             if let Some(assigned) = self.forget(&job.key()) {
@@ -842,6 +920,7 @@ mod tests {
             priority: 1.0,
             attempts: 0,
             redirect_hops: 0,
+            last: None,
         }
     }
 
@@ -1473,5 +1552,54 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn watched_urls_get_their_next_check_and_their_changes_are_told() {
+        use crate::monitor::{Change, LastFetch};
+        let cfg = CrawlConfig {
+            recrawl_every: Some(Duration::from_secs(10)),
+            ..cfg()
+        };
+        let mut w = running(cfg, &["a"]);
+        let mut j = job("h", "/");
+        j.last = Some(LastFetch {
+            http_returncode: Some(200),
+            content_hash: Some(1),
+            check_interval_ms: Some(10_000),
+            ..LastFetch::default()
+        });
+        claim(&mut w, vec![j.clone()], &["a"]);
+        // A refused connection is recorded at once, not retried: down.
+        w.on_report(failed(&j, true, None), T0);
+        let work = w.start_cycle(true, false, false, T0).unwrap();
+        assert!(work.batch.retries.is_empty());
+        let page = &work.batch.pages[0];
+        assert!(page.changed);
+        assert_eq!(page.record.check_interval_ms, Some(5_000));
+        assert_eq!(page.record.d_next_check, Some(T0 + 5_000));
+        let events = w.take_events();
+        assert_eq!(events.len(), 1);
+        assert_eq!(events[0].change, Change::Down);
+        assert_eq!(events[0].previous_returncode, Some(200));
+        assert!(w.take_events().is_empty());
+        w.cycle_done(Vec::new(), None, &nodes(&["a"]), T0);
+        let work = w.start_cycle(true, true, false, T0 + 500);
+        assert!(work.is_none_or(|w| w.sweep.is_none()), "once a second");
+        w.cycle_done(Vec::new(), None, &nodes(&["a"]), T0 + 500);
+        let work = w.start_cycle(true, true, false, T0 + 1_000).unwrap();
+        assert!(work.sweep.is_some());
+    }
+
+    #[test]
+    fn unwatched_urls_are_retried_and_get_no_next_check() {
+        let mut w = running(cfg(), &["a"]);
+        let j = job("h", "/");
+        claim(&mut w, vec![j.clone()], &["a"]);
+        w.on_report(failed(&j, true, None), T0);
+        let work = w.start_cycle(true, true, false, T0).unwrap();
+        assert_eq!(work.batch.retries.len(), 1);
+        assert!(work.sweep.is_none());
+        assert!(w.take_events().is_empty(), "a first fetch changes nothing");
     }
 }

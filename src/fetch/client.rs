@@ -109,12 +109,43 @@ impl HttpFetcher {
         self.get_limited(url, self.cfg.max_body_bytes).await
     }
 
+    /// A conditional [`get`](Self::get): `If-None-Match: etag` and
+    /// `If-Modified-Since: last_modified` (each when given, as the server
+    /// sent them). A 304 answer has no body.
+    pub async fn get_if_changed(
+        &self,
+        url: &Url,
+        etag: Option<&str>,
+        last_modified: Option<&str>,
+    ) -> Result<HttpResponse, FetchError> {
+        let mut headers = HeaderMap::new();
+        for (name, value) in [
+            (header::IF_NONE_MATCH, etag),
+            (header::IF_MODIFIED_SINCE, last_modified),
+        ] {
+            // A validator that is not a valid header value is not sent back.
+            if let Some(value) = value.and_then(|v| HeaderValue::from_str(v).ok()) {
+                headers.insert(name, value);
+            }
+        }
+        self.request(url, self.cfg.max_body_bytes, headers).await
+    }
+
     /// [`get`](Self::get) with a body cap other than the configured one
     /// (robots.txt uses 500 KiB).
     pub(crate) async fn get_limited(
         &self,
         url: &Url,
         max_body: usize,
+    ) -> Result<HttpResponse, FetchError> {
+        self.request(url, max_body, HeaderMap::new()).await
+    }
+
+    async fn request(
+        &self,
+        url: &Url,
+        max_body: usize,
+        extra: HeaderMap,
     ) -> Result<HttpResponse, FetchError> {
         let start = Instant::now();
         let deadline = start + self.cfg.total_timeout;
@@ -128,6 +159,7 @@ impl HttpFetcher {
             )
             .body(Empty::new())
             .map_err(|e| FetchError::InvalidUrl(format!("{url}: {e}")))?;
+        req.headers_mut().extend(extra);
         // Tells us when the client has a connection for this request, which is
         // where the connect phase ends and the wait for headers starts.
         let mut connected = capture_connection(&mut req);
@@ -164,6 +196,8 @@ impl HttpFetcher {
             content_length: header_text(headers, &header::CONTENT_LENGTH)
                 .and_then(|v| v.trim().parse().ok()),
             server: header_text(headers, &header::SERVER),
+            etag: header_text(headers, &header::ETAG),
+            last_modified: header_text(headers, &header::LAST_MODIFIED),
             location: header_text(headers, &header::LOCATION),
             retry_after: header_text(headers, &header::RETRY_AFTER)
                 .and_then(|v| parse_retry_after(&v, SystemTime::now())),

@@ -102,6 +102,9 @@ pub struct HttpResponse {
     /// The `Content-Length` header if present and numeric.
     pub content_length: Option<u64>,
     pub server: Option<String>,
+    /// `ETag` and `Last-Modified`, for a later conditional request.
+    pub etag: Option<String>,
+    pub last_modified: Option<String>,
     /// Raw `Location` header, not resolved against the request URL.
     pub location: Option<String>,
     /// `Retry-After` as delta-seconds or HTTP-date (relative to now), capped at a day.

@@ -1,6 +1,6 @@
 //! The MongoDB store: the paper's `crawler` database with its collections
 //! `pending_urls`, `processed_urls` and `search_results` (listings 1–3), plus
-//! `hosts`, through the official `mongodb` driver.
+//! `hosts` and `fetch_history`, through the official `mongodb` driver.
 //!
 //! Every write is a single-document atomic operation made idempotent; there
 //! are no multi-document transactions, so it runs on a standalone server as
@@ -20,6 +20,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use web_crawler_actors::frontier::{LinkDecision, decide_link, dedupe_by_content};
+use web_crawler_actors::monitor::{FetchHistory, HistoryQuery, LastFetch};
 use web_crawler_actors::{
     BrokenLink, ClaimRequest, CommitBatch, CommitSummary, Document as JsonDoc, Frontier,
     HostRecord, INDEX_QUEUE, Job, Millis, NewLink, OperationSpec, PageQuery, PageRecord,
@@ -43,6 +44,7 @@ pub struct MongoStore {
     pending: Collection<Document>,
     processed: Collection<Document>,
     hosts: Collection<Document>,
+    history: Collection<Document>,
     /// Collections of operation records whose key index exists.
     record_indexes: Arc<Mutex<HashSet<String>>>,
     /// Held by a store opened to crawl ([`MongoStore::connect_for_crawl`]).
@@ -275,6 +277,7 @@ impl MongoStore {
             pending: db.collection("pending_urls"),
             processed: db.collection("processed_urls"),
             hosts: db.collection("hosts"),
+            history: db.collection("fetch_history"),
             record_indexes: Arc::default(),
             owner: None,
             db,
@@ -330,6 +333,8 @@ impl MongoStore {
             (&self.pending, doc! { "status": 1, "lease_until": 1 }, None),
             (&self.pending, doc! { "claim_token": 1 }, None),
             (&self.processed, doc! { "content_hash": 1 }, None),
+            (&self.processed, doc! { "d_next_check": 1 }, None),
+            (&self.history, doc! { "url": 1, "d_fetch": 1 }, None),
         ];
         for (collection, keys, options) in indexes {
             let model = IndexModel::builder().keys(keys).options(options).build();
@@ -367,6 +372,7 @@ impl MongoStore {
                 &mut processed,
                 now,
                 batch.reprocess_after_ms,
+                batch.history_keep,
                 &mut summary,
             )
             .await?;
@@ -522,9 +528,59 @@ impl MongoStore {
         processed: &mut HashMap<String, ProcessedState>,
         now: Millis,
         reprocess_after_ms: Option<Millis>,
+        history_keep: usize,
         summary: &mut CommitSummary,
     ) -> Result<(), StoreError> {
         let record = &page.record;
+        self.write_history(page, now, history_keep).await?;
+        let op_key = record.operation.key();
+        if page.not_modified {
+            // A 304: the stored page, its links and records stand. Replaced
+            // whole, as `d_processed` always is.
+            let stored = self
+                .processed
+                .find_one(doc! { "_id": &record.url })
+                .await
+                .map_err(backend)?;
+            if let Some(mut d) = stored {
+                d.insert("d_processed", DateTime::from_millis(now));
+                d.insert("fetch_ms", record.fetch_ms);
+                d.insert("node", &record.node);
+                for (key, value) in [
+                    ("etag", &record.etag),
+                    ("last_modified", &record.last_modified),
+                ] {
+                    if let Some(v) = value {
+                        d.insert(key, v);
+                    }
+                }
+                for (key, value) in [
+                    ("d_next_check", record.d_next_check),
+                    ("check_interval_ms", record.check_interval_ms),
+                ] {
+                    match value {
+                        Some(v) => d.insert(key, v),
+                        None => d.remove(key),
+                    };
+                }
+                self.processed
+                    .replace_one(doc! { "_id": &record.url }, d)
+                    .await
+                    .map_err(backend)?;
+            }
+            processed.insert(
+                record.url.clone(),
+                ProcessedState {
+                    op_key: op_key.clone(),
+                    d_processed: now,
+                },
+            );
+            self.pending
+                .delete_one(doc! { "url": &record.url, "op_key": &op_key })
+                .await
+                .map_err(backend)?;
+            return Ok(());
+        }
         let duplicate_of = self.duplicate_of(record).await?;
         if duplicate_of.is_some() {
             summary.duplicates.push(record.url.clone());
@@ -541,7 +597,6 @@ impl MongoStore {
                 .await?;
             }
         }
-        let op_key = record.operation.key();
         // The pending document carries the referrals gathered while it waited.
         let pending = self
             .pending
@@ -588,6 +643,101 @@ impl MongoStore {
             .filter(|r| duplicate_of.is_none() || r.collection != INDEX_QUEUE)
         {
             self.write_record(record, now).await?;
+        }
+        Ok(())
+    }
+
+    /// A page's `fetch_history` document, and the URL's oldest beyond
+    /// `keep` removed.
+    async fn write_history(
+        &self,
+        page: &ProcessedPage,
+        now: Millis,
+        keep: usize,
+    ) -> Result<(), StoreError> {
+        if keep == 0 {
+            return Ok(());
+        }
+        let record = &page.record;
+        let mut d = doc! {
+            "url": &record.url,
+            "host": &record.host,
+            "d_fetch": DateTime::from_millis(now),
+            "fetch_ms": record.fetch_ms,
+            "changed": page.changed,
+        };
+        let optional: [(&str, Option<Bson>); 4] = [
+            (
+                "http_returncode",
+                record.http_returncode.map(|c| Bson::Int32(c.into())),
+            ),
+            (
+                "content-length",
+                record.content_length.map(|n| Bson::String(n.to_string())),
+            ),
+            (
+                "content_hash",
+                record.content_hash.map(|h| Bson::Int64(h.cast_signed())),
+            ),
+            ("error", record.error.clone().map(Bson::String)),
+        ];
+        for (key, value) in optional {
+            if let Some(v) = value {
+                d.insert(key, v);
+            }
+        }
+        self.history.insert_one(d).await.map_err(backend)?;
+        let old: Vec<Bson> = self
+            .history
+            .find(doc! { "url": &record.url })
+            .sort(doc! { "d_fetch": -1, "_id": -1 })
+            .skip(keep as u64)
+            .projection(doc! { "_id": 1 })
+            .await
+            .map_err(backend)?
+            .try_collect::<Vec<Document>>()
+            .await
+            .map_err(backend)?
+            .into_iter()
+            .filter_map(|d| d.get("_id").cloned())
+            .collect();
+        if !old.is_empty() {
+            self.history
+                .delete_many(doc! { "_id": { "$in": old } })
+                .await
+                .map_err(backend)?;
+        }
+        Ok(())
+    }
+
+    /// What the claimed URLs' last fetches left, in one query.
+    async fn last_fetches(&self, jobs: &mut [Job]) -> Result<(), StoreError> {
+        let urls: Vec<&str> = jobs.iter().map(|j| j.url.as_str()).collect();
+        let mut cursor = self
+            .processed
+            .find(doc! { "_id": { "$in": urls } })
+            .projection(doc! {
+                "http_returncode": 1, "content_hash": 1, "etag": 1, "last_modified": 1,
+                "check_interval_ms": 1,
+            })
+            .await
+            .map_err(backend)?;
+        let mut last = HashMap::new();
+        while let Some(d) = cursor.try_next().await.map_err(backend)? {
+            let url = d.get_str("_id").map_err(corrupt)?.to_string();
+            last.insert(
+                url,
+                LastFetch {
+                    http_returncode: int(&d, "http_returncode").map(|c| c as u16),
+                    content_hash: int(&d, "content_hash").map(i64::cast_unsigned),
+                    etag: text(&d, "etag"),
+                    last_modified: text(&d, "last_modified"),
+                    check_interval_ms: int(&d, "check_interval_ms"),
+                },
+            );
+        }
+        for job in jobs {
+            job.last = last.remove(&job.url);
         }
         Ok(())
     }
@@ -811,7 +961,17 @@ fn processed_doc(
     if let Some(n) = record.content_length {
         d.insert("content-length", n.to_string());
     }
-    let optional: [(&str, Option<Bson>); 8] = [
+    let optional: [(&str, Option<Bson>); 12] = [
+        ("etag", record.etag.clone().map(Bson::String)),
+        (
+            "last_modified",
+            record.last_modified.clone().map(Bson::String),
+        ),
+        ("d_next_check", record.d_next_check.map(Bson::Int64)),
+        (
+            "check_interval_ms",
+            record.check_interval_ms.map(Bson::Int64),
+        ),
         (
             "content-type",
             record.content_type.clone().map(Bson::String),
@@ -897,6 +1057,7 @@ fn job_of(d: &Document) -> Result<Job, StoreError> {
             .unwrap_or(0.0),
         attempts: int(d, "attempts").unwrap_or(0) as u32,
         redirect_hops: int(d, "redirect_hops").unwrap_or(0) as u32,
+        last: None,
     })
 }
 
@@ -922,6 +1083,10 @@ fn processed_of(d: &Document) -> Result<ProcessedUrl, StoreError> {
             out_links: strings(d, "out_links"),
             truncated: d.get_bool("truncated").unwrap_or(false),
             node: text(d, "node").unwrap_or_default(),
+            etag: text(d, "etag"),
+            last_modified: text(d, "last_modified"),
+            d_next_check: int(d, "d_next_check"),
+            check_interval_ms: int(d, "check_interval_ms"),
         },
         referral_count: int(d, "referral_count").unwrap_or(0) as u64,
         referral_list: strings(d, "referral_list"),
@@ -1045,7 +1210,9 @@ impl Frontier for MongoStore {
             .try_collect()
             .await
             .map_err(backend)?;
-        won.iter().map(job_of).collect()
+        let mut jobs = won.iter().map(job_of).collect::<Result<Vec<Job>, _>>()?;
+        self.last_fetches(&mut jobs).await?;
+        Ok(jobs)
     }
 
     async fn commit(&self, batch: CommitBatch) -> Result<CommitSummary, StoreError> {
@@ -1138,6 +1305,53 @@ impl Frontier for MongoStore {
         if let Some(owner) = &self.owner {
             owner.release().await;
         }
+    }
+
+    async fn requeue_due(&self, now: Millis, limit: usize) -> Result<u64, StoreError> {
+        let due: Vec<Document> = self
+            .processed
+            .find(doc! { "d_next_check": { "$lte": now } })
+            .sort(doc! { "d_next_check": 1 })
+            .limit(i64::try_from(limit).unwrap_or(i64::MAX))
+            .projection(doc! { "operation": 1, "op_key": 1, "host": 1, "depth": 1 })
+            .await
+            .map_err(backend)?
+            .try_collect()
+            .await
+            .map_err(backend)?;
+        if due.is_empty() {
+            return Ok(0);
+        }
+        let mut links = Vec::with_capacity(due.len());
+        for d in &due {
+            links.push(NewLink {
+                url: d.get_str("_id").map_err(corrupt)?.to_string(),
+                host: text(d, "host").unwrap_or_default(),
+                operation: operation_of(d)?,
+                depth: int(d, "depth").unwrap_or(0) as u32,
+                priority: 1.0,
+                redirect_hops: 0,
+                modified: Some(now),
+            });
+        }
+        let urls: Vec<&str> = links.iter().map(|l| l.url.as_str()).collect();
+        let mut processed = self.processed_states(urls.clone()).await?;
+        let mut summary = CommitSummary::default();
+        // Queued as a link saying the page changed now would be; the next
+        // check is cleared after, so a crash in between queues it again
+        // (a merge).
+        for link in merge_links(&links) {
+            self.upsert_link(&link, None, &mut processed, now, None, &mut summary)
+                .await?;
+        }
+        self.processed
+            .update_many(
+                doc! { "_id": { "$in": urls } },
+                doc! { "$unset": { "d_next_check": "" } },
+            )
+            .await
+            .map_err(backend)?;
+        Ok(summary.queued)
     }
 }
 
@@ -1286,6 +1500,40 @@ impl Queries for MongoStore {
             .collect())
     }
 
+    async fn fetch_history(&self, query: HistoryQuery) -> Result<Vec<FetchHistory>, StoreError> {
+        let mut filter = Document::new();
+        if let Some(host) = &query.host {
+            filter.insert("host", host);
+        }
+        if let Some(since) = query.since {
+            filter.insert("d_fetch", doc! { "$gte": DateTime::from_millis(since) });
+        }
+        let docs: Vec<Document> = self
+            .history
+            .find(filter)
+            .sort(doc! { "url": 1, "d_fetch": 1, "_id": 1 })
+            .await
+            .map_err(backend)?
+            .try_collect()
+            .await
+            .map_err(backend)?;
+        docs.iter()
+            .map(|d| {
+                Ok(FetchHistory {
+                    url: d.get_str("url").map_err(corrupt)?.to_string(),
+                    host: text(d, "host").unwrap_or_default(),
+                    d_fetch: millis(d, "d_fetch"),
+                    http_returncode: int(d, "http_returncode").map(|c| c as u16),
+                    fetch_ms: millis(d, "fetch_ms"),
+                    size: text(d, "content-length").and_then(|s| s.parse().ok()),
+                    content_hash: int(d, "content_hash").map(i64::cast_unsigned),
+                    changed: d.get_bool("changed").unwrap_or(false),
+                    error: text(d, "error"),
+                })
+            })
+            .collect()
+    }
+
     async fn hosts(&self) -> Result<Vec<HostRecord>, StoreError> {
         self.collect(&self.hosts, doc! {}, doc! { "_id": 1 }, None, 0)
             .await?
@@ -1400,8 +1648,7 @@ mod tests {
         let page = ProcessedPage {
             record,
             links: vec![link("http://h/next", 1, 1.0)],
-            records: Vec::new(),
-            simhash: None,
+            ..ProcessedPage::default()
         };
         let d = processed_doc(&page, &["http://h/r".to_string()], None, 1_000);
         assert_eq!(d.get_str("_id").unwrap(), "http://h/");

@@ -573,6 +573,10 @@ impl Frontier for FlakyStore {
     async fn counts(&self) -> Result<StoreCounts, StoreError> {
         self.inner.counts().await
     }
+
+    async fn requeue_due(&self, now: i64, limit: usize) -> Result<u64, StoreError> {
+        self.inner.requeue_due(now, limit).await
+    }
 }
 
 fn chain_web(n: usize) -> HashMap<String, Page> {

@@ -11,6 +11,7 @@ mod crawl;
 mod generated_web;
 mod hostile_web;
 mod mongo;
+mod monitor;
 mod outage;
 mod reports;
 mod search;

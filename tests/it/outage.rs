@@ -168,6 +168,11 @@ impl Frontier for Switched {
         self.check()?;
         self.inner.counts().await
     }
+
+    async fn requeue_due(&self, now: i64, limit: usize) -> Result<u64, StoreError> {
+        self.check()?;
+        self.inner.requeue_due(now, limit).await
+    }
 }
 
 /// The app's status once it says the store is unreachable.

@@ -5,6 +5,7 @@ use crate::common::backend::Backend;
 use serde_json::json;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
+use web_crawler::actors::monitor::HistoryQuery;
 use web_crawler::actors::{
     ClaimRequest, CommitBatch, Document, HostRecord, Job, NewLink, OperationSpec, PageQuery,
     PageRecord, ProcessedPage, Record, Retry, SEARCH_RESULTS, Store, UrlKey,
@@ -52,8 +53,7 @@ fn page(url: &str, status: u16, hash: Option<u64>, links: Vec<NewLink>) -> Proce
             ..PageRecord::default()
         },
         links,
-        records: Vec::new(),
-        simhash: None,
+        ..ProcessedPage::default()
     }
 }
 
@@ -353,6 +353,121 @@ async fn reprocess_interval_rule(b: Backend) {
         .unwrap();
     assert_eq!(s.queued, 1);
     assert_eq!(pending_urls(&*store).await, vec!["http://a/p"]);
+}
+
+/// A watched page: fetched, due again, swept back to pending (once), its
+/// last fetch handed to the claim, a 304 keeping the stored page, and its
+/// history kept within its bound, newest first out.
+async fn watched_urls_are_swept_and_their_history_bounded(b: Backend) {
+    let store = b.open().await;
+    let url = "http://w/a";
+    store
+        .commit(seeds(NOW, vec![link(url, 0, 1.0)]))
+        .await
+        .unwrap();
+    store.claim(claim_req(NOW, 10, 10)).await.unwrap();
+    let fetched = |now: i64, status: u16, hash: Option<u64>, changed: bool| {
+        let mut p = page(url, status, hash, vec![link("http://w/b", 1, 1.0)]);
+        p.record.title = Some("A".into());
+        p.record.etag = Some("\"v1\"".into());
+        p.record.fetch_ms = now - NOW;
+        p.record.d_next_check = Some(now + 2_000);
+        p.record.check_interval_ms = Some(2_000);
+        p.changed = changed;
+        CommitBatch {
+            now,
+            history_keep: 3,
+            pages: vec![p],
+            ..CommitBatch::default()
+        }
+    };
+    store
+        .commit(fetched(NOW, 200, Some(1), false))
+        .await
+        .unwrap();
+    let p = store.processed_url(url).await.unwrap().unwrap();
+    assert_eq!(p.record.d_next_check, Some(NOW + 2_000));
+    assert_eq!(p.record.etag.as_deref(), Some("\"v1\""));
+    // Not due yet; then due: queued once, its next check cleared.
+    assert_eq!(store.requeue_due(NOW + 1_999, 10).await.unwrap(), 0);
+    assert_eq!(store.requeue_due(NOW + 2_000, 10).await.unwrap(), 1);
+    assert_eq!(store.requeue_due(NOW + 2_001, 10).await.unwrap(), 0);
+    assert_eq!(pending_urls(&*store).await, vec![url, "http://w/b"]);
+    assert_eq!(
+        store
+            .processed_url(url)
+            .await
+            .unwrap()
+            .unwrap()
+            .record
+            .d_next_check,
+        None
+    );
+    let jobs = store.claim(claim_req(NOW + 2_000, 10, 10)).await.unwrap();
+    let job = jobs.iter().find(|j| j.url == url).expect("claimed again");
+    let last = job.last.as_ref().expect("the last fetch");
+    assert_eq!(last.http_returncode, Some(200));
+    assert_eq!(last.content_hash, Some(1));
+    assert_eq!(last.etag.as_deref(), Some("\"v1\""));
+    assert_eq!(last.check_interval_ms, Some(2_000));
+    let other = jobs.iter().find(|j| j.url == "http://w/b").unwrap();
+    assert_eq!(other.last, None, "never fetched");
+
+    // A 304: the stored page stands, only the check moves on.
+    let mut not_modified = fetched(NOW + 3_000, 304, None, false);
+    not_modified.pages[0].not_modified = true;
+    not_modified.pages[0].links.clear();
+    not_modified.pages[0].record.title = None;
+    not_modified.pages[0].record.content_hash = Some(1);
+    store.commit(not_modified).await.unwrap();
+    let p = store.processed_url(url).await.unwrap().unwrap();
+    assert_eq!(p.d_processed, NOW + 3_000);
+    assert_eq!(p.record.http_returncode, Some(200));
+    assert_eq!(p.record.title.as_deref(), Some("A"));
+    assert_eq!(p.record.out_links, vec!["http://w/b"]);
+    assert_eq!(p.record.d_next_check, Some(NOW + 5_000));
+    assert_eq!(pending_urls(&*store).await, vec!["http://w/b"]);
+    assert_eq!(store.counts().await.unwrap().processed, 1, "not a copy");
+
+    // Many checks later: the newest three are kept.
+    store.requeue_due(NOW + 5_000, 10).await.unwrap();
+    store
+        .commit(fetched(NOW + 5_000, 500, Some(9), true))
+        .await
+        .unwrap();
+    store.requeue_due(NOW + 7_000, 10).await.unwrap();
+    store
+        .commit(fetched(NOW + 7_000, 200, Some(2), true))
+        .await
+        .unwrap();
+    let history = store.fetch_history(HistoryQuery::default()).await.unwrap();
+    let seen: Vec<(i64, Option<u16>, bool)> = history
+        .iter()
+        .map(|h| (h.d_fetch, h.http_returncode, h.changed))
+        .collect();
+    assert_eq!(
+        seen,
+        vec![
+            (NOW + 3_000, Some(304), false),
+            (NOW + 5_000, Some(500), true),
+            (NOW + 7_000, Some(200), true),
+        ]
+    );
+    assert_eq!(history[2].url, url);
+    assert_eq!(history[2].host, "w");
+    assert_eq!(history[2].content_hash, Some(2));
+    assert_eq!(history[2].size, Some(10));
+    assert_eq!(history[2].fetch_ms, 7_000);
+    let since = HistoryQuery {
+        since: Some(NOW + 5_000),
+        host: Some("w".into()),
+    };
+    assert_eq!(store.fetch_history(since).await.unwrap().len(), 2);
+    let elsewhere = HistoryQuery {
+        host: Some("x".into()),
+        ..HistoryQuery::default()
+    };
+    assert!(store.fetch_history(elsewhere).await.unwrap().is_empty());
 }
 
 async fn content_duplicates_recorded_links_not_followed(b: Backend) {
@@ -767,6 +882,10 @@ async fn pages_in_batches_and_hosts_with_their_pages(b: Backend) {
 }
 
 on_both_backends!(upsert_and_referral_merge_, upsert_and_referral_merge);
+on_both_backends!(
+    watched_urls,
+    watched_urls_are_swept_and_their_history_bounded
+);
 on_both_backends!(processed_order, processed_pages_by_url_or_newest_first);
 on_both_backends!(
     pages_in_batches_and_hosts,

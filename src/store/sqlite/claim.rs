@@ -2,13 +2,14 @@
 
 use super::rows::{Fail, int_col, operation_col, text_col};
 use super::schema::{
-    CLAIM_UPDATE, EXPIRE_LEASES, EXTEND_LEASE, HOST_CANDIDATES, LEASED_BY, PENDING_HOSTS,
-    RELEASE_ID, RELEASE_KEY,
+    CLAIM_UPDATE, EXPIRE_LEASES, EXTEND_LEASE, HOST_CANDIDATES, LAST_FETCH, LEASED_BY,
+    PENDING_HOSTS, RELEASE_ID, RELEASE_KEY,
 };
 use crate::store::seen::{Seen, SeenWindow, key_hash};
-use rusqlite::{Transaction, params};
+use rusqlite::{OptionalExtension, Transaction, params};
 use std::collections::{HashMap, HashSet};
 use web_crawler_actors::frontier::round_robin;
+use web_crawler_actors::monitor::LastFetch;
 use web_crawler_actors::{ClaimRequest, Job, Millis, OperationSpec, UrlKey, now_ms};
 
 // --- claim ------------------------------------------------------------------
@@ -86,9 +87,21 @@ pub(super) fn apply_claim(
     );
     let mut chosen: Vec<(i64, Job)> = order.into_iter().filter_map(|i| rows[i].take()).collect();
     let mut update = tx.prepare_cached(CLAIM_UPDATE)?;
+    let mut last = tx.prepare_cached(LAST_FETCH)?;
     for (id, job) in &mut chosen {
         update.execute(params![*id, req.lease_until, req.owner, req.now])?;
         job.priority += unsaved_credit(seen, &job.url, &job.operation);
+        job.last = last
+            .query_row([&job.url], |row| {
+                Ok(LastFetch {
+                    http_returncode: row.get(0)?,
+                    content_hash: row.get::<_, Option<i64>>(1)?.map(i64::cast_unsigned),
+                    etag: row.get(2)?,
+                    last_modified: row.get(3)?,
+                    check_interval_ms: row.get(4)?,
+                })
+            })
+            .optional()?;
     }
     Ok(chosen.into_iter().map(|(_, job)| job).collect())
 }
@@ -132,6 +145,7 @@ fn read_candidates(
                 priority: row.get::<_, Option<f64>>(5)?.unwrap_or(0.0),
                 attempts: int_col(row, 6, "attempts")?,
                 redirect_hops: int_col(row, 7, "redirect_hops")?,
+                last: None,
             },
         ));
     }

@@ -3,14 +3,15 @@
 use super::referrals::write_referrals;
 use super::rows::{Fail, json_err, operation_col, opt_int_col, to_i64};
 use super::schema::{
-    DELETE_PENDING, INSERT_PENDING, MERGE_PENDING, PENDING_AT, PROCESSED_AT, RECORD_DELETE, RETRY,
-    SAME_CONTENT, WRITE_HOST, WRITE_PROCESSED, WRITE_RECORD,
+    CLEAR_CHECK, DELETE_PENDING, DUE_CHECKS, INSERT_PENDING, MERGE_PENDING, PENDING_AT,
+    PROCESSED_AT, RECORD_DELETE, RETRY, SAME_CONTENT, TOUCH_PROCESSED, TRIM_HISTORY, WRITE_HISTORY,
+    WRITE_HOST, WRITE_PROCESSED, WRITE_RECORD,
 };
 use crate::store::seen::{FileKeys, PendingRow, Seen, SeenWindow, key_hash};
 use rusqlite::{Connection, OptionalExtension, Transaction, params};
 use web_crawler_actors::frontier::{LinkDecision, decide_link, dedupe_by_content};
 use web_crawler_actors::{
-    CommitBatch, CommitSummary, Document, INDEX_QUEUE, Millis, NewLink, Record,
+    CommitBatch, CommitSummary, Document, INDEX_QUEUE, Millis, NewLink, ProcessedPage, Record,
 };
 
 /// Keys the file-key filter is sized for at least (about 1.2 MB at 1% false
@@ -243,6 +244,27 @@ pub(super) fn apply_commit(
     }
     for page in &batch.pages {
         let rec = &page.record;
+        write_history(tx, page, now, batch.history_keep)?;
+        if page.not_modified {
+            // A 304: the stored page, its links and records stand.
+            tx.prepare_cached(TOUCH_PROCESSED)?.execute(params![
+                rec.url,
+                now,
+                rec.fetch_ms,
+                rec.node,
+                rec.etag,
+                rec.last_modified,
+                rec.d_next_check,
+                rec.check_interval_ms,
+            ])?;
+            tx.prepare_cached(DELETE_PENDING)?
+                .execute(params![rec.url, rec.operation.key()])?;
+            c.remember(
+                key_hash(&rec.url, &rec.operation),
+                Seen::Processed { at: now },
+            )?;
+            continue;
+        }
         let dup = match rec.content_hash {
             Some(hash) if dedupe_by_content(rec.http_returncode) => {
                 duplicate_of(tx, &rec.url, hash)?
@@ -279,6 +301,10 @@ pub(super) fn apply_commit(
             out_links,
             rec.truncated,
             rec.node,
+            rec.etag,
+            rec.last_modified,
+            rec.d_next_check,
+            rec.check_interval_ms,
         ])?;
         tx.prepare_cached(DELETE_PENDING)?
             .execute(params![rec.url, operation])?;
@@ -323,6 +349,75 @@ pub(super) fn apply_commit(
         ])?;
     }
     Ok(summary)
+}
+
+/// A page's `fetch_history` entry, and the URL's oldest beyond `keep`.
+fn write_history(
+    tx: &Transaction<'_>,
+    page: &ProcessedPage,
+    now: Millis,
+    keep: usize,
+) -> Result<(), Fail> {
+    if keep == 0 {
+        return Ok(());
+    }
+    let rec = &page.record;
+    tx.prepare_cached(WRITE_HISTORY)?.execute(params![
+        rec.url,
+        rec.host,
+        now,
+        rec.http_returncode,
+        rec.fetch_ms,
+        rec.content_length,
+        rec.content_hash.map(u64::cast_signed),
+        page.changed,
+        rec.error,
+    ])?;
+    tx.prepare_cached(TRIM_HISTORY)?
+        .execute(params![rec.url, to_i64(keep, "history_keep")?])?;
+    Ok(())
+}
+
+/// Queue again the watched URLs due by `now` (up to `limit`), as a link
+/// that says the page changed now would ([`Commit::upsert_link`], so the
+/// seen window and the file-key filter stay in step), and clear their next
+/// check until they are processed again.
+pub(super) fn requeue_due(
+    tx: &Transaction<'_>,
+    seen: &mut SeenWindow,
+    now: Millis,
+    limit: usize,
+) -> Result<u64, Fail> {
+    let mut due = Vec::new();
+    {
+        let mut stmt = tx.prepare_cached(DUE_CHECKS)?;
+        let mut rows = stmt.query([now])?;
+        while due.len() < limit
+            && let Some(row) = rows.next()?
+        {
+            due.push(NewLink {
+                url: row.get(0)?,
+                operation: operation_col(row, 1, "processed_urls")?,
+                host: row.get(2)?,
+                depth: row.get(3)?,
+                priority: 1.0,
+                redirect_hops: 0,
+                modified: Some(now),
+            });
+        }
+    }
+    let mut c = Commit {
+        tx,
+        seen,
+        now,
+        reprocess_after_ms: None,
+        summary: CommitSummary::default(),
+    };
+    for link in &due {
+        c.upsert_link(link)?;
+        tx.prepare_cached(CLEAR_CHECK)?.execute([&link.url])?;
+    }
+    Ok(c.summary.queued)
 }
 
 #[cfg(test)]

@@ -34,6 +34,7 @@ use std::collections::HashSet;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use web_crawler_actors::monitor::{FetchHistory, HistoryQuery};
 use web_crawler_actors::{
     BrokenLink, ClaimRequest, CommitBatch, CommitSummary, Document, Frontier, HostRecord, Job,
     Millis, PageQuery, PageRecord, PendingUrl, ProcessedUrl, Queries, StoreCounts, StoreError,
@@ -370,6 +371,11 @@ impl Frontier for SqliteStore {
     async fn counts(&self) -> Result<StoreCounts, StoreError> {
         self.read(|tx, _| rows::counts(tx)).await
     }
+
+    async fn requeue_due(&self, now: Millis, limit: usize) -> Result<u64, StoreError> {
+        self.write(move |tx, seen| commit::requeue_due(tx, seen, now, limit))
+            .await
+    }
 }
 
 #[async_trait]
@@ -428,6 +434,11 @@ impl Queries for SqliteStore {
 
     async fn broken_links(&self) -> Result<Vec<BrokenLink>, StoreError> {
         self.read(|tx, _| rows::broken_links(tx)).await
+    }
+
+    async fn fetch_history(&self, query: HistoryQuery) -> Result<Vec<FetchHistory>, StoreError> {
+        self.read(move |tx, _| rows::fetch_history(tx, &query))
+            .await
     }
 
     async fn hosts(&self) -> Result<Vec<HostRecord>, StoreError> {
@@ -521,8 +532,7 @@ mod test_support {
                 ..PageRecord::default()
             },
             links,
-            records: Vec::new(),
-            simhash: None,
+            ..ProcessedPage::default()
         }
     }
 

@@ -3,11 +3,12 @@
 use super::claim::unsaved_credit;
 use super::referrals::referrals_of;
 use super::schema::{
-    BROKEN, COUNTS, HISTOGRAM, HOST_LIST, HOST_PAGES, PENDING_LIST, PROCESSED_AFTER, PROCESSED_ONE,
-    PROCESSED_PAGE, RECORD_HEAD, RECORD_LIST,
+    BROKEN, COUNTS, HISTOGRAM, HISTORY_LIST, HOST_LIST, HOST_PAGES, PENDING_LIST, PROCESSED_AFTER,
+    PROCESSED_ONE, PROCESSED_PAGE, RECORD_HEAD, RECORD_LIST,
 };
 use crate::store::seen::SeenWindow;
 use rusqlite::{ErrorCode, Row, Transaction, named_params, params};
+use web_crawler_actors::monitor::{FetchHistory, HistoryQuery};
 use web_crawler_actors::{
     BrokenLink, Document, HostRecord, OperationSpec, PageQuery, PageRecord, PendingUrl,
     ProcessedUrl, ROBOTS_BLOCKED, SEARCH_RESULTS, StoreCounts, StoreError,
@@ -184,6 +185,10 @@ fn read_processed(row: &Row<'_>) -> Result<ProcessedUrl, Fail> {
             out_links: json_col(row, 16, "out_links", |s| serde_json::from_str(s))?,
             truncated: int_col::<i64>(row, 17, "truncated")? != 0,
             node: text_col(row, 18)?,
+            etag: row.get(19)?,
+            last_modified: row.get(20)?,
+            d_next_check: row.get(21)?,
+            check_interval_ms: row.get(22)?,
         },
         referral_count: 0,
         referral_list: Vec::new(),
@@ -415,6 +420,30 @@ pub(super) fn pages_per_host(tx: &Transaction<'_>) -> Result<Vec<(String, u64)>,
         list.push((text_col(row, 0)?, int_col(row, 1, "count")?));
     }
     Ok(list)
+}
+
+/// `fetch_history` entries, by URL then time.
+pub(super) fn fetch_history(
+    tx: &Transaction<'_>,
+    query: &HistoryQuery,
+) -> Result<Vec<FetchHistory>, Fail> {
+    let mut stmt = tx.prepare_cached(HISTORY_LIST)?;
+    let mut rows = stmt.query(params![query.host, query.since.unwrap_or(i64::MIN)])?;
+    let mut out = Vec::new();
+    while let Some(row) = rows.next()? {
+        out.push(FetchHistory {
+            url: row.get(0)?,
+            host: text_col(row, 1)?,
+            d_fetch: row.get(2)?,
+            http_returncode: opt_int_col(row, 3, "http_returncode")?,
+            fetch_ms: row.get(4)?,
+            size: row.get(5)?,
+            content_hash: row.get::<_, Option<i64>>(6)?.map(i64::cast_unsigned),
+            changed: row.get::<_, i64>(7)? != 0,
+            error: row.get(8)?,
+        });
+    }
+    Ok(out)
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 /// Version of the table layout below; a file with another version is refused
 /// rather than misread.
-const SCHEMA_VERSION: i64 = 3;
+const SCHEMA_VERSION: i64 = 4;
 
 /// Idempotent: `open` runs it on every start. `pending_urls.id` aliases the
 /// rowid explicitly so that VACUUM cannot renumber it (it is the FIFO order).
@@ -53,7 +53,11 @@ CREATE TABLE IF NOT EXISTS processed_urls (
     fetch_ms         INTEGER NOT NULL DEFAULT 0,
     out_links        TEXT    NOT NULL DEFAULT '[]',
     truncated        INTEGER NOT NULL DEFAULT 0,
-    node             TEXT    NOT NULL DEFAULT ''
+    node             TEXT    NOT NULL DEFAULT '',
+    etag             TEXT,
+    last_modified    TEXT,
+    d_next_check     INTEGER,
+    check_interval_ms INTEGER
 );
 CREATE INDEX IF NOT EXISTS processed_urls_content_hash ON processed_urls (content_hash);
 CREATE TABLE IF NOT EXISTS referrers (
@@ -68,6 +72,19 @@ CREATE TABLE IF NOT EXISTS records (
     d_record   INTEGER NOT NULL,
     PRIMARY KEY (collection, key)
 );
+CREATE TABLE IF NOT EXISTS fetch_history (
+    id               INTEGER PRIMARY KEY,
+    url              TEXT    NOT NULL,
+    host             TEXT    NOT NULL,
+    d_fetch          INTEGER NOT NULL,
+    http_returncode  INTEGER,
+    fetch_ms         INTEGER NOT NULL DEFAULT 0,
+    "content-length" INTEGER,
+    content_hash     INTEGER,
+    changed          INTEGER NOT NULL DEFAULT 0,
+    error            TEXT
+);
+CREATE INDEX IF NOT EXISTS fetch_history_url ON fetch_history (url, id);
 CREATE TABLE IF NOT EXISTS hosts (
     host              TEXT PRIMARY KEY,
     robots_status     TEXT    NOT NULL,
@@ -111,6 +128,14 @@ pub(super) fn init(conn: &mut Connection) -> Result<(), Fail> {
     if version == Some(2) {
         tx.execute_batch(MIGRATE_2_TO_3)?;
     }
+    if matches!(version, Some(2 | 3)) {
+        migrate_3_to_4(&tx)?;
+    }
+    // After the migrations: the column is new in version 4.
+    tx.execute_batch(
+        "CREATE INDEX IF NOT EXISTS processed_urls_next_check
+             ON processed_urls (d_next_check) WHERE d_next_check IS NOT NULL",
+    )?;
     tx.execute(
         "INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', ?1)",
         [SCHEMA_VERSION],
@@ -136,6 +161,30 @@ INSERT INTO records (collection, key, document, d_record)
 DROP TABLE search_results;
 UPDATE meta SET value = 3 WHERE key = 'schema_version';
 ";
+
+/// Version 4 adds availability monitoring: the last response's validators
+/// and the next check on processed pages (`fetch_history` is created by
+/// [`SCHEMA`]). Columns already there are left as they are.
+fn migrate_3_to_4(tx: &rusqlite::Transaction<'_>) -> Result<(), Fail> {
+    let present: Vec<String> = tx
+        .prepare("SELECT name FROM pragma_table_info('processed_urls')")?
+        .query_map([], |row| row.get(0))?
+        .collect::<Result<_, _>>()?;
+    for (column, kind) in [
+        ("etag", "TEXT"),
+        ("last_modified", "TEXT"),
+        ("d_next_check", "INTEGER"),
+        ("check_interval_ms", "INTEGER"),
+    ] {
+        if !present.iter().any(|p| p == column) {
+            tx.execute_batch(&format!(
+                "ALTER TABLE processed_urls ADD COLUMN {column} {kind}"
+            ))?;
+        }
+    }
+    tx.execute("UPDATE meta SET value = 4 WHERE key = 'schema_version'", [])?;
+    Ok(())
+}
 
 /// A new file (`None`), or one of ours at [`SCHEMA_VERSION`] or a version it
 /// migrates from (its version). Reading sqlite_master is also the first read
@@ -164,9 +213,9 @@ fn check_identity(conn: &Connection) -> Result<Option<i64>, Fail> {
             _ => None,
         };
         match number {
-            Some(v @ (2 | SCHEMA_VERSION)) => Ok(Some(v)),
+            Some(v @ (2 | 3 | SCHEMA_VERSION)) => Ok(Some(v)),
             _ => Err(Fail::Corrupt(format!(
-                "schema_version is {version:?}, this build reads versions 2 and {SCHEMA_VERSION}"
+                "schema_version is {version:?}, this build reads versions 2 to {SCHEMA_VERSION}"
             ))),
         }
     } else if tables.is_empty() {
@@ -279,9 +328,43 @@ pub(super) const SAME_CONTENT: &str = "SELECT url, http_returncode FROM processe
 pub(super) const WRITE_PROCESSED: &str = r#"INSERT OR REPLACE INTO processed_urls
         (url, operation, host, depth, "content-length", "content-type", server,
          http_returncode, links_count, d_processed, title, content_hash,
-         duplicate_of, redirect_to, error, fetch_ms, out_links, truncated, node)
+         duplicate_of, redirect_to, error, fetch_ms, out_links, truncated, node, etag,
+         last_modified, d_next_check, check_interval_ms)
     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18,
-            ?19)"#;
+            ?19, ?20, ?21, ?22, ?23)"#;
+
+/// A 304: the stored page stands; the check moves its time and next check.
+pub(super) const TOUCH_PROCESSED: &str = "UPDATE processed_urls
+    SET d_processed = ?2, fetch_ms = ?3, node = ?4, etag = COALESCE(?5, etag),
+        last_modified = COALESCE(?6, last_modified), d_next_check = ?7,
+        check_interval_ms = ?8
+    WHERE url = ?1";
+
+pub(super) const WRITE_HISTORY: &str = r#"INSERT INTO fetch_history
+        (url, host, d_fetch, http_returncode, fetch_ms, "content-length", content_hash,
+         changed, error)
+    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"#;
+
+/// The retention bound: a URL's entries but its newest ?2.
+pub(super) const TRIM_HISTORY: &str = "DELETE FROM fetch_history
+    WHERE url = ?1 AND id <= (SELECT id FROM fetch_history WHERE url = ?1
+                              ORDER BY id DESC LIMIT 1 OFFSET ?2)";
+
+/// Watched URLs due, soonest first, from the partial index on the due time.
+pub(super) const DUE_CHECKS: &str = "SELECT url, operation, host, depth FROM processed_urls
+    WHERE d_next_check <= ?1 ORDER BY d_next_check";
+
+pub(super) const CLEAR_CHECK: &str = "UPDATE processed_urls SET d_next_check = NULL WHERE url = ?1";
+
+/// What a claimed URL's last fetch left (`monitor::LastFetch`).
+pub(super) const LAST_FETCH: &str = "SELECT http_returncode, content_hash, etag, last_modified,
+        check_interval_ms
+    FROM processed_urls WHERE url = ?1";
+
+pub(super) const HISTORY_LIST: &str = r#"SELECT url, host, d_fetch, http_returncode, fetch_ms,
+        "content-length", content_hash, changed, error
+    FROM fetch_history WHERE (?1 IS NULL OR host = ?1) AND d_fetch >= ?2
+    ORDER BY url, id"#;
 
 pub(super) const DELETE_PENDING: &str =
     "DELETE FROM pending_urls WHERE url = ?1 AND operation = ?2";
@@ -338,7 +421,8 @@ macro_rules! processed_cols {
     () => {
         r#"url, operation, host, depth, "content-length", "content-type", server,
            http_returncode, links_count, d_processed, title, content_hash,
-           duplicate_of, redirect_to, error, fetch_ms, out_links, truncated, node"#
+           duplicate_of, redirect_to, error, fetch_ms, out_links, truncated, node, etag,
+           last_modified, d_next_check, check_interval_ms"#
     };
 }
 
@@ -425,6 +509,13 @@ const ALL_STATEMENTS: &[&str] = &[
     HOST_LIST,
     HISTOGRAM,
     HOST_PAGES,
+    TOUCH_PROCESSED,
+    WRITE_HISTORY,
+    TRIM_HISTORY,
+    DUE_CHECKS,
+    CLEAR_CHECK,
+    LAST_FETCH,
+    HISTORY_LIST,
 ];
 
 #[cfg(test)]
@@ -527,7 +618,7 @@ mod tests {
         drop(SqliteStore::open(&newer).unwrap());
         Connection::open(&newer)
             .unwrap()
-            .execute("UPDATE meta SET value = 4 WHERE key = 'schema_version'", [])
+            .execute("UPDATE meta SET value = 5 WHERE key = 'schema_version'", [])
             .unwrap();
         let msg = SqliteStore::open(&newer).unwrap_err().to_string();
         assert!(msg.contains("schema_version"), "{msg}");

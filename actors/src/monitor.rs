@@ -1,0 +1,397 @@
+//! Availability monitoring, the paper's first use of its robot besides
+//! finding text: when a watched URL is due again (the revisit policy), what
+//! a fetch changed (the status transition), and what the availability report
+//! makes of a URL's history. Pure functions of their inputs and `now`.
+
+use crate::types::Millis;
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// What the last fetch of a processed URL left behind: what a re-check sends
+/// back as validators and compares its answer with. Travels in the
+/// [`Job`](crate::types::Job) the claim hands out.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LastFetch {
+    pub http_returncode: Option<u16>,
+    pub content_hash: Option<u64>,
+    /// `ETag` of the last response, sent back as `If-None-Match`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub etag: Option<String>,
+    /// `Last-Modified` of the last response, sent back as `If-Modified-Since`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_modified: Option<String>,
+    /// The revisit interval the last check chose.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub check_interval_ms: Option<Millis>,
+}
+
+/// Whether a fetch found the resource available: any HTTP answer below 400
+/// (a redirect or a 304 included). No answer, 4xx and 5xx are down.
+pub fn is_up(http_returncode: Option<u16>) -> bool {
+    matches!(http_returncode, Some(100..=399))
+}
+
+/// A watched URL's state changed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Change {
+    /// It answered before and does not now.
+    Down,
+    /// It did not answer before and does now.
+    Up,
+    /// It answers as before, with another body.
+    Changed,
+}
+
+impl Change {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Change::Down => "down",
+            Change::Up => "up",
+            Change::Changed => "changed",
+        }
+    }
+}
+
+impl fmt::Display for Change {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One fetch as the transition rule sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Check {
+    pub http_returncode: Option<u16>,
+    pub content_hash: Option<u64>,
+    /// A 304: the body is the one fetched before.
+    pub not_modified: bool,
+}
+
+/// What `now` changed against the fetch before it (`None`: the first fetch,
+/// which changes nothing). A 304 is unchanged; a body is compared by hash
+/// only while the URL is up before and after.
+pub fn transition(previous: Option<&LastFetch>, now: &Check) -> Option<Change> {
+    let previous = previous?;
+    match (is_up(previous.http_returncode), is_up(now.http_returncode)) {
+        (true, false) => Some(Change::Down),
+        (false, true) => Some(Change::Up),
+        (false, false) => None,
+        (true, true) => {
+            let differs = !now.not_modified
+                && previous.content_hash.is_some()
+                && now.content_hash.is_some()
+                && previous.content_hash != now.content_hash;
+            differs.then_some(Change::Changed)
+        }
+    }
+}
+
+/// The revisit policy (seed 002's, adaptive): a watched URL is checked
+/// again `every` after its fetch at first; a change halves its interval, a
+/// check that finds it unchanged makes it half as long again, and a URL
+/// that is down is checked at the shortest interval, so a recovery is seen
+/// soon. The interval stays within [`every / 2`, `4 × every`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Revisit {
+    pub every_ms: Millis,
+}
+
+impl Revisit {
+    pub fn min_ms(&self) -> Millis {
+        (self.every_ms / 2).max(1)
+    }
+
+    pub fn max_ms(&self) -> Millis {
+        self.every_ms.saturating_mul(4)
+    }
+
+    /// The interval until the next check after a fetch that found the URL
+    /// `up` or not, with `change` against the fetch before; `previous` is
+    /// the interval the last check chose (`None`: first fetch).
+    pub fn next_interval(
+        &self,
+        previous: Option<Millis>,
+        up: bool,
+        change: Option<Change>,
+    ) -> Millis {
+        let Some(previous) = previous else {
+            return self.every_ms;
+        };
+        let next = if !up {
+            self.min_ms()
+        } else if change.is_some() {
+            previous / 2
+        } else {
+            previous.saturating_add(previous / 2)
+        };
+        next.clamp(self.min_ms(), self.max_ms())
+    }
+}
+
+/// One fetch of a URL as `fetch_history` keeps it.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct FetchHistory {
+    pub url: String,
+    pub host: String,
+    /// When the result was written (epoch ms).
+    pub d_fetch: Millis,
+    /// `None`: no response (network error, robots).
+    pub http_returncode: Option<u16>,
+    pub fetch_ms: i64,
+    /// The response's `Content-Length`.
+    pub size: Option<i64>,
+    pub content_hash: Option<u64>,
+    /// The fetch changed the URL's state ([`transition`]): down, up, or
+    /// another body.
+    pub changed: bool,
+    pub error: Option<String>,
+}
+
+/// Which history to read.
+#[derive(Clone, Debug, Default)]
+pub struct HistoryQuery {
+    /// Only this host's URLs (`host[:port]`).
+    pub host: Option<String>,
+    /// Only fetches at or after this time.
+    pub since: Option<Millis>,
+}
+
+/// A URL's availability over its history: the `report availability` row.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Availability {
+    pub url: String,
+    pub host: String,
+    pub checks: u64,
+    /// Checks that found it up, in percent.
+    pub uptime_pct: f64,
+    /// The last check that found it down, and why.
+    pub last_failure: Option<Millis>,
+    pub last_failure_reason: Option<String>,
+    pub p50_ms: i64,
+    pub p95_ms: i64,
+}
+
+/// Availability of each URL of `history` (sorted by URL, then time), in URL order.
+pub fn availability(history: &[FetchHistory]) -> Vec<Availability> {
+    history
+        .chunk_by(|a, b| a.url == b.url)
+        .map(|fetches| {
+            let up = fetches.iter().filter(|f| is_up(f.http_returncode)).count();
+            let last_down = fetches.iter().rev().find(|f| !is_up(f.http_returncode));
+            let mut times: Vec<i64> = fetches.iter().map(|f| f.fetch_ms).collect();
+            times.sort_unstable();
+            Availability {
+                url: fetches[0].url.clone(),
+                host: fetches[0].host.clone(),
+                checks: fetches.len() as u64,
+                uptime_pct: 100.0 * up as f64 / fetches.len() as f64,
+                last_failure: last_down.map(|f| f.d_fetch),
+                last_failure_reason: last_down.map(|f| match (&f.error, f.http_returncode) {
+                    (Some(e), _) => e.clone(),
+                    (None, Some(code)) => format!("HTTP {code}"),
+                    (None, None) => "no response".to_string(),
+                }),
+                p50_ms: percentile(&times, 50),
+                p95_ms: percentile(&times, 95),
+            }
+        })
+        .collect()
+}
+
+/// Nearest-rank percentile of sorted, non-empty `values`.
+fn percentile(sorted: &[i64], p: usize) -> i64 {
+    let rank = (p * sorted.len()).div_ceil(100).max(1);
+    sorted[rank - 1]
+}
+
+/// A change a fetch made, as notifications and `report changes` tell it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StatusEvent {
+    pub url: String,
+    pub change: Change,
+    /// The status before and now (`None`: no response).
+    pub previous_returncode: Option<u16>,
+    pub http_returncode: Option<u16>,
+    /// Why it is down, in one line.
+    pub reason: Option<String>,
+    pub at: Millis,
+}
+
+/// The changes in `history` (sorted by URL, then time): each fetch marked
+/// changed, with the status before it, in URL then time order.
+pub fn changes(history: &[FetchHistory]) -> Vec<StatusEvent> {
+    let mut out = Vec::new();
+    for fetches in history.chunk_by(|a, b| a.url == b.url) {
+        for pair in fetches.windows(2) {
+            let (before, now) = (&pair[0], &pair[1]);
+            if !now.changed {
+                continue;
+            }
+            let up = is_up(now.http_returncode);
+            let change = match (is_up(before.http_returncode), up) {
+                (true, false) => Change::Down,
+                (false, true) => Change::Up,
+                _ => Change::Changed,
+            };
+            out.push(StatusEvent {
+                url: now.url.clone(),
+                change,
+                previous_returncode: before.http_returncode,
+                http_returncode: now.http_returncode,
+                reason: if up { None } else { now.error.clone() },
+                at: now.d_fetch,
+            });
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn last(code: Option<u16>, hash: Option<u64>) -> LastFetch {
+        LastFetch {
+            http_returncode: code,
+            content_hash: hash,
+            ..LastFetch::default()
+        }
+    }
+
+    fn check(code: Option<u16>, hash: Option<u64>) -> Check {
+        Check {
+            http_returncode: code,
+            content_hash: hash,
+            not_modified: false,
+        }
+    }
+
+    #[test]
+    fn up_means_an_answer_below_400() {
+        assert!(is_up(Some(200)) && is_up(Some(304)) && is_up(Some(301)));
+        assert!(!is_up(Some(404)) && !is_up(Some(500)) && !is_up(None));
+    }
+
+    #[test]
+    fn transitions_from_the_last_fetch() {
+        let ok = last(Some(200), Some(1));
+        assert_eq!(transition(None, &check(Some(500), None)), None, "first");
+        assert_eq!(
+            transition(Some(&ok), &check(Some(500), Some(9))),
+            Some(Change::Down)
+        );
+        assert_eq!(
+            transition(Some(&ok), &check(None, None)),
+            Some(Change::Down)
+        );
+        let down = last(None, None);
+        assert_eq!(
+            transition(Some(&down), &check(Some(200), Some(1))),
+            Some(Change::Up)
+        );
+        assert_eq!(transition(Some(&down), &check(Some(503), None)), None);
+        assert_eq!(transition(Some(&ok), &check(Some(200), Some(1))), None);
+        assert_eq!(
+            transition(Some(&ok), &check(Some(200), Some(2))),
+            Some(Change::Changed)
+        );
+        let not_modified = Check {
+            http_returncode: Some(304),
+            content_hash: None,
+            not_modified: true,
+        };
+        assert_eq!(transition(Some(&ok), &not_modified), None, "304");
+        assert_eq!(
+            transition(Some(&last(Some(200), None)), &check(Some(200), Some(2))),
+            None,
+            "nothing to compare with"
+        );
+    }
+
+    #[test]
+    fn the_interval_adapts_within_its_bounds() {
+        let r = Revisit { every_ms: 10_000 };
+        assert_eq!((r.min_ms(), r.max_ms()), (5_000, 40_000));
+        assert_eq!(r.next_interval(None, true, None), 10_000, "first fetch");
+        assert_eq!(r.next_interval(None, false, None), 10_000);
+        assert_eq!(r.next_interval(Some(10_000), true, None), 15_000);
+        assert_eq!(r.next_interval(Some(30_000), true, None), 40_000, "capped");
+        assert_eq!(r.next_interval(Some(40_000), true, None), 40_000);
+        assert_eq!(
+            r.next_interval(Some(40_000), true, Some(Change::Changed)),
+            20_000
+        );
+        assert_eq!(
+            r.next_interval(Some(6_000), true, Some(Change::Up)),
+            5_000,
+            "floored"
+        );
+        assert_eq!(
+            r.next_interval(Some(40_000), false, Some(Change::Down)),
+            5_000
+        );
+        assert_eq!(r.next_interval(Some(5_000), false, None), 5_000);
+        // Unchanged for ever: it settles at the cap.
+        let mut i = None;
+        for _ in 0..20 {
+            i = Some(r.next_interval(i, true, None));
+        }
+        assert_eq!(i, Some(40_000));
+    }
+
+    fn fetch(url: &str, at: Millis, code: Option<u16>, ms: i64, changed: bool) -> FetchHistory {
+        FetchHistory {
+            url: url.into(),
+            host: "h".into(),
+            d_fetch: at,
+            http_returncode: code,
+            fetch_ms: ms,
+            changed,
+            error: code.is_none().then(|| "connection refused".to_string()),
+            ..FetchHistory::default()
+        }
+    }
+
+    #[test]
+    fn availability_and_changes_of_a_history() {
+        let history = vec![
+            fetch("http://a/", 1, Some(200), 10, false),
+            fetch("http://a/", 2, Some(500), 30, true),
+            fetch("http://a/", 3, None, 20, false),
+            fetch("http://a/", 4, Some(200), 40, true),
+            fetch("http://a/", 5, Some(200), 50, true),
+            fetch("http://b/", 1, Some(304), 5, false),
+        ];
+        let a = availability(&history);
+        assert_eq!(a.len(), 2);
+        assert_eq!(a[0].checks, 5);
+        assert!((a[0].uptime_pct - 60.0).abs() < 1e-9);
+        assert_eq!(a[0].last_failure, Some(3));
+        assert_eq!(
+            a[0].last_failure_reason.as_deref(),
+            Some("connection refused")
+        );
+        assert_eq!((a[0].p50_ms, a[0].p95_ms), (30, 50));
+        assert_eq!(
+            (a[1].checks, a[1].uptime_pct, a[1].last_failure),
+            (1, 100.0, None)
+        );
+
+        let c = changes(&history);
+        let kinds: Vec<(Millis, Change)> = c.iter().map(|e| (e.at, e.change)).collect();
+        assert_eq!(
+            kinds,
+            vec![(2, Change::Down), (4, Change::Up), (5, Change::Changed)]
+        );
+        assert_eq!(c[0].previous_returncode, Some(200));
+        assert_eq!(c[0].http_returncode, Some(500));
+    }
+
+    #[test]
+    fn percentiles_are_nearest_rank() {
+        assert_eq!(percentile(&[7], 95), 7);
+        let v: Vec<i64> = (1..=100).collect();
+        assert_eq!((percentile(&v, 50), percentile(&v, 95)), (50, 95));
+    }
+}
