@@ -56,6 +56,8 @@ commands:
   failed [N]                  the first N failed pages (default 10)
   results [TEXT]              where search_text found TEXT (every text without one)
   hosts [N]                   the first N hosts: robots.txt, crawl delay, sitemaps, pages
+  availability [HOST] [N]     watched URLs: checks, uptime, last failure, response times
+  changes [HOST] [N]          watched URLs' changes (down, up, another body), newest first
   pause | resume              stop/start handing out URLs
   pause HOST | resume HOST    stop/start fetching one host (host[:port], as `hosts` lists it)
   set delay MS                minimum delay between requests to a host (500, 500ms, 2s)
@@ -137,6 +139,21 @@ fn parse_line(line: &str) -> Result<Line> {
             text: (!text.is_empty()).then(|| text.join(" ")),
             limit: LISTED,
         },
+        [cmd @ ("availability" | "changes"), rest @ ..] if rest.len() <= 2 => {
+            // `availability [HOST] [N]`: a host has a dot or a colon, N is a number.
+            let (mut host, mut limit) = (None, LISTED);
+            for arg in rest {
+                match arg.parse() {
+                    Ok(n) => limit = n,
+                    Err(_) => host = Some(arg.to_string()),
+                }
+            }
+            if *cmd == "availability" {
+                ControlRequest::Availability { host, limit }
+            } else {
+                ControlRequest::Changes { host, limit }
+            }
+        }
         ["hosts", rest @ ..] if rest.len() <= 1 => ControlRequest::Hosts {
             limit: rest
                 .first()
@@ -299,6 +316,20 @@ pub(crate) fn render(req: &ControlRequest, v: &Value) -> String {
         ControlRequest::Hosts { .. } => {
             let rows = counted(v, host_row);
             format!("{HOSTS_HEADER}\n{rows}")
+        }
+        ControlRequest::Availability { .. } => {
+            let rows = counted(v, |a| {
+                serde_json::from_value(a.clone())
+                    .map_or_else(|e| format!("(unreadable: {e})"), |a| availability_row(&a))
+            });
+            format!("{AVAILABILITY_HEADER}\n{rows}")
+        }
+        ControlRequest::Changes { .. } => {
+            let rows = counted(v, |e| {
+                serde_json::from_value(e.clone())
+                    .map_or_else(|e| format!("(unreadable: {e})"), |e| change_row(&e))
+            });
+            format!("{CHANGES_HEADER}\n{rows}")
         }
         ControlRequest::Pause => "paused: no new URLs are handed out".to_string(),
         ControlRequest::Resume => "resumed".to_string(),
@@ -657,6 +688,20 @@ mod tests {
             Line::Request(ControlRequest::Hosts { limit: 3 })
         );
         assert!(parse_line("hosts many").is_err());
+        assert_eq!(
+            parse_line("availability 127.0.0.1:8080 5").unwrap(),
+            Line::Request(ControlRequest::Availability {
+                host: Some("127.0.0.1:8080".into()),
+                limit: 5
+            })
+        );
+        assert_eq!(
+            parse_line("changes").unwrap(),
+            Line::Request(ControlRequest::Changes {
+                host: None,
+                limit: LISTED
+            })
+        );
         assert!(parse_line("hosts 1 2").is_err());
     }
 

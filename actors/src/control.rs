@@ -5,6 +5,7 @@
 
 use crate::behaviour::{PageQuery, Queries};
 use crate::config::CrawlConfig;
+use crate::monitor::{self, HistoryQuery};
 use crate::protocol::{
     self, ChildRole, ControlMsg, ControlRequest, IndexerMsg, MAX_MESSAGE_BYTES, MAX_REQUEST_BYTES,
     MasterMsg, PoolMsg, Setting, SupMsg,
@@ -240,6 +241,24 @@ async fn answer(state: &mut ControlArgs, request: ControlRequest) -> Result<Valu
                 .await
                 .map_err(|e| e.to_string())?;
             Ok(first(results, limit))
+        }
+        ControlRequest::Availability { host, limit } => {
+            let history = state
+                .queries
+                .fetch_history(HistoryQuery { host, since: None })
+                .await
+                .map_err(|e| e.to_string())?;
+            Ok(first(monitor::availability(&history), limit))
+        }
+        ControlRequest::Changes { host, limit } => {
+            let history = state
+                .queries
+                .fetch_history(HistoryQuery { host, since: None })
+                .await
+                .map_err(|e| e.to_string())?;
+            let mut changes = monitor::changes(&history);
+            changes.sort_by_key(|e| std::cmp::Reverse(e.at));
+            Ok(first(changes, limit))
         }
         ControlRequest::Hosts { limit } => {
             let hosts = state

@@ -534,6 +534,19 @@ pub enum ControlRequest {
     Hosts {
         limit: usize,
     },
+    /// Watched URLs' availability over their `fetch_history` (only `host`'s
+    /// with one): checks, uptime, last failure, response times
+    /// (`monitor::Availability`), as `{"total": N, "items": [...]}` by URL.
+    Availability {
+        host: Option<String>,
+        limit: usize,
+    },
+    /// Watched URLs' changes (down, up, another body) from their history
+    /// (`monitor::StatusEvent`), newest first, as `{"total", "items"}`.
+    Changes {
+        host: Option<String>,
+        limit: usize,
+    },
 }
 
 /// The wire message: one request, one reply, both JSON text

@@ -3,6 +3,7 @@
 //! cookie, and the control actor it calls.
 
 use crate::cluster::{ClusterError, join, start_node};
+use crate::monitor::{Availability, StatusEvent};
 use crate::protocol::{CONTROL_GROUP, ControlMsg, ControlRequest, MAX_REQUEST_BYTES, Status};
 use crate::types::{HostSummary, OperationSpec, PendingUrl, ProcessedUrl, SearchResult};
 use ractor::ActorRef;
@@ -155,6 +156,27 @@ impl ControlClient {
         let text = text.map(str::to_string);
         self.typed(&ControlRequest::SearchResults { text, limit })
             .await
+    }
+
+    /// Watched URLs' availability (only `host`'s with one), by URL.
+    pub async fn availability(
+        &self,
+        host: Option<&str>,
+        limit: usize,
+    ) -> Result<Listing<Availability>, ControlError> {
+        let host = host.map(str::to_string);
+        self.typed(&ControlRequest::Availability { host, limit })
+            .await
+    }
+
+    /// Watched URLs' changes (only `host`'s with one), newest first.
+    pub async fn changes(
+        &self,
+        host: Option<&str>,
+        limit: usize,
+    ) -> Result<Listing<StatusEvent>, ControlError> {
+        let host = host.map(str::to_string);
+        self.typed(&ControlRequest::Changes { host, limit }).await
     }
 
     /// The crawl's hosts: robots.txt state, crawl delay, pages processed.

@@ -216,6 +216,39 @@ async fn a_watched_page_going_down_coming_back_and_changing() {
             && std::fs::read_to_string(&told).is_ok_and(|t| t.lines().count() >= 3)
     })
     .await;
+    // The same lists in the console, newest change first.
+    let mut console = bin()
+        .args(["console", "--json", "--connect", &listen.to_string()])
+        .arg("--cookie-file")
+        .arg(&cookie)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = console.stdin.take().unwrap();
+    let host = url.trim_start_matches("http://").trim_end_matches('/');
+    let script = format!("changes\navailability {host}\navailability 127.9.9.9:80\n");
+    stdin.write_all(script.as_bytes()).await.unwrap();
+    drop(stdin);
+    let answers = tokio::time::timeout(Duration::from_secs(30), console.wait_with_output())
+        .await
+        .expect("the console ends")
+        .unwrap();
+    let answers: Vec<Value> = String::from_utf8_lossy(&answers.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let kinds: Vec<&str> = answers[0]["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["change"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, vec!["changed", "up", "down"], "{answers:?}");
+    assert_eq!(answers[1]["items"][0]["url"], url.as_str(), "{answers:?}");
+    assert!(answers[1]["items"][0]["checks"].as_u64().unwrap() >= 5);
+    assert_eq!(answers[2]["total"], 0, "another host's: none");
+
     node.start_kill().unwrap();
     let out = node.wait_with_output().await.unwrap();
     let log = String::from_utf8_lossy(&out.stderr);
