@@ -9,7 +9,7 @@
 
 use url::Url;
 
-use crate::fetch::{FetchError, HttpFetcher};
+use crate::fetch::{FetchError, HttpFetcher, HttpResponse};
 use crate::robots::robots_report;
 
 #[async_trait::async_trait]
@@ -25,7 +25,17 @@ impl web_crawler_actors::Fetcher for HttpFetcher {
         let parsed =
             Url::parse(url).map_err(|e| failure(FetchError::InvalidUrl(format!("{url}: {e}"))))?;
         let resp = self.get(&parsed).await.map_err(failure)?;
-        Ok(web_crawler_actors::FetchedPage {
+        Ok(resp.into())
+    }
+
+    async fn robots(&self, scheme: &str, host: &str) -> web_crawler_actors::RobotsReport {
+        robots_report(self, scheme, host).await
+    }
+}
+
+impl From<HttpResponse> for web_crawler_actors::FetchedPage {
+    fn from(resp: HttpResponse) -> Self {
+        web_crawler_actors::FetchedPage {
             status: resp.status,
             content_type: resp.content_type,
             content_length: resp.content_length.and_then(|n| i64::try_from(n).ok()),
@@ -35,11 +45,15 @@ impl web_crawler_actors::Fetcher for HttpFetcher {
             body: resp.body.to_vec(),
             truncated: resp.truncated,
             fetch_ms: resp.elapsed.as_millis() as i64,
-        })
-    }
-
-    async fn robots(&self, scheme: &str, host: &str) -> web_crawler_actors::RobotsReport {
-        robots_report(self, scheme, host).await
+            http_version: format!("{:?}", resp.version),
+            response_headers: resp
+                .headers
+                .iter()
+                .map(|(name, value)| (name.as_str().to_string(), value.as_bytes().to_vec()))
+                .collect(),
+            request_headers: resp.request_headers,
+            remote_ip: resp.remote_ip,
+        }
     }
 }
 

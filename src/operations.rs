@@ -174,9 +174,54 @@ impl Operation for SearchText {
     }
 }
 
+/// The name of the [`Mirror`] operation.
+pub const MIRROR_OPERATION: &str = "mirror";
+
+/// `mirror`: every response fetched for the URL and the pages its crawl
+/// reaches (redirects and errors too) is written to the node's archive
+/// (WARC files, see [`crate::archive`]). It stores nothing else; a node
+/// without an archive fails its pages.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Mirror;
+
+#[async_trait]
+impl Operation for Mirror {
+    fn name(&self) -> &str {
+        MIRROR_OPERATION
+    }
+
+    fn validate(&self, args: &[String]) -> Result<(), OperationError> {
+        match args {
+            [] => Ok(()),
+            _ => Err(OperationError::BadArguments(
+                "mirror takes no arguments".to_string(),
+            )),
+        }
+    }
+
+    fn reads_text(&self) -> bool {
+        false
+    }
+
+    fn archives(&self) -> bool {
+        true
+    }
+
+    async fn run(
+        &self,
+        _ctx: &PageContext<'_>,
+        _args: &[String],
+    ) -> Result<OperationOutput, OperationError> {
+        // The slave has archived the response already.
+        Ok(OperationOutput::none())
+    }
+}
+
 /// The operations every node knows.
 pub fn builtin_operations() -> Operations {
-    Operations::new().with(std::sync::Arc::new(SearchText))
+    Operations::new()
+        .with(std::sync::Arc::new(SearchText))
+        .with(std::sync::Arc::new(Mirror))
 }
 
 #[cfg(test)]

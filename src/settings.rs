@@ -1,5 +1,6 @@
 //! Wiring: settings → behaviours → a running app.
 
+use crate::archive::WarcArchive;
 use crate::extract::HtmlExtractor;
 use crate::fetch::{FetchConfig, FetchError, HttpFetcher};
 use crate::operations::builtin_operations;
@@ -38,6 +39,10 @@ pub struct Settings {
     /// worker nodes hand their pages to it when `crawl.index` is on.
     #[cfg(feature = "search")]
     pub index: Option<std::path::PathBuf>,
+    /// Where this node archives responses (the `mirror` operation's, or
+    /// all of them): one writer per directory, shared by whoever archives
+    /// there; [`WarcArchive::close`] it once the app has stopped.
+    pub archive: Option<Arc<WarcArchive>>,
 }
 
 impl Default for Settings {
@@ -49,6 +54,7 @@ impl Default for Settings {
             operations: builtin_operations(),
             #[cfg(feature = "search")]
             index: None,
+            archive: None,
         }
     }
 }
@@ -66,6 +72,10 @@ impl Settings {
             extractor: Arc::new(HtmlExtractor::new(self.policy.normalize.clone())),
             policy: Arc::new(CrawlPolicy::new(self.policy.clone())),
             operations: self.operations.clone(),
+            archive: self
+                .archive
+                .clone()
+                .map(|a| a as Arc<dyn web_crawler_actors::Archive>),
         })
     }
 }

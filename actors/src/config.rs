@@ -1,6 +1,8 @@
 //! Settings of the OTP layer and the behaviours it runs with.
 
-use crate::behaviour::{Extractor, Fetcher, Frontier, LinkPolicy, Operations, Queries, Store};
+use crate::behaviour::{
+    Archive, Extractor, Fetcher, Frontier, LinkPolicy, Operations, Queries, Store,
+};
 use crate::scheduler::Politeness;
 use crate::search::IndexOpener;
 use crate::traps::TrapSettings;
@@ -197,12 +199,16 @@ pub struct Behaviours {
     pub extractor: Arc<dyn Extractor>,
     pub policy: Arc<dyn LinkPolicy>,
     pub operations: Operations,
+    /// Where responses are archived (`None`: nowhere; an archiving
+    /// operation then fails its pages).
+    pub archive: Option<Arc<dyn Archive>>,
 }
 
 impl fmt::Debug for Behaviours {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Behaviours")
             .field("operations", &self.operations)
+            .field("archive", &self.archive)
             .finish_non_exhaustive()
     }
 }

@@ -24,7 +24,7 @@ pub use app::{App, AppError, AppHandle};
 /// Implementers of the behaviours use the same `async_trait` as the traits.
 pub use async_trait::async_trait;
 pub use behaviour::{
-    BoxError, ClaimRequest, CommitBatch, CommitSummary, Document, ExtractedPage, Extractor,
+    Archive, ArchiveError, BoxError, ClaimRequest, CommitBatch, CommitSummary, Document, ExtractedPage, Extractor,
     FetchFailure, FetchedPage, Fetcher, Frontier, LinkPolicy, Operation, OperationError,
     OperationOutput, Operations, PageContext, PageQuery, ProcessedPage, Queries, Record, Rejection,
     Retry, RobotsReport, RobotsRules, Store, StoreError, error_chain,
