@@ -3,7 +3,7 @@
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use web_crawler_actors::{
-    Document, Millis, Operation, OperationError, OperationOutput, Operations, PageContext, Queries,
+    Document, Millis, Operation, OperationSpec, OperationError, OperationOutput, Operations, PageContext, Queries,
     Record, SEARCH_EXACT as EXACT, SEARCH_OPERATION, SEARCH_RESULTS, StoreError,
 };
 
@@ -176,6 +176,11 @@ impl Operation for SearchText {
 
 /// The name of the [`Mirror`] operation.
 pub const MIRROR_OPERATION: &str = "mirror";
+
+/// A URL's operation spec for [`Mirror`].
+pub fn mirror() -> OperationSpec {
+    OperationSpec(vec![MIRROR_OPERATION.to_string()])
+}
 
 /// `mirror`: every response fetched for the URL and the pages its crawl
 /// reaches (redirects and errors too) is written to the node's archive
