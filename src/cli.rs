@@ -555,7 +555,11 @@ fn parse_size(text: &str) -> Result<u64, String> {
         "mib" => 1 << 20,
         "g" | "gb" => 1_000_000_000,
         "gib" => 1 << 30,
-        other => return Err(format!("unknown unit {other:?} in {text:?}: use KB, MB or GB")),
+        other => {
+            return Err(format!(
+                "unknown unit {other:?} in {text:?}: use KB, MB or GB"
+            ));
+        }
     };
     number
         .checked_mul(factor)

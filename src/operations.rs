@@ -3,8 +3,9 @@
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use web_crawler_actors::{
-    Document, Millis, Operation, OperationSpec, OperationError, OperationOutput, Operations, PageContext, Queries,
-    Record, SEARCH_EXACT as EXACT, SEARCH_OPERATION, SEARCH_RESULTS, StoreError,
+    Document, Millis, Operation, OperationError, OperationOutput, OperationSpec, Operations,
+    PageContext, Queries, Record, SEARCH_EXACT as EXACT, SEARCH_OPERATION, SEARCH_RESULTS,
+    StoreError,
 };
 
 /// The paper's `search_text(URL, Text)` (listing 13): records where `Text`

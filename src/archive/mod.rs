@@ -11,8 +11,8 @@
 //! are closed by the next writer of the same node name, cut after their
 //! last indexed record. [`ArchiveReader`] reads pages back.
 
-pub mod record;
 mod read;
+pub mod record;
 
 pub use read::ArchiveReader;
 
@@ -216,7 +216,12 @@ fn record_id() -> String {
 }
 
 impl Writer {
-    fn write(&mut self, url: &str, page: &FetchedPage, now: DateTime<Utc>) -> Result<(), WarcError> {
+    fn write(
+        &mut self,
+        url: &str,
+        page: &FetchedPage,
+        now: DateTime<Utc>,
+    ) -> Result<(), WarcError> {
         let parsed = url::Url::parse(url).map_err(|e| WarcError::Io {
             context: format!("cannot archive {url}"),
             source: io::Error::new(io::ErrorKind::InvalidInput, e),
@@ -245,7 +250,10 @@ impl Writer {
             header(WarcHeader::Date, date.clone()),
             header(WarcHeader::TargetURI, url),
             header(WarcHeader::WarcInfoID, file.warcinfo_id.clone()),
-            header(WarcHeader::ContentType, "application/http; msgtype=response"),
+            header(
+                WarcHeader::ContentType,
+                "application/http; msgtype=response",
+            ),
         ];
         if let Some(ip) = page.remote_ip {
             common.push(header(WarcHeader::IPAddress, ip.to_string()));
@@ -266,7 +274,11 @@ impl Writer {
                     .and_then(|t| t.split(';').next())
                     .map_or("unk", str::trim)
                     .to_ascii_lowercase();
-                ([head, page.body.clone()].concat(), mime, payload_digest.clone())
+                (
+                    [head, page.body.clone()].concat(),
+                    mime,
+                    payload_digest.clone(),
+                )
             }
             Kind::Revisit(profile) => {
                 headers.push(header(WarcHeader::WarcType, "revisit"));
@@ -497,7 +509,8 @@ fn finish(dir: &Path, name: &str, cut: Option<u64>) -> Result<(), WarcError> {
     fs::remove_file(&open_cdxj).map_err(io_error(format!("cannot remove {}", open_cdxj.display())))
 }
 
-/// The whole lines of an index file that parse (a crash may cut the last).
+/// The whole lines of an index file that parse (a crash may cut the last),
+/// each with its entry.
 fn index_lines(path: &Path) -> Result<Vec<(String, CdxEntry)>, WarcError> {
     let file = match File::open(path) {
         Ok(file) => file,
@@ -505,8 +518,11 @@ fn index_lines(path: &Path) -> Result<Vec<(String, CdxEntry)>, WarcError> {
         Err(e) => return Err(io_error(format!("cannot read {}", path.display()))(e)),
     };
     let mut out = Vec::new();
-    for line in BufReader::new(file).lines() {
+    for line in BufReader::new(file).split(b'\n') {
         let line = line.map_err(io_error(format!("cannot read {}", path.display())))?;
+        let Ok(line) = String::from_utf8(line) else {
+            continue;
+        };
         if let Some((_, entry)) = record::parse_cdxj_line(&line) {
             out.push((line, entry));
         }
@@ -529,11 +545,105 @@ fn read_indexes(dir: &Path) -> Result<Vec<(String, CdxEntry)>, WarcError> {
         .collect();
     files.sort();
     for path in files {
-        for (line, _) in index_lines(&path)? {
-            out.extend(record::parse_cdxj_line(&line));
-        }
+        out.extend(
+            index_lines(&path)?
+                .iter()
+                .filter_map(|(line, _)| record::parse_cdxj_line(line)),
+        );
     }
     // Oldest first, so that a later record wins when folded into a map.
     out.sort_by(|a, b| a.0.cmp(&b.0));
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn page(body: &str) -> FetchedPage {
+        FetchedPage {
+            status: 200,
+            content_type: Some("text/html".into()),
+            http_version: "HTTP/1.1".into(),
+            response_headers: vec![("content-type".into(), b"text/html".to_vec())],
+            body: body.as_bytes().to_vec(),
+            ..FetchedPage::default()
+        }
+    }
+
+    fn names(dir: &Path) -> Vec<String> {
+        let mut names: Vec<String> = fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    }
+
+    #[test]
+    fn files_left_open_by_a_crash_are_cut_after_their_last_indexed_record() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
+        let killed = WarcArchive::new(dir, "n1", 1 << 30, true);
+        killed.write("http://a.test/1", &page("one")).unwrap();
+        killed.write("http://a.test/2", &page("two")).unwrap();
+        // The kill: a record half written, an index line cut, no close.
+        let open: Vec<String> = names(dir);
+        assert!(open.iter().all(|n| n.ends_with(".open")), "{open:?}");
+        for name in &open {
+            let mut f = OpenOptions::new()
+                .append(true)
+                .open(dir.join(name))
+                .unwrap();
+            f.write_all(b"\x1f\x8b\x08\x00torn").unwrap();
+        }
+        std::mem::forget(killed);
+        // Another node's open file is not touched.
+        fs::write(dir.join("web_crawler-1-00000-n2.warc.gz.open"), b"").unwrap();
+
+        let next = WarcArchive::new(dir, "n1", 1 << 30, true);
+        next.write("http://a.test/1", &page("one")).unwrap();
+        next.close().unwrap();
+        let all = names(dir);
+        assert_eq!(
+            all.iter().filter(|n| n.ends_with(".warc.gz")).count(),
+            2,
+            "{all:?}"
+        );
+        assert_eq!(
+            all.iter().filter(|n| n.ends_with(".cdxj")).count(),
+            2,
+            "{all:?}"
+        );
+        assert!(all.contains(&"web_crawler-1-00000-n2.warc.gz.open".to_string()));
+
+        let reader = ArchiveReader::open(dir).unwrap();
+        assert_eq!(reader.len(), 2);
+        assert_eq!(
+            reader.page("http://a.test/2").unwrap().unwrap().body,
+            b"two"
+        );
+        // The unchanged page became a revisit of the first one, so the
+        // reader still finds the response.
+        assert_eq!(
+            reader.page("http://a.test/1").unwrap().unwrap().body,
+            b"one"
+        );
+        let entries = read_indexes(dir).unwrap();
+        assert!(
+            entries.iter().any(|(_, e)| e.mime == "warc/revisit"),
+            "{entries:?}"
+        );
+    }
+
+    #[test]
+    fn a_full_file_is_closed_and_the_next_begun() {
+        let tmp = tempfile::tempdir().unwrap();
+        let archive = WarcArchive::new(tmp.path(), "n1", 1, true);
+        archive.write("http://a.test/1", &page("one")).unwrap();
+        archive.write("http://a.test/2", &page("two")).unwrap();
+        let all = names(tmp.path());
+        assert_eq!(all.len(), 4, "two closed files and their indexes: {all:?}");
+        assert!(all.iter().all(|n| !n.ends_with(".open")));
+    }
 }

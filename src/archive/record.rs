@@ -30,16 +30,13 @@ pub fn timestamp14(at: DateTime<Utc>) -> String {
     at.format("%Y%m%d%H%M%S").to_string()
 }
 
-/// Response headers the fetcher's decoding makes untrue; the record keeps
-/// them as `X-Archive-Orig-*` and says the body's length instead.
-const REWRITTEN: [&str; 3] = ["content-encoding", "transfer-encoding", "content-length"];
-
 /// The HTTP head of a response record: the status line and the headers as
 /// received. The body is archived as the crawler read it: decoded
 /// (`decoded`: the fetcher undid a `Content-Encoding`), without chunking,
-/// perhaps cut at the body cap; so `Content-Encoding`, `Transfer-Encoding`
-/// and `Content-Length` are renamed `X-Archive-Orig-…` and a
-/// `Content-Length` of the body as archived is added.
+/// perhaps cut at the body cap; so the `Content-Encoding` it undid,
+/// `Transfer-Encoding` and a `Content-Length` that no longer holds are
+/// renamed `X-Archive-Orig-…`, and a `Content-Length` of the body as
+/// archived is added.
 pub fn response_head(page: &FetchedPage, decoded: bool) -> Vec<u8> {
     let reason = hyper::StatusCode::from_u16(page.status)
         .ok()
@@ -50,12 +47,21 @@ pub fn response_head(page: &FetchedPage, decoded: bool) -> Vec<u8> {
         v @ ("HTTP/1.0" | "HTTP/0.9") => v,
         _ => "HTTP/1.1",
     };
+    let length = page.body.len().to_string();
+    let mut length_holds = false;
     let mut head = format!("{version} {} {reason}\r\n", page.status).into_bytes();
     for (name, value) in &page.response_headers {
-        let lower = name.to_ascii_lowercase();
-        let rewrite = REWRITTEN.contains(&lower.as_str())
-            && (lower != "content-encoding" || decoded);
-        if rewrite {
+        let untrue = match name.to_ascii_lowercase().as_str() {
+            "content-encoding" => decoded,
+            "transfer-encoding" => true,
+            "content-length" => {
+                let holds = !length_holds && value.trim_ascii() == length.as_bytes();
+                length_holds |= holds;
+                !holds
+            }
+            _ => false,
+        };
+        if untrue {
             head.extend_from_slice(b"X-Archive-Orig-");
         }
         head.extend_from_slice(name.as_bytes());
@@ -63,7 +69,10 @@ pub fn response_head(page: &FetchedPage, decoded: bool) -> Vec<u8> {
         head.extend_from_slice(value);
         head.extend_from_slice(b"\r\n");
     }
-    head.extend_from_slice(format!("Content-Length: {}\r\n\r\n", page.body.len()).as_bytes());
+    if !length_holds {
+        head.extend_from_slice(format!("Content-Length: {length}\r\n").as_bytes());
+    }
+    head.extend_from_slice(b"\r\n");
     head
 }
 
@@ -220,11 +229,24 @@ mod tests {
              X-Archive-Orig-content-encoding: gzip\r\n\
              X-Archive-Orig-transfer-encoding: chunked\r\nContent-Length: 5\r\n\r\n"
         );
-        // An encoding the fetcher left alone stays true.
-        let p = page(&[("content-encoding", "zstd"), ("content-length", "5")], b"xxxxx");
+        // An encoding the fetcher left alone stays true, and so does a
+        // length that holds.
+        let p = page(
+            &[("content-encoding", "zstd"), ("content-length", "5")],
+            b"xxxxx",
+        );
         let head = String::from_utf8(response_head(&p, false)).unwrap();
-        assert!(head.contains("\r\ncontent-encoding: zstd\r\n"), "{head}");
-        assert!(head.contains("X-Archive-Orig-content-length: 5\r\n"), "{head}");
+        assert_eq!(
+            head,
+            "HTTP/1.1 200 OK\r\ncontent-encoding: zstd\r\ncontent-length: 5\r\n\r\n"
+        );
+        // A body cut at the cap is shorter than the server said.
+        let p = page(&[("content-length", "9")], b"xxxxx");
+        let head = String::from_utf8(response_head(&p, false)).unwrap();
+        assert!(
+            head.ends_with("X-Archive-Orig-content-length: 9\r\nContent-Length: 5\r\n\r\n"),
+            "{head}"
+        );
     }
 
     #[test]
@@ -257,7 +279,10 @@ mod tests {
     fn surt_keys_sort_by_reversed_host() {
         let key = |u: &str| surt(&url::Url::parse(u).unwrap());
         assert_eq!(key("http://www.Example.com/A/b"), "com,example)/a/b");
-        assert_eq!(key("https://sub.example.com:8443/?b=2&a=1"), "com,example,sub:8443)/?a=1&b=2");
+        assert_eq!(
+            key("https://sub.example.com:8443/?b=2&a=1"),
+            "com,example,sub:8443)/?a=1&b=2"
+        );
         assert_eq!(key("http://127.0.0.2:8080/x"), "127.0.0.2:8080)/x");
     }
 
@@ -274,7 +299,10 @@ mod tests {
             filename: "f.warc.gz".into(),
         };
         let line = cdxj_line(&url, "20240101000000", &entry);
-        assert!(line.starts_with("com,example)/a 20240101000000 {"), "{line}");
+        assert!(
+            line.starts_with("com,example)/a 20240101000000 {"),
+            "{line}"
+        );
         assert_eq!(
             parse_cdxj_line(&line),
             Some(("20240101000000".to_string(), entry.clone()))

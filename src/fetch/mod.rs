@@ -59,8 +59,8 @@ pub(crate) mod testing {
     }
 }
 
-pub use client::HttpFetcher;
 pub(crate) use body::is_decoded;
+pub use client::HttpFetcher;
 
 /// Settings of an [`HttpFetcher`].
 #[derive(Debug, Clone)]

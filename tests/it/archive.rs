@@ -64,10 +64,7 @@ fn site() -> HashMap<String, Page> {
             "/gz".into(),
             Page::new(
                 200,
-                &[
-                    ("content-type", "text/html"),
-                    ("content-encoding", "gzip"),
-                ],
+                &[("content-type", "text/html"), ("content-encoding", "gzip")],
                 gzip(GZ_HTML.as_bytes()),
             ),
         ),
@@ -232,9 +229,11 @@ async fn a_crawl_is_archived_once_and_warcio_reads_it_back() {
         "{read}"
     );
     assert!(
-        std::fs::read_dir(&warc)
+        std::fs::read_dir(&warc).unwrap().all(|e| !e
             .unwrap()
-            .all(|e| !e.unwrap().file_name().to_string_lossy().ends_with(".open")),
+            .file_name()
+            .to_string_lossy()
+            .ends_with(".open")),
         "every file closed"
     );
 
@@ -245,8 +244,19 @@ async fn a_crawl_is_archived_once_and_warcio_reads_it_back() {
     for r in responses.iter().chain(&revisits) {
         *archived.entry(target(r)).or_default() += 1;
     }
-    assert_eq!(archived, server.hits(), "the archive holds each response once");
-    for t in ["/robots.txt", "/moved", "/missing", "/data.json", "/gz", "/same"] {
+    assert_eq!(
+        archived,
+        server.hits(),
+        "the archive holds each response once"
+    );
+    for t in [
+        "/robots.txt",
+        "/moved",
+        "/missing",
+        "/data.json",
+        "/gz",
+        "/same",
+    ] {
         assert_eq!(archived.get(t), Some(&1), "{t}");
     }
     let requests = records(&read, "request");
@@ -263,8 +273,7 @@ async fn a_crawl_is_archived_once_and_warcio_reads_it_back() {
     }
 
     // Bodies as the server sent them (decoded where it encoded them).
-    let by_target: HashMap<String, &Value> =
-        responses.iter().map(|r| (target(r), *r)).collect();
+    let by_target: HashMap<String, &Value> = responses.iter().map(|r| (target(r), *r)).collect();
     assert_eq!(by_target["/gz"]["body"], GZ_HTML);
     assert_eq!(by_target["/data.json"]["body"], JSON);
     assert_eq!(by_target["/moved"]["status"], 301);
@@ -336,7 +345,10 @@ async fn a_crawl_is_archived_once_and_warcio_reads_it_back() {
         .filter(|r| r["type"] == "response")
         .map(|r| target(r))
         .collect();
-    assert!(new_responses.contains(&"/missing".to_string()), "{new_responses:?}");
+    assert!(
+        new_responses.contains(&"/missing".to_string()),
+        "{new_responses:?}"
+    );
     assert!(!new_responses.contains(&"/gz".to_string()));
 }
 
@@ -353,8 +365,10 @@ fn mirrored_site() -> HashMap<String, Page> {
         ("/old".into(), Page::redirect(302, "/new")),
         (
             "/new".into(),
-            Page::html("<html><head><title>Portage</title></head><body><p>a long \
-                        portage trail</p></body></html>"),
+            Page::html(
+                "<html><head><title>Portage</title></head><body><p>a long \
+                        portage trail</p></body></html>",
+            ),
         ),
     ])
 }
@@ -378,7 +392,9 @@ async fn mirror_archives_its_urls_and_index_rebuild_reads_them_back() {
     settings.crawl.sitemaps = false;
     settings.archive = Some(archive.clone());
     let app = web_crawler::start_embedded(&db, settings).await.unwrap();
-    app.add_url_with(&mirrored.url("/"), mirror()).await.unwrap();
+    app.add_url_with(&mirrored.url("/"), mirror())
+        .await
+        .unwrap();
     app.add_url(&plain.url("/")).await.unwrap();
     tokio::time::timeout(Duration::from_secs(60), app.wait_idle())
         .await
@@ -419,10 +435,18 @@ async fn mirror_archives_its_urls_and_index_rebuild_reads_them_back() {
     assert!(out.status.success(), "{stderr}");
     assert!(stderr.contains("2 pages read from the archive"), "{stderr}");
     assert!(stderr.contains("index rebuilt: 3 pages"), "{stderr}");
-    assert_eq!(plain.hits_of("/"), 2, "what the archive lacks is fetched again");
+    assert_eq!(
+        plain.hits_of("/"),
+        2,
+        "what the archive lacks is fetched again"
+    );
     for (word, path) in [("birchbark", "/"), ("portage", "/new")] {
         let out = run(&["search", word, "--json", "--db", db.to_str().unwrap()]).await;
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         let answer: Value = serde_json::from_slice(&out.stdout).unwrap();
         assert_eq!(
             answer["results"][0]["url"],
