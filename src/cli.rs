@@ -1360,7 +1360,8 @@ fn index_from_archive(
                 continue;
             }
             Err(e) => {
-                eprintln!("{e}; fetching {url} again");
+                let why = web_crawler::actors::error_chain(&e);
+                eprintln!("{why}; fetching {url} again");
                 missing.push(url);
                 continue;
             }

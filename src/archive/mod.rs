@@ -38,7 +38,7 @@ const CDXJ_EXT: &str = ".cdxj";
 /// Why the archive could not be written or read.
 #[derive(Debug, thiserror::Error)]
 pub enum WarcError {
-    #[error("{context}: {source}")]
+    #[error("{context}")]
     Io {
         context: String,
         #[source]
