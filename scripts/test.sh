@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The project's one test command (README; .ci/run calls it): starts the
 # MongoDB-wire test server (scripts/mongo-server.sh), installs the graph
-# readers (scripts/graph-tools.sh), then runs the whole
+# readers (scripts/graph-tools.sh) and the WARC reader (scripts/warc-tools.sh), then runs the whole
 # workspace's unit, integration and doc tests on both stores; stops the
 # server at the end.
 set -euo pipefail
@@ -16,6 +16,9 @@ export WEB_CRAWLER_TEST_NX27017
 # Graphviz and networkx, which the site-graph tests read the exports with.
 WEB_CRAWLER_TEST_GRAPH_PYTHON=$(scripts/graph-tools.sh)
 export WEB_CRAWLER_TEST_GRAPH_PYTHON
+# warcio, which the archive tests read the WARC files with.
+WEB_CRAWLER_TEST_WARC_PYTHON=$(scripts/warc-tools.sh)
+export WEB_CRAWLER_TEST_WARC_PYTHON
 # The embeddable library must keep building without the CLI and MongoDB.
 cargo build --lib --no-default-features
 cargo test --workspace --all-targets

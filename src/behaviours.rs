@@ -9,7 +9,7 @@
 
 use url::Url;
 
-use crate::fetch::{FetchError, HttpFetcher};
+use crate::fetch::{FetchError, HttpFetcher, HttpResponse};
 use crate::robots::robots_report;
 
 #[async_trait::async_trait]
@@ -21,7 +21,7 @@ impl web_crawler_actors::Fetcher for HttpFetcher {
         let parsed =
             Url::parse(url).map_err(|e| failure(FetchError::InvalidUrl(format!("{url}: {e}"))))?;
         let resp = self.get(&parsed).await.map_err(failure)?;
-        Ok(fetched_page(resp))
+        Ok(resp.into())
     }
 
     async fn fetch_if_changed(
@@ -35,7 +35,7 @@ impl web_crawler_actors::Fetcher for HttpFetcher {
             .get_if_changed(&parsed, last.etag.as_deref(), last.last_modified.as_deref())
             .await
             .map_err(failure)?;
-        Ok(fetched_page(resp))
+        Ok(resp.into())
     }
 
     async fn robots(&self, scheme: &str, host: &str) -> web_crawler_actors::RobotsReport {
@@ -43,26 +43,36 @@ impl web_crawler_actors::Fetcher for HttpFetcher {
     }
 }
 
+impl From<HttpResponse> for web_crawler_actors::FetchedPage {
+    fn from(resp: HttpResponse) -> Self {
+        web_crawler_actors::FetchedPage {
+            status: resp.status,
+            content_type: resp.content_type,
+            content_length: resp.content_length.and_then(|n| i64::try_from(n).ok()),
+            server: resp.server,
+            location: resp.location,
+            retry_after_ms: resp.retry_after.map(|d| d.as_millis() as i64),
+            body: resp.body.to_vec(),
+            truncated: resp.truncated,
+            fetch_ms: resp.elapsed.as_millis() as i64,
+            etag: resp.etag,
+            last_modified: resp.last_modified,
+            http_version: format!("{:?}", resp.version),
+            response_headers: resp
+                .headers
+                .iter()
+                .map(|(name, value)| (name.as_str().to_string(), value.as_bytes().to_vec()))
+                .collect(),
+            request_headers: resp.request_headers,
+            remote_ip: resp.remote_ip,
+        }
+    }
+}
+
 fn failure(e: FetchError) -> web_crawler_actors::FetchFailure {
     web_crawler_actors::FetchFailure {
         retryable: e.is_retryable(),
         reason: e.to_string(),
-    }
-}
-
-fn fetched_page(resp: crate::fetch::HttpResponse) -> web_crawler_actors::FetchedPage {
-    web_crawler_actors::FetchedPage {
-        status: resp.status,
-        content_type: resp.content_type,
-        content_length: resp.content_length.and_then(|n| i64::try_from(n).ok()),
-        server: resp.server,
-        location: resp.location,
-        retry_after_ms: resp.retry_after.map(|d| d.as_millis() as i64),
-        body: resp.body.to_vec(),
-        truncated: resp.truncated,
-        fetch_ms: resp.elapsed.as_millis() as i64,
-        etag: resp.etag,
-        last_modified: resp.last_modified,
     }
 }
 

@@ -18,6 +18,7 @@ use web_crawler::actors::{
     AppError, AppHandle, ControlRequest, IdleReason, OperationSpec, PageQuery, RestartIntensity,
     Store, StoreFailureKind, now_ms,
 };
+use web_crawler::archive::{ArchiveReader, WarcArchive};
 use web_crawler::graph;
 use web_crawler::notify::Notify;
 use web_crawler::operations::builtin_operations;
@@ -126,6 +127,9 @@ enum Command {
         /// Attach the search operation with this text.
         #[arg(long, value_name = "TEXT")]
         search: Option<String>,
+        /// Attach the mirror operation: archive the responses of this URL's crawl.
+        #[arg(long, conflicts_with = "search")]
+        mirror: bool,
         #[command(flatten)]
         remote: RemoteOpts,
     },
@@ -496,6 +500,15 @@ impl StoreOpts {
         }
     }
 
+    /// The archive directory when `--warc` names none: `DB.warc` beside the
+    /// embedded store, `DATABASE.warc` in the current directory with MongoDB.
+    fn archive_dir(&self) -> PathBuf {
+        match &self.mongodb {
+            Some(_) => PathBuf::from(format!("{}.warc", self.mongodb_database)),
+            None => PathBuf::from(format!("{}.warc", self.db.display())),
+        }
+    }
+
     /// The node's settings with this store's index, unless indexing is off.
     fn with_index(&self, mut settings: Settings) -> Settings {
         if settings.crawl.index {
@@ -595,6 +608,65 @@ struct TuningOpts {
     no_index: bool,
     #[command(flatten)]
     traps: TrapOpts,
+    #[command(flatten)]
+    archive: ArchiveOpts,
+}
+
+/// Archives (WARC files with CDXJ indexes).
+#[derive(Debug, Args)]
+struct ArchiveOpts {
+    /// Archive every response this node gets (robots.txt, redirects and
+    /// errors too) as WARC files in DIR; `mirror` URLs are archived there
+    /// too (default for them: `DB.warc` beside the embedded store,
+    /// `DATABASE.warc` with MongoDB, `web_crawler.warc` on a worker node).
+    #[arg(long, value_name = "DIR")]
+    warc: Option<PathBuf>,
+    /// Close a WARC file and begin the next one at this size: `500MB`,
+    /// `1GB`, `64KiB` (a bare number is bytes).
+    #[arg(long, value_name = "SIZE", default_value = "1GB", value_parser = parse_size)]
+    warc_max_size: u64,
+}
+
+impl ArchiveOpts {
+    /// The node's archive: `--warc`, else `default` (for `mirror` only).
+    fn archive(&self, default: PathBuf, node: &str) -> Arc<WarcArchive> {
+        let dir = self.warc.clone().unwrap_or(default);
+        Arc::new(WarcArchive::new(
+            &dir,
+            node,
+            self.warc_max_size,
+            self.warc.is_some(),
+        ))
+    }
+}
+
+/// `1GB`, `500MB`, `64KiB`, `1000`: bytes (decimal units, and binary ones with `i`).
+fn parse_size(text: &str) -> Result<u64, String> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let number: u64 = number
+        .parse()
+        .map_err(|_| format!("{text:?} is not a size: try 500MB or 1GB"))?;
+    let factor: u64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kb" => 1_000,
+        "kib" => 1 << 10,
+        "m" | "mb" => 1_000_000,
+        "mib" => 1 << 20,
+        "g" | "gb" => 1_000_000_000,
+        "gib" => 1 << 30,
+        other => {
+            return Err(format!(
+                "unknown unit {other:?} in {text:?}: use KB, MB or GB"
+            ));
+        }
+    };
+    number
+        .checked_mul(factor)
+        .ok_or_else(|| format!("{text:?} is too large"))
 }
 
 /// Crawler-trap defence: on by default; see `web_crawler_actors::traps`.
@@ -817,9 +889,14 @@ pub(crate) async fn run(cli: Cli) -> Result<ExitCode> {
         Command::AddUrl {
             url,
             search,
+            mirror,
             remote,
         } => {
-            let operation = search.map_or_else(OperationSpec::crawl, OperationSpec::search_text);
+            let operation = match search {
+                Some(text) => OperationSpec::search_text(text),
+                None if mirror => web_crawler::operations::mirror(),
+                None => OperationSpec::crawl(),
+            };
             one_shot(&remote, ControlRequest::AddUrl { url, operation }).await
         }
         Command::Status { remote } => one_shot(&remote, ControlRequest::Status).await,
@@ -882,6 +959,11 @@ async fn crawl(
         }
         None => None,
     };
+    let archive = opts
+        .tuning
+        .archive
+        .archive(opts.store.archive_dir(), &settings.crawl.node_name);
+    settings.archive = Some(archive.clone());
     let store = opts.store.open_for_crawl().await?;
     let started = Instant::now();
     let app = start(store.clone(), settings).await?;
@@ -910,6 +992,7 @@ async fn crawl(
     }
     let status = app.status().await?;
     app.stop(Duration::from_secs(10)).await?;
+    archive.close()?;
     let summary = summary(&*store, &status, outcome.ok(), started.elapsed(), opts.json).await?;
     let code = match outcome {
         Err(code) => code,
@@ -1309,7 +1392,8 @@ async fn one_shot(remote: &RemoteOpts, req: ControlRequest) -> Result<ExitCode> 
     Ok(ExitCode::SUCCESS)
 }
 
-/// `index rebuild`: fetch every successful HTML page again into a new index.
+/// `index rebuild`: every successful HTML page into a new index, read from
+/// the archive when it holds the page, fetched again otherwise.
 async fn rebuild_index(store_opts: &StoreOpts, tuning: &TuningOpts) -> Result<ExitCode> {
     let dir = store_opts.index_dir();
     if store_opts.mongodb.is_none() && !store_opts.db.exists() {
@@ -1343,13 +1427,32 @@ async fn rebuild_index(store_opts: &StoreOpts, tuning: &TuningOpts) -> Result<Ex
         std::fs::remove_dir_all(&dir)
             .with_context(|| format!("cannot remove the old index at {}", dir.display()))?;
     }
+    let archive_dir = tuning
+        .archive
+        .warc
+        .clone()
+        .unwrap_or_else(|| store_opts.archive_dir());
+    let started = Instant::now();
+    let (from_archive, urls) = index_from_archive(&archive_dir, &dir, urls, tuning)?;
+    if from_archive > 0 {
+        eprintln!(
+            "{from_archive} pages read from the archive at {}",
+            archive_dir.display()
+        );
+    }
     let mut settings = tuning.settings()?;
     settings.crawl.index = true;
     settings.crawl.sitemaps = false;
     // The pages again, and no page they link to.
     settings.policy.max_depth = Some(0);
     settings.index = Some(dir.clone());
-    let started = Instant::now();
+    if urls.is_empty() && from_archive > 0 {
+        eprintln!(
+            "index rebuilt: {from_archive} pages in {:.1}s",
+            started.elapsed().as_secs_f64()
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
     let app = start(store, settings).await?;
     eprintln!("fetching {} pages again into {}", urls.len(), dir.display());
     for chunk in urls.chunks(512) {
@@ -1379,6 +1482,50 @@ async fn rebuild_index(store_opts: &StoreOpts, tuning: &TuningOpts) -> Result<Ex
         Ok(_) => ExitCode::SUCCESS,
         Err(code) => code,
     })
+}
+
+/// Index the pages of `urls` that the archive at `archive_dir` holds (a
+/// 2xx response) into the index at `index_dir`; returns how many, and the
+/// URLs left to fetch.
+fn index_from_archive(
+    archive_dir: &Path,
+    index_dir: &Path,
+    urls: Vec<String>,
+    tuning: &TuningOpts,
+) -> Result<(usize, Vec<String>)> {
+    use web_crawler::actors::search::INDEX_TEXT_BYTES;
+    use web_crawler::actors::{Extractor, PageIndex, PageText};
+    let archive = ArchiveReader::open(archive_dir)?;
+    if archive.is_empty() {
+        return Ok((0, urls));
+    }
+    let extractor =
+        web_crawler::extract::HtmlExtractor::new(tuning.settings()?.policy.normalize.clone());
+    let mut index = SearchIndex::open(index_dir)
+        .with_context(|| format!("cannot create the index at {}", index_dir.display()))?;
+    let (mut indexed, mut missing) = (0, Vec::new());
+    for url in urls {
+        let page = match archive.page(&url) {
+            Ok(Some(page)) if (200..300).contains(&page.status) => page,
+            Ok(_) => {
+                missing.push(url);
+                continue;
+            }
+            Err(e) => {
+                let why = web_crawler::actors::error_chain(&e);
+                eprintln!("{why}; fetching {url} again");
+                missing.push(url);
+                continue;
+            }
+        };
+        let extracted = extractor.extract(&url, &page, INDEX_TEXT_BYTES);
+        if let Some(text) = PageText::of(&url, &extracted) {
+            index.add(&text)?;
+        }
+        indexed += 1;
+    }
+    PageIndex::commit(&mut index)?;
+    Ok((indexed, missing))
 }
 
 /// Before a node joins the cluster at `addr` as `name`: refuse a name a
@@ -1458,6 +1605,12 @@ async fn serve_node(
     // A service watches its sites: a host whose robots.txt is unreachable
     // is asked again every robots_retry, without end.
     settings.crawl.keep_retrying_robots = true;
+    let archive_dir = master.as_ref().map_or_else(
+        || PathBuf::from("web_crawler.warc"),
+        |m| m.store.archive_dir(),
+    );
+    let archive = tuning.archive.archive(archive_dir, &node.name);
+    settings.archive = Some(archive.clone());
     if let Some((addr, _)) = join {
         ensure_name_free(addr, &node.cookie_file, &node.name).await?;
     }
@@ -1515,10 +1668,14 @@ async fn serve_node(
     if let Some(e) = failed {
         app.stop(Duration::from_secs(2)).await.ok();
         server.stop(None);
+        if let Err(e) = archive.close() {
+            eprintln!("{e}");
+        }
         return Err(e);
     }
     app.stop(Duration::from_secs(10)).await?;
     server.stop(None);
+    archive.close()?;
     Ok(ExitCode::SUCCESS)
 }
 

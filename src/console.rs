@@ -10,6 +10,7 @@ use std::time::Duration;
 use web_crawler::actors::Remote;
 use web_crawler::actors::outage::utc_time;
 use web_crawler::actors::{ControlRequest, OperationSpec, Setting, Status};
+use web_crawler::operations::mirror;
 
 /// The cookie from a cookie file (as `.erlang.cookie`): trimmed, never printed.
 pub(crate) fn read_cookie(path: &Path) -> Result<String> {
@@ -32,13 +33,17 @@ pub(crate) async fn request(remote: &Remote, req: &ControlRequest) -> Result<Val
     Ok(remote.request(req).await?)
 }
 
-/// Parse an operation given on a command line: nothing (crawl) or
-/// `search TEXT...`.
+/// Parse an operation given on a command line: nothing (crawl),
+/// `search TEXT...` or `mirror`.
 fn operation(words: &[&str]) -> Result<OperationSpec> {
     match words {
         [] => Ok(OperationSpec::crawl()),
         ["search", text @ ..] if !text.is_empty() => Ok(OperationSpec::search_text(text.join(" "))),
-        _ => bail!("unknown operation {:?}: use `search TEXT`", words.join(" ")),
+        ["mirror"] => Ok(mirror()),
+        _ => bail!(
+            "unknown operation {:?}: use `search TEXT` or `mirror`",
+            words.join(" ")
+        ),
     }
 }
 
@@ -48,7 +53,8 @@ commands:
   nodes                       each node, its load, hosts owned
   tree                        the supervision tree (supervisor:which_children)
   state ACTOR                 an actor's state (master, sup, config)
-  add_url URL [search TEXT]   queue a URL (optionally with the search operation)
+  add_url URL [search TEXT | mirror]
+                              queue a URL (optionally with the search or mirror operation)
   search_text URL TEXT        crawl from URL recording where TEXT occurs
   search QUERY                the best 10 pages for QUERY in the full-text index
   pending [N]                 the first N pending URLs (default 10)
@@ -655,7 +661,14 @@ mod tests {
         assert!(parse_line("set colour blue").is_err());
         assert!(parse_line("pending many").is_err());
         assert!(parse_line("frobnicate").is_err());
-        assert!(parse_line("add_url http://a/ mirror").is_err());
+        assert_eq!(
+            parse_line("add_url http://a/ mirror").unwrap(),
+            Line::Request(ControlRequest::AddUrl {
+                url: "http://a/".into(),
+                operation: mirror(),
+            })
+        );
+        assert!(parse_line("add_url http://a/ mirror x").is_err());
         assert!(parse_line("search_text http://a/").is_err());
         assert_eq!(
             parse_line("search  rye   bread").unwrap(),

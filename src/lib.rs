@@ -25,6 +25,7 @@
 //! # Ok(()) }
 //! ```
 
+pub mod archive;
 pub mod extract;
 pub mod fetch;
 pub mod graph;

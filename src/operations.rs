@@ -2,8 +2,8 @@
 
 use async_trait::async_trait;
 use web_crawler_actors::{
-    Document, Operation, OperationError, OperationOutput, Operations, PageContext, Record,
-    SEARCH_EXACT as EXACT, SEARCH_OPERATION, SEARCH_RESULTS,
+    Document, Operation, OperationError, OperationOutput, OperationSpec, Operations, PageContext,
+    Record, SEARCH_EXACT as EXACT, SEARCH_OPERATION, SEARCH_RESULTS,
 };
 
 /// The paper's `search_text(URL, Text)` (listing 13): records where `Text`
@@ -138,9 +138,59 @@ impl Operation for SearchText {
     }
 }
 
+/// The name of the [`Mirror`] operation.
+pub const MIRROR_OPERATION: &str = "mirror";
+
+/// A URL's operation spec for [`Mirror`].
+pub fn mirror() -> OperationSpec {
+    OperationSpec(vec![MIRROR_OPERATION.to_string()])
+}
+
+/// `mirror`: every response fetched for the URL and the pages its crawl
+/// reaches (redirects and errors too) is written to the node's archive
+/// (WARC files, see [`crate::archive`]). It stores nothing else; a node
+/// without an archive fails its pages.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Mirror;
+
+#[async_trait]
+impl Operation for Mirror {
+    fn name(&self) -> &str {
+        MIRROR_OPERATION
+    }
+
+    fn validate(&self, args: &[String]) -> Result<(), OperationError> {
+        match args {
+            [] => Ok(()),
+            _ => Err(OperationError::BadArguments(
+                "mirror takes no arguments".to_string(),
+            )),
+        }
+    }
+
+    fn reads_text(&self) -> bool {
+        false
+    }
+
+    fn archives(&self) -> bool {
+        true
+    }
+
+    async fn run(
+        &self,
+        _ctx: &PageContext<'_>,
+        _args: &[String],
+    ) -> Result<OperationOutput, OperationError> {
+        // The slave has archived the response already.
+        Ok(OperationOutput::none())
+    }
+}
+
 /// The operations every node knows.
 pub fn builtin_operations() -> Operations {
-    Operations::new().with(std::sync::Arc::new(SearchText))
+    Operations::new()
+        .with(std::sync::Arc::new(SearchText))
+        .with(std::sync::Arc::new(Mirror))
 }
 
 #[cfg(test)]

@@ -28,7 +28,7 @@ use texting_robots::Robot;
 use url::Url;
 use web_crawler_actors::RobotsStatus;
 
-use crate::fetch::HttpFetcher;
+use crate::fetch::{HttpFetcher, HttpResponse};
 
 /// RFC 9309 2.5: crawlers must parse at least 500 KiB; this is what we read.
 pub const MAX_ROBOTS_BYTES: usize = 500 * 1024;
@@ -143,6 +143,8 @@ pub struct RobotsFetch {
     pub error: Option<String>,
     /// The robots.txt text when fetched (lossy UTF-8, at most 500 KiB), for storage.
     pub body: Option<String>,
+    /// Every response got on the way, by URL (redirects too), for archives.
+    pub responses: Vec<(String, HttpResponse)>,
 }
 
 impl RobotsFetch {
@@ -153,6 +155,7 @@ impl RobotsFetch {
             status,
             error: Some(error),
             body: None,
+            responses: Vec::new(),
         }
     }
 }
@@ -160,6 +163,18 @@ impl RobotsFetch {
 /// GET {origin}/robots.txt with the given fetcher; follows up to 5 redirects
 /// (RFC 9309); body capped at 500 KiB (parse what was read).
 pub async fn fetch_robots(fetcher: &HttpFetcher, origin: &Url) -> RobotsFetch {
+    let mut responses = Vec::new();
+    let mut fetched = follow_robots(fetcher, origin, &mut responses).await;
+    fetched.responses = responses;
+    fetched
+}
+
+/// [`fetch_robots`]'s requests, each response also pushed on `responses`.
+async fn follow_robots(
+    fetcher: &HttpFetcher,
+    origin: &Url,
+    responses: &mut Vec<(String, HttpResponse)>,
+) -> RobotsFetch {
     let mut url = match robots_url(origin) {
         Ok(url) => url,
         Err(e) => return RobotsFetch::unreachable(None, e),
@@ -170,6 +185,7 @@ pub async fn fetch_robots(fetcher: &HttpFetcher, origin: &Url) -> RobotsFetch {
             Ok(resp) => resp,
             Err(e) => return RobotsFetch::unreachable(None, format!("{url}: {e}")),
         };
+        responses.push((url.to_string(), resp.clone()));
         let status = Some(resp.status);
         match resp.status {
             200..=299 => {
@@ -179,6 +195,7 @@ pub async fn fetch_robots(fetcher: &HttpFetcher, origin: &Url) -> RobotsFetch {
                     status,
                     error: None,
                     body: Some(text_for_storage(&resp.body)),
+                    responses: Vec::new(),
                 };
             }
             300..=399 => {
@@ -218,6 +235,7 @@ pub async fn fetch_robots(fetcher: &HttpFetcher, origin: &Url) -> RobotsFetch {
                     status,
                     error: None,
                     body: None,
+                    responses: Vec::new(),
                 };
             }
             other => return RobotsFetch::unreachable(status, format!("{url}: HTTP {other}")),
@@ -351,7 +369,7 @@ pub async fn robots_report(
     scheme: &str,
     host: &str,
 ) -> web_crawler_actors::RobotsReport {
-    let fetched = match Url::parse(&format!("{scheme}://{host}/")) {
+    let mut fetched = match Url::parse(&format!("{scheme}://{host}/")) {
         Ok(origin) => fetch_robots(fetcher, &origin).await,
         Err(e) => RobotsFetch::unreachable(None, format!("bad origin {scheme}://{host}: {e}")),
     };
@@ -372,6 +390,10 @@ pub async fn robots_report(
         unreachable: fetched.source == RobotsStatus::Unreachable,
         rules: std::sync::Arc::new(fetched.robots),
         record,
+        responses: std::mem::take(&mut fetched.responses)
+            .into_iter()
+            .map(|(url, resp)| (url, resp.into()))
+            .collect(),
     }
 }
 

@@ -1,5 +1,6 @@
 //! Wiring: settings → behaviours → a running app.
 
+use crate::archive::WarcArchive;
 use crate::extract::HtmlExtractor;
 use crate::fetch::{FetchConfig, FetchError, HttpFetcher};
 use crate::operations::builtin_operations;
@@ -44,6 +45,10 @@ pub struct Settings {
     pub index: Option<std::path::PathBuf>,
     /// Where the node counts fetches, pool load and restarts (nothing by default).
     pub metrics: Arc<dyn Metrics>,
+    /// Where this node archives responses (the `mirror` operation's, or
+    /// all of them): one writer per directory, shared by whoever archives
+    /// there; [`WarcArchive::close`] it once the app has stopped.
+    pub archive: Option<Arc<WarcArchive>>,
 }
 
 impl Default for Settings {
@@ -57,6 +62,7 @@ impl Default for Settings {
             #[cfg(feature = "search")]
             index: None,
             metrics: Arc::new(NoMetrics),
+            archive: None,
         }
     }
 }
@@ -76,6 +82,10 @@ impl Settings {
             operations: self.operations.clone(),
             metrics: self.metrics.clone(),
             notifier: self.notifier.clone(),
+            archive: self
+                .archive
+                .clone()
+                .map(|a| a as Arc<dyn web_crawler_actors::Archive>),
         })
     }
 }

@@ -411,6 +411,14 @@ pub struct FetchedPage {
     /// `ETag` and `Last-Modified` headers, for a later conditional request.
     pub etag: Option<String>,
     pub last_modified: Option<String>,
+    /// The protocol of the status line as received (`HTTP/1.1`), for archives.
+    pub http_version: String,
+    /// The response headers as received, in order (names in lower case).
+    pub response_headers: Vec<(String, Vec<u8>)>,
+    /// The request headers sent, `Host` first.
+    pub request_headers: Vec<(String, String)>,
+    /// The address the response came from, when known.
+    pub remote_ip: Option<std::net::IpAddr>,
 }
 
 /// A fetch that got no usable response.
@@ -435,6 +443,9 @@ pub struct RobotsReport {
     pub record: HostRecord,
     /// Unreachable robots.txt: nothing on the host may be fetched for now (RFC 9309).
     pub unreachable: bool,
+    /// The responses the fetch got (robots.txt and any redirect on the
+    /// way), by URL, for the archive.
+    pub responses: Vec<(String, FetchedPage)>,
 }
 
 /// The fetch behaviour.
@@ -462,6 +473,29 @@ pub trait Fetcher: Send + Sync + 'static {
 #[async_trait]
 pub trait Notifier: Send + Sync + fmt::Debug + 'static {
     async fn notify(&self, event: &StatusEvent);
+}
+
+/// Why a response could not be archived.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot archive {url}: {context}")]
+pub struct ArchiveError {
+    pub url: String,
+    pub context: String,
+    #[source]
+    pub source: BoxError,
+}
+
+/// The archive behaviour: keeps responses as they came (WARC files), for
+/// the URLs whose operation [archives](Operation::archives) or, when it
+/// [keeps everything](Archive::keeps_everything), every response the
+/// node's slaves get.
+#[async_trait]
+pub trait Archive: Send + Sync + fmt::Debug + 'static {
+    /// Every response, not only those of archiving operations: robots.txt,
+    /// sitemaps and probes too.
+    fn keeps_everything(&self) -> bool;
+    /// Keep the response to a GET of `url`.
+    async fn keep(&self, url: &str, page: &FetchedPage) -> Result<(), ArchiveError>;
 }
 
 /// What the extractor found in a page.
@@ -603,6 +637,11 @@ pub trait Operation: Send + Sync + 'static {
     /// ([`ExtractedPage::text`]); the extractor builds it only when one does.
     fn reads_text(&self) -> bool {
         true
+    }
+    /// Whether every response fetched for its URLs (redirects and errors
+    /// too) goes to the node's [`Archive`].
+    fn archives(&self) -> bool {
+        false
     }
     async fn run(
         &self,

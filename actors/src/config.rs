@@ -1,7 +1,7 @@
 //! Settings of the OTP layer and the behaviours it runs with.
 
 use crate::behaviour::{
-    Extractor, Fetcher, Frontier, LinkPolicy, Notifier, Operations, Queries, Store,
+    Archive, Extractor, Fetcher, Frontier, LinkPolicy, Notifier, Operations, Queries, Store,
 };
 use crate::metrics::Metrics;
 use crate::scheduler::Politeness;
@@ -222,12 +222,16 @@ pub struct Behaviours {
     pub metrics: Arc<dyn Metrics>,
     /// Told of each watched URL's changes (down, up, another body).
     pub notifier: Option<Arc<dyn Notifier>>,
+    /// Where responses are archived (`None`: nowhere; an archiving
+    /// operation then fails its pages).
+    pub archive: Option<Arc<dyn Archive>>,
 }
 
 impl fmt::Debug for Behaviours {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Behaviours")
             .field("operations", &self.operations)
+            .field("archive", &self.archive)
             .finish_non_exhaustive()
     }
 }

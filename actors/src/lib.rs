@@ -26,10 +26,10 @@ pub use app::{App, AppError, AppHandle};
 /// Implementers of the behaviours use the same `async_trait` as the traits.
 pub use async_trait::async_trait;
 pub use behaviour::{
-    BoxError, ClaimRequest, CommitBatch, CommitSummary, Document, ExtractedPage, Extractor,
-    FetchFailure, FetchedPage, Fetcher, Frontier, LinkPolicy, Notifier, Operation, OperationError,
-    OperationOutput, Operations, PageContext, PageQuery, ProcessedPage, Queries, Record, Rejection,
-    Retry, RobotsReport, RobotsRules, Store, StoreError, error_chain,
+    Archive, ArchiveError, BoxError, ClaimRequest, CommitBatch, CommitSummary, Document,
+    ExtractedPage, Extractor, FetchFailure, FetchedPage, Fetcher, Frontier, LinkPolicy, Notifier,
+    Operation, OperationError, OperationOutput, Operations, PageContext, PageQuery, ProcessedPage,
+    Queries, Record, Rejection, Retry, RobotsReport, RobotsRules, Store, StoreError, error_chain,
 };
 pub use config::{Behaviours, CrawlConfig, RestartIntensity, Storage};
 pub use metrics::{Metrics, NoMetrics};

@@ -3,7 +3,7 @@
 //! its pool, which forwards to the master) → exit normally. Its work runs in `post_start`, so a panic there is
 //! an `ActorFailed` its pool sees and reports; the master never goes down with it.
 
-use crate::behaviour::{FetchedPage, PageContext, ProcessedPage, error_chain};
+use crate::behaviour::{Archive, FetchedPage, PageContext, ProcessedPage, error_chain};
 use crate::config::Behaviours;
 use crate::frontier::recency_weight;
 use crate::protocol::{PoolMsg, SlaveReport};
@@ -59,7 +59,35 @@ impl PoliteFetch<'_> {
     async fn get(&mut self, url: &str) -> Option<FetchedPage> {
         tokio::time::sleep(self.pause).await;
         self.asked = true;
-        self.b.fetcher.fetch(url).await.ok()
+        let page = self.b.fetcher.fetch(url).await.ok()?;
+        keep_host_response(self.b, url, &page).await;
+        Some(page)
+    }
+}
+
+/// Archive a response the host's robots slave got, when the archive keeps
+/// everything. No page fails with it, so a failure is only logged.
+async fn keep_host_response(b: &Behaviours, url: &str, page: &FetchedPage) {
+    if let Some(archive) = b.archive.as_ref().filter(|a| a.keeps_everything())
+        && let Err(e) = archive.keep(url, page).await
+    {
+        tracing::warn!("{}", error_chain(&e));
+    }
+}
+
+/// The archive a page job's responses go to: the node's, when it keeps
+/// everything or the job's operation archives. `Err`: the operation
+/// archives and the node has no archive.
+fn archive_for<'a>(job: &Job, b: &'a Behaviours) -> Result<Option<&'a dyn Archive>, String> {
+    let wanted = job
+        .operation
+        .name()
+        .and_then(|name| b.operations.get(name))
+        .is_some_and(|op| op.archives());
+    match &b.archive {
+        Some(archive) if wanted || archive.keeps_everything() => Ok(Some(archive.as_ref())),
+        None if wanted => Err("this node keeps no archive".to_string()),
+        _ => Ok(None),
     }
 }
 
@@ -93,7 +121,10 @@ impl Actor for Slave {
         let args = state.take().expect("a slave runs once");
         match args.task {
             SlaveTask::Robots { scheme, host } => {
-                let report = args.behaviours.fetcher.robots(&scheme, &host).await;
+                let mut report = args.behaviours.fetcher.robots(&scheme, &host).await;
+                for (url, page) in std::mem::take(&mut report.responses) {
+                    keep_host_response(&args.behaviours, &url, &page).await;
+                }
                 // The host's politeness holds for the extra requests too,
                 // and for its first page after them (the pool starts it
                 // when this report arrives).
@@ -205,6 +236,10 @@ pub(crate) async fn process(
     node_name: &str,
     wants: PageWants,
 ) -> SlaveReport {
+    let archive = match archive_for(job, b) {
+        Ok(archive) => archive,
+        Err(why) => return failed(job, why),
+    };
     // A page fetched before is asked for conditionally, with the
     // validators of its last response.
     let fetched = match &job.last {
@@ -225,6 +260,19 @@ pub(crate) async fn process(
             };
         }
     };
+    // Every response once, whatever its status; a page that cannot be
+    // archived is fetched again later.
+    if let Some(archive) = archive
+        && let Err(e) = archive.keep(&job.url, &page).await
+    {
+        return SlaveReport::Failed {
+            job: job.clone(),
+            reason: error_chain(&e),
+            retryable: true,
+            status: None,
+            retry_after: None,
+        };
+    }
     if page.status == 429 || page.status == 503 {
         let wait = page.retry_after_ms.unwrap_or(DEFAULT_BACKOFF_MS);
         return SlaveReport::Failed {

@@ -87,6 +87,12 @@ fn content_coding(headers: &HeaderMap) -> Coding {
     }
 }
 
+/// Whether a body with these headers comes out of the fetcher decoded (its
+/// `Content-Encoding` undone), so that an archive can say so.
+pub(crate) fn is_decoded(headers: &HeaderMap) -> bool {
+    !matches!(content_coding(headers), Coding::Identity)
+}
+
 /// Collects decoded bytes up to a cap. Once full, a write fails instead of
 /// returning 0, so decoders stop at once (brotli's write loop would spin on 0).
 #[derive(Default)]

@@ -11,7 +11,7 @@ use hyper::header::{self, HeaderMap, HeaderName, HeaderValue};
 use hyper::{Request, Uri};
 use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::Client;
-use hyper_util::client::legacy::connect::{HttpConnector, capture_connection};
+use hyper_util::client::legacy::connect::{HttpConnector, HttpInfo, capture_connection};
 use hyper_util::rt::{TokioExecutor, TokioTimer};
 use tokio::time::{Instant, sleep_until, timeout_at};
 use url::Url;
@@ -184,6 +184,11 @@ impl HttpFetcher {
             }
         };
         let resp = res.map_err(|e| classify_client_error(&e))?;
+        let remote_ip = connected.connection_metadata().as_ref().and_then(|c| {
+            let mut extras = hyper::http::Extensions::new();
+            c.get_extras(&mut extras);
+            extras.get::<HttpInfo>().map(|info| info.remote_addr().ip())
+        });
 
         let (parts, body) = resp.into_parts();
         let headers = &parts.headers;
@@ -204,7 +209,26 @@ impl HttpFetcher {
             body: Bytes::from(decoded),
             truncated,
             elapsed: start.elapsed(),
+            version: parts.version,
+            request_headers: vec![
+                ("Host".to_string(), host_header(url)),
+                ("User-Agent".to_string(), self.cfg.user_agent.clone()),
+                ("Accept".to_string(), ACCEPT.to_string()),
+                ("Accept-Encoding".to_string(), ACCEPT_ENCODING.to_string()),
+            ],
+            remote_ip,
+            headers: parts.headers,
         })
+    }
+}
+
+/// The `Host` header hyper sends for `url`: the host, and the port unless
+/// it is the scheme's default.
+fn host_header(url: &Url) -> String {
+    let host = url.host_str().unwrap_or_default();
+    match url.port() {
+        Some(port) => format!("{host}:{port}"),
+        None => host.to_string(),
     }
 }
 

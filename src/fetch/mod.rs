@@ -59,6 +59,7 @@ pub(crate) mod testing {
     }
 }
 
+pub(crate) use body::is_decoded;
 pub use client::HttpFetcher;
 
 /// Settings of an [`HttpFetcher`].
@@ -114,6 +115,14 @@ pub struct HttpResponse {
     /// The body hit the cap (raw or decoded) and was cut.
     pub truncated: bool,
     pub elapsed: Duration,
+    /// The response's protocol version.
+    pub version: hyper::Version,
+    /// The response headers as received.
+    pub headers: hyper::HeaderMap,
+    /// The request headers sent, `Host` first (for archives).
+    pub request_headers: Vec<(String, String)>,
+    /// The server's address, when the connection reported it.
+    pub remote_ip: Option<std::net::IpAddr>,
 }
 
 /// Why a fetch produced no response.

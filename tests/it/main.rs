@@ -5,6 +5,7 @@
 #[macro_use]
 mod common;
 
+mod archive;
 mod cli;
 mod cluster;
 mod crawl;

@@ -1,0 +1,649 @@
+//! Web archives: responses kept as WARC/1.1 records, with a CDXJ index.
+//!
+//! A [`WarcArchive`] is the node's writer for one directory, shared by its
+//! slaves (the tree's [`Archive`] behaviour). Each response becomes a
+//! `request` and a `response` record (or a `revisit`, see [`record::kind`]),
+//! each record its own gzip member, and an exchange is written with one
+//! `write` so that a crash leaves whole members. A file in progress is
+//! `NAME.warc.gz.open` with its index lines in `NAME.cdxj.open`; at
+//! `--warc-max-size` (or [`WarcArchive::close`]) it becomes `NAME.warc.gz`
+//! and `NAME.cdxj`, the index sorted. Files left open by a killed process
+//! are closed by the next writer of the same node name, cut after their
+//! last indexed record. [`ArchiveReader`] reads pages back.
+
+mod read;
+pub mod record;
+
+pub use read::ArchiveReader;
+
+use chrono::{DateTime, Utc};
+use flate2::Compression;
+use flate2::write::GzEncoder;
+use record::{Archived, CdxEntry, Kind};
+use std::collections::HashMap;
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use warc::{BufferedBody, RawRecordHeader, Record, WarcHeader, WarcWriter};
+use web_crawler_actors::{Archive, ArchiveError, FetchedPage, async_trait};
+
+/// Default size at which a file is closed and the next one begun: 1 GB.
+pub const DEFAULT_MAX_SIZE: u64 = 1_000_000_000;
+
+const OPEN: &str = ".open";
+const WARC_EXT: &str = ".warc.gz";
+const CDXJ_EXT: &str = ".cdxj";
+
+/// Why the archive could not be written or read.
+#[derive(Debug, thiserror::Error)]
+pub enum WarcError {
+    #[error("{context}")]
+    Io {
+        context: String,
+        #[source]
+        source: io::Error,
+    },
+    #[error("a damaged record in {file} at {offset}: {reason}")]
+    Damaged {
+        file: String,
+        offset: u64,
+        reason: String,
+    },
+}
+
+fn io_error(context: impl Into<String>) -> impl FnOnce(io::Error) -> WarcError {
+    let context = context.into();
+    move |source| WarcError::Io { context, source }
+}
+
+/// The archive directory's writer for this process (share it: one per
+/// directory).
+#[derive(Debug)]
+pub struct WarcArchive {
+    dir: PathBuf,
+    /// Every response, or only those of archiving operations (`mirror`).
+    everything: bool,
+    writer: Arc<Mutex<Writer>>,
+}
+
+#[derive(Debug)]
+struct Writer {
+    dir: PathBuf,
+    /// The node name as file names carry it.
+    node: String,
+    max_size: u64,
+    serial: u32,
+    file: Option<OpenFile>,
+    /// The last 200 archived per URL, for revisits: from this directory's
+    /// indexes on first use, then kept up to date.
+    last: Option<HashMap<String, Archived>>,
+}
+
+#[derive(Debug)]
+struct OpenFile {
+    /// `NAME.warc.gz`, without `.open`.
+    name: String,
+    warc: File,
+    cdxj: File,
+    size: u64,
+    warcinfo_id: String,
+}
+
+impl WarcArchive {
+    /// The writer for `dir` (created on the first record): files named
+    /// after `node`, closed at `max_size` bytes; `everything`: every
+    /// response the node gets, else those of archiving operations.
+    pub fn new(dir: &Path, node: &str, max_size: u64, everything: bool) -> Self {
+        let node: String = node
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '_' || c == '.' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        WarcArchive {
+            dir: dir.to_path_buf(),
+            everything,
+            writer: Arc::new(Mutex::new(Writer {
+                dir: dir.to_path_buf(),
+                node,
+                max_size: max_size.max(1),
+                serial: 0,
+                file: None,
+                last: None,
+            })),
+        }
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Archive one response to a GET of `url` (blocking: file I/O and gzip).
+    pub fn write(&self, url: &str, page: &FetchedPage) -> Result<(), WarcError> {
+        self.lock().write(url, page, Utc::now())
+    }
+
+    /// Close the file in progress (renamed, its index sorted); the next
+    /// record begins a new one.
+    pub fn close(&self) -> Result<(), WarcError> {
+        self.lock().close()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Writer> {
+        // A panic mid-write leaves at worst a record the next open drops.
+        self.writer.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl Drop for WarcArchive {
+    fn drop(&mut self) {
+        if let Err(e) = self.close() {
+            tracing::warn!("{e}");
+        }
+    }
+}
+
+#[async_trait]
+impl Archive for WarcArchive {
+    fn keeps_everything(&self) -> bool {
+        self.everything
+    }
+
+    async fn keep(&self, url: &str, page: &FetchedPage) -> Result<(), ArchiveError> {
+        let writer = self.writer.clone();
+        let (owned_url, page) = (url.to_string(), page.clone());
+        let done = tokio::task::spawn_blocking(move || {
+            writer
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .write(&owned_url, &page, Utc::now())
+        })
+        .await;
+        let error = |context: String, source: web_crawler_actors::BoxError| ArchiveError {
+            url: url.to_string(),
+            context,
+            source,
+        };
+        match done {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(e)) => Err(error(format!("in {}", self.dir.display()), Box::new(e))),
+            Err(e) => Err(error("the writer task failed".into(), Box::new(e))),
+        }
+    }
+}
+
+/// Header values of a record, in the crate's form.
+fn header(name: WarcHeader, value: impl Into<Vec<u8>>) -> (WarcHeader, Vec<u8>) {
+    (name, value.into())
+}
+
+fn unknown(name: &str, value: impl Into<Vec<u8>>) -> (WarcHeader, Vec<u8>) {
+    (WarcHeader::Unknown(name.to_string()), value.into())
+}
+
+/// One record as a gzip member.
+fn gzip_record(
+    headers: Vec<(WarcHeader, Vec<u8>)>,
+    block: &[u8],
+    out: &mut Vec<u8>,
+) -> io::Result<()> {
+    let mut all: HashMap<WarcHeader, Vec<u8>> = headers.into_iter().collect();
+    all.insert(
+        WarcHeader::BlockDigest,
+        record::sha1_digest(block).into_bytes(),
+    );
+    all.insert(
+        WarcHeader::ContentLength,
+        block.len().to_string().into_bytes(),
+    );
+    let header = RawRecordHeader {
+        version: "1.1".to_string(),
+        headers: all,
+    };
+    let mut gz = GzEncoder::new(std::mem::take(out), Compression::default());
+    WarcWriter::new(&mut gz).write_raw(header, &block)?;
+    *out = gz.finish()?;
+    Ok(())
+}
+
+fn record_id() -> String {
+    Record::<BufferedBody>::generate_record_id()
+}
+
+impl Writer {
+    fn write(
+        &mut self,
+        url: &str,
+        page: &FetchedPage,
+        now: DateTime<Utc>,
+    ) -> Result<(), WarcError> {
+        let parsed = url::Url::parse(url).map_err(|e| WarcError::Io {
+            context: format!("cannot archive {url}"),
+            source: io::Error::new(io::ErrorKind::InvalidInput, e),
+        })?;
+        let last = self.last()?;
+        let payload_digest = record::sha1_digest(&page.body);
+        let kind = record::kind(page.status, &payload_digest, last.get(url));
+        let previous = last.get(url).cloned();
+        let date = record::warc_date(now);
+        let decoded = {
+            let mut map = hyper::HeaderMap::new();
+            for (name, value) in &page.response_headers {
+                if let (Ok(n), Ok(v)) = (
+                    hyper::header::HeaderName::from_bytes(name.as_bytes()),
+                    hyper::header::HeaderValue::from_bytes(value),
+                ) {
+                    map.append(n, v);
+                }
+            }
+            crate::fetch::is_decoded(&map)
+        };
+
+        let file = self.file()?;
+        let (response_id, request_id) = (record_id(), record_id());
+        let mut common = vec![
+            header(WarcHeader::Date, date.clone()),
+            header(WarcHeader::TargetURI, url),
+            header(WarcHeader::WarcInfoID, file.warcinfo_id.clone()),
+            header(
+                WarcHeader::ContentType,
+                "application/http; msgtype=response",
+            ),
+        ];
+        if let Some(ip) = page.remote_ip {
+            common.push(header(WarcHeader::IPAddress, ip.to_string()));
+        }
+        let head = record::response_head(page, decoded);
+        let mut headers = common;
+        headers.push(header(WarcHeader::RecordID, response_id.clone()));
+        let (block, mime, digest) = match kind {
+            Kind::Response => {
+                headers.push(header(WarcHeader::WarcType, "response"));
+                headers.push(header(WarcHeader::PayloadDigest, payload_digest.clone()));
+                if page.truncated {
+                    headers.push(header(WarcHeader::Truncated, "length"));
+                }
+                let mime = page
+                    .content_type
+                    .as_deref()
+                    .and_then(|t| t.split(';').next())
+                    .map_or("unk", str::trim)
+                    .to_ascii_lowercase();
+                (
+                    [head, page.body.clone()].concat(),
+                    mime,
+                    payload_digest.clone(),
+                )
+            }
+            Kind::Revisit(profile) => {
+                headers.push(header(WarcHeader::WarcType, "revisit"));
+                headers.push(header(WarcHeader::Profile, profile));
+                // A 304 has no payload: it stands for the last one archived.
+                let digest = match (page.status, &previous) {
+                    (304, Some(p)) => p.digest.clone(),
+                    (304, None) => String::new(),
+                    _ => payload_digest.clone(),
+                };
+                if !digest.is_empty() {
+                    headers.push(header(WarcHeader::PayloadDigest, digest.clone()));
+                }
+                if let Some(p) = &previous {
+                    headers.push(unknown("WARC-Refers-To-Target-URI", url));
+                    headers.push(unknown("WARC-Refers-To-Date", p.date.clone()));
+                }
+                (head, "warc/revisit".to_string(), digest)
+            }
+        };
+        let request = vec![
+            header(WarcHeader::WarcType, "request"),
+            header(WarcHeader::RecordID, request_id),
+            header(WarcHeader::Date, date.clone()),
+            header(WarcHeader::TargetURI, url),
+            header(WarcHeader::WarcInfoID, file.warcinfo_id.clone()),
+            header(WarcHeader::ConcurrentTo, response_id),
+            header(WarcHeader::ContentType, "application/http; msgtype=request"),
+        ];
+
+        let mut bytes = Vec::new();
+        gzip_record(request, &record::request_head(&parsed, page), &mut bytes)
+            .map_err(io_error("cannot build a record"))?;
+        let response_at = bytes.len();
+        let mut member = Vec::new();
+        gzip_record(headers, &block, &mut member).map_err(io_error("cannot build a record"))?;
+        bytes.extend_from_slice(&member);
+
+        let entry = CdxEntry {
+            url: url.to_string(),
+            mime,
+            status: page.status.to_string(),
+            digest,
+            length: member.len().to_string(),
+            offset: (file.size + response_at as u64).to_string(),
+            filename: file.name.clone(),
+        };
+        let line = record::cdxj_line(&parsed, &record::timestamp14(now), &entry);
+        let name = file.name.clone();
+        file.warc
+            .write_all(&bytes)
+            .map_err(io_error(format!("cannot write {name}{OPEN}")))?;
+        file.size += bytes.len() as u64;
+        // After the records: an index line never points past the file.
+        file.cdxj
+            .write_all(format!("{line}\n").as_bytes())
+            .map_err(io_error(format!("cannot write the index of {name}")))?;
+        let full = file.size >= self.max_size;
+        if page.status == 200 && kind == Kind::Response {
+            self.last()?.insert(
+                url.to_string(),
+                Archived {
+                    digest: payload_digest,
+                    date,
+                },
+            );
+        }
+        if full {
+            self.close()?;
+        }
+        Ok(())
+    }
+
+    /// The last 200 per URL, read from the directory's indexes once.
+    fn last(&mut self) -> Result<&mut HashMap<String, Archived>, WarcError> {
+        if self.last.is_none() {
+            fs::create_dir_all(&self.dir)
+                .map_err(io_error(format!("cannot create {}", self.dir.display())))?;
+            self.recover()?;
+            let mut last = HashMap::new();
+            for (timestamp, entry) in read_indexes(&self.dir)? {
+                if entry.status == "200" && entry.mime != "warc/revisit" {
+                    let date = chrono::NaiveDateTime::parse_from_str(&timestamp, "%Y%m%d%H%M%S")
+                        .map(|t| record::warc_date(t.and_utc()))
+                        .unwrap_or_default();
+                    last.insert(
+                        entry.url,
+                        Archived {
+                            digest: entry.digest,
+                            date,
+                        },
+                    );
+                }
+            }
+            self.last = Some(last);
+        }
+        Ok(self.last.as_mut().expect("just filled"))
+    }
+
+    /// The file in progress, begun (with its warcinfo record) if none is.
+    fn file(&mut self) -> Result<&mut OpenFile, WarcError> {
+        if self.file.is_none() {
+            let now = Utc::now();
+            let name = format!(
+                "web_crawler-{}{:03}-{:05}-{}{WARC_EXT}",
+                record::timestamp14(now),
+                now.timestamp_subsec_millis(),
+                self.serial,
+                self.node
+            );
+            self.serial += 1;
+            let path = self.dir.join(format!("{name}{OPEN}"));
+            let open = |path: &Path| {
+                OpenOptions::new()
+                    .create_new(true)
+                    .append(true)
+                    .open(path)
+                    .map_err(io_error(format!("cannot create {}", path.display())))
+            };
+            let mut warc = open(&path)?;
+            let cdxj = open(&self.dir.join(format!("{}{CDXJ_EXT}{OPEN}", stem(&name))))?;
+            let warcinfo_id = record_id();
+            let fields = format!(
+                "software: web_crawler/{}\r\nformat: WARC File Format 1.1\r\n\
+                 conformsTo: http://iipc.github.io/warc-specifications/specifications/warc-format/warc-1.1/\r\n\
+                 hostname: {}\r\n",
+                env!("CARGO_PKG_VERSION"),
+                self.node
+            );
+            let mut bytes = Vec::new();
+            gzip_record(
+                vec![
+                    header(WarcHeader::WarcType, "warcinfo"),
+                    header(WarcHeader::RecordID, warcinfo_id.clone()),
+                    header(WarcHeader::Date, record::warc_date(now)),
+                    header(WarcHeader::Filename, name.clone()),
+                    header(WarcHeader::ContentType, "application/warc-fields"),
+                ],
+                fields.as_bytes(),
+                &mut bytes,
+            )
+            .map_err(io_error("cannot build a record"))?;
+            warc.write_all(&bytes)
+                .map_err(io_error(format!("cannot write {}", path.display())))?;
+            self.file = Some(OpenFile {
+                name,
+                warc,
+                cdxj,
+                size: bytes.len() as u64,
+                warcinfo_id,
+            });
+        }
+        Ok(self.file.as_mut().expect("just opened"))
+    }
+
+    fn close(&mut self) -> Result<(), WarcError> {
+        match self.file.take() {
+            Some(file) => {
+                drop(file.cdxj);
+                file.warc
+                    .sync_all()
+                    .map_err(io_error(format!("cannot write {}", file.name)))?;
+                finish(&self.dir, &file.name, None)
+            }
+            None => Ok(()),
+        }
+    }
+
+    /// Close the files a killed process of this node left open.
+    fn recover(&mut self) -> Result<(), WarcError> {
+        let suffix = format!("-{}", self.node);
+        for entry in fs::read_dir(&self.dir)
+            .map_err(io_error(format!("cannot read {}", self.dir.display())))?
+        {
+            let entry = entry.map_err(io_error(format!("cannot read {}", self.dir.display())))?;
+            let file_name = entry.file_name().to_string_lossy().into_owned();
+            let warc = file_name
+                .strip_suffix(OPEN)
+                .filter(|n| n.ends_with(WARC_EXT) && stem(n).ends_with(&suffix));
+            if let Some(name) = warc {
+                let end = index_lines(&self.dir.join(format!("{}{CDXJ_EXT}{OPEN}", stem(name))))?
+                    .iter()
+                    .filter_map(|(_, e)| Some(e.offset()? + e.length()?))
+                    .max();
+                tracing::warn!("closing {file_name}, left open by an earlier run");
+                finish(&self.dir, name, Some(end.unwrap_or(0)))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `NAME` of `NAME.warc.gz`.
+fn stem(name: &str) -> &str {
+    name.strip_suffix(WARC_EXT).unwrap_or(name)
+}
+
+/// Close `NAME.warc.gz.open` (cut to `cut` bytes, for one left by a crash;
+/// removed if that leaves no record) and sort its index into `NAME.cdxj`.
+fn finish(dir: &Path, name: &str, cut: Option<u64>) -> Result<(), WarcError> {
+    let open_warc = dir.join(format!("{name}{OPEN}"));
+    let open_cdxj = dir.join(format!("{}{CDXJ_EXT}{OPEN}", stem(name)));
+    let mut lines: Vec<String> = index_lines(&open_cdxj)?
+        .into_iter()
+        .map(|(line, _)| line)
+        .collect();
+    if lines.is_empty() {
+        for path in [&open_warc, &open_cdxj] {
+            fs::remove_file(path).map_err(io_error(format!("cannot remove {}", path.display())))?;
+        }
+        return Ok(());
+    }
+    if let Some(len) = cut {
+        OpenOptions::new()
+            .write(true)
+            .open(&open_warc)
+            .and_then(|f| f.set_len(len))
+            .map_err(io_error(format!("cannot cut {}", open_warc.display())))?;
+    }
+    fs::rename(&open_warc, dir.join(name))
+        .map_err(io_error(format!("cannot rename {}", open_warc.display())))?;
+    lines.sort();
+    let cdxj = dir.join(format!("{}{CDXJ_EXT}", stem(name)));
+    let tmp = dir.join(format!("{}{CDXJ_EXT}.tmp", stem(name)));
+    fs::write(&tmp, lines.join("\n") + "\n")
+        .and_then(|()| fs::rename(&tmp, &cdxj))
+        .map_err(io_error(format!("cannot write {}", cdxj.display())))?;
+    fs::remove_file(&open_cdxj).map_err(io_error(format!("cannot remove {}", open_cdxj.display())))
+}
+
+/// The whole lines of an index file that parse (a crash may cut the last),
+/// each with its entry.
+fn index_lines(path: &Path) -> Result<Vec<(String, CdxEntry)>, WarcError> {
+    let file = match File::open(path) {
+        Ok(file) => file,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(io_error(format!("cannot read {}", path.display()))(e)),
+    };
+    let mut out = Vec::new();
+    for line in BufReader::new(file).split(b'\n') {
+        let line = line.map_err(io_error(format!("cannot read {}", path.display())))?;
+        let Ok(line) = String::from_utf8(line) else {
+            continue;
+        };
+        if let Some((_, entry)) = record::parse_cdxj_line(&line) {
+            out.push((line, entry));
+        }
+    }
+    Ok(out)
+}
+
+/// Every entry of the closed indexes (`*.cdxj`) in `dir`, with its timestamp.
+fn read_indexes(dir: &Path) -> Result<Vec<(String, CdxEntry)>, WarcError> {
+    let mut out = Vec::new();
+    let entries = match fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(out),
+        Err(e) => return Err(io_error(format!("cannot read {}", dir.display()))(e)),
+    };
+    let mut files: Vec<PathBuf> = entries
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.to_string_lossy().ends_with(CDXJ_EXT))
+        .collect();
+    files.sort();
+    for path in files {
+        out.extend(
+            index_lines(&path)?
+                .iter()
+                .filter_map(|(line, _)| record::parse_cdxj_line(line)),
+        );
+    }
+    // Oldest first, so that a later record wins when folded into a map.
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn page(body: &str) -> FetchedPage {
+        FetchedPage {
+            status: 200,
+            content_type: Some("text/html".into()),
+            http_version: "HTTP/1.1".into(),
+            response_headers: vec![("content-type".into(), b"text/html".to_vec())],
+            body: body.as_bytes().to_vec(),
+            ..FetchedPage::default()
+        }
+    }
+
+    fn names(dir: &Path) -> Vec<String> {
+        let mut names: Vec<String> = fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    }
+
+    #[test]
+    fn files_left_open_by_a_crash_are_cut_after_their_last_indexed_record() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
+        let killed = WarcArchive::new(dir, "n1", 1 << 30, true);
+        killed.write("http://a.test/1", &page("one")).unwrap();
+        killed.write("http://a.test/2", &page("two")).unwrap();
+        // The kill: a record half written, an index line cut, no close.
+        let open: Vec<String> = names(dir);
+        assert!(open.iter().all(|n| n.ends_with(".open")), "{open:?}");
+        for name in &open {
+            let mut f = OpenOptions::new()
+                .append(true)
+                .open(dir.join(name))
+                .unwrap();
+            f.write_all(b"\x1f\x8b\x08\x00torn").unwrap();
+        }
+        std::mem::forget(killed);
+        // Another node's open file is not touched.
+        fs::write(dir.join("web_crawler-1-00000-n2.warc.gz.open"), b"").unwrap();
+
+        let next = WarcArchive::new(dir, "n1", 1 << 30, true);
+        next.write("http://a.test/1", &page("one")).unwrap();
+        next.close().unwrap();
+        let all = names(dir);
+        assert_eq!(
+            all.iter().filter(|n| n.ends_with(".warc.gz")).count(),
+            2,
+            "{all:?}"
+        );
+        assert_eq!(
+            all.iter().filter(|n| n.ends_with(".cdxj")).count(),
+            2,
+            "{all:?}"
+        );
+        assert!(all.contains(&"web_crawler-1-00000-n2.warc.gz.open".to_string()));
+
+        let reader = ArchiveReader::open(dir).unwrap();
+        assert_eq!(reader.len(), 2);
+        assert_eq!(
+            reader.page("http://a.test/2").unwrap().unwrap().body,
+            b"two"
+        );
+        // The unchanged page became a revisit of the first one, so the
+        // reader still finds the response.
+        assert_eq!(
+            reader.page("http://a.test/1").unwrap().unwrap().body,
+            b"one"
+        );
+        let entries = read_indexes(dir).unwrap();
+        assert!(
+            entries.iter().any(|(_, e)| e.mime == "warc/revisit"),
+            "{entries:?}"
+        );
+    }
+
+    #[test]
+    fn a_full_file_is_closed_and_the_next_begun() {
+        let tmp = tempfile::tempdir().unwrap();
+        let archive = WarcArchive::new(tmp.path(), "n1", 1, true);
+        archive.write("http://a.test/1", &page("one")).unwrap();
+        archive.write("http://a.test/2", &page("two")).unwrap();
+        let all = names(tmp.path());
+        assert_eq!(all.len(), 4, "two closed files and their indexes: {all:?}");
+        assert!(all.iter().all(|n| !n.ends_with(".open")));
+    }
+}
