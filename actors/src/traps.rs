@@ -31,8 +31,9 @@
 //!    (first path segment) that yielded new content, on more than one page,
 //!    stay open.
 //!
-//! Besides, a URL that differs from a fetched page of its host only by a
-//! session id (`;jsessionid=…`, `?sid=…`) is refused as a copy: sessions
+//! Besides, a URL that differs from a fetched (or dispatched) page of its
+//! host only by a session id (`;jsessionid=…`, `?sid=…`) is refused as a
+//! copy: sessions
 //! would otherwise give every page endless URLs, and judging those copies
 //! as near-duplicates would close the real pages' pattern with them.
 //!
@@ -47,11 +48,11 @@
 //! [`TrapSettings::kept_hashes`] simhashes and [`TrapSettings::kept_links`]
 //! outward link patterns (under 1 KB in all), each host as many simhashes,
 //! [`TrapSettings::kept_sections`] sections and
-//! [`TrapSettings::kept_session_urls`] session URLs (under 7 KB); at most
+//! [`TrapSettings::kept_session_urls`] session URLs (under 11 KB); at most
 //! [`TrapSettings::max_patterns`] patterns and [`TrapSettings::max_hosts`]
 //! hosts are tracked, the least recently used evicted an eighth at a time
 //! (asking about a closed pattern uses it, so a trap still linked to stays
-//! closed). With the defaults that is at most ~35 MB for patterns and ~27
+//! closed). With the defaults that is at most ~35 MB for patterns and ~45
 //! MB for hosts; records only grow as far as they are filled, so a typical
 //! crawl uses a small fraction of it.
 
@@ -130,7 +131,7 @@ pub struct TrapSettings {
     pub kept_session_urls: usize,
     /// Patterns tracked (including query spaces), ~0.7 KB each at most.
     pub max_patterns: usize,
-    /// Hosts tracked, ~7 KB each at most.
+    /// Hosts tracked, ~11 KB each at most.
     pub max_hosts: usize,
     /// A closed pattern, query space or probation is lifted after this
     /// long (`None`: never). A reopened trap closes again within a window
@@ -428,9 +429,10 @@ impl TrapGuard {
         }
 
         if let Some(plain) = parts.without_session
-            && !host.session_urls.contains(plain)
+            && host.session_urls.holder(plain).is_none()
         {
-            host.session_urls.push(plain, cfg.kept_session_urls);
+            host.session_urls
+                .push(plain, key(KEY_URL, url), cfg.kept_session_urls);
         }
 
         evict(&mut self.patterns, self.cfg.max_patterns, |t| t.used);
@@ -471,9 +473,11 @@ impl TrapGuard {
             {
                 return Err(c.reason.clone());
             }
-            if parts
-                .without_session
-                .is_some_and(|plain| host.session_urls.contains(plain))
+            if let Some(plain) = parts.without_session
+                && host
+                    .session_urls
+                    .holder(plain)
+                    .is_some_and(|holder| holder != key(KEY_URL, url))
             {
                 return Err(TrapReason::SessionCopy {
                     pattern: parts.pattern,
@@ -481,6 +485,24 @@ impl TrapGuard {
             }
         }
         Ok(())
+    }
+
+    /// `url` (admitted) is about to be fetched: a copy of it under another
+    /// session id is refused from now on, not only once it is fetched, so
+    /// copies claimed while it is in flight are not fetched too. The URL
+    /// itself stays admitted (a retry of it is no copy).
+    pub fn dispatched(&mut self, url: &str) {
+        let parts = Parts::of(url);
+        let Some(plain) = parts.without_session else {
+            return;
+        };
+        let cap = self.cfg.kept_session_urls;
+        let tick = self.next_tick();
+        let host = self.hosts.entry(key(KEY_HOST, parts.host())).or_default();
+        host.used = tick;
+        if host.session_urls.holder(plain).is_none() {
+            host.session_urls.push(plain, key(KEY_URL, url), cap);
+        }
     }
 
     fn next_tick(&mut self) -> u64 {
@@ -560,7 +582,7 @@ struct HostState {
     /// Sections, by how many pages new to the host they yielded.
     sections: Counts,
     /// Fetched URLs that had a session id, by their key without it.
-    session_urls: Ring,
+    session_urls: SessionUrls,
     /// Near-duplicate pages in a row.
     run: u32,
     probation: Option<Closure>,
@@ -597,6 +619,33 @@ impl Ring {
             self.items.push(x);
         } else if cap > 0 {
             self.items[self.next % cap] = x;
+            self.next = (self.next + 1) % cap;
+        }
+    }
+}
+
+/// A host's pages with a session id: the key of the URL without it, and
+/// of the URL that took it first (which is not a copy of itself). When
+/// full, the oldest is replaced.
+#[derive(Debug, Default)]
+struct SessionUrls {
+    items: Vec<(u64, u64)>,
+    next: usize,
+}
+
+impl SessionUrls {
+    fn holder(&self, plain: u64) -> Option<u64> {
+        self.items
+            .iter()
+            .find(|(p, _)| *p == plain)
+            .map(|(_, url)| *url)
+    }
+
+    fn push(&mut self, plain: u64, url: u64, cap: usize) {
+        if self.items.len() < cap {
+            self.items.push((plain, url));
+        } else if cap > 0 {
+            self.items[self.next % cap] = (plain, url);
             self.next = (self.next + 1) % cap;
         }
     }
@@ -658,6 +707,7 @@ const KEY_QUERY_SPACE: u8 = 2;
 const KEY_HOST: u8 = 3;
 const KEY_SECTION: u8 = 4;
 const KEY_PLAIN_URL: u8 = 5;
+const KEY_URL: u8 = 6;
 
 /// Map key of a pattern-like string; the kind keeps a path's query space
 /// apart from a pattern spelled the same. 64 bits: collisions are
@@ -1796,6 +1846,26 @@ mod tests {
         assert!(g.admit("http://sid.test/p3;jsessionid=F00D", T0).is_err());
         assert_eq!(g.admit("http://sid.test/p3", T0), Ok(()));
         assert_eq!(g.admit("http://sid.test/p99?sid=x", T0), Ok(()));
+    }
+
+    /// Copies claimed while the first is still in flight: once one session
+    /// URL of a page is dispatched, another is refused; the dispatched URL
+    /// itself (a retry) is not.
+    #[test]
+    fn a_dispatched_session_url_refuses_its_copies_before_it_is_fetched() {
+        let mut g = guard();
+        let first = "http://sid.test/member/7?sid=aa11";
+        assert_eq!(g.admit(first, T0), Ok(()));
+        g.dispatched(first);
+        assert!(matches!(
+            g.admit("http://sid.test/member/7?sid=bb22", T0),
+            Err(TrapReason::SessionCopy { .. })
+        ));
+        assert_eq!(g.admit(first, T0), Ok(()), "a retry is no copy");
+        assert_eq!(g.admit("http://sid.test/member/8?sid=bb22", T0), Ok(()));
+        // Without a session id, dispatching records nothing.
+        g.dispatched("http://sid.test/member/9");
+        assert_eq!(g.admit("http://sid.test/member/9?sid=cc33", T0), Ok(()));
     }
 
     /// The benchmark in miniature: hosts of real pages (benchmark

@@ -419,7 +419,10 @@ impl Window {
         let admitted = claimed
             .into_iter()
             .filter_map(|job| match traps.admit(&job.url, now) {
-                Ok(()) => Some(job),
+                Ok(()) => {
+                    traps.dispatched(&job.url);
+                    Some(job)
+                }
                 Err(reason) => {
                     refused.push((job, reason));
                     None

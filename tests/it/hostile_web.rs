@@ -83,8 +83,12 @@ fn settings() -> Settings {
 }
 
 /// Crawl `server` from `/` to its end (no page budget) and return the
-/// store; fails if the crawl does not end by itself.
-async fn crawl(server: &TestServer, settings: Settings) -> (tempfile::TempDir, Arc<dyn Store>) {
+/// store and how many links and URLs the trap defence refused; fails if
+/// the crawl does not end by itself.
+async fn crawl(
+    server: &TestServer,
+    settings: Settings,
+) -> (tempfile::TempDir, Arc<dyn Store>, u64) {
     let dir = tempfile::tempdir().unwrap();
     let store: Arc<dyn Store> = Arc::new(SqliteStore::open(&dir.path().join("t.db")).unwrap());
     let app = start(store.clone(), settings).await.unwrap();
@@ -94,8 +98,9 @@ async fn crawl(server: &TestServer, settings: Settings) -> (tempfile::TempDir, A
         .expect("the crawl ends by itself")
         .unwrap();
     assert_eq!(idle, IdleReason::FrontierEmpty);
+    let refused = app.status().await.unwrap().trapped;
     app.stop(Duration::from_secs(5)).await.unwrap();
-    (dir, store)
+    (dir, store, refused)
 }
 
 /// Requests served whose target starts with `prefix`.
@@ -177,12 +182,15 @@ async fn an_endless_calendar_does_not_keep_the_crawl_alive() {
     let mut pages = real_pages(&mut rng, 40, &["/cal/2024/06/"]);
     pages.extend(calendar());
     let server = TestServer::start(Ipv4Addr::new(127, 0, 5, 1), pages).await;
-    let (_dir, store) = crawl(&server, settings()).await;
+    let (_dir, store, refused) = crawl(&server, settings()).await;
     assert_real_pages_fetched(&server, 40);
     let calendar = hits_under(&server, "/cal/");
     assert!(calendar <= 80, "{calendar} of 2,400 calendar pages fetched");
+    assert!(refused > 0, "the defence refused calendar links");
+    // Links refused at once never enter the frontier; URLs refused when
+    // claimed (already queued when the calendar closed: how many depends
+    // on timing) are recorded, and only calendar URLs are.
     let left_out = trapped(store.as_ref()).await;
-    assert!(!left_out.is_empty(), "URLs left out are recorded");
     assert!(
         left_out.iter().all(|(url, _)| url.contains("/cal/")),
         "only calendar URLs are left out: {left_out:?}"
@@ -259,7 +267,7 @@ async fn faceted_navigation_is_cut_and_the_real_pages_are_not() {
     let mut pages = real_pages(&mut rng, 40, &[entry]);
     pages.extend(facets());
     let server = TestServer::start(Ipv4Addr::new(127, 0, 5, 2), pages).await;
-    let (_dir, _store) = crawl(&server, settings()).await;
+    let (_dir, _store, _) = crawl(&server, settings()).await;
     assert_real_pages_fetched(&server, 40);
     let shop = hits_under(&server, "/shop");
     assert!(shop <= 120, "{shop} of 3,125 facet pages fetched");
@@ -301,7 +309,7 @@ async fn session_ids_do_not_multiply_pages() {
         &[entry.to_string(), "/p/0".into()],
     );
     let server = TestServer::start(Ipv4Addr::new(127, 0, 5, 3), pages).await;
-    let (_dir, _store) = crawl(&server, settings()).await;
+    let (_dir, _store, _) = crawl(&server, settings()).await;
     assert_real_pages_fetched(&server, 20);
     for n in 0..40 {
         let copies = hits_under(&server, &format!("/s/{n}?"));
@@ -324,7 +332,7 @@ async fn relative_links_that_repeat_a_segment_end() {
         path.push_str("guide/");
     }
     let server = TestServer::start(Ipv4Addr::new(127, 0, 5, 4), pages).await;
-    let (_dir, _store) = crawl(&server, settings()).await;
+    let (_dir, _store, _) = crawl(&server, settings()).await;
     assert_real_pages_fetched(&server, 20);
     let docs = hits_under(&server, "/docs/");
     assert!(docs <= 8, "{docs} of 60 repeating-path pages fetched");
@@ -373,7 +381,7 @@ async fn a_soft_404_host_is_left_after_a_bounded_number_of_pages() {
             .unwrap_or_else(|| fallback.clone())
     })
     .await;
-    let (_dir, store) = crawl(&server, settings()).await;
+    let (_dir, store, _) = crawl(&server, settings()).await;
     assert_real_pages_fetched(&server, 40);
     let soft_hits: u32 = soft.keys().map(|p| server.hits_of(p)).sum();
     assert!(
@@ -419,7 +427,7 @@ async fn ten_thousand_distinct_product_pages_are_all_crawled() {
     let mut s = settings();
     s.crawl.concurrency = 32;
     s.crawl.per_host = 16;
-    let (_dir, store) = crawl(&server, s).await;
+    let (_dir, store, _) = crawl(&server, s).await;
     assert!(
         server.connections() <= 64,
         "{} connections for 10,100 requests: keep-alive connections are reused",
@@ -506,7 +514,7 @@ async fn sitemaps_lead_to_pages_nothing_links_to() {
     broken.truncate(broken.len() - 30);
     pages.insert("/broken.xml".into(), Page::text("application/xml", broken));
     let server = TestServer::serve(listener, pages).await;
-    let (_dir, store) = crawl(&server, settings()).await;
+    let (_dir, store, _) = crawl(&server, settings()).await;
     for i in 0..10 {
         assert_eq!(
             server.hits_of(&format!("/orphan/{i}")),
