@@ -130,6 +130,10 @@ enum Command {
         /// Attach the mirror operation: archive the responses of this URL's crawl.
         #[arg(long, conflicts_with = "search")]
         mirror: bool,
+        /// Fetch it again even if it was processed (without it, a URL
+        /// already processed is refused with when).
+        #[arg(long)]
+        again: bool,
         #[command(flatten)]
         remote: RemoteOpts,
     },
@@ -821,7 +825,11 @@ pub(crate) async fn run(cli: Cli) -> Result<ExitCode> {
                     json: opts.json,
                     wait: 10,
                 };
-                let req = ControlRequest::AddUrl { url, operation };
+                let req = ControlRequest::AddUrl {
+                    url,
+                    operation,
+                    again: false,
+                };
                 return one_shot(&remote, req).await;
             }
             let (code, crawled) = crawl(&opts, &[(url, operation)]).await?;
@@ -890,6 +898,7 @@ pub(crate) async fn run(cli: Cli) -> Result<ExitCode> {
             url,
             search,
             mirror,
+            again,
             remote,
         } => {
             let operation = match search {
@@ -897,7 +906,15 @@ pub(crate) async fn run(cli: Cli) -> Result<ExitCode> {
                 None if mirror => web_crawler::operations::mirror(),
                 None => OperationSpec::crawl(),
             };
-            one_shot(&remote, ControlRequest::AddUrl { url, operation }).await
+            one_shot(
+                &remote,
+                ControlRequest::AddUrl {
+                    url,
+                    operation,
+                    again,
+                },
+            )
+            .await
         }
         Command::Status { remote } => one_shot(&remote, ControlRequest::Status).await,
         Command::Search {

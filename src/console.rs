@@ -53,8 +53,9 @@ commands:
   nodes                       each node, its load, hosts owned
   tree                        the supervision tree (supervisor:which_children)
   state ACTOR                 an actor's state (master, sup, config)
-  add_url URL [search TEXT | mirror]
-                              queue a URL (optionally with the search or mirror operation)
+  add_url URL [search TEXT | mirror] [again]
+                              queue a URL (optionally with the search or mirror
+                              operation); `again` fetches it even if processed
   search_text URL TEXT        crawl from URL recording where TEXT occurs
   search QUERY                the best 10 pages for QUERY in the full-text index
   pending [N]                 the first N pending URLs (default 10)
@@ -120,13 +121,21 @@ fn parse_line(line: &str) -> Result<Line> {
         ["state", actor] => ControlRequest::State {
             actor: actor.to_string(),
         },
-        ["add_url", url, op @ ..] => ControlRequest::AddUrl {
-            url: url.to_string(),
-            operation: operation(op)?,
-        },
+        ["add_url", url, op @ ..] => {
+            let (op, again) = match op {
+                [op @ .., "again"] => (op, true),
+                op => (op, false),
+            };
+            ControlRequest::AddUrl {
+                url: url.to_string(),
+                operation: operation(op)?,
+                again,
+            }
+        }
         ["search_text", url, text @ ..] if !text.is_empty() => ControlRequest::AddUrl {
             url: url.to_string(),
             operation: OperationSpec::search_text(text.join(" ")),
+            again: false,
         },
         ["pending", rest @ ..] if rest.len() <= 1 => ControlRequest::Pending {
             limit: limit(rest.first())?,
@@ -634,6 +643,7 @@ mod tests {
             Line::Request(ControlRequest::AddUrl {
                 url: "http://a/".into(),
                 operation: OperationSpec::search_text("two words"),
+                again: false,
             })
         );
         assert_eq!(
@@ -666,6 +676,15 @@ mod tests {
             Line::Request(ControlRequest::AddUrl {
                 url: "http://a/".into(),
                 operation: mirror(),
+                again: false,
+            })
+        );
+        assert_eq!(
+            parse_line("add_url http://a/ again").unwrap(),
+            Line::Request(ControlRequest::AddUrl {
+                url: "http://a/".into(),
+                operation: OperationSpec::crawl(),
+                again: true,
             })
         );
         assert!(parse_line("add_url http://a/ mirror x").is_err());

@@ -5,12 +5,15 @@
 
 use crate::behaviour::{PageQuery, Queries};
 use crate::config::CrawlConfig;
+use crate::frontier::{LinkDecision, decide_link};
 use crate::monitor::{self, HistoryQuery};
+use crate::outage::utc_time;
 use crate::protocol::{
     self, ChildRole, ControlMsg, ControlRequest, IndexerMsg, MAX_MESSAGE_BYTES, MAX_REQUEST_BYTES,
     MasterMsg, PoolMsg, Setting, SupMsg,
 };
 use crate::search::SearchAnswer;
+use crate::types::{Millis, now_ms};
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 use serde::Serialize;
 use serde_json::{Value, json};
@@ -191,19 +194,51 @@ async fn answer(state: &mut ControlArgs, request: ControlRequest) -> Result<Valu
             "config" => Ok(config_json(cfg)),
             other => Err(format!("no actor {other:?}: try master, sup or config")),
         },
-        ControlRequest::AddUrl { url, operation } => {
-            let result = ractor::call_t!(
+        ControlRequest::AddUrl {
+            url,
+            operation,
+            again,
+        } => {
+            let asked = now_ms();
+            let wanted = operation.clone();
+            let queued = ractor::call_t!(
                 master(cfg)?,
                 |reply| MasterMsg::AddUrl {
                     url,
                     operation,
-                    again: false,
+                    again,
                     reply
                 },
                 MASTER_TIMEOUT_MS
             )
-            .map_err(|e| e.to_string())?;
-            result.map(Value::String)
+            .map_err(|e| e.to_string())??;
+            if !again
+                && let Some(page) = state
+                    .queries
+                    .processed_url(&queued)
+                    .await
+                    .map_err(|e| e.to_string())?
+                && page.record.operation == wanted
+                && page.d_processed < asked
+                && decide_link(
+                    Some(page.d_processed),
+                    None,
+                    asked,
+                    cfg.reprocess_after.map(|d| d.as_millis() as Millis),
+                ) == LinkDecision::ReferralOnly
+            {
+                let status = page
+                    .record
+                    .http_returncode
+                    .map_or_else(|| "no answer".to_string(), |c| format!("HTTP {c}"));
+                return Err(format!(
+                    "{queued} was already processed at {} ({status}): nothing queued; \
+                     add it with `again` to fetch it again (console: add_url URL again; \
+                     CLI: add-url --again URL)",
+                    utc_time(page.d_processed)
+                ));
+            }
+            Ok(Value::String(queued))
         }
         ControlRequest::Pending { limit } => to_json(
             &state

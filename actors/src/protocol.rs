@@ -486,9 +486,14 @@ pub enum ControlRequest {
     State {
         actor: String,
     },
+    /// Queue a URL. One already processed (with this operation, and not
+    /// due again) is refused with when, unless `again`: then it is fetched
+    /// again.
     AddUrl {
         url: String,
         operation: OperationSpec,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        again: bool,
     },
     Pending {
         limit: usize,

@@ -107,16 +107,36 @@ impl ControlClient {
         serde_json::from_value(self.request(request).await?).map_err(ControlError::BadReply)
     }
 
-    /// `add_url` on the master; returns the normalized URL.
+    /// `add_url` on the master; returns the normalized URL. A URL already
+    /// processed (with this operation, not due again) is refused with when.
     pub async fn add_url(
         &self,
         url: &str,
         operation: OperationSpec,
     ) -> Result<String, ControlError> {
+        self.add(url, operation, false).await
+    }
+
+    /// `add_url` that fetches the URL again even if it was processed.
+    pub async fn add_url_again(
+        &self,
+        url: &str,
+        operation: OperationSpec,
+    ) -> Result<String, ControlError> {
+        self.add(url, operation, true).await
+    }
+
+    async fn add(
+        &self,
+        url: &str,
+        operation: OperationSpec,
+        again: bool,
+    ) -> Result<String, ControlError> {
         let reply = self
             .request(&ControlRequest::AddUrl {
                 url: url.to_string(),
                 operation,
+                again,
             })
             .await?;
         Ok(reply.as_str().unwrap_or_default().to_string())

@@ -430,6 +430,22 @@ async fn a_rust_program_joins_and_sends_add_url() {
     let hosts = remote.hosts(10).await.unwrap();
     assert_eq!(hosts.total, 1, "{hosts:?}");
     assert!(hosts.items[0].pages >= 5, "{hosts:?}");
+    // Adding a processed URL says so and queues nothing; `again` fetches it.
+    let refused = remote
+        .add_url(&web.seed_url(), OperationSpec::crawl())
+        .await
+        .unwrap_err();
+    assert!(
+        refused.to_string().contains("was already processed at"),
+        "{refused}"
+    );
+    assert_eq!(web.servers[0].hits_of("/"), 1);
+    remote
+        .add_url_again(&web.seed_url(), OperationSpec::crawl())
+        .await
+        .unwrap();
+    cluster.wait_idle().await;
+    assert_eq!(web.servers[0].hits_of("/"), 2, "fetched again");
     remote.close();
     let wrong = Remote::connect(
         &cluster.master_addr.to_string(),
