@@ -97,7 +97,10 @@ pub fn rebalance(held: &[HostHold], live: &[String], joined: &[String]) -> Vec<M
             from: from.to_string(),
             to: to.clone(),
         });
-        by_node.get_mut(to.as_str()).expect("a live node").push(host);
+        by_node
+            .get_mut(to.as_str())
+            .expect("a live node")
+            .push(host);
     }
     moves
 }

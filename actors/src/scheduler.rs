@@ -175,8 +175,7 @@ impl HostScheduler {
     pub fn take_released(&mut self, now: Millis) -> Vec<Released> {
         let mut released = Vec::new();
         for (host, slot) in &mut self.hosts {
-            if slot.leaving && slot.running.is_empty() && !matches!(slot.robots, Robots::Fetching)
-            {
+            if slot.leaving && slot.running.is_empty() && !matches!(slot.robots, Robots::Fetching) {
                 slot.leaving = false;
                 slot.vetted = 0;
                 released.push(Released {
@@ -735,7 +734,10 @@ mod tests {
         let mut s = sched(10, 1, 100);
         s.release("unknown");
         let released = s.take_released(0);
-        assert_eq!((released[0].host.as_str(), released[0].wait_ms), ("unknown", 0));
+        assert_eq!(
+            (released[0].host.as_str(), released[0].wait_ms),
+            ("unknown", 0)
+        );
         assert!(released[0].jobs.is_empty());
         s.push(job("a", "/0"));
         s.poll(0);

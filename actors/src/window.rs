@@ -290,11 +290,10 @@ impl Window {
         moves
     }
 
-    /// A move could not be asked of the old pool: the host stays there.
-    /// Returns the URLs parked for it, to dispatch to that pool.
-    pub fn move_failed(&mut self, host: &str) -> Option<(String, Vec<Job>)> {
-        let m = self.moving.remove(host)?;
-        Some((m.from, m.parked))
+    /// A move [`Window::rebalance`] just returned could not be asked of the
+    /// old pool: the host stays there (nothing was parked for it yet).
+    pub fn move_failed(&mut self, host: &str) {
+        self.moving.remove(host);
     }
 
     /// `from`'s pool handed `host` back with its queued `jobs`: they and
@@ -302,7 +301,12 @@ impl Window {
     /// `from` when that node is gone or the move is unknown (a restarted
     /// master). Returns the node and the jobs to hand over; while draining,
     /// nothing (they go back to pending).
-    pub fn released(&mut self, from: &str, host: &str, jobs: Vec<Job>) -> Option<(String, Vec<Job>)> {
+    pub fn released(
+        &mut self,
+        from: &str,
+        host: &str,
+        jobs: Vec<Job>,
+    ) -> Option<(String, Vec<Job>)> {
         let moving = self.moving.remove(host);
         let to = match &moving {
             Some(m) if m.from == from && self.live_nodes.contains(&m.to) => m.to.clone(),
@@ -314,7 +318,11 @@ impl Window {
         let jobs: Vec<Job> = jobs
             .into_iter()
             .chain(parked)
-            .filter(|j| self.outstanding.get(&j.key()).is_some_and(|a| a.node == from))
+            .filter(|j| {
+                self.outstanding
+                    .get(&j.key())
+                    .is_some_and(|a| a.node == from)
+            })
             .collect();
         if self.drain.is_some() {
             self.unstarted(&jobs);
@@ -1373,7 +1381,9 @@ mod tests {
 
     /// Hosts h0..h3 with two URLs each on "a", then "b" joins: the moves.
     fn b_joins(w: &mut Window) -> Vec<Move> {
-        let jobs: Vec<Job> = (0..8).map(|i| job(&format!("h{}", i / 2), &format!("/{i}"))).collect();
+        let jobs: Vec<Job> = (0..8)
+            .map(|i| job(&format!("h{}", i / 2), &format!("/{i}")))
+            .collect();
         claim(w, jobs, &["a"]);
         let (gone, joined) = w.nodes_changed(&nodes(&["a", "b"]));
         assert!(gone.is_empty());
@@ -1386,7 +1396,11 @@ mod tests {
         let mut w = running(cfg(), &["a"]);
         let moves = b_joins(&mut w);
         assert_eq!(moves.len(), 2, "half the busy hosts: {moves:?}");
-        assert!(moves.iter().all(|m| (m.from.as_str(), m.to.as_str()) == ("a", "b")));
+        assert!(
+            moves
+                .iter()
+                .all(|m| (m.from.as_str(), m.to.as_str()) == ("a", "b"))
+        );
         assert!(w.rebalance(&nodes(&["b"])).is_empty(), "moving already");
         let host = moves[0].host.clone();
         // Claimed while it moves: parked, neither node gets it yet.
@@ -1395,7 +1409,10 @@ mod tests {
         assert!(after.is_empty(), "{after:?}");
         // Its first URL ran and reported on "a"; the second was queued.
         let k: usize = host[1..].parse().unwrap();
-        let (ran, queued) = (job(&host, &format!("/{}", 2 * k)), job(&host, &format!("/{}", 2 * k + 1)));
+        let (ran, queued) = (
+            job(&host, &format!("/{}", 2 * k)),
+            job(&host, &format!("/{}", 2 * k + 1)),
+        );
         w.on_report(page(&ran), T0);
         let (to, jobs) = w.released("a", &host, vec![queued.clone()]).unwrap();
         assert_eq!((to.as_str(), jobs), ("b", vec![queued, late]));
@@ -1404,7 +1421,10 @@ mod tests {
         assert_eq!(info[0].load, 7, "the reported URL stays a's until written");
         // New URLs of the host go to "b" now.
         let next = job(&host, "/next");
-        assert_eq!(claim(&mut w, vec![next.clone()], &["a", "b"]), vec![("b".to_string(), vec![next])]);
+        assert_eq!(
+            claim(&mut w, vec![next.clone()], &["a", "b"]),
+            vec![("b".to_string(), vec![next])]
+        );
     }
 
     #[test]
