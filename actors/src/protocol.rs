@@ -671,6 +671,23 @@ mod tests {
         ));
         assert!(ractor::Message::serialize(MasterMsg::Tick).is_err());
         assert!(ractor::Message::serialize(PoolMsg::Wake).is_err());
+        let released = MasterMsg::Released {
+            node: "w1".into(),
+            host: "h".into(),
+            jobs: Vec::new(),
+            wait_ms: 120,
+        };
+        let wire = ractor::Message::serialize(released).expect("crosses nodes");
+        assert!(matches!(
+            <MasterMsg as ractor::Message>::deserialize(wire),
+            Ok(MasterMsg::Released { wait_ms: 120, .. })
+        ));
+        let release = PoolMsg::Release(vec!["h".into()]);
+        let wire = ractor::Message::serialize(release).expect("crosses nodes");
+        assert!(matches!(
+            <PoolMsg as ractor::Message>::deserialize(wire),
+            Ok(PoolMsg::Release(hosts)) if hosts == ["h"]
+        ));
         let wire = ractor::Message::serialize(PoolMsg::Resync).expect("crosses nodes");
         assert!(matches!(
             <PoolMsg as ractor::Message>::deserialize(wire),

@@ -1,6 +1,6 @@
 //! The master's dispatch core, as plain data: the window of claimed URLs
 //! (which node holds each, per host and per node), how much to claim, which
-//! node fetches a host, how reports become the next commit batch (with retry
+//! node fetches a host and which hosts move to a node that joins, how reports become the next commit batch (with retry
 //! backoff and the page budget), when the crawl is idle, how a restarted
 //! master recovers its predecessor's leases, and how a drain ends. It takes
 //! `now` as an argument, holds no actor refs and no store: the
