@@ -1,7 +1,8 @@
 //! The master's dispatch core, as plain data: the window of claimed URLs
 //! (which node holds each, per host and per node), how much to claim, which
-//! node fetches a host and which hosts move to a node that joins, how reports become the next commit batch (with retry
-//! backoff and the page budget), when the crawl is idle, how a restarted
+//! node fetches a host and which hosts move to a node that joins, how
+//! reports become the next commit batch (with retry backoff and the page
+//! budget), when the crawl is idle, how a restarted
 //! master recovers its predecessor's leases, and how a drain ends. It takes
 //! `now` as an argument, holds no actor refs and no store: the
 //! `Master` actor feeds it messages and carries out the
@@ -307,9 +308,13 @@ impl Window {
         host: &str,
         jobs: Vec<Job>,
     ) -> Option<(String, Vec<Job>)> {
-        let moving = self.moving.remove(host);
+        let moving = if self.moving.get(host).is_some_and(|m| m.from == from) {
+            self.moving.remove(host)
+        } else {
+            None
+        };
         let to = match &moving {
-            Some(m) if m.from == from && self.live_nodes.contains(&m.to) => m.to.clone(),
+            Some(m) if self.live_nodes.contains(&m.to) => m.to.clone(),
             _ => from.to_string(),
         };
         let parked = moving.map(|m| m.parked).unwrap_or_default();
