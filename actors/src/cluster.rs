@@ -7,6 +7,7 @@
 use crate::types::{Millis, now_ms};
 use ractor::ActorRef;
 use ractor_cluster::{NodeServer, NodeServerMessage, NodeSessionMessage};
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
@@ -17,15 +18,91 @@ pub fn choose_node(host: &str, nodes: &[(String, usize)]) -> Option<usize> {
     nodes
         .iter()
         .enumerate()
-        .map(|(i, (node, load))| {
-            let h = fnv1a(host.as_bytes(), fnv1a(node.as_bytes(), 0xcbf29ce484222325));
-            // Uniform in (0, 1); score = w / -ln(u) (weighted rendezvous).
-            let u = ((h >> 11) as f64 + 0.5) / (1u64 << 53) as f64;
-            let weight = 1.0 / (1.0 + *load as f64);
-            (i, weight / -u.ln())
-        })
+        .map(|(i, (node, load))| (i, score(host, node) / (1.0 + *load as f64)))
         .max_by(|a, b| a.1.total_cmp(&b.1))
         .map(|(i, _)| i)
+}
+
+/// The rendezvous score of `host` on `node`, unweighted: `1 / -ln(u)`, `u`
+/// uniform in (0, 1) from the two names.
+fn score(host: &str, node: &str) -> f64 {
+    let h = fnv1a(host.as_bytes(), fnv1a(node.as_bytes(), 0xcbf29ce484222325));
+    let u = ((h >> 11) as f64 + 0.5) / (1u64 << 53) as f64;
+    1.0 / -u.ln()
+}
+
+/// A host the master has handed to a node's pool, with how many of its
+/// URLs that pool holds (queued or running there).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HostHold {
+    pub host: String,
+    pub node: String,
+    pub urls: usize,
+}
+
+/// A host to hand from one node's pool to another's.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Move {
+    pub host: String,
+    pub from: String,
+    pub to: String,
+}
+
+/// Which hosts move to nodes that just `joined`, so they take a share of
+/// the work now rather than only of hosts not seen yet: hosts with work
+/// (`held`) go, one at a time, from the live node holding the most to the
+/// joined node holding the fewest, until they differ by one at most. Of a
+/// node's hosts the one with the most URLs moves first (its queue is where
+/// the new node gains), then the one rendezvous hashing ranks highest for
+/// the receiver. Hosts of a node not `live` are left alone. Whether a host
+/// may go now is its pool's call: it hands it over once nothing of it runs.
+pub fn rebalance(held: &[HostHold], live: &[String], joined: &[String]) -> Vec<Move> {
+    let mut by_node: BTreeMap<&str, Vec<&HostHold>> =
+        live.iter().map(|n| (n.as_str(), Vec::new())).collect();
+    for h in held.iter().filter(|h| h.urls > 0) {
+        if let Some(hosts) = by_node.get_mut(h.node.as_str()) {
+            hosts.push(h);
+        }
+    }
+    let mut moves = Vec::new();
+    for _ in 0..held.len() {
+        let Some(to) = joined
+            .iter()
+            .filter(|n| by_node.contains_key(n.as_str()))
+            .min_by_key(|n| (by_node[n.as_str()].len(), n.as_str()))
+        else {
+            break;
+        };
+        let Some((&from, hosts)) = by_node
+            .iter()
+            .max_by(|a, b| a.1.len().cmp(&b.1.len()).then(b.0.cmp(a.0)))
+        else {
+            break;
+        };
+        if hosts.len() <= by_node[to.as_str()].len() + 1 {
+            break;
+        }
+        let (i, _) = hosts
+            .iter()
+            .enumerate()
+            .max_by(|(_, a), (_, b)| {
+                a.urls
+                    .cmp(&b.urls)
+                    .then(score(&a.host, to).total_cmp(&score(&b.host, to)))
+            })
+            .expect("the fullest node holds hosts");
+        let host = by_node.get_mut(from).expect("a live node").swap_remove(i);
+        moves.push(Move {
+            host: host.host.clone(),
+            from: from.to_string(),
+            to: to.clone(),
+        });
+        by_node
+            .get_mut(to.as_str())
+            .expect("a live node")
+            .push(host);
+    }
+    moves
 }
 
 fn fnv1a(bytes: &[u8], seed: u64) -> u64 {
@@ -429,6 +506,67 @@ mod tests {
         let refused = std::io::Error::from(std::io::ErrorKind::ConnectionRefused);
         let reason = connect_reason(&ractor_cluster::ClientConnectErr::Socket(refused));
         assert_eq!(reason, "connection refused");
+    }
+
+    fn hold(host: &str, node: &str, urls: usize) -> HostHold {
+        HostHold {
+            host: host.into(),
+            node: node.into(),
+            urls,
+        }
+    }
+
+    fn names(n: &[&str]) -> Vec<String> {
+        n.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn a_joined_node_takes_its_share_of_the_busy_hosts() {
+        let held: Vec<HostHold> = (0..4)
+            .map(|i| hold(&format!("h{i}"), "m", 10 + i))
+            .chain([hold("done", "m", 0)])
+            .collect();
+        let moves = rebalance(&held, &names(&["m", "w1"]), &names(&["w1"]));
+        let hosts: Vec<&str> = moves.iter().map(|m| m.host.as_str()).collect();
+        assert_eq!(hosts, ["h3", "h2"], "the fullest hosts, half of them");
+        assert!(moves.iter().all(|m| m.from == "m" && m.to == "w1"));
+        // A third node joining takes from both, the fuller first.
+        let after: Vec<HostHold> = held
+            .iter()
+            .map(|h| {
+                let moved = hosts.contains(&h.host.as_str());
+                hold(&h.host, if moved { "w1" } else { "m" }, h.urls)
+            })
+            .chain([hold("x", "m", 1), hold("y", "w1", 1)])
+            .collect();
+        let moves = rebalance(&after, &names(&["m", "w1", "w2"]), &names(&["w2"]));
+        assert_eq!(moves.len(), 2, "{moves:?}");
+        let from: Vec<&str> = moves.iter().map(|m| m.from.as_str()).collect();
+        assert_eq!(from, ["m", "w1"], "{moves:?}");
+    }
+
+    #[test]
+    fn nothing_moves_when_nothing_would_even_out() {
+        let live = names(&["m", "w1"]);
+        let joined = names(&["w1"]);
+        assert!(rebalance(&[hold("h", "m", 50)], &live, &joined).is_empty());
+        assert!(rebalance(&[], &live, &joined).is_empty());
+        let two = [hold("a", "m", 5), hold("b", "w1", 5)];
+        assert!(rebalance(&two, &live, &joined).is_empty(), "even already");
+        let gone = [hold("a", "dead", 5), hold("b", "dead", 5)];
+        assert!(rebalance(&gone, &live, &joined).is_empty(), "not live");
+        assert!(rebalance(&two, &live, &[]).is_empty(), "nobody joined");
+    }
+
+    #[test]
+    fn a_move_is_deterministic_and_spreads_over_joined_nodes() {
+        let held: Vec<HostHold> = (0..9).map(|i| hold(&format!("h{i}"), "m", 3)).collect();
+        let live = names(&["m", "w1", "w2"]);
+        let joined = names(&["w1", "w2"]);
+        let moves = rebalance(&held, &live, &joined);
+        assert_eq!(moves, rebalance(&held, &live, &joined));
+        let to = |n: &str| moves.iter().filter(|m| m.to == n).count();
+        assert_eq!((to("w1"), to("w2")), (3, 3), "{moves:?}");
     }
 
     #[test]

@@ -18,6 +18,7 @@ use crate::search::{INDEX_QUEUE, PageText};
 use crate::types::{Job, Millis, NewLink, StoreCounts, now_ms};
 use crate::window::{CycleWork, Window, idle_reason};
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -262,6 +263,23 @@ impl Actor for Master {
                     }
                 }
                 cycle(state, true, true);
+            }
+            MasterMsg::Released {
+                node,
+                host,
+                jobs,
+                wait_ms,
+            } => {
+                if let Some((to, jobs)) = state.window.released(&node, &host, jobs) {
+                    tracing::debug!(%host, from = %node, %to, urls = jobs.len(), "host moved");
+                    let msg = PoolMsg::Handover {
+                        host,
+                        jobs,
+                        wait_ms,
+                    };
+                    send_to_pool(&state.cfg, &to, msg);
+                }
+                cycle(state, false, true);
             }
             MasterMsg::Unstarted(jobs) => {
                 state.window.unstarted(&jobs);
@@ -656,9 +674,38 @@ fn check_nodes(state: &mut MasterState) {
     for (node, released) in gone {
         tracing::warn!(%node, released, "node left the cluster; its URLs go back to pending");
     }
-    for node in joined {
-        tracing::info!(%node, "node joined the cluster");
+    if joined.is_empty() {
+        return;
     }
+    let moves = state.window.rebalance(&joined);
+    for node in &joined {
+        let n = moves.iter().filter(|m| m.to == *node).count();
+        tracing::info!("node {node} joined: {n} hosts move to it");
+    }
+    let mut by_pool: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for m in moves {
+        by_pool.entry(m.from).or_default().push(m.host);
+    }
+    for (from, hosts) in by_pool {
+        if !send_to_pool(&state.cfg, &from, PoolMsg::Release(hosts.clone())) {
+            for host in &hosts {
+                state.window.move_failed(host);
+            }
+        }
+    }
+}
+
+/// Send to `node`'s pool; returns whether it was sent. A pool that cannot
+/// be reached is noticed as gone on a tick, and what it held is released.
+fn send_to_pool(cfg: &CrawlConfig, node: &str, msg: PoolMsg) -> bool {
+    let sent = pools(cfg)
+        .into_iter()
+        .find(|(n, _)| n == node)
+        .is_some_and(|(_, pool)| pool.cast(msg).is_ok());
+    if !sent {
+        tracing::warn!(%node, "pool unreachable; its leases will be released");
+    }
+    sent
 }
 
 /// Answer `status` from the window, with the store's counts read on a task

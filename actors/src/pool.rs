@@ -86,6 +86,22 @@ impl Actor for Pool {
                     jobs: state.scheduler.held(),
                 },
             ),
+            PoolMsg::Release(hosts) => {
+                for host in &hosts {
+                    state.scheduler.release(host);
+                }
+            }
+            PoolMsg::Handover {
+                host,
+                jobs,
+                wait_ms,
+            } => {
+                if state.draining {
+                    return Ok(());
+                }
+                let not_before = now_ms().saturating_add(wait_ms.min(i64::MAX as u64) as Millis);
+                state.scheduler.take_host(&host, jobs, not_before);
+            }
             PoolMsg::Drain => {
                 state.draining = true;
                 protocol::cast(
@@ -216,6 +232,17 @@ async fn pump(myself: &ActorRef<PoolMsg>, state: &mut PoolState) -> Result<(), A
         return Ok(());
     }
     let now = now_ms();
+    for released in state.scheduler.take_released(now) {
+        protocol::cast(
+            &state.master,
+            MasterMsg::Released {
+                node: state.args.config.node_name.clone(),
+                host: released.host,
+                jobs: released.jobs,
+                wait_ms: released.wait_ms,
+            },
+        );
+    }
     let (actions, wake) = state.scheduler.poll(now);
     for action in actions {
         match action {

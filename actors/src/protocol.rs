@@ -209,6 +209,15 @@ pub(crate) enum MasterMsg {
     },
     /// A draining pool's queued jobs: they go back to pending.
     Unstarted(Vec<Job>),
+    /// A pool's answer to `PoolMsg::Release`, once nothing of `host` runs
+    /// there: its queued jobs, for the node it moves to, which waits
+    /// `wait_ms` before its first request.
+    Released {
+        node: String,
+        host: String,
+        jobs: Vec<Job>,
+        wait_ms: u64,
+    },
     /// A host answered a path that cannot exist (`probe_url`) with a page
     /// whose text has `simhash`: its soft 404.
     Soft404 {
@@ -247,10 +256,25 @@ pub(crate) enum MasterMsg {
 enum MasterWire {
     Report(SlaveReport),
     HostRecord(HostRecord),
-    Adopt { node: String, jobs: Vec<Job> },
+    Adopt {
+        node: String,
+        jobs: Vec<Job>,
+    },
     Unstarted(Vec<Job>),
-    Soft404 { probe_url: String, simhash: u64 },
-    Sitemaps { referrer: Job, urls: Vec<String> },
+    Released {
+        node: String,
+        host: String,
+        jobs: Vec<Job>,
+        wait_ms: u64,
+    },
+    Soft404 {
+        probe_url: String,
+        simhash: u64,
+    },
+    Sitemaps {
+        referrer: Job,
+        urls: Vec<String>,
+    },
 }
 
 impl ractor::Message for MasterMsg {
@@ -264,6 +288,17 @@ impl ractor::Message for MasterMsg {
             MasterMsg::HostRecord(h) => MasterWire::HostRecord(h),
             MasterMsg::Adopt { node, jobs } => MasterWire::Adopt { node, jobs },
             MasterMsg::Unstarted(jobs) => MasterWire::Unstarted(jobs),
+            MasterMsg::Released {
+                node,
+                host,
+                jobs,
+                wait_ms,
+            } => MasterWire::Released {
+                node,
+                host,
+                jobs,
+                wait_ms,
+            },
             MasterMsg::Soft404 { probe_url, simhash } => MasterWire::Soft404 { probe_url, simhash },
             MasterMsg::Sitemaps { referrer, urls } => MasterWire::Sitemaps { referrer, urls },
             _ => return Err(BoxedDowncastErr),
@@ -277,6 +312,17 @@ impl ractor::Message for MasterMsg {
             MasterWire::HostRecord(h) => MasterMsg::HostRecord(h),
             MasterWire::Adopt { node, jobs } => MasterMsg::Adopt { node, jobs },
             MasterWire::Unstarted(jobs) => MasterMsg::Unstarted(jobs),
+            MasterWire::Released {
+                node,
+                host,
+                jobs,
+                wait_ms,
+            } => MasterMsg::Released {
+                node,
+                host,
+                jobs,
+                wait_ms,
+            },
             MasterWire::Soft404 { probe_url, simhash } => MasterMsg::Soft404 { probe_url, simhash },
             MasterWire::Sitemaps { referrer, urls } => MasterMsg::Sitemaps { referrer, urls },
         })
@@ -329,6 +375,16 @@ pub(crate) enum PoolMsg {
     /// Stop starting slaves; hand the queued jobs back (`MasterMsg::Unstarted`);
     /// running ones finish.
     Drain,
+    /// These hosts move to a node that joined: start nothing more of them,
+    /// and hand each back (`MasterMsg::Released`) once nothing of it runs.
+    Release(Vec<String>),
+    /// A host moved here from another node, with its queued jobs: its first
+    /// request waits `wait_ms`, what was left of the other node's delay.
+    Handover {
+        host: String,
+        jobs: Vec<Job>,
+        wait_ms: u64,
+    },
     /// From a robots slave on this node, with what the host answered for a
     /// path that cannot exist if that was a page (probe URL, simhash).
     RobotsFetched {
@@ -377,8 +433,17 @@ enum PoolWire {
     Dispatch(Vec<Job>),
     Resync,
     Drain,
+    Release(Vec<String>),
+    Handover {
+        host: String,
+        jobs: Vec<Job>,
+        wait_ms: u64,
+    },
     Set(Setting),
-    PauseHost { host: String, paused: bool },
+    PauseHost {
+        host: String,
+        paused: bool,
+    },
     StopNode,
 }
 
@@ -392,6 +457,16 @@ impl ractor::Message for PoolMsg {
             PoolMsg::Dispatch(jobs) => PoolWire::Dispatch(jobs),
             PoolMsg::Resync => PoolWire::Resync,
             PoolMsg::Drain => PoolWire::Drain,
+            PoolMsg::Release(hosts) => PoolWire::Release(hosts),
+            PoolMsg::Handover {
+                host,
+                jobs,
+                wait_ms,
+            } => PoolWire::Handover {
+                host,
+                jobs,
+                wait_ms,
+            },
             PoolMsg::Set(s) => PoolWire::Set(s),
             PoolMsg::PauseHost { host, paused } => PoolWire::PauseHost { host, paused },
             PoolMsg::StopNode => PoolWire::StopNode,
@@ -405,6 +480,16 @@ impl ractor::Message for PoolMsg {
             PoolWire::Dispatch(jobs) => PoolMsg::Dispatch(jobs),
             PoolWire::Resync => PoolMsg::Resync,
             PoolWire::Drain => PoolMsg::Drain,
+            PoolWire::Release(hosts) => PoolMsg::Release(hosts),
+            PoolWire::Handover {
+                host,
+                jobs,
+                wait_ms,
+            } => PoolMsg::Handover {
+                host,
+                jobs,
+                wait_ms,
+            },
             PoolWire::Set(s) => PoolMsg::Set(s),
             PoolWire::PauseHost { host, paused } => PoolMsg::PauseHost { host, paused },
             PoolWire::StopNode => PoolMsg::StopNode,
@@ -605,6 +690,23 @@ mod tests {
         ));
         assert!(ractor::Message::serialize(MasterMsg::Tick).is_err());
         assert!(ractor::Message::serialize(PoolMsg::Wake).is_err());
+        let released = MasterMsg::Released {
+            node: "w1".into(),
+            host: "h".into(),
+            jobs: Vec::new(),
+            wait_ms: 120,
+        };
+        let wire = ractor::Message::serialize(released).expect("crosses nodes");
+        assert!(matches!(
+            <MasterMsg as ractor::Message>::deserialize(wire),
+            Ok(MasterMsg::Released { wait_ms: 120, .. })
+        ));
+        let release = PoolMsg::Release(vec!["h".into()]);
+        let wire = ractor::Message::serialize(release).expect("crosses nodes");
+        assert!(matches!(
+            <PoolMsg as ractor::Message>::deserialize(wire),
+            Ok(PoolMsg::Release(hosts)) if hosts == ["h"]
+        ));
         let wire = ractor::Message::serialize(PoolMsg::Resync).expect("crosses nodes");
         assert!(matches!(
             <PoolMsg as ractor::Message>::deserialize(wire),

@@ -56,8 +56,22 @@ struct HostSlot {
     /// each job is checked once per rules, not on every poll.
     vetted: usize,
     running: Vec<Started>,
-    /// Earliest start of the next request (delay, Crawl-delay, Retry-After).
+    /// Earliest start of the next request (delay, Crawl-delay, Retry-After,
+    /// or another node's last request when the host moved here).
     next_start: Millis,
+    /// The master moves this host to another node: nothing of it starts,
+    /// and once nothing of it runs its queue is handed back ([`Released`]).
+    leaving: bool,
+}
+
+/// A host handed back to the master for another node, with its queued
+/// jobs and how long that node must wait before its first request (what is
+/// left of this node's delay, relative so that clocks need not agree).
+#[derive(Debug, PartialEq)]
+pub struct Released {
+    pub host: String,
+    pub jobs: Vec<Job>,
+    pub wait_ms: u64,
 }
 
 /// A job whose slave runs; `reported` once the slave has sent its report
@@ -128,20 +142,65 @@ impl HostScheduler {
     }
 
     pub fn push(&mut self, job: Job) {
-        let slot = self
-            .hosts
-            .entry(job.host.clone())
+        let host = job.host.clone();
+        let slot = self.slot(&host);
+        slot.queue.push_back(job);
+        if slot.queue.len() == 1 {
+            self.active.push_back(host);
+        }
+    }
+
+    fn slot(&mut self, host: &str) -> &mut HostSlot {
+        self.hosts
+            .entry(host.to_string())
             .or_insert_with(|| HostSlot {
                 robots: Robots::Unknown,
                 queue: VecDeque::new(),
                 vetted: 0,
                 running: Vec::new(),
                 next_start: 0,
-            });
-        if slot.queue.is_empty() {
-            self.active.push_back(job.host.clone());
+                leaving: false,
+            })
+    }
+
+    /// The master moves `host` to another node: start nothing more of it;
+    /// [`HostScheduler::take_released`] hands it back once nothing of it
+    /// runs (at once if nothing does).
+    pub fn release(&mut self, host: &str) {
+        self.slot(host).leaving = true;
+    }
+
+    /// The leaving hosts of which nothing runs (robots.txt included), with
+    /// their queues: they are no longer this pool's.
+    pub fn take_released(&mut self, now: Millis) -> Vec<Released> {
+        let mut released = Vec::new();
+        for (host, slot) in &mut self.hosts {
+            if slot.leaving && slot.running.is_empty() && !matches!(slot.robots, Robots::Fetching) {
+                slot.leaving = false;
+                slot.vetted = 0;
+                released.push(Released {
+                    host: host.clone(),
+                    jobs: slot.queue.drain(..).collect(),
+                    wait_ms: slot.next_start.saturating_sub(now).max(0) as u64,
+                });
+            }
         }
-        slot.queue.push_back(job);
+        if !released.is_empty() {
+            self.active
+                .retain(|h| !released.iter().any(|r| r.host == *h));
+        }
+        released
+    }
+
+    /// A host handed over from another node, with its queued jobs: its
+    /// first request (robots.txt included) waits until `not_before`, so the
+    /// host's delay holds across the move.
+    pub fn take_host(&mut self, host: &str, jobs: Vec<Job>, not_before: Millis) {
+        let slot = self.slot(host);
+        slot.next_start = slot.next_start.max(not_before);
+        for job in jobs {
+            self.push(job);
+        }
     }
 
     /// robots.txt for `host` arrived (the robots slave has exited).
@@ -221,13 +280,15 @@ impl HostScheduler {
         slot.queue.front().or(slot.running.first().map(|s| &s.job))
     }
 
-    /// Take every queued (not running) job out, e.g. to hand it back on drain.
+    /// Take every queued (not running) job out, e.g. to hand it back on
+    /// drain; a move in progress ends with it.
     pub fn take_queued(&mut self) -> Vec<Job> {
         self.active.clear();
         self.hosts
             .values_mut()
             .flat_map(|h| {
                 h.vetted = 0;
+                h.leaving = false;
                 h.queue.drain(..)
             })
             .collect()
@@ -271,7 +332,7 @@ impl HostScheduler {
         if slot.queue.is_empty() {
             return false;
         }
-        if self.paused.contains(host) {
+        if slot.leaving || self.paused.contains(host) {
             return true;
         }
         if let Robots::Ready { expires_at, .. } = slot.robots
@@ -283,7 +344,9 @@ impl HostScheduler {
         match &slot.robots {
             Robots::Fetching => true,
             Robots::Unknown => {
-                if self.in_flight < cfg.max_in_flight {
+                if now < slot.next_start {
+                    *wake = Some(wake.map_or(slot.next_start, |w| w.min(slot.next_start)));
+                } else if self.in_flight < cfg.max_in_flight {
                     let scheme = slot
                         .queue
                         .front()
@@ -629,6 +692,71 @@ mod tests {
         s.robots_failed("a");
         let (a, _) = s.poll(0);
         assert!(matches!(&a[0], Action::FetchRobots { .. }));
+    }
+
+    #[test]
+    fn a_leaving_host_is_handed_back_once_nothing_of_it_runs() {
+        let mut s = sched(10, 1, 100);
+        for i in 0..3 {
+            s.push(job("a", &format!("/{i}")));
+        }
+        s.push(job("b", "/0"));
+        robots_fetched(&mut s, "a");
+        assert_eq!(runs(&s.poll(0).0), vec!["http://a/0"]);
+        s.release("a");
+        assert!(s.take_released(10).is_empty(), "a/0 runs");
+        s.finished(&job("a", "/0").key(), "a");
+        let (actions, _) = s.poll(200);
+        assert!(
+            actions
+                .iter()
+                .all(|a| matches!(a, Action::FetchRobots { host, .. } if host == "b")),
+            "nothing of a starts while it leaves: {actions:?}"
+        );
+        let released = s.take_released(30);
+        assert_eq!(
+            released,
+            vec![Released {
+                host: "a".into(),
+                jobs: vec![job("a", "/1"), job("a", "/2")],
+                wait_ms: 70,
+            }],
+            "its queue, and what is left of its delay"
+        );
+        assert!(s.take_released(30).is_empty(), "handed back once");
+        assert_eq!(s.held(), vec![job("b", "/0")]);
+        // Should it come back, it is this pool's again.
+        s.push(job("a", "/3"));
+        assert_eq!(runs(&s.poll(300).0), vec!["http://a/3"]);
+    }
+
+    #[test]
+    fn a_host_with_nothing_here_or_fetching_robots_waits_or_goes_at_once() {
+        let mut s = sched(10, 1, 100);
+        s.release("unknown");
+        let released = s.take_released(0);
+        assert_eq!(
+            (released[0].host.as_str(), released[0].wait_ms),
+            ("unknown", 0)
+        );
+        assert!(released[0].jobs.is_empty());
+        s.push(job("a", "/0"));
+        s.poll(0);
+        s.release("a");
+        assert!(s.take_released(0).is_empty(), "robots.txt is being fetched");
+        s.robots_done();
+        s.robots_ready("a", rules("/private", None), false, 5);
+        assert_eq!(s.take_released(5)[0].jobs, vec![job("a", "/0")]);
+    }
+
+    #[test]
+    fn a_host_handed_over_waits_out_the_other_nodes_delay() {
+        let mut s = sched(10, 1, 0);
+        s.take_host("a", vec![job("a", "/0")], 500);
+        let (actions, wake) = s.poll(100);
+        assert!(actions.is_empty(), "not even robots.txt: {actions:?}");
+        assert_eq!(wake, Some(500));
+        assert!(matches!(&s.poll(500).0[..], [Action::FetchRobots { .. }]));
     }
 
     #[test]

@@ -1,14 +1,15 @@
 //! The master's dispatch core, as plain data: the window of claimed URLs
 //! (which node holds each, per host and per node), how much to claim, which
-//! node fetches a host, how reports become the next commit batch (with retry
-//! backoff and the page budget), when the crawl is idle, how a restarted
+//! node fetches a host and which hosts move to a node that joins, how
+//! reports become the next commit batch (with retry backoff and the page
+//! budget), when the crawl is idle, how a restarted
 //! master recovers its predecessor's leases, and how a drain ends. It takes
 //! `now` as an argument, holds no actor refs and no store: the
 //! `Master` actor feeds it messages and carries out the
 //! [`CycleWork`] it hands out, one store cycle at a time.
 
 use crate::behaviour::{ClaimRequest, CommitBatch, ProcessedPage, Retry};
-use crate::cluster::choose_node;
+use crate::cluster::{HostHold, Move, choose_node, rebalance};
 use crate::config::CrawlConfig;
 use crate::monitor::{Check, Revisit, StatusEvent, is_up, transition};
 use crate::outage::{Outage, StoreHealth, Verdict};
@@ -30,6 +31,16 @@ pub const RECOVERY_WAIT_MS: Millis = 3_000;
 struct Assigned {
     job: Job,
     node: String,
+}
+
+/// A host on its way to another node: its old pool hands back its queue
+/// once nothing of it runs there; URLs claimed for it meanwhile wait here,
+/// so that it is never fetched from two nodes at once.
+#[derive(Debug)]
+struct Moving {
+    from: String,
+    to: String,
+    parked: Vec<Job>,
 }
 
 /// A (re)started master waits for the pools to say what they hold before it
@@ -107,8 +118,10 @@ pub struct Window {
     outstanding: HashMap<UrlKey, Assigned>,
     per_host: HashMap<String, usize>,
     per_node: HashMap<String, usize>,
-    /// Which node fetches each host (sticky while the node lives).
+    /// Which node fetches each host (sticky while the node lives, unless
+    /// it moves to a node that joined).
     host_owner: HashMap<String, String>,
+    moving: HashMap<String, Moving>,
     /// Nodes whose pools were live at the last look.
     live_nodes: BTreeSet<String>,
     recovery: Option<Recovery>,
@@ -158,6 +171,7 @@ impl Window {
             per_host: HashMap::new(),
             per_node: HashMap::new(),
             host_owner: HashMap::new(),
+            moving: HashMap::new(),
             live_nodes: BTreeSet::new(),
             recovery: None,
             batch: CommitBatch::default(),
@@ -252,9 +266,99 @@ impl Window {
         }
         self.reported.retain(|j| !lost.contains(&j.key()));
         self.host_owner.retain(|_, owner| owner != node);
+        // Its parked URLs were counted as its own, so they went back too.
+        self.moving.retain(|_, m| m.from != node);
         let n = lost.len();
         self.release.extend(lost);
         n
+    }
+
+    /// Nodes `joined` the live ones: the hosts that move to them
+    /// ([`rebalance`]). Each is moving until its old pool hands it back
+    /// ([`Window::released`]); the caller asks that pool to
+    /// (`PoolMsg::Release`).
+    pub fn rebalance(&mut self, joined: &[String]) -> Vec<Move> {
+        if self.drain.is_some() {
+            return Vec::new();
+        }
+        // A host on its way counts as its new node's already.
+        let held: Vec<HostHold> = self
+            .host_owner
+            .iter()
+            .map(|(host, node)| HostHold {
+                host: host.clone(),
+                node: self.moving.get(host).map_or(node, |m| &m.to).clone(),
+                urls: self.per_host.get(host).copied().unwrap_or(0),
+            })
+            .collect();
+        let live: Vec<String> = self.live_nodes.iter().cloned().collect();
+        let mut moves = rebalance(&held, &live, joined);
+        moves.retain(|m| !self.moving.contains_key(&m.host));
+        for m in &moves {
+            self.moving.insert(
+                m.host.clone(),
+                Moving {
+                    from: m.from.clone(),
+                    to: m.to.clone(),
+                    parked: Vec::new(),
+                },
+            );
+        }
+        moves
+    }
+
+    /// A move [`Window::rebalance`] just returned could not be asked of the
+    /// old pool: the host stays there (nothing was parked for it yet).
+    pub fn move_failed(&mut self, host: &str) {
+        self.moving.remove(host);
+    }
+
+    /// `from`'s pool handed `host` back with its queued `jobs`: they and
+    /// the URLs parked for the host go to the node it moves to, or back to
+    /// `from` when that node is gone or the move is unknown (a restarted
+    /// master). Returns the node and the jobs to hand over; while draining,
+    /// nothing (they go back to pending).
+    pub fn released(
+        &mut self,
+        from: &str,
+        host: &str,
+        jobs: Vec<Job>,
+    ) -> Option<(String, Vec<Job>)> {
+        let moving = if self.moving.get(host).is_some_and(|m| m.from == from) {
+            self.moving.remove(host)
+        } else {
+            None
+        };
+        let to = match &moving {
+            Some(m) if self.live_nodes.contains(&m.to) => m.to.clone(),
+            _ => from.to_string(),
+        };
+        let parked = moving.map(|m| m.parked).unwrap_or_default();
+        // Only what is still this master's and `from`'s: a URL of a lost
+        // node went back to pending already.
+        let jobs: Vec<Job> = jobs
+            .into_iter()
+            .chain(parked)
+            .filter(|j| {
+                self.outstanding
+                    .get(&j.key())
+                    .is_some_and(|a| a.node == from)
+            })
+            .collect();
+        if self.drain.is_some() {
+            self.unstarted(&jobs);
+            return None;
+        }
+        for job in &jobs {
+            let key = job.key();
+            if let Some(assigned) = self.outstanding.get_mut(&key) {
+                assigned.node = to.clone();
+            }
+            decrement(&mut self.per_node, from);
+            *self.per_node.entry(to.clone()).or_default() += 1;
+        }
+        self.host_owner.insert(host.to_string(), to.clone());
+        Some((to, jobs))
     }
 
     /// A draining pool handed back what it had not started.
@@ -714,6 +818,13 @@ impl Window {
     fn place(&mut self, jobs: Vec<Job>, live: &[String]) -> Vec<(String, Vec<Job>)> {
         let mut by_node: BTreeMap<String, Vec<Job>> = BTreeMap::new();
         for job in jobs {
+            if let Some(moving) = self.moving.get_mut(&job.host) {
+                // Counted as the old node's until the move is done.
+                let from = moving.from.clone();
+                moving.parked.push(job.clone());
+                self.assign(job, &from);
+                continue;
+            }
             let owner = match self.host_owner.get(&job.host) {
                 Some(node) if live.contains(node) => node.clone(),
                 _ => {
@@ -772,6 +883,10 @@ impl Window {
     /// Graceful stop: claim nothing more; running slaves get until
     /// `now + timeout` to report.
     pub fn begin_drain(&mut self, now: Millis, timeout_ms: Millis) {
+        // URLs parked for a move go back now; what the old pools hand back
+        // does too ([`Window::released`]).
+        let parked: Vec<Job> = self.moving.drain().flat_map(|(_, m)| m.parked).collect();
+        self.unstarted(&parked);
         self.drain = Some(Drain::Running {
             deadline: now + timeout_ms,
         });
@@ -1349,6 +1464,100 @@ mod tests {
         assert_eq!(after.next, Some(false), "the release goes next");
         let work = w.start_cycle(false, true, false, T0).unwrap();
         assert_eq!(work.release.len(), 1);
+    }
+
+    /// Hosts h0..h3 with two URLs each on "a", then "b" joins: the moves.
+    fn b_joins(w: &mut Window) -> Vec<Move> {
+        let jobs: Vec<Job> = (0..8)
+            .map(|i| job(&format!("h{}", i / 2), &format!("/{i}")))
+            .collect();
+        claim(w, jobs, &["a"]);
+        let (gone, joined) = w.nodes_changed(&nodes(&["a", "b"]));
+        assert!(gone.is_empty());
+        assert_eq!(joined, ["b"]);
+        w.rebalance(&joined)
+    }
+
+    #[test]
+    fn a_joined_node_takes_hosts_once_their_old_pool_hands_them_back() {
+        let mut w = running(cfg(), &["a"]);
+        let moves = b_joins(&mut w);
+        assert_eq!(moves.len(), 2, "half the busy hosts: {moves:?}");
+        assert!(
+            moves
+                .iter()
+                .all(|m| (m.from.as_str(), m.to.as_str()) == ("a", "b"))
+        );
+        assert!(w.rebalance(&nodes(&["b"])).is_empty(), "moving already");
+        let host = moves[0].host.clone();
+        // Claimed while it moves: parked, neither node gets it yet.
+        let late = job(&host, "/late");
+        let after = claim(&mut w, vec![late.clone()], &["a", "b"]);
+        assert!(after.is_empty(), "{after:?}");
+        // Its first URL ran and reported on "a"; the second was queued.
+        let k: usize = host[1..].parse().unwrap();
+        let (ran, queued) = (
+            job(&host, &format!("/{}", 2 * k)),
+            job(&host, &format!("/{}", 2 * k + 1)),
+        );
+        w.on_report(page(&ran), T0);
+        let (to, jobs) = w.released("a", &host, vec![queued.clone()]).unwrap();
+        assert_eq!((to.as_str(), jobs), ("b", vec![queued, late]));
+        let info = w.nodes(&nodes(&["a", "b"]));
+        assert_eq!((info[1].load, info[1].hosts), (2, 1), "{info:?}");
+        assert_eq!(info[0].load, 7, "the reported URL stays a's until written");
+        // New URLs of the host go to "b" now.
+        let next = job(&host, "/next");
+        assert_eq!(
+            claim(&mut w, vec![next.clone()], &["a", "b"]),
+            vec![("b".to_string(), vec![next])]
+        );
+    }
+
+    #[test]
+    fn a_move_to_a_node_that_left_goes_back_and_one_from_a_lost_node_is_dropped() {
+        let mut w = running(cfg(), &["a"]);
+        let moves = b_joins(&mut w);
+        let (h0, h1) = (moves[0].host.clone(), moves[1].host.clone());
+        let parked = job(&h0, "/parked");
+        claim(&mut w, vec![parked.clone()], &["a", "b"]);
+        w.nodes_changed(&nodes(&["a"]));
+        let (to, jobs) = w.released("a", &h0, Vec::new()).unwrap();
+        assert_eq!((to.as_str(), jobs), ("a", vec![parked]), "b is gone");
+        // A pool's answer the master knows nothing of (it restarted): back.
+        let (to, _) = w.released("a", "elsewhere", Vec::new()).unwrap();
+        assert_eq!(to, "a");
+        // The old node is lost mid-move: its URLs go back, parked ones too.
+        let mut w = running(cfg(), &["a"]);
+        b_joins(&mut w);
+        claim(&mut w, vec![job(&h1, "/parked")], &["a", "b"]);
+        assert_eq!(w.node_lost("a"), 9);
+        let (to, jobs) = w.released("a", &h1, vec![job(&h1, "/parked")]).unwrap();
+        assert_eq!((to.as_str(), jobs.len()), ("a", 0), "nothing of it is held");
+    }
+
+    #[test]
+    fn a_drain_sends_parked_and_handed_back_urls_to_pending() {
+        let mut w = running(cfg(), &["a"]);
+        let moves = b_joins(&mut w);
+        let host = moves[0].host.clone();
+        let parked = job(&host, "/parked");
+        claim(&mut w, vec![parked.clone()], &["a", "b"]);
+        w.begin_drain(T0, 1_000);
+        let queued = w
+            .outstanding
+            .values()
+            .find(|a| a.job.host == host)
+            .unwrap()
+            .job
+            .clone();
+        assert_eq!(w.released("a", &host, vec![queued.clone()]), None);
+        let work = w.start_cycle(false, false, false, T0).unwrap();
+        let mut released = work.release;
+        released.sort();
+        let mut want = vec![parked.key(), queued.key()];
+        want.sort();
+        assert_eq!(released, want);
     }
 
     #[test]
