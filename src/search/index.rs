@@ -325,7 +325,7 @@ impl SearchIndex {
         let ranked = match opts.ranking {
             Ranking::Full => {
                 let terms = s.rank_terms(&parsed, &mut analyzers);
-                s.full(&parsed, &terms, limit)?
+                s.full(&parsed, &terms, limit, &mut analyzers)?
             }
             Ranking::PlainBm25 => s.plain(&parsed, limit)?,
         };
@@ -640,6 +640,7 @@ impl Searchers {
         q: &ParsedQuery,
         rank_terms: &RankTerms,
         limit: usize,
+        analyzers: &mut QueryAnalyzers,
     ) -> Result<Vec<(f32, DocAddress)>, SearchError> {
         let terms = rank_terms.as_strs();
         let pf = self.pf;
@@ -704,12 +705,151 @@ impl Searchers {
                 }
             }
         }
-        let features = self.measure(&candidates, &urls, rank_terms, &anchors)?;
-        let scores = rank::score_all(&features);
+        let mut features = self.measure(&candidates, &urls, rank_terms, &anchors)?;
+        let mut scores = rank::score_all(&features);
+        let fb_docs = rank::tun("FB_DOCS", 5.0) as usize;
+        if fb_docs > 0
+            && rank_terms.slots >= rank::tun("FB_MIN_SLOTS", 3.0) as usize
+            && q.phrases().is_empty()
+            && q.required_terms().is_empty()
+        {
+            let expansion =
+                self.expansion_terms(&candidates, &scores, &terms, analyzers, fb_docs)?;
+            if std::env::var_os("FB_DEBUG").is_some() {
+                eprintln!("expansion: {expansion:?}");
+            }
+            if !expansion.is_empty() {
+                let gather = rank::tun("FB_GATHER", 0.5);
+                let mut query = scored(Vec::new());
+                if gather > 0.0 {
+                    let mut clauses: Vec<(Occur, Box<dyn Query>)> = vec![(Occur::Should, Box::new(query))];
+                    for (t, w) in &expansion {
+                        for (f, fw) in [(pf.title, rank::TITLE), (pf.headings, rank::HEADINGS), (pf.body, rank::BODY)] {
+                            clauses.push((
+                                Occur::Should,
+                                Box::new(BoostQuery::new(term_query(f, t), fw * w * gather)),
+                            ));
+                        }
+                    }
+                    query = BooleanQuery::new(clauses);
+                    let more: Vec<DocAddress> = search(&query, wanted)?
+                        .into_iter()
+                        .map(|(_, a)| a)
+                        .filter(|a| !seen.contains_key(a))
+                        .collect();
+                    let more_features =
+                        self.measure(&more, &vec![None; more.len()], rank_terms, &anchors)?;
+                    candidates.extend(more);
+                    features.extend(more_features);
+                    scores = rank::score_all(&features);
+                }
+                let feedback = self.expansion_scores(&candidates, &expansion)?;
+                scores = rank::with_feedback(&scores, &feedback, rank::tun("W_FB", 0.15));
+            }
+        }
         let mut ranked: Vec<(f32, DocAddress)> = scores.into_iter().zip(candidates).collect();
         ranked.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
         ranked.truncate(limit);
         Ok(ranked)
+    }
+
+    /// Expansion terms from the best `docs` candidates (pseudo-relevance
+    /// feedback): their titles and the start of their bodies, analyzed.
+    fn expansion_terms(
+        &self,
+        candidates: &[DocAddress],
+        scores: &[f32],
+        terms: &[&str],
+        analyzers: &mut QueryAnalyzers,
+        docs: usize,
+    ) -> Result<Vec<(String, f32)>, SearchError> {
+        let mut order: Vec<usize> = (0..candidates.len()).collect();
+        order.sort_by(|a, b| scores[*b].total_cmp(&scores[*a]).then(candidates[*a].cmp(&candidates[*b])));
+        order.truncate(docs);
+        let weights = rank::feedback_weights(&order.iter().map(|i| scores[*i]).collect::<Vec<_>>());
+        let scan = rank::tun("FB_SCAN", 24.0 * 1024.0) as usize;
+        let mut pages = Vec::with_capacity(order.len());
+        for (i, weight) in order.iter().zip(weights) {
+            let doc: TantivyDocument = self.pages.doc(candidates[*i]).map_err(err("read a page"))?;
+            let mut counts: HashMap<String, u32> = HashMap::new();
+            for f in [self.pf.title, self.pf.body] {
+                let text = doc.get_first(f).and_then(|v| v.as_str()).unwrap_or_default();
+                let mut stream = analyzers.english.token_stream(truncate(text, scan));
+                while let Some(t) = stream.next() {
+                    *counts.entry(t.text.clone()).or_default() += 1;
+                }
+            }
+            pages.push(rank::FeedbackPage {
+                weight,
+                terms: counts.into_iter().collect(),
+            });
+        }
+        let n = self.pages.num_docs().max(1) as f32;
+        let min_df = rank::tun("FB_MIN_DF", 2.0) as u64;
+        let idf = |t: &str| {
+            let df = self
+                .pages
+                .doc_freq(&Term::from_field_text(self.pf.body, t))
+                .unwrap_or(0);
+            (df >= min_df).then(|| (n / df as f32).ln()).filter(|w| *w > 0.0)
+        };
+        Ok(rank::expansion_terms(
+            &pages,
+            idf,
+            terms,
+            rank::Expansion {
+                terms: rank::tun("FB_TERMS", 8.0) as usize,
+                min_pages: rank::tun("FB_MIN_PAGES", 2.0) as usize,
+            },
+        ))
+    }
+
+    /// Each candidate's weighted BM25 of the expansion terms (title,
+    /// headings and body, weighted as in `text`).
+    fn expansion_scores(
+        &self,
+        candidates: &[DocAddress],
+        expansion: &[(String, f32)],
+    ) -> Result<Vec<f32>, SearchError> {
+        let pf = self.pf;
+        let fields = [(pf.title, rank::TITLE), (pf.headings, rank::HEADINGS), (pf.body, rank::BODY)];
+        let mut weights = Vec::new();
+        for (f, fw) in fields {
+            for (t, w) in expansion {
+                let term = Term::from_field_text(f, t);
+                if self.pages.doc_freq(&term).map_err(err("read"))? > 0 {
+                    let bm25 = Bm25Weight::for_terms(&self.pages, std::slice::from_ref(&term))
+                        .map_err(err("read"))?;
+                    weights.push((f, term, fw * w, bm25));
+                }
+            }
+        }
+        let mut out = vec![0.0f32; candidates.len()];
+        let mut by_segment: BTreeMap<u32, Vec<(DocId, usize)>> = BTreeMap::new();
+        for (i, a) in candidates.iter().enumerate() {
+            by_segment.entry(a.segment_ord).or_default().push((a.doc_id, i));
+        }
+        for (ord, mut docs) in by_segment {
+            docs.sort_unstable();
+            let segment = self.pages.segment_reader(ord);
+            for (f, term, w, bm25) in &weights {
+                let inverted = segment.inverted_index(*f).map_err(err("read"))?;
+                let norms = segment.get_fieldnorms_reader(*f).map_err(err("read"))?;
+                let Some(mut postings) = inverted
+                    .read_postings(term, IndexRecordOption::WithFreqs)
+                    .map_err(io_err("read"))?
+                else {
+                    continue;
+                };
+                for (doc, i) in &docs {
+                    if postings.doc() > *doc || postings.seek(*doc) != *doc {
+                        continue;
+                    }
+                    out[*i] += w * bm25.score(norms.fieldnorm_id(*doc), postings.term_freq());
+                }
+            }
+        }
+        Ok(out)
     }
 
     /// The best anchor documents for the query, by target URL.

@@ -163,6 +163,101 @@ pub(crate) fn proximity(positions: &[&[u32]], n: usize) -> f32 {
     coverage(m, n) * (2.0 * (m as f32 - 1.0) / span).min(1.0)
 }
 
+/// Temporary tuning knob (environment override), removed after tuning.
+pub(crate) fn tun(name: &str, default: f32) -> f32 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// One page of pseudo-relevance feedback: its share of the first pass's
+/// confidence and its terms (analyzed, as in the index) with their counts.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(crate) struct FeedbackPage {
+    pub(crate) weight: f32,
+    pub(crate) terms: Vec<(String, u32)>,
+}
+
+/// Parameters of [`expansion_terms`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct Expansion {
+    /// At most this many terms.
+    pub(crate) terms: usize,
+    /// A term must occur in at least this many feedback pages.
+    pub(crate) min_pages: usize,
+}
+
+/// Weights of the feedback pages: their first-pass scores (negatives as
+/// 0), as shares summing to 1; empty when no score is positive.
+pub(crate) fn feedback_weights(scores: &[f32]) -> Vec<f32> {
+    let sum: f32 = scores.iter().map(|s| s.max(0.0)).sum();
+    if sum <= 0.0 {
+        return Vec::new();
+    }
+    scores.iter().map(|s| s.max(0.0) / sum).collect()
+}
+
+/// RM3-style expansion terms from the top pages of a first pass:
+/// `w(t) = idf(t) · Σ_pages weight · tf(t) / length`, the relevance
+/// model's term probability made specific by its inverse document
+/// frequency (`idf` returns `None` for a term not to use: too rare or too
+/// common). Terms of the query (`exclude`), of fewer than 3 characters, or
+/// of digits only are left out, and so are terms in fewer than
+/// `min_pages` pages. The best `terms`, weights scaled to the best 1.0,
+/// best first (ties by term).
+pub(crate) fn expansion_terms(
+    pages: &[FeedbackPage],
+    idf: impl Fn(&str) -> Option<f32>,
+    exclude: &[&str],
+    p: Expansion,
+) -> Vec<(String, f32)> {
+    let mut model: std::collections::HashMap<&str, (f32, usize)> =
+        std::collections::HashMap::new();
+    for page in pages {
+        let len: u32 = page.terms.iter().map(|(_, n)| n).sum();
+        if len == 0 || page.weight <= 0.0 {
+            continue;
+        }
+        for (t, n) in &page.terms {
+            let e = model.entry(t.as_str()).or_default();
+            e.0 += page.weight * *n as f32 / len as f32;
+            e.1 += 1;
+        }
+    }
+    let mut out: Vec<(String, f32)> = model
+        .into_iter()
+        .filter(|(t, (_, pages))| {
+            *pages >= p.min_pages
+                && t.chars().count() >= 3
+                && !t.chars().all(|c| c.is_ascii_digit())
+                && !exclude.contains(t)
+        })
+        .filter_map(|(t, (w, _))| Some((t.to_string(), w * idf(t)?)))
+        .filter(|(_, w)| *w > 0.0)
+        .collect();
+    out.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    out.truncate(p.terms);
+    if let Some(best) = out.first().map(|(_, w)| *w) {
+        for (_, w) in &mut out {
+            *w /= best;
+        }
+    }
+    out
+}
+
+/// The first pass's scores with the expansion terms' evidence added:
+/// `score + weight · feedback / best feedback` (RM3's interpolation of the
+/// query with its relevance model).
+pub(crate) fn with_feedback(scores: &[f32], feedback: &[f32], weight: f32) -> Vec<f32> {
+    let best = feedback.iter().copied().fold(0.0f32, f32::max);
+    scores
+        .iter()
+        .zip(feedback)
+        .map(|(s, f)| if best > 0.0 { s + weight * f / best } else { *s })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
