@@ -107,16 +107,24 @@ fn open_part<F>(
             context: "open directory",
             source: Box::new(e),
         })?;
-        Index::builder()
-            .schema(schema)
-            .open_or_create(directory)
-            .map_err(|e| match e {
-                TantivyError::SchemaError(reason) => SearchError::Incompatible {
+        if path.join("meta.json").is_file() {
+            // An index made by an earlier version may lack a field added
+            // since (the anchors' context): it is used as it is, if every
+            // field it has is one of this version's, unchanged.
+            let index = Index::open(directory).map_err(err("open"))?;
+            if let Some(reason) = schema::not_a_subset(&index.schema(), &schema) {
+                return Err(SearchError::Incompatible {
                     dir: dir.to_path_buf(),
                     reason,
-                },
-                e => err("open")(e),
-            })?
+                });
+            }
+            index
+        } else {
+            Index::builder()
+                .schema(schema)
+                .open_or_create(directory)
+                .map_err(err("create"))?
+        }
     } else {
         if !path.join("meta.json").is_file() {
             return Err(SearchError::NoIndex {
@@ -245,27 +253,36 @@ impl SearchIndex {
         let f = self.anchors.fields;
         let writer = self.anchors.writer.as_mut().ok_or(SearchError::ReadOnly)?;
         writer.delete_term(Term::from_field_text(f.source, source));
-        let mut targets: Vec<(&str, String)> = Vec::new();
+        let mut targets: Vec<(&str, String, String)> = Vec::new();
         let mut at: HashMap<&str, usize> = HashMap::new();
         for link in links.iter().filter(|l| l.target != source) {
             match at.get(link.target.as_str()) {
                 Some(&i) => {
-                    let text = &mut targets[i].1;
+                    let (_, text, context) = &mut targets[i];
                     text.push('\n');
                     text.push_str(&link.text);
+                    if !link.context.is_empty() {
+                        context.push('\n');
+                        context.push_str(&link.context);
+                    }
                 }
                 None => {
                     at.insert(&link.target, targets.len());
-                    targets.push((&link.target, link.text.clone()));
+                    targets.push((&link.target, link.text.clone(), link.context.clone()));
                 }
             }
         }
-        for (target, text) in targets {
+        for (target, text, context) in targets {
             let mut d = TantivyDocument::new();
             d.add_text(f.source, source);
             d.add_text(f.target, target);
             d.add_text(f.text, &text);
             d.add_text(f.spell, &text);
+            if let Some(field) = f.context
+                && !context.is_empty()
+            {
+                d.add_text(field, &context);
+            }
             writer.add_document(d).map_err(err("add an anchor"))?;
         }
         Ok(())
@@ -325,7 +342,7 @@ impl SearchIndex {
         let ranked = match opts.ranking {
             Ranking::Full => {
                 let terms = s.rank_terms(&parsed, &mut analyzers);
-                s.full(&parsed, &terms, limit, &mut analyzers)?
+                s.full(&parsed, &terms, limit)?
             }
             Ranking::PlainBm25 => s.plain(&parsed, limit)?,
         };
@@ -340,7 +357,7 @@ impl SearchIndex {
 /// Words of `text`, split at ASCII white space: a byte loop, as this runs
 /// for every page (other white space is rare in page text, and the count
 /// only feeds the hub penalty).
-fn word_count(text: &str) -> u64 {
+pub(super) fn word_count(text: &str) -> u64 {
     let mut words = 0;
     let mut in_word = false;
     for &b in text.as_bytes() {
@@ -574,6 +591,8 @@ fn first_strs(
 #[derive(Default)]
 struct AnchorHits {
     best: f32,
+    /// The best context score.
+    context: f32,
     matched: Vec<bool>,
 }
 
@@ -640,7 +659,6 @@ impl Searchers {
         q: &ParsedQuery,
         rank_terms: &RankTerms,
         limit: usize,
-        analyzers: &mut QueryAnalyzers,
     ) -> Result<Vec<(f32, DocAddress)>, SearchError> {
         let terms = rank_terms.as_strs();
         let pf = self.pf;
@@ -705,215 +723,85 @@ impl Searchers {
                 }
             }
         }
-        let mut features = self.measure(&candidates, &urls, rank_terms, &anchors)?;
-        let mut scores = rank::score_all(&features);
-        let fb_docs = rank::tun("FB_DOCS", 5.0) as usize;
-        if fb_docs > 0
-            && rank_terms.slots >= rank::tun("FB_MIN_SLOTS", 3.0) as usize
-            && q.phrases().is_empty()
-            && q.required_terms().is_empty()
-        {
-            let expansion =
-                self.expansion_terms(&candidates, &scores, &terms, analyzers, fb_docs)?;
-            if std::env::var_os("FB_DEBUG").is_some() {
-                eprintln!("expansion: {expansion:?}");
-            }
-            if !expansion.is_empty() {
-                let gather = rank::tun("FB_GATHER", 0.5);
-                let mut query = scored(Vec::new());
-                if gather > 0.0 {
-                    let mut clauses: Vec<(Occur, Box<dyn Query>)> = vec![(Occur::Should, Box::new(query))];
-                    for (t, w) in &expansion {
-                        for (f, fw) in [(pf.title, rank::TITLE), (pf.headings, rank::HEADINGS), (pf.body, rank::BODY)] {
-                            clauses.push((
-                                Occur::Should,
-                                Box::new(BoostQuery::new(term_query(f, t), fw * w * gather)),
-                            ));
-                        }
-                    }
-                    query = BooleanQuery::new(clauses);
-                    let more: Vec<DocAddress> = search(&query, wanted)?
-                        .into_iter()
-                        .map(|(_, a)| a)
-                        .filter(|a| !seen.contains_key(a))
-                        .collect();
-                    let more_features =
-                        self.measure(&more, &vec![None; more.len()], rank_terms, &anchors)?;
-                    candidates.extend(more);
-                    features.extend(more_features);
-                    scores = rank::score_all(&features);
-                }
-                let feedback = self.expansion_scores(&candidates, &expansion)?;
-                scores = rank::with_feedback(&scores, &feedback, rank::tun("W_FB", 0.15));
-            }
-        }
+        let features = self.measure(&candidates, &urls, rank_terms, &anchors)?;
+        let scores = rank::score_all(&features);
         let mut ranked: Vec<(f32, DocAddress)> = scores.into_iter().zip(candidates).collect();
         ranked.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
         ranked.truncate(limit);
         Ok(ranked)
     }
 
-    /// Expansion terms from the best `docs` candidates (pseudo-relevance
-    /// feedback): their titles and the start of their bodies, analyzed.
-    fn expansion_terms(
-        &self,
-        candidates: &[DocAddress],
-        scores: &[f32],
-        terms: &[&str],
-        analyzers: &mut QueryAnalyzers,
-        docs: usize,
-    ) -> Result<Vec<(String, f32)>, SearchError> {
-        let mut order: Vec<usize> = (0..candidates.len()).collect();
-        order.sort_by(|a, b| scores[*b].total_cmp(&scores[*a]).then(candidates[*a].cmp(&candidates[*b])));
-        order.truncate(docs);
-        let weights = rank::feedback_weights(&order.iter().map(|i| scores[*i]).collect::<Vec<_>>());
-        let scan = rank::tun("FB_SCAN", 24.0 * 1024.0) as usize;
-        let mut pages = Vec::with_capacity(order.len());
-        for (i, weight) in order.iter().zip(weights) {
-            let doc: TantivyDocument = self.pages.doc(candidates[*i]).map_err(err("read a page"))?;
-            let mut counts: HashMap<String, u32> = HashMap::new();
-            for f in [self.pf.title, self.pf.body] {
-                let text = doc.get_first(f).and_then(|v| v.as_str()).unwrap_or_default();
-                let mut stream = analyzers.english.token_stream(truncate(text, scan));
-                while let Some(t) = stream.next() {
-                    *counts.entry(t.text.clone()).or_default() += 1;
-                }
-            }
-            pages.push(rank::FeedbackPage {
-                weight,
-                terms: counts.into_iter().collect(),
-            });
-        }
-        let n = self.pages.num_docs().max(1) as f32;
-        let min_df = rank::tun("FB_MIN_DF", 2.0) as u64;
-        let idf = |t: &str| {
-            let df = self
-                .pages
-                .doc_freq(&Term::from_field_text(self.pf.body, t))
-                .unwrap_or(0);
-            (df >= min_df).then(|| (n / df as f32).ln()).filter(|w| *w > 0.0)
-        };
-        Ok(rank::expansion_terms(
-            &pages,
-            idf,
-            terms,
-            rank::Expansion {
-                terms: rank::tun("FB_TERMS", 8.0) as usize,
-                min_pages: rank::tun("FB_MIN_PAGES", 2.0) as usize,
-            },
-        ))
-    }
-
-    /// Each candidate's weighted BM25 of the expansion terms (title,
-    /// headings and body, weighted as in `text`).
-    fn expansion_scores(
-        &self,
-        candidates: &[DocAddress],
-        expansion: &[(String, f32)],
-    ) -> Result<Vec<f32>, SearchError> {
-        let pf = self.pf;
-        let fields = [(pf.title, rank::TITLE), (pf.headings, rank::HEADINGS), (pf.body, rank::BODY)];
-        let mut weights = Vec::new();
-        for (f, fw) in fields {
-            for (t, w) in expansion {
-                let term = Term::from_field_text(f, t);
-                if self.pages.doc_freq(&term).map_err(err("read"))? > 0 {
-                    let bm25 = Bm25Weight::for_terms(&self.pages, std::slice::from_ref(&term))
-                        .map_err(err("read"))?;
-                    weights.push((f, term, fw * w, bm25));
-                }
-            }
-        }
-        let mut out = vec![0.0f32; candidates.len()];
-        let mut by_segment: BTreeMap<u32, Vec<(DocId, usize)>> = BTreeMap::new();
-        for (i, a) in candidates.iter().enumerate() {
-            by_segment.entry(a.segment_ord).or_default().push((a.doc_id, i));
-        }
-        for (ord, mut docs) in by_segment {
-            docs.sort_unstable();
-            let segment = self.pages.segment_reader(ord);
-            for (f, term, w, bm25) in &weights {
-                let inverted = segment.inverted_index(*f).map_err(err("read"))?;
-                let norms = segment.get_fieldnorms_reader(*f).map_err(err("read"))?;
-                let Some(mut postings) = inverted
-                    .read_postings(term, IndexRecordOption::WithFreqs)
-                    .map_err(io_err("read"))?
-                else {
-                    continue;
-                };
-                for (doc, i) in &docs {
-                    if postings.doc() > *doc || postings.seek(*doc) != *doc {
-                        continue;
-                    }
-                    out[*i] += w * bm25.score(norms.fieldnorm_id(*doc), postings.term_freq());
-                }
-            }
-        }
-        Ok(out)
-    }
-
-    /// The best anchor documents for the query, by target URL.
+    /// The best anchor documents for the query, by target URL: by their
+    /// anchor text, and by the words around the links (their context).
     fn anchor_hits(
         &self,
         q: &ParsedQuery,
         terms: &[&str],
     ) -> Result<HashMap<String, AnchorHits>, SearchError> {
         let af = self.af;
-        let mut clauses = required(q, &[af.text]);
-        for t in terms {
-            clauses.push((Occur::Should, term_query(af.text, t)));
-        }
-        let hits = self
-            .anchors
-            .search(
-                &BooleanQuery::new(clauses),
-                &TopDocs::with_limit(ANCHOR_CANDIDATES).order_by_score(),
-            )
-            .map_err(err("search anchors"))?;
         let mut by_target: HashMap<String, AnchorHits> = HashMap::new();
-        let mut by_segment: BTreeMap<u32, Vec<(DocId, f32)>> = BTreeMap::new();
-        for (score, addr) in hits {
-            by_segment
-                .entry(addr.segment_ord)
-                .or_default()
-                .push((addr.doc_id, score));
-        }
-        for (ord, mut docs) in by_segment {
-            docs.sort_unstable_by_key(|d| d.0);
-            let segment = self.anchors.segment_reader(ord);
-            let targets = segment
-                .fast_fields()
-                .str("target")
-                .map_err(err("read anchor targets"))?;
-            let Some(targets) = targets else { continue };
-            let inverted = segment.inverted_index(af.text).map_err(err("read"))?;
-            let mut matched = vec![vec![false; terms.len()]; docs.len()];
-            for (i, t) in terms.iter().enumerate() {
-                let term = Term::from_field_text(af.text, t);
-                let Some(mut postings) = inverted
-                    .read_postings(&term, IndexRecordOption::Basic)
-                    .map_err(io_err("read"))?
-                else {
-                    continue;
-                };
-                for (j, (doc, _)) in docs.iter().enumerate() {
-                    if postings.doc() <= *doc && postings.seek(*doc) == *doc {
-                        matched[j][i] = true;
+        let fields = std::iter::once((af.text, false)).chain(af.context.map(|f| (f, true)));
+        for (field, is_context) in fields {
+            let mut clauses = required(q, &[af.text]);
+            for t in terms {
+                clauses.push((Occur::Should, term_query(field, t)));
+            }
+            let hits = self
+                .anchors
+                .search(
+                    &BooleanQuery::new(clauses),
+                    &TopDocs::with_limit(ANCHOR_CANDIDATES).order_by_score(),
+                )
+                .map_err(err("search anchors"))?;
+            let mut by_segment: BTreeMap<u32, Vec<(DocId, f32)>> = BTreeMap::new();
+            for (score, addr) in hits {
+                by_segment
+                    .entry(addr.segment_ord)
+                    .or_default()
+                    .push((addr.doc_id, score));
+            }
+            for (ord, mut docs) in by_segment {
+                docs.sort_unstable_by_key(|d| d.0);
+                let segment = self.anchors.segment_reader(ord);
+                let targets = segment
+                    .fast_fields()
+                    .str("target")
+                    .map_err(err("read anchor targets"))?;
+                let Some(targets) = targets else { continue };
+                let mut matched = vec![vec![false; terms.len()]; docs.len()];
+                let inverted = segment.inverted_index(field).map_err(err("read"))?;
+                for (i, t) in terms.iter().enumerate() {
+                    let term = Term::from_field_text(field, t);
+                    let Some(mut postings) = inverted
+                        .read_postings(&term, IndexRecordOption::Basic)
+                        .map_err(io_err("read"))?
+                    else {
+                        continue;
+                    };
+                    for (j, (doc, _)) in docs.iter().enumerate() {
+                        if postings.doc() <= *doc && postings.seek(*doc) == *doc {
+                            matched[j][i] = true;
+                        }
                     }
                 }
-            }
-            let urls = first_strs(Some(&targets), docs.iter().map(|d| d.0))?;
-            for (((_, score), matched), url) in docs.into_iter().zip(matched).zip(urls) {
-                let Some(url) = url else {
-                    continue;
-                };
-                let entry = by_target.entry(url).or_insert_with(|| AnchorHits {
-                    best: 0.0,
-                    matched: vec![false; terms.len()],
-                });
-                entry.best = entry.best.max(score);
-                for (m, hit) in entry.matched.iter_mut().zip(matched) {
-                    *m |= hit;
+                let urls = first_strs(Some(&targets), docs.iter().map(|d| d.0))?;
+                for (((_, score), matched), url) in docs.into_iter().zip(matched).zip(urls) {
+                    let Some(url) = url else {
+                        continue;
+                    };
+                    let entry = by_target.entry(url).or_insert_with(|| AnchorHits {
+                        best: 0.0,
+                        context: 0.0,
+                        matched: vec![false; terms.len()],
+                    });
+                    if is_context {
+                        entry.context = entry.context.max(score);
+                    } else {
+                        entry.best = entry.best.max(score);
+                    }
+                    for (m, hit) in entry.matched.iter_mut().zip(matched) {
+                        *m |= hit;
+                    }
                 }
             }
         }
@@ -1047,6 +935,7 @@ impl Searchers {
                 let anchor = anchors.get(urls[*i].as_str());
                 if let Some(a) = anchor {
                     feat.anchor = a.best;
+                    feat.context = a.context;
                 }
                 feat.in_links = in_links[*i];
                 let in_anchor = |ti: usize| anchor.is_some_and(|a| a.matched[ti]);

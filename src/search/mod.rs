@@ -58,6 +58,7 @@
 //! # Ok(()) }
 //! ```
 
+mod context;
 mod index;
 mod query;
 mod rank;
@@ -89,6 +90,31 @@ pub struct PageDoc {
 pub struct AnchorDoc {
     pub target: String,
     pub text: String,
+    /// The words around the link in the linking page's text (see
+    /// [`add_contexts`]); empty when unknown.
+    pub context: String,
+}
+
+/// Words of a link's context on each side of its text.
+const CONTEXT_WORDS: usize = 25;
+/// A page at least this much a hub ([`rank::hubness`]) gives its links no
+/// context.
+const CONTEXT_HUB: f32 = 0.5;
+
+/// Fill in the [`AnchorDoc::context`] of `page`'s links (in page order):
+/// the words around each link's text in the page's body. A hub page's
+/// links (an index, a table of contents) get none: the words around one
+/// of its links are the labels of the others.
+pub fn add_contexts(page: &PageDoc, links: &mut [AnchorDoc]) {
+    let hub = rank::hubness(u64::from(page.out_links), index::word_count(&page.body));
+    if hub >= CONTEXT_HUB {
+        return;
+    }
+    let texts: Vec<&str> = links.iter().map(|l| l.text.as_str()).collect();
+    let contexts = context::anchor_contexts(&page.body, &texts, CONTEXT_WORDS);
+    for (link, context) in links.iter_mut().zip(contexts) {
+        link.context = context;
+    }
 }
 
 /// How to rank results.

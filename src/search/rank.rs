@@ -5,15 +5,16 @@
 //!
 //! ```text
 //! score = 0.35 · text        weighted per-field BM25, ÷ the best candidate's
-//!       + 0.20 · coverage    share of query terms the page or its anchors hold
+//!       + 0.20 · coverage    share of query terms the page, its anchors or their context hold
 //!       + 0.20 · answers     share of query terms in the page's own body
 //!       + 0.15 · proximity   how tightly the terms sit together
 //!       + 0.05 · prior       log in-links, saturating at 1,000
 //!       − 0.25 · hub         many links, little text of its own
 //! ```
 //!
-//! Field weights inside `text`: body 1.0, title 0.6, anchor text 0.5,
-//! headings 0.4, URL words 0.3. Each field's BM25 is normalised by that
+//! Field weights inside `text`: body 1.0, title 0.6, anchor context (the
+//! words around the links to the page) 0.6, anchor text 0.5, headings 0.4,
+//! URL words 0.3. Each field's BM25 is normalised by that
 //! field's own average length, so a short title already scores high per
 //! term; weights below the body's keep a title (or a URL) from deciding
 //! alone, and `answers` rewards the page whose text holds the terms.
@@ -25,6 +26,8 @@ pub(crate) const TITLE: f32 = 0.6;
 pub(crate) const ANCHOR: f32 = 0.5;
 pub(crate) const HEADINGS: f32 = 0.4;
 pub(crate) const URL: f32 = 0.3;
+/// The words around the links to the page (anchor context).
+pub(crate) const CONTEXT: f32 = 0.6;
 
 const W_TEXT: f32 = 0.35;
 const W_COVERAGE: f32 = 0.20;
@@ -43,6 +46,9 @@ pub(crate) struct Features {
     pub(crate) body: f32,
     pub(crate) url: f32,
     pub(crate) anchor: f32,
+    /// BM25 of the query terms in the words around the links to the page
+    /// (the best matching link).
+    pub(crate) context: f32,
     /// Share of the query's terms found in any field or anchor, 0..=1.
     pub(crate) coverage: f32,
     /// Share of the query's terms found in the body, 0..=1.
@@ -63,6 +69,7 @@ impl Features {
             + ANCHOR * self.anchor
             + HEADINGS * self.headings
             + URL * self.url
+            + CONTEXT * self.context
     }
 }
 
@@ -161,101 +168,6 @@ pub(crate) fn proximity(positions: &[&[u32]], n: usize) -> f32 {
     }
     let span = best.max(1) as f32;
     coverage(m, n) * (2.0 * (m as f32 - 1.0) / span).min(1.0)
-}
-
-/// Temporary tuning knob (environment override), removed after tuning.
-pub(crate) fn tun(name: &str, default: f32) -> f32 {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
-
-/// One page of pseudo-relevance feedback: its share of the first pass's
-/// confidence and its terms (analyzed, as in the index) with their counts.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub(crate) struct FeedbackPage {
-    pub(crate) weight: f32,
-    pub(crate) terms: Vec<(String, u32)>,
-}
-
-/// Parameters of [`expansion_terms`].
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub(crate) struct Expansion {
-    /// At most this many terms.
-    pub(crate) terms: usize,
-    /// A term must occur in at least this many feedback pages.
-    pub(crate) min_pages: usize,
-}
-
-/// Weights of the feedback pages: their first-pass scores (negatives as
-/// 0), as shares summing to 1; empty when no score is positive.
-pub(crate) fn feedback_weights(scores: &[f32]) -> Vec<f32> {
-    let sum: f32 = scores.iter().map(|s| s.max(0.0)).sum();
-    if sum <= 0.0 {
-        return Vec::new();
-    }
-    scores.iter().map(|s| s.max(0.0) / sum).collect()
-}
-
-/// RM3-style expansion terms from the top pages of a first pass:
-/// `w(t) = idf(t) · Σ_pages weight · tf(t) / length`, the relevance
-/// model's term probability made specific by its inverse document
-/// frequency (`idf` returns `None` for a term not to use: too rare or too
-/// common). Terms of the query (`exclude`), of fewer than 3 characters, or
-/// of digits only are left out, and so are terms in fewer than
-/// `min_pages` pages. The best `terms`, weights scaled to the best 1.0,
-/// best first (ties by term).
-pub(crate) fn expansion_terms(
-    pages: &[FeedbackPage],
-    idf: impl Fn(&str) -> Option<f32>,
-    exclude: &[&str],
-    p: Expansion,
-) -> Vec<(String, f32)> {
-    let mut model: std::collections::HashMap<&str, (f32, usize)> =
-        std::collections::HashMap::new();
-    for page in pages {
-        let len: u32 = page.terms.iter().map(|(_, n)| n).sum();
-        if len == 0 || page.weight <= 0.0 {
-            continue;
-        }
-        for (t, n) in &page.terms {
-            let e = model.entry(t.as_str()).or_default();
-            e.0 += page.weight * *n as f32 / len as f32;
-            e.1 += 1;
-        }
-    }
-    let mut out: Vec<(String, f32)> = model
-        .into_iter()
-        .filter(|(t, (_, pages))| {
-            *pages >= p.min_pages
-                && t.chars().count() >= 3
-                && !t.chars().all(|c| c.is_ascii_digit())
-                && !exclude.contains(t)
-        })
-        .filter_map(|(t, (w, _))| Some((t.to_string(), w * idf(t)?)))
-        .filter(|(_, w)| *w > 0.0)
-        .collect();
-    out.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
-    out.truncate(p.terms);
-    if let Some(best) = out.first().map(|(_, w)| *w) {
-        for (_, w) in &mut out {
-            *w /= best;
-        }
-    }
-    out
-}
-
-/// The first pass's scores with the expansion terms' evidence added:
-/// `score + weight · feedback / best feedback` (RM3's interpolation of the
-/// query with its relevance model).
-pub(crate) fn with_feedback(scores: &[f32], feedback: &[f32], weight: f32) -> Vec<f32> {
-    let best = feedback.iter().copied().fold(0.0f32, f32::max);
-    scores
-        .iter()
-        .zip(feedback)
-        .map(|(s, f)| if best > 0.0 { s + weight * f / best } else { *s })
-        .collect()
 }
 
 #[cfg(test)]
@@ -416,17 +328,22 @@ mod tests {
 
     #[test]
     fn title_and_url_weights_stay_below_the_body() {
-        const { assert!(TITLE < BODY && HEADINGS < BODY && URL < BODY && ANCHOR < BODY) };
+        const {
+            assert!(
+                TITLE < BODY && HEADINGS < BODY && URL < BODY && ANCHOR < BODY && CONTEXT < BODY
+            )
+        };
         let text = Features {
             title: 1.0,
             headings: 1.0,
             body: 1.0,
             url: 1.0,
             anchor: 1.0,
+            context: 1.0,
             ..Features::default()
         }
         .text();
-        assert!((text - (BODY + TITLE + HEADINGS + URL + ANCHOR)).abs() < 1e-6);
+        assert!((text - (BODY + TITLE + HEADINGS + URL + ANCHOR + CONTEXT)).abs() < 1e-6);
     }
 
     #[test]
