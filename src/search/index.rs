@@ -34,8 +34,12 @@ pub(super) const PHRASE_POOL: usize = 1_000;
 /// A compound of two query words ("back up" → `backup`) joins the query
 /// when it is a word of at least this many documents.
 const COMPOUND_MIN_DF: u64 = 2;
-/// Anchor documents gathered to find pages through the links to them.
+/// Anchor documents gathered to find pages through the links to them (by
+/// anchor text, then as many by the words around the links).
 const ANCHOR_CANDIDATES: usize = 200;
+/// Words around more than this share of the links are not searched for in
+/// the links' context (they still count as held by it).
+const CONTEXT_MAX_DF: f64 = 0.1;
 const MAX_LIMIT: usize = 1000;
 /// Body text beyond this is neither indexed nor stored.
 const MAX_BODY_BYTES: usize = 1 << 20;
@@ -741,10 +745,27 @@ impl Searchers {
         let af = self.af;
         let mut by_target: HashMap<String, AnchorHits> = HashMap::new();
         let fields = std::iter::once((af.text, false)).chain(af.context.map(|f| (f, true)));
+        let anchor_docs = self.anchors.num_docs();
         for (field, is_context) in fields {
             let mut clauses = required(q, &[af.text]);
+            let mut searched = 0;
             for t in terms {
+                if is_context {
+                    // A word around a large share of all links says
+                    // little, and costs the most to search.
+                    let df = self
+                        .anchors
+                        .doc_freq(&Term::from_field_text(field, t))
+                        .map_err(err("read"))?;
+                    if df as f64 > CONTEXT_MAX_DF * anchor_docs as f64 {
+                        continue;
+                    }
+                }
                 clauses.push((Occur::Should, term_query(field, t)));
+                searched += 1;
+            }
+            if searched == 0 {
+                continue;
             }
             let hits = self
                 .anchors
