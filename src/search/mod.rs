@@ -4,7 +4,8 @@
 //! A [`SearchIndex`] is a directory holding two tantivy indexes: `pages/`
 //! (one document per page: title, headings, visible body text, the words of
 //! its URL, its out-link count and own word count) and `anchors/` (one
-//! document per link: source, target and anchor text). A page's in-links are
+//! document per link: source, target, anchor text and the words around
+//! the link in the linking page's text, its context). A page's in-links are
 //! the document frequency of its URL among the anchors' targets, so a new
 //! link costs one small document and never re-indexes the page it points
 //! at (a replaced anchor still counts until tantivy merges its segment). Text is analyzed for English: words lower-cased and ASCII-folded,
@@ -26,10 +27,13 @@
 //! words for coverage and proximity. Candidates are then gathered by tantivy's
 //! BM25: the top pages over title, headings, body and URL words, and the
 //! pages that the best-matching anchor texts point at (a page that never
-//! names itself is found through the links to it). Last, each candidate is
+//! names itself is found through the links to it), and the pages whose
+//! links' context matches best (words around a tenth or more of all links
+//! left out of that search). Last, each candidate is
 //! measured from the postings and fast fields (no stored document is read)
 //! and re-scored: per-field BM25 with the body weighted above title,
-//! headings, anchor text and URL; the share of query terms the page covers
+//! anchor context, anchor text, headings and URL; the share of query terms
+//! the page (or its links' text and context) covers
 //! and the share its own body holds (a "How to …" title alone does not
 //! answer the question); how close together the terms sit; a small,
 //! saturating prior from in-links; and a penalty for hub pages — indexes,
