@@ -40,6 +40,9 @@ const ANCHOR_CANDIDATES: usize = 200;
 /// Words around more than this share of the links are not searched for in
 /// the links' context (they still count as held by it).
 const CONTEXT_MAX_DF: f64 = 0.1;
+/// ... but words around at most this many links always are (a small
+/// index has no words that cost much).
+const CONTEXT_ALWAYS_DF: u64 = 1_000;
 const MAX_LIMIT: usize = 1000;
 /// Body text beyond this is neither indexed nor stored.
 const MAX_BODY_BYTES: usize = 1 << 20;
@@ -757,7 +760,7 @@ impl Searchers {
                         .anchors
                         .doc_freq(&Term::from_field_text(field, t))
                         .map_err(err("read"))?;
-                    if df as f64 > CONTEXT_MAX_DF * anchor_docs as f64 {
+                    if df > CONTEXT_ALWAYS_DF && df as f64 > CONTEXT_MAX_DF * anchor_docs as f64 {
                         continue;
                     }
                 }
