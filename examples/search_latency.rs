@@ -25,6 +25,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .map_or_else(|| tmp.path().join("index"), Into::into);
     let words = vocabulary(20_000);
     let mut rng = fastrand::Rng::with_seed(7);
+    let mut context_rng = fastrand::Rng::with_seed(8);
     // Zipf-ish: word rank r drawn with probability ∝ 1/r.
     let text = |rng: &mut fastrand::Rng, n: usize| {
         (0..n)
@@ -52,6 +53,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 .map(|_| AnchorDoc {
                     target: url(rng.usize(..pages)),
                     text: text(&mut rng, 3),
+                    // From its own generator: the pages and links stay
+                    // those of the runs before anchors had a context.
+                    context: text(&mut context_rng, 24),
                 })
                 .collect();
             index.set_anchors(&doc.url, &links)?;

@@ -97,22 +97,24 @@ mod index {
 
     impl PageIndex for SearchIndex {
         fn add(&mut self, page: &PageText) -> Result<(), IndexError> {
-            self.add_page(&PageDoc {
+            let doc = PageDoc {
                 url: page.url.clone(),
                 title: page.title.clone(),
                 headings: page.headings.clone(),
                 body: page.body.clone(),
                 out_links: page.links_found,
-            })
-            .map_err(index_error)?;
-            let links: Vec<AnchorDoc> = page
+            };
+            self.add_page(&doc).map_err(index_error)?;
+            let mut links: Vec<AnchorDoc> = page
                 .anchors
                 .iter()
                 .map(|a| AnchorDoc {
                     target: a.target.clone(),
                     text: a.text.clone(),
+                    context: String::new(),
                 })
                 .collect();
+            crate::search::add_contexts(&doc, &mut links);
             self.set_anchors(&page.url, &links).map_err(index_error)
         }
 

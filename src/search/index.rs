@@ -34,8 +34,15 @@ pub(super) const PHRASE_POOL: usize = 1_000;
 /// A compound of two query words ("back up" → `backup`) joins the query
 /// when it is a word of at least this many documents.
 const COMPOUND_MIN_DF: u64 = 2;
-/// Anchor documents gathered to find pages through the links to them.
+/// Anchor documents gathered to find pages through the links to them (by
+/// anchor text, then as many by the words around the links).
 const ANCHOR_CANDIDATES: usize = 200;
+/// Words around more than this share of the links are not searched for in
+/// the links' context (they still count as held by it).
+const CONTEXT_MAX_DF: f64 = 0.1;
+/// ... but words around at most this many links always are (a small
+/// index has no words that cost much).
+const CONTEXT_ALWAYS_DF: u64 = 1_000;
 const MAX_LIMIT: usize = 1000;
 /// Body text beyond this is neither indexed nor stored.
 const MAX_BODY_BYTES: usize = 1 << 20;
@@ -107,16 +114,24 @@ fn open_part<F>(
             context: "open directory",
             source: Box::new(e),
         })?;
-        Index::builder()
-            .schema(schema)
-            .open_or_create(directory)
-            .map_err(|e| match e {
-                TantivyError::SchemaError(reason) => SearchError::Incompatible {
+        if path.join("meta.json").is_file() {
+            // An index made by an earlier version may lack a field added
+            // since (the anchors' context): it is used as it is, if every
+            // field it has is one of this version's, unchanged.
+            let index = Index::open(directory).map_err(err("open"))?;
+            if let Some(reason) = schema::not_a_subset(&index.schema(), &schema) {
+                return Err(SearchError::Incompatible {
                     dir: dir.to_path_buf(),
                     reason,
-                },
-                e => err("open")(e),
-            })?
+                });
+            }
+            index
+        } else {
+            Index::builder()
+                .schema(schema)
+                .open_or_create(directory)
+                .map_err(err("create"))?
+        }
     } else {
         if !path.join("meta.json").is_file() {
             return Err(SearchError::NoIndex {
@@ -245,27 +260,36 @@ impl SearchIndex {
         let f = self.anchors.fields;
         let writer = self.anchors.writer.as_mut().ok_or(SearchError::ReadOnly)?;
         writer.delete_term(Term::from_field_text(f.source, source));
-        let mut targets: Vec<(&str, String)> = Vec::new();
+        let mut targets: Vec<(&str, String, String)> = Vec::new();
         let mut at: HashMap<&str, usize> = HashMap::new();
         for link in links.iter().filter(|l| l.target != source) {
             match at.get(link.target.as_str()) {
                 Some(&i) => {
-                    let text = &mut targets[i].1;
+                    let (_, text, context) = &mut targets[i];
                     text.push('\n');
                     text.push_str(&link.text);
+                    if !link.context.is_empty() {
+                        context.push('\n');
+                        context.push_str(&link.context);
+                    }
                 }
                 None => {
                     at.insert(&link.target, targets.len());
-                    targets.push((&link.target, link.text.clone()));
+                    targets.push((&link.target, link.text.clone(), link.context.clone()));
                 }
             }
         }
-        for (target, text) in targets {
+        for (target, text, context) in targets {
             let mut d = TantivyDocument::new();
             d.add_text(f.source, source);
             d.add_text(f.target, target);
             d.add_text(f.text, &text);
             d.add_text(f.spell, &text);
+            if let Some(field) = f.context
+                && !context.is_empty()
+            {
+                d.add_text(field, &context);
+            }
             writer.add_document(d).map_err(err("add an anchor"))?;
         }
         Ok(())
@@ -340,7 +364,7 @@ impl SearchIndex {
 /// Words of `text`, split at ASCII white space: a byte loop, as this runs
 /// for every page (other white space is rare in page text, and the count
 /// only feeds the hub penalty).
-fn word_count(text: &str) -> u64 {
+pub(super) fn word_count(text: &str) -> u64 {
     let mut words = 0;
     let mut in_word = false;
     for &b in text.as_bytes() {
@@ -574,6 +598,8 @@ fn first_strs(
 #[derive(Default)]
 struct AnchorHits {
     best: f32,
+    /// The best context score.
+    context: f32,
     matched: Vec<bool>,
 }
 
@@ -712,68 +738,94 @@ impl Searchers {
         Ok(ranked)
     }
 
-    /// The best anchor documents for the query, by target URL.
+    /// The best anchor documents for the query, by target URL: by their
+    /// anchor text, and by the words around the links (their context).
     fn anchor_hits(
         &self,
         q: &ParsedQuery,
         terms: &[&str],
     ) -> Result<HashMap<String, AnchorHits>, SearchError> {
         let af = self.af;
-        let mut clauses = required(q, &[af.text]);
-        for t in terms {
-            clauses.push((Occur::Should, term_query(af.text, t)));
-        }
-        let hits = self
-            .anchors
-            .search(
-                &BooleanQuery::new(clauses),
-                &TopDocs::with_limit(ANCHOR_CANDIDATES).order_by_score(),
-            )
-            .map_err(err("search anchors"))?;
         let mut by_target: HashMap<String, AnchorHits> = HashMap::new();
-        let mut by_segment: BTreeMap<u32, Vec<(DocId, f32)>> = BTreeMap::new();
-        for (score, addr) in hits {
-            by_segment
-                .entry(addr.segment_ord)
-                .or_default()
-                .push((addr.doc_id, score));
-        }
-        for (ord, mut docs) in by_segment {
-            docs.sort_unstable_by_key(|d| d.0);
-            let segment = self.anchors.segment_reader(ord);
-            let targets = segment
-                .fast_fields()
-                .str("target")
-                .map_err(err("read anchor targets"))?;
-            let Some(targets) = targets else { continue };
-            let inverted = segment.inverted_index(af.text).map_err(err("read"))?;
-            let mut matched = vec![vec![false; terms.len()]; docs.len()];
-            for (i, t) in terms.iter().enumerate() {
-                let term = Term::from_field_text(af.text, t);
-                let Some(mut postings) = inverted
-                    .read_postings(&term, IndexRecordOption::Basic)
-                    .map_err(io_err("read"))?
-                else {
-                    continue;
-                };
-                for (j, (doc, _)) in docs.iter().enumerate() {
-                    if postings.doc() <= *doc && postings.seek(*doc) == *doc {
-                        matched[j][i] = true;
+        let fields = std::iter::once((af.text, false)).chain(af.context.map(|f| (f, true)));
+        let anchor_docs = self.anchors.num_docs();
+        for (field, is_context) in fields {
+            let mut clauses = required(q, &[af.text]);
+            let mut searched = 0;
+            for t in terms {
+                if is_context {
+                    // A word around a large share of all links says
+                    // little, and costs the most to search.
+                    let df = self
+                        .anchors
+                        .doc_freq(&Term::from_field_text(field, t))
+                        .map_err(err("read"))?;
+                    if df > CONTEXT_ALWAYS_DF && df as f64 > CONTEXT_MAX_DF * anchor_docs as f64 {
+                        continue;
                     }
                 }
+                clauses.push((Occur::Should, term_query(field, t)));
+                searched += 1;
             }
-            let urls = first_strs(Some(&targets), docs.iter().map(|d| d.0))?;
-            for (((_, score), matched), url) in docs.into_iter().zip(matched).zip(urls) {
-                let Some(url) = url else {
-                    continue;
-                };
-                let entry = by_target.entry(url).or_insert_with(|| AnchorHits {
-                    best: 0.0,
-                    matched: vec![false; terms.len()],
-                });
-                entry.best = entry.best.max(score);
-                for (m, hit) in entry.matched.iter_mut().zip(matched) {
-                    *m |= hit;
+            if searched == 0 {
+                continue;
+            }
+            let hits = self
+                .anchors
+                .search(
+                    &BooleanQuery::new(clauses),
+                    &TopDocs::with_limit(ANCHOR_CANDIDATES).order_by_score(),
+                )
+                .map_err(err("search anchors"))?;
+            let mut by_segment: BTreeMap<u32, Vec<(DocId, f32)>> = BTreeMap::new();
+            for (score, addr) in hits {
+                by_segment
+                    .entry(addr.segment_ord)
+                    .or_default()
+                    .push((addr.doc_id, score));
+            }
+            for (ord, mut docs) in by_segment {
+                docs.sort_unstable_by_key(|d| d.0);
+                let segment = self.anchors.segment_reader(ord);
+                let targets = segment
+                    .fast_fields()
+                    .str("target")
+                    .map_err(err("read anchor targets"))?;
+                let Some(targets) = targets else { continue };
+                let mut matched = vec![vec![false; terms.len()]; docs.len()];
+                let inverted = segment.inverted_index(field).map_err(err("read"))?;
+                for (i, t) in terms.iter().enumerate() {
+                    let term = Term::from_field_text(field, t);
+                    let Some(mut postings) = inverted
+                        .read_postings(&term, IndexRecordOption::Basic)
+                        .map_err(io_err("read"))?
+                    else {
+                        continue;
+                    };
+                    for (j, (doc, _)) in docs.iter().enumerate() {
+                        if postings.doc() <= *doc && postings.seek(*doc) == *doc {
+                            matched[j][i] = true;
+                        }
+                    }
+                }
+                let urls = first_strs(Some(&targets), docs.iter().map(|d| d.0))?;
+                for (((_, score), matched), url) in docs.into_iter().zip(matched).zip(urls) {
+                    let Some(url) = url else {
+                        continue;
+                    };
+                    let entry = by_target.entry(url).or_insert_with(|| AnchorHits {
+                        best: 0.0,
+                        context: 0.0,
+                        matched: vec![false; terms.len()],
+                    });
+                    if is_context {
+                        entry.context = entry.context.max(score);
+                    } else {
+                        entry.best = entry.best.max(score);
+                    }
+                    for (m, hit) in entry.matched.iter_mut().zip(matched) {
+                        *m |= hit;
+                    }
                 }
             }
         }
@@ -907,6 +959,7 @@ impl Searchers {
                 let anchor = anchors.get(urls[*i].as_str());
                 if let Some(a) = anchor {
                     feat.anchor = a.best;
+                    feat.context = a.context;
                 }
                 feat.in_links = in_links[*i];
                 let in_anchor = |ti: usize| anchor.is_some_and(|a| a.matched[ti]);

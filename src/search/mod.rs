@@ -4,7 +4,8 @@
 //! A [`SearchIndex`] is a directory holding two tantivy indexes: `pages/`
 //! (one document per page: title, headings, visible body text, the words of
 //! its URL, its out-link count and own word count) and `anchors/` (one
-//! document per link: source, target and anchor text). A page's in-links are
+//! document per link: source, target, anchor text and the words around
+//! the link in the linking page's text, its context). A page's in-links are
 //! the document frequency of its URL among the anchors' targets, so a new
 //! link costs one small document and never re-indexes the page it points
 //! at (a replaced anchor still counts until tantivy merges its segment). Text is analyzed for English: words lower-cased and ASCII-folded,
@@ -26,10 +27,13 @@
 //! words for coverage and proximity. Candidates are then gathered by tantivy's
 //! BM25: the top pages over title, headings, body and URL words, and the
 //! pages that the best-matching anchor texts point at (a page that never
-//! names itself is found through the links to it). Last, each candidate is
+//! names itself is found through the links to it), and the pages whose
+//! links' context matches best (words around a tenth or more of all links
+//! left out of that search). Last, each candidate is
 //! measured from the postings and fast fields (no stored document is read)
 //! and re-scored: per-field BM25 with the body weighted above title,
-//! headings, anchor text and URL; the share of query terms the page covers
+//! anchor context, anchor text, headings and URL; the share of query terms
+//! the page (or its links' text and context) covers
 //! and the share its own body holds (a "How to …" title alone does not
 //! answer the question); how close together the terms sit; a small,
 //! saturating prior from in-links; and a penalty for hub pages — indexes,
@@ -58,6 +62,7 @@
 //! # Ok(()) }
 //! ```
 
+mod context;
 mod index;
 mod query;
 mod rank;
@@ -89,6 +94,31 @@ pub struct PageDoc {
 pub struct AnchorDoc {
     pub target: String,
     pub text: String,
+    /// The words around the link in the linking page's text (see
+    /// [`add_contexts`]); empty when unknown.
+    pub context: String,
+}
+
+/// Words of a link's context on each side of its text.
+const CONTEXT_WORDS: usize = 25;
+/// A page at least this much a hub ([`rank::hubness`]) gives its links no
+/// context.
+const CONTEXT_HUB: f32 = 0.5;
+
+/// Fill in the [`AnchorDoc::context`] of `page`'s links (in page order):
+/// the words around each link's text in the page's body. A hub page's
+/// links (an index, a table of contents) get none: the words around one
+/// of its links are the labels of the others.
+pub fn add_contexts(page: &PageDoc, links: &mut [AnchorDoc]) {
+    let hub = rank::hubness(u64::from(page.out_links), index::word_count(&page.body));
+    if hub >= CONTEXT_HUB {
+        return;
+    }
+    let texts: Vec<&str> = links.iter().map(|l| l.text.as_str()).collect();
+    let contexts = context::anchor_contexts(&page.body, &texts, CONTEXT_WORDS);
+    for (link, context) in links.iter_mut().zip(contexts) {
+        link.context = context;
+    }
 }
 
 /// How to rank results.

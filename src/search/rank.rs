@@ -5,15 +5,16 @@
 //!
 //! ```text
 //! score = 0.35 · text        weighted per-field BM25, ÷ the best candidate's
-//!       + 0.20 · coverage    share of query terms the page or its anchors hold
+//!       + 0.20 · coverage    share of query terms the page, its anchors or their context hold
 //!       + 0.20 · answers     share of query terms in the page's own body
 //!       + 0.15 · proximity   how tightly the terms sit together
 //!       + 0.05 · prior       log in-links, saturating at 1,000
 //!       − 0.25 · hub         many links, little text of its own
 //! ```
 //!
-//! Field weights inside `text`: body 1.0, title 0.6, anchor text 0.5,
-//! headings 0.4, URL words 0.3. Each field's BM25 is normalised by that
+//! Field weights inside `text`: body 1.0, title 0.6, anchor context (the
+//! words around the links to the page) 0.6, anchor text 0.5, headings 0.4,
+//! URL words 0.3. Each field's BM25 is normalised by that
 //! field's own average length, so a short title already scores high per
 //! term; weights below the body's keep a title (or a URL) from deciding
 //! alone, and `answers` rewards the page whose text holds the terms.
@@ -25,6 +26,8 @@ pub(crate) const TITLE: f32 = 0.6;
 pub(crate) const ANCHOR: f32 = 0.5;
 pub(crate) const HEADINGS: f32 = 0.4;
 pub(crate) const URL: f32 = 0.3;
+/// The words around the links to the page (anchor context).
+pub(crate) const CONTEXT: f32 = 0.6;
 
 const W_TEXT: f32 = 0.35;
 const W_COVERAGE: f32 = 0.20;
@@ -43,6 +46,9 @@ pub(crate) struct Features {
     pub(crate) body: f32,
     pub(crate) url: f32,
     pub(crate) anchor: f32,
+    /// BM25 of the query terms in the words around the links to the page
+    /// (the best matching link).
+    pub(crate) context: f32,
     /// Share of the query's terms found in any field or anchor, 0..=1.
     pub(crate) coverage: f32,
     /// Share of the query's terms found in the body, 0..=1.
@@ -63,6 +69,7 @@ impl Features {
             + ANCHOR * self.anchor
             + HEADINGS * self.headings
             + URL * self.url
+            + CONTEXT * self.context
     }
 }
 
@@ -321,17 +328,22 @@ mod tests {
 
     #[test]
     fn title_and_url_weights_stay_below_the_body() {
-        const { assert!(TITLE < BODY && HEADINGS < BODY && URL < BODY && ANCHOR < BODY) };
+        const {
+            assert!(
+                TITLE < BODY && HEADINGS < BODY && URL < BODY && ANCHOR < BODY && CONTEXT < BODY
+            )
+        };
         let text = Features {
             title: 1.0,
             headings: 1.0,
             body: 1.0,
             url: 1.0,
             anchor: 1.0,
+            context: 1.0,
             ..Features::default()
         }
         .text();
-        assert!((text - (BODY + TITLE + HEADINGS + URL + ANCHOR)).abs() < 1e-6);
+        assert!((text - (BODY + TITLE + HEADINGS + URL + ANCHOR + CONTEXT)).abs() < 1e-6);
     }
 
     #[test]

@@ -219,6 +219,9 @@ pub(crate) struct AnchorFields {
     pub(crate) target: Field,
     pub(crate) text: Field,
     pub(crate) spell: Field,
+    /// The words around each link in the linking page's text; `None` in
+    /// an index made before it existed.
+    pub(crate) context: Option<Field>,
 }
 
 impl AnchorFields {
@@ -231,6 +234,7 @@ impl AnchorFields {
             text(ENGLISH, IndexRecordOption::WithFreqsAndPositions),
         );
         b.add_text_field("spell", text(SPELL, IndexRecordOption::Basic));
+        b.add_text_field("context", text(ENGLISH, IndexRecordOption::WithFreqs));
         b.build()
     }
 
@@ -245,8 +249,25 @@ impl AnchorFields {
             target: f("target")?,
             text: f("text")?,
             spell: f("spell")?,
+            context: schema.get_field("context").ok(),
         })
     }
+}
+
+/// Why `existing` (an index's schema) is not part of `current` (this
+/// version's): the first field it has that `current` lacks or defines
+/// otherwise; `None` when every field of it is in `current`, unchanged.
+pub(crate) fn not_a_subset(existing: &Schema, current: &Schema) -> Option<String> {
+    existing.fields().find_map(|(_, entry)| {
+        let name = entry.name();
+        match current.get_field(name) {
+            Ok(f) if current.get_field_entry(f) == entry => None,
+            Ok(_) => Some(format!("its field {name:?} is defined differently")),
+            Err(_) => Some(format!(
+                "it has a field {name:?} this version does not know"
+            )),
+        }
+    })
 }
 
 /// The words of a URL worth matching: host labels and path segments split
@@ -322,6 +343,31 @@ mod tests {
             out.push(t.text.clone());
         }
         assert_eq!(out, [expected.clone(), expected].concat());
+    }
+
+    #[test]
+    fn an_index_without_the_anchor_context_is_still_usable() {
+        let current = AnchorFields::schema();
+        // The anchors schema before the context field.
+        let mut b = Schema::builder();
+        b.add_text_field("source", STRING);
+        b.add_text_field("target", STRING | FAST);
+        b.add_text_field(
+            "text",
+            text(ENGLISH, IndexRecordOption::WithFreqsAndPositions),
+        );
+        b.add_text_field("spell", text(SPELL, IndexRecordOption::Basic));
+        let old = b.build();
+        assert_eq!(not_a_subset(&old, &current), None);
+        assert_eq!(not_a_subset(&current, &current), None);
+        assert_eq!(AnchorFields::of(&old).unwrap().context, None);
+        assert!(AnchorFields::of(&current).unwrap().context.is_some());
+        // A field this version does not know, or defines otherwise: refused.
+        let mut b = Schema::builder();
+        b.add_text_field("source", STRING | STORED);
+        let other = b.build();
+        assert!(not_a_subset(&other, &current).unwrap().contains("source"));
+        assert!(not_a_subset(&current, &old).unwrap().contains("context"));
     }
 
     #[test]

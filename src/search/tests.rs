@@ -20,6 +20,7 @@ fn anchor(source: &str, target: &str, text: &str) -> (String, AnchorDoc) {
     let link = AnchorDoc {
         target: target.into(),
         text: text.into(),
+        context: String::new(),
     };
     (source.into(), link)
 }
@@ -469,4 +470,62 @@ fn the_index_lives_beside_the_store() {
         index_dir_for(Path::new("crawler.db")),
         Path::new("crawler.db.index")
     );
+}
+
+#[test]
+fn a_page_is_found_by_the_words_around_the_links_to_it() {
+    // The admin page never says "kill"; the page that links to it does,
+    // around a link whose own text says nothing.
+    let admin = page(
+        "https://db.example/admin",
+        "Administration functions",
+        "pg_cancel_backend cancels the current query of a backend; \
+         pg_terminate_backend ends the session.",
+    );
+    let shutdown = page(
+        "https://db.example/shutdown",
+        "Shutting the server down",
+        "Send SIGTERM to stop the server. To kill a running query without \
+         stopping the server, see Section 9.27 for the functions to call.",
+    );
+    let mut links = vec![AnchorDoc {
+        target: admin.url.clone(),
+        text: "Section 9.27".into(),
+        context: String::new(),
+    }];
+    add_contexts(&shutdown, &mut links);
+    assert!(
+        links[0].context.contains("kill a running query"),
+        "{links:?}"
+    );
+    let (_dir, index) = index_with(
+        &[admin.clone(), shutdown.clone()],
+        &[(shutdown.url.clone(), links[0].clone())],
+    );
+    let answer = search(&index, "kill");
+    let found = urls(&answer);
+    assert!(found.contains(&admin.url.as_str()), "{found:?}");
+    // Without the context, only the page with the word is found.
+    let (_dir, index) = index_with(
+        &[admin.clone(), shutdown.clone()],
+        &[anchor(&shutdown.url, &admin.url, "Section 9.27")],
+    );
+    assert_eq!(urls(&search(&index, "kill")), [shutdown.url.as_str()]);
+}
+
+#[test]
+fn a_hub_gives_its_links_no_context() {
+    let mut hub = page(
+        "https://db.example/toc",
+        "Contents",
+        &"Chapter one Chapter two ".repeat(20),
+    );
+    hub.out_links = 80;
+    let mut links = vec![AnchorDoc {
+        target: "https://db.example/one".into(),
+        text: "Chapter one".into(),
+        context: String::new(),
+    }];
+    add_contexts(&hub, &mut links);
+    assert_eq!(links[0].context, "");
 }
