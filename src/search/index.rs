@@ -694,9 +694,10 @@ impl Searchers {
                 .map_err(err("search pages"))
         };
         let exact = || search(&scored(required(q, &text_fields)), wanted);
-        let page_hits = if q.phrases().is_empty() {
-            exact()?
-        } else {
+        let pages = || {
+            if q.phrases().is_empty() {
+                return exact();
+            }
             // Ranked by the words alone (no required clause, so the top
             // pages are found without scoring every page), the phrases
             // checked after.
@@ -706,13 +707,23 @@ impl Searchers {
             let mut kept = with_phrases(&self.pages, &text_fields, &q.phrases(), pool)?;
             if complete || kept.len() >= wanted {
                 kept.truncate(wanted);
-                kept
+                Ok(kept)
             } else {
-                exact()?
+                exact()
             }
         };
-
-        let anchors = self.anchor_hits(q, &terms)?;
+        // The pages and the anchors are two indexes: searched at once, on
+        // two cores when there are.
+        let (page_hits, anchors) = std::thread::scope(|scope| {
+            let anchors = scope.spawn(|| self.anchor_hits(q, &terms));
+            let page_hits = pages();
+            // A panic there is a bug: it carries on here.
+            let anchors = anchors
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            (page_hits, anchors)
+        });
+        let (page_hits, anchors) = (page_hits?, anchors?);
         let mut candidates: Vec<DocAddress> = page_hits.iter().map(|(_, a)| *a).collect();
         let mut urls: Vec<Option<&str>> = vec![None; candidates.len()];
         let mut seen: HashMap<DocAddress, usize> = candidates
