@@ -405,6 +405,29 @@ impl MongoStore {
         Ok(summary)
     }
 
+    /// `url` is processed (now): its pending document goes, and the batch
+    /// knows it as processed.
+    async fn processed_now(
+        &self,
+        url: &str,
+        op_key: &str,
+        processed: &mut HashMap<String, ProcessedState>,
+        now: Millis,
+    ) -> Result<(), StoreError> {
+        processed.insert(
+            url.to_string(),
+            ProcessedState {
+                op_key: op_key.to_string(),
+                d_processed: now,
+            },
+        );
+        self.pending
+            .delete_one(doc! { "url": url, "op_key": op_key })
+            .await
+            .map_err(backend)?;
+        Ok(())
+    }
+
     /// Upsert one admitted link found on `referrer` (none for a seed): the
     /// paper's `add_pending_url`, given what is known of the URL in
     /// processed_urls.
@@ -568,18 +591,9 @@ impl MongoStore {
                     .await
                     .map_err(backend)?;
             }
-            processed.insert(
-                record.url.clone(),
-                ProcessedState {
-                    op_key: op_key.clone(),
-                    d_processed: now,
-                },
-            );
-            self.pending
-                .delete_one(doc! { "url": &record.url, "op_key": &op_key })
-                .await
-                .map_err(backend)?;
-            return Ok(());
+            return self
+                .processed_now(&record.url, &op_key, processed, now)
+                .await;
         }
         let duplicate_of = self.duplicate_of(record).await?;
         if duplicate_of.is_some() {
@@ -625,17 +639,8 @@ impl MongoStore {
             .upsert(true)
             .await
             .map_err(backend)?;
-        processed.insert(
-            record.url.clone(),
-            ProcessedState {
-                op_key: op_key.clone(),
-                d_processed: now,
-            },
-        );
-        self.pending
-            .delete_one(doc! { "url": &record.url, "op_key": &op_key })
-            .await
-            .map_err(backend)?;
+        self.processed_now(&record.url, &op_key, processed, now)
+            .await?;
         // A duplicate is not indexed: the original stands for it.
         for record in page
             .records

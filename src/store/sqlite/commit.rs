@@ -57,6 +57,18 @@ impl Commit<'_> {
             .map(|at| Seen::Processed { at }))
     }
 
+    /// `rec`'s URL is processed: its pending row goes, and the window
+    /// knows it as processed now.
+    fn processed(&mut self, rec: &web_crawler_actors::PageRecord) -> Result<(), Fail> {
+        self.tx
+            .prepare_cached(DELETE_PENDING)?
+            .execute(params![rec.url, rec.operation.key()])?;
+        self.remember(
+            key_hash(&rec.url, &rec.operation),
+            Seen::Processed { at: self.now },
+        )
+    }
+
     /// Record `seen`; credit of keys that fall out of the window is written.
     fn remember(&mut self, key: u64, seen: Seen) -> Result<(), Fail> {
         if let Some(dropped) = self.seen.insert(key, seen) {
@@ -257,12 +269,7 @@ pub(super) fn apply_commit(
                 rec.d_next_check,
                 rec.check_interval_ms,
             ])?;
-            tx.prepare_cached(DELETE_PENDING)?
-                .execute(params![rec.url, rec.operation.key()])?;
-            c.remember(
-                key_hash(&rec.url, &rec.operation),
-                Seen::Processed { at: now },
-            )?;
+            c.processed(rec)?;
             continue;
         }
         let dup = match rec.content_hash {
@@ -306,12 +313,7 @@ pub(super) fn apply_commit(
             rec.d_next_check,
             rec.check_interval_ms,
         ])?;
-        tx.prepare_cached(DELETE_PENDING)?
-            .execute(params![rec.url, operation])?;
-        c.remember(
-            key_hash(&rec.url, &rec.operation),
-            Seen::Processed { at: now },
-        )?;
+        c.processed(rec)?;
         // A duplicate is not indexed: the original stands for it.
         for record in page
             .records
