@@ -53,6 +53,7 @@ impl From<HttpResponse> for web_crawler_actors::FetchedPage {
             location: resp.location,
             retry_after_ms: resp.retry_after.map(|d| d.as_millis() as i64),
             body: resp.body.to_vec(),
+            content_decoded: crate::fetch::is_decoded(&resp.headers),
             truncated: resp.truncated,
             fetch_ms: resp.elapsed.as_millis() as i64,
             etag: resp.etag,

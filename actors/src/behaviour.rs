@@ -406,6 +406,9 @@ pub struct FetchedPage {
     pub retry_after_ms: Option<Millis>,
     /// Decoded (gzip/deflate/br) body, at most the configured cap.
     pub body: Vec<u8>,
+    /// The fetcher undid a `Content-Encoding` to get `body` (an archive
+    /// says so in the headers it keeps).
+    pub content_decoded: bool,
     pub truncated: bool,
     pub fetch_ms: i64,
     /// `ETag` and `Last-Modified` headers, for a later conditional request.

@@ -231,18 +231,6 @@ impl Writer {
         let kind = record::kind(page.status, &payload_digest, last.get(url));
         let previous = last.get(url).cloned();
         let date = record::warc_date(now);
-        let decoded = {
-            let mut map = hyper::HeaderMap::new();
-            for (name, value) in &page.response_headers {
-                if let (Ok(n), Ok(v)) = (
-                    hyper::header::HeaderName::from_bytes(name.as_bytes()),
-                    hyper::header::HeaderValue::from_bytes(value),
-                ) {
-                    map.append(n, v);
-                }
-            }
-            crate::fetch::is_decoded(&map)
-        };
 
         let file = self.file()?;
         let (response_id, request_id) = (record_id(), record_id());
@@ -258,7 +246,7 @@ impl Writer {
         if let Some(ip) = page.remote_ip {
             common.push(header(WarcHeader::IPAddress, ip.to_string()));
         }
-        let head = record::response_head(page, decoded);
+        let head = record::response_head(page);
         let mut headers = common;
         headers.push(header(WarcHeader::RecordID, response_id.clone()));
         let (block, mime, digest) = match kind {

@@ -32,12 +32,12 @@ pub fn timestamp14(at: DateTime<Utc>) -> String {
 
 /// The HTTP head of a response record: the status line and the headers as
 /// received. The body is archived as the crawler read it: decoded
-/// (`decoded`: the fetcher undid a `Content-Encoding`), without chunking,
+/// (`content_decoded`: the fetcher undid a `Content-Encoding`), without chunking,
 /// perhaps cut at the body cap; so the `Content-Encoding` it undid,
 /// `Transfer-Encoding` and a `Content-Length` that no longer holds are
 /// renamed `X-Archive-Orig-…`, and a `Content-Length` of the body as
 /// archived is added.
-pub fn response_head(page: &FetchedPage, decoded: bool) -> Vec<u8> {
+pub fn response_head(page: &FetchedPage) -> Vec<u8> {
     let reason = hyper::StatusCode::from_u16(page.status)
         .ok()
         .and_then(|s| s.canonical_reason())
@@ -52,7 +52,7 @@ pub fn response_head(page: &FetchedPage, decoded: bool) -> Vec<u8> {
     let mut head = format!("{version} {} {reason}\r\n", page.status).into_bytes();
     for (name, value) in &page.response_headers {
         let untrue = match name.to_ascii_lowercase().as_str() {
-            "content-encoding" => decoded,
+            "content-encoding" => page.content_decoded,
             "transfer-encoding" => true,
             "content-length" => {
                 let holds = !length_holds && value.trim_ascii() == length.as_bytes();
@@ -222,7 +222,11 @@ mod tests {
             ],
             b"hello",
         );
-        let head = String::from_utf8(response_head(&p, true)).unwrap();
+        let p = FetchedPage {
+            content_decoded: true,
+            ..p
+        };
+        let head = String::from_utf8(response_head(&p)).unwrap();
         assert_eq!(
             head,
             "HTTP/1.1 200 OK\r\ncontent-type: text/html\r\n\
@@ -235,14 +239,14 @@ mod tests {
             &[("content-encoding", "zstd"), ("content-length", "5")],
             b"xxxxx",
         );
-        let head = String::from_utf8(response_head(&p, false)).unwrap();
+        let head = String::from_utf8(response_head(&p)).unwrap();
         assert_eq!(
             head,
             "HTTP/1.1 200 OK\r\ncontent-encoding: zstd\r\ncontent-length: 5\r\n\r\n"
         );
         // A body cut at the cap is shorter than the server said.
         let p = page(&[("content-length", "9")], b"xxxxx");
-        let head = String::from_utf8(response_head(&p, false)).unwrap();
+        let head = String::from_utf8(response_head(&p)).unwrap();
         assert!(
             head.ends_with("X-Archive-Orig-content-length: 9\r\nContent-Length: 5\r\n\r\n"),
             "{head}"
