@@ -333,18 +333,13 @@ pub(crate) fn render(req: &ControlRequest, v: &Value) -> String {
             format!("{HOSTS_HEADER}\n{rows}")
         }
         ControlRequest::Availability { .. } => {
-            let rows = counted(v, |a| {
-                serde_json::from_value(a.clone())
-                    .map_or_else(|e| format!("(unreadable: {e})"), |a| availability_row(&a))
-            });
-            format!("{AVAILABILITY_HEADER}\n{rows}")
+            format!(
+                "{AVAILABILITY_HEADER}\n{}",
+                counted(v, typed(availability_row))
+            )
         }
         ControlRequest::Changes { .. } => {
-            let rows = counted(v, |e| {
-                serde_json::from_value(e.clone())
-                    .map_or_else(|e| format!("(unreadable: {e})"), |e| change_row(&e))
-            });
-            format!("{CHANGES_HEADER}\n{rows}")
+            format!("{CHANGES_HEADER}\n{}", counted(v, typed(change_row)))
         }
         ControlRequest::Pause => "paused: no new URLs are handed out".to_string(),
         ControlRequest::Resume => "resumed".to_string(),
@@ -528,6 +523,13 @@ fn counted(v: &Value, row: impl Fn(&Value) -> String) -> String {
         out.push_str(&format!("\n... {} more ({total} in all)", total - shown));
     }
     out
+}
+
+/// A row of a listing whose items are `T`s, by `row`.
+fn typed<T: serde::de::DeserializeOwned>(row: fn(&T) -> String) -> impl Fn(&Value) -> String {
+    move |v| {
+        serde_json::from_value(v.clone()).map_or_else(|e| format!("(unreadable: {e})"), |t| row(&t))
+    }
 }
 
 fn list(v: &Value, row: impl Fn(&Value) -> String) -> String {

@@ -278,20 +278,11 @@ async fn answer(state: &mut ControlArgs, request: ControlRequest) -> Result<Valu
             Ok(first(results, limit))
         }
         ControlRequest::Availability { host, limit } => {
-            let history = state
-                .queries
-                .fetch_history(HistoryQuery { host, since: None })
-                .await
-                .map_err(|e| e.to_string())?;
+            let history = history_of(state, host).await?;
             Ok(first(monitor::availability(&history), limit))
         }
         ControlRequest::Changes { host, limit } => {
-            let history = state
-                .queries
-                .fetch_history(HistoryQuery { host, since: None })
-                .await
-                .map_err(|e| e.to_string())?;
-            let mut changes = monitor::changes(&history);
+            let mut changes = monitor::changes(&history_of(state, host).await?);
             changes.sort_by_key(|e| std::cmp::Reverse(e.at));
             Ok(first(changes, limit))
         }
@@ -367,6 +358,18 @@ pub(crate) async fn search(
 
 /// `{"total": N, "items": [the first limit]}`: a listing whose length the
 /// store decides, bounded in the reply.
+/// Every fetch of the watched URLs (only `host`'s with one).
+async fn history_of(
+    state: &ControlArgs,
+    host: Option<String>,
+) -> Result<Vec<monitor::FetchHistory>, String> {
+    state
+        .queries
+        .fetch_history(HistoryQuery { host, since: None })
+        .await
+        .map_err(|e| e.to_string())
+}
+
 fn first<T: Serialize>(mut items: Vec<T>, limit: usize) -> Value {
     let total = items.len();
     items.truncate(limit);
