@@ -224,15 +224,14 @@ pub trait Frontier: Send + Sync + fmt::Debug + 'static {
     /// expired) to `processing`, leased to `owner` until `lease_until`.
     async fn claim(&self, req: ClaimRequest) -> Result<Vec<Job>, StoreError>;
 
-    /// Apply a batch of results idempotently (see [`CommitBatch`]).
-    async fn commit(&self, batch: CommitBatch) -> Result<CommitSummary, StoreError>;
+    /// Apply a batch of results idempotently (see [`CommitBatch`]). The
+    /// batch is shared: the master keeps it, to write it again should the
+    /// store be unavailable (`CommitBatch::into` makes one of a new batch).
+    async fn commit(&self, batch: Arc<CommitBatch>) -> Result<CommitSummary, StoreError>;
 
     /// [`Frontier::commit`] then, if asked, [`Frontier::claim`]: the
     /// master's cycle. A backend may do both in one transaction (one durable
-    /// write, not two). The batch is shared: the master keeps it, to write
-    /// it again should the store be unavailable. This default copies it for
-    /// [`Frontier::commit`]; a backend that can write from a reference
-    /// overrides it.
+    /// write, not two).
     async fn commit_and_claim(
         &self,
         batch: Arc<CommitBatch>,
@@ -241,7 +240,7 @@ pub trait Frontier: Send + Sync + fmt::Debug + 'static {
         let summary = if batch.is_empty() {
             CommitSummary::default()
         } else {
-            self.commit(Arc::unwrap_or_clone(batch)).await?
+            self.commit(batch).await?
         };
         let jobs = match claim {
             Some(req) => self.claim(req).await?,

@@ -1220,25 +1220,8 @@ impl Frontier for MongoStore {
         Ok(jobs)
     }
 
-    async fn commit(&self, batch: CommitBatch) -> Result<CommitSummary, StoreError> {
+    async fn commit(&self, batch: Arc<CommitBatch>) -> Result<CommitSummary, StoreError> {
         self.write_batch(&batch).await
-    }
-
-    async fn commit_and_claim(
-        &self,
-        batch: Arc<CommitBatch>,
-        claim: Option<ClaimRequest>,
-    ) -> Result<(CommitSummary, Vec<Job>), StoreError> {
-        let summary = if batch.is_empty() {
-            CommitSummary::default()
-        } else {
-            self.write_batch(&batch).await?
-        };
-        let jobs = match claim {
-            Some(req) => self.claim(req).await?,
-            None => Vec::new(),
-        };
-        Ok((summary, jobs))
     }
 
     async fn extend_leases(

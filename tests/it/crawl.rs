@@ -546,7 +546,7 @@ impl Frontier for FlakyStore {
     async fn claim(&self, req: ClaimRequest) -> Result<Vec<Job>, StoreError> {
         self.inner.claim(req).await
     }
-    async fn commit(&self, batch: CommitBatch) -> Result<CommitSummary, StoreError> {
+    async fn commit(&self, batch: Arc<CommitBatch>) -> Result<CommitSummary, StoreError> {
         let n = self.commits.fetch_add(1, Ordering::SeqCst);
         if n >= self.fail_from
             && self

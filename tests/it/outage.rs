@@ -140,7 +140,7 @@ impl Frontier for Switched {
         self.check()?;
         self.inner.claim(req).await
     }
-    async fn commit(&self, batch: CommitBatch) -> Result<CommitSummary, StoreError> {
+    async fn commit(&self, batch: Arc<CommitBatch>) -> Result<CommitSummary, StoreError> {
         self.check()?;
         self.inner.commit(batch).await
     }

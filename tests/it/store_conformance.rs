@@ -89,24 +89,27 @@ async fn pending_urls(store: &dyn Store) -> Vec<String> {
 async fn upsert_and_referral_merge(b: Backend) {
     let store = b.open().await;
     let s = store
-        .commit(pages(
-            NOW,
-            None,
-            vec![
-                page(
-                    "http://a/1",
-                    200,
-                    Some(1),
-                    vec![link("http://a/x", 3, 0.5), link("http://a/x", 2, 0.25)],
-                ),
-                page(
-                    "http://a/2",
-                    200,
-                    Some(2),
-                    vec![link("http://a/x", 1, 0.25)],
-                ),
-            ],
-        ))
+        .commit(
+            (pages(
+                NOW,
+                None,
+                vec![
+                    page(
+                        "http://a/1",
+                        200,
+                        Some(1),
+                        vec![link("http://a/x", 3, 0.5), link("http://a/x", 2, 0.25)],
+                    ),
+                    page(
+                        "http://a/2",
+                        200,
+                        Some(2),
+                        vec![link("http://a/x", 1, 0.25)],
+                    ),
+                ],
+            ))
+            .into(),
+        )
         .await
         .unwrap();
     assert_eq!(s.queued, 1);
@@ -125,7 +128,10 @@ async fn upsert_and_referral_merge(b: Backend) {
     // Another operation on the same URL is another unit of work.
     let mut other = link("http://a/x", 0, 1.0);
     other.operation = OperationSpec::search_text("t");
-    store.commit(seeds(NOW, vec![other])).await.unwrap();
+    store
+        .commit((seeds(NOW, vec![other])).into())
+        .await
+        .unwrap();
     assert_eq!(store.pending(10).await.unwrap().len(), 2);
 }
 
@@ -136,7 +142,7 @@ async fn claim_respects_per_host_caps_round_robin(b: Backend) {
         links.push(link(&format!("http://a/{i}"), 0, 1.0));
     }
     links.push(link("http://b/0", 0, 1.0));
-    store.commit(seeds(NOW, links)).await.unwrap();
+    store.commit((seeds(NOW, links)).into()).await.unwrap();
     let mut req = claim_req(NOW, 10, 2);
     req.held_per_host = HashMap::from([("b".to_string(), 2)]);
     let jobs = store.claim(req).await.unwrap();
@@ -158,7 +164,7 @@ async fn claim_respects_per_host_caps_round_robin(b: Backend) {
     for i in 0..5 {
         links.push(link(&format!("http://d/{i}"), 0, 5.0 - f64::from(i)));
     }
-    store.commit(seeds(NOW, links)).await.unwrap();
+    store.commit((seeds(NOW, links)).into()).await.unwrap();
     let mut req = claim_req(NOW, 4, 10);
     req.held_per_host = HashMap::from([("a".to_string(), 10), ("b".to_string(), 10)]);
     let mut urls: Vec<String> = store
@@ -181,7 +187,7 @@ async fn claims_race_without_double_claims(b: Backend) {
     let links = (0..n)
         .map(|i| link(&format!("http://h{}/{i}", i % 7), 0, 1.0))
         .collect();
-    store.commit(seeds(NOW, links)).await.unwrap();
+    store.commit((seeds(NOW, links)).into()).await.unwrap();
     let mut tasks = Vec::new();
     for t in 0..8 {
         let store = store.clone();
@@ -210,7 +216,7 @@ async fn claims_race_without_double_claims(b: Backend) {
 async fn lease_expiry_returns_urls(b: Backend) {
     let store = b.open().await;
     store
-        .commit(seeds(NOW, vec![link("http://a/1", 0, 1.0)]))
+        .commit((seeds(NOW, vec![link("http://a/1", 0, 1.0)])).into())
         .await
         .unwrap();
     let first = store.claim(claim_req(NOW, 10, 10)).await.unwrap();
@@ -243,7 +249,7 @@ async fn lease_expiry_returns_urls(b: Backend) {
     );
     // A restarting node releases its leases at once, except what still runs.
     store
-        .commit(seeds(NOW, vec![link("http://a/2", 0, 1.0)]))
+        .commit((seeds(NOW, vec![link("http://a/2", 0, 1.0)])).into())
         .await
         .unwrap();
     store.claim(claim_req(NOW, 10, 10)).await.unwrap();
@@ -268,11 +274,7 @@ async fn processed_pages_by_url_or_newest_first(b: Backend) {
     {
         let at = NOW + 1_000 * i as i64;
         store
-            .commit(pages(
-                at,
-                None,
-                vec![page(url, 200, Some(100 + i as u64), vec![])],
-            ))
+            .commit((pages(at, None, vec![page(url, 200, Some(100 + i as u64), vec![])])).into())
             .await
             .unwrap();
     }
@@ -311,16 +313,12 @@ async fn processed_pages_by_url_or_newest_first(b: Backend) {
 async fn reprocess_interval_rule(b: Backend) {
     let store = b.open().await;
     store
-        .commit(seeds(NOW, vec![link("http://a/p", 0, 1.0)]))
+        .commit((seeds(NOW, vec![link("http://a/p", 0, 1.0)])).into())
         .await
         .unwrap();
     store.claim(claim_req(NOW, 10, 10)).await.unwrap();
     store
-        .commit(pages(
-            NOW,
-            None,
-            vec![page("http://a/p", 200, Some(1), vec![])],
-        ))
+        .commit((pages(NOW, None, vec![page("http://a/p", 200, Some(1), vec![])])).into())
         .await
         .unwrap();
     assert!(pending_urls(&*store).await.is_empty());
@@ -335,12 +333,12 @@ async fn reprocess_interval_rule(b: Backend) {
         )]
     };
     let s = store
-        .commit(pages(NOW + 1_000, None, linked_from("http://a/r1", 2)))
+        .commit((pages(NOW + 1_000, None, linked_from("http://a/r1", 2))).into())
         .await
         .unwrap();
     assert_eq!((s.queued, s.merged), (0, 1));
     store
-        .commit(pages(NOW + 1_000, interval, linked_from("http://a/r2", 3)))
+        .commit((pages(NOW + 1_000, interval, linked_from("http://a/r2", 3))).into())
         .await
         .unwrap();
     let p = store.processed_url("http://a/p").await.unwrap().unwrap();
@@ -348,7 +346,7 @@ async fn reprocess_interval_rule(b: Backend) {
     assert!(pending_urls(&*store).await.is_empty());
     // Linked again after the interval: queued again.
     let s = store
-        .commit(pages(NOW + 61_000, interval, linked_from("http://a/r3", 4)))
+        .commit((pages(NOW + 61_000, interval, linked_from("http://a/r3", 4))).into())
         .await
         .unwrap();
     assert_eq!(s.queued, 1);
@@ -362,7 +360,7 @@ async fn watched_urls_are_swept_and_their_history_bounded(b: Backend) {
     let store = b.open().await;
     let url = "http://w/a";
     store
-        .commit(seeds(NOW, vec![link(url, 0, 1.0)]))
+        .commit((seeds(NOW, vec![link(url, 0, 1.0)])).into())
         .await
         .unwrap();
     store.claim(claim_req(NOW, 10, 10)).await.unwrap();
@@ -382,7 +380,7 @@ async fn watched_urls_are_swept_and_their_history_bounded(b: Backend) {
         }
     };
     store
-        .commit(fetched(NOW, 200, Some(1), false))
+        .commit((fetched(NOW, 200, Some(1), false)).into())
         .await
         .unwrap();
     let p = store.processed_url(url).await.unwrap().unwrap();
@@ -419,7 +417,7 @@ async fn watched_urls_are_swept_and_their_history_bounded(b: Backend) {
     not_modified.pages[0].links.clear();
     not_modified.pages[0].record.title = None;
     not_modified.pages[0].record.content_hash = Some(1);
-    store.commit(not_modified).await.unwrap();
+    store.commit(not_modified.into()).await.unwrap();
     let p = store.processed_url(url).await.unwrap().unwrap();
     assert_eq!(p.d_processed, NOW + 3_000);
     assert_eq!(p.record.http_returncode, Some(200));
@@ -432,12 +430,12 @@ async fn watched_urls_are_swept_and_their_history_bounded(b: Backend) {
     // Many checks later: the newest three are kept.
     store.requeue_due(NOW + 5_000, 10).await.unwrap();
     store
-        .commit(fetched(NOW + 5_000, 500, Some(9), true))
+        .commit((fetched(NOW + 5_000, 500, Some(9), true)).into())
         .await
         .unwrap();
     store.requeue_due(NOW + 7_000, 10).await.unwrap();
     store
-        .commit(fetched(NOW + 7_000, 200, Some(2), true))
+        .commit((fetched(NOW + 7_000, 200, Some(2), true)).into())
         .await
         .unwrap();
     let history = store.fetch_history(HistoryQuery::default()).await.unwrap();
@@ -485,12 +483,12 @@ async fn content_duplicates_recorded_links_not_followed(b: Backend) {
         vec![link("http://b/from-copy", 1, 1.0)],
     );
     let s = store
-        .commit(pages(NOW, None, vec![original]))
+        .commit((pages(NOW, None, vec![original])).into())
         .await
         .unwrap();
     assert!(s.duplicates.is_empty());
     let s = store
-        .commit(pages(NOW + 1, None, vec![copy]))
+        .commit((pages(NOW + 1, None, vec![copy])).into())
         .await
         .unwrap();
     assert_eq!(s.duplicates, vec!["http://b/copy".to_string()]);
@@ -499,25 +497,31 @@ async fn content_duplicates_recorded_links_not_followed(b: Backend) {
     assert_eq!(copy.duplicate_of.as_deref(), Some("http://a/orig"));
     // Re-processing the original does not make it a copy of its copy.
     store
-        .commit(pages(
-            NOW + 2,
-            None,
-            vec![page("http://a/orig", 200, Some(77), vec![])],
-        ))
+        .commit(
+            (pages(
+                NOW + 2,
+                None,
+                vec![page("http://a/orig", 200, Some(77), vec![])],
+            ))
+            .into(),
+        )
         .await
         .unwrap();
     let orig = store.processed_url("http://a/orig").await.unwrap().unwrap();
     assert_eq!(orig.duplicate_of, None);
     // Identical error pages are not duplicates.
     store
-        .commit(pages(
-            NOW + 3,
-            None,
-            vec![
-                page("http://a/e1", 404, Some(9), vec![]),
-                page("http://a/e2", 404, Some(9), vec![]),
-            ],
-        ))
+        .commit(
+            (pages(
+                NOW + 3,
+                None,
+                vec![
+                    page("http://a/e1", 404, Some(9), vec![]),
+                    page("http://a/e2", 404, Some(9), vec![]),
+                ],
+            ))
+            .into(),
+        )
         .await
         .unwrap();
     assert_eq!(
@@ -557,11 +561,14 @@ async fn records_replace_per_collection_and_key(b: Backend) {
         },
     ];
     store
-        .commit(pages(NOW, None, vec![p.clone()]))
+        .commit((pages(NOW, None, vec![p.clone()])).into())
         .await
         .unwrap();
     p.records[0].fields = doc(json!({ "positions": [4] }));
-    store.commit(pages(NOW + 5, None, vec![p])).await.unwrap();
+    store
+        .commit((pages(NOW + 5, None, vec![p])).into())
+        .await
+        .unwrap();
     let results = store.search_results(Some("needle")).await.unwrap();
     assert_eq!(results.len(), 1);
     assert_eq!(results[0].url, "http://a/s");
@@ -602,7 +609,7 @@ async fn records_replace_per_collection_and_key(b: Backend) {
 async fn retries_back_off_then_failures_are_recorded(b: Backend) {
     let store = b.open().await;
     store
-        .commit(seeds(NOW, vec![link("http://a/f", 0, 1.0)]))
+        .commit((seeds(NOW, vec![link("http://a/f", 0, 1.0)])).into())
         .await
         .unwrap();
     let job: Job = store.claim(claim_req(NOW, 1, 1)).await.unwrap().remove(0);
@@ -616,7 +623,7 @@ async fn retries_back_off_then_failures_are_recorded(b: Backend) {
         }],
         ..CommitBatch::default()
     };
-    store.commit(retry).await.unwrap();
+    store.commit(retry.into()).await.unwrap();
     assert!(
         store
             .claim(claim_req(NOW + 1_000, 1, 1))
@@ -637,7 +644,7 @@ async fn retries_back_off_then_failures_are_recorded(b: Backend) {
     failed.record.error = Some("failed after 2 attempt(s): HTTP 503".into());
     failed.record.content_hash = None;
     store
-        .commit(pages(NOW + 6_000, None, vec![failed]))
+        .commit((pages(NOW + 6_000, None, vec![failed])).into())
         .await
         .unwrap();
     let counts = store.counts().await.unwrap();
@@ -658,28 +665,34 @@ async fn resume_after_restart_on_the_same_store(b: Backend) {
     {
         let store = b.open().await;
         store
-            .commit(seeds(
-                NOW,
-                vec![link("http://a/1", 0, 1.0), link("http://a/2", 0, 1.0)],
-            ))
+            .commit(
+                (seeds(
+                    NOW,
+                    vec![link("http://a/1", 0, 1.0), link("http://a/2", 0, 1.0)],
+                ))
+                .into(),
+            )
             .await
             .unwrap();
         store.claim(claim_req(NOW, 1, 10)).await.unwrap();
         store
-            .commit(CommitBatch {
-                now: NOW,
-                hosts: vec![HostRecord {
-                    host: "a".into(),
-                    robots_status: web_crawler::actors::RobotsStatus::Fetched,
-                    robots_http_code: Some(200),
-                    robots_txt: Some("User-agent: *\nDisallow:".into()),
-                    robots_fetched_at: NOW,
-                    crawl_delay_ms: Some(1500),
-                    sitemaps: vec!["http://a/sitemap.xml".into()],
-                    ..HostRecord::default()
-                }],
-                ..CommitBatch::default()
-            })
+            .commit(
+                (CommitBatch {
+                    now: NOW,
+                    hosts: vec![HostRecord {
+                        host: "a".into(),
+                        robots_status: web_crawler::actors::RobotsStatus::Fetched,
+                        robots_http_code: Some(200),
+                        robots_txt: Some("User-agent: *\nDisallow:".into()),
+                        robots_fetched_at: NOW,
+                        crawl_delay_ms: Some(1500),
+                        sitemaps: vec!["http://a/sitemap.xml".into()],
+                        ..HostRecord::default()
+                    }],
+                    ..CommitBatch::default()
+                })
+                .into(),
+            )
             .await
             .unwrap();
     }
@@ -698,11 +711,7 @@ async fn resume_after_restart_on_the_same_store(b: Backend) {
     assert_eq!(hosts[0].crawl_delay_ms, Some(1500));
     assert_eq!(hosts[0].sitemaps, vec!["http://a/sitemap.xml"]);
     store
-        .commit(pages(
-            NOW,
-            None,
-            vec![page("http://a/1", 200, None, vec![])],
-        ))
+        .commit((pages(NOW, None, vec![page("http://a/1", 200, None, vec![])])).into())
         .await
         .unwrap();
     drop(store);
@@ -710,10 +719,13 @@ async fn resume_after_restart_on_the_same_store(b: Backend) {
     // runs are referrals, never new work.
     let store = b.open().await;
     let s = store
-        .commit(seeds(
-            NOW,
-            vec![link("http://a/1", 1, 1.0), link("http://a/2", 1, 1.0)],
-        ))
+        .commit(
+            (seeds(
+                NOW,
+                vec![link("http://a/1", 1, 1.0), link("http://a/2", 1, 1.0)],
+            ))
+            .into(),
+        )
         .await
         .unwrap();
     assert_eq!((s.queued, s.merged), (0, 2));
@@ -724,14 +736,14 @@ async fn crash_between_links_and_processed_loses_nothing(b: Backend) {
     {
         let store = b.open().await;
         store
-            .commit(seeds(NOW, vec![link("http://a/page", 0, 1.0)]))
+            .commit((seeds(NOW, vec![link("http://a/page", 0, 1.0)])).into())
             .await
             .unwrap();
         store.claim(claim_req(NOW, 10, 10)).await.unwrap();
         // The first half of a commit: the page's links are queued; the process
         // dies before the page is marked processed.
         store
-            .commit(seeds(NOW, vec![link("http://a/child", 1, 0.5)]))
+            .commit((seeds(NOW, vec![link("http://a/child", 1, 0.5)])).into())
             .await
             .unwrap();
     }
@@ -745,16 +757,19 @@ async fn crash_between_links_and_processed_loses_nothing(b: Backend) {
     let jobs = store.claim(claim_req(NOW, 10, 10)).await.unwrap();
     assert_eq!(jobs.len(), 2);
     let s = store
-        .commit(pages(
-            NOW,
-            None,
-            vec![page(
-                "http://a/page",
-                200,
-                Some(5),
-                vec![link("http://a/child", 1, 0.5)],
-            )],
-        ))
+        .commit(
+            (pages(
+                NOW,
+                None,
+                vec![page(
+                    "http://a/page",
+                    200,
+                    Some(5),
+                    vec![link("http://a/child", 1, 0.5)],
+                )],
+            ))
+            .into(),
+        )
         .await
         .unwrap();
     assert_eq!((s.queued, s.merged), (0, 1));
@@ -766,16 +781,19 @@ async fn crash_between_links_and_processed_loses_nothing(b: Backend) {
 async fn processed_documents_read_back_whole(b: Backend) {
     let store: Arc<dyn Store> = b.open().await;
     store
-        .commit(pages(
-            NOW,
-            None,
-            vec![page(
-                "http://a/",
-                200,
-                Some(1),
-                vec![link("http://a/doc", 1, 1.0)],
-            )],
-        ))
+        .commit(
+            (pages(
+                NOW,
+                None,
+                vec![page(
+                    "http://a/",
+                    200,
+                    Some(1),
+                    vec![link("http://a/doc", 1, 1.0)],
+                )],
+            ))
+            .into(),
+        )
         .await
         .unwrap();
     let mut p = page(
@@ -791,7 +809,7 @@ async fn processed_documents_read_back_whole(b: Backend) {
     p.record.node = "node-a".into();
     p.record.depth = 1;
     store
-        .commit(pages(NOW + 7, None, vec![p.clone()]))
+        .commit((pages(NOW + 7, None, vec![p.clone()])).into())
         .await
         .unwrap();
     let back = store.processed_url("http://a/doc").await.unwrap().unwrap();
@@ -827,7 +845,10 @@ async fn pages_in_batches_and_hosts_with_their_pages(b: Backend) {
             vec![link(next, 1, 1.0)],
         ));
     }
-    store.commit(pages(NOW, None, batch)).await.unwrap();
+    store
+        .commit((pages(NOW, None, batch)).into())
+        .await
+        .unwrap();
     let mut seen = Vec::new();
     let mut after: Option<String> = None;
     for _ in 0..10 {
@@ -858,18 +879,21 @@ async fn pages_in_batches_and_hosts_with_their_pages(b: Backend) {
         vec![("a".to_string(), 3), ("b:81".to_string(), 2)]
     );
     store
-        .commit(CommitBatch {
-            now: NOW,
-            hosts: vec![HostRecord {
-                host: "b:81".into(),
-                robots_http_code: Some(200),
-                robots_fetched_at: NOW,
-                crawl_delay_ms: Some(1500),
-                sitemaps: vec!["http://b:81/sitemap.xml".into()],
-                ..HostRecord::default()
-            }],
-            ..CommitBatch::default()
-        })
+        .commit(
+            (CommitBatch {
+                now: NOW,
+                hosts: vec![HostRecord {
+                    host: "b:81".into(),
+                    robots_http_code: Some(200),
+                    robots_fetched_at: NOW,
+                    crawl_delay_ms: Some(1500),
+                    sitemaps: vec!["http://b:81/sitemap.xml".into()],
+                    ..HostRecord::default()
+                }],
+                ..CommitBatch::default()
+            })
+            .into(),
+        )
         .await
         .unwrap();
     let hosts = store.host_summaries().await.unwrap();

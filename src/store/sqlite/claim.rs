@@ -215,20 +215,23 @@ mod tests {
     async fn claim_caps_per_host_and_round_robins_across_hosts() {
         let (_dir, _path, store) = open_temp();
         store
-            .commit(seeds(
-                0,
-                vec![
-                    link("http://a/1", 0, 1.0),
-                    link("http://a/2", 0, 5.0),
-                    link("http://a/3", 0, 3.0),
-                    link("http://a/4", 0, 1.0),
-                    link("http://b/1", 0, 2.0),
-                    link("http://b/2", 0, 2.0),
-                    link("http://b/3", 0, 0.5),
-                    link("http://c/1", 0, 0.1),
-                    link("http://d/1", 0, 9.0),
-                ],
-            ))
+            .commit(
+                (seeds(
+                    0,
+                    vec![
+                        link("http://a/1", 0, 1.0),
+                        link("http://a/2", 0, 5.0),
+                        link("http://a/3", 0, 3.0),
+                        link("http://a/4", 0, 1.0),
+                        link("http://b/1", 0, 2.0),
+                        link("http://b/2", 0, 2.0),
+                        link("http://b/3", 0, 0.5),
+                        link("http://c/1", 0, 0.1),
+                        link("http://d/1", 0, 9.0),
+                    ],
+                ))
+                .into(),
+            )
             .await
             .unwrap();
         let mut req = claim_req(10, 100, 2);
@@ -263,7 +266,7 @@ mod tests {
         let links = (0..4)
             .map(|i| link(&format!("http://a/{i}"), 0, 1.0))
             .collect();
-        store.commit(seeds(0, links)).await.unwrap();
+        store.commit((seeds(0, links)).into()).await.unwrap();
         assert_eq!(store.claim(claim_req(0, 10, 10)).await.unwrap().len(), 4);
 
         store

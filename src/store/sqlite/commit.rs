@@ -434,7 +434,10 @@ mod tests {
         crawl_one(&store, "http://a/x", 1_000).await;
         let mut search = link("http://a/x", 0, 1.0);
         search.operation = OperationSpec::search_text("needle");
-        let s = store.commit(seeds(2_000, vec![search])).await.unwrap();
+        let s = store
+            .commit((seeds(2_000, vec![search])).into())
+            .await
+            .unwrap();
         assert_eq!(s.queued, 1);
         let jobs = store.claim(claim_req(2_000, 10, 10)).await.unwrap();
         assert_eq!(jobs[0].operation, OperationSpec::search_text("needle"));
@@ -456,7 +459,7 @@ mod tests {
             vec![link("http://b/from-copy", 1, 1.0)],
         );
         let s = store
-            .commit(pages(1_000, None, vec![original, copy]))
+            .commit((pages(1_000, None, vec![original, copy])).into())
             .await
             .unwrap();
         assert_eq!((s.queued, s.duplicates.len()), (1, 1));
@@ -470,7 +473,10 @@ mod tests {
 
         // Re-processing the original is not a duplicate of its own copy.
         let again = page("http://a/orig", Some(200), Some(u64::MAX - 7), vec![]);
-        let s = store.commit(pages(2_000, None, vec![again])).await.unwrap();
+        let s = store
+            .commit((pages(2_000, None, vec![again])).into())
+            .await
+            .unwrap();
         assert!(
             s.duplicates.is_empty(),
             "its copy does not make it a duplicate"
@@ -480,10 +486,13 @@ mod tests {
         // Re-processing a page alone with its hash: not a duplicate.
         let solo = page("http://c/solo", Some(200), Some(42), vec![]);
         store
-            .commit(pages(3_000, None, vec![solo.clone()]))
+            .commit((pages(3_000, None, vec![solo.clone()])).into())
             .await
             .unwrap();
-        let s = store.commit(pages(4_000, None, vec![solo])).await.unwrap();
+        let s = store
+            .commit((pages(4_000, None, vec![solo])).into())
+            .await
+            .unwrap();
         assert!(s.duplicates.is_empty());
         assert_eq!(store.counts().await.unwrap().duplicates, 1, "only the copy");
     }
@@ -511,7 +520,7 @@ mod tests {
             vec![link("http://a/l3", 1, 1.0)],
         );
         let s = store
-            .commit(pages(1_000, None, vec![e1, e2, ok]))
+            .commit((pages(1_000, None, vec![e1, e2, ok])).into())
             .await
             .unwrap();
         assert_eq!((s.queued, s.duplicates.len()), (3, 0));
@@ -521,7 +530,10 @@ mod tests {
         }
         // A second 200 page with that hash copies the 200 one, not a 404.
         let ok2 = page("http://a/ok2", Some(200), Some(7), vec![]);
-        store.commit(pages(2_000, None, vec![ok2])).await.unwrap();
+        store
+            .commit((pages(2_000, None, vec![ok2])).into())
+            .await
+            .unwrap();
         let p = store.processed_url("http://a/ok2").await.unwrap().unwrap();
         assert_eq!(p.duplicate_of.as_deref(), Some("http://a/ok"));
     }
@@ -530,7 +542,7 @@ mod tests {
     async fn retries_bump_attempts_and_respect_not_before() {
         let (_dir, _path, store) = open_temp();
         store
-            .commit(seeds(0, vec![link("http://a/flaky", 0, 1.0)]))
+            .commit((seeds(0, vec![link("http://a/flaky", 0, 1.0)])).into())
             .await
             .unwrap();
         let jobs = store.claim(claim_req(0, 10, 10)).await.unwrap();
@@ -544,7 +556,7 @@ mod tests {
             }],
             ..CommitBatch::default()
         };
-        store.commit(retry).await.unwrap();
+        store.commit(retry.into()).await.unwrap();
         let p = &store.pending(10).await.unwrap()[0];
         assert_eq!(p.status, "pending");
         assert_eq!(p.attempts, 1);
@@ -561,7 +573,7 @@ mod tests {
         );
         // A referral merging into the waiting row does not reset it.
         store
-            .commit(seeds(4_999, vec![link("http://a/flaky", 0, 1.0)]))
+            .commit((seeds(4_999, vec![link("http://a/flaky", 0, 1.0)])).into())
             .await
             .unwrap();
         let jobs = store.claim(claim_req(5_000, 10, 10)).await.unwrap();
@@ -574,7 +586,7 @@ mod tests {
     async fn self_links_and_large_batches() {
         let (_dir, _path, store) = open_temp();
         store
-            .commit(seeds(0, vec![link("http://a/", 0, 1.0)]))
+            .commit((seeds(0, vec![link("http://a/", 0, 1.0)])).into())
             .await
             .unwrap();
         store.claim(claim_req(0, 10, 10)).await.unwrap();
@@ -584,11 +596,7 @@ mod tests {
         links.push(link("http://a/", 1, 0.001));
         let started = std::time::Instant::now();
         let s = store
-            .commit(pages(
-                10,
-                None,
-                vec![page("http://a/", Some(200), None, links)],
-            ))
+            .commit((pages(10, None, vec![page("http://a/", Some(200), None, links)])).into())
             .await
             .unwrap();
         tracing::info!(elapsed = ?started.elapsed(), "5001-link commit");

@@ -306,11 +306,11 @@ impl Frontier for SqliteStore {
         Ok(jobs)
     }
 
-    async fn commit(&self, batch: CommitBatch) -> Result<CommitSummary, StoreError> {
+    async fn commit(&self, batch: Arc<CommitBatch>) -> Result<CommitSummary, StoreError> {
         if batch.is_empty() {
             return Ok(CommitSummary::default());
         }
-        let (summary, _) = self.commit_and_claim(Arc::new(batch), None).await?;
+        let (summary, _) = self.commit_and_claim(batch, None).await?;
         Ok(summary)
     }
 
@@ -564,13 +564,13 @@ mod test_support {
     /// Claim `url` alone and commit it as a plain 200 page.
     pub(super) async fn crawl_one(store: &SqliteStore, url: &str, now: Millis) {
         store
-            .commit(seeds(now, vec![link(url, 0, 1.0)]))
+            .commit((seeds(now, vec![link(url, 0, 1.0)])).into())
             .await
             .unwrap();
         let jobs = store.claim(claim_req(now, 100, 100)).await.unwrap();
         assert!(jobs.iter().any(|j| j.url == url));
         store
-            .commit(pages(now, None, vec![page(url, Some(200), None, vec![])]))
+            .commit((pages(now, None, vec![page(url, Some(200), None, vec![])])).into())
             .await
             .unwrap();
     }
@@ -605,7 +605,7 @@ mod tests {
                 vec![link("http://a/x", 1, *share)],
             );
             store
-                .commit(pages(1_000, None, vec![linking]))
+                .commit((pages(1_000, None, vec![linking])).into())
                 .await
                 .unwrap();
         }

@@ -532,7 +532,7 @@ mod tests {
             }],
             ..CommitBatch::default()
         };
-        store.commit(batch).await.unwrap();
+        store.commit(batch.into()).await.unwrap();
         let updated = HostRecord {
             host: "a".into(),
             robots_status: RobotsStatus::Fetched,
@@ -541,11 +541,14 @@ mod tests {
             ..HostRecord::default()
         };
         store
-            .commit(CommitBatch {
-                now: 2_000,
-                hosts: vec![updated.clone()],
-                ..CommitBatch::default()
-            })
+            .commit(
+                (CommitBatch {
+                    now: 2_000,
+                    hosts: vec![updated.clone()],
+                    ..CommitBatch::default()
+                })
+                .into(),
+            )
             .await
             .unwrap();
         assert_eq!(store.hosts().await.unwrap(), vec![updated]);
@@ -624,7 +627,7 @@ mod tests {
             ],
             ..CommitBatch::default()
         };
-        store.commit(batch).await.unwrap();
+        store.commit(batch.into()).await.unwrap();
         store.claim(claim_req(1_000, 1, 10)).await.unwrap();
         assert_eq!(
             store.counts().await.unwrap(),
@@ -644,7 +647,7 @@ mod tests {
     async fn unparsable_operation_is_corrupt() {
         let (_dir, path, store) = open_temp();
         store
-            .commit(seeds(0, vec![link("http://a/1", 0, 1.0)]))
+            .commit((seeds(0, vec![link("http://a/1", 0, 1.0)])).into())
             .await
             .unwrap();
         {

@@ -534,7 +534,7 @@ mod tests {
         let home: Vec<NewLink> = (0..4)
             .map(|h| link(&format!("http://h{h}/"), 0, 1.0))
             .collect();
-        store.commit(seeds(0, home)).await.unwrap();
+        store.commit((seeds(0, home)).into()).await.unwrap();
         let mut claimed = store.claim(claim_req(0, 2, 1)).await.unwrap();
         for round in 1..4 {
             let pages = claimed
@@ -665,7 +665,10 @@ mod tests {
                 .unwrap(),
             stamp: Some("d_search".into()),
         });
-        store.commit(pages(5_000, None, vec![again])).await.unwrap();
+        store
+            .commit((pages(5_000, None, vec![again])).into())
+            .await
+            .unwrap();
         let docs = store
             .records(SEARCH_RESULTS, &Document::new())
             .await
