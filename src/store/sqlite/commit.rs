@@ -393,10 +393,8 @@ pub(super) fn requeue_due(
     let mut due = Vec::new();
     {
         let mut stmt = tx.prepare_cached(DUE_CHECKS)?;
-        let mut rows = stmt.query([now])?;
-        while due.len() < limit
-            && let Some(row) = rows.next()?
-        {
+        let mut rows = stmt.query(params![now, to_i64(limit, "limit")?])?;
+        while let Some(row) = rows.next()? {
             due.push(NewLink {
                 url: row.get(0)?,
                 operation: operation_col(row, 1, "processed_urls")?,

@@ -352,7 +352,7 @@ pub(super) const TRIM_HISTORY: &str = "DELETE FROM fetch_history
 
 /// Watched URLs due, soonest first, from the partial index on the due time.
 pub(super) const DUE_CHECKS: &str = "SELECT url, operation, host, depth FROM processed_urls
-    WHERE d_next_check <= ?1 ORDER BY d_next_check";
+    WHERE d_next_check <= ?1 ORDER BY d_next_check LIMIT ?2";
 
 pub(super) const CLEAR_CHECK: &str = "UPDATE processed_urls SET d_next_check = NULL WHERE url = ?1";
 
