@@ -66,6 +66,12 @@ enum Cmd {
         #[arg(long)]
         no_query_latency: bool,
     },
+    /// Only the query latency table, over an index kept from a run
+    /// (`BENCH_KEEP_INDEX=DIR`): for trying a search change without crawling.
+    Latency {
+        /// The index directory (`DB.index`).
+        index: PathBuf,
+    },
     /// Child: GET every URL in the file once (optionally extracting links).
     FetchLoop {
         urls: PathBuf,
@@ -120,6 +126,11 @@ async fn main() {
                 no_query_latency,
             };
             run(preset, contenders).await;
+        }
+        Cmd::Latency { index } => {
+            let queries = latency::queries(42);
+            let inp = latency::in_process(&index, &queries);
+            latency::print(&queries, &inp, None);
         }
         Cmd::FetchLoop {
             urls,
@@ -424,6 +435,15 @@ async fn run(preset: web::Preset, contenders: Contenders) {
         // The crawl's index is `DB.index`, beside its store.
         let queries = Arc::new(latency::queries(42));
         let index_dir = web_crawler::search::index_dir_for(&db);
+        if let Ok(keep) = std::env::var("BENCH_KEEP_INDEX") {
+            // For `bench latency DIR` afterwards, without crawling again.
+            let status = std::process::Command::new("cp")
+                .arg("-r")
+                .arg(&index_dir)
+                .arg(&keep)
+                .status();
+            eprintln!("index of (b) kept in {keep}: {status:?}");
+        }
         let inp = {
             let queries = queries.clone();
             tokio::task::spawn_blocking(move || latency::in_process(&index_dir, &queries))
