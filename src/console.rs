@@ -507,7 +507,12 @@ const LIVE_HOSTS_HEADER: &str =
 /// One host of the console's `hosts`; `-` where no pool holds anything of it.
 fn live_host_row(h: &HostSummary) -> String {
     let (node, queued, in_flight, backoff) = match &h.live {
-        None => ("-".to_string(), "-".to_string(), "-".to_string(), "-".to_string()),
+        None => (
+            "-".to_string(),
+            "-".to_string(),
+            "-".to_string(),
+            "-".to_string(),
+        ),
         Some(l) => {
             let mut node = l.node.clone();
             for (flag, word) in [(l.paused, "paused"), (l.moving, "moving")] {
@@ -562,7 +567,9 @@ fn hosts_listing(v: &Value) -> String {
     let mut out = format!("{LIVE_HOSTS_HEADER}\n{}", counted(v, typed(live_host_row)));
     let busy = v["busy"].as_u64().unwrap_or(0);
     if busy > 0 {
-        out.push_str(&format!("\n{busy} host(s) with URLs queued or being fetched"));
+        out.push_str(&format!(
+            "\n{busy} host(s) with URLs queued or being fetched"
+        ));
     }
     for node in v["silent_nodes"].as_array().into_iter().flatten() {
         out.push_str(&format!(
@@ -837,7 +844,10 @@ mod tests {
         );
         let stored: HostSummary = serde_json::from_value(hosts["items"][1].clone()).unwrap();
         assert_eq!(
-            host_row(&HostSummary { live: None, ..stored }),
+            host_row(&HostSummary {
+                live: None,
+                ..stored
+            }),
             "a:80\tfetched (200)\t1500\t4\thttp://a/s.xml",
             "report hosts: the store's columns"
         );

@@ -334,8 +334,11 @@ async fn live_hosts(cfg: &CrawlConfig, limit: usize) -> (Vec<NodeHosts>, Vec<Str
     let mut calls = tokio::task::JoinSet::new();
     for (node, pool) in protocol::pools(&cfg.pool_name()) {
         calls.spawn(async move {
-            let answer =
-                ractor::call_t!(pool, |reply| PoolMsg::Hosts { limit, reply }, POOL_ANSWER_MS);
+            let answer = ractor::call_t!(
+                pool,
+                |reply| PoolMsg::Hosts { limit, reply },
+                POOL_ANSWER_MS
+            );
             (node, answer.ok())
         });
     }

@@ -208,7 +208,12 @@ mod tests {
             },
         ];
         let all = listing(
-            vec![stored("a", 5), stored("b", 2), stored("c", 0), stored("d", 1)],
+            vec![
+                stored("a", 5),
+                stored("b", 2),
+                stored("c", 0),
+                stored("d", 1),
+            ],
             answers,
             vec!["w2".into()],
             10,
@@ -218,9 +223,15 @@ mod tests {
         assert_eq!(all.silent_nodes, ["w2"]);
         let b = &all.items[0];
         assert_eq!(b.pages, 2, "the store's facts stay");
-        assert_eq!(b.live.as_ref().map(|l| (l.node.as_str(), l.work())), Some(("w1", 4)));
+        assert_eq!(
+            b.live.as_ref().map(|l| (l.node.as_str(), l.work())),
+            Some(("w1", 4))
+        );
         assert_eq!(all.items[2].pages, 0, "a host only a pool knows yet");
-        assert_eq!(all.items[3].live.as_ref().map(|l| l.backoff_ms), Some(9_000));
+        assert_eq!(
+            all.items[3].live.as_ref().map(|l| l.backoff_ms),
+            Some(9_000)
+        );
         assert_eq!(all.items[4].live, None);
     }
 
@@ -245,7 +256,10 @@ mod tests {
         let first = listing(vec![stored("a", 1), stored("h", 1)], answers, Vec::new(), 1);
         assert_eq!(hosts_of(&first), ["h"]);
         assert_eq!(first.total, 2);
-        assert_eq!(first.items[0].live.as_ref().map(|l| l.node.as_str()), Some("w1"));
+        assert_eq!(
+            first.items[0].live.as_ref().map(|l| l.node.as_str()),
+            Some("w1")
+        );
         let wire = serde_json::to_value(&first).unwrap();
         assert!(wire.get("silent_nodes").is_none(), "{wire}");
         assert_eq!(wire["items"][0]["live"]["robots"], "ready");

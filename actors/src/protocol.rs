@@ -123,9 +123,7 @@ fn reply_to_wire<T: DeserializeOwned + Send + 'static>(
 /// The answering side of a call from another node: what the actor replies
 /// goes back as JSON bytes on `wire` (one over the size bound is not sent,
 /// and the caller's call fails).
-fn reply_from_wire<T: Serialize + Send + 'static>(
-    wire: RpcReplyPort<Vec<u8>>,
-) -> RpcReplyPort<T> {
+fn reply_from_wire<T: Serialize + Send + 'static>(wire: RpcReplyPort<Vec<u8>>) -> RpcReplyPort<T> {
     let (tx, rx) = ractor::concurrency::oneshot::<T>();
     let timeout = wire.get_timeout();
     tokio::spawn(async move {
@@ -841,6 +839,11 @@ mod tests {
         })
         .unwrap();
         drop(<PoolMsg as ractor::Message>::deserialize(wire));
-        assert!(tokio::time::timeout(Duration::from_secs(1), rx).await.unwrap().is_err());
+        assert!(
+            tokio::time::timeout(Duration::from_secs(1), rx)
+                .await
+                .unwrap()
+                .is_err()
+        );
     }
 }

@@ -3,9 +3,9 @@
 //! cookie, and the control actor it calls.
 
 use crate::cluster::{ClusterError, join, start_node};
+use crate::hosts::HostListing;
 use crate::monitor::{Availability, StatusEvent};
 use crate::protocol::{CONTROL_GROUP, ControlMsg, ControlRequest, MAX_REQUEST_BYTES, Status};
-use crate::hosts::HostListing;
 use crate::types::{OperationSpec, PendingUrl, ProcessedUrl, SearchResult};
 use ractor::ActorRef;
 use ractor_cluster::NodeServerMessage;

@@ -775,7 +775,15 @@ mod tests {
         let rows: Vec<(&str, u64, u64, LiveRobots, u64)> = snap
             .hosts
             .iter()
-            .map(|h| (h.host.as_str(), h.queued, h.in_flight, h.robots, h.backoff_ms))
+            .map(|h| {
+                (
+                    h.host.as_str(),
+                    h.queued,
+                    h.in_flight,
+                    h.robots,
+                    h.backoff_ms,
+                )
+            })
             .collect();
         assert_eq!(
             rows,
@@ -788,7 +796,10 @@ mod tests {
         );
         assert_eq!(snap.busy, 3);
         assert!(snap.hosts.iter().all(|h| h.node == "w1"));
-        assert_eq!(snap.hosts[1].next_fetch_ms, 29_000, "the backoff holds its next fetch");
+        assert_eq!(
+            snap.hosts[1].next_fetch_ms, 29_000,
+            "the backoff holds its next fetch"
+        );
         assert!(snap.hosts[3].paused);
         // Bounded: the busiest only, but every busy host counted.
         let first = s.snapshot("w1", 1_000, 1);
@@ -797,7 +808,12 @@ mod tests {
         // Once its backoff is over and its queue done, a host is not shown.
         assert_eq!(runs(&s.poll(31_000).0).len(), 1, "slow/1 starts");
         s.finished(&job("slow", "/1").key(), "slow");
-        assert!(s.snapshot("w1", 31_000, 10).hosts.iter().all(|h| h.host != "slow"));
+        assert!(
+            s.snapshot("w1", 31_000, 10)
+                .hosts
+                .iter()
+                .all(|h| h.host != "slow")
+        );
     }
 
     #[test]

@@ -1618,7 +1618,10 @@ mod tests {
         ];
         want.sort_by(|x, y| x.host.cmp(&y.host));
         assert_eq!(abandoned, want);
-        assert!(w.abandon_late_moves(T0 + 2 * MOVE_DEADLINE_MS).is_empty(), "once");
+        assert!(
+            w.abandon_late_moves(T0 + 2 * MOVE_DEADLINE_MS).is_empty(),
+            "once"
+        );
         // The host stays on "a": its parked URL is counted there, and so
         // is what it claims next.
         let info = w.nodes(&nodes(&["a", "b"]));

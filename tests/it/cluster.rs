@@ -345,7 +345,12 @@ async fn hosts_shows_the_pools_queues_fetches_and_backoffs_during_a_crawl() {
         links.extend(roots.iter().cloned());
         let links: Vec<&str> = links.iter().map(String::as_str).collect();
         let mut pages: HashMap<String, Page> = (0..12)
-            .map(|i| (format!("/p{i}"), page_with_links(&format!("page {h} {i}"), &links)))
+            .map(|i| {
+                (
+                    format!("/p{i}"),
+                    page_with_links(&format!("page {h} {i}"), &links),
+                )
+            })
             .collect();
         pages.insert("/".into(), page_with_links(&format!("home {h}"), &links));
         let pages = pages
@@ -385,10 +390,19 @@ async fn hosts_shows_the_pools_queues_fetches_and_backoffs_during_a_crawl() {
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     };
-    assert!(seen, "a host with a queue and a fetch, and the 503 host's backoff: {last:#?}");
-    assert!(last.silent_nodes.is_empty(), "both pools answered: {last:#?}");
+    assert!(
+        seen,
+        "a host with a queue and a fetch, and the 503 host's backoff: {last:#?}"
+    );
+    assert!(
+        last.silent_nodes.is_empty(),
+        "both pools answered: {last:#?}"
+    );
     assert!(last.busy >= 1, "{last:#?}");
-    let first = last.items[0].live.as_ref().expect("a host a pool holds first");
+    let first = last.items[0]
+        .live
+        .as_ref()
+        .expect("a host a pool holds first");
     assert!(first.work() > 0, "hosts with work first: {last:#?}");
     for live in last.items.iter().filter_map(|h| h.live.as_ref()) {
         assert!(["master", "w1"].contains(&live.node.as_str()), "{live:?}");
