@@ -1270,7 +1270,7 @@ async fn report(what: Report) -> Result<()> {
             }
             writeln!(out, "{}", console::HOSTS_HEADER)?;
             for h in &hosts {
-                writeln!(out, "{}", console::host_row(&serde_json::to_value(h)?))?;
+                writeln!(out, "{}", console::host_row(h))?;
             }
             Ok(())
         }

@@ -9,7 +9,9 @@ use std::path::Path;
 use std::time::Duration;
 use web_crawler::actors::Remote;
 use web_crawler::actors::outage::utc_time;
-use web_crawler::actors::{ControlRequest, OperationSpec, Setting, Status};
+use web_crawler::actors::{
+    ControlRequest, HostSummary, LiveRobots, OperationSpec, Setting, Status,
+};
 use web_crawler::operations::mirror;
 
 /// The cookie from a cookie file (as `.erlang.cookie`): trimmed, never printed.
@@ -62,7 +64,8 @@ commands:
   processed [N]               the first N processed pages (default 10)
   failed [N]                  the first N failed pages (default 10)
   results [TEXT]              where search_text found TEXT (every text without one)
-  hosts [N]                   the first N hosts: robots.txt, crawl delay, sitemaps, pages
+  hosts [N]                   the first N hosts, those with work first: node, queued,
+                              in flight, robots.txt, backoff, crawl delay, pages, sitemaps
   availability [HOST] [N]     watched URLs: checks, uptime, last failure, response times
   changes [HOST] [N]          watched URLs' changes (down, up, another body), newest first
   pause | resume              stop/start handing out URLs
@@ -328,10 +331,7 @@ pub(crate) fn render(req: &ControlRequest, v: &Value) -> String {
                 positions.join(",")
             )
         }),
-        ControlRequest::Hosts { .. } => {
-            let rows = counted(v, host_row);
-            format!("{HOSTS_HEADER}\n{rows}")
-        }
+        ControlRequest::Hosts { .. } => hosts_listing(v),
         ControlRequest::Availability { .. } => {
             format!(
                 "{AVAILABILITY_HEADER}\n{}",
@@ -483,35 +483,101 @@ pub(crate) fn change_row(e: &web_crawler::actors::monitor::StatusEvent) -> Strin
     )
 }
 
-/// The columns of a host listing (`hosts`, `report hosts`).
+/// The columns of `report hosts` (the store's facts).
 pub(crate) const HOSTS_HEADER: &str = "host\trobots\tcrawl_delay_ms\tpages\tsitemaps";
 
-/// One host of a listing, from its `HostSummary` JSON.
-pub(crate) fn host_row(h: &Value) -> String {
-    let robots = match (h["robots_status"].as_str(), h["robots_http_code"].as_u64()) {
-        (None, _) => "-".to_string(),
-        (Some(status), Some(code)) => format!("{status} ({code})"),
-        (Some(status), None) => status.to_string(),
-    };
-    let sitemaps: Vec<&str> = h["sitemaps"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_str)
-        .collect();
+/// One host of `report hosts`.
+pub(crate) fn host_row(h: &HostSummary) -> String {
     format!(
-        "{}\t{robots}\t{}\t{}\t{}",
-        h["host"].as_str().unwrap_or("?"),
-        h["crawl_delay_ms"]
-            .as_u64()
+        "{}\t{}\t{}\t{}\t{}",
+        h.host,
+        robots_of(h),
+        h.crawl_delay_ms
             .map_or("-".to_string(), |ms| ms.to_string()),
-        h["pages"],
-        if sitemaps.is_empty() {
-            "-".to_string()
-        } else {
-            sitemaps.join(" ")
-        }
+        h.pages,
+        sitemaps_of(h)
     )
+}
+
+/// The columns of the console's `hosts`: what the pool holding each host
+/// does with it now, then the store's facts.
+const LIVE_HOSTS_HEADER: &str =
+    "host\tnode\tqueued\tin_flight\trobots\tbackoff\tcrawl_delay_ms\tpages\tsitemaps";
+
+/// One host of the console's `hosts`; `-` where no pool holds anything of it.
+fn live_host_row(h: &HostSummary) -> String {
+    let (node, queued, in_flight, backoff) = match &h.live {
+        None => (
+            "-".to_string(),
+            "-".to_string(),
+            "-".to_string(),
+            "-".to_string(),
+        ),
+        Some(l) => {
+            let mut node = l.node.clone();
+            for (flag, word) in [(l.paused, "paused"), (l.moving, "moving")] {
+                if flag {
+                    node.push_str(&format!(" ({word})"));
+                }
+            }
+            let backoff = if l.backoff_ms > 0 {
+                format!("{:.1}s", l.backoff_ms as f64 / 1000.0)
+            } else {
+                "-".to_string()
+            };
+            (node, l.queued.to_string(), l.in_flight.to_string(), backoff)
+        }
+    };
+    format!(
+        "{}\t{node}\t{queued}\t{in_flight}\t{}\t{backoff}\t{}\t{}\t{}",
+        h.host,
+        robots_of(h),
+        h.crawl_delay_ms
+            .map_or("-".to_string(), |ms| ms.to_string()),
+        h.pages,
+        sitemaps_of(h)
+    )
+}
+
+/// A host's robots.txt: its pool's state while that is not the rules in
+/// hand (to fetch, fetching, unreachable), else the stored status.
+fn robots_of(h: &HostSummary) -> String {
+    match (h.live.as_ref().map(|l| l.robots), h.robots_status) {
+        (Some(LiveRobots::Ready), None) => LiveRobots::Ready.as_str().to_string(),
+        (Some(live), _) if live != LiveRobots::Ready => live.as_str().to_string(),
+        (_, None) => "-".to_string(),
+        (_, Some(status)) => match h.robots_http_code {
+            Some(code) => format!("{status} ({code})"),
+            None => status.to_string(),
+        },
+    }
+}
+
+fn sitemaps_of(h: &HostSummary) -> String {
+    if h.sitemaps.is_empty() {
+        "-".to_string()
+    } else {
+        h.sitemaps.join(" ")
+    }
+}
+
+/// The console's `hosts`: its rows, how many were left out, how many hosts
+/// have work, and the nodes that did not answer.
+fn hosts_listing(v: &Value) -> String {
+    let mut out = format!("{LIVE_HOSTS_HEADER}\n{}", counted(v, typed(live_host_row)));
+    let busy = v["busy"].as_u64().unwrap_or(0);
+    if busy > 0 {
+        out.push_str(&format!(
+            "\n{busy} host(s) with URLs queued or being fetched"
+        ));
+    }
+    for node in v["silent_nodes"].as_array().into_iter().flatten() {
+        out.push_str(&format!(
+            "\nnode {} did not answer in time: its hosts show no queue",
+            node.as_str().unwrap_or("?")
+        ));
+    }
+    out
 }
 
 /// A `{"total", "items"}` answer: its rows, and how many were left out.
@@ -752,14 +818,38 @@ mod tests {
             render(&req, &results),
             "http://a/\t\"rye\"\t0,12\n... 2 more (3 in all)"
         );
-        let hosts = serde_json::json!({"total": 2, "items": [
+        let hosts = serde_json::json!({"total": 4, "busy": 2, "items": [
+            {"host": "c", "robots_status": null, "sitemaps": [], "pages": 0,
+             "live": {"host": "c", "node": "w1", "queued": 7, "in_flight": 1,
+                      "robots": "fetching", "next_fetch_ms": 0, "backoff_ms": 0,
+                      "paused": false, "moving": false}},
             {"host": "a:80", "robots_status": "fetched", "robots_http_code": 200,
-             "crawl_delay_ms": 1500, "sitemaps": ["http://a/s.xml"], "pages": 4},
+             "crawl_delay_ms": 1500, "sitemaps": ["http://a/s.xml"], "pages": 4,
+             "live": {"host": "a:80", "node": "m", "queued": 2, "in_flight": 0,
+                      "robots": "ready", "next_fetch_ms": 9500, "backoff_ms": 9500,
+                      "paused": true, "moving": false}},
             {"host": "b", "robots_status": null, "sitemaps": [], "pages": 1},
-        ]});
+        ], "silent_nodes": ["w2"]});
         assert_eq!(
-            render(&ControlRequest::Hosts { limit: 2 }, &hosts),
-            format!("{HOSTS_HEADER}\na:80\tfetched (200)\t1500\t4\thttp://a/s.xml\nb\t-\t-\t1\t-")
+            render(&ControlRequest::Hosts { limit: 3 }, &hosts),
+            format!(
+                "{LIVE_HOSTS_HEADER}\n\
+                 c\tw1\t7\t1\tfetching\t-\t-\t0\t-\n\
+                 a:80\tm (paused)\t2\t0\tfetched (200)\t9.5s\t1500\t4\thttp://a/s.xml\n\
+                 b\t-\t-\t-\t-\t-\t-\t1\t-\n\
+                 ... 1 more (4 in all)\n\
+                 2 host(s) with URLs queued or being fetched\n\
+                 node w2 did not answer in time: its hosts show no queue"
+            )
+        );
+        let stored: HostSummary = serde_json::from_value(hosts["items"][1].clone()).unwrap();
+        assert_eq!(
+            host_row(&HostSummary {
+                live: None,
+                ..stored
+            }),
+            "a:80\tfetched (200)\t1500\t4\thttp://a/s.xml",
+            "report hosts: the store's columns"
         );
         let none = serde_json::json!({"total": 0, "items": []});
         assert!(render(&req, &none).ends_with("(none)"));

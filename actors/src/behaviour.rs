@@ -375,6 +375,7 @@ pub trait Queries: Send + Sync + fmt::Debug + 'static {
                 robots_fetched_at: Some(h.robots_fetched_at),
                 crawl_delay_ms: h.crawl_delay_ms,
                 sitemaps: h.sitemaps,
+                live: None,
             })
             .collect();
         list.extend(pages.into_iter().map(|(host, pages)| HostSummary {

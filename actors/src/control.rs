@@ -6,6 +6,7 @@
 use crate::behaviour::{PageQuery, Queries};
 use crate::config::CrawlConfig;
 use crate::frontier::{LinkDecision, decide_link};
+use crate::hosts::{self, NodeHosts};
 use crate::monitor::{self, HistoryQuery};
 use crate::outage::utc_time;
 use crate::protocol::{
@@ -30,6 +31,10 @@ pub(crate) struct Control;
 
 /// How long a request may wait for the master.
 const MASTER_TIMEOUT_MS: u64 = 10_000;
+
+/// How long `hosts` waits for each node's pool: one that has not answered
+/// by then is listed as silent, so a lost node never holds a console up.
+const POOL_ANSWER_MS: u64 = 2_000;
 
 impl Actor for Control {
     type Msg = ControlMsg;
@@ -287,12 +292,10 @@ async fn answer(state: &mut ControlArgs, request: ControlRequest) -> Result<Valu
             Ok(first(changes, limit))
         }
         ControlRequest::Hosts { limit } => {
-            let hosts = state
-                .queries
-                .host_summaries()
-                .await
-                .map_err(|e| e.to_string())?;
-            Ok(first(hosts, limit))
+            let (stored, (answers, silent)) =
+                tokio::join!(state.queries.host_summaries(), live_hosts(cfg, limit));
+            let stored = stored.map_err(|e| e.to_string())?;
+            to_json(&hosts::listing(stored, answers, silent, limit))
         }
         ControlRequest::RestartMaster => {
             let sup = ActorRef::<SupMsg>::where_is(cfg.sup_name()).ok_or("no supervisor")?;
@@ -323,6 +326,32 @@ fn bounded(reply: String) -> String {
         reply.len()
     ) })
     .to_string()
+}
+
+/// What every live pool does with its `limit` busiest hosts, asked all at
+/// once; and the nodes that did not answer within [`POOL_ANSWER_MS`].
+async fn live_hosts(cfg: &CrawlConfig, limit: usize) -> (Vec<NodeHosts>, Vec<String>) {
+    let mut calls = tokio::task::JoinSet::new();
+    for (node, pool) in protocol::pools(&cfg.pool_name()) {
+        calls.spawn(async move {
+            let answer = ractor::call_t!(
+                pool,
+                |reply| PoolMsg::Hosts { limit, reply },
+                POOL_ANSWER_MS
+            );
+            (node, answer.ok())
+        });
+    }
+    let mut answers = Vec::new();
+    let mut silent = Vec::new();
+    for (node, answer) in calls.join_all().await {
+        match answer {
+            Some(answer) => answers.push(answer),
+            None => silent.push(node),
+        }
+    }
+    silent.sort();
+    (answers, silent)
 }
 
 /// Send `msg` to every live pool; the nodes it went to.

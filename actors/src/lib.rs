@@ -6,6 +6,7 @@ pub mod cluster;
 mod config;
 mod control;
 pub mod frontier;
+pub mod hosts;
 pub mod indexer;
 mod master;
 pub mod metrics;
@@ -32,6 +33,7 @@ pub use behaviour::{
     Queries, Record, Rejection, Retry, RobotsReport, RobotsRules, Store, StoreError, error_chain,
 };
 pub use config::{Behaviours, CrawlConfig, RestartIntensity, Storage};
+pub use hosts::{HostListing, LiveHost, LiveRobots, NodeHosts};
 pub use metrics::{Metrics, NoMetrics};
 pub use outage::{StoreFailure, StoreFailureKind};
 pub use protocol::{

@@ -16,7 +16,7 @@ use crate::outage::{GaveUp, StoreFailure, Verdict, human_duration};
 use crate::protocol::{self, IdleReason, IndexerMsg, MasterMsg, PoolMsg, Status, SupMsg};
 use crate::search::{INDEX_QUEUE, PageText};
 use crate::types::{Job, Millis, NewLink, StoreCounts, now_ms};
-use crate::window::{CycleWork, Window, idle_reason};
+use crate::window::{CycleWork, MOVE_DEADLINE_MS, Window, idle_reason};
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -293,7 +293,8 @@ impl Actor for Master {
             MasterMsg::Tick => {
                 state.window.end_recovery_if_due(now);
                 if !state.window.recovering() {
-                    check_nodes(state);
+                    check_nodes(state, now);
+                    abandon_late_moves(state, now);
                 }
                 cycle(state, true, true);
             }
@@ -668,7 +669,7 @@ fn task_failed(e: tokio::task::JoinError) -> StoreError {
 }
 
 /// Notice pools that left (a node died or was stopped) and ones that joined.
-fn check_nodes(state: &mut MasterState) {
+fn check_nodes(state: &mut MasterState, now: Millis) {
     let live: Vec<String> = pools(&state.cfg).into_iter().map(|(n, _)| n).collect();
     let (gone, joined) = state.window.nodes_changed(&live);
     for (node, released) in gone {
@@ -677,7 +678,7 @@ fn check_nodes(state: &mut MasterState) {
     if joined.is_empty() {
         return;
     }
-    let moves = state.window.rebalance(&joined);
+    let moves = state.window.rebalance(&joined, now);
     for node in &joined {
         let n = moves.iter().filter(|m| m.to == *node).count();
         tracing::info!("node {node} joined: {n} hosts move to it");
@@ -691,6 +692,24 @@ fn check_nodes(state: &mut MasterState) {
             for host in &hosts {
                 state.window.move_failed(host);
             }
+        }
+    }
+}
+
+/// Moves whose old pool never handed the host back: the host stays there,
+/// and so do the URLs parked for it.
+fn abandon_late_moves(state: &mut MasterState, now: Millis) {
+    for m in state.window.abandon_late_moves(now) {
+        tracing::info!(
+            host = %m.host,
+            from = %m.from,
+            to = %m.to,
+            parked = m.parked.len(),
+            "host move abandoned: the old node did not hand it back within {} s; it stays there",
+            MOVE_DEADLINE_MS / 1_000
+        );
+        if !m.parked.is_empty() {
+            send_to_pool(&state.cfg, &m.from, PoolMsg::Dispatch(m.parked));
         }
     }
 }

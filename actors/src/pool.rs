@@ -5,6 +5,7 @@
 //! attempt (the URL is retried, then recorded as failed).
 
 use crate::config::{Behaviours, CrawlConfig};
+use crate::hosts::MAX_LIVE_HOSTS;
 use crate::metrics;
 use crate::protocol::{self, MasterMsg, PoolMsg, Setting, SlaveReport, SupMsg};
 use crate::scheduler::{Action, HostScheduler};
@@ -151,6 +152,12 @@ impl Actor for Pool {
                 protocol::report(&state.master, *report);
             }
             PoolMsg::Wake => state.wake_at = None,
+            PoolMsg::Hosts { limit, reply } => {
+                let node = &state.args.config.node_name;
+                let limit = limit.min(MAX_LIVE_HOSTS);
+                let _ = reply.send(state.scheduler.snapshot(node, now_ms(), limit));
+                return Ok(());
+            }
             PoolMsg::Set(setting) => {
                 let cfg = &mut state.args.config;
                 match setting {

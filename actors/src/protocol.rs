@@ -4,6 +4,7 @@
 //! other's internals (as an Erlang module's API is its exported messages).
 
 use crate::behaviour::{ProcessedPage, RobotsReport};
+use crate::hosts::NodeHosts;
 use crate::search::{PageText, SearchAnswer};
 use crate::types::{HostRecord, Job, Millis, OperationSpec, StoreCounts};
 use ractor::message::{BoxedDowncastErr, SerializedMessage};
@@ -92,6 +93,60 @@ fn from_wire<T: DeserializeOwned>(msg: SerializedMessage) -> Result<T, BoxedDown
             serde_json::from_slice(&args).map_err(|_| BoxedDowncastErr)
         }
         _ => Err(BoxedDowncastErr),
+    }
+}
+
+/// The caller's side of a call to another node: the reply comes back as
+/// JSON bytes and is decoded for `typed`. A reply that cannot be read, or
+/// none before the call's timeout, closes `typed`: the caller's call fails
+/// rather than waits.
+fn reply_to_wire<T: DeserializeOwned + Send + 'static>(
+    typed: RpcReplyPort<T>,
+) -> RpcReplyPort<Vec<u8>> {
+    let (tx, rx) = ractor::concurrency::oneshot::<Vec<u8>>();
+    let timeout = typed.get_timeout();
+    tokio::spawn(async move {
+        let bytes = match timeout {
+            Some(t) => tokio::time::timeout(t, rx).await.ok().and_then(Result::ok),
+            None => rx.await.ok(),
+        };
+        if let Some(reply) = bytes.and_then(|b| serde_json::from_slice(&b).ok()) {
+            let _ = typed.send(reply);
+        }
+    });
+    match timeout {
+        Some(t) => (tx, t).into(),
+        None => tx.into(),
+    }
+}
+
+/// The answering side of a call from another node: what the actor replies
+/// goes back as JSON bytes on `wire` (one over the size bound is not sent,
+/// and the caller's call fails).
+fn reply_from_wire<T: Serialize + Send + 'static>(wire: RpcReplyPort<Vec<u8>>) -> RpcReplyPort<T> {
+    let (tx, rx) = ractor::concurrency::oneshot::<T>();
+    let timeout = wire.get_timeout();
+    tokio::spawn(async move {
+        let reply = match timeout {
+            Some(t) => tokio::time::timeout(t, rx).await.ok().and_then(Result::ok),
+            None => rx.await.ok(),
+        };
+        match reply.map(|r| serde_json::to_vec(&r)) {
+            Some(Ok(bytes)) if bytes.len() <= MAX_MESSAGE_BYTES => {
+                let _ = wire.send(bytes);
+            }
+            Some(Ok(bytes)) => tracing::error!(
+                bytes = bytes.len(),
+                limit = MAX_MESSAGE_BYTES,
+                "a reply over the size bound is not sent"
+            ),
+            Some(Err(e)) => tracing::error!(error = %e, "a reply that cannot be encoded"),
+            None => {}
+        }
+    });
+    match timeout {
+        Some(t) => (tx, t).into(),
+        None => tx.into(),
     }
 }
 
@@ -412,7 +467,17 @@ pub(crate) enum PoolMsg {
     /// An operator stopped this node (console `node stop NAME`): its tree
     /// stops; the master returns what it held to pending.
     StopNode,
+    /// An operator's `hosts`: what the pool does with its `limit` busiest
+    /// hosts now (`HostScheduler::snapshot`). A call, the only one a pool
+    /// answers, so the control actor can wait for each node a short while.
+    Hosts {
+        limit: usize,
+        reply: RpcReplyPort<NodeHosts>,
+    },
 }
+
+/// The wire variant of `PoolMsg::Hosts`, a call (the others are casts).
+const HOSTS_CALL: &str = "hosts";
 
 /// A setting that can change while the crawl runs; every live pool takes it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -470,12 +535,35 @@ impl ractor::Message for PoolMsg {
             PoolMsg::Set(s) => PoolWire::Set(s),
             PoolMsg::PauseHost { host, paused } => PoolWire::PauseHost { host, paused },
             PoolMsg::StopNode => PoolWire::StopNode,
+            PoolMsg::Hosts { limit, reply } => {
+                return Ok(SerializedMessage::Call {
+                    variant: HOSTS_CALL.to_string(),
+                    args: serde_json::to_vec(&limit).map_err(|_| BoxedDowncastErr)?,
+                    reply: reply_to_wire(reply),
+                    metadata: None,
+                });
+            }
             _ => return Err(BoxedDowncastErr),
         };
         to_wire(&wire)
     }
 
     fn deserialize(msg: SerializedMessage) -> Result<Self, BoxedDowncastErr> {
+        if let SerializedMessage::Call {
+            variant,
+            args,
+            reply,
+            ..
+        } = msg
+        {
+            return match variant.as_str() {
+                HOSTS_CALL => Ok(PoolMsg::Hosts {
+                    limit: serde_json::from_slice(&args).map_err(|_| BoxedDowncastErr)?,
+                    reply: reply_from_wire(reply),
+                }),
+                _ => Err(BoxedDowncastErr),
+            };
+        }
         Ok(match from_wire(msg)? {
             PoolWire::Dispatch(jobs) => PoolMsg::Dispatch(jobs),
             PoolWire::Resync => PoolMsg::Resync,
@@ -619,8 +707,11 @@ pub enum ControlRequest {
         limit: usize,
     },
     /// The hosts: robots.txt status, crawl delay, sitemaps, pages processed
-    /// (`HostSummary`). Answered as `{"total": N, "items": [the first
-    /// `limit` by host]}`.
+    /// (`HostSummary`), and what the pool holding each does with it now
+    /// (`LiveHost`: queue, fetches, robots.txt, backoff). Answered as a
+    /// `HostListing`: `{"total", "busy", "items": [the first `limit`, the
+    /// hosts a pool holds first, busiest first, then by host],
+    /// "silent_nodes"}`.
     Hosts {
         limit: usize,
     },
@@ -712,5 +803,47 @@ mod tests {
             <PoolMsg as ractor::Message>::deserialize(wire),
             Ok(PoolMsg::Resync)
         ));
+    }
+
+    #[tokio::test]
+    async fn a_hosts_call_crosses_nodes_and_its_answer_comes_back() {
+        let (tx, rx) = ractor::concurrency::oneshot::<NodeHosts>();
+        let port = RpcReplyPort::from((tx, Duration::from_secs(5)));
+        let wire = ractor::Message::serialize(PoolMsg::Hosts {
+            limit: 7,
+            reply: port,
+        })
+        .expect("crosses nodes");
+        assert!(matches!(&wire, SerializedMessage::Call { variant, .. } if variant == HOSTS_CALL));
+        let Ok(PoolMsg::Hosts { limit: 7, reply }) =
+            <PoolMsg as ractor::Message>::deserialize(wire)
+        else {
+            panic!("a hosts call with its limit");
+        };
+        let answer = NodeHosts {
+            node: "w1".into(),
+            busy: 1,
+            hosts: vec![crate::hosts::LiveHost {
+                host: "h".into(),
+                queued: 2,
+                ..Default::default()
+            }],
+        };
+        reply.send(answer.clone()).unwrap();
+        assert_eq!(rx.await.unwrap(), answer);
+        // A pool that drops the call without answering fails the caller at once.
+        let (tx, rx) = ractor::concurrency::oneshot::<NodeHosts>();
+        let wire = ractor::Message::serialize(PoolMsg::Hosts {
+            limit: 1,
+            reply: RpcReplyPort::from((tx, Duration::from_secs(5))),
+        })
+        .unwrap();
+        drop(<PoolMsg as ractor::Message>::deserialize(wire));
+        assert!(
+            tokio::time::timeout(Duration::from_secs(1), rx)
+                .await
+                .unwrap()
+                .is_err()
+        );
     }
 }

@@ -3,9 +3,10 @@
 //! cookie, and the control actor it calls.
 
 use crate::cluster::{ClusterError, join, start_node};
+use crate::hosts::HostListing;
 use crate::monitor::{Availability, StatusEvent};
 use crate::protocol::{CONTROL_GROUP, ControlMsg, ControlRequest, MAX_REQUEST_BYTES, Status};
-use crate::types::{HostSummary, OperationSpec, PendingUrl, ProcessedUrl, SearchResult};
+use crate::types::{OperationSpec, PendingUrl, ProcessedUrl, SearchResult};
 use ractor::ActorRef;
 use ractor_cluster::NodeServerMessage;
 use serde::de::DeserializeOwned;
@@ -199,8 +200,10 @@ impl ControlClient {
         self.typed(&ControlRequest::Changes { host, limit }).await
     }
 
-    /// The crawl's hosts: robots.txt state, crawl delay, pages processed.
-    pub async fn hosts(&self, limit: usize) -> Result<Listing<HostSummary>, ControlError> {
+    /// The crawl's hosts: robots.txt state, crawl delay, pages processed,
+    /// and what the pool holding each does with it now (queue, fetches,
+    /// robots.txt, backoff); hosts with work first.
+    pub async fn hosts(&self, limit: usize) -> Result<HostListing, ControlError> {
         self.typed(&ControlRequest::Hosts { limit }).await
     }
 }

@@ -4,6 +4,7 @@
 //! and carries out the [`Action`]s it returns.
 
 use crate::behaviour::RobotsRules;
+use crate::hosts::{LiveHost, LiveRobots, NodeHosts};
 use crate::types::{Job, Millis, UrlKey};
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
@@ -59,6 +60,9 @@ struct HostSlot {
     /// Earliest start of the next request (delay, Crawl-delay, Retry-After,
     /// or another node's last request when the host moved here).
     next_start: Millis,
+    /// Until when the host asked us to wait (429/503), for the operator's
+    /// view; `next_start` holds it too.
+    backoff_until: Millis,
     /// The master moves this host to another node: nothing of it starts,
     /// and once nothing of it runs its queue is handed back ([`Released`]).
     leaving: bool,
@@ -159,6 +163,7 @@ impl HostScheduler {
                 vetted: 0,
                 running: Vec::new(),
                 next_start: 0,
+                backoff_until: 0,
                 leaving: false,
             })
     }
@@ -178,6 +183,8 @@ impl HostScheduler {
             if slot.leaving && slot.running.is_empty() && !matches!(slot.robots, Robots::Fetching) {
                 slot.leaving = false;
                 slot.vetted = 0;
+                // Its wait goes with it (`wait_ms`); this pool shows none.
+                slot.backoff_until = 0;
                 released.push(Released {
                     host: host.clone(),
                     jobs: slot.queue.drain(..).collect(),
@@ -271,6 +278,68 @@ impl HostScheduler {
     pub fn back_off(&mut self, host: &str, until: Millis) {
         if let Some(slot) = self.hosts.get_mut(host) {
             slot.next_start = slot.next_start.max(until);
+            slot.backoff_until = slot.backoff_until.max(until);
+        }
+    }
+
+    /// What this pool does with its hosts at `now`, for an operator's
+    /// `hosts`: the `limit` busiest of those with anything to show (URLs
+    /// queued or being fetched, a backoff, robots.txt being fetched or
+    /// unreachable, paused, moving), and how many hold work in all.
+    pub fn snapshot(&self, node: &str, now: Millis, limit: usize) -> NodeHosts {
+        let left = |until: Millis| until.saturating_sub(now).max(0) as u64;
+        let mut hosts: Vec<LiveHost> = self
+            .hosts
+            .iter()
+            .map(|(host, slot)| LiveHost {
+                host: host.clone(),
+                node: node.to_string(),
+                queued: slot.queue.len() as u64,
+                in_flight: slot.running.len() as u64,
+                robots: match slot.robots {
+                    Robots::Unknown => LiveRobots::ToFetch,
+                    Robots::Fetching => LiveRobots::Fetching,
+                    Robots::Ready {
+                        unreachable: true, ..
+                    } => LiveRobots::Unreachable,
+                    Robots::Ready { .. } => LiveRobots::Ready,
+                },
+                next_fetch_ms: left(slot.next_start),
+                backoff_ms: left(slot.backoff_until),
+                paused: self.paused.contains(host),
+                moving: slot.leaving,
+            })
+            .chain(
+                // Paused before anything of it came here.
+                self.paused
+                    .iter()
+                    .filter(|host| !self.hosts.contains_key(*host))
+                    .map(|host| LiveHost {
+                        host: host.clone(),
+                        node: node.to_string(),
+                        paused: true,
+                        ..LiveHost::default()
+                    }),
+            )
+            .filter(|h| {
+                h.work() > 0
+                    || h.backoff_ms > 0
+                    || matches!(h.robots, LiveRobots::Fetching | LiveRobots::Unreachable)
+                    || h.paused
+                    || h.moving
+            })
+            .collect();
+        let busy = hosts.iter().filter(|h| h.work() > 0).count() as u64;
+        if hosts.len() > limit {
+            // Only the busiest are sorted: a pool may hold 100,000 hosts.
+            hosts.select_nth_unstable_by(limit, LiveHost::busiest_first);
+            hosts.truncate(limit);
+        }
+        hosts.sort_by(LiveHost::busiest_first);
+        NodeHosts {
+            node: node.to_string(),
+            busy,
+            hosts,
         }
     }
 
@@ -682,6 +751,69 @@ mod tests {
         assert!(a.is_empty());
         assert_eq!(wake, Some(5_000));
         assert_eq!(runs(&s.poll(5_000).0), vec!["http://a/2"]);
+    }
+
+    #[test]
+    fn a_snapshot_shows_the_busiest_hosts_with_queue_fetches_robots_and_backoff() {
+        let mut s = sched(10, 1, 100);
+        for i in 0..3 {
+            s.push(job("busy", &format!("/{i}")));
+        }
+        s.push(job("slow", "/0"));
+        s.push(job("slow", "/1"));
+        s.push(job("new", "/0"));
+        s.poll(0);
+        s.robots_done();
+        s.robots_done();
+        s.robots_ready("busy", rules("/private", None), false, 0);
+        s.robots_ready("slow", rules("/private", None), false, 0);
+        s.poll(0); // busy/0 and slow/0 start; new's robots.txt is fetched
+        s.back_off("slow", 30_000);
+        s.finished(&job("slow", "/0").key(), "slow");
+        s.pause_host("quiet", true);
+        let snap = s.snapshot("w1", 1_000, 10);
+        let rows: Vec<(&str, u64, u64, LiveRobots, u64)> = snap
+            .hosts
+            .iter()
+            .map(|h| {
+                (
+                    h.host.as_str(),
+                    h.queued,
+                    h.in_flight,
+                    h.robots,
+                    h.backoff_ms,
+                )
+            })
+            .collect();
+        assert_eq!(
+            rows,
+            [
+                ("busy", 2, 1, LiveRobots::Ready, 0),
+                ("slow", 1, 0, LiveRobots::Ready, 29_000),
+                ("new", 1, 0, LiveRobots::Fetching, 0),
+                ("quiet", 0, 0, LiveRobots::ToFetch, 0),
+            ]
+        );
+        assert_eq!(snap.busy, 3);
+        assert!(snap.hosts.iter().all(|h| h.node == "w1"));
+        assert_eq!(
+            snap.hosts[1].next_fetch_ms, 29_000,
+            "the backoff holds its next fetch"
+        );
+        assert!(snap.hosts[3].paused);
+        // Bounded: the busiest only, but every busy host counted.
+        let first = s.snapshot("w1", 1_000, 1);
+        assert_eq!(first.hosts.len(), 1);
+        assert_eq!((first.hosts[0].host.as_str(), first.busy), ("busy", 3));
+        // Once its backoff is over and its queue done, a host is not shown.
+        assert_eq!(runs(&s.poll(31_000).0).len(), 1, "slow/1 starts");
+        s.finished(&job("slow", "/1").key(), "slow");
+        assert!(
+            s.snapshot("w1", 31_000, 10)
+                .hosts
+                .iter()
+                .all(|h| h.host != "slow")
+        );
     }
 
     #[test]

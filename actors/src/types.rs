@@ -237,8 +237,9 @@ pub struct HostRecord {
     pub sitemaps: Vec<String>,
 }
 
-/// A host as reports list it: robots.txt facts (not its text) and the
-/// number of its pages processed.
+/// A host as reports list it: robots.txt facts (not its text), the
+/// number of its pages processed and, in a running crawl's listing, what
+/// the pool holding it does with it now.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct HostSummary {
     pub host: String,
@@ -251,6 +252,11 @@ pub struct HostSummary {
     pub sitemaps: Vec<String>,
     /// Processed pages of the host.
     pub pages: u64,
+    /// Its queue, fetches, robots.txt state and backoff in the pool that
+    /// holds it (a running crawl's `hosts`; `None` in the store's reports
+    /// and for a host no pool holds anything of).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub live: Option<crate::hosts::LiveHost>,
 }
 
 /// A search_results document (the paper's listing 3), as

@@ -33,6 +33,16 @@ struct Assigned {
     node: String,
 }
 
+/// How long a move waits for the old pool to hand its host back
+/// (`Released`). Past it the move is abandoned: that pool restarted and
+/// forgot it, or its answer was lost, and the URLs parked for the host
+/// would otherwise wait for ever. The host stays on its old node, which
+/// gets the parked URLs. A pool whose last fetch of the host is just slow
+/// (a minute: a slow body, a robots.txt fetch with a long Crawl-delay) only
+/// keeps its host: should it hand the host back later, the master, knowing
+/// of no move, hands it straight back to it.
+pub const MOVE_DEADLINE_MS: Millis = 60_000;
+
 /// A host on its way to another node: its old pool hands back its queue
 /// once nothing of it runs there; URLs claimed for it meanwhile wait here,
 /// so that it is never fetched from two nodes at once.
@@ -41,6 +51,18 @@ struct Moving {
     from: String,
     to: String,
     parked: Vec<Job>,
+    /// When the move is abandoned if `from` has not handed the host back.
+    deadline: Millis,
+}
+
+/// A move abandoned at its deadline ([`Window::abandon_late_moves`]): the
+/// host stays on `from`, whose pool gets the URLs `parked` for it.
+#[derive(Debug, PartialEq)]
+pub struct AbandonedMove {
+    pub host: String,
+    pub from: String,
+    pub to: String,
+    pub parked: Vec<Job>,
 }
 
 /// A (re)started master waits for the pools to say what they hold before it
@@ -273,11 +295,11 @@ impl Window {
         n
     }
 
-    /// Nodes `joined` the live ones: the hosts that move to them
+    /// Nodes `joined` the live ones at `now`: the hosts that move to them
     /// ([`rebalance`]). Each is moving until its old pool hands it back
-    /// ([`Window::released`]); the caller asks that pool to
-    /// (`PoolMsg::Release`).
-    pub fn rebalance(&mut self, joined: &[String]) -> Vec<Move> {
+    /// ([`Window::released`]) or [`MOVE_DEADLINE_MS`] passes; the caller
+    /// asks that pool to (`PoolMsg::Release`).
+    pub fn rebalance(&mut self, joined: &[String], now: Millis) -> Vec<Move> {
         if self.drain.is_some() {
             return Vec::new();
         }
@@ -301,10 +323,41 @@ impl Window {
                     from: m.from.clone(),
                     to: m.to.clone(),
                     parked: Vec::new(),
+                    deadline: now.saturating_add(MOVE_DEADLINE_MS),
                 },
             );
         }
         moves
+    }
+
+    /// The moves whose old pool has not handed the host back by their
+    /// deadline, abandoned at `now`: each host stays on its old node (it
+    /// is that node's in the window still, parked URLs included), and the
+    /// caller dispatches the parked URLs there. Its old pool, if it still
+    /// holds the host as leaving, starts nothing of it and hands it back
+    /// later, to itself ([`Window::released`]); so the host is still
+    /// fetched from one node at a time.
+    pub fn abandon_late_moves(&mut self, now: Millis) -> Vec<AbandonedMove> {
+        let late: Vec<String> = self
+            .moving
+            .iter()
+            .filter(|(_, m)| now >= m.deadline)
+            .map(|(host, _)| host.clone())
+            .collect();
+        let mut abandoned: Vec<AbandonedMove> = late
+            .into_iter()
+            .filter_map(|host| {
+                let m = self.moving.remove(&host)?;
+                Some(AbandonedMove {
+                    host,
+                    from: m.from,
+                    to: m.to,
+                    parked: m.parked,
+                })
+            })
+            .collect();
+        abandoned.sort_by(|a, b| a.host.cmp(&b.host));
+        abandoned
     }
 
     /// A move [`Window::rebalance`] just returned could not be asked of the
@@ -1475,7 +1528,7 @@ mod tests {
         let (gone, joined) = w.nodes_changed(&nodes(&["a", "b"]));
         assert!(gone.is_empty());
         assert_eq!(joined, ["b"]);
-        w.rebalance(&joined)
+        w.rebalance(&joined, T0)
     }
 
     #[test]
@@ -1488,7 +1541,11 @@ mod tests {
                 .iter()
                 .all(|m| (m.from.as_str(), m.to.as_str()) == ("a", "b"))
         );
-        assert!(w.rebalance(&nodes(&["b"])).is_empty(), "moving already");
+        assert!(w.rebalance(&nodes(&["b"]), T0).is_empty(), "moving already");
+        assert!(
+            w.abandon_late_moves(T0 + MOVE_DEADLINE_MS - 1).is_empty(),
+            "not late yet"
+        );
         let host = moves[0].host.clone();
         // Claimed while it moves: parked, neither node gets it yet.
         let late = job(&host, "/late");
@@ -1534,6 +1591,49 @@ mod tests {
         assert_eq!(w.node_lost("a"), 9);
         let (to, jobs) = w.released("a", &h1, vec![job(&h1, "/parked")]).unwrap();
         assert_eq!((to.as_str(), jobs.len()), ("a", 0), "nothing of it is held");
+    }
+
+    #[test]
+    fn a_move_whose_old_pool_never_answers_is_abandoned_at_its_deadline() {
+        let mut w = running(cfg(), &["a"]);
+        let moves = b_joins(&mut w);
+        let (h0, h1) = (moves[0].host.clone(), moves[1].host.clone());
+        let parked = job(&h0, "/parked");
+        assert!(claim(&mut w, vec![parked.clone()], &["a", "b"]).is_empty());
+        // "a"'s pool restarted and forgot the move: no `Released` comes.
+        let abandoned = w.abandon_late_moves(T0 + MOVE_DEADLINE_MS);
+        let mut want = vec![
+            AbandonedMove {
+                host: h0.clone(),
+                from: "a".into(),
+                to: "b".into(),
+                parked: vec![parked.clone()],
+            },
+            AbandonedMove {
+                host: h1.clone(),
+                from: "a".into(),
+                to: "b".into(),
+                parked: Vec::new(),
+            },
+        ];
+        want.sort_by(|x, y| x.host.cmp(&y.host));
+        assert_eq!(abandoned, want);
+        assert!(
+            w.abandon_late_moves(T0 + 2 * MOVE_DEADLINE_MS).is_empty(),
+            "once"
+        );
+        // The host stays on "a": its parked URL is counted there, and so
+        // is what it claims next.
+        let info = w.nodes(&nodes(&["a", "b"]));
+        assert_eq!((info[0].load, info[1].load), (9, 0), "{info:?}");
+        let next = job(&h0, "/next");
+        assert_eq!(
+            claim(&mut w, vec![next.clone()], &["a", "b"]),
+            vec![("a".to_string(), vec![next])]
+        );
+        // A late answer from "a" after all: the host goes back to "a".
+        let (to, jobs) = w.released("a", &h0, vec![parked.clone()]).unwrap();
+        assert_eq!((to.as_str(), jobs), ("a", vec![parked]));
     }
 
     #[test]

@@ -322,6 +322,110 @@ async fn a_node_joining_mid_crawl_receives_work() {
     );
 }
 
+/// Issue 15: `hosts` during a crawl shows what each node's pool does with
+/// its hosts now — queued and in flight for slow hosts, the backoff of a
+/// host answering 503 — and a worker's pool answers over the wire.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hosts_shows_the_pools_queues_fetches_and_backoffs_during_a_crawl() {
+    use web_crawler::actors::HostListing;
+    let listeners: Vec<std::net::TcpListener> = (0..4)
+        .map(|h| reserve(Ipv4Addr::new(127, 0, 5, 30 + h)))
+        .collect();
+    let hosts: Vec<String> = listeners
+        .iter()
+        .map(|l| l.local_addr().unwrap().to_string())
+        .collect();
+    let roots: Vec<String> = hosts.iter().map(|h| format!("http://{h}/")).collect();
+    // Three slow hosts (a second a page, one fetch at a time: the rest of
+    // what is claimed for them waits in their queue) and one answering 503.
+    let mut servers = Vec::new();
+    let mut listeners = listeners.into_iter();
+    for h in 0..3 {
+        let mut links: Vec<String> = (0..12).map(|i| format!("/p{i}")).collect();
+        links.extend(roots.iter().cloned());
+        let links: Vec<&str> = links.iter().map(String::as_str).collect();
+        let mut pages: HashMap<String, Page> = (0..12)
+            .map(|i| {
+                (
+                    format!("/p{i}"),
+                    page_with_links(&format!("page {h} {i}"), &links),
+                )
+            })
+            .collect();
+        pages.insert("/".into(), page_with_links(&format!("home {h}"), &links));
+        let pages = pages
+            .into_iter()
+            .map(|(target, page)| (target, page.delay(Duration::from_secs(1))))
+            .collect();
+        servers.push(TestServer::serve(listeners.next().unwrap(), pages).await);
+    }
+    let busy_host = TestServer::serve_fn(listeners.next().unwrap(), |req: &Request| {
+        if req.uri().path() == "/robots.txt" {
+            Page::not_found()
+        } else {
+            Page::new(503, &[("retry-after", "120")], "busy")
+        }
+    })
+    .await;
+    let mut cluster = Cluster::start(&[]).await;
+    let _w1 = cluster.worker("w1", Ipv4Addr::new(127, 0, 9, 16));
+    assert!(cluster.wait_nodes(2).await, "two pools");
+    let remote = cluster.remote().await;
+    cluster.add_url(&roots[0]).await;
+    let mut last: HostListing;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let seen = loop {
+        last = remote.hosts(50).await.unwrap();
+        let working = last
+            .items
+            .iter()
+            .filter_map(|h| h.live.as_ref())
+            .any(|l| l.queued > 0 && l.in_flight > 0);
+        let backing_off = last
+            .items
+            .iter()
+            .any(|h| h.host == hosts[3] && h.live.as_ref().is_some_and(|l| l.backoff_ms > 0));
+        if (working && backing_off) || Instant::now() >= deadline {
+            break working && backing_off;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert!(
+        seen,
+        "a host with a queue and a fetch, and the 503 host's backoff: {last:#?}"
+    );
+    assert!(
+        last.silent_nodes.is_empty(),
+        "both pools answered: {last:#?}"
+    );
+    assert!(last.busy >= 1, "{last:#?}");
+    let first = last.items[0]
+        .live
+        .as_ref()
+        .expect("a host a pool holds first");
+    assert!(first.work() > 0, "hosts with work first: {last:#?}");
+    for live in last.items.iter().filter_map(|h| h.live.as_ref()) {
+        assert!(["master", "w1"].contains(&live.node.as_str()), "{live:?}");
+    }
+    assert!(busy_host.hits_of("/") >= 1);
+    // The console shows the same, one host a row.
+    let out = cluster.console(&[], "hosts\nquit\n").await;
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("host\tnode\tqueued\tin_flight\trobots\tbackoff\t"),
+        "{text}"
+    );
+    let row: Vec<&str> = text
+        .lines()
+        .find(|l| l.starts_with(&format!("{}\t", hosts[3])))
+        .unwrap_or_else(|| panic!("a row of the 503 host: {text}"))
+        .split('\t')
+        .collect();
+    assert!(row[5].ends_with('s'), "its backoff, in seconds: {row:?}");
+    remote.close();
+    drop(servers);
+}
+
 /// A request a site served: when it arrived, what, and which node asked
 /// (each node of the test fetches with a User-Agent `crawler-NODE`).
 struct Served {

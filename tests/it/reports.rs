@@ -623,16 +623,22 @@ async fn the_console_lists_search_results_and_hosts(backend: Backend) {
     }
     assert!(text.contains("(none)"), "no results for absent: {text}");
     assert!(
-        text.contains("host\trobots\tcrawl_delay_ms\tpages\tsitemaps"),
+        text.contains(
+            "host\tnode\tqueued\tin_flight\trobots\tbackoff\tcrawl_delay_ms\tpages\tsitemaps"
+        ),
         "{text}"
     );
+    // Nothing of them in a pool: the store's facts only.
     assert!(
-        text.contains(&format!("{}\tnot_found (404)\t-\t4\t-", web.host_a())),
+        text.contains(&format!(
+            "{}\t-\t-\t-\tnot_found (404)\t-\t-\t4\t-",
+            web.host_a()
+        )),
         "{text}"
     );
     assert!(
         text.contains(&format!(
-            "{}\tfetched (200)\t200\t4\t{}",
+            "{}\t-\t-\t-\tfetched (200)\t-\t200\t4\t{}",
             web.host_b(),
             web.b.url("/sitemap.xml")
         )),
