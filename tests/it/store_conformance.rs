@@ -22,6 +22,7 @@ fn link(url: &str, depth: u32, priority: f64) -> NewLink {
         priority,
         redirect_hops: 0,
         modified: None,
+        check_every_ms: None,
     }
 }
 
