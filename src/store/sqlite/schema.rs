@@ -657,6 +657,52 @@ mod tests {
         assert!(msg.contains("schema_version"), "{msg}");
     }
 
+    /// A version 4 file gains the columns of a URL's own watch interval;
+    /// what it held stays.
+    #[tokio::test]
+    async fn a_version_4_file_is_migrated() {
+        let (_dir, path, store) = open_temp();
+        store
+            .commit((seeds(0, vec![link("http://a/old", 0, 1.0)])).into())
+            .await
+            .unwrap();
+        drop(store);
+        Connection::open(&path)
+            .unwrap()
+            .execute_batch(
+                "ALTER TABLE pending_urls DROP COLUMN check_every_ms;
+                 ALTER TABLE processed_urls DROP COLUMN check_every_ms;
+                 UPDATE meta SET value = 4 WHERE key = 'schema_version';",
+            )
+            .unwrap();
+        let store = SqliteStore::open(&path).unwrap();
+        let mut watched = link("http://a/watched", 0, 1.0);
+        watched.check_every_ms = Some(2_000);
+        store
+            .commit((seeds(1, vec![watched])).into())
+            .await
+            .unwrap();
+        let jobs = store.claim(claim_req(1, 10, 10)).await.unwrap();
+        let every: Vec<(&str, Option<i64>)> = jobs
+            .iter()
+            .map(|j| (j.url.as_str(), j.check_every_ms))
+            .collect();
+        assert_eq!(
+            every,
+            vec![("http://a/old", None), ("http://a/watched", Some(2_000))]
+        );
+        drop(store);
+        let version: i64 = Connection::open(&path)
+            .unwrap()
+            .query_row(
+                "SELECT value FROM meta WHERE key = 'schema_version'",
+                [],
+                |row| row.get(0),
+            )
+            .unwrap();
+        assert_eq!(version, SCHEMA_VERSION);
+    }
+
     /// A version 2 file's search results become records, keyed as a record
     /// written now would be (so a re-processed page replaces, not adds).
     #[tokio::test]
