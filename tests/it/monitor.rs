@@ -419,6 +419,23 @@ async fn a_url_added_with_every_is_watched_at_its_own_interval() {
         .unwrap()
         .to_string();
     let (watched, once) = (server.url("/watched"), server.url("/once"));
+    // --recrawl-every is held to the same shortest interval.
+    let refused = bin()
+        .args(["start", "--name", "short", "--listen", &listen])
+        .arg("--cookie-file")
+        .arg(&cookie)
+        .arg("--db")
+        .arg(dir.path().join("short.db"))
+        .args(["--recrawl-every", "500ms"])
+        .output()
+        .await
+        .unwrap();
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(!refused.status.success(), "{said}");
+    assert!(
+        said.contains("--recrawl-every: cannot watch a URL every 500ms"),
+        "{said}"
+    );
     let mut node = start_watch_node(&db, &cookie, &listen);
 
     let (ok, said) = add_url(&listen, &cookie, &[&watched, "--every", "0"]).await;
