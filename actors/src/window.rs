@@ -12,7 +12,7 @@ use crate::behaviour::{ClaimRequest, CommitBatch, ProcessedPage, Retry};
 use crate::cluster::{HostHold, Move, choose_node, rebalance};
 use crate::config::CrawlConfig;
 use crate::monitor::{
-    Check, Revisit, StatusEvent, is_up, previous_interval, revisit_for, transition,
+    Check, Revisit, StatusEvent, interval_ms, is_up, previous_interval, revisit_for, transition,
 };
 use crate::outage::{Outage, StoreHealth, Verdict};
 use crate::protocol::{IdleReason, NodeInfo, SlaveReport};
@@ -443,7 +443,7 @@ impl Window {
     /// The revisit policy `job`'s URL is watched with: its own interval,
     /// else the node's `recrawl_every` ([`revisit_for`]).
     fn revisit(&self, job: &Job) -> Option<Revisit> {
-        let global = self.cfg.recrawl_every.map(|d| d.as_millis() as Millis);
+        let global = self.cfg.recrawl_every.map(interval_ms);
         revisit_for(job.check_every_ms, global)
     }
 
