@@ -367,6 +367,24 @@ fn start_watch_node(db: &Path, cookie: &Path, listen: &str) -> tokio::process::C
         .unwrap()
 }
 
+/// Wait until the node at `listen` answers `status` (at most 30 s).
+async fn wait_answering(listen: &str, cookie: &Path) {
+    for _ in 0..150 {
+        let out = bin()
+            .args(["status", "--connect", listen])
+            .arg("--cookie-file")
+            .arg(cookie)
+            .output()
+            .await
+            .unwrap();
+        if out.status.success() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    panic!("the node at {listen} never answered");
+}
+
 /// `add-url` on the node at `listen`: whether it succeeded, and what it said.
 async fn add_url(listen: &str, cookie: &Path, args: &[&str]) -> (bool, String) {
     let out = bin()
@@ -437,6 +455,7 @@ async fn a_url_added_with_every_is_watched_at_its_own_interval() {
         "{said}"
     );
     let mut node = start_watch_node(&db, &cookie, &listen);
+    wait_answering(&listen, &cookie).await;
 
     let (ok, said) = add_url(&listen, &cookie, &[&watched, "--every", "0"]).await;
     assert!(!ok, "{said}");
@@ -465,6 +484,7 @@ async fn a_url_added_with_every_is_watched_at_its_own_interval() {
     .await;
     assert!(again, "after the restart: {:?}", hits.watched);
     assert_eq!(hits.once.load(Ordering::SeqCst), 1);
+    wait_answering(&listen, &cookie).await;
 
     // An interval for a processed URL is not refused: it is fetched now,
     // and watched from then on.
