@@ -11,7 +11,9 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use web_crawler::actors::cluster;
-use web_crawler::actors::monitor::{FetchHistory, HistoryQuery, availability, changes};
+use web_crawler::actors::monitor::{
+    FetchHistory, HistoryQuery, availability, changes, check_every, interval_ms,
+};
 use web_crawler::actors::outage::utc_time;
 use web_crawler::actors::traps::TrapSettings;
 use web_crawler::actors::{
@@ -134,6 +136,11 @@ enum Command {
         /// already processed is refused with when).
         #[arg(long)]
         again: bool,
+        /// Watch it at this interval of its own, e.g. `30s`, `10min`, `1h`
+        /// (1s at the least): it overrides --recrawl-every, and the node
+        /// need not have one. A URL processed already is fetched again now.
+        #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+        every: Option<Duration>,
         #[command(flatten)]
         remote: RemoteOpts,
     },
@@ -245,7 +252,8 @@ enum Report {
 struct MonitorOpts {
     /// Watch every processed URL: fetch it again about this often
     /// (conditionally; adapted to how often it changes, within half and
-    /// four times this), e.g. `30s`, `10min`, `1h`.
+    /// four times this), e.g. `30s`, `10min`, `1h` (1s at the least). A
+    /// URL added with `add-url --every` keeps its own interval.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     recrawl_every: Option<Duration>,
     /// fetch_history entries kept per URL (the newest).
@@ -263,6 +271,12 @@ struct MonitorOpts {
 
 impl MonitorOpts {
     fn apply(&self, settings: &mut Settings) -> Result<()> {
+        if let Some(every) = self.recrawl_every {
+            check_every(every).map_err(|e| anyhow::anyhow!("--recrawl-every: {e}"))?;
+        }
+        // A service: URLs added with an interval of their own are watched
+        // even without --recrawl-every.
+        settings.crawl.monitoring = true;
         settings.crawl.recrawl_every = self.recrawl_every;
         settings.crawl.history_keep = self.history_keep;
         if self.on_change.is_some() || self.webhook.is_some() {
@@ -742,7 +756,7 @@ impl TuningOpts {
 }
 
 /// `500ms`, `90s`, `10min` (or `10m`), `2h`; a bare number is seconds.
-fn parse_duration(text: &str) -> Result<Duration, String> {
+pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
     let text = text.trim();
     let split = text
         .find(|c: char| !c.is_ascii_digit() && c != '.')
@@ -829,6 +843,7 @@ pub(crate) async fn run(cli: Cli) -> Result<ExitCode> {
                     url,
                     operation,
                     again: false,
+                    every_ms: None,
                 };
                 return one_shot(&remote, req).await;
             }
@@ -899,6 +914,7 @@ pub(crate) async fn run(cli: Cli) -> Result<ExitCode> {
             search,
             mirror,
             again,
+            every,
             remote,
         } => {
             let operation = match search {
@@ -912,6 +928,7 @@ pub(crate) async fn run(cli: Cli) -> Result<ExitCode> {
                     url,
                     operation,
                     again,
+                    every_ms: every.map(interval_ms),
                 },
             )
             .await

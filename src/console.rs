@@ -2,12 +2,14 @@
 //! and the one-shot script commands: both send `ControlRequest`s to a
 //! running cluster and print the replies.
 
+use crate::cli::parse_duration;
 use anyhow::{Context, Result, bail};
 use serde_json::Value;
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::Path;
 use std::time::Duration;
 use web_crawler::actors::Remote;
+use web_crawler::actors::monitor::interval_ms;
 use web_crawler::actors::outage::utc_time;
 use web_crawler::actors::{
     ControlRequest, HostSummary, LiveRobots, OperationSpec, Setting, Status,
@@ -55,9 +57,12 @@ commands:
   nodes                       each node, its load, hosts owned
   tree                        the supervision tree (supervisor:which_children)
   state ACTOR                 an actor's state (master, sup, config)
-  add_url URL [search TEXT | mirror] [again]
+  add_url URL [search TEXT | mirror] [again] [every DURATION]
                               queue a URL (optionally with the search or mirror
-                              operation); `again` fetches it even if processed
+                              operation); `again` fetches it even if processed;
+                              `every 30s` (10min, 1h; 1s at the least) watches it
+                              at that interval, over --recrawl-every (a processed
+                              URL is fetched again now)
   search_text URL TEXT        crawl from URL recording where TEXT occurs
   search QUERY                the best 10 pages for QUERY in the full-text index
   pending [N]                 the first N pending URLs (default 10)
@@ -125,6 +130,12 @@ fn parse_line(line: &str) -> Result<Line> {
             actor: actor.to_string(),
         },
         ["add_url", url, op @ ..] => {
+            let (op, every) = match op {
+                [op @ .., "every", every] => {
+                    (op, Some(parse_duration(every).map_err(anyhow::Error::msg)?))
+                }
+                op => (op, None),
+            };
             let (op, again) = match op {
                 [op @ .., "again"] => (op, true),
                 op => (op, false),
@@ -133,12 +144,14 @@ fn parse_line(line: &str) -> Result<Line> {
                 url: url.to_string(),
                 operation: operation(op)?,
                 again,
+                every_ms: every.map(interval_ms),
             }
         }
         ["search_text", url, text @ ..] if !text.is_empty() => ControlRequest::AddUrl {
             url: url.to_string(),
             operation: OperationSpec::search_text(text.join(" ")),
             again: false,
+            every_ms: None,
         },
         ["pending", rest @ ..] if rest.len() <= 1 => ControlRequest::Pending {
             limit: limit(rest.first())?,
@@ -712,6 +725,7 @@ mod tests {
                 url: "http://a/".into(),
                 operation: OperationSpec::search_text("two words"),
                 again: false,
+                every_ms: None,
             })
         );
         assert_eq!(
@@ -745,6 +759,7 @@ mod tests {
                 url: "http://a/".into(),
                 operation: mirror(),
                 again: false,
+                every_ms: None,
             })
         );
         assert_eq!(
@@ -753,8 +768,29 @@ mod tests {
                 url: "http://a/".into(),
                 operation: OperationSpec::crawl(),
                 again: true,
+                every_ms: None,
             })
         );
+        assert_eq!(
+            parse_line("add_url http://a/ mirror again every 10min").unwrap(),
+            Line::Request(ControlRequest::AddUrl {
+                url: "http://a/".into(),
+                operation: mirror(),
+                again: true,
+                every_ms: Some(600_000),
+            })
+        );
+        assert_eq!(
+            parse_line("add_url http://a/ every 1s").unwrap(),
+            Line::Request(ControlRequest::AddUrl {
+                url: "http://a/".into(),
+                operation: OperationSpec::crawl(),
+                again: false,
+                every_ms: Some(1_000),
+            })
+        );
+        let soon = parse_line("add_url http://a/ every soon").unwrap_err();
+        assert!(soon.to_string().contains("not a duration"), "{soon}");
         assert!(parse_line("add_url http://a/ mirror x").is_err());
         assert!(parse_line("search_text http://a/").is_err());
         assert_eq!(

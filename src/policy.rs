@@ -146,6 +146,7 @@ impl CrawlPolicy {
             priority: 0.0,
             redirect_hops,
             modified: None,
+            check_every_ms: None,
         })
     }
 }
@@ -203,6 +204,7 @@ impl LinkPolicy for CrawlPolicy {
             priority: 1.0,
             redirect_hops: 0,
             modified: None,
+            check_every_ms: None,
         })
     }
 
@@ -239,6 +241,7 @@ mod tests {
             attempts: 0,
             redirect_hops: 0,
             last: None,
+            check_every_ms: None,
         }
     }
 

@@ -11,7 +11,7 @@ use crate::protocol::{
 use crate::remote::ControlClient;
 use crate::search::SearchAnswer;
 use crate::sup::{ExitReason, Sup, SupArgs};
-use crate::types::OperationSpec;
+use crate::types::{Millis, OperationSpec};
 use ractor::{Actor, ActorRef, RpcReplyPort};
 use std::time::{Duration, Instant};
 use tokio::sync::watch;
@@ -122,7 +122,7 @@ impl AppHandle {
         url: &str,
         operation: OperationSpec,
     ) -> Result<String, AppError> {
-        self.queue(url, operation, false).await
+        self.queue(url, operation, false, None).await
     }
 
     /// Queue a URL to be fetched again, even if it was processed already
@@ -132,7 +132,23 @@ impl AppHandle {
         url: &str,
         operation: OperationSpec,
     ) -> Result<String, AppError> {
-        self.queue(url, operation, true).await
+        self.queue(url, operation, true, None).await
+    }
+
+    /// Queue a URL and watch it at an interval of its own (at least
+    /// [`MIN_CHECK_EVERY_MS`](crate::monitor::MIN_CHECK_EVERY_MS)), which
+    /// the revisit policy adapts as it does `recrawl_every`, on a node
+    /// that watches URLs ([`CrawlConfig::monitoring`]). A URL processed
+    /// already is fetched again now; a URL watched already takes the new
+    /// interval.
+    pub async fn add_url_watched(
+        &self,
+        url: &str,
+        operation: OperationSpec,
+        every: Duration,
+    ) -> Result<String, AppError> {
+        let every_ms = crate::monitor::interval_ms(every);
+        self.queue(url, operation, false, Some(every_ms)).await
     }
 
     async fn queue(
@@ -140,12 +156,14 @@ impl AppHandle {
         url: &str,
         operation: OperationSpec,
         again: bool,
+        every_ms: Option<Millis>,
     ) -> Result<String, AppError> {
         let url = url.to_string();
         self.call_master(MASTER_WAIT, move |reply| MasterMsg::AddUrl {
             url: url.clone(),
             operation: operation.clone(),
             again,
+            every_ms,
             reply,
         })
         .await?

@@ -69,6 +69,12 @@ pub struct CrawlConfig {
     /// again about this often ([`crate::monitor::Revisit`] adapts it to how
     /// often the page changes); `None` watches nothing.
     pub recrawl_every: Option<Duration>,
+    /// Availability monitoring runs (a service): the master queues again
+    /// the URLs whose check is due — every processed URL with
+    /// `recrawl_every`, else the URLs added with an interval of their own
+    /// (`add_url … every`). `recrawl_every` turns it on too; a one-shot
+    /// crawl leaves it off and checks nothing again.
+    pub monitoring: bool,
     /// `fetch_history` entries kept per URL, the newest.
     pub history_keep: usize,
     /// Claimed URLs held by this node and not yet committed, at most (0: 64 ×
@@ -130,6 +136,7 @@ impl Default for CrawlConfig {
             max_pages: None,
             reprocess_after: None,
             recrawl_every: None,
+            monitoring: false,
             history_keep: 1_000,
             window: 0,
             per_host_window: 0,
@@ -174,6 +181,12 @@ impl CrawlConfig {
         } else {
             (self.per_host * 8).max(8)
         }
+    }
+
+    /// Whether the master looks for URLs due to be checked again
+    /// ([`CrawlConfig::monitoring`]).
+    pub fn watches(&self) -> bool {
+        self.monitoring || self.recrawl_every.is_some()
     }
 
     /// Registered name of this node's master (`web_crawler_master@NODE`):

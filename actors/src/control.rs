@@ -203,6 +203,7 @@ async fn answer(state: &mut ControlArgs, request: ControlRequest) -> Result<Valu
             url,
             operation,
             again,
+            every_ms,
         } => {
             let asked = now_ms();
             let wanted = operation.clone();
@@ -212,12 +213,15 @@ async fn answer(state: &mut ControlArgs, request: ControlRequest) -> Result<Valu
                     url,
                     operation,
                     again,
+                    every_ms,
                     reply
                 },
                 MASTER_TIMEOUT_MS
             )
             .map_err(|e| e.to_string())??;
+            // An interval of its own queues a processed URL again, as `again` does.
             if !again
+                && every_ms.is_none()
                 && let Some(page) = state
                     .queries
                     .processed_url(&queued)

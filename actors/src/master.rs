@@ -12,10 +12,11 @@
 use crate::behaviour::{CommitBatch, CommitSummary, Frontier, StoreError, error_chain};
 use crate::config::{Behaviours, CrawlConfig};
 use crate::indexer::IndexerLoad;
+use crate::monitor::check_every_ms;
 use crate::outage::{GaveUp, StoreFailure, Verdict, human_duration};
 use crate::protocol::{self, IdleReason, IndexerMsg, MasterMsg, PoolMsg, Status, SupMsg};
 use crate::search::{INDEX_QUEUE, PageText};
-use crate::types::{Job, Millis, NewLink, StoreCounts, now_ms};
+use crate::types::{Job, Millis, NewLink, OperationSpec, StoreCounts, now_ms};
 use crate::window::{CycleWork, MOVE_DEADLINE_MS, Window, idle_reason};
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 use std::collections::BTreeMap;
@@ -192,28 +193,19 @@ impl Actor for Master {
                 url,
                 operation,
                 again,
+                every_ms,
                 reply,
-            } => {
-                if let Err(e) = state.b.operations.validate(&operation) {
-                    let _ = reply.send(Err(e.to_string()));
-                } else {
-                    match state.b.policy.seed(&url, &operation) {
-                        Ok(mut link) => {
-                            if again {
-                                // Fetched again even if processed already.
-                                link.modified = Some(now);
-                            }
-                            // Replied once written: the caller is told it is durable.
-                            state.seeds_waiting.push((reply, link.url.clone()));
-                            state.window.add_seed(link);
-                            cycle(state, true, true);
-                        }
-                        Err(e) => {
-                            let _ = reply.send(Err(format!("{url}: {e}")));
-                        }
-                    }
+            } => match seed(state, &url, &operation, again, every_ms, now) {
+                Ok(link) => {
+                    // Replied once written: the caller is told it is durable.
+                    state.seeds_waiting.push((reply, link.url.clone()));
+                    state.window.add_seed(link);
+                    cycle(state, true, true);
                 }
-            }
+                Err(e) => {
+                    let _ = reply.send(Err(e));
+                }
+            },
             MasterMsg::Report(report) => {
                 let due = state.window.on_report(report, now);
                 for event in state.window.take_events() {
@@ -656,6 +648,44 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// The link `add_url` queues, or the one line why not. `again` or an
+/// interval of its own (`every_ms`) queue a processed URL again, now.
+fn seed(
+    state: &MasterState,
+    url: &str,
+    operation: &OperationSpec,
+    again: bool,
+    every_ms: Option<Millis>,
+    now: Millis,
+) -> Result<NewLink, String> {
+    state
+        .b
+        .operations
+        .validate(operation)
+        .map_err(|e| e.to_string())?;
+    if every_ms.is_some() && !state.cfg.watches() {
+        return Err(format!(
+            "{url}: this node checks nothing again (a one-shot crawl); \
+             watch URLs with a service (`web_crawler start`)"
+        ));
+    }
+    let every_ms = every_ms
+        .map(check_every_ms)
+        .transpose()
+        .map_err(|e| format!("{url}: {e}"))?;
+    let mut link = state
+        .b
+        .policy
+        .seed(url, operation)
+        .map_err(|e| format!("{url}: {e}"))?;
+    if again || every_ms.is_some() {
+        // Fetched again even if processed already.
+        link.modified = Some(now);
+    }
+    link.check_every_ms = every_ms;
+    Ok(link)
 }
 
 fn reply_seeds(seeds: &mut Vec<(AddUrlReply, String)>) {

@@ -6,6 +6,7 @@
 use crate::types::Millis;
 use serde::{Deserialize, Serialize};
 use std::fmt;
+use std::time::Duration;
 
 /// What the last fetch of a processed URL left behind: what a re-check sends
 /// back as validators and compares its answer with. Travels in the
@@ -23,6 +24,38 @@ pub struct LastFetch {
     /// The revisit interval the last check chose.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub check_interval_ms: Option<Millis>,
+    /// The URL's own watch interval when it was fetched (`add_url … every`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub check_every_ms: Option<Millis>,
+}
+
+/// The shortest interval a URL is watched at: the master looks for URLs
+/// due once a second, so a shorter one would not be kept.
+pub const MIN_CHECK_EVERY_MS: Millis = 1_000;
+
+/// A watch interval (`add_url … every`, `--recrawl-every`) that cannot be kept.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "cannot watch a URL every {0}ms: the shortest interval is 1s (due URLs are looked for once a second)"
+)]
+pub struct IntervalTooShort(pub Millis);
+
+/// `every` in milliseconds, as a watch interval travels (saturating).
+pub fn interval_ms(every: Duration) -> Millis {
+    Millis::try_from(every.as_millis()).unwrap_or(Millis::MAX)
+}
+
+/// `every` as a watch interval in milliseconds, if it is one that can be kept.
+pub fn check_every(every: Duration) -> Result<Millis, IntervalTooShort> {
+    check_every_ms(interval_ms(every))
+}
+
+/// [`check_every`] for an interval already in milliseconds (as a request carries it).
+pub fn check_every_ms(ms: Millis) -> Result<Millis, IntervalTooShort> {
+    if ms < MIN_CHECK_EVERY_MS {
+        return Err(IntervalTooShort(ms));
+    }
+    Ok(ms)
 }
 
 /// Whether a fetch found the resource available: any HTTP answer below 400
@@ -127,6 +160,21 @@ impl Revisit {
         };
         next.clamp(self.min_ms(), self.max_ms())
     }
+}
+
+/// The revisit policy of a URL whose own interval is `own` (`add_url …
+/// every`) on a node watching every URL at `global` (`recrawl_every`): its
+/// own interval wins; `None` when the URL is not watched.
+pub fn revisit_for(own: Option<Millis>, global: Option<Millis>) -> Option<Revisit> {
+    own.or(global).map(|every_ms| Revisit { every_ms })
+}
+
+/// The interval the last check chose, as the revisit policy of a fetch
+/// made with the URL's own interval `own` builds on: a URL given another
+/// interval of its own since starts over from it.
+pub fn previous_interval(last: Option<&LastFetch>, own: Option<Millis>) -> Option<Millis> {
+    last.filter(|l| l.check_every_ms == own)
+        .and_then(|l| l.check_interval_ms)
 }
 
 /// One fetch of a URL as `fetch_history` keeps it.
@@ -338,6 +386,60 @@ mod tests {
             i = Some(r.next_interval(i, true, None));
         }
         assert_eq!(i, Some(40_000));
+    }
+
+    #[test]
+    fn a_url_s_own_interval_beats_the_node_s() {
+        assert_eq!(revisit_for(None, None), None, "not watched");
+        assert_eq!(revisit_for(None, Some(60_000)).unwrap().every_ms, 60_000);
+        assert_eq!(revisit_for(Some(2_000), None).unwrap().every_ms, 2_000);
+        let own = revisit_for(Some(2_000), Some(60_000)).unwrap();
+        assert_eq!(own.every_ms, 2_000, "its own wins");
+        // Bounds relative to its own interval, not the node's.
+        assert_eq!((own.min_ms(), own.max_ms()), (1_000, 8_000));
+        assert_eq!(own.next_interval(Some(60_000), true, None), 8_000);
+    }
+
+    #[test]
+    fn a_new_interval_of_its_own_starts_the_adaptation_over() {
+        let last = |interval, own| LastFetch {
+            check_interval_ms: Some(interval),
+            check_every_ms: own,
+            ..LastFetch::default()
+        };
+        assert_eq!(previous_interval(None, Some(2_000)), None);
+        assert_eq!(
+            previous_interval(Some(&last(3_000, Some(2_000))), Some(2_000)),
+            Some(3_000)
+        );
+        assert_eq!(
+            previous_interval(Some(&last(240_000, None)), Some(2_000)),
+            None,
+            "watched at the node's interval before"
+        );
+        assert_eq!(
+            previous_interval(Some(&last(3_000, Some(2_000))), Some(5_000)),
+            None
+        );
+        assert_eq!(
+            previous_interval(Some(&last(90_000, None)), None),
+            Some(90_000),
+            "the node's interval, as before"
+        );
+    }
+
+    #[test]
+    fn intervals_shorter_than_the_sweep_are_refused() {
+        assert_eq!(check_every(Duration::from_secs(1)), Ok(1_000));
+        assert_eq!(check_every(Duration::from_secs(600)), Ok(600_000));
+        assert_eq!(check_every(Duration::ZERO), Err(IntervalTooShort(0)));
+        assert_eq!(check_every_ms(999), Err(IntervalTooShort(999)));
+        assert_eq!(
+            IntervalTooShort(500).to_string(),
+            "cannot watch a URL every 500ms: the shortest interval is 1s \
+             (due URLs are looked for once a second)"
+        );
+        assert_eq!(check_every(Duration::MAX), Ok(Millis::MAX));
     }
 
     fn fetch(url: &str, at: Millis, code: Option<u16>, ms: i64, changed: bool) -> FetchHistory {

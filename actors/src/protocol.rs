@@ -253,6 +253,9 @@ pub(crate) enum MasterMsg {
         operation: OperationSpec,
         /// Queue it even if it was processed already.
         again: bool,
+        /// Watch it at this interval of its own (ms; queued at once if it
+        /// was processed).
+        every_ms: Option<Millis>,
         reply: RpcReplyPort<Result<String, String>>,
     },
     Report(SlaveReport),
@@ -661,12 +664,16 @@ pub enum ControlRequest {
     },
     /// Queue a URL. One already processed (with this operation, and not
     /// due again) is refused with when, unless `again`: then it is fetched
-    /// again.
+    /// again. With `every_ms` the URL is watched at that interval of its
+    /// own (at least [`crate::monitor::MIN_CHECK_EVERY_MS`]); a processed
+    /// URL is then fetched again at once, and every `every_ms` after.
     AddUrl {
         url: String,
         operation: OperationSpec,
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         again: bool,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        every_ms: Option<Millis>,
     },
     Pending {
         limit: usize,
@@ -761,6 +768,7 @@ mod tests {
             attempts: 0,
             redirect_hops: 0,
             last: None,
+            check_every_ms: None,
         };
         assert!(ractor::Message::serialize(MasterMsg::Unstarted(vec![job])).is_err());
     }

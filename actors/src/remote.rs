@@ -6,7 +6,7 @@ use crate::cluster::{ClusterError, join, start_node};
 use crate::hosts::HostListing;
 use crate::monitor::{Availability, StatusEvent};
 use crate::protocol::{CONTROL_GROUP, ControlMsg, ControlRequest, MAX_REQUEST_BYTES, Status};
-use crate::types::{OperationSpec, PendingUrl, ProcessedUrl, SearchResult};
+use crate::types::{Millis, OperationSpec, PendingUrl, ProcessedUrl, SearchResult};
 use ractor::ActorRef;
 use ractor_cluster::NodeServerMessage;
 use serde::de::DeserializeOwned;
@@ -115,7 +115,7 @@ impl ControlClient {
         url: &str,
         operation: OperationSpec,
     ) -> Result<String, ControlError> {
-        self.add(url, operation, false).await
+        self.add(url, operation, false, None).await
     }
 
     /// `add_url` that fetches the URL again even if it was processed.
@@ -124,7 +124,19 @@ impl ControlClient {
         url: &str,
         operation: OperationSpec,
     ) -> Result<String, ControlError> {
-        self.add(url, operation, true).await
+        self.add(url, operation, true, None).await
+    }
+
+    /// `add_url` that watches the URL at an interval of its own (see
+    /// [`AppHandle::add_url_watched`](crate::AppHandle::add_url_watched)).
+    pub async fn add_url_watched(
+        &self,
+        url: &str,
+        operation: OperationSpec,
+        every: Duration,
+    ) -> Result<String, ControlError> {
+        let every_ms = crate::monitor::interval_ms(every);
+        self.add(url, operation, false, Some(every_ms)).await
     }
 
     async fn add(
@@ -132,12 +144,14 @@ impl ControlClient {
         url: &str,
         operation: OperationSpec,
         again: bool,
+        every_ms: Option<Millis>,
     ) -> Result<String, ControlError> {
         let reply = self
             .request(&ControlRequest::AddUrl {
                 url: url.to_string(),
                 operation,
                 again,
+                every_ms,
             })
             .await?;
         Ok(reply.as_str().unwrap_or_default().to_string())

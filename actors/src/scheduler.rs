@@ -515,6 +515,7 @@ mod tests {
             attempts: 0,
             redirect_hops: 0,
             last: None,
+            check_every_ms: None,
         }
     }
 

@@ -110,6 +110,11 @@ pub struct NewLink {
     /// `lastmod`, epoch ms): a page fetched before that is queued again.
     #[serde(default)]
     pub modified: Option<Millis>,
+    /// The URL's own watch interval (`add_url … every`): it is checked
+    /// again this often (adapted, [`crate::monitor::Revisit`]) instead of
+    /// `recrawl_every`. Only a seed carries one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub check_every_ms: Option<Millis>,
 }
 
 /// A claimed URL, leased to this node, on its way to a slave.
@@ -127,6 +132,10 @@ pub struct Job {
     /// re-check sends its validators and compares its answer with it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last: Option<LastFetch>,
+    /// The URL's own watch interval, from its pending row or else its
+    /// processed one ([`NewLink::check_every_ms`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub check_every_ms: Option<Millis>,
 }
 
 impl Job {
@@ -181,6 +190,10 @@ pub struct PageRecord {
     pub d_next_check: Option<Millis>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub check_interval_ms: Option<Millis>,
+    /// The URL's own watch interval ([`NewLink::check_every_ms`]), kept
+    /// with the page so every later check knows it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub check_every_ms: Option<Millis>,
 }
 
 /// How a host's robots.txt was obtained (stored as its snake_case name).

@@ -11,7 +11,9 @@
 use crate::behaviour::{ClaimRequest, CommitBatch, ProcessedPage, Retry};
 use crate::cluster::{HostHold, Move, choose_node, rebalance};
 use crate::config::CrawlConfig;
-use crate::monitor::{Check, Revisit, StatusEvent, is_up, transition};
+use crate::monitor::{
+    Check, Revisit, StatusEvent, interval_ms, is_up, previous_interval, revisit_for, transition,
+};
 use crate::outage::{Outage, StoreHealth, Verdict};
 use crate::protocol::{IdleReason, NodeInfo, SlaveReport};
 use crate::traps::TrapGuard;
@@ -468,7 +470,7 @@ impl Window {
                 let attempt = job.attempts + 1;
                 // A watched URL's check is not retried: the next check is
                 // its retry, and a failure now is what it has to tell.
-                let recheck = self.cfg.recrawl_every.is_some() && job.last.is_some();
+                let recheck = self.revisit(&job).is_some() && job.last.is_some();
                 if retryable && attempt < self.cfg.max_attempts && !recheck {
                     tracing::debug!(url = %job.url, %reason, attempt, "will retry");
                     self.batch.retries.push(Retry {
@@ -491,11 +493,20 @@ impl Window {
         self.write_due()
     }
 
+    /// The revisit policy `job`'s URL is watched with: its own interval,
+    /// else the node's `recrawl_every` ([`revisit_for`]).
+    fn revisit(&self, job: &Job) -> Option<Revisit> {
+        let global = self.cfg.recrawl_every.map(interval_ms);
+        revisit_for(job.check_every_ms, global)
+    }
+
     /// Availability monitoring for a fetch of `job`: what it changed
-    /// against the URL's last fetch (an event to tell), and, when URLs are
-    /// watched, when it is due again.
+    /// against the URL's last fetch (an event to tell), and, when the URL
+    /// is watched, when it is due again.
     fn monitor(&mut self, job: &Job, page: &mut ProcessedPage, now: Millis) {
+        let revisit = self.revisit(job);
         let record = &mut page.record;
+        record.check_every_ms = job.check_every_ms;
         let check = Check {
             http_returncode: record.http_returncode,
             content_hash: record.content_hash,
@@ -503,11 +514,8 @@ impl Window {
         };
         let change = transition(job.last.as_ref(), &check);
         page.changed = change.is_some();
-        if let Some(every) = self.cfg.recrawl_every {
-            let revisit = Revisit {
-                every_ms: every.as_millis() as Millis,
-            };
-            let previous = job.last.as_ref().and_then(|l| l.check_interval_ms);
+        if let Some(revisit) = revisit {
+            let previous = previous_interval(job.last.as_ref(), job.check_every_ms);
             let interval = revisit.next_interval(previous, is_up(check.http_returncode), change);
             record.check_interval_ms = Some(interval);
             record.d_next_check = Some(now.saturating_add(interval));
@@ -605,6 +613,8 @@ impl Window {
                 http_returncode: status,
                 error: Some(error),
                 node: self.cfg.node_name.clone(),
+                // Kept: a URL that failed is watched as before.
+                check_every_ms: job.check_every_ms,
                 ..PageRecord::default()
             },
             ..ProcessedPage::default()
@@ -700,7 +710,7 @@ impl Window {
     /// second at most, and only while the crawl claims (not paused,
     /// draining or waiting for the store).
     fn sweep_due(&mut self, now: Millis) -> Option<usize> {
-        if self.cfg.recrawl_every.is_none()
+        if !self.cfg.watches()
             || now < self.next_sweep
             || self.paused
             || self.drain.is_some()
@@ -1092,6 +1102,7 @@ mod tests {
             attempts: 0,
             redirect_hops: 0,
             last: None,
+            check_every_ms: None,
         }
     }
 
@@ -1395,6 +1406,7 @@ mod tests {
             priority: 1.0,
             redirect_hops: 0,
             modified: None,
+            check_every_ms: None,
         });
         assert!(w.write_due());
         let work = w.start_cycle(false, false, false, T0).unwrap();
@@ -1681,6 +1693,7 @@ mod tests {
             priority: 0.1,
             redirect_hops: 0,
             modified: None,
+            check_every_ms: None,
         }
     }
 
@@ -1901,6 +1914,85 @@ mod tests {
         w.cycle_done(Vec::new(), None, &nodes(&["a"]), T0 + 500);
         let work = w.start_cycle(true, true, false, T0 + 1_000).unwrap();
         assert!(work.sweep.is_some());
+    }
+
+    /// A URL's own interval (`add_url … every`) is its revisit policy's
+    /// base, on a node without `recrawl_every` as on one with it.
+    #[test]
+    fn a_url_with_an_interval_of_its_own_is_watched_at_it() {
+        use crate::monitor::LastFetch;
+        let service = CrawlConfig {
+            monitoring: true,
+            ..cfg()
+        };
+        let mut w = running(service.clone(), &["a"]);
+        // Its first fetch: due again after its own interval, which is kept.
+        let mut own = job("h", "/own");
+        own.check_every_ms = Some(2_000);
+        let plain = job("h", "/plain");
+        claim(&mut w, vec![own.clone(), plain.clone()], &["a"]);
+        w.on_report(page(&own), T0);
+        w.on_report(page(&plain), T0);
+        let work = w.start_cycle(true, false, false, T0).unwrap();
+        let own_page = &work.batch.pages[0].record;
+        assert_eq!(own_page.check_every_ms, Some(2_000));
+        assert_eq!(own_page.check_interval_ms, Some(2_000));
+        assert_eq!(own_page.d_next_check, Some(T0 + 2_000));
+        let plain_page = &work.batch.pages[1].record;
+        assert_eq!(
+            (plain_page.d_next_check, plain_page.check_every_ms),
+            (None, None),
+            "not watched"
+        );
+        w.cycle_done(Vec::new(), None, &nodes(&["a"]), T0);
+        let work = w.start_cycle(true, true, false, T0 + 1_000).unwrap();
+        assert!(
+            work.sweep.is_some(),
+            "due URLs looked for without recrawl_every"
+        );
+
+        // It beats recrawl_every, and its bounds are its own: unchanged at
+        // 7 s makes 8 s (4 × 2 s), not 10.5 s.
+        let global = CrawlConfig {
+            recrawl_every: Some(Duration::from_secs(60)),
+            ..cfg()
+        };
+        let mut w = running(global, &["a"]);
+        own.last = Some(LastFetch {
+            http_returncode: Some(200),
+            check_interval_ms: Some(7_000),
+            check_every_ms: Some(2_000),
+            ..LastFetch::default()
+        });
+        let mut changed = job("h", "/changed");
+        changed.check_every_ms = Some(2_000);
+        // Watched every 60 s until now: its new interval starts over.
+        changed.last = Some(LastFetch {
+            http_returncode: Some(200),
+            check_interval_ms: Some(240_000),
+            ..LastFetch::default()
+        });
+        claim(&mut w, vec![own.clone(), changed.clone()], &["a"]);
+        w.on_report(page(&own), T0);
+        w.on_report(page(&changed), T0);
+        let work = w.start_cycle(true, false, false, T0).unwrap();
+        let intervals: Vec<Option<Millis>> = work
+            .batch
+            .pages
+            .iter()
+            .map(|p| p.record.check_interval_ms)
+            .collect();
+        assert_eq!(intervals, vec![Some(8_000), Some(2_000)]);
+
+        // A failed check of it is not retried: the next check is its retry.
+        let mut w = running(service, &["a"]);
+        claim(&mut w, vec![own.clone()], &["a"]);
+        w.on_report(failed(&own, true, None), T0);
+        let work = w.start_cycle(true, false, false, T0).unwrap();
+        assert!(work.batch.retries.is_empty());
+        let record = &work.batch.pages[0].record;
+        assert_eq!(record.d_next_check, Some(T0 + 1_000), "down: the shortest");
+        assert_eq!(record.check_every_ms, Some(2_000));
     }
 
     #[test]

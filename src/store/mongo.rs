@@ -455,7 +455,7 @@ impl MongoStore {
             LinkDecision::Queue => {
                 let filter = doc! { "url": &link.url, "op_key": &op_key };
                 let referrals: Vec<&str> = referrer.into_iter().collect();
-                let update = doc! {
+                let mut update = doc! {
                     "$setOnInsert": {
                         "operation": &link.operation.0,
                         "host": &link.host,
@@ -468,6 +468,10 @@ impl MongoStore {
                     "$min": { "depth": link.depth as i32, "redirect_hops": link.redirect_hops as i32 },
                     "$addToSet": { "referral_list": { "$each": referrals } },
                 };
+                // A URL added with an interval of its own takes it, waiting or new.
+                if let Some(every) = link.check_every_ms {
+                    update.insert("$set", doc! { "check_every_ms": every });
+                }
                 // Two writers upserting the same new URL at once: one insert
                 // wins, the other gets 11000 and merges on its second try.
                 let result = match self
@@ -580,6 +584,7 @@ impl MongoStore {
                 for (key, value) in [
                     ("d_next_check", record.d_next_check),
                     ("check_interval_ms", record.check_interval_ms),
+                    ("check_every_ms", record.check_every_ms),
                 ] {
                     match value {
                         Some(v) => d.insert(key, v),
@@ -723,7 +728,7 @@ impl MongoStore {
             .find(doc! { "_id": { "$in": urls } })
             .projection(doc! {
                 "http_returncode": 1, "content_hash": 1, "etag": 1, "last_modified": 1,
-                "check_interval_ms": 1,
+                "check_interval_ms": 1, "check_every_ms": 1,
             })
             .await
             .map_err(backend)?;
@@ -738,11 +743,16 @@ impl MongoStore {
                     etag: text(&d, "etag"),
                     last_modified: text(&d, "last_modified"),
                     check_interval_ms: int(&d, "check_interval_ms"),
+                    check_every_ms: int(&d, "check_every_ms"),
                 },
             );
         }
         for job in jobs {
             job.last = last.remove(&job.url);
+            // Its pending document's interval is the newest (a new `add_url … every`).
+            job.check_every_ms = job
+                .check_every_ms
+                .or_else(|| job.last.as_ref().and_then(|l| l.check_every_ms));
         }
         Ok(())
     }
@@ -908,6 +918,7 @@ struct MergedLink {
     priority: f64,
     redirect_hops: u32,
     modified: Option<Millis>,
+    check_every_ms: Option<Millis>,
 }
 
 fn merge_links(links: &[NewLink]) -> Vec<MergedLink> {
@@ -921,6 +932,7 @@ fn merge_links(links: &[NewLink]) -> Vec<MergedLink> {
                 m.depth = m.depth.min(l.depth);
                 m.redirect_hops = m.redirect_hops.min(l.redirect_hops);
                 m.modified = m.modified.max(l.modified);
+                m.check_every_ms = l.check_every_ms.or(m.check_every_ms);
             }
             None => {
                 index.insert((l.url.as_str(), &l.operation), out.len());
@@ -932,6 +944,7 @@ fn merge_links(links: &[NewLink]) -> Vec<MergedLink> {
                     priority: l.priority,
                     redirect_hops: l.redirect_hops,
                     modified: l.modified,
+                    check_every_ms: l.check_every_ms,
                 });
             }
         }
@@ -966,7 +979,7 @@ fn processed_doc(
     if let Some(n) = record.content_length {
         d.insert("content-length", n.to_string());
     }
-    let optional: [(&str, Option<Bson>); 12] = [
+    let optional: [(&str, Option<Bson>); 13] = [
         ("etag", record.etag.clone().map(Bson::String)),
         (
             "last_modified",
@@ -977,6 +990,7 @@ fn processed_doc(
             "check_interval_ms",
             record.check_interval_ms.map(Bson::Int64),
         ),
+        ("check_every_ms", record.check_every_ms.map(Bson::Int64)),
         (
             "content-type",
             record.content_type.clone().map(Bson::String),
@@ -1063,6 +1077,7 @@ fn job_of(d: &Document) -> Result<Job, StoreError> {
         attempts: int(d, "attempts").unwrap_or(0) as u32,
         redirect_hops: int(d, "redirect_hops").unwrap_or(0) as u32,
         last: None,
+        check_every_ms: int(d, "check_every_ms"),
     })
 }
 
@@ -1092,6 +1107,7 @@ fn processed_of(d: &Document) -> Result<ProcessedUrl, StoreError> {
             last_modified: text(d, "last_modified"),
             d_next_check: int(d, "d_next_check"),
             check_interval_ms: int(d, "check_interval_ms"),
+            check_every_ms: int(d, "check_every_ms"),
         },
         referral_count: int(d, "referral_count").unwrap_or(0) as u64,
         referral_list: strings(d, "referral_list"),
@@ -1320,6 +1336,7 @@ impl Frontier for MongoStore {
                 priority: 1.0,
                 redirect_hops: 0,
                 modified: Some(now),
+                check_every_ms: None,
             });
         }
         let urls: Vec<&str> = links.iter().map(|l| l.url.as_str()).collect();
@@ -1606,6 +1623,7 @@ mod tests {
             priority,
             redirect_hops: 0,
             modified: None,
+            check_every_ms: None,
         }
     }
 

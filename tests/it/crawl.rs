@@ -353,6 +353,24 @@ async fn an_embedded_app_reads_pages_results_and_hosts(b: Backend) {
     assert!(server.url("/").contains(&hosts.items[0].host), "{hosts:?}");
     assert!(hosts.items[0].pages >= 3, "{hosts:?}");
     assert!(control.pending(10).await.unwrap().is_empty());
+    // A one-shot crawl checks nothing again: a URL's own interval is refused.
+    let every = Duration::from_secs(2);
+    let one_shot = app
+        .add_url_watched(&server.url("/a"), OperationSpec::crawl(), every)
+        .await
+        .unwrap_err();
+    assert!(
+        one_shot.to_string().contains("checks nothing again"),
+        "{one_shot}"
+    );
+    let one_shot = control
+        .add_url_watched(&server.url("/a"), OperationSpec::crawl(), every)
+        .await
+        .unwrap_err();
+    assert!(
+        one_shot.to_string().contains("checks nothing again"),
+        "{one_shot}"
+    );
     app.stop(Duration::from_secs(5)).await.unwrap();
     let gone = control.status().await.unwrap_err();
     assert!(matches!(gone, ControlError::NoControl(_)), "{gone:?}");

@@ -346,3 +346,161 @@ async fn a_watched_page_going_down_coming_back_and_changing() {
     assert_eq!(changes[0]["previous_returncode"], 304);
     assert_eq!(changes[0]["http_returncode"], 500);
 }
+
+/// A page fetched by a node: counts its fetches.
+#[derive(Default)]
+struct Hits {
+    watched: AtomicU32,
+    once: AtomicU32,
+}
+
+fn start_watch_node(db: &Path, cookie: &Path, listen: &str) -> tokio::process::Child {
+    bin()
+        .args(["start", "--name", "own", "--listen", listen])
+        .arg("--cookie-file")
+        .arg(cookie)
+        .arg("--db")
+        .arg(db)
+        .args(["--no-index", "--delay-ms", "0"])
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+/// Wait until the node at `listen` answers `status` (at most 30 s).
+async fn wait_answering(listen: &str, cookie: &Path) {
+    for _ in 0..150 {
+        let out = bin()
+            .args(["status", "--connect", listen])
+            .arg("--cookie-file")
+            .arg(cookie)
+            .output()
+            .await
+            .unwrap();
+        if out.status.success() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    panic!("the node at {listen} never answered");
+}
+
+/// `add-url` on the node at `listen`: whether it succeeded, and what it said.
+async fn add_url(listen: &str, cookie: &Path, args: &[&str]) -> (bool, String) {
+    let out = bin()
+        .arg("add-url")
+        .args(args)
+        .args(["--connect", listen, "--wait", "10"])
+        .arg("--cookie-file")
+        .arg(cookie)
+        .output()
+        .await
+        .unwrap();
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.success(), said)
+}
+
+/// `add-url --every` on a service started without `--recrawl-every`: that
+/// URL is fetched again and again at its own interval, across a restart of
+/// the process, while a URL added without one is fetched once; an interval
+/// below the sweep's is refused, and one given to a processed URL watches it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_url_added_with_every_is_watched_at_its_own_interval() {
+    let hits = Arc::new(Hits::default());
+    let server = {
+        let hits = hits.clone();
+        TestServer::serve_fn(reserve(Ipv4Addr::new(127, 0, 15, 4)), move |req| {
+            let counter = match req.uri().path() {
+                "/watched" => &hits.watched,
+                "/once" => &hits.once,
+                _ => return Page::not_found(),
+            };
+            counter.fetch_add(1, Ordering::SeqCst);
+            Page::new(
+                200,
+                &[("content-type", "text/html")],
+                "<html><title>same</title><body>unchanged</body></html>",
+            )
+        })
+        .await
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("own.db");
+    let cookie = dir.path().join("cookie");
+    std::fs::write(&cookie, "own-interval-cookie\n").unwrap();
+    let listen = reserve(Ipv4Addr::new(127, 0, 15, 5))
+        .local_addr()
+        .unwrap()
+        .to_string();
+    let (watched, once) = (server.url("/watched"), server.url("/once"));
+    // --recrawl-every is held to the same shortest interval.
+    let refused = bin()
+        .args(["start", "--name", "short", "--listen", &listen])
+        .arg("--cookie-file")
+        .arg(&cookie)
+        .arg("--db")
+        .arg(dir.path().join("short.db"))
+        .args(["--recrawl-every", "500ms"])
+        .output()
+        .await
+        .unwrap();
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(!refused.status.success(), "{said}");
+    assert!(
+        said.contains("--recrawl-every: cannot watch a URL every 500ms"),
+        "{said}"
+    );
+    let mut node = start_watch_node(&db, &cookie, &listen);
+    wait_answering(&listen, &cookie).await;
+
+    let (ok, said) = add_url(&listen, &cookie, &[&watched, "--every", "0"]).await;
+    assert!(!ok, "{said}");
+    assert!(said.contains("the shortest interval is 1s"), "{said}");
+    assert_eq!(said.trim().lines().count(), 1, "one line: {said}");
+    let (ok, said) = add_url(&listen, &cookie, &[&once]).await;
+    assert!(ok, "{said}");
+    let (ok, said) = add_url(&listen, &cookie, &[&watched, "--every", "1s"]).await;
+    assert!(ok, "{said}");
+
+    let fetched_thrice = wait_for(Duration::from_secs(30), || {
+        hits.watched.load(Ordering::SeqCst) >= 3
+    })
+    .await;
+    assert!(fetched_thrice, "watched: {:?}", hits.watched);
+    assert_eq!(hits.once.load(Ordering::SeqCst), 1, "no interval: once");
+
+    // A new process on the same file watches it still.
+    node.start_kill().unwrap();
+    node.wait().await.unwrap();
+    let before = hits.watched.load(Ordering::SeqCst);
+    let mut node = start_watch_node(&db, &cookie, &listen);
+    let again = wait_for(Duration::from_secs(30), || {
+        hits.watched.load(Ordering::SeqCst) >= before + 2
+    })
+    .await;
+    assert!(again, "after the restart: {:?}", hits.watched);
+    assert_eq!(hits.once.load(Ordering::SeqCst), 1);
+    wait_answering(&listen, &cookie).await;
+
+    // An interval for a processed URL is not refused: it is fetched now,
+    // and watched from then on.
+    let (ok, said) = add_url(&listen, &cookie, &[&once, "--every", "1s"]).await;
+    assert!(ok, "{said}");
+    let watched_too = wait_for(Duration::from_secs(30), || {
+        hits.once.load(Ordering::SeqCst) >= 3
+    })
+    .await;
+    assert!(watched_too, "once: {:?}", hits.once);
+
+    node.start_kill().unwrap();
+    node.wait().await.unwrap();
+    let store = SqliteStore::open(&db).unwrap();
+    for url in [&watched, &once] {
+        let page = store.processed_url(url).await.unwrap().unwrap();
+        assert_eq!(page.record.check_every_ms, Some(1_000), "{url}");
+    }
+}

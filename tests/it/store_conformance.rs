@@ -22,6 +22,7 @@ fn link(url: &str, depth: u32, priority: f64) -> NewLink {
         priority,
         redirect_hops: 0,
         modified: None,
+        check_every_ms: None,
     }
 }
 
@@ -468,6 +469,123 @@ async fn watched_urls_are_swept_and_their_history_bounded(b: Backend) {
     assert!(store.fetch_history(elsewhere).await.unwrap().is_empty());
 }
 
+/// A URL's own watch interval (`add_url … every`): on its pending row for
+/// its first fetch, on its processed row for every check after (a 304
+/// included), across reopening the store; a new one replaces it, whether
+/// the URL waits or was processed.
+async fn a_urls_own_watch_interval_persists(b: Backend) {
+    let watched = |url: &str, every: i64, now: Option<i64>| NewLink {
+        check_every_ms: Some(every),
+        modified: now,
+        ..link(url, 0, 1.0)
+    };
+    let every = |jobs: &[Job]| -> Vec<(String, Option<i64>)> {
+        let mut e: Vec<_> = jobs
+            .iter()
+            .map(|j| (j.url.clone(), j.check_every_ms))
+            .collect();
+        e.sort();
+        e
+    };
+    {
+        let store = b.open().await;
+        store
+            .commit(
+                (seeds(
+                    NOW,
+                    vec![
+                        watched("http://e/a", 2_000, None),
+                        link("http://e/b", 0, 1.0),
+                    ],
+                ))
+                .into(),
+            )
+            .await
+            .unwrap();
+    }
+    // A new process: the first fetch knows it.
+    let store = b.open().await;
+    let jobs = store.claim(claim_req(NOW, 10, 10)).await.unwrap();
+    assert_eq!(
+        every(&jobs),
+        vec![
+            ("http://e/a".into(), Some(2_000)),
+            ("http://e/b".into(), None)
+        ]
+    );
+    let fetched = |url: &str, at: i64| {
+        let mut p = page(url, 200, Some(1), vec![]);
+        p.record.etag = Some("\"v1\"".into());
+        p.record.check_every_ms = Some(2_000);
+        p.record.check_interval_ms = Some(2_000);
+        p.record.d_next_check = Some(at + 2_000);
+        p
+    };
+    store
+        .commit((pages(NOW, None, vec![fetched("http://e/a", NOW)])).into())
+        .await
+        .unwrap();
+    drop(store);
+
+    // Every check after knows it, from the processed row.
+    let store = b.open().await;
+    let a = store.processed_url("http://e/a").await.unwrap().unwrap();
+    assert_eq!(a.record.check_every_ms, Some(2_000));
+    assert_eq!(store.requeue_due(NOW + 2_000, 10).await.unwrap(), 1);
+    let jobs = store.claim(claim_req(NOW + 2_000, 10, 10)).await.unwrap();
+    let a = jobs.iter().find(|j| j.url == "http://e/a").unwrap();
+    assert_eq!(a.check_every_ms, Some(2_000));
+    assert_eq!(a.last.as_ref().unwrap().check_every_ms, Some(2_000));
+    // A 304 keeps it.
+    let mut not_modified = fetched("http://e/a", NOW + 2_000);
+    not_modified.not_modified = true;
+    store
+        .commit((pages(NOW + 2_000, None, vec![not_modified])).into())
+        .await
+        .unwrap();
+    let a = store.processed_url("http://e/a").await.unwrap().unwrap();
+    assert_eq!(a.record.check_every_ms, Some(2_000));
+    assert_eq!(a.record.d_next_check, Some(NOW + 4_000));
+
+    // A new interval: for the processed URL (queued again now) and for
+    // the one still waiting, which takes it.
+    let s = store
+        .commit(
+            (seeds(
+                NOW + 3_000,
+                vec![
+                    watched("http://e/a", 60_000, Some(NOW + 3_000)),
+                    watched("http://e/b", 5_000, Some(NOW + 3_000)),
+                ],
+            ))
+            .into(),
+        )
+        .await
+        .unwrap();
+    assert_eq!((s.queued, s.merged), (1, 1));
+    store
+        .release_keys(&[UrlKey {
+            url: "http://e/b".into(),
+            operation: OperationSpec::crawl(),
+        }])
+        .await
+        .unwrap();
+    let jobs = store.claim(claim_req(NOW + 3_000, 10, 10)).await.unwrap();
+    assert_eq!(
+        every(&jobs),
+        vec![
+            ("http://e/a".into(), Some(60_000)),
+            ("http://e/b".into(), Some(5_000))
+        ]
+    );
+    let a = jobs.iter().find(|j| j.url == "http://e/a").unwrap();
+    assert_eq!(
+        a.last.as_ref().unwrap().check_every_ms,
+        Some(2_000),
+        "the interval its last fetch was made with"
+    );
+}
+
 async fn content_duplicates_recorded_links_not_followed(b: Backend) {
     let store = b.open().await;
     let original = page(
@@ -910,6 +1028,7 @@ on_both_backends!(
     watched_urls,
     watched_urls_are_swept_and_their_history_bounded
 );
+on_both_backends!(own_watch_interval, a_urls_own_watch_interval_persists);
 on_both_backends!(processed_order, processed_pages_by_url_or_newest_first);
 on_both_backends!(
     pages_in_batches_and_hosts,

@@ -99,9 +99,14 @@ pub(super) fn apply_claim(
                     etag: row.get(2)?,
                     last_modified: row.get(3)?,
                     check_interval_ms: row.get(4)?,
+                    check_every_ms: row.get(5)?,
                 })
             })
             .optional()?;
+        // Its pending row's interval is the newest (a new `add_url … every`).
+        job.check_every_ms = job
+            .check_every_ms
+            .or_else(|| job.last.as_ref().and_then(|l| l.check_every_ms));
     }
     Ok(chosen.into_iter().map(|(_, job)| job).collect())
 }
@@ -146,6 +151,7 @@ fn read_candidates(
                 attempts: int_col(row, 6, "attempts")?,
                 redirect_hops: int_col(row, 7, "redirect_hops")?,
                 last: None,
+                check_every_ms: row.get(8)?,
             },
         ));
     }

@@ -4,8 +4,8 @@ use super::referrals::write_referrals;
 use super::rows::{Fail, json_err, operation_col, opt_int_col, to_i64};
 use super::schema::{
     CLEAR_CHECK, DELETE_PENDING, DUE_CHECKS, INSERT_PENDING, MERGE_PENDING, PENDING_AT,
-    PROCESSED_AT, RECORD_DELETE, RETRY, SAME_CONTENT, TOUCH_PROCESSED, TRIM_HISTORY, WRITE_HISTORY,
-    WRITE_HOST, WRITE_PROCESSED, WRITE_RECORD,
+    PROCESSED_AT, RECORD_DELETE, RETRY, SAME_CONTENT, SET_CHECK_EVERY, TOUCH_PROCESSED,
+    TRIM_HISTORY, WRITE_HISTORY, WRITE_HOST, WRITE_PROCESSED, WRITE_RECORD,
 };
 use crate::store::seen::{FileKeys, PendingRow, Seen, SeenWindow, key_hash};
 use rusqlite::{Connection, OptionalExtension, Transaction, params};
@@ -93,6 +93,11 @@ impl Commit<'_> {
         match self.seen.get_mut(key) {
             Some(Seen::Pending(row)) => {
                 self.summary.merged += 1;
+                if let Some(every) = link.check_every_ms {
+                    self.tx
+                        .prepare_cached(SET_CHECK_EVERY)?
+                        .execute(params![row.id, every])?;
+                }
                 if let Some(credit) = row.merge(link.priority, link.depth, link.redirect_hops) {
                     self.tx.prepare_cached(MERGE_PENDING)?.execute(params![
                         row.id,
@@ -120,6 +125,7 @@ impl Commit<'_> {
                     link.depth,
                     link.priority,
                     link.redirect_hops,
+                    link.check_every_ms,
                 ])?;
                 self.summary.queued += 1;
                 let id = self.tx.last_insert_rowid();
@@ -268,6 +274,7 @@ pub(super) fn apply_commit(
                 rec.last_modified,
                 rec.d_next_check,
                 rec.check_interval_ms,
+                rec.check_every_ms,
             ])?;
             c.processed(rec)?;
             continue;
@@ -312,6 +319,7 @@ pub(super) fn apply_commit(
             rec.last_modified,
             rec.d_next_check,
             rec.check_interval_ms,
+            rec.check_every_ms,
         ])?;
         c.processed(rec)?;
         // A duplicate is not indexed: the original stands for it.
@@ -403,6 +411,7 @@ pub(super) fn requeue_due(
                 priority: 1.0,
                 redirect_hops: 0,
                 modified: Some(now),
+                check_every_ms: None,
             });
         }
     }

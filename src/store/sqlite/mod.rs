@@ -485,6 +485,7 @@ mod test_support {
             priority,
             redirect_hops: 0,
             modified: None,
+            check_every_ms: None,
         }
     }
 

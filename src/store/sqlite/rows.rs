@@ -189,6 +189,7 @@ fn read_processed(row: &Row<'_>) -> Result<ProcessedUrl, Fail> {
             last_modified: row.get(20)?,
             d_next_check: row.get(21)?,
             check_interval_ms: row.get(22)?,
+            check_every_ms: row.get(23)?,
         },
         referral_count: 0,
         referral_list: Vec::new(),

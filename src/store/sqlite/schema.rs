@@ -7,7 +7,7 @@ use std::time::Duration;
 
 /// Version of the table layout below; a file with another version is refused
 /// rather than misread.
-const SCHEMA_VERSION: i64 = 4;
+const SCHEMA_VERSION: i64 = 5;
 
 /// Idempotent: `open` runs it on every start. `pending_urls.id` aliases the
 /// rowid explicitly so that VACUUM cannot renumber it (it is the FIFO order).
@@ -31,6 +31,7 @@ CREATE TABLE IF NOT EXISTS pending_urls (
     lease_owner   TEXT,
     redirect_hops INTEGER NOT NULL DEFAULT 0,
     last_error    TEXT,
+    check_every_ms INTEGER,
     UNIQUE (url, operation)
 );
 CREATE INDEX IF NOT EXISTS pending_urls_claim ON pending_urls (status, host, priority DESC);
@@ -57,7 +58,8 @@ CREATE TABLE IF NOT EXISTS processed_urls (
     etag             TEXT,
     last_modified    TEXT,
     d_next_check     INTEGER,
-    check_interval_ms INTEGER
+    check_interval_ms INTEGER,
+    check_every_ms   INTEGER
 );
 CREATE INDEX IF NOT EXISTS processed_urls_content_hash ON processed_urls (content_hash);
 CREATE TABLE IF NOT EXISTS referrers (
@@ -131,6 +133,9 @@ pub(super) fn init(conn: &mut Connection) -> Result<(), Fail> {
     if matches!(version, Some(2 | 3)) {
         migrate_3_to_4(&tx)?;
     }
+    if matches!(version, Some(2..=4)) {
+        migrate_4_to_5(&tx)?;
+    }
     // After the migrations: the column is new in version 4.
     tx.execute_batch(
         "CREATE INDEX IF NOT EXISTS processed_urls_next_check
@@ -166,23 +171,46 @@ UPDATE meta SET value = 3 WHERE key = 'schema_version';
 /// and the next check on processed pages (`fetch_history` is created by
 /// [`SCHEMA`]). Columns already there are left as they are.
 fn migrate_3_to_4(tx: &rusqlite::Transaction<'_>) -> Result<(), Fail> {
+    add_columns(
+        tx,
+        "processed_urls",
+        &[
+            ("etag", "TEXT"),
+            ("last_modified", "TEXT"),
+            ("d_next_check", "INTEGER"),
+            ("check_interval_ms", "INTEGER"),
+        ],
+    )?;
+    tx.execute("UPDATE meta SET value = 4 WHERE key = 'schema_version'", [])?;
+    Ok(())
+}
+
+/// Version 5 adds a URL's own watch interval (`add_url … every`): on its
+/// pending row, for its first fetch, and on its processed row, for every
+/// check after.
+fn migrate_4_to_5(tx: &rusqlite::Transaction<'_>) -> Result<(), Fail> {
+    for table in ["pending_urls", "processed_urls"] {
+        add_columns(tx, table, &[("check_every_ms", "INTEGER")])?;
+    }
+    tx.execute("UPDATE meta SET value = 5 WHERE key = 'schema_version'", [])?;
+    Ok(())
+}
+
+/// Add those of `columns` (name, type) that `table` does not have yet.
+fn add_columns(
+    tx: &rusqlite::Transaction<'_>,
+    table: &str,
+    columns: &[(&str, &str)],
+) -> Result<(), Fail> {
     let present: Vec<String> = tx
-        .prepare("SELECT name FROM pragma_table_info('processed_urls')")?
+        .prepare(&format!("SELECT name FROM pragma_table_info('{table}')"))?
         .query_map([], |row| row.get(0))?
         .collect::<Result<_, _>>()?;
-    for (column, kind) in [
-        ("etag", "TEXT"),
-        ("last_modified", "TEXT"),
-        ("d_next_check", "INTEGER"),
-        ("check_interval_ms", "INTEGER"),
-    ] {
+    for (column, kind) in columns {
         if !present.iter().any(|p| p == column) {
-            tx.execute_batch(&format!(
-                "ALTER TABLE processed_urls ADD COLUMN {column} {kind}"
-            ))?;
+            tx.execute_batch(&format!("ALTER TABLE {table} ADD COLUMN {column} {kind}"))?;
         }
     }
-    tx.execute("UPDATE meta SET value = 4 WHERE key = 'schema_version'", [])?;
     Ok(())
 }
 
@@ -213,7 +241,7 @@ fn check_identity(conn: &Connection) -> Result<Option<i64>, Fail> {
             _ => None,
         };
         match number {
-            Some(v @ (2 | 3 | SCHEMA_VERSION)) => Ok(Some(v)),
+            Some(v @ (2..=4 | SCHEMA_VERSION)) => Ok(Some(v)),
             _ => Err(Fail::Corrupt(format!(
                 "schema_version is {version:?}, this build reads versions 2 to {SCHEMA_VERSION}"
             ))),
@@ -273,7 +301,7 @@ pub(super) const PENDING_HOSTS: &str = "WITH RECURSIVE hosts(h) AS (
 /// value, so rebinding it re-prepares the statement on every call.
 pub(super) const HOST_CANDIDATES: &str =
     "SELECT id, url, operation, host, depth, priority, attempts,
-        redirect_hops
+        redirect_hops, check_every_ms
     FROM pending_urls
     WHERE status = 'pending' AND host = ?1 AND not_before <= ?2
     ORDER BY priority DESC, id";
@@ -305,9 +333,13 @@ pub(super) const ALL_REFERRERS: &str = "SELECT url, links FROM referrers";
 /// (`queued`) from a merge (`merged`).
 pub(super) const INSERT_PENDING: &str = "INSERT INTO pending_urls
         (url, operation, host, status, d_change, depth, priority, attempts, not_before,
-         redirect_hops)
-    VALUES (?1, ?2, ?3, 'pending', ?4, ?5, ?6, 0, 0, ?7)
+         redirect_hops, check_every_ms)
+    VALUES (?1, ?2, ?3, 'pending', ?4, ?5, ?6, 0, 0, ?7, ?8)
     ON CONFLICT (url, operation) DO NOTHING";
+
+/// A URL added with an interval of its own while it waits: it takes it.
+pub(super) const SET_CHECK_EVERY: &str =
+    "UPDATE pending_urls SET check_every_ms = ?2 WHERE id = ?1";
 
 /// Status and attempts stay: merging a referral must not resurrect or reset a
 /// URL that is being fetched or waiting for a retry.
@@ -329,15 +361,15 @@ pub(super) const WRITE_PROCESSED: &str = r#"INSERT OR REPLACE INTO processed_url
         (url, operation, host, depth, "content-length", "content-type", server,
          http_returncode, links_count, d_processed, title, content_hash,
          duplicate_of, redirect_to, error, fetch_ms, out_links, truncated, node, etag,
-         last_modified, d_next_check, check_interval_ms)
+         last_modified, d_next_check, check_interval_ms, check_every_ms)
     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18,
-            ?19, ?20, ?21, ?22, ?23)"#;
+            ?19, ?20, ?21, ?22, ?23, ?24)"#;
 
 /// A 304: the stored page stands; the check moves its time and next check.
 pub(super) const TOUCH_PROCESSED: &str = "UPDATE processed_urls
     SET d_processed = ?2, fetch_ms = ?3, node = ?4, etag = COALESCE(?5, etag),
         last_modified = COALESCE(?6, last_modified), d_next_check = ?7,
-        check_interval_ms = ?8
+        check_interval_ms = ?8, check_every_ms = ?9
     WHERE url = ?1";
 
 pub(super) const WRITE_HISTORY: &str = r#"INSERT INTO fetch_history
@@ -358,7 +390,7 @@ pub(super) const CLEAR_CHECK: &str = "UPDATE processed_urls SET d_next_check = N
 
 /// What a claimed URL's last fetch left (`monitor::LastFetch`).
 pub(super) const LAST_FETCH: &str = "SELECT http_returncode, content_hash, etag, last_modified,
-        check_interval_ms
+        check_interval_ms, check_every_ms
     FROM processed_urls WHERE url = ?1";
 
 pub(super) const HISTORY_LIST: &str = r#"SELECT url, host, d_fetch, http_returncode, fetch_ms,
@@ -422,7 +454,7 @@ macro_rules! processed_cols {
         r#"url, operation, host, depth, "content-length", "content-type", server,
            http_returncode, links_count, d_processed, title, content_hash,
            duplicate_of, redirect_to, error, fetch_ms, out_links, truncated, node, etag,
-           last_modified, d_next_check, check_interval_ms"#
+           last_modified, d_next_check, check_interval_ms, check_every_ms"#
     };
 }
 
@@ -488,6 +520,7 @@ const ALL_STATEMENTS: &[&str] = &[
     UPDATE_REFERRER,
     ALL_REFERRERS,
     INSERT_PENDING,
+    SET_CHECK_EVERY,
     MERGE_PENDING,
     SAME_CONTENT,
     WRITE_PROCESSED,
@@ -618,10 +651,56 @@ mod tests {
         drop(SqliteStore::open(&newer).unwrap());
         Connection::open(&newer)
             .unwrap()
-            .execute("UPDATE meta SET value = 5 WHERE key = 'schema_version'", [])
+            .execute("UPDATE meta SET value = 6 WHERE key = 'schema_version'", [])
             .unwrap();
         let msg = SqliteStore::open(&newer).unwrap_err().to_string();
         assert!(msg.contains("schema_version"), "{msg}");
+    }
+
+    /// A version 4 file gains the columns of a URL's own watch interval;
+    /// what it held stays.
+    #[tokio::test]
+    async fn a_version_4_file_is_migrated() {
+        let (_dir, path, store) = open_temp();
+        store
+            .commit((seeds(0, vec![link("http://a/old", 0, 1.0)])).into())
+            .await
+            .unwrap();
+        drop(store);
+        Connection::open(&path)
+            .unwrap()
+            .execute_batch(
+                "ALTER TABLE pending_urls DROP COLUMN check_every_ms;
+                 ALTER TABLE processed_urls DROP COLUMN check_every_ms;
+                 UPDATE meta SET value = 4 WHERE key = 'schema_version';",
+            )
+            .unwrap();
+        let store = SqliteStore::open(&path).unwrap();
+        let mut watched = link("http://a/watched", 0, 1.0);
+        watched.check_every_ms = Some(2_000);
+        store
+            .commit((seeds(1, vec![watched])).into())
+            .await
+            .unwrap();
+        let jobs = store.claim(claim_req(1, 10, 10)).await.unwrap();
+        let every: Vec<(&str, Option<i64>)> = jobs
+            .iter()
+            .map(|j| (j.url.as_str(), j.check_every_ms))
+            .collect();
+        assert_eq!(
+            every,
+            vec![("http://a/old", None), ("http://a/watched", Some(2_000))]
+        );
+        drop(store);
+        let version: i64 = Connection::open(&path)
+            .unwrap()
+            .query_row(
+                "SELECT value FROM meta WHERE key = 'schema_version'",
+                [],
+                |row| row.get(0),
+            )
+            .unwrap();
+        assert_eq!(version, SCHEMA_VERSION);
     }
 
     /// A version 2 file's search results become records, keyed as a record
