@@ -301,9 +301,9 @@ impl Actor for Master {
                 state.window.pause(paused);
                 cycle(state, false, true);
             }
-            MasterMsg::PoolRestarted => {
-                let released = state.window.node_lost(&state.cfg.node_name);
-                tracing::warn!(released, "pool restarted; its URLs go back to pending");
+            MasterMsg::PoolRestarted { node } => {
+                let released = state.window.node_lost(&node);
+                tracing::warn!(%node, released, "pool restarted; its URLs go back to pending");
                 cycle(state, false, true);
             }
             MasterMsg::Drain { timeout, reply } => {

@@ -292,8 +292,12 @@ pub(crate) enum MasterMsg {
     /// Reply when the crawl has nothing more to do.
     WaitIdle(RpcReplyPort<IdleReason>),
     Pause(bool),
-    /// This node's pool was restarted: everything it held is gone.
-    PoolRestarted,
+    /// `node`'s pool was restarted: everything it held is gone. From a
+    /// worker node's supervisor too, so the master does not hold its URLs
+    /// for a pool that forgot them.
+    PoolRestarted {
+        node: String,
+    },
     /// Graceful stop: stop claiming, let running slaves finish (up to the
     /// timeout), write everything, return unstarted URLs to pending.
     Drain {
@@ -333,6 +337,9 @@ enum MasterWire {
         referrer: Job,
         urls: Vec<String>,
     },
+    PoolRestarted {
+        node: String,
+    },
 }
 
 impl ractor::Message for MasterMsg {
@@ -359,6 +366,7 @@ impl ractor::Message for MasterMsg {
             },
             MasterMsg::Soft404 { probe_url, simhash } => MasterWire::Soft404 { probe_url, simhash },
             MasterMsg::Sitemaps { referrer, urls } => MasterWire::Sitemaps { referrer, urls },
+            MasterMsg::PoolRestarted { node } => MasterWire::PoolRestarted { node },
             _ => return Err(BoxedDowncastErr),
         };
         to_wire(&wire)
@@ -383,6 +391,7 @@ impl ractor::Message for MasterMsg {
             },
             MasterWire::Soft404 { probe_url, simhash } => MasterMsg::Soft404 { probe_url, simhash },
             MasterWire::Sitemaps { referrer, urls } => MasterMsg::Sitemaps { referrer, urls },
+            MasterWire::PoolRestarted { node } => MasterMsg::PoolRestarted { node },
         })
     }
 }
@@ -799,6 +808,13 @@ mod tests {
         assert!(matches!(
             <MasterMsg as ractor::Message>::deserialize(wire),
             Ok(MasterMsg::Released { wait_ms: 120, .. })
+        ));
+        // A worker's pool restarted: its master must hear which node's.
+        let restarted = MasterMsg::PoolRestarted { node: "w1".into() };
+        let wire = ractor::Message::serialize(restarted).expect("crosses nodes");
+        assert!(matches!(
+            <MasterMsg as ractor::Message>::deserialize(wire),
+            Ok(MasterMsg::PoolRestarted { node }) if node == "w1"
         ));
         let release = PoolMsg::Release(vec!["h".into()]);
         let wire = ractor::Message::serialize(release).expect("crosses nodes");

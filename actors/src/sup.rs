@@ -11,7 +11,7 @@ use crate::indexer::{Indexer, IndexerArgs, IndexerLoad};
 use crate::master::{Master, MasterArgs, RunStats};
 use crate::outage::{PatientQueries, StoreFailure};
 use crate::pool::{Pool, PoolArgs};
-use crate::protocol::{ChildInfo, ChildRole, IndexerMsg, MasterMsg, SupMsg};
+use crate::protocol::{self, ChildInfo, ChildRole, IndexerMsg, MasterMsg, SupMsg};
 use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
@@ -223,10 +223,15 @@ impl Actor for Sup {
                 }
             }
         }
-        if child.role == ChildRole::Pool
-            && let Some(master) = ActorRef::<MasterMsg>::where_is(state.args.config.master_name())
-        {
-            let _ = master.cast(MasterMsg::PoolRestarted);
+        if child.role == ChildRole::Pool {
+            // To the master on this node or another one (a worker's pool).
+            let cfg = &state.args.config;
+            protocol::cast(
+                &cfg.master_name(),
+                MasterMsg::PoolRestarted {
+                    node: cfg.node_name.clone(),
+                },
+            );
         }
         Ok(())
     }
