@@ -138,6 +138,11 @@ pub struct ProcessedPage {
     /// `fetch_history` records it.
     #[serde(default)]
     pub changed: bool,
+    /// The URL was fetched before (its job carried the last fetch), so its
+    /// `fetch_history` may be full: only then are the oldest entries
+    /// beyond the bound trimmed, not on every first fetch of a crawl.
+    #[serde(default)]
+    pub fetched_before: bool,
 }
 
 impl ProcessedPage {

@@ -514,6 +514,7 @@ impl Window {
         };
         let change = transition(job.last.as_ref(), &check);
         page.changed = change.is_some();
+        page.fetched_before = job.last.is_some();
         if let Some(revisit) = revisit {
             let previous = previous_interval(job.last.as_ref(), job.check_every_ms);
             let interval = revisit.next_interval(previous, is_up(check.http_returncode), change);
@@ -1901,6 +1902,7 @@ mod tests {
         assert!(work.batch.retries.is_empty());
         let page = &work.batch.pages[0];
         assert!(page.changed);
+        assert!(page.fetched_before, "its history may be full: trimmed");
         assert_eq!(page.record.check_interval_ms, Some(5_000));
         assert_eq!(page.record.d_next_check, Some(T0 + 5_000));
         let events = w.take_events();
@@ -1938,6 +1940,10 @@ mod tests {
         assert_eq!(own_page.check_every_ms, Some(2_000));
         assert_eq!(own_page.check_interval_ms, Some(2_000));
         assert_eq!(own_page.d_next_check, Some(T0 + 2_000));
+        assert!(
+            !work.batch.pages[0].fetched_before,
+            "a first fetch: nothing to trim"
+        );
         let plain_page = &work.batch.pages[1].record;
         assert_eq!(
             (plain_page.d_next_check, plain_page.check_every_ms),

@@ -697,6 +697,9 @@ impl MongoStore {
             }
         }
         self.history.insert_one(d).await.map_err(backend)?;
+        if !page.fetched_before {
+            return Ok(());
+        }
         let old: Vec<Bson> = self
             .history
             .find(doc! { "url": &record.url })

@@ -373,6 +373,7 @@ async fn watched_urls_are_swept_and_their_history_bounded(b: Backend) {
         p.record.d_next_check = Some(now + 2_000);
         p.record.check_interval_ms = Some(2_000);
         p.changed = changed;
+        p.fetched_before = now > NOW;
         CommitBatch {
             now,
             history_keep: 3,

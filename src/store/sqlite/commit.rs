@@ -361,7 +361,8 @@ pub(super) fn apply_commit(
     Ok(summary)
 }
 
-/// A page's `fetch_history` entry, and the URL's oldest beyond `keep`.
+/// A page's `fetch_history` entry, and, for a URL fetched before, its
+/// oldest beyond `keep`.
 fn write_history(
     tx: &Transaction<'_>,
     page: &ProcessedPage,
@@ -383,8 +384,10 @@ fn write_history(
         page.changed,
         rec.error,
     ])?;
-    tx.prepare_cached(TRIM_HISTORY)?
-        .execute(params![rec.url, to_i64(keep, "history_keep")?])?;
+    if page.fetched_before {
+        tx.prepare_cached(TRIM_HISTORY)?
+            .execute(params![rec.url, to_i64(keep, "history_keep")?])?;
+    }
     Ok(())
 }
 
