@@ -12,13 +12,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use web_crawler::actors::cluster;
 use web_crawler::actors::monitor::{
-    FetchHistory, HistoryQuery, availability, changes, check_every, interval_ms,
+    FetchHistory, HistoryQuery, WATCH_OFF, availability, changes, check_every,
 };
 use web_crawler::actors::outage::utc_time;
 use web_crawler::actors::traps::TrapSettings;
 use web_crawler::actors::{
-    AppError, AppHandle, ControlRequest, IdleReason, OperationSpec, PageQuery, RestartIntensity,
-    Store, StoreFailureKind, now_ms,
+    AppError, AppHandle, ControlRequest, IdleReason, Millis, OperationSpec, PageQuery,
+    RestartIntensity, Store, StoreFailureKind, now_ms,
 };
 use web_crawler::archive::{ArchiveReader, WarcArchive};
 use web_crawler::graph;
@@ -138,9 +138,10 @@ enum Command {
         again: bool,
         /// Watch it at this interval of its own, e.g. `30s`, `10min`, `1h`
         /// (1s at the least): it overrides --recrawl-every, and the node
-        /// need not have one. A URL processed already is fetched again now.
-        #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
-        every: Option<Duration>,
+        /// need not have one. `off`: not watched, not even at
+        /// --recrawl-every. A URL processed already is fetched again now.
+        #[arg(long, value_name = "DURATION|off")]
+        every: Option<String>,
         #[command(flatten)]
         remote: RemoteOpts,
     },
@@ -756,6 +757,15 @@ impl TuningOpts {
 }
 
 /// `500ms`, `90s`, `10min` (or `10m`), `2h`; a bare number is seconds.
+/// A URL's own watch interval as `add_url` reads it: `off` (not watched,
+/// not even at --recrawl-every), or a duration of 1s at the least.
+pub(crate) fn parse_watch(text: &str) -> Result<Millis, String> {
+    if text.trim().eq_ignore_ascii_case("off") {
+        return Ok(WATCH_OFF);
+    }
+    check_every(parse_duration(text)?).map_err(|e| e.to_string())
+}
+
 pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
     let text = text.trim();
     let split = text
@@ -928,7 +938,11 @@ pub(crate) async fn run(cli: Cli) -> Result<ExitCode> {
                     url,
                     operation,
                     again,
-                    every_ms: every.map(interval_ms),
+                    every_ms: every
+                        .as_deref()
+                        .map(parse_watch)
+                        .transpose()
+                        .map_err(|e| anyhow::anyhow!("--every: {e}"))?,
                 },
             )
             .await

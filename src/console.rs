@@ -2,14 +2,13 @@
 //! and the one-shot script commands: both send `ControlRequest`s to a
 //! running cluster and print the replies.
 
-use crate::cli::parse_duration;
+use crate::cli::parse_watch;
 use anyhow::{Context, Result, bail};
 use serde_json::Value;
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::Path;
 use std::time::Duration;
 use web_crawler::actors::Remote;
-use web_crawler::actors::monitor::interval_ms;
 use web_crawler::actors::outage::utc_time;
 use web_crawler::actors::{
     ControlRequest, HostSummary, LiveRobots, OperationSpec, Setting, Status,
@@ -57,12 +56,12 @@ commands:
   nodes                       each node, its load, hosts owned
   tree                        the supervision tree (supervisor:which_children)
   state ACTOR                 an actor's state (master, sup, config)
-  add_url URL [search TEXT | mirror] [again] [every DURATION]
+  add_url URL [search TEXT | mirror] [again] [every DURATION|off]
                               queue a URL (optionally with the search or mirror
                               operation); `again` fetches it even if processed;
                               `every 30s` (10min, 1h; 1s at the least) watches it
-                              at that interval, over --recrawl-every (a processed
-                              URL is fetched again now)
+                              at that interval, over --recrawl-every, `every off`
+                              not at all (a processed URL is fetched again now)
   search_text URL TEXT        crawl from URL recording where TEXT occurs
   search QUERY                the best 10 pages for QUERY in the full-text index
   pending [N]                 the first N pending URLs (default 10)
@@ -132,7 +131,7 @@ fn parse_line(line: &str) -> Result<Line> {
         ["add_url", url, op @ ..] => {
             let (op, every) = match op {
                 [op @ .., "every", every] => {
-                    (op, Some(parse_duration(every).map_err(anyhow::Error::msg)?))
+                    (op, Some(parse_watch(every).map_err(anyhow::Error::msg)?))
                 }
                 op => (op, None),
             };
@@ -144,7 +143,7 @@ fn parse_line(line: &str) -> Result<Line> {
                 url: url.to_string(),
                 operation: operation(op)?,
                 again,
-                every_ms: every.map(interval_ms),
+                every_ms: every,
             }
         }
         ["search_text", url, text @ ..] if !text.is_empty() => ControlRequest::AddUrl {
@@ -714,6 +713,7 @@ pub(crate) async fn run_console(remote: Remote, addr: &str, json: bool) -> Resul
 #[cfg(test)]
 mod tests {
     use super::*;
+    use web_crawler::actors::monitor::WATCH_OFF;
 
     #[test]
     fn lines_parse_to_requests() {
@@ -789,6 +789,18 @@ mod tests {
                 every_ms: Some(1_000),
             })
         );
+        assert_eq!(
+            parse_line("add_url http://a/ every off").unwrap(),
+            Line::Request(ControlRequest::AddUrl {
+                url: "http://a/".into(),
+                operation: OperationSpec::crawl(),
+                again: false,
+                every_ms: Some(WATCH_OFF),
+            })
+        );
+        // Zero is refused here, not taken for `off`.
+        let zero = parse_line("add_url http://a/ every 0").unwrap_err();
+        assert!(zero.to_string().contains("shortest interval"), "{zero}");
         let soon = parse_line("add_url http://a/ every soon").unwrap_err();
         assert!(soon.to_string().contains("not a duration"), "{soon}");
         assert!(parse_line("add_url http://a/ mirror x").is_err());

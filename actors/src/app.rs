@@ -147,8 +147,18 @@ impl AppHandle {
         operation: OperationSpec,
         every: Duration,
     ) -> Result<String, AppError> {
-        let every_ms = crate::monitor::interval_ms(every);
+        // Refused here: a zero interval would travel as `WATCH_OFF`.
+        let every_ms =
+            crate::monitor::check_every(every).map_err(|e| AppError::Rejected(e.to_string()))?;
         self.queue(url, operation, false, Some(every_ms)).await
+    }
+
+    /// Stop watching a URL, even at `recrawl_every`: it is fetched once
+    /// more (so its stored state says so), then not again until it is
+    /// given an interval of its own again.
+    pub async fn unwatch(&self, url: &str, operation: OperationSpec) -> Result<String, AppError> {
+        self.queue(url, operation, false, Some(crate::monitor::WATCH_OFF))
+            .await
     }
 
     async fn queue(

@@ -12,7 +12,7 @@
 use crate::behaviour::{CommitBatch, CommitSummary, Frontier, StoreError, error_chain};
 use crate::config::{Behaviours, CrawlConfig};
 use crate::indexer::IndexerLoad;
-use crate::monitor::check_every_ms;
+use crate::monitor::own_interval_ms;
 use crate::outage::{GaveUp, StoreFailure, Verdict, human_duration};
 use crate::protocol::{self, IdleReason, IndexerMsg, MasterMsg, PoolMsg, Status, SupMsg};
 use crate::search::{INDEX_QUEUE, PageText};
@@ -651,7 +651,8 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 /// The link `add_url` queues, or the one line why not. `again` or an
-/// interval of its own (`every_ms`) queue a processed URL again, now.
+/// interval of its own (`every_ms`, [`WATCH_OFF`](crate::monitor::WATCH_OFF)
+/// included) queue a processed URL again, now.
 fn seed(
     state: &MasterState,
     url: &str,
@@ -672,7 +673,7 @@ fn seed(
         ));
     }
     let every_ms = every_ms
-        .map(check_every_ms)
+        .map(own_interval_ms)
         .transpose()
         .map_err(|e| format!("{url}: {e}"))?;
     let mut link = state

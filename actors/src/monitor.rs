@@ -58,6 +58,21 @@ pub fn check_every_ms(ms: Millis) -> Result<Millis, IntervalTooShort> {
     Ok(ms)
 }
 
+/// A URL's own interval that says "not watched": not even at
+/// `recrawl_every` (`add_url … every off`). Stored as such, so it stays
+/// off across re-fetches until another interval of its own is given.
+pub const WATCH_OFF: Millis = 0;
+
+/// A URL's own interval as a request carries it: [`WATCH_OFF`], or one
+/// that can be kept. The edges that read a duration refuse a zero one
+/// ([`check_every`]) before it could be taken for `off`.
+pub fn own_interval_ms(ms: Millis) -> Result<Millis, IntervalTooShort> {
+    if ms == WATCH_OFF {
+        return Ok(WATCH_OFF);
+    }
+    check_every_ms(ms)
+}
+
 /// Whether a fetch found the resource available: any HTTP answer below 400
 /// (a redirect or a 304 included). No answer, 4xx and 5xx are down.
 pub fn is_up(http_returncode: Option<u16>) -> bool {
@@ -164,9 +179,13 @@ impl Revisit {
 
 /// The revisit policy of a URL whose own interval is `own` (`add_url …
 /// every`) on a node watching every URL at `global` (`recrawl_every`): its
-/// own interval wins; `None` when the URL is not watched.
+/// own interval wins ([`WATCH_OFF`]: not watched at all); `None` when the
+/// URL is not watched.
 pub fn revisit_for(own: Option<Millis>, global: Option<Millis>) -> Option<Revisit> {
-    own.or(global).map(|every_ms| Revisit { every_ms })
+    match own {
+        Some(WATCH_OFF) => None,
+        own => own.or(global).map(|every_ms| Revisit { every_ms }),
+    }
 }
 
 /// The interval the last check chose, as the revisit policy of a fetch
@@ -398,6 +417,15 @@ mod tests {
         // Bounds relative to its own interval, not the node's.
         assert_eq!((own.min_ms(), own.max_ms()), (1_000, 8_000));
         assert_eq!(own.next_interval(Some(60_000), true, None), 8_000);
+    }
+
+    #[test]
+    fn a_url_watched_off_is_not_watched_even_at_the_node_s_interval() {
+        assert_eq!(revisit_for(Some(WATCH_OFF), Some(60_000)), None);
+        assert_eq!(revisit_for(Some(WATCH_OFF), None), None);
+        assert_eq!(own_interval_ms(WATCH_OFF), Ok(WATCH_OFF));
+        assert_eq!(own_interval_ms(2_000), Ok(2_000));
+        assert_eq!(own_interval_ms(999), Err(IntervalTooShort(999)));
     }
 
     #[test]

@@ -135,8 +135,20 @@ impl ControlClient {
         operation: OperationSpec,
         every: Duration,
     ) -> Result<String, ControlError> {
-        let every_ms = crate::monitor::interval_ms(every);
+        // Refused here: a zero interval would travel as `WATCH_OFF`.
+        let every_ms =
+            crate::monitor::check_every(every).map_err(|e| ControlError::Refused(e.to_string()))?;
         self.add(url, operation, false, Some(every_ms)).await
+    }
+
+    /// Stop watching a URL (see [`AppHandle::unwatch`](crate::AppHandle::unwatch)).
+    pub async fn unwatch(
+        &self,
+        url: &str,
+        operation: OperationSpec,
+    ) -> Result<String, ControlError> {
+        self.add(url, operation, false, Some(crate::monitor::WATCH_OFF))
+            .await
     }
 
     async fn add(

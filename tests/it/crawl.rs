@@ -371,6 +371,20 @@ async fn an_embedded_app_reads_pages_results_and_hosts(b: Backend) {
         one_shot.to_string().contains("checks nothing again"),
         "{one_shot}"
     );
+    // A zero interval is refused before it is sent, not taken for `off`.
+    let zero = control
+        .add_url_watched(&server.url("/a"), OperationSpec::crawl(), Duration::ZERO)
+        .await
+        .unwrap_err();
+    assert!(zero.to_string().contains("shortest interval"), "{zero}");
+    let unwatch = control
+        .unwatch(&server.url("/a"), OperationSpec::crawl())
+        .await
+        .unwrap_err();
+    assert!(
+        unwatch.to_string().contains("checks nothing again"),
+        "{unwatch}"
+    );
     app.stop(Duration::from_secs(5)).await.unwrap();
     let gone = control.status().await.unwrap_err();
     assert!(matches!(gone, ControlError::NoControl(_)), "{gone:?}");

@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use web_crawler::actors::Queries;
-use web_crawler::actors::monitor::{FetchHistory, HistoryQuery};
+use web_crawler::actors::monitor::{FetchHistory, HistoryQuery, WATCH_OFF};
 use web_crawler::store::SqliteStore;
 use web_crawler_testsupport::{Page, TestServer, reserve};
 
@@ -496,11 +496,32 @@ async fn a_url_added_with_every_is_watched_at_its_own_interval() {
     .await;
     assert!(watched_too, "once: {:?}", hits.once);
 
+    // `off`: fetched once more at most (a check may be queued already),
+    // then no more. Its interval had grown to 4 s at most (4 × 1 s, the
+    // page never changes) and due URLs are looked for each second, so a
+    // URL still watched is fetched within 6 s.
+    let (ok, said) = add_url(&listen, &cookie, &[&watched, "--every", "off"]).await;
+    assert!(ok, "{said}");
+    let unwatched_at = hits.watched.load(Ordering::SeqCst);
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    let settled = hits.watched.load(Ordering::SeqCst);
+    assert!(settled <= unwatched_at + 2, "{unwatched_at} then {settled}");
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    assert_eq!(
+        hits.watched.load(Ordering::SeqCst),
+        settled,
+        "not watched any more"
+    );
+
     node.start_kill().unwrap();
     node.wait().await.unwrap();
     let store = SqliteStore::open(&db).unwrap();
-    for url in [&watched, &once] {
-        let page = store.processed_url(url).await.unwrap().unwrap();
-        assert_eq!(page.record.check_every_ms, Some(1_000), "{url}");
-    }
+    let page = store.processed_url(&once).await.unwrap().unwrap();
+    assert_eq!(page.record.check_every_ms, Some(1_000));
+    let page = store.processed_url(&watched).await.unwrap().unwrap();
+    assert_eq!(
+        (page.record.check_every_ms, page.record.d_next_check),
+        (Some(WATCH_OFF), None),
+        "off, and so never due"
+    );
 }
