@@ -199,7 +199,7 @@ impl Actor for Master {
                 Ok(link) => {
                     // Replied once written: the caller is told it is durable.
                     state.seeds_waiting.push((reply, link.url.clone()));
-                    state.window.add_seed(link);
+                    state.window.add_seed(link, now);
                     cycle(state, true, true);
                 }
                 Err(e) => {

@@ -187,6 +187,14 @@ impl SlaveReport {
             | SlaveReport::RobotsUnreachable { job, .. } => job,
         }
     }
+    pub fn job_mut(&mut self) -> &mut Job {
+        match self {
+            SlaveReport::Page { job, .. }
+            | SlaveReport::Failed { job, .. }
+            | SlaveReport::RobotsBlocked { job }
+            | SlaveReport::RobotsUnreachable { job, .. } => job,
+        }
+    }
 }
 
 // --- replies that leave the tree ------------------------------------------------

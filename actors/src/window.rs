@@ -180,6 +180,10 @@ pub struct Window {
     next_sweep: Millis,
     /// Changes of watched URLs not yet taken for notification.
     events: Vec<StatusEvent>,
+    /// Intervals of their own asked for URLs while they were being fetched
+    /// (`add_url … every`): the ask is written to the URL's pending row,
+    /// which goes with the fetch's result, so the result takes it instead.
+    asked_meanwhile: HashMap<UrlKey, Millis>,
 }
 
 impl Window {
@@ -213,6 +217,7 @@ impl Window {
             last_lease_renewal: now,
             next_sweep: now,
             events: Vec::new(),
+            asked_meanwhile: HashMap::new(),
         }
     }
 
@@ -429,7 +434,10 @@ impl Window {
 
     /// Turn a report into writes for the next batch; returns whether the
     /// batch should be written now rather than at the next flush.
-    pub fn on_report(&mut self, report: SlaveReport, now: Millis) -> bool {
+    pub fn on_report(&mut self, mut report: SlaveReport, now: Millis) -> bool {
+        if let Some(every) = self.asked_meanwhile.remove(&report.job().key()) {
+            report.job_mut().check_every_ms = Some(every);
+        }
         self.reported.push(report.job().clone());
         match report {
             SlaveReport::Page { job, mut page } => {
@@ -627,8 +635,44 @@ impl Window {
     }
 
     /// A URL a user added: written in the next cycle.
-    pub fn add_seed(&mut self, link: NewLink) {
+    pub fn add_seed(&mut self, link: NewLink, now: Millis) {
+        if let Some(every) = link.check_every_ms {
+            self.asked_while_fetched(&link, every, now);
+        }
         self.batch.seeds.push(link);
+    }
+
+    /// `link`'s URL was given the interval `every` of its own. If it is
+    /// being fetched, its result takes it (see `asked_meanwhile`); if that
+    /// result waits in the batch, it is rescheduled there, from `now`, as
+    /// a new interval starts over. (A result being written already is
+    /// written first; the seed then queues the URL again with it.)
+    fn asked_while_fetched(&mut self, link: &NewLink, every: Millis, now: Millis) {
+        let key = UrlKey {
+            url: link.url.clone(),
+            operation: link.operation.clone(),
+        };
+        if !self.outstanding.contains_key(&key) {
+            return;
+        }
+        let global = self.cfg.recrawl_every.map(interval_ms);
+        let waiting = self
+            .batch
+            .pages
+            .iter_mut()
+            .find(|p| p.record.url == key.url && p.record.operation == key.operation);
+        match waiting {
+            Some(page) => {
+                let record = &mut page.record;
+                record.check_every_ms = Some(every);
+                let interval = revisit_for(Some(every), global).map(|r| r.every_ms);
+                record.check_interval_ms = interval;
+                record.d_next_check = interval.map(|i| now.saturating_add(i));
+            }
+            None => {
+                self.asked_meanwhile.insert(key, every);
+            }
+        }
     }
 
     /// A link found outside a page (a host's sitemap): written in the next
@@ -1040,6 +1084,9 @@ impl Window {
     }
 
     fn forget(&mut self, key: &UrlKey) -> Option<Assigned> {
+        // Not fetched after all (released, retried): the ask stands in
+        // the pending row it was written to.
+        self.asked_meanwhile.remove(key);
         let assigned = self.outstanding.remove(key)?;
         decrement(&mut self.per_host, &assigned.job.host);
         decrement(&mut self.per_node, &assigned.node);
@@ -1399,16 +1446,19 @@ mod tests {
     #[test]
     fn a_seed_is_written_in_the_next_cycle() {
         let mut w = running(cfg(), &["a"]);
-        w.add_seed(NewLink {
-            url: "http://h/".into(),
-            host: "h".into(),
-            operation: OperationSpec::crawl(),
-            depth: 0,
-            priority: 1.0,
-            redirect_hops: 0,
-            modified: None,
-            check_every_ms: None,
-        });
+        w.add_seed(
+            NewLink {
+                url: "http://h/".into(),
+                host: "h".into(),
+                operation: OperationSpec::crawl(),
+                depth: 0,
+                priority: 1.0,
+                redirect_hops: 0,
+                modified: None,
+                check_every_ms: None,
+            },
+            T0,
+        );
         assert!(w.write_due());
         let work = w.start_cycle(false, false, false, T0).unwrap();
         assert_eq!(work.batch.seeds.len(), 1);
@@ -1780,7 +1830,7 @@ mod tests {
         claim(&mut w, jobs.clone(), &["a"]);
         w.on_report(page(&jobs[0]), T0);
         w.on_report(page(&jobs[1]), T0);
-        w.add_seed(link("http://s/"));
+        w.add_seed(link("http://s/"), T0);
         let work = w.start_cycle(true, true, false, T0).unwrap();
         assert_eq!(work.batch.pages.len(), 2);
         assert_eq!(w.in_flight(), 2, "written results leave the window");
@@ -1916,6 +1966,62 @@ mod tests {
         w.cycle_done(Vec::new(), None, &nodes(&["a"]), T0 + 500);
         let work = w.start_cycle(true, true, false, T0 + 1_000).unwrap();
         assert!(work.sweep.is_some());
+    }
+
+    /// An interval asked for a URL while it is fetched is not lost with
+    /// the pending row it was written to: the fetch's result takes it,
+    /// whether the result is still to come or waits in the batch.
+    #[test]
+    fn an_interval_asked_while_the_url_is_fetched_goes_with_its_result() {
+        use crate::monitor::WATCH_OFF;
+        let service = CrawlConfig {
+            monitoring: true,
+            recrawl_every: Some(Duration::from_secs(60)),
+            ..cfg()
+        };
+        let mut w = running(service, &["a"]);
+        let (fetching, reported, idle) = (job("h", "/f"), job("h", "/r"), job("h", "/i"));
+        claim(&mut w, vec![fetching.clone(), reported.clone()], &["a"]);
+        w.on_report(page(&reported), T0);
+        let asked = |j: &Job, every| NewLink {
+            check_every_ms: Some(every),
+            modified: Some(T0 + 100),
+            ..link(&j.url)
+        };
+        w.add_seed(asked(&fetching, 2_000), T0 + 100);
+        w.add_seed(asked(&reported, WATCH_OFF), T0 + 100);
+        w.add_seed(asked(&idle, 5_000), T0 + 100);
+        w.on_report(page(&fetching), T0 + 200);
+        let work = w.start_cycle(true, false, false, T0 + 200).unwrap();
+        let record = |url: &str| {
+            let p = work
+                .batch
+                .pages
+                .iter()
+                .find(|p| p.record.url == url)
+                .unwrap();
+            (
+                p.record.check_every_ms,
+                p.record.check_interval_ms,
+                p.record.d_next_check,
+            )
+        };
+        assert_eq!(
+            record(&fetching.url),
+            (Some(2_000), Some(2_000), Some(T0 + 2_200)),
+            "its own interval, started over"
+        );
+        assert_eq!(
+            record(&reported.url),
+            (Some(WATCH_OFF), None, None),
+            "off, though the node watches every URL"
+        );
+        assert_eq!(work.batch.seeds.len(), 3, "the asks are written too");
+        assert!(
+            w.asked_meanwhile.is_empty(),
+            "nothing was fetching {}",
+            idle.url
+        );
     }
 
     /// A URL's own interval (`add_url … every`) is its revisit policy's
