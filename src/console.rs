@@ -9,7 +9,7 @@ use std::io::{BufRead, IsTerminal, Write};
 use std::path::Path;
 use std::time::Duration;
 use web_crawler::actors::Remote;
-use web_crawler::actors::outage::utc_time;
+use web_crawler::actors::outage::{human_duration, utc_time};
 use web_crawler::actors::{
     ControlRequest, HostSummary, LiveRobots, OperationSpec, Setting, Status,
 };
@@ -292,8 +292,13 @@ pub(crate) fn render(req: &ControlRequest, v: &Value) -> String {
         }
         ControlRequest::AddUrl { .. } => format!("queued {}", v.as_str().unwrap_or("?")),
         ControlRequest::Pending { .. } => list(v, |p| {
+            let watch = match p["check_every_ms"].as_u64() {
+                Some(0) => "\twatch off".to_string(),
+                Some(ms) => format!("\tevery {}", human_duration(Duration::from_millis(ms))),
+                None => String::new(),
+            };
             format!(
-                "{}\t{}\tattempts {}",
+                "{}\t{}\tattempts {}{watch}",
                 p["status"].as_str().unwrap_or("?"),
                 p["url"].as_str().unwrap_or("?"),
                 p["attempts"]
@@ -851,6 +856,21 @@ mod tests {
             })
         );
         assert!(parse_line("hosts 1 2").is_err());
+    }
+
+    #[test]
+    fn pending_rows_say_a_url_s_own_interval() {
+        let pending = serde_json::json!([
+            {"url": "http://a/", "status": "pending", "attempts": 0, "check_every_ms": 600_000},
+            {"url": "http://b/", "status": "processing", "attempts": 1, "check_every_ms": 0},
+            {"url": "http://c/", "status": "pending", "attempts": 0},
+        ]);
+        assert_eq!(
+            render(&ControlRequest::Pending { limit: 3 }, &pending),
+            "pending\thttp://a/\tattempts 0\tevery 10min\n\
+             processing\thttp://b/\tattempts 1\twatch off\n\
+             pending\thttp://c/\tattempts 0"
+        );
     }
 
     #[test]

@@ -314,6 +314,9 @@ pub struct PendingUrl {
     pub not_before: Millis,
     pub lease_until: Option<Millis>,
     pub last_error: Option<String>,
+    /// The URL's own watch interval (`add_url … every`; 0: `off`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub check_every_ms: Option<Millis>,
 }
 
 /// A page that answered 4xx/5xx or could not be fetched, with who links to it.

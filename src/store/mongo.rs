@@ -1437,6 +1437,7 @@ impl Queries for MongoStore {
                     not_before: millis(d, "not_before"),
                     lease_until: int(d, "lease_until"),
                     last_error: text(d, "last_error"),
+                    check_every_ms: job.check_every_ms,
                 })
             })
             .collect()

@@ -504,8 +504,23 @@ async fn a_urls_own_watch_interval_persists(b: Backend) {
             .await
             .unwrap();
     }
-    // A new process: the first fetch knows it.
+    // A new process: the listing shows it, and the first fetch knows it.
     let store = b.open().await;
+    let mut listed: Vec<(String, Option<i64>)> = store
+        .pending(10)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|p| (p.url, p.check_every_ms))
+        .collect();
+    listed.sort();
+    assert_eq!(
+        listed,
+        vec![
+            ("http://e/a".into(), Some(2_000)),
+            ("http://e/b".into(), None)
+        ]
+    );
     let jobs = store.claim(claim_req(NOW, 10, 10)).await.unwrap();
     assert_eq!(
         every(&jobs),

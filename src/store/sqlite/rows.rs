@@ -310,6 +310,7 @@ pub(super) fn pending(
                 not_before: int_col(row, 8, "not_before")?,
                 lease_until: row.get(9)?,
                 last_error: row.get(10)?,
+                check_every_ms: row.get(11)?,
             });
         }
     }

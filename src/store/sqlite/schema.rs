@@ -481,7 +481,7 @@ pub(super) const PROCESSED_ONE: &str = concat!(
 
 pub(super) const PENDING_LIST: &str =
     "SELECT url, operation, host, status, depth, priority, attempts,
-        d_change, not_before, lease_until, last_error
+        d_change, not_before, lease_until, last_error, check_every_ms
     FROM pending_urls ORDER BY id LIMIT ?1";
 
 pub(super) const RECORD_LIST: &str =
