@@ -379,6 +379,40 @@ fn truncate(text: &str, max: usize) -> &str {
     &text[..text.floor_char_boundary(max)]
 }
 
+/// `task(0)` … `task(n - 1)` shared by this thread and one more (when
+/// there are two cores and two tasks), their results in task order. A
+/// query's per-segment work is independent: two cores answer it sooner.
+fn on_two_threads<T: Send>(n: usize, task: impl Fn(usize) -> T + Sync) -> Vec<T> {
+    let two = n > 1 && std::thread::available_parallelism().is_ok_and(|p| p.get() > 1);
+    if !two {
+        return (0..n).map(task).collect();
+    }
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let work = || {
+        let mut done = Vec::new();
+        loop {
+            let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            if i >= n {
+                return done;
+            }
+            done.push((i, task(i)));
+        }
+    };
+    let mut all = std::thread::scope(|scope| {
+        let other = scope.spawn(work);
+        let mut mine = work();
+        // A panic there is a bug: it carries on here.
+        mine.extend(
+            other
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+        );
+        mine
+    });
+    all.sort_unstable_by_key(|(i, _)| *i);
+    all.into_iter().map(|(_, t)| t).collect()
+}
+
 /// One search's view of both indexes.
 struct Searchers {
     pages: Searcher,
@@ -871,7 +905,6 @@ impl Searchers {
             weights.push(per_term);
         }
 
-        let mut out = vec![Features::default(); candidates.len()];
         let mut by_segment: BTreeMap<u32, Vec<(DocId, usize)>> = BTreeMap::new();
         for (i, a) in candidates.iter().enumerate() {
             by_segment
@@ -906,20 +939,33 @@ impl Searchers {
             }
         }
         // In-links: the URL's document frequency among the anchors' targets,
-        // each segment's dictionary opened once.
-        let mut in_links = vec![0u64; candidates.len()];
-        for segment in self.anchors.segment_readers() {
-            let inverted = segment
+        // each segment's dictionary opened once; the segments shared by two
+        // threads, as are the pages' below.
+        let anchor_segments = self.anchors.segment_readers();
+        let per_segment = on_two_threads(anchor_segments.len(), |s| {
+            let inverted = anchor_segments[s]
                 .inverted_index(self.af.target)
                 .map_err(err("read"))?;
-            for (n, url) in in_links.iter_mut().zip(&urls) {
-                let term = Term::from_field_text(self.af.target, url);
-                *n += u64::from(inverted.doc_freq(&term).map_err(io_err("read"))?);
+            urls.iter()
+                .map(|url| {
+                    let term = Term::from_field_text(self.af.target, url);
+                    inverted.doc_freq(&term).map_err(io_err("read"))
+                })
+                .collect::<Result<Vec<u32>, SearchError>>()
+        });
+        let mut in_links = vec![0u64; candidates.len()];
+        for counts in per_segment {
+            for (n, c) in in_links.iter_mut().zip(counts?) {
+                *n += u64::from(c);
             }
         }
-        for (ord, mut docs) in by_segment {
+        let segments: Vec<(u32, Vec<(DocId, usize)>)> = by_segment.into_iter().collect();
+        let measured = on_two_threads(segments.len(), |s| {
+            let (ord, docs) = &segments[s];
+            let mut docs = docs.clone();
             docs.sort_unstable();
-            let segment = self.pages.segment_reader(ord);
+            let segment = self.pages.segment_reader(*ord);
+            let mut feats = vec![Features::default(); docs.len()];
             // positions[candidate][field][term]
             let mut positions = vec![vec![vec![Vec::<u32>::new(); n]; 3]; docs.len()];
             let mut matched = vec![vec![[false; 4]; n]; docs.len()];
@@ -941,12 +987,12 @@ impl Searchers {
                     else {
                         continue;
                     };
-                    for (j, (doc, i)) in docs.iter().enumerate() {
+                    for (j, (doc, _)) in docs.iter().enumerate() {
                         if postings.doc() > *doc || postings.seek(*doc) != *doc {
                             continue;
                         }
                         let score = weight.score(norms.fieldnorm_id(*doc), postings.term_freq());
-                        let feat = &mut out[*i];
+                        let feat = &mut feats[j];
                         match fi {
                             0 => feat.title += score,
                             1 => feat.headings += score,
@@ -964,7 +1010,7 @@ impl Searchers {
             let out_links = fast.u64("out_links").map_err(err("read"))?;
             let words = fast.u64("words").map_err(err("read"))?;
             for (j, (doc, i)) in docs.iter().enumerate() {
-                let feat = &mut out[*i];
+                let feat = &mut feats[j];
                 feat.out_links = out_links.first(*doc).unwrap_or(0);
                 feat.words = words.first(*doc).unwrap_or(0);
                 let anchor = anchors.get(urls[*i].as_str());
@@ -986,6 +1032,15 @@ impl Searchers {
                     rank::proximity(&lists, rank_terms.slots)
                 };
                 feat.proximity = prox(2).max(0.5 * prox(0)).max(0.5 * prox(1));
+            }
+            let measured: Vec<(usize, Features)> =
+                docs.into_iter().map(|(_, i)| i).zip(feats).collect();
+            Ok::<_, SearchError>(measured)
+        });
+        let mut out = vec![Features::default(); candidates.len()];
+        for segment in measured {
+            for (i, feat) in segment? {
+                out[i] = feat;
             }
         }
         Ok(out)
