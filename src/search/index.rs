@@ -1074,8 +1074,9 @@ impl Searchers {
             pf.body,
             SNIPPET_SCAN_BYTES,
         );
-        let mut out = Vec::with_capacity(ranked.len());
-        for (score, addr) in ranked {
+        // Reading a stored page and cutting its snippet: ten at once on two threads.
+        on_two_threads(ranked.len(), |k| {
+            let (score, addr) = &ranked[k];
             let doc: TantivyDocument = self.pages.doc(*addr).map_err(err("read a page"))?;
             let text = |f: Field| {
                 doc.get_first(f)
@@ -1104,15 +1105,16 @@ impl Searchers {
                 (scan[w].to_string(), inside)
             };
             let (snippet, highlights) = collapse_whitespace(&snippet, &highlights);
-            out.push(SearchHit {
+            Ok(SearchHit {
                 url: text(pf.url),
                 title: collapse_whitespace(&text(pf.title), &[]).0,
                 snippet,
                 score: *score,
                 highlights,
-            });
-        }
-        Ok(out)
+            })
+        })
+        .into_iter()
+        .collect()
     }
 }
 
