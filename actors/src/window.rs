@@ -435,7 +435,10 @@ impl Window {
     /// Turn a report into writes for the next batch; returns whether the
     /// batch should be written now rather than at the next flush.
     pub fn on_report(&mut self, mut report: SlaveReport, now: Millis) -> bool {
-        if let Some(every) = self.asked_meanwhile.remove(&report.job().key()) {
+        // Almost always empty: no key is built for every report.
+        if !self.asked_meanwhile.is_empty()
+            && let Some(every) = self.asked_meanwhile.remove(&report.job().key())
+        {
             report.job_mut().check_every_ms = Some(every);
         }
         self.reported.push(report.job().clone());
@@ -1086,7 +1089,9 @@ impl Window {
     fn forget(&mut self, key: &UrlKey) -> Option<Assigned> {
         // Not fetched after all (released, retried): the ask stands in
         // the pending row it was written to.
-        self.asked_meanwhile.remove(key);
+        if !self.asked_meanwhile.is_empty() {
+            self.asked_meanwhile.remove(key);
+        }
         let assigned = self.outstanding.remove(key)?;
         decrement(&mut self.per_host, &assigned.job.host);
         decrement(&mut self.per_node, &assigned.node);

@@ -383,8 +383,10 @@ fn truncate(text: &str, max: usize) -> &str {
 /// there are two cores and two tasks), their results in task order. A
 /// query's per-segment work is independent: two cores answer it sooner.
 fn on_two_threads<T: Send>(n: usize, task: impl Fn(usize) -> T + Sync) -> Vec<T> {
-    let two = n > 1 && std::thread::available_parallelism().is_ok_and(|p| p.get() > 1);
-    if !two {
+    // Asked once: on Linux the answer reads the cgroup's files.
+    static CORES: std::sync::LazyLock<usize> =
+        std::sync::LazyLock::new(|| std::thread::available_parallelism().map_or(1, |p| p.get()));
+    if n < 2 || *CORES < 2 {
         return (0..n).map(task).collect();
     }
     let next = std::sync::atomic::AtomicUsize::new(0);
@@ -959,11 +961,15 @@ impl Searchers {
                 *n += u64::from(c);
             }
         }
-        let segments: Vec<(u32, Vec<(DocId, usize)>)> = by_segment.into_iter().collect();
+        let segments: Vec<(u32, Vec<(DocId, usize)>)> = by_segment
+            .into_iter()
+            .map(|(ord, mut docs)| {
+                docs.sort_unstable();
+                (ord, docs)
+            })
+            .collect();
         let measured = on_two_threads(segments.len(), |s| {
             let (ord, docs) = &segments[s];
-            let mut docs = docs.clone();
-            docs.sort_unstable();
             let segment = self.pages.segment_reader(*ord);
             let mut feats = vec![Features::default(); docs.len()];
             // positions[candidate][field][term]
@@ -1034,7 +1040,7 @@ impl Searchers {
                 feat.proximity = prox(2).max(0.5 * prox(0)).max(0.5 * prox(1));
             }
             let measured: Vec<(usize, Features)> =
-                docs.into_iter().map(|(_, i)| i).zip(feats).collect();
+                docs.iter().map(|(_, i)| *i).zip(feats).collect();
             Ok::<_, SearchError>(measured)
         });
         let mut out = vec![Features::default(); candidates.len()];
