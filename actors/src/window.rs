@@ -12,7 +12,8 @@ use crate::behaviour::{ClaimRequest, CommitBatch, ProcessedPage, Retry};
 use crate::cluster::{HostHold, Move, choose_node, rebalance};
 use crate::config::CrawlConfig;
 use crate::monitor::{
-    Check, Revisit, StatusEvent, interval_ms, is_up, previous_interval, revisit_for, transition,
+    Change, Check, Revisit, StatusEvent, interval_ms, is_up, previous_interval, revisit_for,
+    transition,
 };
 use crate::outage::{Outage, StoreHealth, Verdict};
 use crate::protocol::{IdleReason, NodeInfo, SlaveReport};
@@ -345,22 +346,14 @@ impl Window {
     /// later, to itself ([`Window::released`]); so the host is still
     /// fetched from one node at a time.
     pub fn abandon_late_moves(&mut self, now: Millis) -> Vec<AbandonedMove> {
-        let late: Vec<String> = self
+        let mut abandoned: Vec<AbandonedMove> = self
             .moving
-            .iter()
-            .filter(|(_, m)| now >= m.deadline)
-            .map(|(host, _)| host.clone())
-            .collect();
-        let mut abandoned: Vec<AbandonedMove> = late
-            .into_iter()
-            .filter_map(|host| {
-                let m = self.moving.remove(&host)?;
-                Some(AbandonedMove {
-                    host,
-                    from: m.from,
-                    to: m.to,
-                    parked: m.parked,
-                })
+            .extract_if(|_, m| now >= m.deadline)
+            .map(|(host, m)| AbandonedMove {
+                host,
+                from: m.from,
+                to: m.to,
+                parked: m.parked,
             })
             .collect();
         abandoned.sort_by(|a, b| a.host.cmp(&b.host));
@@ -481,7 +474,7 @@ impl Window {
                 let attempt = job.attempts + 1;
                 // A watched URL's check is not retried: the next check is
                 // its retry, and a failure now is what it has to tell.
-                let recheck = self.revisit(&job).is_some() && job.last.is_some();
+                let recheck = self.revisit(job.check_every_ms).is_some() && job.last.is_some();
                 if retryable && attempt < self.cfg.max_attempts && !recheck {
                     tracing::debug!(url = %job.url, %reason, attempt, "will retry");
                     self.batch.retries.push(Retry {
@@ -504,34 +497,35 @@ impl Window {
         self.write_due()
     }
 
-    /// The revisit policy `job`'s URL is watched with: its own interval,
-    /// else the node's `recrawl_every` ([`revisit_for`]).
-    fn revisit(&self, job: &Job) -> Option<Revisit> {
-        let global = self.cfg.recrawl_every.map(interval_ms);
-        revisit_for(job.check_every_ms, global)
+    /// The revisit policy a URL with its own interval `own` is watched
+    /// with: that, else the node's `recrawl_every` ([`revisit_for`]).
+    fn revisit(&self, own: Option<Millis>) -> Option<Revisit> {
+        revisit_for(own, self.cfg.recrawl_every.map(interval_ms))
     }
 
     /// Availability monitoring for a fetch of `job`: what it changed
     /// against the URL's last fetch (an event to tell), and, when the URL
     /// is watched, when it is due again.
     fn monitor(&mut self, job: &Job, page: &mut ProcessedPage, now: Millis) {
-        let revisit = self.revisit(job);
-        let record = &mut page.record;
-        record.check_every_ms = job.check_every_ms;
         let check = Check {
-            http_returncode: record.http_returncode,
-            content_hash: record.content_hash,
+            http_returncode: page.record.http_returncode,
+            content_hash: page.record.content_hash,
             not_modified: page.not_modified,
         };
         let change = transition(job.last.as_ref(), &check);
         page.changed = change.is_some();
         page.fetched_before = job.last.is_some();
-        if let Some(revisit) = revisit {
-            let previous = previous_interval(job.last.as_ref(), job.check_every_ms);
-            let interval = revisit.next_interval(previous, is_up(check.http_returncode), change);
-            record.check_interval_ms = Some(interval);
-            record.d_next_check = Some(now.saturating_add(interval));
-        }
+        let previous = previous_interval(job.last.as_ref(), job.check_every_ms);
+        let revisit = self.revisit(job.check_every_ms);
+        schedule(
+            &mut page.record,
+            job.check_every_ms,
+            revisit,
+            previous,
+            change,
+            now,
+        );
+        let record = &page.record;
         if let Some(change) = change {
             self.events.push(StatusEvent {
                 url: record.url.clone(),
@@ -658,20 +652,15 @@ impl Window {
         if !self.outstanding.contains_key(&key) {
             return;
         }
-        let global = self.cfg.recrawl_every.map(interval_ms);
+        let revisit = self.revisit(Some(every));
         let waiting = self
             .batch
             .pages
             .iter_mut()
             .find(|p| p.record.url == key.url && p.record.operation == key.operation);
         match waiting {
-            Some(page) => {
-                let record = &mut page.record;
-                record.check_every_ms = Some(every);
-                let interval = revisit_for(Some(every), global).map(|r| r.every_ms);
-                record.check_interval_ms = interval;
-                record.d_next_check = interval.map(|i| now.saturating_add(i));
-            }
+            // A new interval of its own starts over.
+            Some(page) => schedule(&mut page.record, Some(every), revisit, None, None, now),
             None => {
                 self.asked_meanwhile.insert(key, every);
             }
@@ -1097,6 +1086,25 @@ impl Window {
         decrement(&mut self.per_node, &assigned.node);
         Some(assigned)
     }
+}
+
+/// When `record`'s URL, watched at its own interval `own` with `revisit`
+/// (its own, else the node's), is due again after a fetch at `now`: the
+/// policy goes on from the interval the last check chose (`previous`;
+/// `None` starts over). Not watched: no next check.
+fn schedule(
+    record: &mut PageRecord,
+    own: Option<Millis>,
+    revisit: Option<Revisit>,
+    previous: Option<Millis>,
+    change: Option<Change>,
+    now: Millis,
+) {
+    let up = is_up(record.http_returncode);
+    let interval = revisit.map(|r| r.next_interval(previous, up, change));
+    record.check_every_ms = own;
+    record.check_interval_ms = interval;
+    record.d_next_check = interval.map(|i| now.saturating_add(i));
 }
 
 fn decrement(counts: &mut HashMap<String, usize>, key: &str) {
