@@ -139,6 +139,16 @@ pub struct Job {
 }
 
 impl Job {
+    /// Its last fetch, as a claim reads it from the processed row. The
+    /// URL's own interval is its pending row's (the newest `add_url …
+    /// every`), else the one it was last fetched with.
+    pub fn set_last(&mut self, last: Option<LastFetch>) {
+        self.check_every_ms = self
+            .check_every_ms
+            .or_else(|| last.as_ref()?.check_every_ms);
+        self.last = last;
+    }
+
     pub fn key(&self) -> UrlKey {
         UrlKey {
             url: self.url.clone(),

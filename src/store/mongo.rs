@@ -751,11 +751,7 @@ impl MongoStore {
             );
         }
         for job in jobs {
-            job.last = last.remove(&job.url);
-            // Its pending document's interval is the newest (a new `add_url … every`).
-            job.check_every_ms = job
-                .check_every_ms
-                .or_else(|| job.last.as_ref().and_then(|l| l.check_every_ms));
+            job.set_last(last.remove(&job.url));
         }
         Ok(())
     }

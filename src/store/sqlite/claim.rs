@@ -91,7 +91,7 @@ pub(super) fn apply_claim(
     for (id, job) in &mut chosen {
         update.execute(params![*id, req.lease_until, req.owner, req.now])?;
         job.priority += unsaved_credit(seen, &job.url, &job.operation);
-        job.last = last
+        let fetched = last
             .query_row([&job.url], |row| {
                 Ok(LastFetch {
                     http_returncode: row.get(0)?,
@@ -103,10 +103,7 @@ pub(super) fn apply_claim(
                 })
             })
             .optional()?;
-        // Its pending row's interval is the newest (a new `add_url … every`).
-        job.check_every_ms = job
-            .check_every_ms
-            .or_else(|| job.last.as_ref().and_then(|l| l.check_every_ms));
+        job.set_last(fetched);
     }
     Ok(chosen.into_iter().map(|(_, job)| job).collect())
 }
