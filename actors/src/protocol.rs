@@ -96,22 +96,21 @@ fn from_wire<T: DeserializeOwned>(msg: SerializedMessage) -> Result<T, BoxedDown
     }
 }
 
-/// The caller's side of a call to another node: the reply comes back as
-/// JSON bytes and is decoded for `typed`. A reply that cannot be read, or
-/// none before the call's timeout, closes `typed`: the caller's call fails
-/// rather than waits.
-fn reply_to_wire<T: DeserializeOwned + Send + 'static>(
-    typed: RpcReplyPort<T>,
-) -> RpcReplyPort<Vec<u8>> {
-    let (tx, rx) = ractor::concurrency::oneshot::<Vec<u8>>();
-    let timeout = typed.get_timeout();
+/// A reply port whose answer, if one comes within `timeout`, goes to
+/// `deliver` (on a task of its own). Unanswered, `deliver` is dropped
+/// uncalled, and with it whatever port it would have answered.
+fn forward<A: Send + 'static>(
+    timeout: Option<Duration>,
+    deliver: impl FnOnce(A) + Send + 'static,
+) -> RpcReplyPort<A> {
+    let (tx, rx) = ractor::concurrency::oneshot::<A>();
     tokio::spawn(async move {
-        let bytes = match timeout {
+        let answer = match timeout {
             Some(t) => tokio::time::timeout(t, rx).await.ok().and_then(Result::ok),
             None => rx.await.ok(),
         };
-        if let Some(reply) = bytes.and_then(|b| serde_json::from_slice(&b).ok()) {
-            let _ = typed.send(reply);
+        if let Some(answer) = answer {
+            deliver(answer);
         }
     });
     match timeout {
@@ -120,34 +119,38 @@ fn reply_to_wire<T: DeserializeOwned + Send + 'static>(
     }
 }
 
+/// The caller's side of a call to another node: the reply comes back as
+/// JSON bytes and is decoded for `typed`. A reply that cannot be read, or
+/// none before the call's timeout, closes `typed`: the caller's call fails
+/// rather than waits.
+fn reply_to_wire<T: DeserializeOwned + Send + 'static>(
+    typed: RpcReplyPort<T>,
+) -> RpcReplyPort<Vec<u8>> {
+    forward(typed.get_timeout(), move |bytes: Vec<u8>| {
+        if let Ok(reply) = serde_json::from_slice(&bytes) {
+            let _ = typed.send(reply);
+        }
+    })
+}
+
 /// The answering side of a call from another node: what the actor replies
 /// goes back as JSON bytes on `wire` (one over the size bound is not sent,
 /// and the caller's call fails).
 fn reply_from_wire<T: Serialize + Send + 'static>(wire: RpcReplyPort<Vec<u8>>) -> RpcReplyPort<T> {
-    let (tx, rx) = ractor::concurrency::oneshot::<T>();
-    let timeout = wire.get_timeout();
-    tokio::spawn(async move {
-        let reply = match timeout {
-            Some(t) => tokio::time::timeout(t, rx).await.ok().and_then(Result::ok),
-            None => rx.await.ok(),
-        };
-        match reply.map(|r| serde_json::to_vec(&r)) {
-            Some(Ok(bytes)) if bytes.len() <= MAX_MESSAGE_BYTES => {
+    forward(
+        wire.get_timeout(),
+        move |reply: T| match serde_json::to_vec(&reply) {
+            Ok(bytes) if bytes.len() <= MAX_MESSAGE_BYTES => {
                 let _ = wire.send(bytes);
             }
-            Some(Ok(bytes)) => tracing::error!(
+            Ok(bytes) => tracing::error!(
                 bytes = bytes.len(),
                 limit = MAX_MESSAGE_BYTES,
                 "a reply over the size bound is not sent"
             ),
-            Some(Err(e)) => tracing::error!(error = %e, "a reply that cannot be encoded"),
-            None => {}
-        }
-    });
-    match timeout {
-        Some(t) => (tx, t).into(),
-        None => tx.into(),
-    }
+            Err(e) => tracing::error!(error = %e, "a reply that cannot be encoded"),
+        },
+    )
 }
 
 // --- slave → master -----------------------------------------------------------
