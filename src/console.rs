@@ -505,15 +505,7 @@ pub(crate) const HOSTS_HEADER: &str = "host\trobots\tcrawl_delay_ms\tpages\tsite
 
 /// One host of `report hosts`.
 pub(crate) fn host_row(h: &HostSummary) -> String {
-    format!(
-        "{}\t{}\t{}\t{}\t{}",
-        h.host,
-        robots_of(h),
-        h.crawl_delay_ms
-            .map_or("-".to_string(), |ms| ms.to_string()),
-        h.pages,
-        sitemaps_of(h)
-    )
+    format!("{}\t{}\t{}", h.host, robots_of(h), stored_columns(h))
 }
 
 /// The columns of the console's `hosts`: what the pool holding each host
@@ -523,13 +515,8 @@ const LIVE_HOSTS_HEADER: &str =
 
 /// One host of the console's `hosts`; `-` where no pool holds anything of it.
 fn live_host_row(h: &HostSummary) -> String {
-    let (node, queued, in_flight, backoff) = match &h.live {
-        None => (
-            "-".to_string(),
-            "-".to_string(),
-            "-".to_string(),
-            "-".to_string(),
-        ),
+    let live = match &h.live {
+        None => "-\t-\t-".to_string(),
         Some(l) => {
             let mut node = l.node.clone();
             for (flag, word) in [(l.paused, "paused"), (l.moving, "moving")] {
@@ -537,31 +524,29 @@ fn live_host_row(h: &HostSummary) -> String {
                     node.push_str(&format!(" ({word})"));
                 }
             }
-            let backoff = if l.backoff_ms > 0 {
-                format!("{:.1}s", l.backoff_ms as f64 / 1000.0)
-            } else {
-                "-".to_string()
-            };
-            (node, l.queued.to_string(), l.in_flight.to_string(), backoff)
+            format!("{node}\t{}\t{}", l.queued, l.in_flight)
         }
     };
+    let backoff = match &h.live {
+        Some(l) if l.backoff_ms > 0 => format!("{:.1}s", l.backoff_ms as f64 / 1000.0),
+        _ => "-".to_string(),
+    };
     format!(
-        "{}\t{node}\t{queued}\t{in_flight}\t{}\t{backoff}\t{}\t{}\t{}",
+        "{}\t{live}\t{}\t{backoff}\t{}",
         h.host,
         robots_of(h),
-        h.crawl_delay_ms
-            .map_or("-".to_string(), |ms| ms.to_string()),
-        h.pages,
-        sitemaps_of(h)
+        stored_columns(h)
     )
 }
 
 /// A host's robots.txt: its pool's state while that is not the rules in
-/// hand (to fetch, fetching, unreachable), else the stored status.
+/// hand (to fetch, fetching, unreachable) or nothing is stored, else the
+/// stored status.
 fn robots_of(h: &HostSummary) -> String {
     match (h.live.as_ref().map(|l| l.robots), h.robots_status) {
-        (Some(LiveRobots::Ready), None) => LiveRobots::Ready.as_str().to_string(),
-        (Some(live), _) if live != LiveRobots::Ready => live.as_str().to_string(),
+        (Some(live), stored) if live != LiveRobots::Ready || stored.is_none() => {
+            live.as_str().to_string()
+        }
         (_, None) => "-".to_string(),
         (_, Some(status)) => match h.robots_http_code {
             Some(code) => format!("{status} ({code})"),
@@ -570,12 +555,17 @@ fn robots_of(h: &HostSummary) -> String {
     }
 }
 
-fn sitemaps_of(h: &HostSummary) -> String {
-    if h.sitemaps.is_empty() {
+/// The store's columns of a host: crawl delay, pages, sitemaps.
+fn stored_columns(h: &HostSummary) -> String {
+    let sitemaps = if h.sitemaps.is_empty() {
         "-".to_string()
     } else {
         h.sitemaps.join(" ")
-    }
+    };
+    let delay = h
+        .crawl_delay_ms
+        .map_or("-".to_string(), |ms| ms.to_string());
+    format!("{delay}\t{}\t{sitemaps}", h.pages)
 }
 
 /// The console's `hosts`: its rows, how many were left out, how many hosts
