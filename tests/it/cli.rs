@@ -356,19 +356,11 @@ on_both_backends!(
 /// index is lost, `index rebuild` fetches the pages again into a new one.
 async fn crawl_search_and_rebuild_the_index(backend: Backend) {
     let site = TestServer::start(Ipv4Addr::new(127, 0, 12, 40), crate::search::bakery()).await;
-    let dir = tempfile::tempdir().unwrap();
-    let index = dir.path().join("ix");
+    // Beside the store file, or given with `--index` (MongoDB).
+    let index = backend.index_dir();
     let index_arg = index.display().to_string();
     let crawl = run(&with_store(
-        &[
-            "crawl",
-            &site.url("/"),
-            "--delay-ms",
-            "0",
-            "--quiet",
-            "--index",
-            &index_arg,
-        ],
+        &["crawl", &site.url("/"), "--delay-ms", "0", "--quiet"],
         &backend,
     ))
     .await;
@@ -413,7 +405,7 @@ async fn crawl_search_and_rebuild_the_index(backend: Backend) {
     let out = search("dense", &[]).await;
     assert!(!out.status.success(), "no index: {}", stdout(&out));
     let rebuild = run(&with_store(
-        &["index", "rebuild", "--delay-ms", "0", "--index", &index_arg],
+        &["index", "rebuild", "--delay-ms", "0"],
         &backend,
     ))
     .await;
@@ -562,7 +554,7 @@ async fn a_second_master_on_one_mongodb_database_is_refused() {
         stderr(&third)
     );
     assert_eq!(site.hits_of("/p/99"), 1, "the site was finished");
-    let Backend::Mongo { uri, database } = &backend else {
+    let Backend::Mongo { uri, database, .. } = &backend else {
         unreachable!()
     };
     let store = web_crawler::store::MongoStore::connect(uri, database)

@@ -678,6 +678,13 @@ fn mongo_crawl(
         "0",
         "--concurrency",
         "4",
+        "--index",
+        &mongo
+            .dir
+            .path()
+            .join(format!("{database}.index"))
+            .display()
+            .to_string(),
     ]);
     all.extend(args(extra));
     all

@@ -18,6 +18,9 @@ pub enum Backend {
     Mongo {
         uri: String,
         database: String,
+        /// The crawl's index directory is in here: a MongoDB crawl's index
+        /// would otherwise be left in the current directory.
+        dir: tempfile::TempDir,
     },
 }
 
@@ -43,13 +46,14 @@ impl Backend {
         Backend::Mongo {
             uri: mongo_uri(),
             database,
+            dir: tempfile::tempdir().unwrap(),
         }
     }
 
     pub async fn open(&self) -> Arc<dyn Store> {
         match self {
             Backend::Sqlite { path, .. } => Arc::new(SqliteStore::open(path).unwrap()),
-            Backend::Mongo { uri, database } => {
+            Backend::Mongo { uri, database, .. } => {
                 Arc::new(MongoStore::connect(uri, database).await.unwrap())
             }
         }
@@ -59,15 +63,25 @@ impl Backend {
         matches!(self, Backend::Mongo { .. })
     }
 
-    /// CLI flags selecting this store.
+    /// The full-text index directory of a crawl of this store.
+    pub fn index_dir(&self) -> PathBuf {
+        match self {
+            Backend::Sqlite { path, .. } => web_crawler::search::index_dir_for(path),
+            Backend::Mongo { dir, .. } => dir.path().join("index"),
+        }
+    }
+
+    /// CLI flags selecting this store (and, for MongoDB, where its index is).
     pub fn cli_args(&self) -> Vec<String> {
         match self {
             Backend::Sqlite { path, .. } => vec!["--db".into(), path.display().to_string()],
-            Backend::Mongo { uri, database } => vec![
+            Backend::Mongo { uri, database, .. } => vec![
                 "--mongodb".into(),
                 uri.clone(),
                 "--mongodb-database".into(),
                 database.clone(),
+                "--index".into(),
+                self.index_dir().display().to_string(),
             ],
         }
     }
