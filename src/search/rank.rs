@@ -139,31 +139,37 @@ pub(crate) fn proximity(positions: &[&[u32]], n: usize) -> f32 {
     if m < 2 || n == 0 {
         return 0.0;
     }
-    let mut merged: Vec<(u32, usize)> = present
+    // Each term's positions in order; then the window moves on by its
+    // first position, as a k-way merge does, with no list built or sorted.
+    let sorted: Vec<std::borrow::Cow<'_, [u32]>> = present
         .iter()
-        .enumerate()
-        .flat_map(|(t, ps)| ps.iter().map(move |&p| (p, t)))
-        .collect();
-    merged.sort_unstable();
-    // Sliding window over the merged positions holding every term.
-    let mut count = vec![0usize; m];
-    let mut held = 0;
-    let mut best = u32::MAX;
-    let mut left = 0;
-    for right in 0..merged.len() {
-        let t = merged[right].1;
-        count[t] += 1;
-        if count[t] == 1 {
-            held += 1;
-        }
-        while held == m {
-            best = best.min(merged[right].0 - merged[left].0);
-            let lt = merged[left].1;
-            count[lt] -= 1;
-            if count[lt] == 0 {
-                held -= 1;
+        .map(|ps| {
+            if ps.is_sorted() {
+                std::borrow::Cow::Borrowed(*ps)
+            } else {
+                let mut owned = ps.to_vec();
+                owned.sort_unstable();
+                std::borrow::Cow::Owned(owned)
             }
-            left += 1;
+        })
+        .collect();
+    // A window this tight already scores full: no need to look further.
+    let full = 2 * (m as u32 - 1);
+    let mut next = vec![0usize; m];
+    let mut best = u32::MAX;
+    loop {
+        let (mut first, mut low, mut high) = (0, u32::MAX, 0);
+        for (t, ps) in sorted.iter().enumerate() {
+            let p = ps[next[t]];
+            if p < low {
+                (first, low) = (t, p);
+            }
+            high = high.max(p);
+        }
+        best = best.min(high - low);
+        next[first] += 1;
+        if best <= full || next[first] == sorted[first].len() {
+            break;
         }
     }
     let span = best.max(1) as f32;
@@ -210,6 +216,43 @@ mod tests {
         assert_eq!(coverage(0, 3), 0.0);
         assert_eq!(coverage(5, 3), 1.0);
         assert_eq!(coverage(1, 0), 0.0);
+    }
+
+    #[test]
+    fn proximity_agrees_with_every_window_tried() {
+        // The tightest window by brute force: every pair of one position of
+        // each term, for small random position lists (a fixed LCG).
+        let mut seed = 7u64;
+        let mut next = |below: u32| {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ((seed >> 33) % u64::from(below)) as u32
+        };
+        for _ in 0..500 {
+            let terms = 2 + next(3) as usize;
+            let lists: Vec<Vec<u32>> = (0..terms)
+                .map(|_| (0..1 + next(6)).map(|_| next(60)).collect())
+                .collect();
+            let mut best = u32::MAX;
+            let mut pick = vec![0usize; terms];
+            'all: loop {
+                let chosen = lists.iter().zip(&pick).map(|(l, &i)| l[i]);
+                let (lo, hi) = chosen.fold((u32::MAX, 0), |(lo, hi), p| (lo.min(p), hi.max(p)));
+                best = best.min(hi - lo);
+                for (t, i) in pick.iter_mut().enumerate() {
+                    *i += 1;
+                    if *i < lists[t].len() {
+                        continue 'all;
+                    }
+                    *i = 0;
+                }
+                break;
+            }
+            let want = (2.0 * (terms as f32 - 1.0) / best.max(1) as f32).min(1.0);
+            let refs: Vec<&[u32]> = lists.iter().map(Vec::as_slice).collect();
+            assert_eq!(proximity(&refs, terms), want, "{lists:?}");
+        }
     }
 
     #[test]
