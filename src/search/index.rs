@@ -37,12 +37,16 @@ const COMPOUND_MIN_DF: u64 = 2;
 /// Anchor documents gathered to find pages through the links to them (by
 /// anchor text, then as many by the words around the links).
 const ANCHOR_CANDIDATES: usize = 200;
+/// Words in more than this share of the links' texts are not searched for
+/// in them (they still count as held by the links found): "next", "home",
+/// "section", words of one link in twenty, name no page in particular.
+const ANCHOR_MAX_DF: f64 = 0.05;
 /// Words around more than this share of the links are not searched for in
 /// the links' context (they still count as held by it).
 const CONTEXT_MAX_DF: f64 = 0.1;
-/// ... but words around at most this many links always are (a small
-/// index has no words that cost much).
-const CONTEXT_ALWAYS_DF: u64 = 1_000;
+/// ... but words of at most this many links always are (a small index has
+/// no words that cost much).
+const ALWAYS_SEARCHED_DF: u64 = 1_000;
 const MAX_LIMIT: usize = 1000;
 /// Body text beyond this is neither indexed nor stored.
 const MAX_BODY_BYTES: usize = 1 << 20;
@@ -794,22 +798,22 @@ impl Searchers {
     ) -> Result<HashMap<String, AnchorHits>, SearchError> {
         let af = self.af;
         let mut by_target: HashMap<String, AnchorHits> = HashMap::new();
-        let fields = std::iter::once((af.text, false)).chain(af.context.map(|f| (f, true)));
+        let fields = std::iter::once((af.text, false, ANCHOR_MAX_DF))
+            .chain(af.context.map(|f| (f, true, CONTEXT_MAX_DF)));
         let anchor_docs = self.anchors.num_docs();
-        for (field, is_context) in fields {
+        for (field, is_context, max_df) in fields {
             let mut clauses = required(q, &[af.text]);
             let mut searched = 0;
             for t in terms {
-                if is_context {
-                    // A word around a large share of all links says
-                    // little, and costs the most to search.
-                    let df = self
-                        .anchors
-                        .doc_freq(&Term::from_field_text(field, t))
-                        .map_err(err("read"))?;
-                    if df > CONTEXT_ALWAYS_DF && df as f64 > CONTEXT_MAX_DF * anchor_docs as f64 {
-                        continue;
-                    }
+                // A word of a large share of all links says little, and
+                // costs the most to search: the best of its links are a
+                // walk over most of them.
+                let df = self
+                    .anchors
+                    .doc_freq(&Term::from_field_text(field, t))
+                    .map_err(err("read"))?;
+                if df > ALWAYS_SEARCHED_DF && df as f64 > max_df * anchor_docs as f64 {
+                    continue;
                 }
                 clauses.push((Occur::Should, term_query(field, t)));
                 searched += 1;

@@ -117,6 +117,29 @@ fn anchor_text_finds_a_page_that_never_names_itself() {
 }
 
 #[test]
+fn a_word_of_most_links_finds_no_page_through_them() {
+    // 1,200 pages, each with a "next" link to the following one; one of
+    // them also links to the report as "quarterly earnings".
+    let n = 1_200;
+    let url = |i: usize| format!("https://site.example/p/{i}");
+    let report = "https://site.example/q3";
+    let mut pages: Vec<PageDoc> = (0..n)
+        .map(|i| page(&url(i), &format!("Page {i}"), "Plain words of a page."))
+        .collect();
+    pages.push(page(report, "Q3", "Revenue rose four percent."));
+    let mut anchors: Vec<(String, AnchorDoc)> = (0..n)
+        .map(|i| anchor(&url(i), &url((i + 1) % n), "next"))
+        .collect();
+    anchors.push(anchor(&url(7), report, "quarterly earnings"));
+    let (_dir, index) = index_with(&pages, &anchors);
+    // "next" is the text of nearly every link: it names no page, and the
+    // pages it leads to are not results for it.
+    assert!(search(&index, "next").results.is_empty());
+    // A word of one link still finds the page it leads to.
+    assert_eq!(urls(&search(&index, "quarterly earnings")), [report]);
+}
+
+#[test]
 fn a_pages_new_anchors_replace_its_old_ones() {
     let target = "https://corp.example/q3";
     let source = "https://corp.example/";
