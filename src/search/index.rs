@@ -31,6 +31,8 @@ const CANDIDATES: usize = 100;
 /// reads the positions of most of the index (180 ms at 100,000 pages).
 /// When fewer than the candidates needed pass, the exact query runs.
 pub(super) const PHRASE_POOL: usize = 1_000;
+/// The pool's pages are checked for the phrases this many at a time.
+const PHRASE_BATCH: usize = 2 * CANDIDATES;
 /// A compound of two query words ("back up" → `backup`) joins the query
 /// when it is a word of at least this many documents.
 const COMPOUND_MIN_DF: u64 = 2;
@@ -744,7 +746,21 @@ impl Searchers {
             let words = required_terms(q.required_terms(), &text_fields);
             let pool = search(&scored(words), PHRASE_POOL.max(wanted))?;
             let complete = pool.len() < PHRASE_POOL.max(wanted);
-            let mut kept = with_phrases(&self.pages, &text_fields, &q.phrases(), pool)?;
+            // In rank order, a batch at a time, until enough hold them:
+            // where the phrase is common, the first batch does.
+            let phrases = q.phrases();
+            let mut kept = Vec::new();
+            for batch in pool.chunks(PHRASE_BATCH.max(wanted)) {
+                kept.extend(with_phrases(
+                    &self.pages,
+                    &text_fields,
+                    &phrases,
+                    batch.to_vec(),
+                )?);
+                if kept.len() >= wanted {
+                    break;
+                }
+            }
             if complete || kept.len() >= wanted {
                 kept.truncate(wanted);
                 Ok(kept)
@@ -801,18 +817,35 @@ impl Searchers {
         let fields = std::iter::once((af.text, false, ANCHOR_MAX_DF))
             .chain(af.context.map(|f| (f, true, CONTEXT_MAX_DF)));
         let anchor_docs = self.anchors.num_docs();
-        for (field, is_context, max_df) in fields {
-            let mut clauses = required(q, &[af.text]);
-            let mut searched = 0;
-            for t in terms {
-                // A word of a large share of all links says little, and
-                // costs the most to search: the best of its links are a
-                // walk over most of them.
+        // A word of a large share of all links says little, and costs the
+        // most to search: the best of its links are a walk over most of
+        // them. `None`: the word is in no link.
+        let searchable =
+            |field: Field, t: &str, max_df: f64| {
                 let df = self
                     .anchors
                     .doc_freq(&Term::from_field_text(field, t))
                     .map_err(err("read"))?;
-                if df > ALWAYS_SEARCHED_DF && df as f64 > max_df * anchor_docs as f64 {
+                Ok::<_, SearchError>((df > 0).then_some(
+                    df <= ALWAYS_SEARCHED_DF || df as f64 <= max_df * anchor_docs as f64,
+                ))
+            };
+        // So does a phrase (or quoted word) that the links' texts must hold
+        // when all its words are that common.
+        for phrase in q.phrase_terms() {
+            let mut common = true;
+            for (_, t) in &phrase {
+                common &= searchable(af.text, t, ANCHOR_MAX_DF)? == Some(false);
+            }
+            if common {
+                return Ok(by_target);
+            }
+        }
+        for (field, is_context, max_df) in fields {
+            let mut clauses = required(q, &[af.text]);
+            let mut searched = 0;
+            for t in terms {
+                if searchable(field, t, max_df)? != Some(true) {
                     continue;
                 }
                 clauses.push((Occur::Should, term_query(field, t)));

@@ -91,7 +91,7 @@ impl ParsedQuery {
             .collect()
     }
 
-    fn phrase_terms(&self) -> Vec<Vec<(usize, &str)>> {
+    pub(crate) fn phrase_terms(&self) -> Vec<Vec<(usize, &str)>> {
         let count = self
             .words
             .iter()

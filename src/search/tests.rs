@@ -135,6 +135,8 @@ fn a_word_of_most_links_finds_no_page_through_them() {
     // "next" is the text of nearly every link: it names no page, and the
     // pages it leads to are not results for it.
     assert!(search(&index, "next").results.is_empty());
+    // Nor when the links must hold it (quoted) beside a rarer word.
+    assert!(search(&index, "\"next\" quarterly").results.is_empty());
     // A word of one link still finds the page it leads to.
     assert_eq!(urls(&search(&index, "quarterly earnings")), [report]);
 }
