@@ -102,7 +102,10 @@ fn spawn(crawler: &Path, name: &'static str, args: Vec<String>, work: &Path) -> 
     let stderr = work.join(format!("{name}.stderr"));
     let child = Command::new(crawler)
         .args(args)
-        .env("RUST_LOG", std::env::var("BENCH_CLUSTER_LOG").unwrap_or("error".into()))
+        .env(
+            "RUST_LOG",
+            std::env::var("BENCH_CLUSTER_LOG").unwrap_or("error".into()),
+        )
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(File::create(&stderr).expect("node stderr file"))
@@ -178,7 +181,8 @@ pub async fn measure(spec: Spec<'_>) -> Cost {
     nodes.push(spawn(spec.crawler, NODES[0].0, master, &dir));
 
     // Peak RSS of each node, sampled every 20 ms until the nodes are stopped.
-    let peaks: Arc<Vec<AtomicU64>> = Arc::new((0..NODES.len()).map(|_| AtomicU64::new(0)).collect());
+    let peaks: Arc<Vec<AtomicU64>> =
+        Arc::new((0..NODES.len()).map(|_| AtomicU64::new(0)).collect());
     let pids = Arc::new(std::sync::Mutex::new(vec![nodes[0].pid]));
     let sampling = Arc::new(AtomicBool::new(true));
     let sampler = {
@@ -332,7 +336,11 @@ pub async fn measure(spec: Spec<'_>) -> Cost {
         .collect();
     let stops = format!(
         "stopped {} ({})",
-        if stopped_cleanly { "cleanly" } else { "NOT cleanly" },
+        if stopped_cleanly {
+            "cleanly"
+        } else {
+            "NOT cleanly"
+        },
         stops.join(", ")
     );
     // A crawl that went idle is timed to its end, not to its processes'

@@ -113,9 +113,8 @@ pub fn queries(seed: u64) -> Vec<Query> {
                         .map(String::from)
                         .collect();
                     // Misspell a word long enough to stay recognisable.
-                    let long: Vec<usize> = (0..words.len())
-                        .filter(|i| words[*i].len() >= 5)
-                        .collect();
+                    let long: Vec<usize> =
+                        (0..words.len()).filter(|i| words[*i].len() >= 5).collect();
                     let at = if long.is_empty() {
                         words[0] = "supervisor".to_string();
                         0
@@ -152,7 +151,8 @@ pub struct InProcess {
 /// Search every query once untimed, then once timed (blocking).
 pub fn in_process(dir: &Path, queries: &[Query]) -> Result<InProcess, String> {
     let started = Instant::now();
-    let index = SearchIndex::open_read_only(dir).map_err(|e| format!("open {}: {e}", dir.display()))?;
+    let index =
+        SearchIndex::open_read_only(dir).map_err(|e| format!("open {}: {e}", dir.display()))?;
     let open = started.elapsed();
     let opts = SearchOptions::default().limit(LIMIT);
     for q in queries {

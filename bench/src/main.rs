@@ -40,6 +40,10 @@ enum Cmd {
         /// web_crawler's requests in flight per host.
         #[arg(long, default_value_t = 4)]
         per_host: usize,
+        /// web_crawler's delay between requests to one host, in ms: a
+        /// polite crawl, whose fetching is not bound by this machine's CPU.
+        #[arg(long, default_value_t = 0)]
+        delay_ms: u64,
         /// The web_crawler binary (release build).
         #[arg(long, default_value = "target/release/web_crawler")]
         crawler: PathBuf,
@@ -97,6 +101,7 @@ async fn main() {
             preset,
             concurrency,
             per_host,
+            delay_ms,
             crawler,
             mongodb,
             timeout,
@@ -116,6 +121,7 @@ async fn main() {
             let contenders = Contenders {
                 concurrency,
                 per_host,
+                delay_ms,
                 crawler,
                 mongodb,
                 timeout: Duration::from_secs(timeout),
@@ -292,6 +298,7 @@ fn score(name: &str, web: &web::Web, hits: &server::Hits, cost: Cost) -> Row {
 struct Contenders {
     concurrency: usize,
     per_host: usize,
+    delay_ms: u64,
     crawler: PathBuf,
     mongodb: Option<String>,
     timeout: Duration,
@@ -306,6 +313,7 @@ async fn run(preset: web::Preset, contenders: Contenders) {
     let Contenders {
         concurrency,
         per_host,
+        delay_ms,
         crawler,
         mongodb,
         timeout,
@@ -381,7 +389,7 @@ async fn run(preset: web::Preset, contenders: Contenders) {
         "--scope",
         "any",
         "--delay-ms",
-        "0",
+        &delay_ms.to_string(),
         "--concurrency",
         &concurrency.to_string(),
         "--per-host",

@@ -119,13 +119,15 @@ pub fn parse_queries(text: &str) -> Result<Vec<Query>, String> {
                 cols.len()
             ));
         }
-        let [id, category, split, q, answers] = [cols[0], cols[1], cols[2], cols[3], cols[4]]
-            .map(str::trim);
+        let [id, category, split, q, answers] =
+            [cols[0], cols[1], cols[2], cols[3], cols[4]].map(str::trim);
         if id.is_empty() || !ids.insert(id.to_string()) {
             return Err(format!("line {n}: empty or repeated id {id:?}"));
         }
         if !CATEGORIES.contains(&category) {
-            return Err(format!("line {n}: category {category:?}, want one of {CATEGORIES:?}"));
+            return Err(format!(
+                "line {n}: category {category:?}, want one of {CATEGORIES:?}"
+            ));
         }
         if !SPLITS.contains(&split) {
             return Err(format!("line {n}: split {split:?}, want one of {SPLITS:?}"));
@@ -219,7 +221,11 @@ pub fn parse_search_json(s: &str) -> Result<SearchOutput, String> {
         .iter()
         .filter_map(|r| {
             let url = r.get("url")?.as_str()?.to_string();
-            let title = r.get("title").and_then(Value::as_str).unwrap_or("").to_string();
+            let title = r
+                .get("title")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string();
             Some(Hit {
                 file: url_to_file(&url),
                 url,
@@ -269,7 +275,11 @@ pub fn score(ranks: &[Option<usize>]) -> Scores {
     let nf = n as f64;
     Scores {
         n,
-        mrr: ranks.iter().map(|r| r.map_or(0.0, |r| 1.0 / r as f64)).sum::<f64>() / nf,
+        mrr: ranks
+            .iter()
+            .map(|r| r.map_or(0.0, |r| 1.0 / r as f64))
+            .sum::<f64>()
+            / nf,
         recall: ranks.iter().filter(|r| r.is_some()).count() as f64 / nf,
         p1: ranks.iter().filter(|r| *r == &Some(1)).count() as f64 / nf,
     }
@@ -377,7 +387,10 @@ pub fn markdown(queries: &[Query], full: &Run, base: &Run, header: &str) -> Stri
         if failing.is_empty() {
             continue;
         }
-        let _ = writeln!(o, "| id | split | query | want | first result | did you mean |");
+        let _ = writeln!(
+            o,
+            "| id | split | query | want | first result | did you mean |"
+        );
         let _ = writeln!(o, "|---|---|---|---|---|---|");
         for (q, out) in failing {
             let first = match (&out.error, out.hits.first()) {
@@ -437,7 +450,12 @@ pub fn json_report(queries: &[Query], runs: &[&Run], meta: Value) -> Value {
 
 /// Content type by file extension.
 pub fn content_type(name: &str) -> &'static str {
-    match name.rsplit('.').next().map(str::to_ascii_lowercase).as_deref() {
+    match name
+        .rsplit('.')
+        .next()
+        .map(str::to_ascii_lowercase)
+        .as_deref()
+    {
         Some("html" | "htm") => "text/html; charset=utf-8",
         Some("css") => "text/css; charset=utf-8",
         Some("svg") => "image/svg+xml",
@@ -497,9 +515,7 @@ impl FileServer {
                     let svc = service_fn(move |req: Request<hyper::body::Incoming>| {
                         let dir = dir.clone();
                         let served = served.clone();
-                        async move {
-                            Ok::<_, std::convert::Infallible>(serve(&dir, &served, req).await)
-                        }
+                        async move { Ok::<_, std::convert::Infallible>(serve(&dir, &served, req).await) }
                     });
                     let _ = http1::Builder::new()
                         .keep_alive(true)
@@ -600,7 +616,12 @@ async fn run_bounded(mut cmd: Command, limit: Duration) -> Result<(bool, String,
 }
 
 fn last_line(s: &str) -> String {
-    s.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("").trim().to_string()
+    s.lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("")
+        .trim()
+        .to_string()
 }
 
 async fn search(
@@ -639,7 +660,8 @@ async fn main_inner(cli: Cli) -> Result<(), String> {
     let queries_path = from_root(&cli.queries);
     let text = std::fs::read_to_string(&queries_path)
         .map_err(|e| format!("{}: {e}", queries_path.display()))?;
-    let mut queries = parse_queries(&text).map_err(|e| format!("{}: {e}", queries_path.display()))?;
+    let mut queries =
+        parse_queries(&text).map_err(|e| format!("{}: {e}", queries_path.display()))?;
     if let Some(split) = &cli.split {
         queries.retain(|q| &q.split == split);
         if queries.is_empty() {
@@ -713,7 +735,10 @@ async fn main_inner(cli: Cli) -> Result<(), String> {
         }
         let served = server.served.lock().unwrap().len();
         served_count = Some(served);
-        crawl_note = format!("{served} of {} files served in {secs:.1} s", corpus_files.len());
+        crawl_note = format!(
+            "{served} of {} files served in {secs:.1} s",
+            corpus_files.len()
+        );
         eprintln!("search_quality: crawl done, {crawl_note}");
     }
     let index = PathBuf::from(format!("{}.index", db.display()));
@@ -746,7 +771,11 @@ async fn main_inner(cli: Cli) -> Result<(), String> {
         started.elapsed().as_secs_f64()
     );
     for run in [&full, &base] {
-        let errs: Vec<&String> = run.outputs.iter().filter_map(|o| o.error.as_ref()).collect();
+        let errs: Vec<&String> = run
+            .outputs
+            .iter()
+            .filter_map(|o| o.error.as_ref())
+            .collect();
         if errs.len() == queries.len() {
             return Err(format!(
                 "every `{}` search failed, e.g.: {}",
@@ -840,12 +869,12 @@ mod tests {
     #[test]
     fn rejects_bad_query_lines() {
         for bad in [
-            "k1\tkeyword\ttune\tq",                       // 4 columns
-            "k1\tkeywords\ttune\tq\ta.html",              // category
-            "k1\tkeyword\ttrain\tq\ta.html",              // split
-            "k1\tkeyword\ttune\t \ta.html",               // empty query
-            "k1\tkeyword\ttune\tq\t ",                    // no answers
-            "k1\tkeyword\ttune\tq\tdir/a.html",           // not a file name
+            "k1\tkeyword\ttune\tq",                                       // 4 columns
+            "k1\tkeywords\ttune\tq\ta.html",                              // category
+            "k1\tkeyword\ttrain\tq\ta.html",                              // split
+            "k1\tkeyword\ttune\t \ta.html",                               // empty query
+            "k1\tkeyword\ttune\tq\t ",                                    // no answers
+            "k1\tkeyword\ttune\tq\tdir/a.html",                           // not a file name
             "k1\tkeyword\ttune\tq\ta.html\nk1\tkeyword\ttune\tr\tb.html", // repeated id
             "# only a comment",
         ] {
@@ -865,7 +894,10 @@ mod tests {
         assert!(qs.len() >= 90, "{} queries", qs.len());
         for c in CATEGORIES {
             for s in SPLITS {
-                let n = qs.iter().filter(|q| q.category == c && q.split == s).count();
+                let n = qs
+                    .iter()
+                    .filter(|q| q.category == c && q.split == s)
+                    .count();
                 assert!(n >= 10, "{c}/{s}: {n}");
             }
         }
@@ -884,10 +916,19 @@ mod tests {
 
     #[test]
     fn maps_urls_to_files() {
-        assert_eq!(url_to_file("http://127.0.0.1:8080/sql-vacuum.html"), "sql-vacuum.html");
+        assert_eq!(
+            url_to_file("http://127.0.0.1:8080/sql-vacuum.html"),
+            "sql-vacuum.html"
+        );
         assert_eq!(url_to_file("http://127.0.0.1:8080/"), "index.html");
-        assert_eq!(url_to_file("http://127.0.0.1:8080/a.html?x=1#frag"), "a.html");
-        assert_eq!(url_to_file("http://127.0.0.1:8080/d/a%2Db.html"), "a-b.html");
+        assert_eq!(
+            url_to_file("http://127.0.0.1:8080/a.html?x=1#frag"),
+            "a.html"
+        );
+        assert_eq!(
+            url_to_file("http://127.0.0.1:8080/d/a%2Db.html"),
+            "a-b.html"
+        );
         assert_eq!(url_to_file("not a url/x.html#y"), "x.html");
     }
 
@@ -915,8 +956,15 @@ mod tests {
         assert_eq!(first_relevant(&s(&["a", "b", "z"]), &answers, 10), Some(2));
         assert_eq!(first_relevant(&s(&["z"]), &answers, 10), Some(1));
         assert_eq!(first_relevant(&s(&["a", "c"]), &answers, 10), None);
-        let eleven: Vec<String> = (0..10).map(|i| format!("x{i}")).chain(["b".into()]).collect();
-        assert_eq!(first_relevant(&eleven, &answers, 10), None, "rank 11 is out");
+        let eleven: Vec<String> = (0..10)
+            .map(|i| format!("x{i}"))
+            .chain(["b".into()])
+            .collect();
+        assert_eq!(
+            first_relevant(&eleven, &answers, 10),
+            None,
+            "rank 11 is out"
+        );
 
         let sc = score(&[Some(1), Some(2), None, Some(4)]);
         assert_eq!(sc.n, 4);
@@ -935,7 +983,11 @@ mod tests {
         ];
         let full = Run {
             name: "full".into(),
-            outputs: vec![out(&["a.html"]), out(&["x.html", "b.html"]), out(&["d.html"])],
+            outputs: vec![
+                out(&["a.html"]),
+                out(&["x.html", "b.html"]),
+                out(&["d.html"]),
+            ],
         };
         let base = Run {
             name: "bm25".into(),
@@ -963,12 +1015,23 @@ mod tests {
         assert!((b.recall - 0.5).abs() < 1e-12);
 
         let md = markdown(&qs, &full, &base, "## t");
-        assert!(md.contains("| keyword | tune | 1 | 1.000 | 0.333 | +0.667 |"), "{md}");
+        assert!(
+            md.contains("| keyword | tune | 1 | 1.000 | 0.333 | +0.667 |"),
+            "{md}"
+        );
         assert!(md.contains("`full`: 0 of 3"), "{md}");
-        assert!(md.contains("`bm25`: 2 of 3 queries with no acceptable page in the top 10 (1 searches failed)"), "{md}");
+        assert!(
+            md.contains(
+                "`bm25`: 2 of 3 queries with no acceptable page in the top 10 (1 searches failed)"
+            ),
+            "{md}"
+        );
         assert!(md.contains("error: timed out after 60 s"), "{md}");
         assert!(md.contains("(nothing)"), "{md}");
-        assert!(!md.contains("| question |"), "empty groups are left out: {md}");
+        assert!(
+            !md.contains("| question |"),
+            "empty groups are left out: {md}"
+        );
 
         let j = json_report(&qs, &[&full, &base], json!({}));
         assert_eq!(j["rankings"]["full"]["keyword"]["all"]["n"], 2);
@@ -980,7 +1043,10 @@ mod tests {
     #[test]
     fn request_paths_and_types() {
         assert_eq!(request_file("/").as_deref(), Some("index.html"));
-        assert_eq!(request_file("/sql-vacuum.html").as_deref(), Some("sql-vacuum.html"));
+        assert_eq!(
+            request_file("/sql-vacuum.html").as_deref(),
+            Some("sql-vacuum.html")
+        );
         assert_eq!(request_file("/a.html?x=1").as_deref(), Some("a.html"));
         assert_eq!(request_file("/../etc/passwd"), None);
         assert_eq!(request_file("/%2e%2e%2fetc"), None);
@@ -994,9 +1060,11 @@ mod tests {
 
     async fn get(addr: SocketAddr, path: &str) -> String {
         let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
-        s.write_all(format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").as_bytes())
-            .await
-            .unwrap();
+        s.write_all(
+            format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").as_bytes(),
+        )
+        .await
+        .unwrap();
         let mut buf = String::new();
         s.read_to_string(&mut buf).await.unwrap();
         buf
@@ -1014,14 +1082,29 @@ mod tests {
         assert!(server.addr.ip().is_loopback());
         let r = get(server.addr, "/").await;
         assert!(r.starts_with("HTTP/1.1 200"), "{r}");
-        assert!(r.to_ascii_lowercase().contains("content-type: text/html; charset=utf-8"), "{r}");
+        assert!(
+            r.to_ascii_lowercase()
+                .contains("content-type: text/html; charset=utf-8"),
+            "{r}"
+        );
         assert!(r.ends_with("<a href=\"b.html\">b</a>"), "{r}");
         let r = get(server.addr, "/s.css").await;
-        assert!(r.to_ascii_lowercase().contains("content-type: text/css"), "{r}");
+        assert!(
+            r.to_ascii_lowercase().contains("content-type: text/css"),
+            "{r}"
+        );
         let r = get(server.addr, "/b.html").await;
         assert!(r.ends_with("<p>bee</p>"), "{r}");
-        assert!(get(server.addr, "/nope.html").await.starts_with("HTTP/1.1 404"));
-        assert!(get(server.addr, "/../b.html").await.starts_with("HTTP/1.1 404"));
+        assert!(
+            get(server.addr, "/nope.html")
+                .await
+                .starts_with("HTTP/1.1 404")
+        );
+        assert!(
+            get(server.addr, "/../b.html")
+                .await
+                .starts_with("HTTP/1.1 404")
+        );
         let served = server.served.lock().unwrap().clone();
         assert_eq!(
             served.into_iter().collect::<Vec<_>>(),
