@@ -27,7 +27,9 @@
 //! words for coverage and proximity. Candidates are then gathered by tantivy's
 //! BM25: the top pages over title, headings, body and URL words, and the
 //! pages that the best-matching anchor texts point at (a page that never
-//! names itself is found through the links to it), and the pages whose
+//! names itself is found through the links to it; words of one link text
+//! in twenty or more, "next" or "home", left out of that search), and the
+//! pages whose
 //! links' context matches best (words around a tenth or more of all links
 //! left out of that search). Last, each candidate is
 //! measured from the postings and fast fields (no stored document is read)
