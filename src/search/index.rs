@@ -483,6 +483,14 @@ fn required_terms<'a>(
         .collect()
 }
 
+/// Whether a word of `df` of the `links` is left out of the anchor search
+/// (more than `max_share` of them, and more than [`ALWAYS_SEARCHED_DF`]): a
+/// word of a large share of all links says little, and costs the most to
+/// search, the best of its links being a walk over most of them.
+fn too_common(df: u64, links: u64, max_share: f64) -> bool {
+    df > ALWAYS_SEARCHED_DF && df as f64 > max_share * links as f64
+}
+
 /// The documents of `docs` that hold every phrase (analyzed terms at
 /// their offsets) in one of `fields`, in `docs`' order. Positions are read
 /// at these documents only: a phrase scorer sought to a document reads on
@@ -817,25 +825,18 @@ impl Searchers {
         let fields = std::iter::once((af.text, false, ANCHOR_MAX_DF))
             .chain(af.context.map(|f| (f, true, CONTEXT_MAX_DF)));
         let anchor_docs = self.anchors.num_docs();
-        // A word of a large share of all links says little, and costs the
-        // most to search: the best of its links are a walk over most of
-        // them. `None`: the word is in no link.
-        let searchable =
-            |field: Field, t: &str, max_df: f64| {
-                let df = self
-                    .anchors
-                    .doc_freq(&Term::from_field_text(field, t))
-                    .map_err(err("read"))?;
-                Ok::<_, SearchError>((df > 0).then_some(
-                    df <= ALWAYS_SEARCHED_DF || df as f64 <= max_df * anchor_docs as f64,
-                ))
-            };
-        // So does a phrase (or quoted word) that the links' texts must hold
-        // when all its words are that common.
+        let links_with = |field: Field, t: &str| {
+            self.anchors
+                .doc_freq(&Term::from_field_text(field, t))
+                .map_err(err("read"))
+        };
+        // A phrase (or quoted word) that the links' texts must hold, all of
+        // whose words are too common to search for: no link is searched.
         for phrase in q.phrase_terms() {
             let mut common = true;
             for (_, t) in &phrase {
-                common &= searchable(af.text, t, ANCHOR_MAX_DF)? == Some(false);
+                let df = links_with(af.text, t)?;
+                common &= df > 0 && too_common(df, anchor_docs, ANCHOR_MAX_DF);
             }
             if common {
                 return Ok(by_target);
@@ -845,7 +846,8 @@ impl Searchers {
             let mut clauses = required(q, &[af.text]);
             let mut searched = 0;
             for t in terms {
-                if searchable(field, t, max_df)? != Some(true) {
+                let df = links_with(field, t)?;
+                if df == 0 || too_common(df, anchor_docs, max_df) {
                     continue;
                 }
                 clauses.push((Occur::Should, term_query(field, t)));
