@@ -756,7 +756,6 @@ impl TuningOpts {
     }
 }
 
-/// `500ms`, `90s`, `10min` (or `10m`), `2h`; a bare number is seconds.
 /// A URL's own watch interval as `add_url` reads it: `off` (not watched,
 /// not even at --recrawl-every), or a duration of 1s at the least.
 pub(crate) fn parse_watch(text: &str) -> Result<Millis, String> {
@@ -766,6 +765,7 @@ pub(crate) fn parse_watch(text: &str) -> Result<Millis, String> {
     check_every(parse_duration(text)?).map_err(|e| e.to_string())
 }
 
+/// `500ms`, `90s`, `10min` (or `10m`), `2h`; a bare number is seconds.
 pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
     let text = text.trim();
     let split = text

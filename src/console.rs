@@ -9,6 +9,7 @@ use std::io::{BufRead, IsTerminal, Write};
 use std::path::Path;
 use std::time::Duration;
 use web_crawler::actors::Remote;
+use web_crawler::actors::monitor::WATCH_OFF;
 use web_crawler::actors::outage::{human_duration, utc_time};
 use web_crawler::actors::{
     ControlRequest, HostSummary, LiveRobots, OperationSpec, Setting, Status,
@@ -292,9 +293,12 @@ pub(crate) fn render(req: &ControlRequest, v: &Value) -> String {
         }
         ControlRequest::AddUrl { .. } => format!("queued {}", v.as_str().unwrap_or("?")),
         ControlRequest::Pending { .. } => list(v, |p| {
-            let watch = match p["check_every_ms"].as_u64() {
-                Some(0) => "\twatch off".to_string(),
-                Some(ms) => format!("\tevery {}", human_duration(Duration::from_millis(ms))),
+            let watch = match p["check_every_ms"].as_i64() {
+                Some(WATCH_OFF) => "\twatch off".to_string(),
+                Some(ms) => {
+                    let every = Duration::from_millis(ms.unsigned_abs());
+                    format!("\tevery {}", human_duration(every))
+                }
                 None => String::new(),
             };
             format!(
@@ -708,7 +712,6 @@ pub(crate) async fn run_console(remote: Remote, addr: &str, json: bool) -> Resul
 #[cfg(test)]
 mod tests {
     use super::*;
-    use web_crawler::actors::monitor::WATCH_OFF;
 
     #[test]
     fn lines_parse_to_requests() {
