@@ -51,7 +51,7 @@ pub fn check_every(every: Duration) -> Result<Millis, IntervalTooShort> {
 }
 
 /// [`check_every`] for an interval already in milliseconds (as a request carries it).
-pub fn check_every_ms(ms: Millis) -> Result<Millis, IntervalTooShort> {
+fn check_every_ms(ms: Millis) -> Result<Millis, IntervalTooShort> {
     if ms < MIN_CHECK_EVERY_MS {
         return Err(IntervalTooShort(ms));
     }
