@@ -83,8 +83,11 @@ fn failure(e: FetchError) -> web_crawler_actors::FetchFailure {
 mod index {
     use crate::search::{AnchorDoc, PageDoc, SearchError, SearchIndex, SearchOptions};
     use std::path::PathBuf;
+    use std::sync::Arc;
     use std::time::{Duration, Instant};
-    use web_crawler_actors::{IndexError, IndexOpener, PageIndex, PageText, SearchAnswer};
+    use web_crawler_actors::{
+        IndexError, IndexOpener, PageIndex, PageSearch, PageText, SearchAnswer,
+    };
 
     fn index_error(e: SearchError) -> IndexError {
         match e {
@@ -123,6 +126,12 @@ mod index {
             SearchIndex::commit(self).map_err(index_error)
         }
 
+        fn searcher(&self) -> Arc<dyn PageSearch> {
+            Arc::new(self.reader())
+        }
+    }
+
+    impl PageSearch for SearchIndex {
         fn search(&self, query: &str, limit: usize) -> Result<SearchAnswer, IndexError> {
             SearchIndex::search(self, query, &SearchOptions::default().limit(limit))
                 .map_err(index_error)

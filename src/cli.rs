@@ -1035,20 +1035,35 @@ async fn crawl(
         _ = track => Err(ExitCode::FAILURE),
         code = signals.first() => Err(code),
     };
+    let fetching = started.elapsed();
+    // The crawl is done when every page it fetched is searchable: the
+    // index, which took only what fetching left of the CPU, catches up.
+    let mut interrupted = None;
+    if outcome.is_ok() {
+        tokio::select! {
+            r = index_caught_up(&app) => r?,
+            _ = show_progress(&app, progress) => {}
+            code = signals.first() => interrupted = Some(code),
+        }
+    }
     if progress {
         eprintln!();
     }
+    let times = RunTimes {
+        fetching,
+        total: started.elapsed(),
+    };
     let status = app.status().await?;
     app.stop(Duration::from_secs(10)).await?;
     archive.close()?;
-    let summary = summary(&*store, &status, outcome.ok(), started.elapsed(), opts.json).await?;
-    let code = match outcome {
-        Err(code) => code,
-        Ok(_) if nothing_fetched(status.fetched_this_run, status.errors_this_run) => {
+    let summary = summary(&*store, &status, outcome.ok(), times, opts.json).await?;
+    let code = match (outcome, interrupted) {
+        (Err(code), _) | (Ok(_), Some(code)) => code,
+        _ if nothing_fetched(status.fetched_this_run, status.errors_this_run) => {
             eprintln!("no page could be fetched: every request of this run failed (reasons above)");
             ExitCode::from(NOTHING_FETCHED)
         }
-        Ok(_) => ExitCode::SUCCESS,
+        _ => ExitCode::SUCCESS,
     };
     Ok((code, summary))
 }
@@ -1101,6 +1116,29 @@ impl StopSignals {
     }
 }
 
+/// Wait until everything queued for the index is committed (at once
+/// without an index).
+async fn index_caught_up(app: &AppHandle) -> Result<()> {
+    if app.status().await?.index.is_none() {
+        return Ok(());
+    }
+    // Each wait is bounded; the indexer goes on between them.
+    while let Err(e) = app.flush_index().await {
+        if !matches!(e, AppError::Stopped(_)) {
+            return Err(e.into());
+        }
+    }
+    Ok(())
+}
+
+/// How long a crawl fetched, and how long it ran in all (the index
+/// catching up after fetching ended).
+#[derive(Clone, Copy, Debug)]
+struct RunTimes {
+    fetching: Duration,
+    total: Duration,
+}
+
 /// Live progress on stderr, once a second; never returns.
 async fn show_progress(app: &AppHandle, enabled: bool) {
     if !enabled {
@@ -1113,8 +1151,12 @@ async fn show_progress(app: &AppHandle, enabled: bool) {
                 .store_unreachable_since
                 .map(|since| format!("  store unreachable since {}", utc_time(since)))
                 .unwrap_or_default();
+            let index = s
+                .index
+                .map(|i| format!("  indexed {} of {}", i.indexed, i.queued))
+                .unwrap_or_default();
             eprint!(
-                "\r\x1b[K{} pages  {:.0} pages/s  {} queued  {} in flight  {} errors{away}",
+                "\r\x1b[K{} pages  {:.0} pages/s  {} queued  {} in flight  {} errors{index}{away}",
                 s.fetched_this_run,
                 s.pages_per_sec,
                 s.store.pending,
@@ -1130,12 +1172,14 @@ async fn summary(
     store: &dyn Store,
     status: &web_crawler::Status,
     outcome: Option<IdleReason>,
-    elapsed: Duration,
+    times: RunTimes,
     json: bool,
 ) -> Result<Option<serde_json::Value>> {
     let histogram = store.status_histogram().await?;
     let counts = store.counts().await?;
-    let rate = status.fetched_this_run as f64 / elapsed.as_secs_f64().max(1e-3);
+    let elapsed = times.total;
+    let rate = status.fetched_this_run as f64 / times.fetching.as_secs_f64().max(1e-3);
+    let indexing = times.total.saturating_sub(times.fetching);
     let ended = match outcome {
         Some(IdleReason::FrontierEmpty) => "nothing left to crawl",
         Some(IdleReason::BudgetReached) => "page budget reached",
@@ -1150,6 +1194,9 @@ async fn summary(
             "ended": ended,
             "fetched": status.fetched_this_run,
             "elapsed_s": elapsed.as_secs_f64(),
+            "fetch_s": times.fetching.as_secs_f64(),
+            "index_s": indexing.as_secs_f64(),
+            "index": status.index,
             "pages_per_sec": rate,
             "by_status": by_status,
             "store": counts,
@@ -1159,9 +1206,24 @@ async fn summary(
     println!(
         "crawl ended ({ended}): {} pages fetched in {:.1}s, {:.1} pages/s",
         status.fetched_this_run,
-        elapsed.as_secs_f64(),
+        times.fetching.as_secs_f64(),
         rate
     );
+    if let Some(index) = status.index {
+        let left = if index.backlog() > 0 {
+            format!(
+                "; {} wait in the queue and are indexed when the crawl runs again",
+                index.backlog()
+            )
+        } else {
+            String::new()
+        };
+        println!(
+            "search index: {} pages indexed this run, searchable {:.1}s after fetching ended{left}",
+            index.indexed,
+            indexing.as_secs_f64(),
+        );
+    }
     println!("pages by status:");
     for (code, n) in &histogram {
         let label = code.map_or_else(|| "no response".to_string(), |c| c.to_string());

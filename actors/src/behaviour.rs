@@ -317,11 +317,13 @@ pub trait Queries: Send + Sync + fmt::Debug + 'static {
         filter: &Document,
     ) -> Result<Vec<Document>, StoreError>;
 
-    /// The first `limit` records of `collection` in key order: the head of
-    /// a queue such as the indexer's.
+    /// The first `limit` records of `collection` in key order, after the
+    /// record keyed `after` when given: the head of a queue such as the
+    /// indexer's, read on from where the last read ended.
     async fn first_records(
         &self,
         collection: &str,
+        after: Option<&Document>,
         limit: usize,
     ) -> Result<Vec<Document>, StoreError>;
 

@@ -1,19 +1,78 @@
-//! `Indexer`: owns the full-text index writer on the master's node. The
-//! master hands it the pages of each batch it has written
-//! (`IndexerMsg::Pages`); it adds them to the index and commits by count
-//! and by time ([`IndexBatch`]), and only after a commit removes them from
-//! the store's [`INDEX_QUEUE`]. At its start (and so at every restart) it
-//! first works through whatever the queue still holds: pages processed while
-//! it was down, or added but not committed when it crashed.
+//! `Indexer`: keeps the full-text index on the master's node. Pages wait
+//! in the store's [`INDEX_QUEUE`] (written with their processed rows, one
+//! commit); the master only says that some were queued
+//! ([`IndexerMsg::Queued`]). The indexer reads the queue a chunk at a time,
+//! adds the pages on a thread of its own at the lowest OS priority
+//! ([`IndexThread`]: indexing takes the CPU that fetching leaves, and
+//! catches up when the crawl is done), commits by count and by time
+//! ([`IndexCycle`]), and only after a commit removes the committed pages
+//! from the queue. At its start (so at every restart) it reads the queue
+//! from its head: pages processed while it was down, or added but not
+//! committed when it crashed. Memory is one chunk of pages and the index
+//! writer's arena, however far behind the index is.
+//!
+//! The actor never waits for the index: reads, adds and commits run as
+//! tasks that report back, so queries (answered by a read handle, at
+//! normal priority) and catch-up requests are taken at once.
 
 use crate::behaviour::{Document, Queries, error_chain};
 use crate::protocol::IndexerMsg;
-use crate::search::{INDEX_QUEUE, IndexError, IndexOpener, PageIndex, PageText};
+use crate::search::{INDEX_QUEUE, IndexError, IndexOpener, PageIndex, PageSearch, PageText};
 use crate::types::{Millis, now_ms};
-use ractor::{Actor, ActorProcessingErr, ActorRef};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
+use serde::{Deserialize, Serialize};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
+
+/// Pages read from the queue and added at a time: a few MB of text.
+const CHUNK_PAGES: usize = 100;
+
+/// Pages queued for the index and pages it has committed, shared by the
+/// master (which counts pages in as it writes them to the queue) and the
+/// indexer (which counts them out at each commit): "indexed N of M".
+#[derive(Debug, Default)]
+pub(crate) struct IndexProgress {
+    queued: AtomicU64,
+    indexed: AtomicU64,
+}
+
+/// What [`IndexProgress`] says, in a status.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IndexCounts {
+    /// Pages committed to the index since the node started.
+    pub indexed: u64,
+    /// Pages queued for the index since the node started (and the backlog
+    /// found at start, once read).
+    pub queued: u64,
+}
+
+impl IndexCounts {
+    /// Pages queued and not searchable yet.
+    pub fn backlog(&self) -> u64 {
+        self.queued.saturating_sub(self.indexed)
+    }
+}
+
+impl IndexProgress {
+    pub(crate) fn queued(&self, pages: u64) {
+        self.queued.fetch_add(pages, Ordering::Relaxed);
+    }
+
+    fn indexed(&self, pages: u64) {
+        self.indexed.fetch_add(pages, Ordering::Relaxed);
+        // Pages of a backlog found at start were queued by an earlier run.
+        self.queued
+            .fetch_max(self.indexed.load(Ordering::Relaxed), Ordering::Relaxed);
+    }
+
+    pub(crate) fn counts(&self) -> IndexCounts {
+        IndexCounts {
+            indexed: self.indexed.load(Ordering::Relaxed),
+            queued: self.queued.load(Ordering::Relaxed),
+        }
+    }
+}
 
 /// Pages added but not committed, and when a commit is due.
 #[derive(Debug)]
@@ -37,9 +96,7 @@ impl IndexBatch {
     }
 
     /// A page was added to the index.
-    pub fn added(&mut self, url: &str, now: Millis) {
-        let mut key = Document::new();
-        key.insert("url".into(), url.into());
+    pub fn added(&mut self, key: Document, now: Millis) {
         self.keys.push(key);
         self.first_at.get_or_insert(now);
     }
@@ -55,6 +112,10 @@ impl IndexBatch {
         self.keys.is_empty()
     }
 
+    pub fn len(&self) -> usize {
+        self.keys.len()
+    }
+
     /// The queue keys of the pages a commit made durable.
     pub fn take(&mut self) -> Vec<Document> {
         self.first_at = None;
@@ -62,69 +123,220 @@ impl IndexBatch {
     }
 }
 
-/// Pages handed to the indexer and not yet committed, shared by the master
-/// (which counts them in) and the indexer (which counts them out at each
-/// commit). Until a commit the index holds its pages' text in memory (the
-/// writer's queue takes 10,000 documents before it blocks), so this is the
-/// bound on that memory. Beyond [`IndexerLoad::MAX_PAGES`] the master hands
-/// no more: the pages wait in the store's queue, and the indexer reads them
-/// from there once it has caught up, so a slow index costs time, never
-/// memory.
-#[derive(Debug, Default)]
-pub(crate) struct IndexerLoad {
-    pages: AtomicUsize,
-    /// Pages were left in the queue only.
-    behind: AtomicBool,
+/// What the indexer does next.
+#[derive(Clone, Debug, PartialEq)]
+pub enum IndexStep {
+    /// Read the next chunk of the queue, after this key (from its head
+    /// with `None`), and add it.
+    Read { after: Option<Document> },
+    /// Commit what was added, then remove it from the queue.
+    Commit,
 }
 
-impl IndexerLoad {
-    /// About 40–100 MB of page text at most.
-    pub(crate) const MAX_PAGES: usize = 2_000;
-    /// The indexer commits once it holds this many handed pages, so that
-    /// the master rarely finds the load full.
-    const COMMIT_AT: usize = Self::MAX_PAGES / 2;
+/// The indexer's rules, pure: where its read of the queue is, what is
+/// added and not committed, whether a step is running, and whether it was
+/// asked to catch up. One step runs at a time.
+#[derive(Debug)]
+pub struct IndexCycle {
+    batch: IndexBatch,
+    /// The last key read since the last commit: reads go on after it.
+    cursor: Option<Document>,
+    /// The queue may hold pages not read yet.
+    more: bool,
+    running: bool,
+    /// Asked to index everything queued: commit as soon as the queue is read.
+    catching_up: bool,
+}
 
-    /// Whether `n` more pages may be handed over; if not, the indexer is
-    /// told to read the queue when it has caught up.
-    pub(crate) fn admit(&self, n: usize) -> bool {
-        if self.pages.load(Ordering::Acquire) + n > Self::MAX_PAGES {
-            self.behind.store(true, Ordering::Release);
-            return false;
+impl IndexCycle {
+    /// A new indexer reads the queue from its head.
+    pub fn new(batch: IndexBatch) -> Self {
+        Self {
+            batch,
+            cursor: None,
+            more: true,
+            running: false,
+            catching_up: false,
         }
-        self.pages.fetch_add(n, Ordering::AcqRel);
-        true
     }
 
-    fn taken(&self, n: usize) {
-        let _ = self
-            .pages
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |p| {
-                Some(p.saturating_sub(n))
-            });
+    /// The master queued pages.
+    pub fn queued(&mut self) {
+        self.more = true;
     }
 
-    /// Pages admitted but not delivered (the indexer was gone): the queue
-    /// keeps them.
-    pub(crate) fn not_delivered(&self, n: usize) {
-        self.taken(n);
-        self.behind.store(true, Ordering::Release);
+    /// Asked to make everything queued searchable.
+    pub fn catch_up(&mut self) {
+        self.catching_up = true;
+        self.more = true;
     }
 
-    /// A new indexer starts from the queue: what its predecessor was handed
-    /// and did not add is there.
-    fn restart(&self) {
-        self.pages.store(0, Ordering::Release);
-        self.behind.store(false, Ordering::Release);
+    /// The step to start now, if any (it is then running).
+    pub fn next(&mut self, now: Millis) -> Option<IndexStep> {
+        if self.running {
+            return None;
+        }
+        let drained = !self.more && (self.catching_up || self.batch.due(now));
+        let step = if !self.batch.is_empty() && (self.batch.due(now) || drained) {
+            IndexStep::Commit
+        } else if self.more {
+            IndexStep::Read {
+                after: self.cursor.clone(),
+            }
+        } else {
+            return None;
+        };
+        self.running = true;
+        Some(step)
     }
 
-    /// Caught up with what was handed over, after pages were left behind.
-    fn left_behind(&self) -> bool {
-        self.pages.load(Ordering::Acquire) == 0 && self.behind.swap(false, Ordering::AcqRel)
+    /// A read returned `read` pages and added those keyed `added` (a page
+    /// that could not be read is not added, and is removed at the commit).
+    pub fn read_done(&mut self, keys: Vec<Document>, read: usize, now: Millis) {
+        self.running = false;
+        self.more = read >= CHUNK_PAGES;
+        if let Some(last) = keys.last() {
+            self.cursor = Some(last.clone());
+        }
+        for key in keys {
+            self.batch.added(key, now);
+        }
+    }
+
+    /// The keys a commit is about to make durable.
+    pub fn to_commit(&mut self) -> Vec<Document> {
+        self.batch.take()
+    }
+
+    /// A commit is done: the next read starts at the queue's head again
+    /// (pages queued behind the cursor meanwhile are there).
+    pub fn commit_done(&mut self) {
+        self.running = false;
+        self.cursor = None;
+        self.more = true;
+    }
+
+    /// Nothing queued is left unindexed and nothing runs: answer those
+    /// waiting for a catch-up.
+    pub fn caught_up(&mut self) -> bool {
+        let done = self.catching_up && !self.running && !self.more && self.batch.is_empty();
+        if done {
+            self.catching_up = false;
+        }
+        done
+    }
+}
+
+type Job = Box<dyn FnOnce(&mut dyn PageIndex) + Send>;
+
+/// The thread that owns the index writer, at the lowest OS priority
+/// (Erlang's `process_flag(priority, low)`): it and the threads the index
+/// library starts from it (tokenizing, merging) run on what fetching
+/// leaves of the CPU. The thread ends, dropping the writer and its lock,
+/// once every [`JobSender`] is dropped.
+struct IndexThread {
+    jobs: JobSender,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+/// Sends work to the index thread.
+#[derive(Clone)]
+struct JobSender(Option<std::sync::mpsc::Sender<Job>>);
+
+/// The index thread is gone (a panic there): the indexer fails and its
+/// restart opens the index again.
+#[derive(Debug, thiserror::Error)]
+#[error("the index thread is gone")]
+struct IndexThreadGone;
+
+impl IndexThread {
+    /// Start the thread and open the index on it.
+    async fn start(
+        opener: Arc<dyn IndexOpener>,
+    ) -> Result<(Self, Arc<dyn PageSearch>), ActorProcessingErr> {
+        let (jobs, inbox) = std::sync::mpsc::channel::<Job>();
+        let (opened, open) = tokio::sync::oneshot::channel();
+        let thread = std::thread::Builder::new()
+            .name("indexer".into())
+            .spawn(move || {
+                lowest_priority();
+                let mut index = match opener.open() {
+                    Ok(index) => {
+                        let _ = opened.send(Ok(index.searcher()));
+                        index
+                    }
+                    Err(e) => {
+                        let _ = opened.send(Err(e));
+                        return;
+                    }
+                };
+                for job in inbox {
+                    job(index.as_mut());
+                }
+            })?;
+        let searcher = open.await.map_err(|_| IndexThreadGone)??;
+        Ok((
+            Self {
+                jobs: JobSender(Some(jobs)),
+                thread: Some(thread),
+            },
+            searcher,
+        ))
+    }
+
+    fn run_handle(&self) -> JobSender {
+        self.jobs.clone()
+    }
+
+    /// End the thread once the jobs sent are done, and wait until the
+    /// writer (and its lock) is dropped.
+    async fn stop(&mut self) {
+        self.jobs = JobSender(None);
+        if let Some(thread) = self.thread.take() {
+            let _ = tokio::task::spawn_blocking(move || thread.join()).await;
+        }
+    }
+}
+
+impl JobSender {
+    /// Run `job` on the index thread and wait for its answer.
+    async fn run<T: Send + 'static>(
+        &self,
+        job: impl FnOnce(&mut dyn PageIndex) -> T + Send + 'static,
+    ) -> Result<T, IndexThreadGone> {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let job: Job = Box::new(move |index| {
+            let _ = tx.send(job(index));
+        });
+        self.0
+            .as_ref()
+            .ok_or(IndexThreadGone)?
+            .send(job)
+            .map_err(|_| IndexThreadGone)?;
+        rx.await.map_err(|_| IndexThreadGone)
+    }
+}
+
+/// This thread (and the threads it starts) at `SCHED_IDLE`: it runs only
+/// when a core has nothing else to run. Where that is refused, it stays
+/// as it is (indexing then competes with fetching, as any thread does).
+fn lowest_priority() {
+    use thread_priority::{
+        NormalThreadSchedulePolicy, ThreadPriority, ThreadSchedulePolicy,
+        set_thread_priority_and_policy, thread_native_id,
+    };
+    #[cfg(target_os = "linux")]
+    let policy = ThreadSchedulePolicy::Normal(NormalThreadSchedulePolicy::Idle);
+    #[cfg(not(target_os = "linux"))]
+    let policy = ThreadSchedulePolicy::Normal(NormalThreadSchedulePolicy::Other);
+    if let Err(e) = set_thread_priority_and_policy(thread_native_id(), ThreadPriority::Min, policy)
+    {
+        tracing::debug!(error = ?e, "the index thread keeps its priority");
     }
 }
 
 pub(crate) struct IndexerArgs {
-    pub(crate) load: Arc<IndexerLoad>,
+    pub(crate) progress: Arc<IndexProgress>,
     pub(crate) opener: Arc<dyn IndexOpener>,
     pub(crate) queries: Arc<dyn Queries>,
     pub(crate) commit_every: Duration,
@@ -138,27 +350,24 @@ impl std::fmt::Debug for IndexerArgs {
 }
 
 pub(crate) struct IndexerState {
-    load: Arc<IndexerLoad>,
-    /// Pages the master handed over since the last commit.
-    handed: usize,
-    index: Arc<Mutex<Box<dyn PageIndex>>>,
+    progress: Arc<IndexProgress>,
+    thread: IndexThread,
+    searcher: Arc<dyn PageSearch>,
     queries: Arc<dyn Queries>,
-    batch: IndexBatch,
+    cycle: IndexCycle,
+    waiting: Vec<RpcReplyPort<()>>,
 }
 
 impl std::fmt::Debug for IndexerState {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("IndexerState")
-            .field("batch", &self.batch)
+            .field("cycle", &self.cycle)
             .finish_non_exhaustive()
     }
 }
 
 #[derive(Debug)]
 pub(crate) struct Indexer;
-
-/// Pages read from the queue at a time while catching up.
-const BACKLOG_PAGES: usize = 500;
 
 impl Actor for Indexer {
     type Msg = IndexerMsg;
@@ -170,21 +379,19 @@ impl Actor for Indexer {
         myself: ActorRef<Self::Msg>,
         args: IndexerArgs,
     ) -> Result<Self::State, ActorProcessingErr> {
-        let opener = args.opener.clone();
-        let index = tokio::task::spawn_blocking(move || opener.open()).await??;
+        let (thread, searcher) = IndexThread::start(args.opener).await?;
         myself.send_interval(args.commit_every / 2, || IndexerMsg::Tick);
-        args.load.restart();
-        let state = IndexerState {
-            load: args.load,
-            handed: 0,
-            index: Arc::new(Mutex::new(index)),
+        let batch = IndexBatch::new(args.commit_pages, args.commit_every.as_millis() as Millis);
+        // The queue is read from its head: what an earlier indexer left.
+        myself.cast(IndexerMsg::Tick)?;
+        Ok(IndexerState {
+            progress: args.progress,
+            thread,
+            searcher,
             queries: args.queries,
-            batch: IndexBatch::new(args.commit_pages, args.commit_every.as_millis() as Millis),
-        };
-        // The queue's backlog is read a chunk per message, so pages and
-        // queries are answered in between.
-        myself.cast(IndexerMsg::Backlog)?;
-        Ok(state)
+            cycle: IndexCycle::new(batch),
+            waiting: Vec::new(),
+        })
     }
 
     async fn handle(
@@ -194,45 +401,40 @@ impl Actor for Indexer {
         state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
         match msg {
-            IndexerMsg::Pages(pages) => {
-                state.handed += pages.len();
-                add(state, pages).await?;
-                if state.batch.due(now_ms()) || state.handed >= IndexerLoad::COMMIT_AT {
-                    commit(state).await?;
-                }
-                if state.load.left_behind() {
-                    myself.cast(IndexerMsg::Backlog)?;
-                }
+            IndexerMsg::Queued => state.cycle.queued(),
+            IndexerMsg::Tick => {}
+            IndexerMsg::Read(read) => {
+                let (keys, count) = read.map_err(|e| -> ActorProcessingErr { e.into() })?;
+                state.cycle.read_done(keys, count, now_ms());
             }
-            IndexerMsg::Tick => {
-                if state.batch.due(now_ms()) {
-                    commit(state).await?;
-                }
-                if state.load.left_behind() {
-                    myself.cast(IndexerMsg::Backlog)?;
-                }
-            }
-            IndexerMsg::Backlog => {
-                if index_queued(state).await? == BACKLOG_PAGES {
-                    myself.cast(IndexerMsg::Backlog)?;
-                }
+            IndexerMsg::Committed(keys) => {
+                let keys = keys.map_err(|e| -> ActorProcessingErr { e.into() })?;
+                state.queries.delete_records(INDEX_QUEUE, &keys).await?;
+                state.progress.indexed(keys.len() as u64);
+                state.cycle.commit_done();
             }
             IndexerMsg::CatchUp(reply) => {
-                commit(state).await?;
-                while index_queued(state).await? > 0 {}
-                let _ = reply.send(());
+                state.waiting.push(reply);
+                state.cycle.catch_up();
             }
             IndexerMsg::Search {
                 query,
                 limit,
                 reply,
             } => {
-                let index = state.index.clone();
-                let answer =
-                    tokio::task::spawn_blocking(move || lock(&index).search(&query, limit)).await?;
-                let _ = reply.send(answer.map_err(|e| error_chain(&e)));
+                let searcher = state.searcher.clone();
+                tokio::spawn(async move {
+                    let answer =
+                        tokio::task::spawn_blocking(move || searcher.search(&query, limit)).await;
+                    let answer = match answer {
+                        Ok(answer) => answer.map_err(|e| error_chain(&e)),
+                        Err(e) => Err(format!("the search failed: {e}")),
+                    };
+                    let _ = reply.send(answer);
+                });
             }
         }
+        drive(&myself, state);
         Ok(())
     }
 
@@ -241,139 +443,199 @@ impl Actor for Indexer {
         _myself: ActorRef<Self::Msg>,
         state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
-        // What is not committed stays in the queue for the next start.
-        if !state.batch.is_empty() {
-            commit(state).await?;
-        }
+        // A step still running finishes on the index thread before it
+        // ends; what is not committed stays in the queue for the next start.
+        state.thread.stop().await;
         Ok(())
     }
 }
 
-fn lock(index: &Mutex<Box<dyn PageIndex>>) -> std::sync::MutexGuard<'_, Box<dyn PageIndex>> {
-    // A panic inside the index left it as tantivy leaves a failed writer;
-    // the indexer fails on its next error and its restart reopens it.
-    index
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
-async fn add(state: &mut IndexerState, pages: Vec<PageText>) -> Result<(), ActorProcessingErr> {
-    if pages.is_empty() {
-        return Ok(());
-    }
-    let index = state.index.clone();
-    let added = tokio::task::spawn_blocking(move || {
-        let mut index = lock(&index);
-        let mut added = Vec::with_capacity(pages.len());
-        for page in pages {
-            index.add(&page)?;
-            added.push(page.url);
+/// Start the cycle's next step as a task that reports back, and answer
+/// the catch-up waiters once everything queued is searchable.
+fn drive(myself: &ActorRef<IndexerMsg>, state: &mut IndexerState) {
+    match state.cycle.next(now_ms()) {
+        Some(IndexStep::Read { after }) => {
+            let queries = state.queries.clone();
+            let myself = myself.clone();
+            let job = state.thread.run_handle();
+            tokio::spawn(async move {
+                let read = read_and_add(queries.as_ref(), &job, after).await;
+                let _ = myself.cast(IndexerMsg::Read(read));
+            });
         }
-        Ok::<_, IndexError>(added)
-    })
-    .await??;
-    let now = now_ms();
-    for url in added {
-        state.batch.added(&url, now);
+        Some(IndexStep::Commit) => {
+            let keys = state.cycle.to_commit();
+            let myself = myself.clone();
+            let job = state.thread.run_handle();
+            tokio::spawn(async move {
+                let done = match job.run(|index| index.commit()).await {
+                    Ok(Ok(())) => Ok(keys),
+                    Ok(Err(e)) => Err(error_chain(&e)),
+                    Err(gone) => Err(gone.to_string()),
+                };
+                let _ = myself.cast(IndexerMsg::Committed(done));
+            });
+        }
+        None => {}
     }
-    Ok(())
+    if state.cycle.caught_up() {
+        for reply in state.waiting.drain(..) {
+            let _ = reply.send(());
+        }
+    }
 }
 
-/// Commit the index, then forget the committed pages from the queue.
-async fn commit(state: &mut IndexerState) -> Result<(), ActorProcessingErr> {
-    if state.batch.is_empty() {
-        return Ok(());
-    }
-    let index = state.index.clone();
-    tokio::task::spawn_blocking(move || lock(&index).commit()).await??;
-    state.load.taken(std::mem::take(&mut state.handed));
-    let keys = state.batch.take();
-    state.queries.delete_records(INDEX_QUEUE, &keys).await?;
-    Ok(())
-}
-
-/// Index the first pages the queue holds and commit them; returns how
-/// many were read.
-async fn index_queued(state: &mut IndexerState) -> Result<usize, ActorProcessingErr> {
-    let docs = state
-        .queries
-        .first_records(INDEX_QUEUE, BACKLOG_PAGES)
-        .await?;
+/// Read the queue's next chunk after `after` and add its pages on the
+/// index thread: the keys of the pages read (unreadable ones included, so
+/// that the commit removes them), and how many records were read.
+async fn read_and_add(
+    queries: &dyn Queries,
+    job: &JobSender,
+    after: Option<Document>,
+) -> Result<(Vec<Document>, usize), String> {
+    let docs = queries
+        .first_records(INDEX_QUEUE, after.as_ref(), CHUNK_PAGES)
+        .await
+        .map_err(|e| error_chain(&e))?;
     let read = docs.len();
-    let mut pages = Vec::with_capacity(read);
-    let mut unreadable = Vec::new();
-    for doc in docs {
-        let key = doc.get("url").cloned();
-        match PageText::from_document(&doc) {
-            Ok(page) => pages.push(page),
-            Err(why) => {
-                tracing::warn!(%why, "a queued page cannot be read; it is dropped");
-                let mut k = Document::new();
-                if let Some(url) = key {
-                    k.insert("url".into(), url);
+    if read == 0 {
+        return Ok((Vec::new(), 0));
+    }
+    let keys = job
+        .run(move |index| {
+            let mut keys = Vec::with_capacity(docs.len());
+            for doc in docs {
+                let mut key = Document::new();
+                if let Some(url) = doc.get("url") {
+                    key.insert("url".into(), url.clone());
                 }
-                unreadable.push(k);
+                match PageText::from_document(&doc) {
+                    Ok(page) => index.add(&page)?,
+                    Err(why) => {
+                        tracing::warn!(%why, "a queued page cannot be read; it is dropped");
+                    }
+                }
+                keys.push(key);
             }
-        }
-    }
-    if !unreadable.is_empty() {
-        state
-            .queries
-            .delete_records(INDEX_QUEUE, &unreadable)
-            .await?;
-    }
-    if !pages.is_empty() {
-        tracing::info!(pages = pages.len(), "indexing pages the queue held");
-    }
-    add(state, pages).await?;
-    commit(state).await?;
-    Ok(read)
+            Ok::<_, IndexError>(keys)
+        })
+        .await
+        .map_err(|gone| gone.to_string())?
+        .map_err(|e| error_chain(&e))?;
+    Ok((keys, read))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[test]
-    fn pages_beyond_the_bound_wait_in_the_queue() {
-        let load = IndexerLoad::default();
-        assert!(load.admit(IndexerLoad::MAX_PAGES - 10));
-        assert!(!load.admit(11), "over the bound: left in the queue");
-        assert!(load.admit(10));
-        load.taken(IndexerLoad::MAX_PAGES - 5);
-        assert!(!load.left_behind(), "not caught up yet");
-        load.taken(5);
-        assert!(load.left_behind(), "caught up: read the queue");
-        assert!(!load.left_behind(), "once");
-        load.not_delivered(3);
-        assert!(
-            load.left_behind(),
-            "undelivered pages are read from the queue"
-        );
-        assert!(load.admit(IndexerLoad::MAX_PAGES));
-        load.restart();
-        assert!(
-            load.admit(IndexerLoad::MAX_PAGES),
-            "a new indexer starts at 0"
-        );
+    fn key(url: &str) -> Document {
+        let mut k = Document::new();
+        k.insert("url".into(), url.into());
+        k
+    }
+
+    fn keys(n: usize) -> Vec<Document> {
+        (0..n).map(|i| key(&format!("http://h/{i:04}"))).collect()
     }
 
     #[test]
     fn a_batch_commits_by_count_or_by_age() {
         let mut b = IndexBatch::new(3, 1_000);
         assert!(!b.due(0), "nothing to commit");
-        b.added("http://h/1", 10);
-        b.added("http://h/2", 500);
+        b.added(key("http://h/1"), 10);
+        b.added(key("http://h/2"), 500);
         assert!(!b.due(1_009));
         assert!(b.due(1_010), "the first page waited a second");
-        b.added("http://h/3", 1_010);
+        b.added(key("http://h/3"), 1_010);
         let keys = b.take();
         assert_eq!(keys.len(), 3);
         assert_eq!(keys[2].get("url").unwrap(), "http://h/3");
         assert!(b.is_empty() && !b.due(100_000), "a new batch starts empty");
         for n in 0..3 {
-            b.added(&format!("http://h/{n}"), 0);
+            b.added(key(&format!("http://h/{n}")), 0);
         }
         assert!(b.due(0), "three pages are a batch");
+    }
+
+    #[test]
+    fn the_queue_is_read_on_from_the_last_key_until_a_commit() {
+        let mut c = IndexCycle::new(IndexBatch::new(10_000, 2_000));
+        assert_eq!(c.next(0), Some(IndexStep::Read { after: None }));
+        assert_eq!(c.next(0), None, "one step at a time");
+        let chunk = keys(CHUNK_PAGES);
+        let last = chunk.last().cloned();
+        c.read_done(chunk, CHUNK_PAGES, 0);
+        assert_eq!(
+            c.next(10),
+            Some(IndexStep::Read { after: last }),
+            "a full chunk: read on after its last key"
+        );
+        c.read_done(keys(3), 3, 10);
+        assert_eq!(c.next(1_000), None, "read to the end; no commit due yet");
+        assert_eq!(
+            c.next(2_000),
+            Some(IndexStep::Commit),
+            "due two seconds after the first page"
+        );
+        assert_eq!(c.to_commit().len(), CHUNK_PAGES + 3);
+        c.commit_done();
+        assert_eq!(
+            c.next(2_001),
+            Some(IndexStep::Read { after: None }),
+            "after a commit the queue is read from its head again"
+        );
+        c.read_done(Vec::new(), 0, 2_001);
+        assert_eq!(c.next(5_000), None, "nothing queued, nothing to commit");
+        c.queued();
+        assert!(matches!(c.next(5_000), Some(IndexStep::Read { .. })));
+    }
+
+    #[test]
+    fn a_catch_up_commits_once_the_queue_is_read() {
+        let mut c = IndexCycle::new(IndexBatch::new(10_000, 60_000));
+        c.catch_up();
+        assert!(!c.caught_up());
+        assert!(matches!(c.next(0), Some(IndexStep::Read { .. })));
+        c.read_done(keys(5), 5, 0);
+        assert!(!c.caught_up(), "added, not committed");
+        assert_eq!(c.next(1), Some(IndexStep::Commit), "no wait for the age");
+        c.to_commit();
+        c.commit_done();
+        assert!(!c.caught_up(), "the queue is read once more after a commit");
+        assert!(matches!(c.next(2), Some(IndexStep::Read { after: None })));
+        c.read_done(Vec::new(), 0, 2);
+        assert_eq!(c.next(3), None);
+        assert!(c.caught_up(), "everything queued is committed");
+        assert!(!c.caught_up(), "answered once");
+    }
+
+    #[test]
+    fn a_full_batch_commits_between_reads() {
+        let mut c = IndexCycle::new(IndexBatch::new(CHUNK_PAGES, 60_000));
+        c.next(0);
+        c.read_done(keys(CHUNK_PAGES), CHUNK_PAGES, 0);
+        assert_eq!(
+            c.next(1),
+            Some(IndexStep::Commit),
+            "by count, before reading on"
+        );
+    }
+
+    #[test]
+    fn progress_counts_an_earlier_runs_backlog_once_indexed() {
+        let p = IndexProgress::default();
+        p.queued(10);
+        p.indexed(4);
+        assert_eq!(
+            p.counts(),
+            IndexCounts {
+                indexed: 4,
+                queued: 10
+            }
+        );
+        assert_eq!(p.counts().backlog(), 6);
+        p.indexed(20);
+        assert_eq!(p.counts().backlog(), 0, "more indexed than this run queued");
     }
 }

@@ -34,6 +34,7 @@ pub use behaviour::{
 };
 pub use config::{Behaviours, CrawlConfig, RestartIntensity, Storage};
 pub use hosts::{HostListing, LiveHost, LiveRobots, NodeHosts};
+pub use indexer::IndexCounts;
 pub use metrics::{Metrics, NoMetrics};
 pub use outage::{StoreFailure, StoreFailureKind};
 pub use protocol::{
@@ -42,7 +43,8 @@ pub use protocol::{
 };
 pub use remote::{ControlClient, ControlError, Listing, Remote};
 pub use search::{
-    Anchor, INDEX_QUEUE, IndexError, IndexOpener, PageIndex, PageText, SearchAnswer, SearchHit,
+    Anchor, INDEX_QUEUE, IndexError, IndexOpener, PageIndex, PageSearch, PageText, SearchAnswer,
+    SearchHit,
 };
 pub use sup::ExitReason;
 pub use types::{

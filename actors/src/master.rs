@@ -11,11 +11,11 @@
 
 use crate::behaviour::{CommitBatch, CommitSummary, Frontier, StoreError, error_chain};
 use crate::config::{Behaviours, CrawlConfig};
-use crate::indexer::IndexerLoad;
+use crate::indexer::IndexProgress;
 use crate::monitor::own_interval_ms;
 use crate::outage::{GaveUp, StoreFailure, Verdict, human_duration};
 use crate::protocol::{self, IdleReason, IndexerMsg, MasterMsg, PoolMsg, Status, SupMsg};
-use crate::search::{INDEX_QUEUE, PageText};
+use crate::search::INDEX_QUEUE;
 use crate::types::{Job, Millis, NewLink, OperationSpec, StoreCounts, now_ms};
 use crate::window::{CycleWork, MOVE_DEADLINE_MS, Window, idle_reason};
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
@@ -62,8 +62,8 @@ pub(crate) struct MasterArgs {
     pub(crate) restarts: u32,
     pub(crate) run: Arc<RunStats>,
     /// The registered name of the indexer, when this tree keeps an index,
-    /// and how many pages it has yet to take.
-    pub(crate) indexer: Option<(String, Arc<IndexerLoad>)>,
+    /// and the count of pages queued for it and indexed.
+    pub(crate) indexer: Option<(String, Arc<IndexProgress>)>,
 }
 
 /// What a store cycle did.
@@ -93,7 +93,7 @@ pub(crate) struct MasterState {
     b: Behaviours,
     restarts: u32,
     run: Arc<RunStats>,
-    indexer: Option<(String, Arc<IndexerLoad>)>,
+    indexer: Option<(String, Arc<IndexProgress>)>,
     myself: ActorRef<MasterMsg>,
     flush_scheduled: bool,
     /// The store cycle running on its own task.
@@ -445,7 +445,7 @@ async fn run_cycle(
     store: &dyn Frontier,
     owner: &str,
     work: &mut CycleWork,
-    indexer: Option<&(String, Arc<IndexerLoad>)>,
+    indexer: Option<&(String, Arc<IndexProgress>)>,
 ) -> Result<CycleResult, StoreError> {
     let started = Instant::now();
     if let Some(keep) = &work.release_all_but {
@@ -476,7 +476,7 @@ async fn run_cycle(
         work.sweep = None;
     }
     let pages = work.batch.pages.len();
-    let mut to_index = pages_to_index(&mut work.batch, indexer.is_some());
+    let to_index = pages_to_index(&mut work.batch, indexer.is_some());
     let (summary, claimed) = if work.batch.is_empty() && work.claim.is_none() {
         (CommitSummary::default(), Vec::new())
     } else {
@@ -495,18 +495,15 @@ async fn run_cycle(
             }
         }
     };
-    if !summary.duplicates.is_empty() {
-        to_index.retain(|page| !summary.duplicates.contains(&page.url));
-    }
-    // Should the indexer be down or behind, the pages wait in the store's
-    // queue, where it reads them once it has caught up.
-    if !to_index.is_empty()
-        && let Some((name, load)) = indexer
-        && let Some(actor) = ActorRef::<IndexerMsg>::where_is(name.clone())
+    // The pages are in the store's queue (a duplicate is not queued); the
+    // indexer reads them from there, whenever it is up and has the CPU.
+    let queued = to_index.saturating_sub(summary.duplicates.len());
+    if queued > 0
+        && let Some((name, progress)) = indexer
     {
-        let n = to_index.len();
-        if load.admit(n) && actor.cast(IndexerMsg::Pages(to_index)).is_err() {
-            load.not_delivered(n);
+        progress.queued(queued as u64);
+        if let Some(actor) = ActorRef::<IndexerMsg>::where_is(name.clone()) {
+            let _ = actor.cast(IndexerMsg::Queued);
         }
     }
     let counts = if work.counts {
@@ -525,22 +522,21 @@ async fn run_cycle(
     Ok(CycleResult { claimed, counts })
 }
 
-/// The pages of `batch` for the index, read from their queue records.
-/// Without an index the records are dropped, so that no queue grows that
-/// nobody reads (a worker node may index when its master does not).
-fn pages_to_index(batch: &mut CommitBatch, indexed: bool) -> Vec<PageText> {
-    let mut pages = Vec::new();
+/// How many pages of `batch` go to the index queue. Without an index their
+/// records are dropped, so that no queue grows that nobody reads (a worker
+/// node may index when its master does not).
+fn pages_to_index(batch: &mut CommitBatch, indexed: bool) -> usize {
+    let mut pages = 0;
     for page in &mut batch.pages {
         if !indexed {
             page.records.retain(|r| r.collection != INDEX_QUEUE);
             continue;
         }
-        for record in page.records.iter().filter(|r| r.collection == INDEX_QUEUE) {
-            match PageText::from_record(record) {
-                Ok(text) => pages.push(text),
-                Err(why) => tracing::warn!(%why, "a page for the index is unreadable"),
-            }
-        }
+        pages += page
+            .records
+            .iter()
+            .filter(|r| r.collection == INDEX_QUEUE)
+            .count();
     }
     pages
 }
@@ -780,6 +776,10 @@ fn status(state: &MasterState, reply: RpcReplyPort<Status>) {
         nodes: state.window.nodes(&live),
         store_unreachable_since: outage.map(|o| o.since),
         store_error: outage.map(|o| o.cause.clone()),
+        index: state
+            .indexer
+            .as_ref()
+            .map(|(_, progress)| progress.counts()),
     };
     if outage.is_some() || state.gave_up {
         // The store is away: the counts last read, at once.

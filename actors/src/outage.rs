@@ -328,9 +328,10 @@ impl Queries for PatientQueries {
     async fn first_records(
         &self,
         collection: &str,
+        after: Option<&Document>,
         limit: usize,
     ) -> Result<Vec<Document>, StoreError> {
-        self.patient(|| self.inner.first_records(collection, limit))
+        self.patient(|| self.inner.first_records(collection, after, limit))
             .await
     }
 

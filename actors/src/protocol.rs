@@ -3,9 +3,10 @@
 //! actors on other nodes. Actor modules depend on this file, not on each
 //! other's internals (as an Erlang module's API is its exported messages).
 
-use crate::behaviour::{ProcessedPage, RobotsReport};
+use crate::behaviour::{Document, ProcessedPage, RobotsReport};
 use crate::hosts::NodeHosts;
-use crate::search::{PageText, SearchAnswer};
+use crate::indexer::IndexCounts;
+use crate::search::SearchAnswer;
 use crate::types::{HostRecord, Job, Millis, OperationSpec, StoreCounts};
 use ractor::message::{BoxedDowncastErr, SerializedMessage};
 use ractor::{ActorCell, ActorRef, RpcReplyPort};
@@ -251,6 +252,10 @@ pub struct Status {
     /// or when these counts could not be read fresh.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub store_error: Option<String>,
+    /// Pages queued for the full-text index and pages committed to it
+    /// (on a node that keeps one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub index: Option<IndexCounts>,
 }
 
 // --- the master -----------------------------------------------------------------
@@ -612,14 +617,16 @@ impl ractor::Message for PoolMsg {
 
 #[derive(Debug)]
 pub(crate) enum IndexerMsg {
-    /// Pages of a batch the master has written (their queue records are
-    /// durable).
-    Pages(Vec<PageText>),
+    /// The master wrote pages to the index queue.
+    Queued,
     /// Commit if a commit is due.
     Tick,
-    /// Index a chunk of what the store's queue holds (at start).
-    Backlog,
-    /// Commit, then index everything the queue holds (before a stop).
+    /// A read of the queue is done: the keys of the pages added, and how
+    /// many records were read.
+    Read(Result<(Vec<Document>, usize), String>),
+    /// A commit is done: the keys of the pages it made durable.
+    Committed(Result<Vec<Document>, String>),
+    /// Answer once everything queued is indexed and committed.
     CatchUp(RpcReplyPort<()>),
     Search {
         query: String,

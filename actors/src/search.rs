@@ -14,6 +14,7 @@ use crate::behaviour::{Document, ExtractedPage, Record};
 use serde::{Deserialize, Serialize};
 use std::error::Error as StdError;
 use std::fmt;
+use std::sync::Arc;
 
 /// The store collection pages wait in until the index has committed them.
 pub const INDEX_QUEUE: &str = "index_queue";
@@ -163,14 +164,22 @@ pub enum IndexError {
     },
 }
 
-/// A full-text index the indexer writes and queries answer from. Calls
-/// block (disk I/O); the indexer runs them off the async threads.
+/// A full-text index the indexer writes. Calls block (tokenizing, disk
+/// I/O): the indexer makes them on a thread of its own, at the lowest OS
+/// priority, so that indexing takes only the CPU that fetching leaves.
 pub trait PageIndex: Send + 'static {
     /// Add `page`, replacing an earlier version of the same URL, and its
     /// anchors, replacing those it gave before.
     fn add(&mut self, page: &PageText) -> Result<(), IndexError>;
     /// Make what was added durable and visible to queries.
     fn commit(&mut self) -> Result<(), IndexError>;
+    /// A handle that answers queries beside the writer, from other threads
+    /// (at normal priority), and sees each commit.
+    fn searcher(&self) -> Arc<dyn PageSearch>;
+}
+
+/// Answers queries over an index (what [`PageIndex::searcher`] gives).
+pub trait PageSearch: Send + Sync + 'static {
     /// The best `limit` pages for `query`.
     fn search(&self, query: &str, limit: usize) -> Result<SearchAnswer, IndexError>;
 }

@@ -7,7 +7,7 @@
 use crate::behaviour::error_chain;
 use crate::config::{Behaviours, CrawlConfig, Storage};
 use crate::control::{Control, ControlArgs};
-use crate::indexer::{Indexer, IndexerArgs, IndexerLoad};
+use crate::indexer::{IndexProgress, Indexer, IndexerArgs};
 use crate::master::{Master, MasterArgs, RunStats};
 use crate::outage::{PatientQueries, StoreFailure};
 use crate::pool::{Pool, PoolArgs};
@@ -60,8 +60,9 @@ pub(crate) struct SupState {
     /// to tell once the successor runs.
     asked_to_restart: HashMap<ActorId, RpcReplyPort<bool>>,
     run: Arc<RunStats>,
-    /// Pages the master handed the indexer and it has not committed yet.
-    indexer_load: Arc<IndexerLoad>,
+    /// Pages queued for the index and committed, across restarts of
+    /// either actor.
+    index_progress: Arc<IndexProgress>,
     shutting_down: bool,
 }
 
@@ -85,7 +86,7 @@ impl Actor for Sup {
             restarts: HashMap::new(),
             asked_to_restart: HashMap::new(),
             run: Arc::default(),
-            indexer_load: Arc::default(),
+            index_progress: Arc::default(),
             shutting_down: false,
         };
         // The master adopts what the pool holds, so the pool starts first.
@@ -326,7 +327,7 @@ async fn start_child(
                 indexer: storage
                     .index
                     .is_some()
-                    .then(|| (cfg.indexer_name(), state.indexer_load.clone())),
+                    .then(|| (cfg.indexer_name(), state.index_progress.clone())),
             };
             Actor::spawn_linked(Some(cfg.master_name()), Master, args, myself.get_cell())
                 .await?
@@ -347,7 +348,7 @@ async fn start_child(
                 Arc::clone(&state.run.gave_up),
             );
             let args = IndexerArgs {
-                load: state.indexer_load.clone(),
+                progress: state.index_progress.clone(),
                 opener: storage.index.clone().ok_or("no index to keep")?,
                 queries: Arc::new(queries),
                 commit_every: cfg.index_commit_every,

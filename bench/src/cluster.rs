@@ -390,6 +390,9 @@ pub async fn measure(spec: Spec<'_>) -> Cost {
         wall,
         cpu,
         peak_rss_kb,
+        // Summed over three processes, peaks apart would mislead.
+        peak_anon_kb: 0,
+        peak_file_kb: 0,
         ok,
         timed_out,
         stderr: failure.unwrap_or_default(),

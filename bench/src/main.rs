@@ -8,6 +8,7 @@
 //! fetches of one normalized URL, robots.txt violations, requests to trap
 //! pages, and when every real page had been fetched.
 
+mod bare_index;
 mod cluster;
 mod latency;
 mod server;
@@ -84,6 +85,16 @@ enum Cmd {
         #[arg(long)]
         extract: bool,
     },
+    /// Child: (i) bare tantivy, the indexing ceiling, over the preset's
+    /// pages' visible text, into an index in DIR.
+    BareIndex {
+        preset: String,
+        dir: PathBuf,
+        /// Through web_crawler's own index instead (its CPU alone, without
+        /// a crawl: for profiling it).
+        #[arg(long)]
+        ours: bool,
+    },
     /// Child: spider-rs crawling from the seed over the listed hosts.
     Spider {
         seed: String,
@@ -111,9 +122,10 @@ async fn main() {
             no_index_cost,
             no_query_latency,
         } => {
-            let Some(preset) = web::Preset::named(&preset) else {
+            let preset_name = preset;
+            let Some(preset) = web::Preset::named(&preset_name) else {
                 eprintln!(
-                    "unknown preset {preset:?}: one of {}",
+                    "unknown preset {preset_name:?}: one of {}",
                     web::PRESETS.join(", ")
                 );
                 std::process::exit(2);
@@ -131,12 +143,16 @@ async fn main() {
                 no_index_cost,
                 no_query_latency,
             };
-            run(preset, contenders).await;
+            run(&preset_name, preset, contenders).await;
         }
         Cmd::Latency { index } => {
             let queries = latency::queries(42);
             let inp = latency::in_process(&index, &queries);
             latency::print(&queries, &inp, None);
+        }
+        Cmd::BareIndex { preset, dir, ours } => {
+            let preset = web::Preset::named(&preset).expect("a preset");
+            bare_index::run(preset, &dir, ours);
         }
         Cmd::FetchLoop {
             urls,
@@ -158,6 +174,9 @@ struct Row {
     wall: Duration,
     cpu: Duration,
     peak_rss_kb: u64,
+    /// Peaks of anonymous and file-backed (mapped files) resident memory.
+    peak_anon_kb: u64,
+    peak_file_kb: u64,
     reached: usize,
     repeated: usize,
     robots_violations: u64,
@@ -166,6 +185,8 @@ struct Row {
     /// From the contender's start to the first time every real page had
     /// been fetched.
     all_real_at: Option<Duration>,
+    /// From the contender's start to the last request it made.
+    last_request_at: Option<Duration>,
     note: String,
 }
 
@@ -175,6 +196,8 @@ struct Cost {
     wall: Duration,
     cpu: Duration,
     peak_rss_kb: u64,
+    peak_anon_kb: u64,
+    peak_file_kb: u64,
     ok: bool,
     /// Stopped at its time limit (then `ok` is false).
     timed_out: bool,
@@ -193,12 +216,22 @@ fn children_cpu() -> Duration {
         .unwrap_or_default()
 }
 
+/// A child's peak RSS (`VmHWM`).
 fn vm_hwm_kb(pid: u32) -> Option<u64> {
+    memory_kb(pid).map(|(hwm, _, _)| hwm)
+}
+
+/// A child's peak RSS (`VmHWM`) and its anonymous and file-backed resident
+/// memory now (`RssAnon`, `RssFile`), in kB.
+fn memory_kb(pid: u32) -> Option<(u64, u64, u64)> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+    };
+    Some((field("VmHWM:")?, field("RssAnon:")?, field("RssFile:")?))
 }
 
 async fn measure(mut cmd: Command, timeout: Duration) -> Cost {
@@ -211,7 +244,7 @@ async fn measure(mut cmd: Command, timeout: Duration) -> Cost {
         .spawn()
         .expect("start the contender");
     let pid = child.id().unwrap_or(0);
-    let mut peak = 0;
+    let (mut peak, mut peak_anon, mut peak_file) = (0, 0, 0);
     let mut stderr = child.stderr.take().unwrap();
     let err_task = tokio::spawn(async move {
         let mut s = String::new();
@@ -220,8 +253,10 @@ async fn measure(mut cmd: Command, timeout: Duration) -> Cost {
     });
     let mut timed_out = false;
     let ok = loop {
-        if let Some(kb) = vm_hwm_kb(pid) {
-            peak = peak.max(kb);
+        if let Some((hwm, anon, file)) = memory_kb(pid) {
+            peak = peak.max(hwm);
+            peak_anon = peak_anon.max(anon);
+            peak_file = peak_file.max(file);
         }
         tokio::select! {
             status = child.wait() => break status.map(|s| s.success()).unwrap_or(false),
@@ -240,6 +275,8 @@ async fn measure(mut cmd: Command, timeout: Duration) -> Cost {
         wall,
         cpu: children_cpu().saturating_sub(cpu_before),
         peak_rss_kb: peak,
+        peak_anon_kb: peak_anon,
+        peak_file_kb: peak_file,
         ok,
         timed_out,
         stderr: err_task.await.unwrap_or_default(),
@@ -271,6 +308,9 @@ fn score(name: &str, web: &web::Web, hits: &server::Hits, cost: Cost) -> Row {
     let all_real_at = hits
         .all_real_at()
         .map(|t| t.saturating_duration_since(cost.started));
+    let last_request_at = hits
+        .last_at()
+        .map(|t| t.saturating_duration_since(cost.started));
     let last = cost.stderr.lines().last().unwrap_or("").trim();
     let note = if cost.ok {
         String::new()
@@ -285,11 +325,14 @@ fn score(name: &str, web: &web::Web, hits: &server::Hits, cost: Cost) -> Row {
         wall: cost.wall,
         cpu: cost.cpu,
         peak_rss_kb: cost.peak_rss_kb,
+        peak_anon_kb: cost.peak_anon_kb,
+        peak_file_kb: cost.peak_file_kb,
         reached,
         repeated,
         robots_violations,
         trap_requests,
         all_real_at,
+        last_request_at,
         note,
     }
 }
@@ -309,7 +352,7 @@ struct Contenders {
     no_query_latency: bool,
 }
 
-async fn run(preset: web::Preset, contenders: Contenders) {
+async fn run(preset_name: &str, preset: web::Preset, contenders: Contenders) {
     let Contenders {
         concurrency,
         per_host,
@@ -368,6 +411,7 @@ async fn run(preset: web::Preset, contenders: Contenders) {
     }
 
     let mut rows = Vec::new();
+    let mut bare = None;
     for (name, extract) in [
         ("(a) bare fetch loop", false),
         ("(a') fetch + extract links", true),
@@ -436,6 +480,14 @@ async fn run(preset: web::Preset, contenders: Contenders) {
         rows.push(score("(b-) web_crawler, no index", &web, &srv.hits, cost));
         let _ = std::fs::remove_dir_all(&dir);
         eprintln!("done: (b-)");
+        let dir = work.join("bare-index");
+        std::fs::create_dir_all(&dir).expect("bench work dir");
+        let mut cmd = Command::new(&me);
+        cmd.arg("bare-index").arg(preset_name).arg(&dir);
+        let cost = measure(cmd, timeout).await;
+        bare = bare_index_result(&cost);
+        let _ = std::fs::remove_dir_all(&dir);
+        eprintln!("done: (i)");
     }
     let latency = if no_query_latency {
         None
@@ -517,7 +569,7 @@ async fn run(preset: web::Preset, contenders: Contenders) {
         eprintln!("done: (d)");
     }
     print_table(&rows, total);
-    print_index_cost(&rows);
+    print_index_cost(&rows, bare);
     if let Some((queries, inp, cli)) = &latency {
         latency::print(queries, inp, cli.as_ref());
     }
@@ -527,8 +579,28 @@ fn pages_per_s(r: &Row) -> f64 {
     r.requests as f64 / r.wall.as_secs_f64().max(1e-9)
 }
 
-/// The indexing cost: 1 − (b)'s pages/s ÷ (b-)'s, and the CPU it adds.
-fn print_index_cost(rows: &[Row]) {
+/// What (i) bare tantivy indexed: visible-text bytes and the CPU seconds
+/// its indexing took (the child's last stderr line).
+fn bare_index_result(cost: &Cost) -> Option<(f64, f64)> {
+    let line = cost
+        .stderr
+        .lines()
+        .rev()
+        .find(|l| l.starts_with("bare-index "))?;
+    let mut parts = line.split_whitespace().skip(1);
+    let bytes: f64 = parts.next()?.parse().ok()?;
+    let cpu: f64 = parts.next()?.parse().ok()?;
+    Some((bytes, cpu))
+}
+
+fn mb(kb: u64) -> f64 {
+    kb as f64 / 1024.0
+}
+
+/// The indexing cost: the index's CPU ((b) − (b-)) against the ceiling (i)
+/// bare tantivy on the same pages' visible text; fetching (last request)
+/// and the whole run with the index against without; memory.
+fn print_index_cost(rows: &[Row], bare: Option<(f64, f64)>) {
     let find = |p: &str| rows.iter().find(|r| r.name.starts_with(p));
     let (Some(with), Some(without)) = (find("(b) "), find("(b-) ")) else {
         return;
@@ -538,8 +610,49 @@ fn print_index_cost(rows: &[Row]) {
         println!("indexing cost: not measured ((b) or (b-) did not finish)");
         return;
     }
+    let index_cpu = (with.cpu.as_secs_f64() - without.cpu.as_secs_f64()).max(1e-9);
+    println!("| indexing | visible text MB | CPU s | MB per CPU s | share of (i) |");
+    println!("|---|---:|---:|---:|---:|");
+    match bare {
+        Some((bytes, cpu)) => {
+            let text_mb = bytes / 1e6;
+            let ceiling = text_mb / cpu.max(1e-9);
+            let ours = text_mb / index_cpu;
+            println!(
+                "| (i) bare tantivy (1 positional field, default tokenizer, 1 writer thread) | {text_mb:.0} | {cpu:.2} | {ceiling:.1} | 100% |"
+            );
+            println!(
+                "| web_crawler's index: CPU s of (b) − (b-) | {text_mb:.0} | {index_cpu:.2} | {ours:.1} | {:.0}% (target ≥ 70%) |",
+                100.0 * ours / ceiling
+            );
+        }
+        None => println!("| (i) bare tantivy | not measured | | | |"),
+    }
+    let secs = |d: Option<Duration>| d.map_or(f64::NAN, |d| d.as_secs_f64());
+    let (last_with, last_without) = (secs(with.last_request_at), secs(without.last_request_at));
+    println!();
     println!(
-        "indexing cost: 1 − (b) {:.0} pages/s ÷ (b-) {:.0} pages/s = {:.1}% of crawl throughput (target ≤ 20%); CPU s {:.2} with the index, {:.2} without (+{:.0}%)",
+        "fetching: last request at {last_with:.2} s with the index, {last_without:.2} s without: {:.2}x (target ≤ 1.25x)",
+        last_with / last_without
+    );
+    println!(
+        "whole run: {:.2} s with the index, {:.2} s without: {:.2}x (target ≤ 3.0x); indexing after the last request {:.2} s",
+        with.wall.as_secs_f64(),
+        without.wall.as_secs_f64(),
+        with.wall.as_secs_f64() / without.wall.as_secs_f64().max(1e-9),
+        with.wall.as_secs_f64() - last_with,
+    );
+    println!(
+        "peak RSS: {:.0} MB with the index (anonymous {:.0}, file-backed {:.0}; target ≤ 192), {:.0} MB without (anonymous {:.0}, file-backed {:.0})",
+        mb(with.peak_rss_kb),
+        mb(with.peak_anon_kb),
+        mb(with.peak_file_kb),
+        mb(without.peak_rss_kb),
+        mb(without.peak_anon_kb),
+        mb(without.peak_file_kb),
+    );
+    println!(
+        "indexing cost: 1 − (b) {:.0} pages/s ÷ (b-) {:.0} pages/s = {:.1}% of crawl throughput; CPU s {:.2} with the index, {:.2} without (+{:.0}%)",
         pages_per_s(with),
         pages_per_s(without),
         100.0 * (1.0 - pages_per_s(with) / pages_per_s(without)),
@@ -559,9 +672,11 @@ fn print_table(rows: &[Row], total: usize) {
         .find(|r| r.name.starts_with("(a)"))
         .map(|r| r.requests as f64 / r.wall.as_secs_f64());
     println!(
-        "| run | requests | pages/s | wall s | CPU s | peak RSS MB | % of (a') | % of (a) | reached | repeated | robots violations | trap reqs | trap % | all real at s | finish / all-real |"
+        "| run | requests | pages/s | wall s | last req s | CPU s | peak RSS MB | anon / file MB | % of (a') | % of (a) | reached | repeated | robots violations | trap reqs | trap % | all real at s | finish / all-real |"
     );
-    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!(
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+    );
     for r in rows {
         let rate = r.requests as f64 / r.wall.as_secs_f64().max(1e-9);
         let pct =
@@ -583,7 +698,7 @@ fn print_table(rows: &[Row], total: usize) {
             _ => String::new(),
         };
         println!(
-            "| {}{} | {} | {:.0} | {:.2} | {:.2} | {:.0} | {} | {} | {}/{} | {} | {} | {} | {} | {} | {} |",
+            "| {}{} | {} | {:.0} | {:.2} | {} | {:.2} | {:.0} | {} | {} | {} | {}/{} | {} | {} | {} | {} | {} | {} |",
             r.name,
             if r.note.is_empty() {
                 String::new()
@@ -593,8 +708,15 @@ fn print_table(rows: &[Row], total: usize) {
             r.requests,
             rate,
             r.wall.as_secs_f64(),
+            r.last_request_at
+                .map_or(String::new(), |t| format!("{:.2}", t.as_secs_f64())),
             r.cpu.as_secs_f64(),
             r.peak_rss_kb as f64 / 1024.0,
+            if r.peak_anon_kb == 0 {
+                String::new()
+            } else {
+                format!("{:.0} / {:.0}", mb(r.peak_anon_kb), mb(r.peak_file_kb))
+            },
             pct(ceiling),
             pct(bare),
             r.reached,

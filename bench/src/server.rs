@@ -30,6 +30,8 @@ pub struct Hits {
     real_reached: AtomicUsize,
     /// When the last real page was first fetched.
     all_real_at: Mutex<Option<Instant>>,
+    /// When the last request of any kind was served.
+    last_at: Mutex<Option<Instant>>,
 }
 
 impl Hits {
@@ -51,10 +53,12 @@ impl Hits {
             real_total,
             real_reached: AtomicUsize::new(0),
             all_real_at: Mutex::default(),
+            last_at: Mutex::default(),
         }
     }
 
     pub fn record(&self, host: usize, path: &str, class: Class) {
+        *self.last_at.lock().unwrap() = Some(Instant::now());
         match self.known.get(&(host, path.to_string())) {
             Some((n, class)) => {
                 let before = n.fetch_add(1, Ordering::Relaxed);
@@ -112,6 +116,11 @@ impl Hits {
         *self.all_real_at.lock().unwrap()
     }
 
+    /// When the last request since the last reset was served.
+    pub fn last_at(&self) -> Option<Instant> {
+        *self.last_at.lock().unwrap()
+    }
+
     pub fn reset(&self) {
         for (n, _) in self.known.values() {
             n.store(0, Ordering::Relaxed);
@@ -119,6 +128,7 @@ impl Hits {
         self.other.lock().unwrap().clear();
         self.real_reached.store(0, Ordering::Relaxed);
         *self.all_real_at.lock().unwrap() = None;
+        *self.last_at.lock().unwrap() = None;
     }
 }
 

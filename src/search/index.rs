@@ -3,7 +3,7 @@
 
 use super::query::{self, ParsedQuery, QueryAnalyzers, RankTerms};
 use super::rank::{self, Features};
-use super::schema::{self, AnchorFields, PageFields};
+use super::schema::{self, AnchorFields, IndexPart, PageFields};
 use super::typo::{self, Vocabulary};
 use super::{AnchorDoc, PageDoc, Ranking, SearchAnswer, SearchError, SearchHit, SearchOptions};
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -65,6 +65,16 @@ struct Part<F> {
     fields: F,
 }
 
+impl<F: Copy> Part<F> {
+    fn read_only(&self) -> Self {
+        Self {
+            reader: self.reader.clone(),
+            writer: None,
+            fields: self.fields,
+        }
+    }
+}
+
 /// A search index directory (`pages/` and `anchors/`), open for writing
 /// (one writer per directory: tantivy's lock) or read-only.
 ///
@@ -111,6 +121,11 @@ fn open_part<F>(
     writer_bytes: Option<usize>,
 ) -> Result<Part<F>, SearchError> {
     let path = dir.join(name);
+    let part = if name == "pages" {
+        IndexPart::Pages
+    } else {
+        IndexPart::Anchors
+    };
     let index = if writer_bytes.is_some() {
         std::fs::create_dir_all(&path).map_err(|source| SearchError::Io {
             dir: path.clone(),
@@ -150,11 +165,11 @@ fn open_part<F>(
         dir: dir.to_path_buf(),
         reason,
     })?;
-    schema::register_analyzers(&index);
+    schema::register_analyzers(&index, part);
     let writer = match writer_bytes {
         None => None,
         Some(bytes) => {
-            let threads = if name == "pages" {
+            let threads = if part == IndexPart::Pages {
                 std::thread::available_parallelism().map_or(1, |n| n.get().min(2))
             } else {
                 1
@@ -229,6 +244,18 @@ impl SearchIndex {
         })
     }
 
+    /// A read-only handle on the same index that sees this one's commits
+    /// as they are made (it shares the readers), for queries on other
+    /// threads while this handle writes.
+    pub fn reader(&self) -> SearchIndex {
+        SearchIndex {
+            dir: self.dir.clone(),
+            pages: self.pages.read_only(),
+            anchors: self.anchors.read_only(),
+            analyzers: self.analyzers.clone(),
+        }
+    }
+
     /// The index directory.
     pub fn dir(&self) -> &Path {
         &self.dir
@@ -242,13 +269,12 @@ impl SearchIndex {
         let mut d = TantivyDocument::new();
         d.add_text(f.url, &doc.url);
         d.add_text(f.title, &doc.title);
-        d.add_text(f.spell, &doc.title);
         for h in &doc.headings {
             d.add_text(f.headings, h);
-            d.add_text(f.spell, h);
         }
         d.add_text(f.body, body);
-        d.add_text(f.spell, body);
+        // The words the text fields gave (see `schema::register_analyzers`).
+        d.add_text(f.spell, schema::SPELL_FROM_TEXT);
         d.add_text(f.url_words, schema::url_words(&doc.url));
         d.add_u64(f.out_links, u64::from(doc.out_links));
         d.add_u64(f.words, word_count(body));

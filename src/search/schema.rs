@@ -1,7 +1,7 @@
 //! The two tantivy schemas (pages, anchors), their text analyzers, and the
 //! URL-to-words rule.
 
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 use tantivy::Index;
 use tantivy::schema::{
     FAST, Field, IndexRecordOption, STORED, STRING, Schema, TextFieldIndexing, TextOptions,
@@ -17,6 +17,12 @@ pub(crate) const ENGLISH: &str = "wc_en";
 /// Analyzer of the spelling vocabulary: like [`ENGLISH`] but not stemmed, so
 /// a correction is a real word.
 pub(crate) const SPELL: &str = "wc_spell";
+/// [`ENGLISH`] for the pages' URL words, which are not in the spelling
+/// vocabulary (in the pages index, [`ENGLISH`] gathers the vocabulary).
+pub(crate) const ENGLISH_URL: &str = "wc_en_url";
+/// The value of a page's `spell` field: its words are those its title,
+/// headings and body gave (see [`register_analyzers`]).
+pub(crate) const SPELL_FROM_TEXT: &str = "\u{1}";
 
 /// Tokens longer than this (base64, hashes) are not indexed.
 const MAX_TOKEN_LEN: usize = 40;
@@ -145,11 +151,188 @@ pub(crate) fn spell_analyzer() -> TextAnalyzer {
         .build()
 }
 
+/// Which of the two indexes analyzers are registered for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum IndexPart {
+    Pages,
+    Anchors,
+}
+
 /// tantivy keeps analyzer names in the schema, not the analyzers: every
 /// opened index needs them registered again.
-pub(crate) fn register_analyzers(index: &Index) {
-    index.tokenizers().register(ENGLISH, english_analyzer());
-    index.tokenizers().register(SPELL, spell_analyzer());
+///
+/// In the pages index, a page's text is tokenized once for two fields:
+/// [`ENGLISH`] (title, headings, body) also gathers the distinct words it
+/// reads, before stemming, and [`SPELL`] given [`SPELL_FROM_TEXT`] hands
+/// them to the spelling vocabulary, which keeps no frequencies and needs
+/// each word once per page. tantivy indexes a document's fields on one
+/// thread, in field order, and `spell` comes after the text fields, so
+/// the words gathered are the page's own. Tokenizing the body a second
+/// time for the vocabulary was a third of the indexing CPU.
+pub(crate) fn register_analyzers(index: &Index, part: IndexPart) {
+    let tokenizers = index.tokenizers();
+    match part {
+        IndexPart::Pages => {
+            tokenizers.register(ENGLISH, english_gathering_analyzer());
+            tokenizers.register(ENGLISH_URL, english_analyzer());
+            tokenizers.register(SPELL, gathered_words_analyzer());
+        }
+        IndexPart::Anchors => {
+            tokenizers.register(ENGLISH, english_analyzer());
+            tokenizers.register(SPELL, spell_analyzer());
+        }
+    }
+}
+
+thread_local! {
+    /// The distinct words this indexing thread's current page gave so far.
+    static PAGE_WORDS: std::cell::RefCell<FxHashSet<String>> =
+        std::cell::RefCell::new(FxHashSet::default());
+}
+
+/// [`ENGLISH`], gathering each word (unstemmed) into [`PAGE_WORDS`].
+fn english_gathering_analyzer() -> TextAnalyzer {
+    TextAnalyzer::builder(SimpleTokenizer::default())
+        .filter(RemoveLongFilter::limit(MAX_TOKEN_LEN))
+        .filter(LowerCaser)
+        .filter(AsciiFoldingFilter)
+        .filter(stop_words())
+        .filter(GatherWords)
+        .filter(CachedStemmer)
+        .build()
+}
+
+/// Records each word that passes into [`PAGE_WORDS`].
+#[derive(Clone, Copy, Debug)]
+struct GatherWords;
+
+impl TokenFilter for GatherWords {
+    type Tokenizer<T: Tokenizer> = GatherWordsFilter<T>;
+
+    fn transform<T: Tokenizer>(self, inner: T) -> GatherWordsFilter<T> {
+        GatherWordsFilter { inner }
+    }
+}
+
+#[derive(Clone)]
+struct GatherWordsFilter<T> {
+    inner: T,
+}
+
+impl<T: Tokenizer> Tokenizer for GatherWordsFilter<T> {
+    type TokenStream<'a> = GatherWordsStream<T::TokenStream<'a>>;
+
+    fn token_stream<'a>(&'a mut self, text: &'a str) -> Self::TokenStream<'a> {
+        GatherWordsStream {
+            tail: self.inner.token_stream(text),
+        }
+    }
+}
+
+struct GatherWordsStream<T> {
+    tail: T,
+}
+
+impl<T: TokenStream> TokenStream for GatherWordsStream<T> {
+    fn advance(&mut self) -> bool {
+        if !self.tail.advance() {
+            return false;
+        }
+        let word = &self.tail.token().text;
+        PAGE_WORDS.with_borrow_mut(|words| {
+            if !words.contains(word.as_str()) {
+                words.insert(word.clone());
+            }
+        });
+        true
+    }
+
+    fn token(&self) -> &Token {
+        self.tail.token()
+    }
+
+    fn token_mut(&mut self) -> &mut Token {
+        self.tail.token_mut()
+    }
+}
+
+/// The pages' [`SPELL`]: given [`SPELL_FROM_TEXT`], the words gathered
+/// from the page's text (and [`PAGE_WORDS`] starts empty for the next
+/// page); given any other text, that text's words.
+#[derive(Clone)]
+struct GatheredWords {
+    words: TextAnalyzer,
+    gathered: Vec<String>,
+    token: Token,
+}
+
+fn gathered_words_analyzer() -> TextAnalyzer {
+    TextAnalyzer::from(GatheredWords {
+        words: spell_analyzer(),
+        gathered: Vec::new(),
+        token: Token::default(),
+    })
+}
+
+impl Tokenizer for GatheredWords {
+    type TokenStream<'a> = GatheredWordsStream<'a>;
+
+    fn token_stream<'a>(&'a mut self, text: &'a str) -> Self::TokenStream<'a> {
+        if text != SPELL_FROM_TEXT {
+            return GatheredWordsStream::Text(self.words.token_stream(text));
+        }
+        self.gathered.clear();
+        PAGE_WORDS.with_borrow_mut(|words| self.gathered.extend(words.drain()));
+        GatheredWordsStream::Gathered {
+            words: self.gathered.drain(..),
+            token: &mut self.token,
+            position: 0,
+        }
+    }
+}
+
+enum GatheredWordsStream<'a> {
+    Text(tantivy::tokenizer::BoxTokenStream<'a>),
+    Gathered {
+        words: std::vec::Drain<'a, String>,
+        token: &'a mut Token,
+        position: usize,
+    },
+}
+
+impl TokenStream for GatheredWordsStream<'_> {
+    fn advance(&mut self) -> bool {
+        match self {
+            Self::Text(stream) => stream.advance(),
+            Self::Gathered {
+                words,
+                token,
+                position,
+            } => match words.next() {
+                Some(word) => {
+                    token.text = word;
+                    token.position = *position;
+                    *position += 1;
+                    true
+                }
+                None => false,
+            },
+        }
+    }
+
+    fn token(&self) -> &Token {
+        match self {
+            Self::Text(stream) => stream.token(),
+            Self::Gathered { token, .. } => token,
+        }
+    }
+
+    fn token_mut(&mut self) -> &mut Token {
+        match self {
+            Self::Text(stream) => stream.token_mut(),
+            Self::Gathered { token, .. } => token,
+        }
+    }
 }
 
 fn text(tokenizer: &str, record: IndexRecordOption) -> TextOptions {
@@ -183,7 +366,7 @@ impl PageFields {
         b.add_text_field("title", text(ENGLISH, positions).set_stored());
         b.add_text_field("headings", text(ENGLISH, positions));
         b.add_text_field("body", text(ENGLISH, positions).set_stored());
-        b.add_text_field("url_words", text(ENGLISH, IndexRecordOption::WithFreqs));
+        b.add_text_field("url_words", text(ENGLISH_URL, IndexRecordOption::WithFreqs));
         b.add_text_field("spell", text(SPELL, IndexRecordOption::Basic));
         b.add_u64_field("out_links", FAST);
         b.add_u64_field("words", FAST);

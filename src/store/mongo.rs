@@ -887,6 +887,27 @@ impl MongoStore {
     }
 }
 
+/// The filter and sort of the records after `key` in key order (its
+/// fields in name order): `(a > x) or (a = x and b > y) or …`.
+fn after_key(key: &Document) -> (Document, Document) {
+    let mut fields: Vec<(&String, &Bson)> = key.iter().collect();
+    fields.sort_by(|a, b| a.0.cmp(b.0));
+    let mut any = Vec::new();
+    for (i, (name, value)) in fields.iter().enumerate() {
+        let mut clause: Document = fields[..i]
+            .iter()
+            .map(|(n, v)| ((*n).clone(), (*v).clone()))
+            .collect();
+        clause.insert((*name).clone(), doc! { "$gt": (*value).clone() });
+        any.push(Bson::Document(clause));
+    }
+    let sort = fields
+        .iter()
+        .map(|(n, _)| ((*n).clone(), Bson::Int32(1)))
+        .collect();
+    (doc! { "$or": any }, sort)
+}
+
 /// Records as operations wrote them: their key and fields, without `_id`.
 fn record_documents(docs: Vec<Document>) -> Vec<JsonDoc> {
     docs.into_iter()
@@ -1459,13 +1480,21 @@ impl Queries for MongoStore {
     async fn first_records(
         &self,
         collection: &str,
+        after: Option<&JsonDoc>,
         limit: usize,
     ) -> Result<Vec<JsonDoc>, StoreError> {
+        // The head in insertion order; read on after a key in key order
+        // (a record may then be read twice before its consumer removes it,
+        // which a queue's consumer takes as it takes any repeat).
+        let (filter, sort) = match after {
+            None => (doc! {}, doc! { "_id": 1 }),
+            Some(key) => after_key(&bson_doc(key)?),
+        };
         let docs = self
             .collect(
                 &self.db.collection(collection),
-                doc! {},
-                doc! { "_id": 1 },
+                filter,
+                sort,
                 Some(limit),
                 0,
             )
@@ -1625,6 +1654,19 @@ mod tests {
             modified: None,
             check_every_ms: None,
         }
+    }
+
+    #[test]
+    fn records_after_a_key_compare_its_fields_in_name_order() {
+        let (filter, sort) = after_key(&doc! { "url": "http://h/b", "op": "crawl" });
+        assert_eq!(
+            filter,
+            doc! { "$or": [
+                { "op": { "$gt": "crawl" } },
+                { "op": "crawl", "url": { "$gt": "http://h/b" } },
+            ] }
+        );
+        assert_eq!(sort, doc! { "op": 1, "url": 1 });
     }
 
     #[test]

@@ -251,3 +251,69 @@ async fn an_indexer_killed_mid_crawl_loses_no_page() {
     let reader = SearchIndex::open_read_only(&index.path().join("ix")).unwrap();
     assert_eq!(reader.page_count(), PAGES as u64, "every page, once");
 }
+
+/// `kill -9` of a crawl while it indexes, three times over, then the same
+/// command to the end: every page it processed is searchable, and exactly
+/// once (a page indexed but not committed, or committed and still queued,
+/// is indexed again on the next run, never twice).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crawl_killed_while_indexing_resumes_with_every_page_searchable_once() {
+    const PAGES: usize = 300;
+    let server = TestServer::start(Ipv4Addr::new(127, 0, 12, 3), numbered_site(PAGES)).await;
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("crawl.db");
+    let index = web_crawler::search::index_dir_for(&db);
+    let seed = server.url("/");
+    let args = [
+        "crawl",
+        seed.as_str(),
+        "--db",
+        db.to_str().unwrap(),
+        "--delay-ms",
+        "0",
+        "--per-host",
+        "2",
+        "--quiet",
+    ];
+    let mut rng = fastrand::Rng::with_seed(23);
+    for _ in 0..3 {
+        let mut child = crate::common::bin().args(args).spawn().unwrap();
+        // Once the index holds a commit, at a moment of its work.
+        let committed = crate::common::wait_for(Duration::from_secs(60), || {
+            index.join("pages").join("meta.json").is_file()
+        })
+        .await;
+        assert!(committed, "the index is written");
+        tokio::time::sleep(Duration::from_millis(rng.u64(0..400))).await;
+        child.start_kill().unwrap(); // SIGKILL
+        child.wait().await.unwrap();
+    }
+    let out = tokio::time::timeout(
+        Duration::from_secs(120),
+        crate::common::bin().args(args).output(),
+    )
+    .await
+    .expect("the crawl ends")
+    .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let reader = SearchIndex::open_read_only(&index).unwrap();
+    assert_eq!(reader.page_count(), PAGES as u64, "every page, once");
+    let opts = web_crawler::search::SearchOptions::default();
+    for i in 0..PAGES {
+        let answer = reader.search(&word(i), &opts).unwrap();
+        let path = if i == 0 {
+            "/".to_string()
+        } else {
+            format!("/p/{i}")
+        };
+        // (Stems may join two words, "qzy" and "qzi": the page is among the
+        // results, once.)
+        let url = server.url(&path);
+        let found = urls(&answer).iter().filter(|u| **u == url).count();
+        assert_eq!(found, 1, "{}: {answer:?}", word(i));
+    }
+}

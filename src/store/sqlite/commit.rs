@@ -1,7 +1,7 @@
 //! The commit path: links into the frontier, pages, records, retries, hosts.
 
 use super::referrals::write_referrals;
-use super::rows::{Fail, json_err, operation_col, opt_int_col, to_i64};
+use super::rows::{Fail, json_err, operation_col, opt_int_col, record_key, to_i64};
 use super::schema::{
     CLEAR_CHECK, DELETE_PENDING, DUE_CHECKS, INSERT_PENDING, MERGE_PENDING, PENDING_AT,
     PROCESSED_AT, RECORD_DELETE, RETRY, SAME_CONTENT, SET_CHECK_EVERY, TOUCH_PROCESSED,
@@ -190,24 +190,6 @@ fn duplicate_of(tx: &Transaction<'_>, url: &str, hash: u64) -> Result<Option<Str
         }
     }
     Ok(None)
-}
-
-/// A record's key as the `records` table's key column: its fields in name
-/// order, so one key always has one text (serde_json keeps insertion order).
-fn record_key(key: &Document) -> Result<String, Fail> {
-    let mut fields: Vec<(&String, &serde_json::Value)> = key.iter().collect();
-    fields.sort_by(|a, b| a.0.cmp(b.0));
-    let mut text = String::from("{");
-    for (i, (name, value)) in fields.into_iter().enumerate() {
-        if i > 0 {
-            text.push(',');
-        }
-        text.push_str(&serde_json::to_string(name).map_err(json_err)?);
-        text.push(':');
-        text.push_str(&serde_json::to_string(value).map_err(json_err)?);
-    }
-    text.push('}');
-    Ok(text)
 }
 
 /// Remove the records of `collection` with these keys.

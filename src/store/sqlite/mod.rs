@@ -418,10 +418,12 @@ impl Queries for SqliteStore {
     async fn first_records(
         &self,
         collection: &str,
+        after: Option<&Document>,
         limit: usize,
     ) -> Result<Vec<Document>, StoreError> {
         let collection = collection.to_string();
-        self.read(move |tx, _| rows::first_records(tx, &collection, limit))
+        let after = after.cloned();
+        self.read(move |tx, _| rows::first_records(tx, &collection, after.as_ref(), limit))
             .await
     }
 

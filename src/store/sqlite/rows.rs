@@ -345,10 +345,13 @@ pub(super) fn records(
 pub(super) fn first_records(
     tx: &Transaction<'_>,
     collection: &str,
+    after: Option<&Document>,
     limit: usize,
 ) -> Result<Vec<Document>, Fail> {
+    // Keys are compared as the text they are stored as; "" is before all.
+    let after = after.map(record_key).transpose()?.unwrap_or_default();
     let mut stmt = tx.prepare_cached(RECORD_HEAD)?;
-    let mut rows = stmt.query(params![collection, limit as i64])?;
+    let mut rows = stmt.query(params![collection, after, limit as i64])?;
     let mut list = Vec::new();
     while let Some(row) = rows.next()? {
         let text: String = row.get(0)?;
@@ -446,6 +449,24 @@ pub(super) fn fetch_history(
         });
     }
     Ok(out)
+}
+
+/// A record's key as the `records` table's key column: its fields in name
+/// order, so one key always has one text (serde_json keeps insertion order).
+pub(super) fn record_key(key: &Document) -> Result<String, Fail> {
+    let mut fields: Vec<(&String, &serde_json::Value)> = key.iter().collect();
+    fields.sort_by(|a, b| a.0.cmp(b.0));
+    let mut text = String::from("{");
+    for (i, (name, value)) in fields.into_iter().enumerate() {
+        if i > 0 {
+            text.push(',');
+        }
+        text.push_str(&serde_json::to_string(name).map_err(json_err)?);
+        text.push(':');
+        text.push_str(&serde_json::to_string(value).map_err(json_err)?);
+    }
+    text.push('}');
+    Ok(text)
 }
 
 #[cfg(test)]

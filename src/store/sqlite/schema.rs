@@ -488,7 +488,7 @@ pub(super) const RECORD_LIST: &str =
     "SELECT document FROM records WHERE collection = ?1 ORDER BY key";
 
 pub(super) const RECORD_HEAD: &str =
-    "SELECT document FROM records WHERE collection = ?1 ORDER BY key LIMIT ?2";
+    "SELECT document FROM records WHERE collection = ?1 AND key > ?2 ORDER BY key LIMIT ?3";
 
 pub(super) const RECORD_DELETE: &str = "DELETE FROM records WHERE collection = ?1 AND key = ?2";
 
