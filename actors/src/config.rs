@@ -109,7 +109,9 @@ pub struct CrawlConfig {
     /// `index` operation, [`crate::search`]); the master's node keeps the
     /// index when its [`Storage`] has one.
     pub index: bool,
-    /// The indexer commits after this many pages...
+    /// The indexer commits after this many pages (a commit waits until the
+    /// index library has taken every page added, so this bounds the pages
+    /// its queue holds in memory: ~25 KB of text each)...
     pub index_commit_pages: usize,
     /// ...or this long after the first page not committed.
     pub index_commit_every: Duration,
@@ -148,7 +150,7 @@ impl Default for CrawlConfig {
             sitemaps: true,
             traps: Some(TrapSettings::default()),
             index: false,
-            index_commit_pages: 10_000,
+            index_commit_pages: 2_000,
             index_commit_every: Duration::from_secs(2),
             restart_intensity: RestartIntensity::default(),
             store_outage_limit: Duration::from_secs(60),

@@ -2,7 +2,7 @@
 //! in the store's [`INDEX_QUEUE`] (written with their processed rows, one
 //! commit); the master only says that some were queued
 //! ([`IndexerMsg::Queued`]). The indexer reads the queue a chunk at a time,
-//! adds the pages on a thread of its own at the lowest OS priority
+//! adds the pages on a thread of its own at a low OS priority
 //! ([`IndexThread`]: indexing takes the CPU that fetching leaves, and
 //! catches up when the crawl is done), commits by count and by time
 //! ([`IndexCycle`]), and only after a commit removes the committed pages
@@ -229,8 +229,8 @@ impl IndexCycle {
 
 type Job = Box<dyn FnOnce(&mut dyn PageIndex) + Send>;
 
-/// The thread that owns the index writer, at the lowest OS priority
-/// (Erlang's `process_flag(priority, low)`): it and the threads the index
+/// The thread that owns the index writer, at a low OS priority (Erlang's
+/// `process_flag(priority, low)`): it and the threads the index
 /// library starts from it (tokenizing, merging) run on what fetching
 /// leaves of the CPU. The thread ends, dropping the writer and its lock,
 /// once every [`JobSender`] is dropped.
@@ -259,7 +259,7 @@ impl IndexThread {
         let thread = std::thread::Builder::new()
             .name("indexer".into())
             .spawn(move || {
-                lowest_priority();
+                lower_priority();
                 let mut index = match opener.open() {
                     Ok(index) => {
                         let _ = opened.send(Ok(index.searcher()));
@@ -317,20 +317,26 @@ impl JobSender {
     }
 }
 
-/// This thread (and the threads it starts) at `SCHED_IDLE`: it runs only
-/// when a core has nothing else to run. Where that is refused, it stays
-/// as it is (indexing then competes with fetching, as any thread does).
-fn lowest_priority() {
+/// This thread (and the threads it starts) at nice 10: low enough that
+/// fetching wins a core whenever it wants one, not so low (`SCHED_IDLE`)
+/// that a busy machine starves the index for minutes. Where that is
+/// refused, it stays as it is (indexing then competes with fetching, as
+/// any thread does).
+fn lower_priority() {
     use thread_priority::{
-        NormalThreadSchedulePolicy, ThreadPriority, ThreadSchedulePolicy,
+        NormalThreadSchedulePolicy, ThreadPriority, ThreadPriorityValue, ThreadSchedulePolicy,
         set_thread_priority_and_policy, thread_native_id,
     };
-    #[cfg(target_os = "linux")]
-    let policy = ThreadSchedulePolicy::Normal(NormalThreadSchedulePolicy::Idle);
-    #[cfg(not(target_os = "linux"))]
+    // The crate maps 0..=99 onto nice 19..=-20: 22 is nice 10.
+    let Ok(value) = ThreadPriorityValue::try_from(22u8) else {
+        return;
+    };
     let policy = ThreadSchedulePolicy::Normal(NormalThreadSchedulePolicy::Other);
-    if let Err(e) = set_thread_priority_and_policy(thread_native_id(), ThreadPriority::Min, policy)
-    {
+    if let Err(e) = set_thread_priority_and_policy(
+        thread_native_id(),
+        ThreadPriority::Crossplatform(value),
+        policy,
+    ) {
         tracing::debug!(error = ?e, "the index thread keeps its priority");
     }
 }
@@ -620,6 +626,22 @@ mod tests {
             Some(IndexStep::Commit),
             "by count, before reading on"
         );
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn the_index_thread_runs_at_its_nice_value() {
+        let nice = std::thread::spawn(|| {
+            lower_priority();
+            let stat = std::fs::read_to_string("/proc/thread-self/stat").unwrap();
+            // The fields after the command's closing parenthesis; nice is
+            // the 19th field of the line, the 17th of these.
+            let rest = &stat[stat.rfind(')').unwrap() + 2..];
+            rest.split(' ').nth(16).unwrap().parse::<i32>().unwrap()
+        })
+        .join()
+        .unwrap();
+        assert_eq!(nice, 10);
     }
 
     #[test]

@@ -165,7 +165,7 @@ pub enum IndexError {
 }
 
 /// A full-text index the indexer writes. Calls block (tokenizing, disk
-/// I/O): the indexer makes them on a thread of its own, at the lowest OS
+/// I/O): the indexer makes them on a thread of its own, at a low OS
 /// priority, so that indexing takes only the CPU that fetching leaves.
 pub trait PageIndex: Send + 'static {
     /// Add `page`, replacing an earlier version of the same URL, and its

@@ -7,7 +7,7 @@
 //! reads.
 
 use crate::web::{Preset, Web};
-use nix::sys::resource::{UsageWho, getrusage};
+use nix::sys::resource::UsageWho;
 use std::time::Duration;
 use tantivy::schema::{Schema, TEXT};
 use tantivy::{Index, TantivyDocument};
@@ -18,14 +18,7 @@ use web_crawler::actors::{PageIndex, PageText};
 const WRITER_BYTES: usize = 50_000_000;
 
 fn cpu() -> Duration {
-    getrusage(UsageWho::RUSAGE_SELF)
-        .map(|u| {
-            let t = |tv: nix::sys::time::TimeVal| {
-                Duration::from_secs(tv.tv_sec() as u64) + Duration::from_micros(tv.tv_usec() as u64)
-            };
-            t(u.user_time()) + t(u.system_time())
-        })
-        .unwrap_or_default()
+    crate::cpu_of(UsageWho::RUSAGE_SELF)
 }
 
 /// Every canonical HTML page of the web as web_crawler's extractor reads

@@ -205,8 +205,12 @@ struct Cost {
 }
 
 fn children_cpu() -> Duration {
-    use nix::sys::resource::{UsageWho, getrusage};
-    getrusage(UsageWho::RUSAGE_CHILDREN)
+    cpu_of(nix::sys::resource::UsageWho::RUSAGE_CHILDREN)
+}
+
+/// User + system CPU time of `who` (`getrusage`).
+fn cpu_of(who: nix::sys::resource::UsageWho) -> Duration {
+    nix::sys::resource::getrusage(who)
         .map(|u| {
             let t = |tv: nix::sys::time::TimeVal| {
                 Duration::from_secs(tv.tv_sec() as u64) + Duration::from_micros(tv.tv_usec() as u64)

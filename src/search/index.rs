@@ -55,8 +55,10 @@ const MAX_BODY_BYTES: usize = 1 << 20;
 /// Snippets are looked for in the first this-many bytes of the body.
 const SNIPPET_SCAN_BYTES: usize = 24 * 1024;
 const SNIPPET_CHARS: usize = 200;
-const PAGES_WRITER_BYTES: usize = 64_000_000;
-const ANCHORS_WRITER_BYTES: usize = 32_000_000;
+/// The writers' arenas: what the index holds in memory before it writes a
+/// segment (tantivy's minimum is 15 MB a thread).
+const PAGES_WRITER_BYTES: usize = 48_000_000;
+const ANCHORS_WRITER_BYTES: usize = 16_000_000;
 
 /// One of the two tantivy indexes.
 struct Part<F> {
@@ -169,17 +171,13 @@ fn open_part<F>(
     let writer = match writer_bytes {
         None => None,
         Some(bytes) => {
-            let threads = if part == IndexPart::Pages {
-                std::thread::available_parallelism().map_or(1, |n| n.get().min(2))
-            } else {
-                1
-            };
-            // One merge thread (tantivy's default is four per writer): on
-            // a crawler's machine merges compete with fetching, and each
-            // running merge holds memory of its own.
+            // One indexing thread each (the indexer's own thread prepares
+            // pages beside them, and each thread holds an arena of its
+            // own), and one merge thread (tantivy's default is four per
+            // writer): each running merge holds memory of its own.
             let options = IndexWriterOptions::builder()
-                .num_worker_threads(threads)
-                .memory_budget_per_thread(bytes / threads)
+                .num_worker_threads(1)
+                .memory_budget_per_thread(bytes)
                 .num_merge_threads(1)
                 .build();
             Some(index.writer_with_options(options).map_err(|e| match e {

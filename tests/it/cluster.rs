@@ -782,7 +782,9 @@ async fn a_cluster_indexes_what_its_nodes_fetch_and_answers_searches() {
         .await;
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("did you mean: sourdough archive"), "{text}");
-    assert!(text.contains(&roots[0]), "{text}");
+    // Every host's page matches alike: ten of the sixteen are listed.
+    let listed = roots.iter().filter(|r| text.contains(r.as_str())).count();
+    assert_eq!(listed, 10, "{text}");
     assert!(text.contains("unbalanced quote"), "{text}");
 }
 
