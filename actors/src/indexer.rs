@@ -112,10 +112,6 @@ impl IndexBatch {
         self.keys.is_empty()
     }
 
-    pub fn len(&self) -> usize {
-        self.keys.len()
-    }
-
     /// The queue keys of the pages a commit made durable.
     pub fn take(&mut self) -> Vec<Document> {
         self.first_at = None;

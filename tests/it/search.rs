@@ -278,12 +278,13 @@ async fn a_crawl_killed_while_indexing_resumes_with_every_page_searchable_once()
     let mut rng = fastrand::Rng::with_seed(23);
     for _ in 0..3 {
         let mut child = crate::common::bin().args(args).spawn().unwrap();
-        // Once the index holds a commit, at a moment of its work.
+        // Once the index is open (the crawl is fetching and indexing), at
+        // a moment of its work.
         let committed = crate::common::wait_for(Duration::from_secs(60), || {
             index.join("pages").join("meta.json").is_file()
         })
         .await;
-        assert!(committed, "the index is written");
+        assert!(committed, "the index is opened");
         tokio::time::sleep(Duration::from_millis(rng.u64(0..400))).await;
         child.start_kill().unwrap(); // SIGKILL
         child.wait().await.unwrap();
