@@ -6,7 +6,26 @@ mod metrics;
 
 use clap::Parser;
 
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+/// mimalloc keeps freed memory for 10 ms (its arenas 100 ms) before it
+/// gives it back; under the indexer's churn that held a third of the
+/// process (small web: 304 → 215 MB peak with the index, 131 → 94 MB
+/// without, the same CPU). 0 gives it back at once.
+fn return_freed_memory_at_once() {
+    /// `mi_option_purge_delay` of mimalloc.h (v2), which libmimalloc-sys
+    /// does not name.
+    const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
+    #[allow(unsafe_code)]
+    // SAFETY: sets an integer option, which mimalloc reads atomically.
+    unsafe {
+        libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, 0);
+    }
+}
+
 fn main() -> std::process::ExitCode {
+    return_freed_memory_at_once();
     let args = cli::Cli::parse();
     tracing_subscriber::fmt()
         .with_env_filter(

@@ -14,6 +14,9 @@ mod latency;
 mod server;
 mod web;
 
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
 use std::sync::Arc;

@@ -36,18 +36,28 @@ pub(crate) fn anchor_contexts(body: &str, texts: &[&str], words: usize) -> Vec<S
             let reach = words * BYTES_PER_WORD;
             let before = &body[body.floor_char_boundary(at.saturating_sub(reach))..at];
             let after = &body[end..body.floor_char_boundary(end + reach)];
-            let mut out: Vec<&str> = before.split_whitespace().collect();
-            // The first word may be cut by the reach: leave it out.
-            if at > reach && !before.starts_with(char::is_whitespace) && !out.is_empty() {
-                out.remove(0);
+            // Words are read outward from the link and only as many as are
+            // kept (one more tells whether the stretch ran out): a link's
+            // context costs its own length, not the reach's.
+            let mut out: Vec<&str> = before.split_whitespace().rev().take(words + 1).collect();
+            if out.len() > words {
+                out.pop();
+            } else if at > reach && !before.starts_with(char::is_whitespace) {
+                // The first word may be cut by the reach: leave it out.
+                out.pop();
             }
-            let skip = out.len().saturating_sub(words);
-            let mut out: Vec<&str> = out.split_off(skip);
-            let mut tail: Vec<&str> = after.split_whitespace().collect();
-            if end + reach < body.len() && !after.ends_with(char::is_whitespace) {
-                tail.pop();
+            out.reverse();
+            let from = out.len();
+            out.extend(after.split_whitespace().take(words + 1));
+            if out.len() - from > words {
+                out.pop();
+            } else if out.len() > from
+                && end + reach < body.len()
+                && !after.ends_with(char::is_whitespace)
+            {
+                // The last word may be cut by the reach.
+                out.pop();
             }
-            out.extend(tail.into_iter().take(words));
             out.join(" ")
         })
         .collect()
@@ -110,6 +120,12 @@ mod tests {
         );
         let got = anchor_contexts(&body, &["link"], 3);
         assert_eq!(got, ["wörd wörd émigré ünïcode ünïcode ünïcode"]);
+    }
+
+    #[test]
+    fn a_long_stretch_of_spaces_keeps_the_words_before() {
+        let body = format!("one two link{}three", " ".repeat(2000));
+        assert_eq!(anchor_contexts(&body, &["link"], 3), ["one two"]);
     }
 
     #[test]
