@@ -129,6 +129,10 @@ pub struct ProcessedPage {
     /// the trap defence (a fetched HTML page, when it is on). Not stored.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub simhash: Option<u64>,
+    /// Sampled [`shingles`](crate::traps::shingles) of the page's visible
+    /// text, for the trap defence's rule 6 (a first fetch only). Not stored.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub shingles: Vec<u32>,
     /// The server answered 304 to a conditional request: the stored page
     /// stands (its content, title, links and records are kept); only the
     /// check is recorded.

@@ -303,6 +303,7 @@ pub(crate) async fn process(
     let mut links = Vec::new();
     let mut records = Vec::new();
     let mut simhash = None;
+    let mut shingles = Vec::new();
 
     if (300..400).contains(&page.status) {
         if let Some(location) = &page.location {
@@ -333,7 +334,7 @@ pub(crate) async fn process(
         } else if wants.index {
             INDEX_TEXT_BYTES
         } else if wants.simhash {
-            crate::traps::SIMHASH_TEXT_BYTES
+            crate::traps::SHINGLE_TEXT_BYTES.max(crate::traps::SIMHASH_TEXT_BYTES)
         } else {
             0
         };
@@ -343,6 +344,11 @@ pub(crate) async fn process(
                 .text
                 .floor_char_boundary(crate::traps::SIMHASH_TEXT_BYTES);
             simhash = Some(crate::traps::simhash(&extracted.text[..end]));
+            // A re-check's text is not new by definition: rule 6 judges
+            // first fetches.
+            if job.last.is_none() {
+                shingles = crate::traps::shingles(&extracted.text);
+            }
         }
         record.title = extracted.title.clone();
         record.error = extracted.problem.clone();
@@ -395,6 +401,7 @@ pub(crate) async fn process(
             links,
             records,
             simhash,
+            shingles,
             ..ProcessedPage::default()
         }),
     }

@@ -29,7 +29,18 @@
 //! 5. a host serving a run of near-duplicate pages (soft-404 hosts, whose
 //!    every path is a new pattern) is put on probation: only sections
 //!    (first path segment) that yielded new content, on more than one page,
-//!    stay open.
+//!    stay open;
+//! 6. a directory (the path up to its last segment, `/tag/` for
+//!    `/tag/python+rust/`; a path's query space, `/search?`) whose recent
+//!    pages are nearly all *stale* is closed: generators whose pages are
+//!    built from excerpts of the host's real pages (tag intersections, site
+//!    search, text-rich calendars), which no simhash calls alike. A page is
+//!    stale when at most [`TrapSettings::copy_pct`] of its sampled text
+//!    shingles are new to its host ([`shingles`]) and it links to no URL
+//!    outside its directory that the crawl had not seen (links into a
+//!    directory whose pages are mostly copies do not count: two generators
+//!    linking to each other keep nothing alive). Only a URL's first fetch
+//!    is judged: a re-check's text is not new by definition.
 //!
 //! Besides, a URL that differs from a fetched (or dispatched) page of its
 //! host only by a session id (`;jsessionid=…`, `?sid=…`) is refused as a
@@ -52,17 +63,25 @@
 //! [`TrapSettings::max_patterns`] patterns and [`TrapSettings::max_hosts`]
 //! hosts are tracked, the least recently used evicted an eighth at a time
 //! (asking about a closed pattern uses it, so a trap still linked to stays
-//! closed). With the defaults that is at most ~35 MB for patterns and ~45
-//! MB for hosts; records only grow as far as they are filled, so a typical
-//! crawl uses a small fraction of it.
+//! closed). Rule 6's two sketches (text shingles by host, and URLs linked
+//! to) start at 8 KB and grow to [`TrapSettings::sketch_bytes`] a
+//! generation, two generations each. With the defaults that is at most
+//! ~35 MB for patterns, ~45 MB for hosts and 16 MB for the sketches;
+//! records only grow as far as they are filled, so a typical crawl uses a
+//! small fraction of it.
 
 use crate::types::Millis;
 use std::collections::HashMap;
 use std::fmt;
 
+mod novelty;
+use novelty::SeenSketch;
+pub use novelty::{SHINGLE_TEXT_BYTES, shingles};
+
 /// Thresholds of the trap rules. Every rule is on by default; setting its
 /// threshold (`near_dup_pct`, `barren_budget`, `facet_budget`,
-/// `host_dup_run`, `kept_session_urls`) to 0 turns that rule off.
+/// `host_dup_run`, `kept_session_urls`, `copy_pct`) to 0 turns that rule
+/// off.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct TrapSettings {
@@ -133,6 +152,21 @@ pub struct TrapSettings {
     pub max_patterns: usize,
     /// Hosts tracked, ~11 KB each at most.
     pub max_hosts: usize,
+    /// Rule 6: a page is a copy when at most this percentage of its
+    /// sampled shingles are new to its host. Excerpts are new only at their
+    /// seams (four five-word shingles each: a tenth of a 40-word excerpt);
+    /// a real page, even one that quotes another, is mostly its own words.
+    /// 0 turns rule 6 off.
+    pub copy_pct: u32,
+    /// Rule 6: stale pages (copies linking nowhere new) a directory may
+    /// yield before it closes ...
+    pub stale_budget: u32,
+    /// Rule 6: ... and only if at least this percentage of its recent
+    /// pages (up to `window`) were stale.
+    pub stale_pct: u32,
+    /// Rule 6: each generation of the text and link sketches grows to this
+    /// many bytes (two generations each: at most 4x this in all).
+    pub sketch_bytes: usize,
     /// A closed pattern, query space or probation is lifted after this
     /// long (`None`: never). A reopened trap closes again within a window
     /// of fetches, since its kept hashes remain.
@@ -158,6 +192,10 @@ impl Default for TrapSettings {
             kept_session_urls: 512,
             max_patterns: 50_000,
             max_hosts: 4096,
+            copy_pct: 20,
+            stale_budget: 24,
+            stale_pct: 75,
+            sketch_bytes: 4 << 20,
             reopen_after_ms: Some(24 * 60 * 60 * 1000),
         }
     }
@@ -191,6 +229,13 @@ pub enum TrapReason {
     /// The page is the host's answer to any unknown path (a soft 404):
     /// the links it hands out lead nowhere real.
     Soft404 { host: String },
+    /// Rule 6: the directory's recent pages repeated text its host had
+    /// already served and linked nowhere new.
+    Stale {
+        directory: String,
+        stale: u32,
+        pages: u32,
+    },
 }
 
 impl fmt::Display for TrapReason {
@@ -229,6 +274,14 @@ impl fmt::Display for TrapReason {
                 f,
                 "trap: soft 404 ({host} answers unknown paths with this page; its links are not followed)"
             ),
+            Self::Stale {
+                directory,
+                stale,
+                pages,
+            } => write!(
+                f,
+                "trap: pages under {directory} repeat text their host already served and link nowhere new ({stale} of {pages})"
+            ),
         }
     }
 }
@@ -246,6 +299,9 @@ pub struct TrapGuard {
     /// Per host, the simhash of what it answers for a path that cannot
     /// exist (see [`TrapGuard::soft_404_probe`]); at most `max_hosts`.
     soft_404s: HashMap<u64, u64>,
+    /// Rule 6: sampled shingles by host, and URLs pages linked to.
+    text_seen: SeenSketch,
+    links_seen: SeenSketch,
     /// Logical clock for least-recently-used eviction; every touch gets its
     /// own tick, so eviction order never ties.
     tick: u64,
@@ -254,11 +310,13 @@ pub struct TrapGuard {
 impl TrapGuard {
     pub fn new(cfg: TrapSettings) -> Self {
         Self {
-            cfg,
             patterns: HashMap::new(),
             hosts: HashMap::new(),
             soft_404s: HashMap::new(),
+            text_seen: SeenSketch::new(cfg.sketch_bytes),
+            links_seen: SeenSketch::new(cfg.sketch_bytes),
             tick: 0,
+            cfg,
         }
     }
 
@@ -301,13 +359,15 @@ impl TrapGuard {
     }
 
     /// A page of `url` was fetched: `simhash` of its visible text (see
-    /// [`simhash`]) and the absolute URLs it links to. Returns the first
-    /// closure this page caused, if any (for a log line; the URLs it
-    /// affects are refused by [`admit`](Self::admit) from now on).
+    /// [`simhash`]), its sampled [`shingles`] (empty for a re-check, which
+    /// rule 6 does not judge) and the absolute URLs it links to. Returns
+    /// the first closure this page caused, if any (for a log line; the URLs
+    /// it affects are refused by [`admit`](Self::admit) from now on).
     pub fn observe<I, S>(
         &mut self,
         url: &str,
         simhash: u64,
+        shingles: &[u32],
         links: I,
         now: Millis,
     ) -> Option<TrapReason>
@@ -316,20 +376,29 @@ impl TrapGuard {
         S: AsRef<str>,
     {
         let parts = Parts::of(url);
+        let links: Vec<(u64, Parts)> = links
+            .into_iter()
+            .map(|l| (key(KEY_URL, l.as_ref()), Parts::of(l.as_ref())))
+            .collect();
+        let stale = self.stale(&parts, shingles, &links);
         let family = parts.family();
         // Links leaving the family, by pattern: links back into it are what
         // a trap yields forever.
         let mut outward: Vec<u64> = links
-            .into_iter()
-            .map(|l| Parts::of(l.as_ref()))
-            .filter(|l| l.family() != family)
-            .map(|l| key(KEY_PATTERN, &l.pattern))
+            .iter()
+            .filter(|(_, l)| l.family() != family)
+            .map(|(_, l)| key(KEY_PATTERN, &l.pattern))
             .collect();
         outward.sort_unstable();
         outward.dedup();
 
         let mut closed = None;
-        let ticks = [self.next_tick(), self.next_tick(), self.next_tick()];
+        let ticks = [
+            self.next_tick(),
+            self.next_tick(),
+            self.next_tick(),
+            self.next_tick(),
+        ];
         let cfg = &self.cfg;
         let window = cfg.window.clamp(1, 64);
 
@@ -435,15 +504,92 @@ impl TrapGuard {
                 .push(plain, key(KEY_URL, url), cfg.kept_session_urls);
         }
 
+        if let Some(stale) = stale {
+            let rec = self.patterns.entry(parts.directory_key()).or_default();
+            rec.used = ticks[3];
+            rec.expire(now);
+            rec.record(stale.copy, stale.copy && !stale.leads_out);
+            if rec.closed.is_none()
+                && rec.barren >= cfg.stale_budget
+                && share(rec.recent_barren, rec.pages.min(window), cfg.stale_pct)
+            {
+                let reason = TrapReason::Stale {
+                    directory: parts.directory(),
+                    stale: rec.barren,
+                    pages: rec.pages,
+                };
+                closed.get_or_insert(reason.clone());
+                rec.close(reason, now, cfg.reopen_after_ms);
+            }
+        }
+
         evict(&mut self.patterns, self.cfg.max_patterns, |t| t.used);
         evict(&mut self.hosts, self.cfg.max_hosts, |h| h.used);
         closed
+    }
+
+    /// Rule 6's look at a page: whether its text is a copy of what its host
+    /// served and whether it leads anywhere new; `None` when the page is
+    /// not judged (rule off, a re-check, too little text). Learns the
+    /// page's shingles and links either way.
+    fn stale(&mut self, parts: &Parts, shingles: &[u32], links: &[(u64, Parts)]) -> Option<Stale> {
+        let host = key(KEY_HOST, parts.host());
+        let judged = self.cfg.copy_pct > 0 && shingles.len() >= MIN_JUDGED_SHINGLES;
+        let verdict = judged.then(|| {
+            let new = shingles
+                .iter()
+                .filter(|&&s| !self.text_seen.contains(text_key(host, s)))
+                .count();
+            let directory = parts.directory_key();
+            let leads_out = links.iter().any(|(url, l)| {
+                let into = l.directory_key();
+                into != directory && !self.links_seen.contains(*url) && !self.copying(into)
+            });
+            Stale {
+                copy: new * 100 <= self.cfg.copy_pct as usize * shingles.len(),
+                leads_out,
+            }
+        });
+        for &s in shingles {
+            self.text_seen.insert(text_key(host, s));
+        }
+        for (url, _) in links {
+            self.links_seen.insert(*url);
+        }
+        verdict
+    }
+
+    /// Whether a directory's recent pages are mostly copies (its links
+    /// lead nowhere new whatever they point at).
+    fn copying(&self, directory: u64) -> bool {
+        self.patterns.get(&directory).is_some_and(|rec| {
+            rec.closed.is_some()
+                || (rec.pages >= self.cfg.window.clamp(1, 64) / 2
+                    && share(
+                        rec.recent_dups,
+                        rec.pages.min(self.cfg.window.clamp(1, 64)),
+                        self.cfg.stale_pct,
+                    ))
+        })
+    }
+
+    /// Bytes rule 6's sketches hold now.
+    pub fn sketch_bytes(&self) -> usize {
+        self.text_seen.bytes() + self.links_seen.bytes()
     }
 
     /// Whether `url` (a candidate link, or a job about to be fetched) may be
     /// fetched. Asking keeps the pattern's record in memory.
     pub fn admit(&mut self, url: &str, now: Millis) -> Result<(), TrapReason> {
         let parts = Parts::of(url);
+        let tick = self.next_tick();
+        if let Some(dir) = self.patterns.get_mut(&parts.directory_key()) {
+            dir.used = tick;
+            dir.expire(now);
+            if let Some(c) = &dir.closed {
+                return Err(c.reason.clone());
+            }
+        }
         let mut proven = false;
         let tick = self.next_tick();
         if let Some(rec) = self.patterns.get_mut(&key(KEY_PATTERN, &parts.pattern)) {
@@ -509,6 +655,24 @@ impl TrapGuard {
         self.tick += 1;
         self.tick
     }
+}
+
+/// Rule 6's verdict on one page.
+#[derive(Clone, Copy, Debug)]
+struct Stale {
+    /// Its text is (nearly) all shingles its host had served.
+    copy: bool,
+    /// It links outside its directory to a URL not seen before.
+    leads_out: bool,
+}
+
+/// Fewer sampled shingles than this (a page of under ~100 words) say too
+/// little about a page: rule 6 leaves it unjudged.
+const MIN_JUDGED_SHINGLES: usize = 8;
+
+/// The text sketch's key of a host's shingle.
+fn text_key(host: u64, shingle: u32) -> u64 {
+    fmix64(host ^ u64::from(shingle).rotate_left(17))
 }
 
 /// A closed pattern, query space or host probation, and when it lifts.
@@ -708,6 +872,7 @@ const KEY_HOST: u8 = 3;
 const KEY_SECTION: u8 = 4;
 const KEY_PLAIN_URL: u8 = 5;
 const KEY_URL: u8 = 6;
+const KEY_DIRECTORY: u8 = 7;
 
 /// Map key of a pattern-like string; the kind keeps a path's query space
 /// apart from a pattern spelled the same. 64 bits: collisions are
@@ -813,6 +978,38 @@ impl Parts {
             }
             None => path,
         }
+    }
+
+    /// Rule 6's group of a URL: host and abstracted path up to its last
+    /// segment (`h/tag/` for `h/tag/python+rust/`, `h/day/` for
+    /// `h/day/{n}-{n}-{n}/`, `h/` for `h/about`), or for a URL with a query
+    /// its path's query space (`h/search?`).
+    fn directory(&self) -> String {
+        let (path, query) = self.directory_span();
+        if query {
+            format!("{path}?")
+        } else {
+            path.to_string()
+        }
+    }
+
+    /// [`key`] of [`Self::directory`], without making the string (asked
+    /// for every link).
+    fn directory_key(&self) -> u64 {
+        let (path, query) = self.directory_span();
+        let h = fnv1a(fnv1a(FNV_OFFSET, &[KEY_DIRECTORY]), path.as_bytes());
+        if query { fnv1a(h, b"?") } else { h }
+    }
+
+    fn directory_span(&self) -> (&str, bool) {
+        let path = self.path();
+        if self.has_query() {
+            return (path, true);
+        }
+        let rest = &path[self.host_end..];
+        let trimmed = rest.trim_end_matches('/');
+        let cut = trimmed.rfind('/').map_or(rest.len().min(1), |i| i + 1);
+        (&path[..self.host_end + cut], false)
     }
 
     /// Host and first path segment (`h/cal`): what probation keeps open.
@@ -1287,7 +1484,10 @@ mod tests {
             };
             c.fetched.push(url.clone());
             assert!(c.fetched.len() < 50_000, "the crawl does not end");
-            if let Some(reason) = c.guard.observe(&url, simhash(&text), &links, now) {
+            if let Some(reason) =
+                c.guard
+                    .observe(&url, simhash(&text), &shingles(&text), &links, now)
+            {
                 c.closures.push(reason);
             }
             for link in links {
@@ -1411,6 +1611,25 @@ mod tests {
         assert_eq!(Parts::of("http://h:81/x/y").host(), "h:81");
     }
 
+    #[test]
+    fn directories_group_what_one_generator_makes() {
+        let dir = |u: &str| {
+            let p = Parts::of(u);
+            assert_eq!(p.directory_key(), key(KEY_DIRECTORY, &p.directory()));
+            p.directory()
+        };
+        assert_eq!(dir("http://h/tag/python+rust/"), "h/tag/");
+        assert_eq!(dir("http://h/tag/python+rust+web/"), "h/tag/");
+        assert_eq!(dir("http://h/day/2024-03-05/"), "h/day/");
+        assert_eq!(dir("http://h/search?q=cache+index"), "h/search?");
+        assert_eq!(dir("http://h/search"), "h/");
+        assert_eq!(dir("http://h/post/hello-world/"), "h/post/");
+        assert_eq!(dir("http://h/2024/03/hello"), "h/{n}/{n}/");
+        assert_eq!(dir("http://h/about"), "h/");
+        assert_eq!(dir("http://h/"), "h/");
+        assert_eq!(dir("http://h"), "h/");
+    }
+
     // ------------------------------------------------------------- simhash
 
     #[test]
@@ -1483,7 +1702,7 @@ mod tests {
             let url = format!("http://soft.test/item/{}", 1000 + n * 7);
             assert_eq!(g.admit(&url, T0), Ok(()), "{url}");
             let links = [format!("http://soft.test/go/fresh-target-{}", words_for(n))];
-            let closed = g.observe(&url, simhash(text), &links, T0);
+            let closed = g.observe(&url, simhash(text), &shingles(text), &links, T0);
             assert_eq!(closed.is_some(), n + 1 == window, "page {n}: {closed:?}");
         }
         let err = g.admit("http://soft.test/item/5", T0).unwrap_err();
@@ -1535,7 +1754,13 @@ mod tests {
                 .collect();
             links.push("http://shop.test/".to_string());
             links.push("http://shop.test/cart".to_string());
-            let closed = g.observe(&url, simhash(&text), &links, T0 + i64::from(n));
+            let closed = g.observe(
+                &url,
+                simhash(&text),
+                &shingles(&text),
+                &links,
+                T0 + i64::from(n),
+            );
             assert_eq!(closed, None, "{url}");
         }
         for n in 0..10_000 {
@@ -1625,7 +1850,10 @@ mod tests {
         for n in 0..g.settings().window - 1 {
             let url = format!("http://h/tag/{n}");
             let links = [format!("http://h/article/{}", words_for(n))];
-            assert_eq!(g.observe(&url, simhash(&text), &links, T0), None);
+            assert_eq!(
+                g.observe(&url, simhash(&text), &shingles(&text), &links, T0),
+                None
+            );
         }
         assert_eq!(g.admit("http://h/tag/99", T0), Ok(()));
     }
@@ -1943,7 +2171,13 @@ mod tests {
         });
         // Close one pattern.
         for n in 0..24 {
-            g.observe(&format!("http://t.test/item/{n}"), 42, [] as [&str; 0], T0);
+            g.observe(
+                &format!("http://t.test/item/{n}"),
+                42,
+                &[],
+                [] as [&str; 0],
+                T0,
+            );
         }
         assert!(g.admit("http://t.test/item/1", T0).is_err());
         let mut rng = Rng(1);
@@ -1952,7 +2186,7 @@ mod tests {
             let links: Vec<String> = (0..8)
                 .map(|k| format!("http://o.test/{}", words_for(k * 1000 + i as u32)))
                 .collect();
-            g.observe(&url, rng.next(), &links, T0);
+            g.observe(&url, rng.next(), &[], &links, T0);
             // The trap keeps being linked to, so it keeps being asked about.
             assert!(g.admit("http://t.test/item/77", T0).is_err());
             assert!(g.tracked_patterns() <= 64);
@@ -1971,7 +2205,13 @@ mod tests {
         let mut g = guard();
         let day = g.settings().reopen_after_ms.unwrap();
         for n in 0..24 {
-            g.observe(&format!("http://t.test/item/{n}"), 42, [] as [&str; 0], T0);
+            g.observe(
+                &format!("http://t.test/item/{n}"),
+                42,
+                &[],
+                [] as [&str; 0],
+                T0,
+            );
         }
         assert!(g.admit("http://t.test/item/1", T0 + day - 1).is_err());
         assert_eq!(g.admit("http://t.test/item/1", T0 + day), Ok(()));
@@ -1981,6 +2221,7 @@ mod tests {
             g.observe(
                 &format!("http://t.test/item/{}", 100 + n),
                 42,
+                &[],
                 [] as [&str; 0],
                 later,
             )
@@ -1993,7 +2234,13 @@ mod tests {
             ..TrapSettings::default()
         });
         for n in 0..24 {
-            g.observe(&format!("http://t.test/item/{n}"), 42, [] as [&str; 0], T0);
+            g.observe(
+                &format!("http://t.test/item/{n}"),
+                42,
+                &[],
+                [] as [&str; 0],
+                T0,
+            );
         }
         assert!(g.admit("http://t.test/item/1", Millis::MAX).is_err());
     }
@@ -2006,13 +2253,15 @@ mod tests {
             facet_budget: 0,
             host_dup_run: 0,
             kept_session_urls: 0,
+            copy_pct: 0,
             ..TrapSettings::default()
         });
         // The same few pages again and again, under fresh session ids.
+        let text = words(&mut Rng(5), &vocabulary(&mut Rng(6), 300), 400);
         for n in 0..500 {
             let url = format!("http://t.test/item/{}?sid=x{n}&sort=a{n}", n % 5);
             assert_eq!(g.admit(&url, T0), Ok(()));
-            assert_eq!(g.observe(&url, 42, [&url], T0), None);
+            assert_eq!(g.observe(&url, 42, &shingles(&text), [&url], T0), None);
         }
     }
 
@@ -2040,6 +2289,12 @@ mod tests {
             },
             TrapReason::SessionCopy {
                 pattern: "h/a?sid={id}".into(),
+            },
+            TrapReason::Soft404 { host: "h".into() },
+            TrapReason::Stale {
+                directory: "h/tag/".into(),
+                stale: 24,
+                pages: 30,
             },
         ];
         for r in reasons {
@@ -2069,6 +2324,307 @@ mod tests {
             g.soft_404("http://other/x/", not_found),
             None,
             "another host"
+        );
+    }
+
+    // -------------------------------------------------------------- rule 6
+
+    /// A blog as the held-out one: 300 articles of their own text,
+    /// an index and 30 archive pages, and three generators whose pages are
+    /// excerpts of the articles, each linking to ten of them: tag
+    /// intersections, site search with related searches, a calendar.
+    struct Blog {
+        slugs: Vec<String>,
+        texts: Vec<String>,
+        tags: Vec<String>,
+    }
+
+    const BLOG: &str = "http://blog.test";
+
+    impl Blog {
+        fn new() -> Self {
+            let mut rng = Rng(24);
+            let vocab = vocabulary(&mut rng, 3000);
+            let slugs = (0..300)
+                .map(|i| format!("{}-{}", vocab[i], vocab[i + 300]))
+                .collect();
+            let texts = (0..300)
+                .map(|_| {
+                    let n = 300 + rng.below(300);
+                    words(&mut rng, &vocab, n)
+                })
+                .collect();
+            let tags = vocab[2900..2930].to_vec();
+            Self { slugs, texts, tags }
+        }
+
+        fn article(&self, i: usize) -> String {
+            format!("{BLOG}/post/{}/", self.slugs[i])
+        }
+
+        /// A generated page: excerpts of random articles and ten of them
+        /// linked, seeded by its URL.
+        fn excerpts(&self, url: &str) -> (String, Vec<String>) {
+            let mut rng = Rng(fnv1a(FNV_OFFSET, url.as_bytes()) | 1);
+            let mut text = String::from("Blog home archive about. ");
+            for _ in 0..3 + rng.below(3) {
+                let words: Vec<&str> = self.texts[rng.below(300)].split(' ').collect();
+                let len = 20 + rng.below(40);
+                let at = rng.below(words.len() - len);
+                text.push_str(&words[at..at + len].join(" "));
+                text.push_str(". ");
+            }
+            let links = (0..10).map(|_| self.article(rng.below(300))).collect();
+            (text, links)
+        }
+
+        fn page(&self, url: &str) -> Option<(String, Vec<String>)> {
+            let path = url.strip_prefix(BLOG)?;
+            let mut rng = Rng(fnv1a(FNV_OFFSET, url.as_bytes()) | 1);
+            if path == "/" {
+                let mut links: Vec<String> =
+                    (1..=30).map(|n| format!("{BLOG}/archive/{n}/")).collect();
+                links.push(format!("{BLOG}/search?q={}", self.tags[0]));
+                return Some(("Blog home. Recent posts and archives.".into(), links));
+            }
+            if let Some(n) = path.strip_prefix("/archive/") {
+                let n: usize = n.trim_end_matches('/').parse().ok()?;
+                let range = (n - 1) * 10..n * 10;
+                let text = range
+                    .clone()
+                    .map(|i| {
+                        self.texts[i]
+                            .split(' ')
+                            .take(30)
+                            .collect::<Vec<_>>()
+                            .join(" ")
+                    })
+                    .collect::<Vec<_>>()
+                    .join(". ");
+                return Some((text, range.map(|i| self.article(i)).collect()));
+            }
+            if let Some(slug) = path.strip_prefix("/post/") {
+                let i = self
+                    .slugs
+                    .iter()
+                    .position(|s| s == slug.trim_end_matches('/'))?;
+                let links = vec![
+                    format!("{BLOG}/"),
+                    self.article((i + 1) % 300),
+                    format!("{BLOG}/tag/{}/", self.tags[rng.below(30)]),
+                    format!(
+                        "{BLOG}/tag/{}+{}/",
+                        self.tags[rng.below(30)],
+                        self.tags[rng.below(30)]
+                    ),
+                    format!(
+                        "{BLOG}/day/2024-{:02}-{:02}/",
+                        1 + rng.below(12),
+                        1 + rng.below(28)
+                    ),
+                ];
+                return Some((self.texts[i].clone(), links));
+            }
+            let (text, mut links) = self.excerpts(url);
+            if let Some(tags) = path.strip_prefix("/tag/") {
+                let tags = tags.trim_end_matches('/');
+                for _ in 0..5 {
+                    links.push(format!("{BLOG}/tag/{tags}+{}/", self.tags[rng.below(30)]));
+                }
+            } else if let Some(q) = path.strip_prefix("/search?q=") {
+                for _ in 0..5 {
+                    links.push(format!("{BLOG}/search?q={q}+{}", self.tags[rng.below(30)]));
+                }
+            } else if let Some(day) = path.strip_prefix("/day/") {
+                let day = day.trim_end_matches('/');
+                let mut ymd = day.split('-').map(|p| p.parse::<i64>().unwrap_or(1));
+                let (y, m, d) = (ymd.next()?, ymd.next()?, ymd.next()?);
+                for step in [1, -1, 7] {
+                    let n = (y * 12 + m - 1) * 28 + d - 1 + step;
+                    let (y, m, d) = (n / (12 * 28), n / 28 % 12 + 1, n % 28 + 1);
+                    links.push(format!("{BLOG}/day/{y}-{m:02}-{d:02}/"));
+                }
+            } else {
+                return None;
+            }
+            Some((text, links))
+        }
+    }
+
+    fn generated(url: &str) -> bool {
+        ["/tag/", "/search?", "/day/"]
+            .iter()
+            .any(|g| url.contains(g))
+    }
+
+    #[test]
+    fn text_rich_generators_close_and_the_blog_is_crawled_whole() {
+        let blog = Blog::new();
+        let c = crawl(guard(), &[&format!("{BLOG}/")], |u| blog.page(u));
+        let generator_fetches = c.fetched.iter().filter(|u| generated(u)).count();
+        for g in ["/tag/", "/search?", "/day/"] {
+            let first_real_missing = c.fetched.iter().position(|u| u.contains(g));
+            eprintln!(
+                "{g}: {} fetched, first at {first_real_missing:?}",
+                c.fetched_matching(g)
+            );
+        }
+        eprintln!("closures: {:?}", c.closures);
+        let last_real = c.fetched.iter().rposition(|u| !generated(u));
+        eprintln!(
+            "last real page at fetch {last_real:?} of {}",
+            c.fetched.len()
+        );
+        let real = c.fetched.len() - generator_fetches;
+        assert_eq!(real, 331, "every real page");
+        assert!(
+            generator_fetches <= 331,
+            "{generator_fetches} generator pages for 331 real ones"
+        );
+        let stale: Vec<String> = c
+            .closures
+            .iter()
+            .filter_map(|r| match r {
+                TrapReason::Stale { directory, .. } => Some(directory.clone()),
+                _ => None,
+            })
+            .collect();
+        for dir in ["blog.test/tag/", "blog.test/search?", "blog.test/day/"] {
+            assert!(
+                stale.iter().any(|d| d == dir),
+                "{dir} closed: {:?}",
+                c.closures
+            );
+        }
+        assert!(
+            c.refused.iter().all(|(u, _)| generated(u)),
+            "only generated pages refused"
+        );
+    }
+
+    #[test]
+    fn the_same_generators_without_rule_6_do_not_end() {
+        let blog = Blog::new();
+        let g = TrapGuard::new(TrapSettings {
+            copy_pct: 0,
+            ..TrapSettings::default()
+        });
+        let ended = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            crawl(g, &[&format!("{BLOG}/")], |u| blog.page(u))
+        }));
+        assert!(ended.is_err(), "without rule 6 the crawl runs to its bound");
+    }
+
+    /// A wiki whose pages quote another page now and then, and a forum
+    /// whose replies quote earlier ones: mostly text of their own, so
+    /// every page is fetched and nothing is closed.
+    #[test]
+    fn pages_that_quote_others_stay_open() {
+        let mut rng = Rng(7);
+        let vocab = vocabulary(&mut rng, 3000);
+        let wiki: Vec<String> = (0..500).map(|_| words(&mut rng, &vocab, 250)).collect();
+        // Thread t's replies, each of its own text, most quoting an
+        // earlier reply of the thread.
+        let replies: Vec<Vec<String>> = (0..60)
+            .map(|_| {
+                let n = 5 + rng.below(36);
+                let mut thread: Vec<String> = Vec::new();
+                for r in 0..n {
+                    let len = 40 + rng.below(60);
+                    let own = words(&mut rng, &vocab, len);
+                    let reply = if r > 0 && rng.below(3) > 0 {
+                        let quoted: Vec<&str> = thread[rng.below(r)].split(' ').collect();
+                        let len = quoted.len().min(30 + rng.below(50));
+                        format!("{} wrote: {} {own}", r, quoted[..len].join(" "))
+                    } else {
+                        own
+                    };
+                    thread.push(reply);
+                }
+                thread
+            })
+            .collect();
+        let web = |url: &str| -> Option<(String, Vec<String>)> {
+            let path = url.strip_prefix("http://q.test")?;
+            if path == "/" {
+                let mut links: Vec<String> = (0..60)
+                    .map(|t| format!("http://q.test/thread/{t}?page=1"))
+                    .collect();
+                links.push("http://q.test/wiki/0".into());
+                return Some(("Wiki and forum.".into(), links));
+            }
+            if let Some(n) = path.strip_prefix("/wiki/") {
+                let n: usize = n.parse().ok()?;
+                let mut text = wiki[n].clone();
+                if n.is_multiple_of(5) && n > 0 {
+                    text = format!("{} As the other page says: {}", text, wiki[n / 2]);
+                }
+                let links = [1, 2, 7, 50, 123]
+                    .iter()
+                    .map(|k| format!("http://q.test/wiki/{}", (n * k + k) % 500))
+                    .collect();
+                return Some((text, links));
+            }
+            let rest = path.strip_prefix("/thread/")?;
+            let (t, page) = rest.split_once("?page=")?;
+            let (t, page): (usize, usize) = (t.parse().ok()?, page.parse().ok()?);
+            let thread = &replies[t];
+            let first = (page - 1) * 5;
+            if first >= thread.len() {
+                return None;
+            }
+            let text = thread[first..(first + 5).min(thread.len())].join(" ");
+            let mut links = vec!["http://q.test/".to_string()];
+            if first + 5 < thread.len() {
+                links.push(format!("http://q.test/thread/{t}?page={}", page + 1));
+            }
+            Some((text, links))
+        };
+        let c = crawl(guard(), &["http://q.test/"], web);
+        assert_eq!(c.fetched_matching("/wiki/"), 500, "{:?}", c.closures);
+        let pages: usize = replies.iter().map(|t| t.len().div_ceil(5)).sum();
+        assert_eq!(c.fetched_matching("/thread/"), pages, "{:?}", c.closures);
+        assert!(
+            c.refused.is_empty(),
+            "{:?}",
+            &c.refused[..c.refused.len().min(3)]
+        );
+    }
+
+    #[test]
+    fn rule_6_memory_stays_within_its_cap() {
+        let blog = Blog::new();
+        let c = crawl(guard(), &[&format!("{BLOG}/")], |u| blog.page(u));
+        // A few hundred pages: a few KB.
+        assert!(
+            c.guard.sketch_bytes() <= 64 * 1024,
+            "{}",
+            c.guard.sketch_bytes()
+        );
+        let cap = TrapSettings::default().sketch_bytes;
+        let mut g = TrapGuard::new(TrapSettings {
+            sketch_bytes: 64 * 1024,
+            ..TrapSettings::default()
+        });
+        let vocab = vocabulary(&mut Rng(9), 2000);
+        let mut rng = Rng(10);
+        for n in 0..3000 {
+            let text = words(&mut rng, &vocab, 300);
+            let links: Vec<String> = (0..20)
+                .map(|k| format!("http://m.test/p/{n}/{k}"))
+                .collect();
+            g.observe(
+                &format!("http://m.test/p/{n}"),
+                rng.next(),
+                &shingles(&text),
+                &links,
+                T0,
+            );
+        }
+        assert!(g.sketch_bytes() <= 4 * 64 * 1024, "{}", g.sketch_bytes());
+        assert!(
+            cap <= 8 << 20,
+            "the documented bound: 4 x sketch_bytes ≤ 32 MB"
         );
     }
 }

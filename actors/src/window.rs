@@ -569,6 +569,7 @@ impl Window {
             && let Some(closed) = traps.observe(
                 &page.record.url,
                 hash,
+                &page.shingles,
                 page.links.iter().map(|l| l.url.as_str()),
                 now,
             )

@@ -1,0 +1,245 @@
+//! What a crawl has already read: sampled word shingles of pages' text and
+//! the URLs pages linked to, each in a bounded sketch. Rule 6 of the trap
+//! defence asks them whether a page brings anything new.
+//!
+//! **Shingles.** A page's text is cut into overlapping runs of
+//! [`TEXT_SHINGLE`] words; one shingle in [`SAMPLE_ONE_IN`] is kept, chosen
+//! by its hash, so a passage samples the same shingles on whatever page it
+//! is copied to (an excerpt of an article samples what the article did).
+//! Only where two excerpts meet are shingles new: with five-word shingles,
+//! four per seam.
+//!
+//! **Sketches.** A [`SeenSketch`] is a Bloom filter (two bits per key) in
+//! generations: when the newest holds one key per sixteen bits (about 1.4%
+//! false positives), a new one twice as large (up to the cap) takes the
+//! keys from then on; a key is seen when any generation holds it. While
+//! they grow nothing is forgotten; at the cap the oldest generations go,
+//! so memory is bounded by twice the cap, a small crawl uses a few KB, and
+//! what was read long ago is forgotten first. A false positive makes a
+//! page look less new than it is, never more.
+
+use super::{FNV_OFFSET, fmix64, words_of};
+
+/// Words per text shingle.
+const TEXT_SHINGLE: usize = 5;
+/// One shingle in this many is kept (those whose hash is 0 modulo it).
+const SAMPLE_ONE_IN: u64 = 8;
+/// Sampled shingles kept per page, at most (the first in text order).
+const MAX_PAGE_SHINGLES: usize = 128;
+/// Bytes of a page's visible text its shingles are taken from, at most.
+pub const SHINGLE_TEXT_BYTES: usize = 8 * 1024;
+
+/// The sampled shingles of `text` (distinct, in text order): what a page
+/// reports for rule 6. Words are read as [`super::simhash`] reads them.
+pub fn shingles(text: &str) -> Vec<u32> {
+    let words = words_of(&text[..text.floor_char_boundary(SHINGLE_TEXT_BYTES)]);
+    let mut out: Vec<u32> = Vec::new();
+    for run in words.windows(TEXT_SHINGLE) {
+        let h = run
+            .iter()
+            .fold(FNV_OFFSET, |h, &w| fmix64(h.rotate_left(29) ^ w));
+        if h % SAMPLE_ONE_IN == 0 {
+            // The high half: the low bits are all zero here.
+            let s = (h >> 32) as u32;
+            if !out.contains(&s) {
+                out.push(s);
+                if out.len() == MAX_PAGE_SHINGLES {
+                    break;
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The first generation's size: 8 KB.
+const FIRST_WORDS: usize = 1024;
+/// Keys a generation takes before it is full: one per this many bits.
+const BITS_PER_KEY: usize = 16;
+
+/// A set of 64-bit keys that may answer "seen" for a key it never got
+/// (rarely), never "not seen" for one it got recently; see the module docs.
+#[derive(Debug)]
+pub(super) struct SeenSketch {
+    /// Oldest first; a key goes into the last.
+    generations: std::collections::VecDeque<Bits>,
+    max_words: usize,
+}
+
+#[derive(Debug, Default)]
+struct Bits {
+    words: Vec<u64>,
+    keys: usize,
+}
+
+impl Bits {
+    fn with_words(n: usize) -> Self {
+        Self {
+            words: vec![0; n],
+            keys: 0,
+        }
+    }
+
+    /// Two bit positions of `key` (word index, bit mask); the length is a
+    /// power of two.
+    fn positions(&self, key: u64) -> [(usize, u64); 2] {
+        let n = self.words.len() * 64;
+        let second = fmix64(key ^ 0x9e37_79b9_7f4a_7c15);
+        [key, second].map(|h| {
+            let bit = (h as usize) & (n - 1);
+            (bit / 64, 1u64 << (bit % 64))
+        })
+    }
+
+    fn contains(&self, key: u64) -> bool {
+        !self.words.is_empty()
+            && self
+                .positions(key)
+                .iter()
+                .all(|&(w, m)| self.words[w] & m != 0)
+    }
+
+    fn set(&mut self, key: u64) {
+        for (w, m) in self.positions(key) {
+            self.words[w] |= m;
+        }
+        self.keys += 1;
+    }
+
+    fn full(&self) -> bool {
+        self.keys * BITS_PER_KEY >= self.words.len() * 64
+    }
+}
+
+impl SeenSketch {
+    /// A sketch whose generations grow to `max_bytes` each (at least 8 KB);
+    /// it holds at most twice that.
+    pub(super) fn new(max_bytes: usize) -> Self {
+        let max_words = (max_bytes / 8).max(FIRST_WORDS).next_power_of_two();
+        Self {
+            generations: std::collections::VecDeque::new(),
+            max_words,
+        }
+    }
+
+    pub(super) fn contains(&self, key: u64) -> bool {
+        self.generations.iter().any(|g| g.contains(key))
+    }
+
+    pub(super) fn insert(&mut self, key: u64) {
+        if self.contains(key) {
+            return;
+        }
+        let full = self.generations.back().is_none_or(Bits::full);
+        if full {
+            // Twice the last one's size: while it grows nothing is forgotten
+            // (the sizes sum to under twice the newest); at the cap, the
+            // oldest generations go.
+            let words = self
+                .generations
+                .back()
+                .map_or(FIRST_WORDS, |g| g.words.len() * 2)
+                .min(self.max_words);
+            self.generations.push_back(Bits::with_words(words));
+            while self.words() > 2 * self.max_words {
+                self.generations.pop_front();
+            }
+        }
+        if let Some(newest) = self.generations.back_mut() {
+            newest.set(key);
+        }
+    }
+
+    fn words(&self) -> usize {
+        self.generations.iter().map(|g| g.words.len()).sum()
+    }
+
+    /// Bytes held now.
+    pub(super) fn bytes(&self) -> usize {
+        self.words() * 8
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `words` three-letter words, seeded (letters only: a word with a
+    /// digit is the one number word).
+    fn text(seed: u64, words: usize) -> String {
+        (0..words)
+            .map(|i| {
+                let mut v = fmix64(seed ^ (i as u64).wrapping_mul(0x100_0000_01b3));
+                let mut w = String::new();
+                for _ in 0..3 {
+                    w.push(char::from(b'a' + (v % 26) as u8));
+                    v /= 26;
+                }
+                w
+            })
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
+    #[test]
+    fn an_excerpt_samples_what_its_source_did() {
+        let article = text(1, 2000);
+        let whole = shingles(&article);
+        assert!(!whole.is_empty());
+        // A 400-word excerpt from the middle, inside other text.
+        let words: Vec<&str> = article.split(' ').collect();
+        let excerpt = words[500..900].join(" ");
+        let page = format!("{} {excerpt} {}", text(2, 50), text(3, 50));
+        let sampled = shingles(&page);
+        let all_of_article: std::collections::HashSet<u32> = {
+            let mut all = Vec::new();
+            for chunk in words.chunks(1000) {
+                all.extend(shingles(&chunk.join(" ")));
+            }
+            all.into_iter().collect()
+        };
+        let from_excerpt = sampled
+            .iter()
+            .filter(|s| all_of_article.contains(s))
+            .count();
+        // ~400/8 sampled shingles come from the excerpt; the rest are the
+        // other text's and the two seams'.
+        assert!(from_excerpt >= 30, "{from_excerpt} of {}", sampled.len());
+    }
+
+    #[test]
+    fn a_page_reports_a_bounded_sample() {
+        let long = text(4, 50_000);
+        let s = shingles(&long);
+        assert!(s.len() <= MAX_PAGE_SHINGLES);
+        assert!(s.len() >= MAX_PAGE_SHINGLES / 2, "{}", s.len());
+        assert!(shingles("too short").is_empty());
+        let mut sorted = s.clone();
+        sorted.sort_unstable();
+        sorted.dedup();
+        assert_eq!(sorted.len(), s.len(), "distinct");
+    }
+
+    #[test]
+    fn the_sketch_remembers_recent_keys_and_grows_to_its_cap() {
+        let mut seen = SeenSketch::new(64 * 1024);
+        assert_eq!(seen.bytes(), 0, "nothing allocated before the first key");
+        for k in 0..20_000u64 {
+            seen.insert(fmix64(k));
+        }
+        assert!(seen.bytes() <= 2 * 64 * 1024, "{}", seen.bytes());
+        // The last generation's keys are all there.
+        assert!((19_000..20_000u64).all(|k| seen.contains(fmix64(k))));
+        let false_positives = (1_000_000..1_010_000u64)
+            .filter(|&k| seen.contains(fmix64(k)))
+            .count();
+        assert!(false_positives < 400, "{false_positives} of 10,000");
+        // Far more keys than it holds: the oldest are forgotten.
+        for k in 20_000..400_000u64 {
+            seen.insert(fmix64(k));
+        }
+        let remembered = (0..1000u64).filter(|&k| seen.contains(fmix64(k))).count();
+        assert!(remembered < 100, "{remembered}");
+        assert!(seen.bytes() <= 2 * 64 * 1024);
+    }
+}
