@@ -693,7 +693,8 @@ fn parse_size(text: &str) -> Result<u64, String> {
 #[derive(Debug, Args)]
 struct TrapOpts {
     /// Turn the crawler-trap defence off (infinite calendars, facets,
-    /// session ids and soft-404s are then followed until a budget stops them).
+    /// session ids, soft-404s and generators of excerpts are then followed
+    /// until a budget stops them).
     #[arg(long)]
     no_trap_defence: bool,
     /// Two pages whose text simhashes differ in at most this many bits are near-duplicates.
@@ -714,6 +715,12 @@ struct TrapOpts {
     /// A host serving this many near-duplicate pages in a row keeps only its proven sections.
     #[arg(long, value_name = "PAGES", default_value_t = TrapSettings::default().host_dup_run)]
     trap_host_dup_run: u32,
+    /// A page is a copy when at most this % of its text's word sequences are new to its host.
+    #[arg(long, value_name = "PCT", default_value_t = TrapSettings::default().copy_pct)]
+    trap_copy_pct: u32,
+    /// A directory (`/tag/`, `/search?`) closes after this many copies that link nowhere new.
+    #[arg(long, value_name = "PAGES", default_value_t = TrapSettings::default().stale_budget)]
+    trap_stale_budget: u32,
 }
 
 impl TrapOpts {
@@ -728,6 +735,8 @@ impl TrapOpts {
         t.barren_budget = self.trap_barren_budget;
         t.facet_budget = self.trap_facet_budget;
         t.host_dup_run = self.trap_host_dup_run;
+        t.copy_pct = self.trap_copy_pct;
+        t.stale_budget = self.trap_stale_budget;
         Some(t)
     }
 }

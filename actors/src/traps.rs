@@ -159,7 +159,7 @@ pub struct TrapSettings {
     /// 0 turns rule 6 off.
     pub copy_pct: u32,
     /// Rule 6: stale pages (copies linking nowhere new) a directory may
-    /// yield before it closes ...
+    /// yield before it closes (0: never) ...
     pub stale_budget: u32,
     /// Rule 6: ... and only if at least this percentage of its recent
     /// pages (up to `window`) were stale.
@@ -510,6 +510,7 @@ impl TrapGuard {
             rec.expire(now);
             rec.record(stale.copy, stale.copy && !stale.leads_out);
             if rec.closed.is_none()
+                && cfg.stale_budget > 0
                 && rec.barren >= cfg.stale_budget
                 && share(rec.recent_barren, rec.pages.min(window), cfg.stale_pct)
             {
