@@ -1156,25 +1156,33 @@ async fn show_progress(app: &AppHandle, enabled: bool) {
     loop {
         tokio::time::sleep(Duration::from_secs(1)).await;
         if let Ok(s) = app.status().await {
-            let away = s
-                .store_unreachable_since
-                .map(|since| format!("  store unreachable since {}", utc_time(since)))
-                .unwrap_or_default();
-            let index = s
-                .index
-                .map(|i| format!("  indexed {} of {}", i.indexed, i.queued))
-                .unwrap_or_default();
-            eprint!(
-                "\r\x1b[K{} pages  {:.0} pages/s  {} queued  {} in flight  {} errors{index}{away}",
-                s.fetched_this_run,
-                s.pages_per_sec,
-                s.store.pending,
-                s.in_flight,
-                s.errors_this_run
-            );
+            eprint!("\r\x1b[K{}", progress_line(&s));
             let _ = std::io::stderr().flush();
         }
     }
+}
+
+/// The live progress line: requests in flight (at most `--per-host` per
+/// host) apart from the URLs claimed from the store for them and those
+/// still pending there.
+fn progress_line(s: &web_crawler::Status) -> String {
+    let away = s
+        .store_unreachable_since
+        .map(|since| format!("  store unreachable since {}", utc_time(since)))
+        .unwrap_or_default();
+    let index = s
+        .index
+        .map(|i| format!("  indexed {} of {}", i.indexed, i.queued))
+        .unwrap_or_default();
+    format!(
+        "{} pages  {:.0} pages/s  {} in flight  URLs: {} claimed, {} pending  {} errors{index}{away}",
+        s.fetched_this_run,
+        s.pages_per_sec,
+        console::requests(s.requests_in_flight),
+        s.in_flight,
+        s.store.pending,
+        s.errors_this_run
+    )
 }
 
 async fn summary(
@@ -1801,6 +1809,24 @@ async fn serve_node(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn progress_shows_requests_apart_from_claimed_urls() {
+        // One host at --per-host 1: one request, seven more of its URLs
+        // claimed and waiting at the pool.
+        let mut s = web_crawler::Status {
+            fetched_this_run: 12,
+            in_flight: 8,
+            requests_in_flight: 1,
+            errors_this_run: 2,
+            ..web_crawler::Status::default()
+        };
+        s.store.pending = 350;
+        assert_eq!(
+            progress_line(&s),
+            "12 pages  0 pages/s  1 request in flight  URLs: 8 claimed, 350 pending  2 errors"
+        );
+    }
 
     #[test]
     fn a_run_that_fetched_nothing_fails_only_if_it_tried() {

@@ -53,7 +53,7 @@ fn operation(words: &[&str]) -> Result<OperationSpec> {
 
 const HELP: &str = "\
 commands:
-  status                      pages processed/pending/in flight/failed, pages/s
+  status                      pages processed/pending/claimed/failed, requests in flight, pages/s
   nodes                       each node, its load, hosts owned
   tree                        the supervision tree (supervisor:which_children)
   state ACTOR                 an actor's state (master, sup, config)
@@ -79,7 +79,7 @@ commands:
   set per-host N              requests in flight per host
   set concurrency N           fetches at once on each node
   node stop NAME              stop a worker node (its URLs go back to pending)
-  top [N]                     a live view, each second: rate, queue, in flight, nodes
+  top [N]                     a live view, each second: rate, queue, requests in flight, nodes
                               (N frames; until Ctrl-C at a terminal, 5 on a pipe)
   restart master              kill the master; the supervisor restarts it
   help                        this text
@@ -231,17 +231,29 @@ fn store_away(v: &Value) -> String {
     }
 }
 
+/// Requests running now, counted in words: `1 request`, `3 requests`.
+/// URLs claimed from the store are another number (`claimed`): at
+/// `--per-host 1` a host has one request in flight however many of its
+/// URLs wait at the pool.
+pub(crate) fn requests(n: u64) -> String {
+    match n {
+        1 => "1 request".to_string(),
+        n => format!("{n} requests"),
+    }
+}
+
 /// Human-readable rendering of a reply.
 pub(crate) fn render(req: &ControlRequest, v: &Value) -> String {
     let n = |k: &str| v.get(k).and_then(Value::as_u64).unwrap_or(0);
     match req {
         ControlRequest::Status => format!(
-            "node {}: {} processed, {} pending, {} in flight, {} failed, {:.1} pages/s{}{}",
+            "node {}: {} processed, {} pending, {} claimed, {} failed, {} in flight, {:.1} pages/s{}{}",
             v["node"].as_str().unwrap_or("?"),
             n("processed"),
             n("pending"),
             n("in_flight"),
             n("failed"),
+            requests(n("requests_in_flight")),
             v["pages_per_sec"].as_f64().unwrap_or(0.0),
             if v["paused"].as_bool() == Some(true) {
                 " (paused)"
@@ -417,7 +429,7 @@ impl Top {
         let rate = (secs > 0.0).then(|| (s.fetched_this_run - f0) as f64 / secs);
         let mut text = format!(
             "node {}  rate {}  fetched {}  errors {}{}\n\
-             queue: {} pending  {} processing  {} processed  {} failed  in flight {}\n\
+             queue: {} pending  {} processing  {} processed  {} failed  {} claimed  {} in flight\n\
              node\tload\thosts",
             s.node,
             rate.map_or("-".to_string(), |r| format!(
@@ -431,6 +443,7 @@ impl Top {
             s.store.processed,
             s.store.failed,
             s.in_flight,
+            requests(s.requests_in_flight),
         );
         for n in &s.nodes {
             text.push_str(&format!("\n{}\t{}\t{}", n.node, n.load, n.hosts));
@@ -921,12 +934,15 @@ mod tests {
         let mut status = serde_json::to_value(web_crawler::Status {
             node: "m".into(),
             in_flight: 3,
+            requests_in_flight: 1,
             ..web_crawler::Status::default()
         })
         .unwrap();
         let line = render(&ControlRequest::Status, &status);
         assert!(
-            line.starts_with("node m: 0 processed, 0 pending, 3 in flight"),
+            line.starts_with(
+                "node m: 0 processed, 0 pending, 3 claimed, 0 failed, 1 request in flight"
+            ),
             "{line}"
         );
         assert!(!line.contains("unreachable"), "{line}");

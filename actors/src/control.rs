@@ -6,7 +6,7 @@
 use crate::behaviour::{PageQuery, Queries};
 use crate::config::CrawlConfig;
 use crate::frontier::{LinkDecision, decide_link};
-use crate::hosts::{self, NodeHosts};
+use crate::hosts;
 use crate::monitor::{self, HistoryQuery};
 use crate::outage::utc_time;
 use crate::protocol::{
@@ -31,10 +31,6 @@ pub(crate) struct Control;
 
 /// How long a request may wait for the master.
 const MASTER_TIMEOUT_MS: u64 = 10_000;
-
-/// How long `hosts` waits for each node's pool: one that has not answered
-/// by then is listed as silent, so a lost node never holds a console up.
-const POOL_ANSWER_MS: u64 = 2_000;
 
 impl Actor for Control {
     type Msg = ControlMsg;
@@ -296,8 +292,11 @@ async fn answer(state: &mut ControlArgs, request: ControlRequest) -> Result<Valu
             Ok(first(changes, limit))
         }
         ControlRequest::Hosts { limit } => {
-            let (stored, (answers, silent)) =
-                tokio::join!(state.queries.host_summaries(), live_hosts(cfg, limit));
+            let pool_name = cfg.pool_name();
+            let (stored, (answers, silent)) = tokio::join!(
+                state.queries.host_summaries(),
+                protocol::ask_pools(&pool_name, limit)
+            );
             let stored = stored.map_err(|e| e.to_string())?;
             to_json(&hosts::listing(stored, answers, silent, limit))
         }
@@ -330,32 +329,6 @@ fn bounded(reply: String) -> String {
         reply.len()
     ) })
     .to_string()
-}
-
-/// What every live pool does with its `limit` busiest hosts, asked all at
-/// once; and the nodes that did not answer within [`POOL_ANSWER_MS`].
-async fn live_hosts(cfg: &CrawlConfig, limit: usize) -> (Vec<NodeHosts>, Vec<String>) {
-    let mut calls = tokio::task::JoinSet::new();
-    for (node, pool) in protocol::pools(&cfg.pool_name()) {
-        calls.spawn(async move {
-            let answer = ractor::call_t!(
-                pool,
-                |reply| PoolMsg::Hosts { limit, reply },
-                POOL_ANSWER_MS
-            );
-            (node, answer.ok())
-        });
-    }
-    let mut answers = Vec::new();
-    let mut silent = Vec::new();
-    for (node, answer) in calls.join_all().await {
-        match answer {
-            Some(answer) => answers.push(answer),
-            None => silent.push(node),
-        }
-    }
-    silent.sort();
-    (answers, silent)
 }
 
 /// Send `msg` to every live pool; the nodes it went to.

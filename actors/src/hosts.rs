@@ -92,6 +92,10 @@ pub struct NodeHosts {
     pub node: String,
     /// Hosts with URLs queued or being fetched there, in all.
     pub busy: u64,
+    /// Requests running there now, robots.txt included (at most
+    /// `--per-host` of any one host).
+    #[serde(default)]
+    pub running: u64,
     /// Its hosts with anything to show (work, a backoff, robots.txt being
     /// fetched or unreachable, paused, moving), busiest first, at most as
     /// many as asked for.
@@ -199,11 +203,13 @@ mod tests {
             NodeHosts {
                 node: "m".into(),
                 busy: 1,
+                running: 0,
                 hosts: vec![live("c", "m", 1, 0)],
             },
             NodeHosts {
                 node: "w1".into(),
                 busy: 2,
+                running: 0,
                 hosts: vec![live("b", "w1", 3, 1), live("new", "w1", 1, 0), backing_off],
             },
         ];
@@ -245,11 +251,13 @@ mod tests {
             NodeHosts {
                 node: "m".into(),
                 busy: 1,
+                running: 0,
                 hosts: vec![leaving],
             },
             NodeHosts {
                 node: "w1".into(),
                 busy: 1,
+                running: 0,
                 hosts: vec![live("h", "w1", 2, 0)],
             },
         ];

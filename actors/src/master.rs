@@ -754,8 +754,9 @@ fn send_to_pool(cfg: &CrawlConfig, node: &str, msg: PoolMsg) -> bool {
     sent
 }
 
-/// Answer `status` from the window, with the store's counts read on a task
-/// of its own so the mailbox never waits for the store.
+/// Answer `status` from the window, with the store's counts and the
+/// pools' running requests read on a task of its own so the mailbox never
+/// waits for the store or a pool.
 fn status(state: &MasterState, reply: RpcReplyPort<Status>) {
     let elapsed = state.run.started.elapsed();
     let fetched = state.window.fetched();
@@ -765,6 +766,7 @@ fn status(state: &MasterState, reply: RpcReplyPort<Status>) {
         node: state.cfg.node_name.clone(),
         store: lock(&state.last_counts).clone(),
         in_flight: state.window.in_flight() as u64,
+        requests_in_flight: 0,
         fetched_this_run: fetched,
         errors_this_run: state.window.errors(),
         trapped: state.window.trapped(),
@@ -781,18 +783,25 @@ fn status(state: &MasterState, reply: RpcReplyPort<Status>) {
             .as_ref()
             .map(|(_, progress)| progress.counts()),
     };
-    if outage.is_some() || state.gave_up {
-        // The store is away: the counts last read, at once.
-        let _ = reply.send(status);
-        return;
-    }
+    // The store is away: the counts last read, without asking it.
+    let ask_store = outage.is_none() && !state.gave_up;
     let holds_nothing = state.window.holds_nothing();
     let budget_reached = state.window.budget_reached();
     let store = Arc::clone(&state.store);
     let last_counts = Arc::clone(&state.last_counts);
+    let pool_name = state.cfg.pool_name();
     tokio::spawn(async move {
-        match store.counts().await {
-            Ok(counts) => {
+        let counts = async {
+            if ask_store {
+                Some(store.counts().await)
+            } else {
+                None
+            }
+        };
+        let (counts, (pools, _silent)) = tokio::join!(counts, protocol::ask_pools(&pool_name, 0));
+        status.requests_in_flight = pools.iter().map(|p| p.running).sum();
+        match counts {
+            Some(Ok(counts)) => {
                 if holds_nothing {
                     status.idle = idle_reason(budget_reached, &counts);
                 }
@@ -801,7 +810,8 @@ fn status(state: &MasterState, reply: RpcReplyPort<Status>) {
             }
             // The counts last read, and why they are not fresh; the store
             // cycle finds out whether the store is away.
-            Err(e) => status.store_error = Some(error_chain(&e)),
+            Some(Err(e)) => status.store_error = Some(error_chain(&e)),
+            None => {}
         }
         let _ = reply.send(status);
     });

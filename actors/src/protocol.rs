@@ -55,6 +55,38 @@ pub(crate) fn pools(local_pool: &str) -> Vec<(String, ActorRef<PoolMsg>)> {
     pools
 }
 
+/// How long a node's pool is waited for when every pool is asked
+/// ([`ask_pools`]): one that has not answered by then is left out, so a
+/// lost node never holds a console or a `status` up.
+pub(crate) const POOL_ANSWER_MS: u64 = 2_000;
+
+/// What every live pool does with its `limit` busiest hosts (0: only its
+/// counts), asked all at once; and the nodes that did not answer within
+/// [`POOL_ANSWER_MS`].
+pub(crate) async fn ask_pools(local_pool: &str, limit: usize) -> (Vec<NodeHosts>, Vec<String>) {
+    let mut calls = tokio::task::JoinSet::new();
+    for (node, pool) in pools(local_pool) {
+        calls.spawn(async move {
+            let answer = ractor::call_t!(
+                pool,
+                |reply| PoolMsg::Hosts { limit, reply },
+                POOL_ANSWER_MS
+            );
+            (node, answer.ok())
+        });
+    }
+    let mut answers = Vec::new();
+    let mut silent = Vec::new();
+    for (node, answer) in calls.join_all().await {
+        match answer {
+            Some(answer) => answers.push(answer),
+            None => silent.push(node),
+        }
+    }
+    silent.sort();
+    (answers, silent)
+}
+
 // --- wire form ----------------------------------------------------------------
 
 /// The largest frame a node reads from a peer (ractor_cluster ends the
@@ -228,8 +260,15 @@ pub struct Status {
     pub node: String,
     #[serde(flatten)]
     pub store: StoreCounts,
-    /// Claimed and not yet committed (queued at a pool, running, or reported).
+    /// URLs claimed from the store and not yet written back: queued at a
+    /// pool, being fetched, or fetched and not yet written. Not requests:
+    /// those are `requests_in_flight`.
     pub in_flight: u64,
+    /// Requests running now on the live pools, robots.txt included: at
+    /// most `per_host` for any one host. Pools that did not answer within
+    /// a couple of seconds are not counted.
+    #[serde(default)]
+    pub requests_in_flight: u64,
     /// Pages fetched since the app started (across master restarts).
     pub fetched_this_run: u64,
     pub errors_this_run: u64,
@@ -865,6 +904,7 @@ mod tests {
         let answer = NodeHosts {
             node: "w1".into(),
             busy: 1,
+            running: 1,
             hosts: vec![crate::hosts::LiveHost {
                 host: "h".into(),
                 queued: 2,

@@ -287,6 +287,19 @@ impl HostScheduler {
     /// queued or being fetched, a backoff, robots.txt being fetched or
     /// unreachable, paused, moving), and how many hold work in all.
     pub fn snapshot(&self, node: &str, now: Millis, limit: usize) -> NodeHosts {
+        if limit == 0 {
+            // The counts alone (each `status`): no row built per host.
+            return NodeHosts {
+                node: node.to_string(),
+                busy: self
+                    .hosts
+                    .values()
+                    .filter(|slot| !slot.queue.is_empty() || !slot.running.is_empty())
+                    .count() as u64,
+                running: self.in_flight as u64,
+                hosts: Vec::new(),
+            };
+        }
         let left = |until: Millis| until.saturating_sub(now).max(0) as u64;
         let mut hosts: Vec<LiveHost> = self
             .hosts
@@ -339,6 +352,7 @@ impl HostScheduler {
         NodeHosts {
             node: node.to_string(),
             busy,
+            running: self.in_flight as u64,
             hosts,
         }
     }
@@ -806,6 +820,12 @@ mod tests {
         let first = s.snapshot("w1", 1_000, 1);
         assert_eq!(first.hosts.len(), 1);
         assert_eq!((first.hosts[0].host.as_str(), first.busy), ("busy", 3));
+        // `status` asks for the counts alone: busy hosts, and requests
+        // running (busy/0 and new's robots.txt).
+        let counts = s.snapshot("w1", 1_000, 0);
+        assert_eq!((counts.busy, counts.running), (3, 2));
+        assert!(counts.hosts.is_empty());
+        assert_eq!(snap.running, 2);
         // Once its backoff is over and its queue done, a host is not shown.
         assert_eq!(runs(&s.poll(31_000).0).len(), 1, "slow/1 starts");
         s.finished(&job("slow", "/1").key(), "slow");

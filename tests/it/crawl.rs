@@ -891,3 +891,40 @@ on_both_backends!(
     embedded_reads,
     an_embedded_app_reads_pages_results_and_hosts
 );
+
+/// `status` counts requests apart from claimed URLs: one host at
+/// `--per-host 1` has one request in flight at a time, while the master
+/// holds several of its URLs claimed for the pool (the progress line once
+/// showed those as "8 in flight").
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_counts_requests_in_flight_apart_from_claimed_urls() {
+    let links: Vec<String> = (0..20).map(|i| format!("/p/{i}")).collect();
+    let link_refs: Vec<&str> = links.iter().map(String::as_str).collect();
+    let mut pages = HashMap::from([("/".to_string(), page_with_links("home", &link_refs))]);
+    for path in &links {
+        let page = page_with_links(path, &[]).delay(Duration::from_millis(100));
+        pages.insert(path.clone(), page);
+    }
+    let site = TestServer::start(Ipv4Addr::new(127, 0, 27, 1), pages).await;
+    let dir = tempfile::tempdir().unwrap();
+    let store: Arc<dyn Store> = Arc::new(SqliteStore::open(&dir.path().join("c.db")).unwrap());
+    let app = start(store, settings("requests")).await.unwrap();
+    app.add_url(&site.url("/")).await.unwrap();
+    let (mut most_requests, mut most_claimed) = (0, 0);
+    let idle = tokio::time::timeout(Duration::from_secs(60), async {
+        loop {
+            let s = app.status().await.unwrap();
+            most_requests = most_requests.max(s.requests_in_flight);
+            most_claimed = most_claimed.max(s.in_flight);
+            if s.idle.is_some() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(30)).await;
+        }
+    })
+    .await;
+    assert!(idle.is_ok(), "the crawl ends");
+    app.stop(Duration::from_secs(5)).await.unwrap();
+    assert_eq!(most_requests, 1, "--per-host 1: one request at a time");
+    assert!(most_claimed > 1, "several URLs claimed: {most_claimed}");
+}
