@@ -1197,18 +1197,14 @@ async fn summary(
     let elapsed = times.total;
     let rate = status.fetched_this_run as f64 / times.fetching.as_secs_f64().max(1e-3);
     let indexing = times.total.saturating_sub(times.fetching);
-    let ended = match outcome {
-        Some(IdleReason::FrontierEmpty) => "nothing left to crawl",
-        Some(IdleReason::BudgetReached) => "page budget reached",
-        None => "interrupted",
-    };
+    let ended = Ended::of(outcome);
     if json {
         let by_status: Vec<serde_json::Value> = histogram
             .iter()
             .map(|(code, n)| serde_json::json!({"http_returncode": code, "pages": n}))
             .collect();
         let doc = serde_json::json!({
-            "ended": ended,
+            "ended": ended.as_str(),
             "fetched": status.fetched_this_run,
             "elapsed_s": elapsed.as_secs_f64(),
             "fetch_s": times.fetching.as_secs_f64(),
@@ -1220,13 +1216,104 @@ async fn summary(
         });
         return Ok(Some(doc));
     }
-    println!(
-        "crawl ended ({ended}): {} pages fetched in {:.1}s, {:.1} pages/s",
-        status.fetched_this_run,
-        times.fetching.as_secs_f64(),
+    // Why pages failed, in words: an unreachable seed must not be a bare count.
+    let failed = if counts.failed > 0 {
+        store
+            .processed(PageQuery {
+                limit: Some(FAILED_SHOWN),
+                offset: 0,
+                only_failed: true,
+                newest_first: false,
+            })
+            .await?
+            .into_iter()
+            .map(|p| {
+                let why = p
+                    .record
+                    .error
+                    .clone()
+                    .or_else(|| p.record.http_returncode.map(|c| format!("HTTP {c}")))
+                    .unwrap_or_default();
+                (p.record.url, why)
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let run = RunFacts {
+        ended,
+        fetched: status.fetched_this_run,
+        times,
+        index: status.index,
+    };
+    print!("{}", summary_text(&run, &histogram, &counts, &failed));
+    Ok(None)
+}
+
+/// Why a crawl ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Ended {
+    NothingLeft,
+    BudgetReached,
+    Interrupted,
+}
+
+impl Ended {
+    fn of(outcome: Option<IdleReason>) -> Self {
+        match outcome {
+            Some(IdleReason::FrontierEmpty) => Ended::NothingLeft,
+            Some(IdleReason::BudgetReached) => Ended::BudgetReached,
+            None => Ended::Interrupted,
+        }
+    }
+
+    fn as_str(self) -> &'static str {
+        match self {
+            Ended::NothingLeft => "nothing left to crawl",
+            Ended::BudgetReached => "page budget reached",
+            Ended::Interrupted => "interrupted",
+        }
+    }
+}
+
+/// What this run did, as the summary tells it.
+#[derive(Clone, Copy, Debug)]
+struct RunFacts {
+    ended: Ended,
+    fetched: u64,
+    times: RunTimes,
+    index: Option<web_crawler::actors::IndexCounts>,
+}
+
+/// The summary: this run's numbers first, labelled as such, then the
+/// store's totals over every run on it (a resumed run's store holds the
+/// earlier runs' pages too), then the failed pages (`url`, why).
+fn summary_text(
+    run: &RunFacts,
+    histogram: &[(Option<u16>, u64)],
+    counts: &web_crawler::actors::StoreCounts,
+    failed: &[(String, String)],
+) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::new();
+    let rate = run.fetched as f64 / run.times.fetching.as_secs_f64().max(1e-3);
+    let indexing = run.times.total.saturating_sub(run.times.fetching);
+    let _ = writeln!(
+        out,
+        "crawl ended ({}): this run fetched {} pages in {:.1}s, {:.1} pages/s",
+        run.ended.as_str(),
+        run.fetched,
+        run.times.fetching.as_secs_f64(),
         rate
     );
-    if let Some(index) = status.index {
+    if run.ended == Ended::Interrupted {
+        let _ = writeln!(
+            out,
+            "to resume, run the same command again ({} URLs are left pending)",
+            counts.pending
+        );
+    }
+    if let Some(index) = run.index {
         let left = if index.backlog() > 0 {
             format!(
                 "; {} wait in the queue and are indexed when the crawl runs again",
@@ -1235,45 +1322,31 @@ async fn summary(
         } else {
             String::new()
         };
-        println!(
+        let _ = writeln!(
+            out,
             "search index: {} pages indexed this run, searchable {:.1}s after fetching ended{left}",
             index.indexed,
             indexing.as_secs_f64(),
         );
     }
-    println!("pages by status:");
-    for (code, n) in &histogram {
+    let _ = writeln!(out, "the store, all runs so far:");
+    let _ = writeln!(out, "  pages by status:");
+    for (code, n) in histogram {
         let label = code.map_or_else(|| "no response".to_string(), |c| c.to_string());
-        println!("  {label:>12}  {n}");
+        let _ = writeln!(out, "  {label:>12}  {n}");
     }
-    println!(
-        "processed {}  failed {}  duplicates skipped {}  robots-blocked {}  still pending {}",
+    let _ = writeln!(
+        out,
+        "  processed {}  failed {}  duplicates skipped {}  robots-blocked {}  still pending {}",
         counts.processed, counts.failed, counts.duplicates, counts.robots_blocked, counts.pending
     );
-    // Why pages failed, in words: an unreachable seed must not be a bare count.
-    if counts.failed > 0 {
-        let failed = store
-            .processed(PageQuery {
-                limit: Some(FAILED_SHOWN),
-                offset: 0,
-                only_failed: true,
-                newest_first: false,
-            })
-            .await?;
-        for p in &failed {
-            let why = p
-                .record
-                .error
-                .clone()
-                .or_else(|| p.record.http_returncode.map(|c| format!("HTTP {c}")))
-                .unwrap_or_default();
-            println!("  failed  {}  {why}", p.record.url);
-        }
-        if counts.failed > failed.len() as u64 {
-            println!("  (all of them: web_crawler report broken-links)");
-        }
+    for (url, why) in failed {
+        let _ = writeln!(out, "  failed  {url}  {why}");
     }
-    Ok(None)
+    if counts.failed > failed.len() as u64 {
+        let _ = writeln!(out, "  (all of them: web_crawler report broken-links)");
+    }
+    out
 }
 
 /// Failed pages the summary lists with their reason.
@@ -1825,6 +1898,76 @@ mod tests {
         assert_eq!(
             progress_line(&s),
             "12 pages  0 pages/s  1 request in flight  URLs: 8 claimed, 350 pending  2 errors"
+        );
+    }
+
+    fn run_facts(ended: Ended, fetched: u64) -> RunFacts {
+        RunFacts {
+            ended,
+            fetched,
+            times: RunTimes {
+                fetching: Duration::from_secs(10),
+                total: Duration::from_secs(10),
+            },
+            index: None,
+        }
+    }
+
+    #[test]
+    fn an_interrupted_crawl_says_how_to_resume() {
+        let counts = web_crawler::actors::StoreCounts {
+            processed: 29,
+            pending: 31,
+            ..Default::default()
+        };
+        let text = summary_text(
+            &run_facts(Ended::Interrupted, 29),
+            &[(Some(200), 29)],
+            &counts,
+            &[],
+        );
+        let mut lines = text.lines();
+        assert_eq!(
+            lines.next(),
+            Some("crawl ended (interrupted): this run fetched 29 pages in 10.0s, 2.9 pages/s")
+        );
+        assert_eq!(
+            lines.next(),
+            Some("to resume, run the same command again (31 URLs are left pending)")
+        );
+        let done = summary_text(
+            &run_facts(Ended::NothingLeft, 29),
+            &[(Some(200), 29)],
+            &counts,
+            &[],
+        );
+        assert!(!done.contains("resume"), "{done}");
+    }
+
+    #[test]
+    fn a_resumed_run_labels_its_numbers_apart_from_the_stores_totals() {
+        // The second run of a crawl: 500 pages now, 529 in the store.
+        let counts = web_crawler::actors::StoreCounts {
+            processed: 529,
+            failed: 1,
+            ..Default::default()
+        };
+        let failed = [("http://a/gone".to_string(), "HTTP 404".to_string())];
+        let text = summary_text(
+            &run_facts(Ended::NothingLeft, 500),
+            &[(Some(200), 528), (Some(404), 1)],
+            &counts,
+            &failed,
+        );
+        assert_eq!(
+            text,
+            "crawl ended (nothing left to crawl): this run fetched 500 pages in 10.0s, 50.0 pages/s\n\
+             the store, all runs so far:\n\
+             \x20 pages by status:\n\
+             \x20          200  528\n\
+             \x20          404  1\n\
+             \x20 processed 529  failed 1  duplicates skipped 0  robots-blocked 0  still pending 0\n\
+             \x20 failed  http://a/gone  HTTP 404\n"
         );
     }
 

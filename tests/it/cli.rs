@@ -610,8 +610,27 @@ async fn sigterm_stops_a_crawl_with_its_summary() {
         "{}",
         stdout(&out)
     );
+    assert!(
+        stdout(&out).contains("to resume, run the same command again ("),
+        "the way on: {}",
+        stdout(&out)
+    );
     let resumed = run(&slow_crawl(&site, &db)).await;
     assert!(resumed.status.success(), "{}", stderr(&resumed));
+    // The resumed run's count is its own; the store's totals are labelled.
+    let summary = stdout(&resumed);
+    assert!(
+        summary.contains("crawl ended (nothing left to crawl): this run fetched "),
+        "{summary}"
+    );
+    assert!(
+        summary.contains("the store, all runs so far:\n  pages by status:\n           200  60"),
+        "{summary}"
+    );
+    assert!(
+        !summary.contains("this run fetched 61 pages"),
+        "the first run's pages are not this run's: {summary}"
+    );
     for i in 1..60 {
         assert_eq!(site.hits_of(&format!("/p/{i}")), 1, "/p/{i} fetched once");
     }
