@@ -26,9 +26,9 @@ use std::time::Duration;
 
 use texting_robots::Robot;
 use url::Url;
-use web_crawler_actors::RobotsStatus;
+use web_crawler_actors::{RobotsStatus, WhyUnreachable};
 
-use crate::fetch::{HttpFetcher, HttpResponse};
+use crate::fetch::{FetchError, HttpFetcher, HttpResponse};
 
 /// RFC 9309 2.5: crawlers must parse at least 500 KiB; this is what we read.
 pub const MAX_ROBOTS_BYTES: usize = 500 * 1024;
@@ -145,6 +145,9 @@ pub struct RobotsFetch {
     pub body: Option<String>,
     /// Every response got on the way, by URL (redirects too), for archives.
     pub responses: Vec<(String, HttpResponse)>,
+    /// Unreachable because the host refused the connection (see
+    /// [`FetchError::Refused`]).
+    pub refused: bool,
 }
 
 impl RobotsFetch {
@@ -156,7 +159,20 @@ impl RobotsFetch {
             error: Some(error),
             body: None,
             responses: Vec::new(),
+            refused: false,
         }
+    }
+
+    /// Why the tree is told it is unreachable; `None` when it is not.
+    fn why_unreachable(&self) -> Option<WhyUnreachable> {
+        if self.source != RobotsStatus::Unreachable {
+            return None;
+        }
+        Some(match (&self.error, self.refused) {
+            (_, true) => WhyUnreachable::Refused,
+            (Some(error), false) => WhyUnreachable::Failed(error.clone()),
+            (None, false) => WhyUnreachable::default(),
+        })
     }
 }
 
@@ -183,7 +199,12 @@ async fn follow_robots(
     loop {
         let resp = match fetcher.get_limited(&url, MAX_ROBOTS_BYTES).await {
             Ok(resp) => resp,
-            Err(e) => return RobotsFetch::unreachable(None, format!("{url}: {e}")),
+            Err(e) => {
+                return RobotsFetch {
+                    refused: matches!(e, FetchError::Refused),
+                    ..RobotsFetch::unreachable(None, format!("{url}: {e}"))
+                };
+            }
         };
         responses.push((url.to_string(), resp.clone()));
         let status = Some(resp.status);
@@ -196,6 +217,7 @@ async fn follow_robots(
                     error: None,
                     body: Some(text_for_storage(&resp.body)),
                     responses: Vec::new(),
+                    refused: false,
                 };
             }
             300..=399 => {
@@ -236,6 +258,7 @@ async fn follow_robots(
                     error: None,
                     body: None,
                     responses: Vec::new(),
+                    refused: false,
                 };
             }
             other => return RobotsFetch::unreachable(status, format!("{url}: HTTP {other}")),
@@ -387,7 +410,7 @@ pub async fn robots_report(
         sitemaps: fetched.robots.sitemaps().to_vec(),
     };
     web_crawler_actors::RobotsReport {
-        unreachable: fetched.source == RobotsStatus::Unreachable,
+        unreachable: fetched.why_unreachable(),
         rules: std::sync::Arc::new(fetched.robots),
         record,
         responses: std::mem::take(&mut fetched.responses)
@@ -680,7 +703,12 @@ mod tests {
         let got = fetch_robots(&fetcher(), &origin).await;
         assert_eq!(got.source, RobotsStatus::Unreachable);
         assert_eq!(got.status, None);
-        assert!(got.error.unwrap().contains("connection failed"));
+        assert_eq!(got.why_unreachable(), Some(WhyUnreachable::Refused));
+        let error = got.error.clone().unwrap();
+        assert!(
+            error.ends_with("/robots.txt: connection refused"),
+            "{error}"
+        );
         assert!(!got.robots.is_allowed(&origin));
     }
 

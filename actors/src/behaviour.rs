@@ -450,13 +450,43 @@ pub trait RobotsRules: Send + Sync + fmt::Debug + 'static {
     fn crawl_delay_ms(&self) -> Option<u64>;
 }
 
+/// Why a host's robots.txt could not be had.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WhyUnreachable {
+    /// The host refused the connection: nothing listens at its address
+    /// and port. An answer at once, unlike a timeout, and no server was
+    /// asked anything, unlike a 5xx.
+    Refused,
+    /// Any other failure, in words: a 5xx or 429, a timeout, a dropped
+    /// connection, a redirect loop (empty when a node did not say).
+    Failed(String),
+}
+
+impl Default for WhyUnreachable {
+    fn default() -> Self {
+        WhyUnreachable::Failed(String::new())
+    }
+}
+
+impl fmt::Display for WhyUnreachable {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            WhyUnreachable::Refused => f.write_str("connection refused"),
+            WhyUnreachable::Failed(why) => f.write_str(why),
+        }
+    }
+}
+
 /// robots.txt as fetched for one host: the rules, and the record to store.
 #[derive(Clone, Debug)]
 pub struct RobotsReport {
     pub rules: Arc<dyn RobotsRules>,
     pub record: HostRecord,
-    /// Unreachable robots.txt: nothing on the host may be fetched for now (RFC 9309).
-    pub unreachable: bool,
+    /// Unreachable robots.txt, and why: nothing on the host may be fetched
+    /// for now (RFC 9309). `None`: the rules are in hand (a 4xx is "no
+    /// rules": everything is allowed).
+    pub unreachable: Option<WhyUnreachable>,
     /// The responses the fetch got (robots.txt and any redirect on the
     /// way), by URL, for the archive.
     pub responses: Vec<(String, FetchedPage)>,

@@ -14,6 +14,7 @@ pub mod monitor;
 pub mod outage;
 mod pool;
 mod protocol;
+pub mod refusals;
 mod remote;
 pub mod scheduler;
 pub mod search;
@@ -30,7 +31,8 @@ pub use behaviour::{
     Archive, ArchiveError, BoxError, ClaimRequest, CommitBatch, CommitSummary, Document,
     ExtractedPage, Extractor, FetchFailure, FetchedPage, Fetcher, Frontier, LinkPolicy, Notifier,
     Operation, OperationError, OperationOutput, Operations, PageContext, PageQuery, ProcessedPage,
-    Queries, Record, Rejection, Retry, RobotsReport, RobotsRules, Store, StoreError, error_chain,
+    Queries, Record, Rejection, Retry, RobotsReport, RobotsRules, Store, StoreError,
+    WhyUnreachable, error_chain,
 };
 pub use config::{Behaviours, CrawlConfig, RestartIntensity, Storage};
 pub use hosts::{HostListing, LiveHost, LiveRobots, NodeHosts};

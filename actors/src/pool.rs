@@ -269,11 +269,12 @@ async fn pump(myself: &ActorRef<PoolMsg>, state: &mut PoolState) -> Result<(), A
                 protocol::report(&state.master, SlaveReport::RobotsBlocked { job })
             }
             // Retry once robots.txt is asked again, not sooner.
-            Action::Unreachable(job) => protocol::report(
+            Action::Unreachable(job, why) => protocol::report(
                 &state.master,
                 SlaveReport::RobotsUnreachable {
                     job,
                     retry_at: now + state.args.config.robots_retry.as_millis() as Millis,
+                    why,
                 },
             ),
         }

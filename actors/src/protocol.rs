@@ -3,7 +3,7 @@
 //! actors on other nodes. Actor modules depend on this file, not on each
 //! other's internals (as an Erlang module's API is its exported messages).
 
-use crate::behaviour::{Document, ProcessedPage, RobotsReport};
+use crate::behaviour::{Document, ProcessedPage, RobotsReport, WhyUnreachable};
 use crate::hosts::NodeHosts;
 use crate::indexer::IndexCounts;
 use crate::search::SearchAnswer;
@@ -211,6 +211,8 @@ pub enum SlaveReport {
     RobotsUnreachable {
         job: Job,
         retry_at: Millis,
+        #[serde(default)]
+        why: WhyUnreachable,
     },
 }
 

@@ -3,7 +3,7 @@
 //! pool's total concurrency. The `Pool` actor feeds it events
 //! and carries out the [`Action`]s it returns.
 
-use crate::behaviour::RobotsRules;
+use crate::behaviour::{RobotsRules, WhyUnreachable};
 use crate::hosts::{LiveHost, LiveRobots, NodeHosts};
 use crate::types::{Job, Millis, UrlKey};
 use std::collections::{HashMap, HashSet, VecDeque};
@@ -34,8 +34,8 @@ pub enum Action {
     Run(Job),
     /// robots.txt disallows this job: report it, fetch nothing.
     Blocked(Job),
-    /// robots.txt is unreachable: the job cannot be fetched now.
-    Unreachable(Job),
+    /// robots.txt is unreachable (and why): the job cannot be fetched now.
+    Unreachable(Job, WhyUnreachable),
 }
 
 #[derive(Debug)]
@@ -44,7 +44,7 @@ enum Robots {
     Fetching,
     Ready {
         rules: Arc<dyn RobotsRules>,
-        unreachable: bool,
+        unreachable: Option<WhyUnreachable>,
         expires_at: Millis,
     },
 }
@@ -215,11 +215,11 @@ impl HostScheduler {
         &mut self,
         host: &str,
         rules: Arc<dyn RobotsRules>,
-        unreachable: bool,
+        unreachable: Option<WhyUnreachable>,
         now: Millis,
     ) {
         if let Some(slot) = self.hosts.get_mut(host) {
-            let ttl = if unreachable {
+            let ttl = if unreachable.is_some() {
                 self.cfg.robots_retry_ms
             } else {
                 self.cfg.robots_ttl_ms
@@ -313,7 +313,8 @@ impl HostScheduler {
                     Robots::Unknown => LiveRobots::ToFetch,
                     Robots::Fetching => LiveRobots::Fetching,
                     Robots::Ready {
-                        unreachable: true, ..
+                        unreachable: Some(_),
+                        ..
                     } => LiveRobots::Unreachable,
                     Robots::Ready { .. } => LiveRobots::Ready,
                 },
@@ -449,9 +450,13 @@ impl HostScheduler {
                 rules, unreachable, ..
             } => {
                 let rules = rules.clone();
-                if *unreachable {
+                if let Some(why) = unreachable {
                     slot.vetted = 0;
-                    actions.extend(slot.queue.drain(..).map(Action::Unreachable));
+                    actions.extend(
+                        slot.queue
+                            .drain(..)
+                            .map(|job| Action::Unreachable(job, why.clone())),
+                    );
                     *progress = true;
                     return false;
                 }
@@ -547,7 +552,7 @@ mod tests {
     fn robots_fetched(s: &mut HostScheduler, host: &str) {
         s.poll(0);
         s.robots_done();
-        s.robots_ready(host, rules("/private", None), false, 0);
+        s.robots_ready(host, rules("/private", None), None, 0);
     }
 
     fn rules(deny: &'static str, delay: Option<u64>) -> Arc<dyn RobotsRules> {
@@ -580,14 +585,14 @@ mod tests {
         // Still fetching: nothing else happens.
         assert!(s.poll(0).0.is_empty());
         s.robots_done();
-        s.robots_ready("a", rules("/private", None), false, 0);
+        s.robots_ready("a", rules("/private", None), None, 0);
         assert_eq!(runs(&s.poll(0).0), vec!["http://a/1"]);
     }
 
     #[test]
     fn per_host_limit_and_delay_hold() {
         let mut s = sched(10, 1, 100);
-        s.robots_ready("a", rules("/x", None), false, 0); // no slot yet: ignored
+        s.robots_ready("a", rules("/x", None), None, 0); // no slot yet: ignored
         for i in 0..3 {
             s.push(job("a", &format!("/{i}")));
         }
@@ -619,7 +624,7 @@ mod tests {
             "nothing of a, robots.txt included: {actions:?}"
         );
         s.robots_done();
-        s.robots_ready("b", rules("/private", None), false, 0);
+        s.robots_ready("b", rules("/private", None), None, 0);
         s.set_politeness(Politeness {
             min_delay_ms: 500,
             ..s.cfg.clone()
@@ -642,7 +647,7 @@ mod tests {
         s.push(job("a", "/1"));
         s.poll(0);
         s.robots_done();
-        s.robots_ready("a", rules("/private", Some(500)), false, 0);
+        s.robots_ready("a", rules("/private", Some(500)), None, 0);
         assert_eq!(runs(&s.poll(0).0).len(), 1);
         let (a, wake) = s.poll(100);
         assert!(a.is_empty());
@@ -682,7 +687,7 @@ mod tests {
         s.poll(0);
         s.robots_done();
         let counting = Arc::new(Counting::default());
-        s.robots_ready("a", counting.clone(), false, 0);
+        s.robots_ready("a", counting.clone(), None, 0);
         let asked = || counting.0.load(std::sync::atomic::Ordering::Relaxed);
         for i in 0..5 {
             assert_eq!(runs(&s.poll(0).0), vec![format!("http://a/{i}")]);
@@ -696,7 +701,7 @@ mod tests {
         s.push(job("a", "/6"));
         assert_eq!(runs(&s.poll(0).0), vec!["http://a/5"]);
         assert_eq!(asked(), 7);
-        s.robots_ready("a", rules("/6", None), false, 0);
+        s.robots_ready("a", rules("/6", None), None, 0);
         let (a, _) = s.poll(0);
         assert!(matches!(&a[..], [Action::Blocked(j)] if j.url.ends_with("/6")));
     }
@@ -707,9 +712,12 @@ mod tests {
         s.push(job("a", "/1"));
         s.poll(0);
         s.robots_done();
-        s.robots_ready("a", rules("", None), true, 0);
+        s.robots_ready("a", rules("", None), Some(WhyUnreachable::Refused), 0);
         let (a, _) = s.poll(0);
-        assert!(matches!(&a[0], Action::Unreachable(_)));
+        assert!(matches!(
+            &a[0],
+            Action::Unreachable(_, WhyUnreachable::Refused)
+        ));
         assert_eq!(s.queued(), 0);
         // After the retry interval robots.txt is asked again.
         s.push(job("a", "/2"));
@@ -729,8 +737,8 @@ mod tests {
         assert_eq!(a.len(), 2); // two robots fetches
         s.robots_done();
         s.robots_done();
-        s.robots_ready("a", rules("/private", None), false, 0);
-        s.robots_ready("b", rules("/private", None), false, 0);
+        s.robots_ready("a", rules("/private", None), None, 0);
+        s.robots_ready("b", rules("/private", None), None, 0);
         let started = runs(&s.poll(0).0);
         assert_eq!(started.len(), 3, "global limit");
         assert!(started.iter().any(|u| u.contains("//a/")));
@@ -780,8 +788,8 @@ mod tests {
         s.poll(0);
         s.robots_done();
         s.robots_done();
-        s.robots_ready("busy", rules("/private", None), false, 0);
-        s.robots_ready("slow", rules("/private", None), false, 0);
+        s.robots_ready("busy", rules("/private", None), None, 0);
+        s.robots_ready("slow", rules("/private", None), None, 0);
         s.poll(0); // busy/0 and slow/0 start; new's robots.txt is fetched
         s.back_off("slow", 30_000);
         s.finished(&job("slow", "/0").key(), "slow");
@@ -898,7 +906,7 @@ mod tests {
         s.release("a");
         assert!(s.take_released(0).is_empty(), "robots.txt is being fetched");
         s.robots_done();
-        s.robots_ready("a", rules("/private", None), false, 5);
+        s.robots_ready("a", rules("/private", None), None, 5);
         assert_eq!(s.take_released(5)[0].jobs, vec![job("a", "/0")]);
     }
 

@@ -139,12 +139,12 @@ impl Actor for Slave {
                     ),
                     asked: false,
                 };
-                let soft_404 = if args.wants.simhash && !report.unreachable {
+                let soft_404 = if args.wants.simhash && report.unreachable.is_none() {
                     probe_soft_404(&mut host_fetch, &scheme, &host, report.rules.as_ref()).await
                 } else {
                     None
                 };
-                let sitemaps = if args.sitemaps && !report.unreachable {
+                let sitemaps = if args.sitemaps && report.unreachable.is_none() {
                     sitemaps_of(&mut host_fetch, &scheme, &host, &report).await
                 } else {
                     Vec::new()

@@ -8,7 +8,7 @@
 //! `Master` actor feeds it messages and carries out the
 //! [`CycleWork`] it hands out, one store cycle at a time.
 
-use crate::behaviour::{ClaimRequest, CommitBatch, ProcessedPage, Retry};
+use crate::behaviour::{ClaimRequest, CommitBatch, ProcessedPage, Retry, WhyUnreachable};
 use crate::cluster::{HostHold, Move, choose_node, rebalance};
 use crate::config::CrawlConfig;
 use crate::monitor::{
@@ -17,6 +17,7 @@ use crate::monitor::{
 };
 use crate::outage::{Outage, StoreHealth, Verdict};
 use crate::protocol::{IdleReason, NodeInfo, SlaveReport};
+use crate::refusals::{OnRefusal, REFUSED_RETRY_MS, Refusals};
 use crate::traps::TrapGuard;
 use crate::types::{Job, Millis, NewLink, PageRecord, ROBOTS_BLOCKED, StoreCounts, UrlKey};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -174,6 +175,9 @@ pub struct Window {
     traps: Option<TrapGuard>,
     /// Links and claimed URLs the trap defence refused.
     trapped: u64,
+    /// Whether every host of this run refused its connection (a one-shot
+    /// crawl then ends at once rather than after its retries).
+    refusals: Refusals,
     paused: bool,
     drain: Option<Drain>,
     last_lease_renewal: Millis,
@@ -194,6 +198,7 @@ impl Window {
         Self {
             traps: cfg.traps.clone().map(TrapGuard::new),
             trapped: 0,
+            refusals: Refusals::new(!cfg.keep_retrying_robots),
             store: StoreHealth::new(cfg.store_outage_limit),
             cfg,
             outstanding: HashMap::new(),
@@ -435,6 +440,9 @@ impl Window {
             report.job_mut().check_every_ms = Some(every);
         }
         self.reported.push(report.job().clone());
+        if answered(&report) {
+            self.refusals.answered();
+        }
         match report {
             SlaveReport::Page { job, mut page } => {
                 self.fetched += 1;
@@ -446,18 +454,38 @@ impl Window {
                 let page = self.failed_page(job, None, ROBOTS_BLOCKED.to_string());
                 self.batch.pages.push(page);
             }
-            SlaveReport::RobotsUnreachable { job, retry_at } => {
+            SlaveReport::RobotsUnreachable { job, retry_at, why } => {
                 self.errors += 1;
                 let attempt = job.attempts + 1;
-                let reason = "robots.txt unreachable".to_string();
-                if self.cfg.keep_retrying_robots || attempt < self.cfg.max_attempts {
+                let reason = robots_unreachable(&why);
+                let (retry_at, give_up) = match why {
+                    WhyUnreachable::Refused => {
+                        match self
+                            .refusals
+                            .refused(&job.host, attempt, self.cfg.max_attempts)
+                        {
+                            OnRefusal::GiveUp => (retry_at, true),
+                            OnRefusal::RetrySoon => (now.saturating_add(REFUSED_RETRY_MS), false),
+                            OnRefusal::Retry => (retry_at, false),
+                        }
+                    }
+                    WhyUnreachable::Failed(_) => (retry_at, false),
+                };
+                if give_up {
+                    tracing::info!(url = %job.url, attempt, "giving up: every host of the run refused the connection");
+                    let error = format!(
+                        "failed after {attempt} attempt(s): connection refused, as on every host of this run"
+                    );
+                    let page = self.failed_page(job, None, error);
+                    self.batch.pages.push(page);
+                } else if self.cfg.keep_retrying_robots || attempt < self.cfg.max_attempts {
                     self.batch.retries.push(Retry {
                         key: job.key(),
                         not_before: retry_at,
                         error: reason,
                     });
                 } else {
-                    tracing::info!(url = %job.url, attempt, "giving up: robots.txt unreachable");
+                    tracing::info!(url = %job.url, attempt, %reason, "giving up");
                     let error = format!("failed after {attempt} attempt(s): {reason}");
                     let page = self.failed_page(job, None, error);
                     self.batch.pages.push(page);
@@ -629,6 +657,11 @@ impl Window {
     }
 
     pub fn host_record(&mut self, record: crate::types::HostRecord) {
+        if record.robots_status != crate::types::RobotsStatus::Unreachable
+            || record.robots_http_code.is_some()
+        {
+            self.refusals.answered();
+        }
         self.batch.hosts.push(record);
     }
 
@@ -1062,6 +1095,7 @@ impl Window {
     // --- bookkeeping ------------------------------------------------------------------
 
     fn assign(&mut self, job: Job, node: &str) {
+        self.refusals.sent(&job.host);
         *self.per_host.entry(job.host.clone()).or_default() += 1;
         *self.per_node.entry(node.to_string()).or_default() += 1;
         self.host_owner
@@ -1106,6 +1140,24 @@ fn schedule(
     record.check_every_ms = own;
     record.check_interval_ms = interval;
     record.d_next_check = interval.map(|i| now.saturating_add(i));
+}
+
+/// Whether `report` shows its host answered: a response of any status,
+/// or robots.txt read (what `RobotsBlocked` needs).
+fn answered(report: &SlaveReport) -> bool {
+    match report {
+        SlaveReport::Page { .. } | SlaveReport::RobotsBlocked { .. } => true,
+        SlaveReport::Failed { status, .. } => status.is_some(),
+        SlaveReport::RobotsUnreachable { .. } => false,
+    }
+}
+
+/// A URL's error while its host's robots.txt cannot be had, with why.
+fn robots_unreachable(why: &WhyUnreachable) -> String {
+    match why {
+        WhyUnreachable::Failed(why) if why.is_empty() => "robots.txt unreachable".to_string(),
+        why => format!("robots.txt unreachable ({why})"),
+    }
 }
 
 fn decrement(counts: &mut HashMap<String, usize>, key: &str) {
@@ -1818,6 +1870,7 @@ mod tests {
                 ..j.clone()
             },
             retry_at: T0 + 10_000,
+            why: WhyUnreachable::Failed("http://h/robots.txt: HTTP 503".into()),
         };
         let mut w = running(cfg(), &["a"]);
         w.on_report(report(0), T0);
@@ -1827,12 +1880,91 @@ mod tests {
         assert_eq!(batch.retries[0].not_before, T0 + 10_000);
         assert_eq!(
             batch.pages[0].record.error.as_deref(),
-            Some("failed after 3 attempt(s): robots.txt unreachable")
+            Some(
+                "failed after 3 attempt(s): robots.txt unreachable (http://h/robots.txt: HTTP 503)"
+            )
         );
         let mut service = cfg();
         service.keep_retrying_robots = true;
         let mut w = running(service, &["a"]);
         w.on_report(report(50), T0);
+        let batch = w.start_cycle(true, false, false, T0).unwrap().batch;
+        assert_eq!((batch.retries.len(), batch.pages.len()), (1, 0));
+    }
+
+    /// `job`'s host refused the connection on its robots.txt.
+    fn refused(job: &Job, attempts: u32) -> SlaveReport {
+        SlaveReport::RobotsUnreachable {
+            job: Job {
+                attempts,
+                ..job.clone()
+            },
+            retry_at: T0 + 10_000,
+            why: WhyUnreachable::Refused,
+        }
+    }
+
+    #[test]
+    fn a_run_whose_every_host_refuses_ends_within_a_second_or_two() {
+        let (r1, r2) = (job("r1", "/"), job("r2", "/"));
+        let mut w = running(cfg(), &["a"]);
+        claim(&mut w, vec![r1.clone(), r2.clone()], &["a"]);
+        // r2 may still answer: r1 is asked again soon, not in 10 s.
+        w.on_report(refused(&r1, 0), T0);
+        let batch = w.start_cycle(true, false, false, T0).unwrap().batch;
+        assert_eq!(batch.retries.len(), 1);
+        assert_eq!(batch.retries[0].not_before, T0 + 1_000);
+        assert_eq!(
+            batch.retries[0].error,
+            "robots.txt unreachable (connection refused)"
+        );
+        w.cycle_done(Vec::new(), None, &nodes(&["a"]), T0);
+        // Now every host of the run refused: no more waiting than a second.
+        w.on_report(refused(&r2, 0), T0);
+        w.on_report(refused(&r1, 1), T0 + 1_000);
+        w.on_report(refused(&r2, 1), T0 + 1_000);
+        let batch = w.start_cycle(true, false, false, T0).unwrap().batch;
+        assert_eq!(batch.retries.len(), 1, "r2's first refusal");
+        let errors: Vec<&str> = batch
+            .pages
+            .iter()
+            .filter_map(|p| p.record.error.as_deref())
+            .collect();
+        assert_eq!(
+            errors,
+            [
+                "failed after 2 attempt(s): connection refused, as on every host of this run",
+                "failed after 2 attempt(s): connection refused, as on every host of this run",
+            ]
+        );
+    }
+
+    #[test]
+    fn a_refused_host_keeps_its_retries_beside_a_host_that_answers() {
+        let (r, busy, up) = (job("r", "/"), job("busy", "/"), job("up", "/"));
+        // A host answering 503 is no refusal: the refused one is not given
+        // up, and its last attempt waits the whole robots_retry.
+        let mut w = running(cfg(), &["a"]);
+        claim(&mut w, vec![r.clone(), busy.clone()], &["a"]);
+        w.on_report(refused(&r, 0), T0);
+        w.on_report(refused(&r, 1), T0);
+        let batch = w.start_cycle(true, false, false, T0).unwrap().batch;
+        let waits: Vec<Millis> = batch.retries.iter().map(|r| r.not_before).collect();
+        assert_eq!(waits, [T0 + 1_000, T0 + 10_000]);
+        assert!(batch.pages.is_empty());
+        // Once a host answered, a refusal is retried as any failure.
+        let mut w = running(cfg(), &["a"]);
+        claim(&mut w, vec![r.clone(), up.clone()], &["a"]);
+        w.on_report(page(&up), T0);
+        w.on_report(refused(&r, 0), T0);
+        let batch = w.start_cycle(true, false, false, T0).unwrap().batch;
+        assert_eq!(batch.retries[0].not_before, T0 + 10_000);
+        // A service never gives up on a host.
+        let mut service = cfg();
+        service.keep_retrying_robots = true;
+        let mut w = running(service, &["a"]);
+        claim(&mut w, vec![r.clone()], &["a"]);
+        w.on_report(refused(&r, 7), T0);
         let batch = w.start_cycle(true, false, false, T0).unwrap().batch;
         assert_eq!((batch.retries.len(), batch.pages.len()), (1, 0));
     }

@@ -274,14 +274,19 @@ fn classify_client_error(err: &hyper_util::client::legacy::Error) -> FetchError 
     let tls = chain
         .iter()
         .any(|e| e.is::<rustls::Error>() || e.is::<rustls::pki_types::InvalidDnsNameError>());
-    let timed_out = chain.iter().any(|e| {
-        e.downcast_ref::<io::Error>()
-            .is_some_and(|io| io.kind() == io::ErrorKind::TimedOut)
-    });
+    let io_kind = |kind: io::ErrorKind| {
+        chain.iter().any(|e| {
+            e.downcast_ref::<io::Error>()
+                .is_some_and(|io| io.kind() == kind)
+        })
+    };
+    let timed_out = io_kind(io::ErrorKind::TimedOut);
     if tls {
         FetchError::Tls(msg)
     } else if timed_out && err.is_connect() {
         FetchError::Timeout("connect")
+    } else if err.is_connect() && io_kind(io::ErrorKind::ConnectionRefused) {
+        FetchError::Refused
     } else if err.is_connect() {
         FetchError::Connect(msg)
     } else {
@@ -371,12 +376,12 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn connection_refused_is_connect_error() {
+    async fn connection_refused_is_said_in_words() {
         let url = url_for(closed_port_addr(), "/");
         let err = fetcher().get(&url).await.unwrap_err();
-        assert!(matches!(err, FetchError::Connect(_)), "{err:?}");
+        assert!(matches!(err, FetchError::Refused), "{err:?}");
         assert!(err.is_retryable());
-        assert!(err.to_string().starts_with("connection failed: "), "{err}");
+        assert_eq!(err.to_string(), "connection refused");
     }
 
     #[tokio::test]

@@ -136,6 +136,10 @@ pub enum FetchError {
     Dns(String),
     #[error("connection failed: {0}")]
     Connect(String),
+    /// The host refused the connection: nothing listens at its address
+    /// and port (or a firewall rejects the connection).
+    #[error("connection refused")]
+    Refused,
     #[error("TLS failure: {0}")]
     Tls(String),
     /// Which limit fired: "connect", "headers", "body" or "total".
@@ -157,6 +161,7 @@ impl FetchError {
             self,
             FetchError::Dns(_)
                 | FetchError::Connect(_)
+                | FetchError::Refused
                 | FetchError::Timeout(_)
                 | FetchError::Protocol(_)
         )

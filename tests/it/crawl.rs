@@ -740,7 +740,13 @@ async fn unreachable_robots_txt_means_nothing_is_fetched(b: Backend) {
         .unwrap()
         .unwrap();
     let error = home.record.error.unwrap();
-    assert!(error.contains("robots.txt unreachable"), "{error}");
+    assert_eq!(
+        error,
+        format!(
+            "failed after 2 attempt(s): robots.txt unreachable ({}: HTTP 503)",
+            server.url("/robots.txt")
+        )
+    );
     let hosts = store.hosts().await.unwrap();
     assert_eq!(
         hosts[0].robots_status,
@@ -927,4 +933,39 @@ async fn status_counts_requests_in_flight_apart_from_claimed_urls() {
     app.stop(Duration::from_secs(5)).await.unwrap();
     assert_eq!(most_requests, 1, "--per-host 1: one request at a time");
     assert!(most_claimed > 1, "several URLs claimed: {most_claimed}");
+}
+
+/// A host that refuses connections beside one that answers: the run has
+/// someone to crawl, so the refused host keeps its retries (each a new
+/// connection attempt) and its URL fails after them, saying why.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_host_beside_an_answering_one_keeps_its_retries() {
+    let site = TestServer::start(
+        Ipv4Addr::new(127, 0, 27, 2),
+        HashMap::from([("/".to_string(), page_with_links("home", &[]))]),
+    )
+    .await;
+    let closed = reserve(Ipv4Addr::new(127, 0, 27, 3));
+    let refused_url = format!("http://{}/", closed.local_addr().unwrap());
+    drop(closed);
+    let dir = tempfile::tempdir().unwrap();
+    let store: Arc<dyn Store> = Arc::new(SqliteStore::open(&dir.path().join("c.db")).unwrap());
+    let mut s = settings("refused");
+    s.crawl.robots_retry = Duration::from_millis(300);
+    crawl(
+        store.clone(),
+        s,
+        &[
+            (site.url("/"), OperationSpec::crawl()),
+            (refused_url.clone(), OperationSpec::crawl()),
+        ],
+    )
+    .await;
+    let refused = store.processed_url(&refused_url).await.unwrap().unwrap();
+    assert_eq!(
+        refused.record.error.as_deref(),
+        Some("failed after 3 attempt(s): robots.txt unreachable (connection refused)")
+    );
+    let home = store.processed_url(&site.url("/")).await.unwrap().unwrap();
+    assert_eq!(home.record.http_returncode, Some(200));
 }
