@@ -13,6 +13,7 @@ use url::Url;
 
 use crate::normalize::NormalizeOptions;
 
+mod boilerplate;
 mod charset;
 pub mod sitemap;
 mod tags;
@@ -49,8 +50,12 @@ pub struct Extracted {
     pub title: Option<String>,
     /// h1..h6 text, in order, whitespace-collapsed
     pub headings: Vec<String>,
-    /// visible text: whitespace collapsed to single spaces, excluding script, style, noscript,
-    /// template, nav, footer, head content, svg; title and headings ARE included
+    /// The page's own visible text: whitespace collapsed to single spaces,
+    /// excluding script, style, noscript, template, nav, footer, head
+    /// content, svg, and the site's chrome (sidebars, menus, breadcrumbs,
+    /// link lists: see `boilerplate`); its main region (`<main>`,
+    /// `<article>`, `role=main`) alone when it marks one. Headings are
+    /// included, and the title when the page marks no main region.
     pub text: String,
     /// document order, de-duplicated by url keeping the first
     pub links: Vec<ExtractedLink>,

@@ -162,6 +162,9 @@ pub(super) enum Attr {
     Src,
     Name,
     Content,
+    Class,
+    Id,
+    Role,
 }
 
 pub(super) fn attr_of(tag: Tag, name: &[u8]) -> Option<Attr> {
@@ -171,6 +174,10 @@ pub(super) fn attr_of(tag: Tag, name: &[u8]) -> Option<Attr> {
         (Tag::Frame | Tag::IFrame, b"src") => Some(Attr::Src),
         (Tag::Meta, b"name") => Some(Attr::Name),
         (Tag::Meta, b"content") => Some(Attr::Content),
+        // What a block says it is (main content or chrome: `boilerplate`).
+        (Tag::Block, b"class") => Some(Attr::Class),
+        (Tag::Block, b"id") => Some(Attr::Id),
+        (Tag::Block, b"role") => Some(Attr::Role),
         _ => None,
     }
 }

@@ -12,6 +12,7 @@ use html5gum::emitters::callback::{CallbackEmitter, CallbackEvent};
 use html5gum::{Emitter, Error as TokenizerError, ForwardingEmitter, Span, State, Tokenizer};
 use url::Url;
 
+use super::boilerplate::{BlockName, Blocks, Regions, region_of};
 use super::tags::{Attr, Tag, attr_of, breaks_out_of_foreign, breaks_words, classify, state_after};
 use super::{Extracted, ExtractedLink, LinkSource};
 use crate::normalize::{NormalizeOptions, resolve};
@@ -223,13 +224,25 @@ struct Extractor<'a> {
     src: Slot,
     name: Slot,
     content: Slot,
+    class: Slot,
+    id: Slot,
+    role: Slot,
+    /// The block element whose start tag is being read.
+    block: Option<BlockName>,
+    /// Main content and boilerplate (see `boilerplate`).
+    regions: Regions,
+    blocks: Blocks,
     /// State for the tokenizer after the start tag just closed.
     next_state: Option<State>,
 
+    /// All visible text; the page's own is cut out of it at the end.
     text: Collector,
     /// Whether `text` is wanted: it is the costliest part after tokenizing.
-    /// Bytes of visible text to collect, at most (a chunk may overshoot it).
+    /// Bytes of the page's own text to give, at most.
     text_limit: usize,
+    /// Bytes of visible text to collect, at most (a chunk may overshoot
+    /// it): twice `text_limit`, so chrome ahead of the content leaves room.
+    visible_limit: usize,
     title: Collector,
     heading: Collector,
     headings: Vec<String>,
@@ -274,9 +287,16 @@ impl<'a> Extractor<'a> {
             src: Slot::default(),
             name: Slot::default(),
             content: Slot::default(),
+            class: Slot::default(),
+            id: Slot::default(),
+            role: Slot::default(),
+            block: None,
+            regions: Regions::default(),
+            blocks: Blocks::default(),
             next_state: None,
             text: Collector::default(),
             text_limit,
+            visible_limit: text_limit.saturating_mul(2),
             title: Collector::default(),
             heading: Collector::default(),
             headings: Vec::new(),
@@ -330,6 +350,9 @@ impl<'a> Extractor<'a> {
             Attr::Src => &mut self.src,
             Attr::Name => &mut self.name,
             Attr::Content => &mut self.content,
+            Attr::Class => &mut self.class,
+            Attr::Id => &mut self.id,
+            Attr::Role => &mut self.role,
         }
     }
 
@@ -338,6 +361,7 @@ impl<'a> Extractor<'a> {
             CallbackEvent::OpenStartTag { name } => {
                 let tag = classify(name);
                 self.tag = Some(tag);
+                self.block = (tag == Tag::Block).then(|| BlockName::of(name));
                 self.tag_breaks_out = self.in_foreign() && breaks_out_of_foreign(name);
                 self.attr = None;
                 self.href.reset();
@@ -345,6 +369,9 @@ impl<'a> Extractor<'a> {
                 self.src.reset();
                 self.name.reset();
                 self.content.reset();
+                self.class.reset();
+                self.id.reset();
+                self.role.reset();
             }
             CallbackEvent::AttributeName { name } => {
                 // Attributes on end tags arrive with no open start tag: ignored.
@@ -427,6 +454,18 @@ impl<'a> Extractor<'a> {
                 self.close_heading();
                 self.heading_open = self.text_visible();
             }
+            Tag::Block if !foreign && self.text_limit > 0 => {
+                if let Some(name) = self.block.take() {
+                    self.end_block();
+                    let region = region_of(
+                        name,
+                        self.class.get().unwrap_or(""),
+                        self.id.get().unwrap_or(""),
+                        self.role.get().unwrap_or(""),
+                    );
+                    self.regions.open(name, region);
+                }
+            }
             _ => {}
         }
         if breaks_words(tag) {
@@ -461,11 +500,20 @@ impl<'a> Extractor<'a> {
             Tag::A => self.close_anchor(),
             // Any of </h1>..</h6> closes whichever heading is open, as in browsers.
             Tag::Heading => self.close_heading(),
+            Tag::Block if self.text_limit > 0 => {
+                self.end_block();
+                self.regions.close(BlockName::of(name));
+            }
             _ => {}
         }
         if breaks_words(tag) {
             self.word_break();
         }
+    }
+
+    /// A block boundary: the text read since the last one is a block.
+    fn end_block(&mut self) {
+        self.blocks.end(self.text.buf.len(), &self.regions);
     }
 
     fn on_text(&mut self, bytes: &[u8]) {
@@ -481,8 +529,9 @@ impl<'a> Extractor<'a> {
             self.title.push(&s);
         }
         if visible {
-            if self.text.buf.len() < self.text_limit {
+            if self.text.buf.len() < self.visible_limit {
                 self.text.push(&s);
+                self.blocks.text(s.len(), self.open_anchor.is_some());
             }
             if self.heading_open {
                 self.heading.push(&s);
@@ -606,6 +655,9 @@ impl<'a> Extractor<'a> {
         self.close_title();
         self.close_heading();
         self.close_anchor();
+        self.end_block();
+        let visible = self.text.take();
+        let text = std::mem::take(&mut self.blocks).content(visible, self.text_limit);
         let base = self.base.as_ref().unwrap_or(self.page_url);
         let mut invalid_links = 0;
         let mut links: Vec<ExtractedLink> = Vec::with_capacity(self.raw_links.len());
@@ -653,7 +705,7 @@ impl<'a> Extractor<'a> {
         Extracted {
             title: self.title_result,
             headings: self.headings,
-            text: self.text.take(),
+            text,
             links,
             invalid_links,
             base: self.base,
@@ -708,6 +760,112 @@ mod tests {
         );
     }
 
+    /// A page as Sphinx writes it (the Python docs): the related-links bar
+    /// above and below, a sidebar with the previous and next topics, the
+    /// body marked `role=main`, a footer of `div.footer`.
+    const SPHINX: &str = "<!doctype html><html><head><title>csv — CSV File Reading</title></head>\
+        <body><div class=\"related\" role=\"navigation\" aria-label=\"related navigation\">\
+        <h3>Navigation</h3><ul><li class=\"right\"><a href=\"/genindex.html\">index</a></li>\
+        <li class=\"right\"><a href=\"/py-modindex.html\">modules</a> |</li>\
+        <li><a href=\"/configparser.html\">next</a> |</li></ul></div>\
+        <div class=\"document\"><div class=\"documentwrapper\"><div class=\"bodywrapper\">\
+        <div class=\"body\" role=\"main\"><section id=\"module-csv\">\
+        <h1>csv — CSV File Reading and Writing</h1>\
+        <p>The so-called CSV (Comma Separated Values) format is the most common import and \
+        export format for spreadsheets and databases. CSV format was used for many years \
+        prior to attempts to describe the format in a standardized way in \
+        <a href=\"https://tools.ietf.org/html/rfc4180.html\">RFC 4180</a>.</p>\
+        <p>The csv module implements classes to read and write tabular data in CSV format.</p>\
+        </section></div></div></div>\
+        <div class=\"sphinxsidebar\" role=\"navigation\" aria-label=\"main navigation\">\
+        <div class=\"sphinxsidebarwrapper\"><h4>Previous topic</h4><p class=\"topless\">\
+        <a href=\"/tarfile.html\">tarfile — Read and write tar archive files</a></p>\
+        <h4>Next topic</h4><p><a href=\"/configparser.html\">configparser</a></p>\
+        <div role=\"note\"><h3>This Page</h3><ul class=\"this-page-menu\">\
+        <li><a href=\"/bugs.html\">Report a Bug</a></li>\
+        <li><a href=\"/_sources/csv.rst.txt\">Show Source</a></li></ul></div></div></div>\
+        <div class=\"clearer\"></div></div>\
+        <div class=\"footer\">&copy; Copyright 2001-2023, Python Software Foundation.<br>\
+        This page is licensed under the Python Software Foundation License Version 2.</div>\
+        </body></html>";
+
+    #[test]
+    fn sphinx_chrome_is_not_the_pages_text() {
+        let e = ex(SPHINX);
+        assert!(
+            e.text
+                .starts_with("csv — CSV File Reading and Writing The so-called CSV")
+        );
+        assert!(
+            e.text.ends_with("tabular data in CSV format."),
+            "{}",
+            e.text
+        );
+        for chrome in [
+            "Navigation",
+            "Previous topic",
+            "Next topic",
+            "Show Source",
+            "Copyright",
+        ] {
+            assert!(!e.text.contains(chrome), "{chrome:?} in {:?}", e.text);
+        }
+        // The chrome's links are still followed, with their text.
+        let bugs = e
+            .links
+            .iter()
+            .find(|l| l.url.path() == "/bugs.html")
+            .unwrap();
+        assert_eq!(bugs.text, "Report a Bug");
+        // The heading stays a heading; the link inside the paragraph stays text.
+        assert!(e.text.contains("in RFC 4180."));
+        assert_eq!(e.headings[0], "Navigation");
+    }
+
+    #[test]
+    fn docbook_navigation_tables_and_link_lists_are_left_out() {
+        // The PostgreSQL manual's page shape: navheader and navfooter
+        // tables, a table of contents (all links), then the text.
+        let e = ex(
+            "<html><head><title>9.27. System Administration Functions</title></head><body>\
+            <div class=\"navheader\"><table><tr><th colspan=3>9.27. System Administration \
+            Functions</th></tr><tr><td><a href=\"a.html\">Prev</a></td><td><a href=\"b.html\">\
+            Up</a></td><th>Chapter 9. Functions and Operators</th><td><a href=\"c.html\">\
+            Next</a></td></tr></table><hr></div>\
+            <div class=\"sect1\"><div class=\"toc\"><dl><dt><a href=\"d.html\">9.27.1. \
+            Configuration Settings Functions</a></dt><dt><a href=\"e.html\">9.27.2. Server \
+            Signaling Functions</a></dt></dl></div>\
+            <p>The functions described in this section are used to control and monitor a \
+            PostgreSQL installation. pg_cancel_backend cancels the current query of the \
+            session whose backend process has the specified process ID.</p></div>\
+            <div class=\"navfooter\"><hr><table><tr><td><a href=\"a.html\">Prev</a></td>\
+            <td><a href=\"/index.html\">Home</a></td></tr></table></div></body></html>",
+        );
+        // The title leads (the page marks no main region), then the text.
+        assert!(
+            e.text
+                .starts_with("9.27. System Administration Functions The functions described"),
+            "{}",
+            e.text
+        );
+        assert!(e.text.ends_with("specified process ID."), "{}", e.text);
+        assert!(!e.text.contains("Prev") && !e.text.contains("Configuration Settings"));
+    }
+
+    #[test]
+    fn a_page_without_content_blocks_keeps_its_text() {
+        // A hub page: nothing but links. Its text is all it has.
+        let links: String = (0..40)
+            .map(|i| format!("<li><a href=\"/p{i}\">Chapter {i}</a></li>"))
+            .collect();
+        let e = ex(&format!("<ul>{links}</ul>"));
+        assert!(e.text.starts_with("Chapter 0 Chapter 1"), "{}", e.text);
+        // A short page of its own text, inside a sidebar-named wrapper
+        // (mis-named sites exist): all of it stays.
+        let e = ex("<div class=\"with-sidebar\"><p>Short note.</p></div>");
+        assert_eq!(e.text, "Short note.");
+    }
+
     #[test]
     fn whitespace_collapse_and_word_breaks() {
         let e = ex(
@@ -729,7 +887,8 @@ mod tests {
                     &nbsp;x &zzz;</p><a href=\"/q?a=1&amp;b=2\">l</a>",
         );
         assert_eq!(e.title.as_deref(), Some("Tom & Jerry"));
-        assert_eq!(e.text, "Tom & Jerry a & b <c> é AB x &zzz; l");
+        // The link after the paragraph is a block of link text: not the page's own.
+        assert_eq!(e.text, "Tom & Jerry a & b <c> é AB x &zzz;");
         assert_eq!(urls(&e), vec!["https://example.com/q?a=1&b=2"]);
         // Legacy unterminated entity in an attribute value followed by '=' stays literal.
         let e = ex("<a href='/q?x=1&copy=2'>l</a>");

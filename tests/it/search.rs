@@ -318,3 +318,133 @@ async fn a_crawl_killed_while_indexing_resumes_with_every_page_searchable_once()
         assert_eq!(found, 1, "{}: {answer:?}", word(i));
     }
 }
+
+/// A documentation site as Sphinx builds it: every page carries the same
+/// chrome in `div`s, not `<nav>` (the related-links bar, a sidebar with the
+/// previous and next topics and "This Page: Report a Bug, Show Source", a
+/// footer), around a body marked `role=main`.
+fn sphinx_site() -> HashMap<String, Page> {
+    let modules = [
+        (
+            "csv",
+            "CSV File Reading and Writing",
+            "The csv module reads and writes tabular data in comma separated values format, the most common import and export format for spreadsheets.",
+        ),
+        (
+            "json",
+            "JSON encoder and decoder",
+            "The json module serializes Python objects to JavaScript Object Notation text and parses such text back into dictionaries and lists.",
+        ),
+        (
+            "shutil",
+            "High-level file operations",
+            "The shutil module copies and removes whole directory trees and moves files between filesystems, preserving permission bits.",
+        ),
+        (
+            "decimal",
+            "Decimal fixed point arithmetic",
+            "The decimal module provides correctly rounded decimal floating point arithmetic for money and other exact quantities.",
+        ),
+        (
+            "tarfile",
+            "Read and write tar archive files",
+            "The tarfile module reads and writes tar archives, including those compressed with gzip, bz2 and lzma.",
+        ),
+    ];
+    let page = |i: usize| {
+        let (name, title, text) = modules[i];
+        let prev = modules[(i + modules.len() - 1) % modules.len()];
+        let next = modules[(i + 1) % modules.len()];
+        Page::html(format!(
+            "<!doctype html><html><head><title>{name} — {title}</title></head><body>\
+             <div class=\"related\" role=\"navigation\" aria-label=\"related navigation\">\
+             <h3>Navigation</h3><ul><li class=\"right\"><a href=\"/genindex.html\">index</a></li>\
+             <li class=\"right\"><a href=\"/{}.html\">next</a> |</li>\
+             <li><a href=\"/index.html\">Python 3.11 documentation</a> »</li></ul></div>\
+             <div class=\"document\"><div class=\"body\" role=\"main\"><section>\
+             <h1>{name} — {title}</h1><p>{text}</p></section></div></div>\
+             <div class=\"sphinxsidebar\" role=\"navigation\" aria-label=\"main navigation\">\
+             <h4>Previous topic</h4><p class=\"topless\"><a href=\"/{}.html\">{} — {}</a></p>\
+             <h4>Next topic</h4><p class=\"topless\"><a href=\"/{}.html\">{} — {}</a></p>\
+             <div role=\"note\"><h3>This Page</h3><ul class=\"this-page-menu\">\
+             <li><a href=\"/bugs.html\">Report a Bug</a></li>\
+             <li><a href=\"/_sources/{name}.rst.txt\">Show Source</a></li></ul></div></div>\
+             <div class=\"footer\">© Copyright 2001-2023, Python Software Foundation. \
+             Found a bug? Please report it.</div></body></html>",
+            next.0, prev.0, prev.0, prev.1, next.0, next.0, next.1
+        ))
+    };
+    let mut site: HashMap<String, Page> = (0..modules.len())
+        .map(|i| (format!("/{}.html", modules[i].0), page(i)))
+        .collect();
+    let index: String = modules
+        .iter()
+        .map(|(name, title, _)| format!("<li><a href=\"/{name}.html\">{name} — {title}</a></li>"))
+        .collect();
+    site.insert(
+        "/".to_string(),
+        html(
+            "Python 3.11 documentation",
+            "",
+            &format!("<ul>{index}</ul><a href=\"/bugs.html\">Report a Bug</a>"),
+        ),
+    );
+    site.insert(
+        "/bugs.html".to_string(),
+        html(
+            "Dealing with Bugs",
+            "",
+            "<div role=\"main\"><h1>Dealing with Bugs</h1><p>Python is a mature programming \
+             language; to report a bug in the interpreter or its documentation, open an issue \
+             on the tracker and describe how to reproduce it.</p></div>",
+        ),
+    );
+    site
+}
+
+/// Snippets and matches come from a page's own text, not the site's chrome
+/// (which every page repeats): the chrome's words neither show in
+/// snippets nor make every page match.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn snippets_carry_no_site_chrome() {
+    let server = TestServer::start(Ipv4Addr::new(127, 0, 12, 4), sphinx_site()).await;
+    let index = tempfile::tempdir().unwrap();
+    let backend = Backend::sqlite();
+    let app = start(backend.open().await, settings(&index.path().join("ix")))
+        .await
+        .unwrap();
+    crawl_and_flush(&app, &server.url("/")).await;
+    for (query, page) in [
+        ("comma separated values", "/csv.html"),
+        ("javascript object notation", "/json.html"),
+        ("copy directory trees", "/shutil.html"),
+        ("exact money arithmetic", "/decimal.html"),
+        ("compressed tar archives", "/tarfile.html"),
+    ] {
+        let answer = app.search(query, 10).await.unwrap();
+        let first = answer
+            .results
+            .first()
+            .unwrap_or_else(|| panic!("{query:?}: no result"));
+        assert_eq!(first.url, server.url(page), "{query:?}: {answer:?}");
+        for chrome in [
+            "Navigation",
+            "Previous topic",
+            "Next topic",
+            "This Page",
+            "Show Source",
+            "Copyright",
+            "documentation »",
+        ] {
+            assert!(
+                !first.snippet.contains(chrome),
+                "{query:?}: {chrome:?} in the snippet {:?}",
+                first.snippet
+            );
+        }
+    }
+    // Every page carries "Report a Bug": only the page about bugs answers.
+    let bugs = app.search("report a bug", 10).await.unwrap();
+    assert_eq!(urls(&bugs), vec![server.url("/bugs.html")], "{bugs:?}");
+    app.stop(Duration::from_secs(5)).await.unwrap();
+}
