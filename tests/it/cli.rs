@@ -252,6 +252,30 @@ async fn bad_input_is_one_clear_line_and_a_failure_exit() {
         let first = err.lines().find(|l| l.starts_with("error:")).unwrap_or("");
         assert!(first.contains(needle), "{args:?}: {err}");
     }
+    // A store in a directory that does not exist: the directory is named,
+    // not the lock file the crawl would have made beside the store.
+    let nowhere = dir.path().join("nope/dir/x.db");
+    let out = run(&[
+        "crawl",
+        "http://127.0.0.1:9/",
+        "--db",
+        nowhere.to_str().unwrap(),
+    ])
+    .await;
+    assert!(!out.status.success());
+    assert_eq!(
+        stderr(&out).lines().find(|l| l.starts_with("error:")),
+        Some(
+            format!(
+                "error: cannot create the store {}: the directory {} does not exist",
+                nowhere.display(),
+                dir.path().join("nope").display()
+            )
+            .as_str()
+        ),
+        "{}",
+        stderr(&out)
+    );
     // A file that is not a crawl database is refused, and left alone.
     let not_db = dir.path().join("notes.txt");
     std::fs::write(&not_db, "my notes, not a database").unwrap();

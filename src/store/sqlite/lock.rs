@@ -27,8 +27,12 @@ impl WriterLock {
             .create(true)
             .truncate(false)
             .open(&path)
-            .map_err(|e| {
-                StoreError::backend(format!("cannot create the lock file {}", path.display()), e)
+            .map_err(|e| match missing_directory(db) {
+                Some(missing) => cannot_create_in(db, &missing),
+                None => StoreError::backend(
+                    format!("cannot create the lock file {}", path.display()),
+                    e,
+                ),
             })?;
         match file.try_lock() {
             Ok(()) => {}
@@ -67,6 +71,32 @@ impl WriterLock {
     }
 }
 
+/// The first directory on the way to `file` that does not exist, if one
+/// does not: `a/nope/dir/x.db` → `a/nope` when `a` exists.
+pub(super) fn missing_directory(file: &Path) -> Option<PathBuf> {
+    let parent = file.parent().filter(|p| !p.as_os_str().is_empty())?;
+    if parent.is_dir() {
+        return None;
+    }
+    let mut missing = parent;
+    while let Some(up) = missing.parent().filter(|p| !p.as_os_str().is_empty()) {
+        if up.exists() {
+            break;
+        }
+        missing = up;
+    }
+    Some(missing.to_path_buf())
+}
+
+/// The store `db` cannot be created: the directory `missing` on its way
+/// does not exist (the lock file's own name would only puzzle).
+pub(super) fn cannot_create_in(db: &Path, missing: &Path) -> StoreError {
+    StoreError::backend(
+        format!("cannot create the store {}", db.display()),
+        format!("the directory {} does not exist", missing.display()),
+    )
+}
+
 /// `crawl.db` → `crawl.db.lock`.
 fn lock_path(db: &Path) -> PathBuf {
     let mut name = db.as_os_str().to_owned();
@@ -92,5 +122,27 @@ mod tests {
         );
         drop(first);
         WriterLock::acquire(&db).expect("free once the holder is gone");
+    }
+
+    #[test]
+    fn a_store_in_a_missing_directory_names_the_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("nope/dir/x.db");
+        let e = WriterLock::acquire(&db).unwrap_err();
+        let said = format!("{}: {}", e, std::error::Error::source(&e).unwrap());
+        assert_eq!(
+            said,
+            format!(
+                "cannot create the store {}: the directory {} does not exist",
+                db.display(),
+                dir.path().join("nope").display()
+            )
+        );
+        assert_eq!(missing_directory(&dir.path().join("x.db")), None);
+        assert_eq!(
+            missing_directory(Path::new("x.db")),
+            None,
+            "the current one"
+        );
     }
 }

@@ -96,8 +96,10 @@ impl SqliteStore {
     pub fn open(path: &Path) -> Result<Self, StoreError> {
         let shown = path.display();
         let cannot_open = format!("cannot open store {shown}");
-        let mut conn =
-            Connection::open(path).map_err(|e| StoreError::backend(cannot_open.clone(), e))?;
+        let mut conn = Connection::open(path).map_err(|e| match lock::missing_directory(path) {
+            Some(missing) => lock::cannot_create_in(path, &missing),
+            None => StoreError::backend(cannot_open.clone(), e),
+        })?;
         init(&mut conn).map_err(|fail| match fail {
             Fail::Corrupt(msg) => {
                 StoreError::Corrupt(format!("{shown} is not a usable web crawler store: {msg}"))
