@@ -25,7 +25,9 @@ use web_crawler::graph;
 use web_crawler::notify::Notify;
 use web_crawler::operations::builtin_operations;
 use web_crawler::policy::Scope;
-use web_crawler::search::{Ranking, SearchAnswer, SearchIndex, SearchOptions, index_dir_for};
+use web_crawler::search::{
+    Ranking, SearchAnswer, SearchError, SearchIndex, SearchOptions, index_dir_for,
+};
 use web_crawler::store::{MongoStore, SqliteStore};
 use web_crawler::{Settings, start, start_worker};
 
@@ -55,7 +57,8 @@ pub(crate) struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Crawl from the given URLs until nothing is pending (or a budget is hit).
-    /// Running it again on the same --db resumes.
+    /// The --db file is created if missing; running it again on the same
+    /// --db resumes.
     #[command(after_help = EXIT_CODES)]
     Crawl {
         /// Seed URLs.
@@ -161,8 +164,8 @@ enum Command {
         /// The index directory itself (instead of --db).
         #[arg(long, value_name = "DIR", conflicts_with = "db")]
         index: Option<PathBuf>,
-        /// At most this many results.
-        #[arg(long, default_value_t = 10)]
+        /// At most this many results (1 at the least).
+        #[arg(long, default_value_t = 10, value_parser = at_least_one)]
         limit: usize,
         /// Print one JSON document: {"results":[{url,title,snippet,score}...],"did_you_mean":...}.
         #[arg(long)]
@@ -322,8 +325,8 @@ struct ListOpts {
     /// Print JSON (one array) instead of a table.
     #[arg(long)]
     json: bool,
-    /// At most this many rows.
-    #[arg(long)]
+    /// At most this many rows (1 at the least).
+    #[arg(long, value_parser = at_least_one)]
     limit: Option<usize>,
 }
 
@@ -462,7 +465,7 @@ struct RemoteOpts {
 /// Which store: the embedded file, or MongoDB when a URI is given.
 #[derive(Debug, Args)]
 struct StoreOpts {
-    /// Embedded store file (SQLite), created if missing.
+    /// The crawl's embedded store file (SQLite).
     #[arg(long, default_value = "crawler.db")]
     db: PathBuf,
     /// Use MongoDB at this URI instead of the embedded store.
@@ -656,6 +659,16 @@ impl ArchiveOpts {
             self.warc_max_size,
             self.warc.is_some(),
         ))
+    }
+}
+
+/// `--limit N`: a count of results or rows, 1 at the least (0 would ask
+/// for nothing and print "No results").
+fn at_least_one(text: &str) -> Result<usize, String> {
+    match text.trim().parse::<usize>() {
+        Ok(0) => Err("0 would show nothing: give 1 or more".to_string()),
+        Ok(n) => Ok(n),
+        Err(_) => Err(format!("{text:?} is not a number")),
     }
 }
 
@@ -981,9 +994,18 @@ pub(crate) async fn run(cli: Cli) -> Result<ExitCode> {
                 print_answer(&answer, &query, json)?;
                 return Ok(ExitCode::SUCCESS);
             }
-            let dir = index.unwrap_or_else(|| index_dir_for(&db));
-            let index = SearchIndex::open_read_only(&dir)
-                .with_context(|| format!("cannot open the search index at {}", dir.display()))?;
+            let dir = index.clone().unwrap_or_else(|| index_dir_for(&db));
+            let index = match SearchIndex::open_read_only(&dir) {
+                Ok(index) => index,
+                Err(SearchError::NoIndex { .. }) => {
+                    let store = index.is_none().then(|| (db.as_path(), db.exists()));
+                    bail!("{}", no_index(&dir, store));
+                }
+                Err(e) => {
+                    return Err(anyhow::Error::new(e)
+                        .context(format!("cannot open the search index at {}", dir.display())));
+                }
+            };
             let opts = SearchOptions::default()
                 .limit(limit)
                 .ranking(ranking.into());
@@ -1351,6 +1373,30 @@ fn summary_text(
 
 /// Failed pages the summary lists with their reason.
 const FAILED_SHOWN: usize = 5;
+
+/// Why `search` has no index at `dir`, and the way on. `store` is the
+/// crawl's store file the index was looked for beside (with whether it
+/// exists); `None` when `--index` named the directory.
+fn no_index(dir: &Path, store: Option<(&Path, bool)>) -> String {
+    match store {
+        Some((db, true)) => format!(
+            "the crawl in {db} has no search index (it ran with --no-index, or {dir} was \
+             removed): `web_crawler index rebuild --db {db}` makes one from what it fetched",
+            db = db.display(),
+            dir = dir.display()
+        ),
+        Some((db, false)) => format!(
+            "no crawl at {db}, so no search index: crawl first (`web_crawler crawl URL --db \
+             {db}`), or give the store with --db",
+            db = db.display()
+        ),
+        None => format!(
+            "no search index at {dir}: `web_crawler index rebuild --index {dir}` (with the \
+             crawl's --db or --mongodb) makes one from what the crawl fetched",
+            dir = dir.display()
+        ),
+    }
+}
 
 /// Print a search answer: numbered results, or one JSON document.
 fn print_answer(answer: &SearchAnswer, query: &str, json: bool) -> Result<()> {
@@ -1969,6 +2015,51 @@ mod tests {
              \x20 processed 529  failed 1  duplicates skipped 0  robots-blocked 0  still pending 0\n\
              \x20 failed  http://a/gone  HTTP 404\n"
         );
+    }
+
+    #[test]
+    fn search_without_an_index_says_why_and_the_way_on() {
+        let dir = Path::new("c.db.index");
+        let no_index_crawl = no_index(dir, Some((Path::new("c.db"), true)));
+        assert_eq!(
+            no_index_crawl,
+            "the crawl in c.db has no search index (it ran with --no-index, or c.db.index was \
+             removed): `web_crawler index rebuild --db c.db` makes one from what it fetched"
+        );
+        assert!(no_index(dir, Some((Path::new("c.db"), false))).starts_with("no crawl at c.db"),);
+        let named = no_index(Path::new("idx"), None);
+        assert!(
+            named.starts_with("no search index at idx: `web_crawler index rebuild --index idx`"),
+            "{named}"
+        );
+    }
+
+    #[test]
+    fn a_limit_of_zero_is_a_usage_error() {
+        let search = Cli::try_parse_from(["web_crawler", "search", "csv", "--limit", "0"]);
+        let e = search.unwrap_err();
+        assert_eq!(e.kind(), clap::error::ErrorKind::ValueValidation);
+        assert!(e.to_string().contains("0 would show nothing"), "{e}");
+        let report = Cli::try_parse_from(["web_crawler", "report", "pages", "--limit", "0"]);
+        assert!(report.is_err());
+        assert!(Cli::try_parse_from(["web_crawler", "search", "csv", "--limit", "1"]).is_ok());
+    }
+
+    #[test]
+    fn only_a_crawl_says_its_store_is_created_if_missing() {
+        use clap::CommandFactory;
+        let mut cli = Cli::command();
+        let mut help = |path: &[&str]| {
+            let mut cmd = &mut cli;
+            for name in path {
+                cmd = cmd.find_subcommand_mut(name).unwrap();
+            }
+            cmd.render_long_help().to_string()
+        };
+        assert!(help(&["crawl"]).contains("created if missing"));
+        for report in [&["report", "pages"][..], &["report", "graph"], &["search"]] {
+            assert!(!help(report).contains("created if missing"), "{report:?}");
+        }
     }
 
     #[test]

@@ -668,3 +668,61 @@ async fn sigterm_stops_a_crawl_with_its_summary() {
         assert_eq!(site.hits_of(&format!("/p/{i}")), 1, "/p/{i} fetched once");
     }
 }
+
+/// `search` on a crawl run with `--no-index` says so and names the way on
+/// (`index rebuild`), which works; `--limit 0` is a usage error (exit 2),
+/// not "No results".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn search_on_a_crawl_without_an_index_says_how_to_make_one() {
+    let site = TestServer::start(
+        Ipv4Addr::new(127, 0, 27, 4),
+        HashMap::from([
+            ("/".to_string(), page_with_links("home", &["/csv"])),
+            (
+                "/csv".to_string(),
+                Page::html("<title>CSV</title><p>export the table as csv</p>"),
+            ),
+        ]),
+    )
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let db = db_arg(dir.path());
+    let crawl = run(&[
+        "crawl",
+        &site.url("/"),
+        "--db",
+        &db,
+        "--delay-ms",
+        "0",
+        "--no-index",
+    ])
+    .await;
+    assert!(crawl.status.success(), "{}", stderr(&crawl));
+    let out = run(&["search", "csv", "--db", &db]).await;
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        stderr(&out).trim_end(),
+        format!(
+            "error: the crawl in {db} has no search index (it ran with --no-index, or \
+             {db}.index was removed): `web_crawler index rebuild --db {db}` makes one from \
+             what it fetched"
+        )
+    );
+    let out = run(&["search", "csv", "--db", &db, "--limit", "0"]).await;
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "a usage error: {}",
+        stderr(&out)
+    );
+    assert!(
+        stderr(&out).contains("0 would show nothing"),
+        "{}",
+        stderr(&out)
+    );
+    let rebuild = run(&["index", "rebuild", "--db", &db, "--delay-ms", "0"]).await;
+    assert!(rebuild.status.success(), "{}", stderr(&rebuild));
+    let out = run(&["search", "csv", "--db", &db, "--limit", "1"]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains(&site.url("/csv")), "{}", stdout(&out));
+}
