@@ -128,6 +128,12 @@ impl NodeMetrics {
             "1 while the master waits for an unreachable store",
             m.store_unreachable.clone(),
         );
+        // Known series from the start, at 0: an alert on them sees a
+        // number, not "no data", until the first error. A restart count
+        // appears as the supervisor starts each child of this node.
+        let _ = m.errors.get_or_create(&m.node);
+        let _ = m.queued.get_or_create(&m.node);
+        let _ = m.running.get_or_create(&m.node);
         Arc::new(NodeMetrics { registry, ..m })
     }
 
@@ -170,6 +176,14 @@ impl NodeMetrics {
         }
     }
 
+    /// The labels of this node's `child`.
+    fn child(&self, child: ChildRole) -> ChildLabels {
+        ChildLabels {
+            node: self.node.node.clone(),
+            child: format!("{child:?}").to_lowercase(),
+        }
+    }
+
     fn render(&self) -> String {
         let mut text = String::new();
         // Writing to a String cannot fail.
@@ -198,12 +212,12 @@ impl Metrics for NodeMetrics {
         self.running.get_or_create(&self.node).set(gauge(running));
     }
 
+    fn started(&self, child: ChildRole) {
+        let _ = self.restarts.get_or_create(&self.child(child));
+    }
+
     fn restarted(&self, child: ChildRole) {
-        let labels = ChildLabels {
-            node: self.node.node.clone(),
-            child: format!("{child:?}").to_lowercase(),
-        };
-        self.restarts.get_or_create(&labels).inc();
+        self.restarts.get_or_create(&self.child(child)).inc();
     }
 }
 
@@ -275,5 +289,33 @@ mod tests {
             assert!(text.lines().any(|l| l == line), "{line} in\n{text}");
         }
         assert!(text.ends_with("# EOF\n"), "{text}");
+    }
+
+    #[test]
+    fn known_series_are_at_zero_before_anything_happens() {
+        let m = NodeMetrics::new("n1");
+        m.started(ChildRole::Master);
+        m.started(ChildRole::Pool);
+        let text = m.render();
+        for line in [
+            r#"web_crawler_fetch_errors_total{node="n1"} 0"#,
+            r#"web_crawler_pool_queued{node="n1"} 0"#,
+            r#"web_crawler_pool_running{node="n1"} 0"#,
+            r#"web_crawler_restarts_total{node="n1",child="master"} 0"#,
+            r#"web_crawler_restarts_total{node="n1",child="pool"} 0"#,
+        ] {
+            assert!(text.lines().any(|l| l == line), "{line} in\n{text}");
+        }
+        assert!(
+            !text.contains(r#"child="indexer""#),
+            "not a child here: {text}"
+        );
+        // Started again after a restart: the count stays.
+        m.restarted(ChildRole::Master);
+        m.started(ChildRole::Master);
+        assert!(
+            m.render()
+                .contains(r#"web_crawler_restarts_total{node="n1",child="master"} 1"#)
+        );
     }
 }

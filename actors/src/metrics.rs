@@ -17,6 +17,9 @@ pub trait Metrics: Send + Sync + fmt::Debug {
     fn url_done(&self, _status: Option<u16>, _failed: bool) {}
     /// This node's pool now queues `queued` URLs and runs `running` slaves.
     fn pool_load(&self, _queued: usize, _running: usize) {}
+    /// This node's supervisor started `child`, the first time or again
+    /// (so that its restart count can be shown at 0 from the start).
+    fn started(&self, _child: ChildRole) {}
     /// This node's supervisor restarted `child` (a crash or an operator's restart).
     fn restarted(&self, _child: ChildRole) {}
 }

@@ -300,6 +300,7 @@ async fn start_child(
     state: &mut SupState,
     role: ChildRole,
 ) -> Result<(), ActorProcessingErr> {
+    state.args.behaviours.metrics.started(role);
     let cfg = &state.args.config;
     let cell = match role {
         ChildRole::Pool => {

@@ -726,3 +726,58 @@ async fn search_on_a_crawl_without_an_index_says_how_to_make_one() {
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(stdout(&out).contains(&site.url("/csv")), "{}", stdout(&out));
 }
+
+/// `crawl --metrics`: the error and restart counters are there at 0 from
+/// the start (an alert on them sees a number, not "no data"), one restart
+/// count per child of the node.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_show_their_known_series_at_zero_from_the_start() {
+    use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt};
+    let site = slow_site(Ipv4Addr::new(127, 0, 27, 5), 20).await;
+    let dir = tempfile::tempdir().unwrap();
+    let db = db_arg(dir.path());
+    let mut args = slow_crawl(&site, &db);
+    args.extend(["--metrics", "127.0.27.6:0"].map(String::from));
+    let mut crawl = bin()
+        .args(&args)
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = tokio::io::BufReader::new(crawl.stderr.take().unwrap()).lines();
+    let addr = tokio::time::timeout(Duration::from_secs(20), async {
+        while let Some(line) = lines.next_line().await.unwrap() {
+            if let Some(at) = line.strip_prefix("metrics at http://") {
+                return at.trim_end_matches("/metrics").to_string();
+            }
+        }
+        panic!("no metrics address");
+    })
+    .await
+    .expect("the metrics address");
+    assert!(
+        wait_for(Duration::from_secs(20), || site.total_hits() > 1).await,
+        "the crawl runs"
+    );
+    let mut stream = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    stream
+        .write_all(b"GET /metrics HTTP/1.1\r\nHost: m\r\nConnection: close\r\n\r\n")
+        .await
+        .unwrap();
+    let mut text = String::new();
+    stream.read_to_string(&mut text).await.unwrap();
+    crawl.start_kill().unwrap();
+    let zero = |name: &str, labels: &str| {
+        text.lines().any(|l| {
+            l.starts_with(&format!("web_crawler_{name}{{node=\""))
+                && l.ends_with(&format!("\"{labels}}} 0"))
+        })
+    };
+    assert!(zero("fetch_errors_total", ""), "{text}");
+    for child in ["master", "pool", "control", "indexer"] {
+        assert!(
+            zero("restarts_total", &format!(",child=\"{child}\"")),
+            "{child}: {text}"
+        );
+    }
+}
