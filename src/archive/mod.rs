@@ -25,7 +25,7 @@ use std::fs::{self, File, OpenOptions};
 use std::io::{self, BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-use warc::{BufferedBody, RawRecordHeader, Record, WarcHeader, WarcWriter};
+use warc::{BufferedBody, Record, WarcHeader};
 use web_crawler_actors::{Archive, ArchiveError, FetchedPage, async_trait};
 
 /// Default size at which a file is closed and the next one begun: 1 GB.
@@ -186,29 +186,93 @@ fn unknown(name: &str, value: impl Into<Vec<u8>>) -> (WarcHeader, Vec<u8>) {
     (WarcHeader::Unknown(name.to_string()), value.into())
 }
 
-/// One record as a gzip member.
+/// One record as a gzip member, its header fields in the order
+/// [`field_order`] gives and named as the WARC 1.1 specification spells
+/// them ([`spec_name`]). Written here rather than by the warc crate's
+/// writer, which names every field in lower case (`warc-type`): the format
+/// allows any case, but archive tools write, and scripts grep for, the
+/// specification's spelling.
 fn gzip_record(
-    headers: Vec<(WarcHeader, Vec<u8>)>,
+    mut headers: Vec<(WarcHeader, Vec<u8>)>,
     block: &[u8],
     out: &mut Vec<u8>,
 ) -> io::Result<()> {
-    let mut all: HashMap<WarcHeader, Vec<u8>> = headers.into_iter().collect();
-    all.insert(
+    headers.push((
         WarcHeader::BlockDigest,
         record::sha1_digest(block).into_bytes(),
-    );
-    all.insert(
+    ));
+    headers.push((
         WarcHeader::ContentLength,
         block.len().to_string().into_bytes(),
-    );
-    let header = RawRecordHeader {
-        version: "1.1".to_string(),
-        headers: all,
-    };
+    ));
+    headers.sort_by_key(|(name, _)| field_order(name));
     let mut gz = GzEncoder::new(std::mem::take(out), Compression::default());
-    WarcWriter::new(&mut gz).write_raw(header, &block)?;
+    gz.write_all(b"WARC/1.1\r\n")?;
+    for (name, value) in &headers {
+        gz.write_all(spec_name(name).as_bytes())?;
+        gz.write_all(b": ")?;
+        gz.write_all(value)?;
+        gz.write_all(b"\r\n")?;
+    }
+    gz.write_all(b"\r\n")?;
+    gz.write_all(block)?;
+    gz.write_all(b"\r\n\r\n")?;
     *out = gz.finish()?;
     Ok(())
+}
+
+/// A header field's name as the WARC 1.1 specification spells it; a
+/// field the warc crate does not know keeps the spelling it was given.
+fn spec_name(name: &WarcHeader) -> &str {
+    match name {
+        WarcHeader::ContentLength => "Content-Length",
+        WarcHeader::ContentType => "Content-Type",
+        WarcHeader::BlockDigest => "WARC-Block-Digest",
+        WarcHeader::ConcurrentTo => "WARC-Concurrent-To",
+        WarcHeader::Date => "WARC-Date",
+        WarcHeader::Filename => "WARC-Filename",
+        WarcHeader::IdentifiedPayloadType => "WARC-Identified-Payload-Type",
+        WarcHeader::IPAddress => "WARC-IP-Address",
+        WarcHeader::PayloadDigest => "WARC-Payload-Digest",
+        WarcHeader::Profile => "WARC-Profile",
+        WarcHeader::RecordID => "WARC-Record-ID",
+        WarcHeader::RefersTo => "WARC-Refers-To",
+        WarcHeader::SegmentNumber => "WARC-Segment-Number",
+        WarcHeader::SegmentOriginID => "WARC-Segment-Origin-ID",
+        WarcHeader::SegmentTotalLength => "WARC-Segment-Total-Length",
+        WarcHeader::TargetURI => "WARC-Target-URI",
+        WarcHeader::Truncated => "WARC-Truncated",
+        WarcHeader::WarcType => "WARC-Type",
+        WarcHeader::WarcInfoID => "WARC-Warcinfo-ID",
+        WarcHeader::Unknown(name) => name,
+    }
+}
+
+/// Where a field goes in a record's header, as archive tools order them:
+/// what the record is first, then what it is of, then its block.
+fn field_order(name: &WarcHeader) -> u8 {
+    match name {
+        WarcHeader::WarcType => 0,
+        WarcHeader::RecordID => 1,
+        WarcHeader::Date => 2,
+        WarcHeader::TargetURI => 3,
+        WarcHeader::Filename => 4,
+        WarcHeader::IPAddress => 5,
+        WarcHeader::WarcInfoID => 6,
+        WarcHeader::ConcurrentTo => 7,
+        WarcHeader::Profile => 8,
+        WarcHeader::RefersTo => 9,
+        WarcHeader::Unknown(_)
+        | WarcHeader::IdentifiedPayloadType
+        | WarcHeader::SegmentNumber
+        | WarcHeader::SegmentOriginID
+        | WarcHeader::SegmentTotalLength => 10,
+        WarcHeader::Truncated => 11,
+        WarcHeader::PayloadDigest => 12,
+        WarcHeader::ContentType => 13,
+        WarcHeader::BlockDigest => 14,
+        WarcHeader::ContentLength => 15,
+    }
 }
 
 fn record_id() -> String {
@@ -622,6 +686,80 @@ mod tests {
             entries.iter().any(|(_, e)| e.mime == "warc/revisit"),
             "{entries:?}"
         );
+    }
+
+    #[test]
+    fn header_fields_are_spelled_as_the_specification_spells_them() {
+        let tmp = tempfile::tempdir().unwrap();
+        let archive = WarcArchive::new(tmp.path(), "n1", 1 << 30, true);
+        archive.write("http://a.test/1", &page("one")).unwrap();
+        archive.close().unwrap();
+        let file = names(tmp.path())
+            .into_iter()
+            .find(|n| n.ends_with(WARC_EXT))
+            .unwrap();
+        let mut raw = String::new();
+        io::Read::read_to_string(
+            &mut flate2::read::MultiGzDecoder::new(File::open(tmp.path().join(file)).unwrap()),
+            &mut raw,
+        )
+        .unwrap();
+        let records: Vec<&str> = raw.split("WARC/1.1\r\n").skip(1).collect();
+        assert_eq!(records.len(), 3, "warcinfo, request, response: {raw}");
+        let fields = |record: &str| -> Vec<String> {
+            let head = record.split("\r\n\r\n").next().unwrap();
+            head.lines()
+                .map(|l| l.split(": ").next().unwrap().to_string())
+                .collect()
+        };
+        assert_eq!(
+            fields(records[1]),
+            [
+                "WARC-Type",
+                "WARC-Record-ID",
+                "WARC-Date",
+                "WARC-Target-URI",
+                "WARC-Warcinfo-ID",
+                "WARC-Concurrent-To",
+                "Content-Type",
+                "WARC-Block-Digest",
+                "Content-Length",
+            ]
+        );
+        assert!(records[1].starts_with("WARC-Type: request\r\n"), "{raw}");
+        assert!(records[2].starts_with("WARC-Type: response\r\n"), "{raw}");
+        assert!(fields(records[2]).contains(&"WARC-Payload-Digest".to_string()));
+        assert!(fields(records[0]).contains(&"WARC-Filename".to_string()));
+        assert!(!raw.contains("warc-type"), "no lower-case names: {raw}");
+    }
+
+    #[test]
+    fn spec_names_read_back_as_the_same_fields() {
+        use WarcHeader::*;
+        for name in [
+            ContentLength,
+            ContentType,
+            BlockDigest,
+            ConcurrentTo,
+            Date,
+            Filename,
+            IdentifiedPayloadType,
+            IPAddress,
+            PayloadDigest,
+            Profile,
+            RecordID,
+            RefersTo,
+            SegmentNumber,
+            SegmentOriginID,
+            SegmentTotalLength,
+            TargetURI,
+            Truncated,
+            WarcType,
+            WarcInfoID,
+        ] {
+            assert_eq!(WarcHeader::from(spec_name(&name)), name);
+            assert!(spec_name(&name).eq_ignore_ascii_case(&name.to_string()));
+        }
     }
 
     #[test]
