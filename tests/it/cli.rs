@@ -648,6 +648,11 @@ async fn sigterm_stops_a_crawl_with_its_summary() {
         "the way on: {}",
         stdout(&out)
     );
+    assert_eq!(
+        beside(dir.path()),
+        ["crawl.db", "crawl.db.index"],
+        "a graceful stop is a clean exit"
+    );
     let resumed = run(&slow_crawl(&site, &db)).await;
     assert!(resumed.status.success(), "{}", stderr(&resumed));
     // The resumed run's count is its own; the store's totals are labelled.
@@ -780,4 +785,41 @@ async fn metrics_show_their_known_series_at_zero_from_the_start() {
             "{child}: {text}"
         );
     }
+}
+
+/// The files beside the store `db` in `dir`, by name.
+fn beside(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+/// A crawl that ends cleanly leaves its store file and its index only: no
+/// lock file, no `-wal` or `-shm`. One killed leaves them, and the next
+/// run opens the store as usual (and cleans up when it ends).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_clean_exit_leaves_only_the_store_and_its_index() {
+    let site = slow_site(Ipv4Addr::new(127, 0, 27, 7), 30).await;
+    let dir = tempfile::tempdir().unwrap();
+    let db = db_arg(dir.path());
+    let mut killed = crawling(&site, &slow_crawl(&site, &db)).await;
+    killed.start_kill().unwrap();
+    killed.wait().await.unwrap();
+    let left = beside(dir.path());
+    assert!(
+        left.contains(&"crawl.db.lock".to_string()) && left.contains(&"crawl.db-wal".to_string()),
+        "a kill leaves them: {left:?}"
+    );
+    let resumed = run(&slow_crawl(&site, &db)).await;
+    assert!(resumed.status.success(), "{}", stderr(&resumed));
+    assert_eq!(beside(dir.path()), ["crawl.db", "crawl.db.index"]);
+    // A run with nothing left to do, and a report, leave nothing either.
+    let again = run(&slow_crawl(&site, &db)).await;
+    assert!(again.status.success(), "{}", stderr(&again));
+    let report = run(&["report", "hosts", "--db", &db]).await;
+    assert!(report.status.success(), "{}", stderr(&report));
+    assert_eq!(beside(dir.path()), ["crawl.db", "crawl.db.index"]);
 }

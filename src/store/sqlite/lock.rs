@@ -2,8 +2,12 @@
 //! would fetch URLs twice and double each host's load, so the process that
 //! drives a file's frontier holds an exclusive lock on `FILE.lock` beside
 //! it. It is an OS file lock: it goes away with the process, however the
-//! process ends, so a crash leaves nothing to clean up. Readers (`report`,
-//! `search`, a user's `sqlite3`) take no lock.
+//! process ends, so a crash leaves nothing to clean up but the file, which
+//! the next crawl locks again. A clean close removes the file, while it
+//! still holds the lock; so a process that opened the file just before
+//! checks, once it has the lock, that the path still names the file it
+//! locked, and starts over if not. Readers (`report`, `search`, a user's
+//! `sqlite3`) take no lock.
 
 use std::fs::{File, OpenOptions, TryLockError};
 use std::io::{Read, Seek, SeekFrom, Write};
@@ -20,6 +24,30 @@ pub struct WriterLock {
 impl WriterLock {
     /// Take the lock of the store at `db`, or say who holds it.
     pub fn acquire(db: &Path) -> Result<Self, StoreError> {
+        // A holder that closes removes the file it locked: the lock taken
+        // on that file, unlinked meanwhile, would be no lock at all.
+        for _ in 0..8 {
+            let lock = Self::acquire_once(db)?;
+            if lock.path_names_it() {
+                return Ok(lock);
+            }
+        }
+        Err(StoreError::backend(
+            format!("cannot lock {}", lock_path(db).display()),
+            "its lock file was removed under us again and again",
+        ))
+    }
+
+    /// Whether the lock file's path still names the file locked.
+    fn path_names_it(&self) -> bool {
+        use std::os::unix::fs::MetadataExt;
+        match (self._file.metadata(), std::fs::metadata(&self.path)) {
+            (Ok(held), Ok(named)) => held.dev() == named.dev() && held.ino() == named.ino(),
+            _ => false,
+        }
+    }
+
+    fn acquire_once(db: &Path) -> Result<Self, StoreError> {
         let path = lock_path(db);
         let mut file = OpenOptions::new()
             .read(true)
@@ -68,6 +96,19 @@ impl WriterLock {
 
     pub fn path(&self) -> &Path {
         &self.path
+    }
+}
+
+impl Drop for WriterLock {
+    /// A clean close leaves no lock file beside the store: removed while
+    /// the lock is still held (the file is closed after this), so no other
+    /// process can have locked it meanwhile.
+    fn drop(&mut self) {
+        if self.path_names_it()
+            && let Err(e) = std::fs::remove_file(&self.path)
+        {
+            tracing::debug!(path = %self.path.display(), error = %e, "lock file not removed");
+        }
     }
 }
 
@@ -121,7 +162,30 @@ mod tests {
             "{second}"
         );
         drop(first);
+        assert!(
+            !dir.path().join("crawl.db.lock").exists(),
+            "a clean close removes the lock file"
+        );
         WriterLock::acquire(&db).expect("free once the holder is gone");
+    }
+
+    #[test]
+    fn a_lock_file_removed_under_the_taker_is_taken_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("crawl.db");
+        let lock = WriterLock::acquire(&db).unwrap();
+        // As if its holder closed between our open and our lock.
+        std::fs::remove_file(lock.path()).unwrap();
+        assert!(!lock.path_names_it());
+        drop(lock);
+        let again = WriterLock::acquire(&db).unwrap();
+        assert!(again.path_names_it());
+        drop(again);
+        // A crash leaves the file, and its process's lock goes with it:
+        // the next crawl locks the file as it is.
+        std::fs::write(dir.path().join("crawl.db.lock"), "4242\n").unwrap();
+        let next = WriterLock::acquire(&db).expect("a file a crash left is locked again");
+        assert!(next.path_names_it());
     }
 
     #[test]

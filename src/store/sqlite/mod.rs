@@ -61,23 +61,47 @@ pub struct SqliteStore {
 struct Inner {
     conn: Connection,
     seen: SeenWindow,
+    /// The checkpoint thread, which holds a connection of its own.
+    checkpointer: CheckpointThread,
 }
 
 impl Drop for Inner {
-    /// Write the credit the window still holds: the next run orders its
-    /// claims by it.
+    /// Write the credit the window still holds (the next run orders its
+    /// claims by it), then close the checkpoint thread's connection before
+    /// this one: SQLite removes the `-wal` and `-shm` files when the last
+    /// connection to the file closes, so a store closed cleanly leaves
+    /// only its file. (A crash leaves them; the next open recovers.)
     fn drop(&mut self) {
         let credit: Vec<(i64, f64)> = self.seen.unsaved_credit().collect();
-        if credit.is_empty() {
-            return;
+        if !credit.is_empty() {
+            let written = (|| -> Result<(), Fail> {
+                let tx = self.conn.transaction()?;
+                write_credit(&tx, credit)?;
+                Ok(tx.commit()?)
+            })();
+            if let Err(e) = written {
+                tracing::warn!(error = %e, "could not write the last OPIC credit at close");
+            }
         }
-        let written = (|| -> Result<(), Fail> {
-            let tx = self.conn.transaction()?;
-            write_credit(&tx, credit)?;
-            Ok(tx.commit()?)
-        })();
-        if let Err(e) = written {
-            tracing::warn!(error = %e, "could not write the last OPIC credit at close");
+        self.checkpointer.stop();
+    }
+}
+
+/// The checkpoint thread and the way to stop it at once.
+struct CheckpointThread {
+    /// Dropped to stop the thread: its wait ends at once.
+    stop: Option<std::sync::mpsc::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl CheckpointThread {
+    /// Stop the thread and wait until its connection is closed.
+    fn stop(&mut self) {
+        drop(self.stop.take());
+        if let Some(thread) = self.thread.take()
+            && thread.join().is_err()
+        {
+            tracing::warn!("the checkpoint thread panicked");
         }
     }
 }
@@ -113,13 +137,8 @@ impl SqliteStore {
         let in_file = file_keys(&conn).map_err(|fail| {
             StoreError::backend(format!("cannot read the keys of store {shown}"), fail)
         })?;
-        let inner = Arc::new(Mutex::new(Inner {
-            conn,
-            seen: SeenWindow::new(SEEN_WINDOW, in_file),
-        }));
         let checkpointer =
             Connection::open(path).map_err(|e| StoreError::backend(cannot_open.clone(), e))?;
-        let store = Arc::downgrade(&inner);
         let wal = Arc::new(Mutex::new(WalState::default()));
         let checkpoint = Checkpointer {
             conn: checkpointer,
@@ -127,10 +146,19 @@ impl SqliteStore {
             watch: WalWatch::new(WARN_BYTES),
             shared: Arc::clone(&wal),
         };
-        std::thread::Builder::new()
+        let (stop, stopped) = std::sync::mpsc::channel();
+        let thread = std::thread::Builder::new()
             .name("sqlite-checkpoint".into())
-            .spawn(move || checkpoint.until_dropped(store))
+            .spawn(move || checkpoint.until_stopped(&stopped))
             .map_err(|e| StoreError::backend("cannot start the checkpoint thread", e))?;
+        let inner = Arc::new(Mutex::new(Inner {
+            conn,
+            seen: SeenWindow::new(SEEN_WINDOW, in_file),
+            checkpointer: CheckpointThread {
+                stop: Some(stop),
+                thread: Some(thread),
+            },
+        }));
         Ok(Self {
             inner,
             wal,
@@ -199,7 +227,7 @@ impl SqliteStore {
         F: FnOnce(&Transaction<'_>, &mut SeenWindow) -> Result<T, Fail> + Send + 'static,
     {
         self.run(move |inner| {
-            let Inner { conn, seen } = inner;
+            let Inner { conn, seen, .. } = inner;
             let result = (|| {
                 let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
                 let out = f(&tx, seen)?;
@@ -223,7 +251,7 @@ impl SqliteStore {
         F: FnOnce(&Transaction<'_>, &SeenWindow) -> Result<T, Fail> + Send + 'static,
     {
         self.run(move |inner| {
-            let Inner { conn, seen } = inner;
+            let Inner { conn, seen, .. } = inner;
             let tx = conn.transaction()?;
             let out = f(&tx, seen)?;
             tx.finish()?;
@@ -252,14 +280,11 @@ impl Checkpointer {
     /// Copy committed WAL frames into the database file every so often,
     /// from a connection of its own: a passive checkpoint never blocks the
     /// writer (nor waits for readers), and the fsync it ends with happens
-    /// here rather than in a commit. Ends when the store is dropped.
-    fn until_dropped(mut self, store: std::sync::Weak<Mutex<Inner>>) {
+    /// here rather than in a commit. Ends, closing its connection, when
+    /// the store drops the sender of `stopped`.
+    fn until_stopped(mut self, stopped: &std::sync::mpsc::Receiver<()>) {
         const EVERY: Duration = Duration::from_millis(500);
-        loop {
-            std::thread::sleep(EVERY);
-            if store.strong_count() == 0 {
-                return;
-            }
+        while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = stopped.recv_timeout(EVERY) {
             self.checkpoint();
         }
     }
