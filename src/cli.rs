@@ -1328,12 +1328,22 @@ fn summary_text(
         run.times.fetching.as_secs_f64(),
         rate
     );
-    if run.ended == Ended::Interrupted {
-        let _ = writeln!(
-            out,
-            "to resume, run the same command again ({} URLs are left pending)",
-            counts.pending
-        );
+    match run.ended {
+        Ended::Interrupted => {
+            let _ = writeln!(
+                out,
+                "to resume, run the same command again ({} URLs are left pending)",
+                counts.pending
+            );
+        }
+        Ended::BudgetReached if counts.pending > 0 => {
+            let _ = writeln!(
+                out,
+                "{} URLs are left pending: the same command again crawls up to --max-pages more",
+                counts.pending
+            );
+        }
+        _ => {}
     }
     if let Some(index) = run.index {
         let left = if index.backlog() > 0 {
@@ -1988,6 +1998,16 @@ mod tests {
             &[],
         );
         assert!(!done.contains("resume"), "{done}");
+        let budget = summary_text(
+            &run_facts(Ended::BudgetReached, 29),
+            &[(Some(200), 29)],
+            &counts,
+            &[],
+        );
+        assert_eq!(
+            budget.lines().nth(1),
+            Some("31 URLs are left pending: the same command again crawls up to --max-pages more")
+        );
     }
 
     #[test]
