@@ -231,8 +231,8 @@ pub(super) struct Blocks {
     start: usize,
     link_bytes: usize,
     text_bytes: usize,
-    main: Vec<Range<usize>>,
-    other: Vec<Range<usize>>,
+    /// Content blocks in page order, and whether each is in the main region.
+    kept: Vec<(Range<usize>, bool)>,
 }
 
 impl Blocks {
@@ -250,29 +250,27 @@ impl Blocks {
         let range = self.start..end;
         let links = self.link_bytes as f32 > MAX_LINK_SHARE * self.text_bytes as f32;
         if !range.is_empty() && !links && !regions.in_boilerplate() {
-            if regions.in_main() {
-                self.main.push(range);
-            } else {
-                self.other.push(range);
-            }
+            self.kept.push((range, regions.in_main()));
         }
         self.start = end;
         self.link_bytes = 0;
         self.text_bytes = 0;
     }
 
-    /// The page's own text out of its visible `text`: its main region's
-    /// blocks when it marks one, else its content blocks, at most `limit`
-    /// bytes; all of `text` when they hold less than a tenth of it and
-    /// under [`MIN_CONTENT_BYTES`].
+    /// The page's own text out of its visible `text`, at most `limit`
+    /// bytes: its main region's blocks when they hold
+    /// [`MIN_CONTENT_BYTES`] or more, else all its content blocks; all of
+    /// `text` when those hold less than that and less than a tenth of it.
     pub(super) fn content(self, text: String, limit: usize) -> String {
-        let bytes = |r: &[Range<usize>]| r.iter().map(|r| r.len()).sum::<usize>();
-        let ranges = if bytes(&self.main) >= MIN_CONTENT_BYTES || self.other.is_empty() {
-            &self.main
-        } else {
-            &self.other
-        };
-        let kept = bytes(ranges);
+        let main: usize = self.kept.iter().filter(|b| b.1).map(|b| b.0.len()).sum();
+        let only_main = main >= MIN_CONTENT_BYTES;
+        let ranges: Vec<&Range<usize>> = self
+            .kept
+            .iter()
+            .filter(|b| b.1 || !only_main)
+            .map(|b| &b.0)
+            .collect();
+        let kept: usize = ranges.iter().map(|r| r.len()).sum();
         if kept < MIN_CONTENT_BYTES && kept * 10 < text.len() {
             let mut text = text;
             text.truncate(text.floor_char_boundary(limit));
@@ -280,7 +278,7 @@ impl Blocks {
         }
         let mut out = String::with_capacity(kept.min(limit));
         for r in ranges {
-            let part = text[r.clone()].trim();
+            let part = text[(*r).clone()].trim();
             if part.is_empty() {
                 continue;
             }
@@ -424,5 +422,25 @@ mod tests {
         b.text(body.len(), false);
         b.end(text.len(), &regions);
         assert_eq!(b.content(text, 21), "x x x x x x x x x x x");
+
+        // A short main region: the page's other content blocks join it,
+        // its chrome still does not.
+        let (title, main, side) = ("csv — CSV Files", "y ".repeat(60), "Previous topic tarfile");
+        let text = format!("{title} {main}{side}");
+        let mut regions = Regions::default();
+        let mut b = Blocks::default();
+        b.text(title.len(), false);
+        b.end(title.len(), &regions);
+        regions.open(BlockName::Main, Region::Main);
+        b.text(main.len(), false);
+        b.end(title.len() + 1 + main.len(), &regions);
+        regions.close(BlockName::Main);
+        regions.open(BlockName::Aside, Region::Boilerplate);
+        b.text(side.len(), false);
+        b.end(text.len(), &regions);
+        assert_eq!(
+            b.content(text, usize::MAX),
+            format!("{title} {}", main.trim())
+        );
     }
 }

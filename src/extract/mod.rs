@@ -54,8 +54,9 @@ pub struct Extracted {
     /// excluding script, style, noscript, template, nav, footer, head
     /// content, svg, and the site's chrome (sidebars, menus, breadcrumbs,
     /// link lists: see `boilerplate`); its main region (`<main>`,
-    /// `<article>`, `role=main`) alone when it marks one. Headings are
-    /// included, and the title when the page marks no main region.
+    /// `<article>`, `role=main`) alone when it marks one of 200 bytes or
+    /// more. Headings are included, and the title unless the main region
+    /// stands alone.
     pub text: String,
     /// document order, de-duplicated by url keeping the first
     pub links: Vec<ExtractedLink>,

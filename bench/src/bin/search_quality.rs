@@ -162,6 +162,7 @@ pub fn parse_queries(text: &str) -> Result<Vec<Query>, String> {
 pub struct Hit {
     pub url: String,
     pub title: String,
+    pub snippet: String,
     /// The page's file name in the corpus (last path segment; `index.html`
     /// for a directory).
     pub file: String,
@@ -226,10 +227,16 @@ pub fn parse_search_json(s: &str) -> Result<SearchOutput, String> {
                 .and_then(Value::as_str)
                 .unwrap_or("")
                 .to_string();
+            let snippet = r
+                .get("snippet")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string();
             Some(Hit {
                 file: url_to_file(&url),
                 url,
                 title,
+                snippet,
             })
         })
         .collect();
@@ -245,6 +252,23 @@ pub fn parse_search_json(s: &str) -> Result<SearchOutput, String> {
 }
 
 // ---------------------------------------------------------------- metrics
+
+/// Whether a snippet shows the site's navigation rather than the page's
+/// text: the manual's DocBook header and footer ("Prev Up … Home Next"),
+/// Sphinx's related bar and sidebar.
+pub fn snippet_has_chrome(snippet: &str) -> bool {
+    [
+        "Prev Up",
+        "Up Home",
+        "Home Next",
+        "Prev Next",
+        "Previous topic",
+        "Next topic",
+        "Show Source",
+    ]
+    .iter()
+    .any(|chrome| snippet.contains(chrome))
+}
 
 /// 1-based rank of the first acceptable page within the top `k`, if any.
 pub fn first_relevant(files: &[String], answers: &[String], k: usize) -> Option<usize> {
@@ -784,8 +808,15 @@ async fn main_inner(cli: Cli) -> Result<(), String> {
         }
     }
 
+    let snippets: Vec<&Hit> = full.outputs.iter().flat_map(|o| &o.hits).collect();
+    let chrome = snippets
+        .iter()
+        .filter(|h| snippet_has_chrome(&h.snippet))
+        .count();
     if cli.json {
         let meta = json!({
+            "snippets": snippets.len(),
+            "snippets_with_navigation": chrome,
             "corpus": corpus.display().to_string(),
             "corpus_html_files": corpus_files.len(),
             "files_served": served_count,
@@ -804,6 +835,10 @@ async fn main_inner(cli: Cli) -> Result<(), String> {
             corpus_files.len()
         );
         print!("{}", markdown(&queries, &full, &base, &header));
+        println!(
+            "\nSnippets of the `full` results carrying the site's navigation text: {chrome} of {}",
+            snippets.len()
+        );
     }
     if cli.keep {
         let kept = tmp.keep();
@@ -849,10 +884,22 @@ mod tests {
                     url: format!("http://127.0.0.1:1/{f}"),
                     title: f.to_string(),
                     file: f.to_string(),
+                    ..Default::default()
                 })
                 .collect(),
             ..Default::default()
         }
+    }
+
+    #[test]
+    fn navigation_in_snippets_is_recognised() {
+        assert!(snippet_has_chrome(
+            "Prev Up Chapter 9. Functions and Operators Home Next 9.27. System"
+        ));
+        assert!(snippet_has_chrome("tarfile Next topic csv This Page"));
+        assert!(!snippet_has_chrome(
+            "pg_cancel_backend cancels the current query of the session"
+        ));
     }
 
     #[test]
