@@ -70,7 +70,7 @@ pub(crate) fn real_pages(
     pages
 }
 
-fn settings() -> Settings {
+pub(crate) fn settings() -> Settings {
     static N: AtomicUsize = AtomicUsize::new(0);
     let mut s = Settings::default();
     s.crawl.node_name = format!("traps-{}", N.fetch_add(1, Ordering::SeqCst));
@@ -104,7 +104,7 @@ async fn crawl(
 }
 
 /// Requests served whose target starts with `prefix`.
-fn hits_under(server: &TestServer, prefix: &str) -> u32 {
+pub(crate) fn hits_under(server: &TestServer, prefix: &str) -> u32 {
     server
         .hits()
         .iter()
@@ -120,7 +120,7 @@ fn assert_real_pages_fetched(server: &TestServer, count: usize) {
 }
 
 /// Pages recorded as left out, with their reasons.
-async fn trapped(store: &dyn Store) -> Vec<(String, String)> {
+pub(crate) async fn trapped(store: &dyn Store) -> Vec<(String, String)> {
     store
         .processed(PageQuery::default())
         .await

@@ -17,3 +17,4 @@ mod outage;
 mod reports;
 mod search;
 mod store_conformance;
+mod text_traps;
