@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use web_crawler::actors::LinkPolicy;
 use web_crawler::actors::cluster;
 use web_crawler::actors::monitor::{
     FetchHistory, HistoryQuery, WATCH_OFF, availability, changes, check_every,
@@ -24,7 +25,7 @@ use web_crawler::archive::{ArchiveReader, WarcArchive};
 use web_crawler::graph;
 use web_crawler::notify::Notify;
 use web_crawler::operations::builtin_operations;
-use web_crawler::policy::Scope;
+use web_crawler::policy::{CrawlPolicy, Scope};
 use web_crawler::search::{
     Ranking, SearchAnswer, SearchError, SearchIndex, SearchOptions, index_dir_for,
 };
@@ -269,7 +270,7 @@ struct MonitorOpts {
     #[arg(long, value_name = "PROGRAM")]
     on_change: Option<String>,
     /// POST each change as JSON to this URL.
-    #[arg(long, value_name = "URL")]
+    #[arg(long, value_name = "URL", value_parser = user_url)]
     webhook: Option<url::Url>,
 }
 
@@ -1025,6 +1026,27 @@ pub(crate) async fn run(cli: Cli) -> Result<ExitCode> {
     }
 }
 
+/// Refuse, in the master's words, a seed the master would refuse: before
+/// anything is opened or created for it.
+fn check_seeds<'a>(
+    settings: &Settings,
+    seeds: impl IntoIterator<Item = (&'a str, &'a OperationSpec)>,
+) -> Result<()> {
+    let policy = CrawlPolicy::new(settings.policy.clone());
+    for (url, operation) in seeds {
+        if let Err(why) = policy.seed(url, operation) {
+            bail!("{}", why.of_url(url));
+        }
+    }
+    Ok(())
+}
+
+/// `--webhook`: a URL read as every URL a user gives is
+/// ([`web_crawler::normalize::parse_user_url`]).
+fn user_url(text: &str) -> Result<url::Url, String> {
+    web_crawler::normalize::parse_user_url(text).map_err(|e| e.to_string())
+}
+
 /// Crawl to the end (or a signal) and print the summary; with `--json` the
 /// summary is returned instead, for the caller's one JSON document.
 async fn crawl(
@@ -1032,6 +1054,8 @@ async fn crawl(
     seeds: &[(String, OperationSpec)],
 ) -> Result<(ExitCode, Option<serde_json::Value>)> {
     let mut settings = opts.store.with_index(opts.settings()?);
+    // Before a store or an index is made for a crawl that cannot start.
+    check_seeds(&settings, seeds.iter().map(|(u, op)| (u.as_str(), op)))?;
     let metrics = match opts.metrics {
         Some(addr) => {
             Some(serve_metrics(addr, &settings.crawl.node_name.clone(), &mut settings).await?)
@@ -1850,6 +1874,8 @@ async fn serve_node(
     let mut settings = tuning.settings()?;
     settings.crawl.node_name = node.name.clone();
     if let Some(m) = &master {
+        let crawl = OperationSpec::crawl();
+        check_seeds(&settings, m.seeds.iter().map(|u| (u.as_str(), &crawl)))?;
         settings.crawl.store_outage_limit = m.store_outage_limit;
         settings.crawl.restart_intensity = m.intensity;
         m.monitor.apply(&mut settings)?;

@@ -38,6 +38,14 @@ pub enum UrlError {
     /// reason, e.g. `"http://exa mple.com/": invalid domain character`.
     #[error("invalid URL {0}")]
     Parse(String),
+    /// Not an absolute URL: no scheme (`127.0.0.1:8080`, `example.com/docs`) or a path alone
+    /// (`/docs/`), as a user may type it. `url` is the input, truncated; `suggestion` the input
+    /// with `http://` in front, when that makes an http URL with a host.
+    #[error("invalid URL {url:?}: {}", not_absolute_advice(.suggestion.as_deref()))]
+    NotAbsolute {
+        url: String,
+        suggestion: Option<String>,
+    },
     /// Parsed fine, but is not http/https (mailto:, javascript:, data:, ftp:, ...). Holds the
     /// offending URL, truncated.
     #[error("unsupported URL scheme (only http and https are crawled): {0:?}")]
@@ -51,10 +59,81 @@ pub enum UrlError {
     TooLong { len: usize, max: usize, url: String },
 }
 
-/// Absolute URL → normalized URL (only http/https accepted).
+/// Absolute URL → normalized URL (only http/https accepted). The input is read as
+/// [`parse_user_url`] reads it: a user's URL without a scheme is refused with the URL to write.
 pub fn normalize(input: &str, opts: &NormalizeOptions) -> Result<Url, UrlError> {
-    let url = Url::parse(input).map_err(|e| parse_error(input, e))?;
+    let input = input.trim();
+    let url = parse_user_url(input)?;
     finish(url, input, opts)
+}
+
+/// A URL as a user gives it — a seed on the command line, `add_url`, `--webhook` — parsed,
+/// not normalized: trimmed of whitespace, absolute, http or https, with a host. The one
+/// function every user-given URL goes through, so each mistake gets the same one line.
+///
+/// One typed without a scheme (`127.0.5.1:8091`, `example.com/docs`, `localhost:8080`) is
+/// [`UrlError::NotAbsolute`] with the URL to write instead (`http://127.0.5.1:8091/`), rather
+/// than the parser's "relative URL without a base" (or, for `localhost:8080`, "unsupported
+/// scheme `localhost`").
+pub fn parse_user_url(input: &str) -> Result<Url, UrlError> {
+    let input = input.trim();
+    let not_absolute = || UrlError::NotAbsolute {
+        url: clip(input),
+        suggestion: with_http(input),
+    };
+    let url = match Url::parse(input) {
+        Ok(url) => url,
+        Err(url::ParseError::RelativeUrlWithoutBase) => return Err(not_absolute()),
+        Err(e) => return Err(parse_error(input, e)),
+    };
+    if !is_http(&url) {
+        // `localhost:8080/x` parses as the scheme `localhost`: a host and a port.
+        if looks_like_host_and_port(input) && with_http(input).is_some() {
+            return Err(not_absolute());
+        }
+        return Err(UrlError::UnsupportedScheme(clip(input)));
+    }
+    let has_host = url
+        .host_str()
+        .is_some_and(|h| !h.bytes().all(|b| b == b'.'));
+    if !has_host {
+        return Err(UrlError::MissingHost(clip(input)));
+    }
+    Ok(url)
+}
+
+/// `input` with `http://` in front (`http:` before `//host/…`), when that is an http URL with
+/// a host: the URL a user who left the scheme out meant.
+fn with_http(input: &str) -> Option<String> {
+    let candidate = if input.starts_with("//") {
+        format!("http:{input}")
+    } else if input.contains("://") || input.is_empty() || input.starts_with('/') {
+        // A scheme of its own, nothing, or a path alone: no host to put after `http://`.
+        return None;
+    } else {
+        format!("http://{input}")
+    };
+    let url = Url::parse(&candidate).ok()?;
+    let host = url.host_str()?;
+    (!host.bytes().all(|b| b == b'.') && url.as_str().len() <= QUOTE_MAX).then(|| url.into())
+}
+
+/// `host:8080`, `host:8080/path`: what the parser takes for a scheme is a host, as the part
+/// after the colon is a port.
+fn looks_like_host_and_port(input: &str) -> bool {
+    let Some((_, rest)) = input.split_once(':') else {
+        return false;
+    };
+    let port = rest.split(['/', '?', '#']).next().unwrap_or("");
+    !port.is_empty() && port.bytes().all(|b| b.is_ascii_digit())
+}
+
+/// What [`UrlError::NotAbsolute`] says after the URL.
+fn not_absolute_advice(suggestion: Option<&str>) -> String {
+    match suggestion {
+        Some(url) => format!("it has no scheme; try {url}"),
+        None => "not an absolute URL (one starts with http:// or https:// and a host)".to_string(),
+    }
 }
 
 /// Resolve href (relative or absolute, trimmed of ASCII whitespace, as browsers do) against
@@ -584,12 +663,103 @@ mod tests {
         assert!(matches!(e("http://:80/"), UrlError::MissingHost(_)));
         assert!(matches!(e("http://./"), UrlError::MissingHost(_)));
         assert!(matches!(e("http://../x"), UrlError::MissingHost(_)));
-        assert!(matches!(e("not a url"), UrlError::Parse(_)));
-        assert!(matches!(e("/relative/path"), UrlError::Parse(_)));
-        assert!(matches!(e(""), UrlError::Parse(_)));
+        assert!(matches!(
+            e("not a url"),
+            UrlError::NotAbsolute {
+                suggestion: None,
+                ..
+            }
+        ));
+        assert!(matches!(
+            e("/relative/path"),
+            UrlError::NotAbsolute {
+                suggestion: None,
+                ..
+            }
+        ));
+        assert!(matches!(
+            e(""),
+            UrlError::NotAbsolute {
+                suggestion: None,
+                ..
+            }
+        ));
         assert!(matches!(e("http://[::1/"), UrlError::Parse(_)));
         assert!(matches!(e("http://exa mple.com/"), UrlError::Parse(_)));
         assert!(matches!(e("http://example.com:99999/"), UrlError::Parse(_)));
+    }
+
+    #[test]
+    fn a_url_typed_without_a_scheme_gets_the_url_to_write() {
+        let said = |s: &str| parse_user_url(s).unwrap_err().to_string();
+        assert_eq!(
+            said("127.0.5.1:8091"),
+            "invalid URL \"127.0.5.1:8091\": it has no scheme; try http://127.0.5.1:8091/"
+        );
+        for (typed, meant) in [
+            ("example.com", "http://example.com/"),
+            (" example.com/docs/a?b=1 ", "http://example.com/docs/a?b=1"),
+            ("localhost:8080", "http://localhost:8080/"),
+            ("localhost:8080/x", "http://localhost:8080/x"),
+            ("Example.com:81/x", "http://example.com:81/x"),
+            ("//example.com/x", "http://example.com/x"),
+            ("[::1]:8080", "http://[::1]:8080/"),
+        ] {
+            match parse_user_url(typed) {
+                Err(UrlError::NotAbsolute {
+                    url,
+                    suggestion: Some(s),
+                }) => {
+                    assert_eq!(s, meant, "{typed}");
+                    assert_eq!(url, typed.trim(), "the URL as typed, once");
+                }
+                other => panic!("{typed}: {other:?}"),
+            }
+        }
+        // No URL to suggest: the message says what one looks like.
+        assert_eq!(
+            said("not a url"),
+            "invalid URL \"not a url\": not an absolute URL (one starts with http:// or \
+             https:// and a host)"
+        );
+        // Schemes that are schemes stay refused as such.
+        for url in [
+            "mailto:a@b.c",
+            "tel:+1-555-0100",
+            "ftp://a/",
+            "javascript:void(0)",
+        ] {
+            assert!(
+                matches!(parse_user_url(url), Err(UrlError::UnsupportedScheme(_))),
+                "{url}"
+            );
+        }
+        // The URL is named once in the line.
+        let line = said("127.0.5.1:8091");
+        assert_eq!(
+            line.matches("127.0.5.1:8091").count(),
+            2,
+            "typed and suggested: {line}"
+        );
+        // A URL given whole is taken as given (not normalized).
+        assert_eq!(
+            parse_user_url(" http://a.example/x?utm_source=y ")
+                .unwrap()
+                .as_str(),
+            "http://a.example/x?utm_source=y"
+        );
+        assert!(matches!(
+            parse_user_url("http://./"),
+            Err(UrlError::MissingHost(_))
+        ));
+        // normalize reads user input the same way.
+        assert!(matches!(
+            normalize("127.0.5.1:8091", &plain()),
+            Err(UrlError::NotAbsolute {
+                suggestion: Some(_),
+                ..
+            })
+        ));
     }
 
     #[test]

@@ -209,7 +209,8 @@ impl LinkPolicy for CrawlPolicy {
     }
 
     fn link(&self, referrer: &Job, href: &str, redirect: bool) -> Result<NewLink, Rejection> {
-        let base = Url::parse(&referrer.url).map_err(|e| Rejection::Invalid(e.to_string()))?;
+        let base = Url::parse(&referrer.url)
+            .map_err(|e| Rejection::Invalid(format!("invalid URL {:?}: {e}", referrer.url)))?;
         let url = normalize::resolve(&base, href, &self.cfg.normalize)
             .map_err(|e| Rejection::Invalid(e.to_string()))?;
         self.admit(&base, referrer, url, redirect)

@@ -583,7 +583,9 @@ pub trait Extractor: Send + Sync + 'static {
 /// Why a link was not admitted to the frontier.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum Rejection {
-    #[error("invalid URL: {0}")]
+    /// Not a URL the crawl can take: the reason in one line, naming the URL
+    /// (`invalid URL "127.0.5.1:8091": it has no scheme; try http://127.0.5.1:8091/`).
+    #[error("{0}")]
     Invalid(String),
     #[error("out of scope")]
     OutOfScope,
@@ -593,6 +595,17 @@ pub enum Rejection {
     Trap(&'static str),
     #[error("deeper than the max depth")]
     TooDeep,
+}
+
+impl Rejection {
+    /// Why `url`, given by a user (`add_url`, a seed), was refused: one line
+    /// that names it once ([`Rejection::Invalid`] names it already).
+    pub fn of_url(&self, url: &str) -> String {
+        match self {
+            Rejection::Invalid(why) => why.clone(),
+            other => format!("{url}: {other}"),
+        }
+    }
 }
 
 /// The link policy: validation, scope, filters and trap rules, as pure functions.

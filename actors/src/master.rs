@@ -676,7 +676,7 @@ fn seed(
         .b
         .policy
         .seed(url, operation)
-        .map_err(|e| format!("{url}: {e}"))?;
+        .map_err(|e| e.of_url(url))?;
     if again || every_ms.is_some() {
         // Fetched again even if processed already.
         link.modified = Some(now);

@@ -234,6 +234,8 @@ async fn a_crawl_that_fetched_nothing_exits_2_with_the_reason() {
 async fn bad_input_is_one_clear_line_and_a_failure_exit() {
     let dir = tempfile::tempdir().unwrap();
     let db = db_arg(dir.path());
+    let cookie = dir.path().join("cookie");
+    std::fs::write(&cookie, "secret\n").unwrap();
     for (args, needle) in [
         (vec!["crawl", "not a url", "--db", &db], "invalid URL"),
         (vec!["crawl", "ftp://127.0.0.1/", "--db", &db], "scheme"),
@@ -252,6 +254,37 @@ async fn bad_input_is_one_clear_line_and_a_failure_exit() {
         let first = err.lines().find(|l| l.starts_with("error:")).unwrap_or("");
         assert!(first.contains(needle), "{args:?}: {err}");
     }
+    // A URL typed without a scheme: one line naming it once, with the URL
+    // to write; refused before a store or an index is made for it.
+    let fresh = dir.path().join("fresh.db");
+    for command in ["crawl", "start"] {
+        let mut args = vec![command, "127.0.28.20:8091", "--db", fresh.to_str().unwrap()];
+        if command == "start" {
+            args.extend(["--name", "m", "--listen", "127.0.28.20:4370"]);
+            args.extend(["--cookie-file", cookie.to_str().unwrap()]);
+        }
+        let out = run(&args).await;
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        assert_eq!(
+            stderr(&out).trim_end(),
+            "error: invalid URL \"127.0.28.20:8091\": it has no scheme; try http://127.0.28.20:8091/",
+            "{args:?}"
+        );
+        assert!(!fresh.exists(), "{args:?}: no store made");
+        assert!(!dir.path().join("fresh.db.index").exists(), "{args:?}");
+    }
+    let out = run(&[
+        "search-text",
+        "localhost:8080/docs",
+        "needle",
+        "--db",
+        fresh.to_str().unwrap(),
+    ])
+    .await;
+    assert_eq!(
+        stderr(&out).trim_end(),
+        "error: invalid URL \"localhost:8080/docs\": it has no scheme; try http://localhost:8080/docs"
+    );
     // A store in a directory that does not exist: the directory is named,
     // not the lock file the crawl would have made beside the store.
     let nowhere = dir.path().join("nope/dir/x.db");
