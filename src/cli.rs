@@ -199,7 +199,13 @@ enum Command {
 /// `report ...`: listings read from the store (offline; works while a crawl writes).
 #[derive(Debug, Subcommand)]
 enum Report {
-    /// Processed pages: status, type, size, links in and out.
+    /// Processed pages: status, type, size, links found, links in and out.
+    ///
+    /// `links`: the links the page holds, as found (each distinct http(s)
+    /// URL, nofollow and off-scope ones included, and each href that is no
+    /// http(s) URL, such as mailto:); `in`: processed pages linking to it;
+    /// `out`: the distinct URLs of its links the crawl took (in scope, past
+    /// --allow/--deny, --max-depth and the trap defence, not nofollow).
     Pages {
         #[command(flatten)]
         list: ListOpts,

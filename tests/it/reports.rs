@@ -652,3 +652,58 @@ on_both_backends!(
     console_results_and_hosts,
     the_console_lists_search_results_and_hosts
 );
+
+/// #27 item 14: `report pages`' `links` column is every link the page
+/// holds as found (nofollow, off-scope and non-http ones included), `out`
+/// the distinct URLs of them the crawl took; `--help` says so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn report_pages_links_counts_what_the_page_holds() {
+    let site = TestServer::start(
+        Ipv4Addr::new(127, 0, 28, 40),
+        HashMap::from([
+            (
+                "/".to_string(),
+                Page::html(
+                    "<html><head><title>t</title><link rel=canonical href=\"/\"></head><body>\
+                     <p>some text</p><a href=\"/a\">a</a> <a href=\"/a#x\">a again</a> \
+                     <a href=\"/b\" rel=nofollow>b</a> <a href=\"http://other.example/\">o</a> \
+                     <a href=\"mailto:x@y.z\">m</a> <a href=\"javascript:void(0)\">j</a> \
+                     <a href=\"mailto:x@y.z\">m again</a></body></html>",
+                ),
+            ),
+            ("/a".to_string(), Page::html("<p>page a</p>")),
+            ("/b".to_string(), Page::html("<p>page b</p>")),
+        ]),
+    )
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("x.db").display().to_string();
+    let crawled = run(&[
+        "crawl".into(),
+        site.url("/"),
+        "--db".into(),
+        db.clone(),
+        "--delay-ms".into(),
+        "0".into(),
+        "--quiet".into(),
+    ])
+    .await;
+    assert!(crawled.status.success(), "{crawled:?}");
+    let table = run(&["report".into(), "pages".into(), "--db".into(), db]).await;
+    let table = String::from_utf8_lossy(&table.stdout);
+    let home = table
+        .lines()
+        .find(|l| l.contains(&format!("\t{}\t", site.url("/"))))
+        .unwrap_or_else(|| panic!("{table}"));
+    let columns: Vec<&str> = home.split('\t').collect();
+    // links: /, /a (its #x is the same URL), /b (nofollow), other.example
+    // (off the host), and each non-http href: mailto twice, javascript.
+    // out: / and /a, the URLs the crawl took. in: / links to itself.
+    assert_eq!(&columns[3..6], ["7", "1", "2"], "links, in, out: {table}");
+    let help = run(&["report".into(), "pages".into(), "--help".into()]).await;
+    let help = String::from_utf8_lossy(&help.stdout);
+    assert!(
+        help.contains("`links`: the links the page holds") && help.contains("nofollow"),
+        "{help}"
+    );
+}
