@@ -1227,8 +1227,9 @@ fn progress_line(s: &web_crawler::Status) -> String {
         .map(|i| format!("  indexed {} of {}", i.indexed, i.queued))
         .unwrap_or_default();
     format!(
-        "{} pages  {:.0} pages/s  {} in flight  URLs: {} claimed, {} pending  {} errors{index}{away}",
+        "{} pages  {:.0} pages/s (avg {:.0})  {} in flight  URLs: {} claimed, {} pending  {} errors{index}{away}",
         s.fetched_this_run,
+        s.recent_pages_per_sec,
         s.pages_per_sec,
         console::requests(s.requests_in_flight),
         s.in_flight,
@@ -1985,7 +1986,23 @@ mod tests {
         s.store.pending = 350;
         assert_eq!(
             progress_line(&s),
-            "12 pages  0 pages/s  1 request in flight  URLs: 8 claimed, 350 pending  2 errors"
+            "12 pages  0 pages/s (avg 0)  1 request in flight  URLs: 8 claimed, 350 pending  2 errors"
+        );
+    }
+
+    #[test]
+    fn progress_shows_the_rate_now_apart_from_the_average() {
+        // Idle after a burst: nothing now, the run's average still high.
+        let s = web_crawler::Status {
+            fetched_this_run: 3000,
+            pages_per_sec: 52.4,
+            recent_pages_per_sec: 0.0,
+            ..web_crawler::Status::default()
+        };
+        assert!(
+            progress_line(&s).starts_with("3000 pages  0 pages/s (avg 52)  "),
+            "{}",
+            progress_line(&s)
         );
     }
 

@@ -53,7 +53,8 @@ fn operation(words: &[&str]) -> Result<OperationSpec> {
 
 const HELP: &str = "\
 commands:
-  status                      pages processed/pending/claimed/failed, requests in flight, pages/s
+  status                      pages processed/pending/claimed/failed, requests in flight,
+                              pages/s in the last 10 s and on average
   nodes                       each node, its load, hosts owned
   tree                        the supervision tree (supervisor:which_children)
   state ACTOR                 an actor's state (master, sup, config)
@@ -215,8 +216,59 @@ fn parse_line(line: &str) -> Result<Line> {
             ));
         }
         ["restart", "master"] => ControlRequest::RestartMaster,
-        [cmd, ..] => bail!("unknown command or arguments: {cmd:?} (try `help`)"),
+        [cmd, args @ ..] => return Err(usage_error(cmd, args)),
     }))
+}
+
+/// Each command: its word, what it needs when it is given nothing (`None`:
+/// its arguments are optional, or it takes none) and how it is written.
+const USAGE: &[(&str, Option<&str>, &str)] = &[
+    ("status", None, "status"),
+    ("nodes", None, "nodes"),
+    ("tree", None, "tree"),
+    ("state", Some("an actor"), "state master|sup|config"),
+    (
+        "add_url",
+        Some("a URL"),
+        "add_url URL [search TEXT | mirror] [again] [every DURATION|off]",
+    ),
+    (
+        "search_text",
+        Some("a URL and text"),
+        "search_text URL TEXT",
+    ),
+    ("search", Some("words"), "search QUERY"),
+    ("pending", None, "pending [N]"),
+    ("processed", None, "processed [N]"),
+    ("failed", None, "failed [N]"),
+    ("results", None, "results [TEXT]"),
+    ("hosts", None, "hosts [N]"),
+    ("availability", None, "availability [HOST] [N]"),
+    ("changes", None, "changes [HOST] [N]"),
+    ("pause", None, "pause [HOST]"),
+    ("resume", None, "resume [HOST]"),
+    (
+        "set",
+        Some("a setting and a value"),
+        "set delay MS | set per-host N | set concurrency N",
+    ),
+    ("node", Some("`stop` and a node's name"), "node stop NAME"),
+    ("top", None, "top [N]"),
+    ("restart", Some("what to restart"), "restart master"),
+    ("help", None, "help"),
+    ("quit", None, "quit"),
+];
+
+/// What a line the parser did not take lacks: a known command says what
+/// it needs and how it is written; an unknown one points to `help`.
+fn usage_error(cmd: &str, args: &[&str]) -> anyhow::Error {
+    match USAGE.iter().find(|(word, ..)| *word == cmd) {
+        Some((_, Some(needs), usage)) => anyhow::anyhow!("{cmd} needs {needs}: {usage}"),
+        Some((_, None, usage)) => {
+            anyhow::anyhow!("{cmd} does not take {:?}: {usage}", args.join(" "))
+        }
+        None => anyhow::anyhow!("unknown command {cmd:?} (try `help`)"),
+    }
 }
 
 /// `status`'s word on a store the master waits for: since when, and why.
@@ -229,6 +281,17 @@ fn store_away(v: &Value) -> String {
         ),
         None => String::new(),
     }
+}
+
+/// Pages per second now and on average, apart: the run's average keeps
+/// falling while the crawl is idle, the recent rate says 0.
+pub(crate) fn rates(v: &Value) -> String {
+    format!(
+        "{:.1} pages/s in the last {} s, {:.1} on average",
+        v["recent_pages_per_sec"].as_f64().unwrap_or(0.0),
+        web_crawler::actors::rate::RECENT_MS / 1_000,
+        v["pages_per_sec"].as_f64().unwrap_or(0.0),
+    )
 }
 
 /// Requests running now, counted in words: `1 request`, `3 requests`.
@@ -247,14 +310,14 @@ pub(crate) fn render(req: &ControlRequest, v: &Value) -> String {
     let n = |k: &str| v.get(k).and_then(Value::as_u64).unwrap_or(0);
     match req {
         ControlRequest::Status => format!(
-            "node {}: {} processed, {} pending, {} claimed, {} failed, {} in flight, {:.1} pages/s{}{}",
+            "node {}: {} processed, {} pending, {} claimed, {} failed, {} in flight, {}{}{}",
             v["node"].as_str().unwrap_or("?"),
             n("processed"),
             n("pending"),
             n("in_flight"),
             n("failed"),
             requests(n("requests_in_flight")),
-            v["pages_per_sec"].as_f64().unwrap_or(0.0),
+            rates(v),
             if v["paused"].as_bool() == Some(true) {
                 " (paused)"
             } else {
@@ -425,16 +488,20 @@ impl Top {
             self.samples.pop_front();
         }
         let (t0, f0) = self.samples[0];
-        let secs = now.duration_since(t0).as_secs_f64();
-        let rate = (secs > 0.0).then(|| (s.fetched_this_run - f0) as f64 / secs);
+        let mut secs = now.duration_since(t0).as_secs_f64();
+        let rate = if secs > 0.0 {
+            s.fetched_this_run.saturating_sub(f0) as f64 / secs
+        } else {
+            // The first frame: the master's rate of its last seconds.
+            secs = (web_crawler::actors::rate::RECENT_MS / 1_000) as f64;
+            s.recent_pages_per_sec
+        };
         let mut text = format!(
-            "node {}  rate {}  fetched {}  errors {}{}\n\
+            "node {}  rate {rate:.1} pages/s (last {secs:.0} s, {:.1} on average)  fetched {}  errors {}{}\n\
              queue: {} pending  {} processing  {} processed  {} failed  {} claimed  {} in flight\n\
              node\tload\thosts",
             s.node,
-            rate.map_or("-".to_string(), |r| format!(
-                "{r:.1} pages/s (last {secs:.0} s)"
-            )),
+            s.pages_per_sec,
             s.fetched_this_run,
             s.errors_this_run,
             if s.paused { "  (paused)" } else { "" },
@@ -682,6 +749,12 @@ pub(crate) async fn run_console(remote: Remote, addr: &str, json: bool) -> Resul
         }
     };
     while let Some(Some(line)) = rx.recv().await {
+        // Read from a pipe, each answer follows its command, so that a
+        // script's output says which answer is whose (JSON lines stay one
+        // answer a line).
+        if !interactive && !json && !line.trim().is_empty() {
+            println!("> {}", line.trim());
+        }
         let keep_going = match parse_line(&line) {
             Ok(Line::Empty) => true,
             Ok(Line::Help) => {
@@ -865,6 +938,85 @@ mod tests {
     }
 
     #[test]
+    fn top_shows_the_rate_now_from_its_first_frame_and_the_average_apart() {
+        let mut top = Top::default();
+        let t0 = std::time::Instant::now();
+        let mut s = Status {
+            node: "m".into(),
+            fetched_this_run: 100,
+            pages_per_sec: 40.0,
+            recent_pages_per_sec: 0.0,
+            ..Status::default()
+        };
+        let (text, json) = top.frame(&s, t0);
+        assert!(
+            text.starts_with("node m  rate 0.0 pages/s (last 10 s, 40.0 on average)  fetched 100"),
+            "{text}"
+        );
+        assert_eq!(json["rate"], 0.0);
+        s.fetched_this_run = 120;
+        let (text, _) = top.frame(&s, t0 + Duration::from_secs(2));
+        assert!(
+            text.starts_with("node m  rate 10.0 pages/s (last 2 s, 40.0 on average)"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn a_command_missing_its_arguments_says_what_it_needs() {
+        let said = |line: &str| parse_line(line).unwrap_err().to_string();
+        assert_eq!(said("search"), "search needs words: search QUERY");
+        assert_eq!(
+            said("add_url"),
+            "add_url needs a URL: add_url URL [search TEXT | mirror] [again] [every DURATION|off]"
+        );
+        assert_eq!(
+            said("search_text http://a/"),
+            "search_text needs a URL and text: search_text URL TEXT"
+        );
+        assert_eq!(
+            said("state"),
+            "state needs an actor: state master|sup|config"
+        );
+        assert_eq!(
+            said("set delay"),
+            "set needs a setting and a value: set delay MS | set per-host N | set concurrency N"
+        );
+        assert_eq!(
+            said("node"),
+            "node needs `stop` and a node's name: node stop NAME"
+        );
+        assert_eq!(
+            said("restart"),
+            "restart needs what to restart: restart master"
+        );
+        assert_eq!(
+            said("pending 1 2"),
+            "pending does not take \"1 2\": pending [N]"
+        );
+        assert_eq!(said("status now"), "status does not take \"now\": status");
+        assert_eq!(
+            said("frobnicate"),
+            "unknown command \"frobnicate\" (try `help`)"
+        );
+        // Every command `help` lists has its usage, and every usage is listed.
+        for (word, _, usage) in USAGE {
+            let listed = |l: &str| {
+                let head = l.get(..30).unwrap_or(l);
+                l.starts_with("  ") && head.split_whitespace().any(|w| w == *word)
+            };
+            assert!(HELP.lines().any(listed), "{word} is in help");
+            assert!(usage.starts_with(word), "{usage}");
+        }
+        for line in HELP.lines().skip(1) {
+            let word = line.split_whitespace().next().unwrap_or("");
+            if line.starts_with("  ") && !line.starts_with("   ") {
+                assert!(USAGE.iter().any(|(w, ..)| *w == word), "{word} has a usage");
+            }
+        }
+    }
+
+    #[test]
     fn pending_rows_say_a_url_s_own_interval() {
         let pending = serde_json::json!([
             {"url": "http://a/", "status": "pending", "attempts": 0, "check_every_ms": 600_000},
@@ -946,6 +1098,14 @@ mod tests {
             "{line}"
         );
         assert!(!line.contains("unreachable"), "{line}");
+        status["pages_per_sec"] = 30.4.into();
+        status["recent_pages_per_sec"] = 0.0.into();
+        assert!(
+            render(&ControlRequest::Status, &status)
+                .ends_with("0.0 pages/s in the last 10 s, 30.4 on average"),
+            "the rate now and the run's average apart: {}",
+            render(&ControlRequest::Status, &status)
+        );
         status["store_unreachable_since"] = 1_748_779_384_000_i64.into();
         status["store_error"] = "MongoDB is unavailable: no server answered in time".into();
         assert_eq!(

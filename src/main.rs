@@ -24,17 +24,21 @@ fn return_freed_memory_at_once() {
     }
 }
 
+/// What is logged without `RUST_LOG`.
+const DEFAULT_LOG: &str = "warn,web_crawler_actors::master=info,ractor_cluster=error";
+
 fn main() -> std::process::ExitCode {
     return_freed_memory_at_once();
     let args = cli::Cli::parse();
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
-                // The cluster library's own WARN lines (every closed session)
-                // are replaced by the node's session log (cluster.rs).
-                .unwrap_or_else(|_| {
-                    tracing_subscriber::EnvFilter::new("warn,ractor_cluster=error")
-                }),
+                // Warnings, and the master's notices: a node joining (as
+                // one leaving is a warning), hosts moving, a host serving
+                // soft 404s, a watched URL's change. The cluster library's
+                // own WARN lines (every closed session) are replaced by the
+                // node's session log (cluster.rs).
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(DEFAULT_LOG)),
         )
         .with_writer(std::io::stderr)
         // No colour codes in a log file or a pipe.

@@ -14,6 +14,7 @@ pub mod monitor;
 pub mod outage;
 mod pool;
 mod protocol;
+pub mod rate;
 pub mod refusals;
 mod remote;
 pub mod scheduler;

@@ -15,6 +15,7 @@ use crate::indexer::IndexProgress;
 use crate::monitor::own_interval_ms;
 use crate::outage::{GaveUp, StoreFailure, Verdict, human_duration};
 use crate::protocol::{self, IdleReason, IndexerMsg, MasterMsg, PoolMsg, Status, SupMsg};
+use crate::rate::{RecentRate, average_per_sec};
 use crate::search::INDEX_QUEUE;
 use crate::types::{Job, Millis, NewLink, OperationSpec, StoreCounts, now_ms};
 use crate::window::{CycleWork, MOVE_DEADLINE_MS, Window, idle_reason};
@@ -93,6 +94,8 @@ pub(crate) struct MasterState {
     b: Behaviours,
     restarts: u32,
     run: Arc<RunStats>,
+    /// The run's fetched count over the last seconds, for `status`.
+    rate: RecentRate,
     indexer: Option<(String, Arc<IndexProgress>)>,
     myself: ActorRef<MasterMsg>,
     flush_scheduled: bool,
@@ -133,6 +136,7 @@ impl Actor for Master {
             now_ms(),
         );
         myself.send_interval(args.config.tick, || MasterMsg::Tick);
+        let rate = RecentRate::new(now_ms(), window.fetched());
         Ok(MasterState {
             window,
             cfg: args.config,
@@ -140,6 +144,7 @@ impl Actor for Master {
             b: args.behaviours,
             restarts: args.restarts,
             run,
+            rate,
             indexer: args.indexer,
             myself,
             flush_scheduled: false,
@@ -283,6 +288,7 @@ impl Actor for Master {
                 cycle(state, true, true);
             }
             MasterMsg::Tick => {
+                state.rate.record(now, state.window.fetched());
                 state.window.end_recovery_if_due(now);
                 if !state.window.recovering() {
                     check_nodes(state, now);
@@ -700,7 +706,7 @@ fn check_nodes(state: &mut MasterState, now: Millis) {
     let live: Vec<String> = pools(&state.cfg).into_iter().map(|(n, _)| n).collect();
     let (gone, joined) = state.window.nodes_changed(&live);
     for (node, released) in gone {
-        tracing::warn!(%node, released, "node left the cluster; its URLs go back to pending");
+        tracing::warn!("node {node} left the cluster; its {released} URLs go back to pending");
     }
     if joined.is_empty() {
         return;
@@ -708,7 +714,7 @@ fn check_nodes(state: &mut MasterState, now: Millis) {
     let moves = state.window.rebalance(&joined, now);
     for node in &joined {
         let n = moves.iter().filter(|m| m.to == *node).count();
-        tracing::info!("node {node} joined: {n} hosts move to it");
+        tracing::info!("node {node} joined the cluster; {n} hosts move to it");
     }
     let mut by_pool: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for m in moves {
@@ -770,7 +776,8 @@ fn status(state: &MasterState, reply: RpcReplyPort<Status>) {
         fetched_this_run: fetched,
         errors_this_run: state.window.errors(),
         trapped: state.window.trapped(),
-        pages_per_sec: fetched as f64 / elapsed.as_secs_f64().max(1e-3),
+        pages_per_sec: average_per_sec(fetched, elapsed.as_millis() as u64),
+        recent_pages_per_sec: state.rate.per_sec(now_ms(), fetched),
         elapsed_ms: elapsed.as_millis() as u64,
         paused: state.window.paused(),
         idle: None,

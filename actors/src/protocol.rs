@@ -278,7 +278,14 @@ pub struct Status {
     /// started.
     #[serde(default)]
     pub trapped: u64,
+    /// The run's average: pages fetched this run over `elapsed_ms`. It
+    /// falls slowly while the crawl is idle; the rate now is
+    /// `recent_pages_per_sec`.
     pub pages_per_sec: f64,
+    /// Pages per second over the last 10 s ([`crate::rate::RECENT_MS`]):
+    /// 0 soon after fetching stops.
+    #[serde(default)]
+    pub recent_pages_per_sec: f64,
     pub elapsed_ms: u64,
     pub paused: bool,
     pub idle: Option<IdleReason>,

@@ -1119,3 +1119,155 @@ async fn operators_pause_a_host_change_settings_watch_top_and_stop_a_node() {
         assert_eq!(a.hits_of(p), 1, "{p} of the resumed host, once");
     }
 }
+
+/// #27 item 12: with the default log (no `RUST_LOG`), the master says when
+/// a node joins as it says when one leaves, one line each; once the crawl
+/// is idle, `status` reads 0 pages/s now while the run's average stays.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_master_logs_joins_and_leaves_and_status_says_the_rate_now() {
+    let site = TestServer::start(
+        Ipv4Addr::new(127, 0, 28, 3),
+        (0..6)
+            .map(|i| {
+                (
+                    format!("/p{i}"),
+                    page_with_links(&format!("page {i}"), &["/"]),
+                )
+            })
+            .chain([(
+                "/".to_string(),
+                page_with_links("home", &["/p0", "/p1", "/p2", "/p3", "/p4", "/p5"]),
+            )])
+            .collect(),
+    )
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let cookie = dir.path().join("cookie");
+    std::fs::write(&cookie, "shared-secret-for-tests\n").unwrap();
+    let master_addr = addr(Ipv4Addr::new(127, 0, 28, 1));
+    let mut master = bin()
+        .env_remove("RUST_LOG")
+        .args([
+            "start",
+            "--name",
+            "master",
+            "--listen",
+            &master_addr.to_string(),
+        ])
+        .arg("--cookie-file")
+        .arg(&cookie)
+        .arg("--db")
+        .arg(dir.path().join("master.db"))
+        .args(["--delay-ms", "0"])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let log = Arc::new(Mutex::new(String::new()));
+    let mut lines =
+        tokio::io::AsyncBufReadExt::lines(tokio::io::BufReader::new(master.stderr.take().unwrap()));
+    let collected = Arc::clone(&log);
+    tokio::spawn(async move {
+        while let Ok(Some(line)) = lines.next_line().await {
+            let mut log = collected.lock().unwrap();
+            log.push_str(&line);
+            log.push('\n');
+        }
+    });
+    let logged = |what: &'static str| {
+        let log = Arc::clone(&log);
+        async move {
+            wait_for(Duration::from_secs(20), || {
+                log.lock().unwrap().lines().any(|l| l.contains(what))
+            })
+            .await
+        }
+    };
+    let mut cluster = Cluster {
+        dir,
+        cookie,
+        master_addr,
+        extra: Vec::new(),
+        master,
+    };
+    assert!(cluster.wait_nodes(1).await, "master node up");
+    let mut w1 = cluster.worker("w1", Ipv4Addr::new(127, 0, 28, 2));
+    assert!(cluster.wait_nodes(2).await, "the worker joined");
+    assert!(
+        logged("node w1 joined the cluster; ").await,
+        "the join is logged: {}",
+        log.lock().unwrap()
+    );
+
+    cluster.add_url(&site.url("/")).await;
+    let idle = cluster.wait_idle().await;
+    assert_eq!(idle["fetched_this_run"], 7, "{idle}");
+    // Idle: the rate of the last 10 s falls to 0; the run's average does not.
+    let deadline = Instant::now() + Duration::from_secs(25);
+    let quiet = loop {
+        let s = cluster.status().await.unwrap();
+        if s["recent_pages_per_sec"].as_f64() == Some(0.0) {
+            break s;
+        }
+        assert!(Instant::now() < deadline, "the rate now reaches 0: {s}");
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    };
+    assert!(quiet["pages_per_sec"].as_f64().unwrap() > 0.0, "{quiet}");
+    let out = cluster.cli(&["status"]).await;
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("0.0 pages/s in the last 10 s, ") && text.contains(" on average"),
+        "{text}"
+    );
+
+    w1.start_kill().unwrap();
+    w1.wait().await.unwrap();
+    assert!(
+        logged("node w1 left the cluster; ").await,
+        "the leave is logged: {}",
+        log.lock().unwrap()
+    );
+    let log = log.lock().unwrap().clone();
+    assert_eq!(log.matches("node w1 joined").count(), 1, "one line: {log}");
+    assert_eq!(log.matches("node w1 left").count(), 1, "one line: {log}");
+}
+
+/// #27 items 13 and 15: read from a pipe, the console echoes each command
+/// before its answer; a command without its arguments says what it needs; a
+/// URL without a scheme is refused in one line that names it once and
+/// gives the URL to write, by the console and by `add-url` alike.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_piped_console_says_which_answer_is_whose() {
+    let mut cluster = Cluster::start_on(Ipv4Addr::new(127, 0, 28, 10), &[]).await;
+    assert!(cluster.wait_nodes(1).await);
+    let out = cluster
+        .console(&[], "status\n\nsearch\nnodes\nadd_url 127.0.28.11:8091\n")
+        .await;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines[0], "> status", "{text}");
+    assert!(lines[1].starts_with("node master: "), "{text}");
+    assert_eq!(lines[2], "> search", "{text}");
+    assert_eq!(
+        lines[3], "error: search needs words: search QUERY",
+        "{text}"
+    );
+    assert_eq!(lines[4], "> nodes", "{text}");
+    assert_eq!(lines[5], "node\tload\thosts", "{text}");
+    let add = lines
+        .iter()
+        .position(|l| *l == "> add_url 127.0.28.11:8091")
+        .unwrap_or_else(|| panic!("{text}"));
+    assert_eq!(
+        lines[add + 1],
+        "error: invalid URL \"127.0.28.11:8091\": it has no scheme; try http://127.0.28.11:8091/",
+        "{text}"
+    );
+    let out = cluster.cli(&["add-url", "127.0.28.11:8091"]).await;
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        err.trim_end(),
+        "error: invalid URL \"127.0.28.11:8091\": it has no scheme; try http://127.0.28.11:8091/",
+        "one line, the URL once"
+    );
+}
