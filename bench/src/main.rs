@@ -1,4 +1,4 @@
-//! The benchmark (run it with `scripts/bench.sh [small|large|small-traps|large-traps]`):
+//! The benchmark (run it with `scripts/bench.sh [small|large][-traps|-text-traps]`):
 //! serves a synthetic web on loopback and measures, in one run, the
 //! machine's ceilings (a bare fetch loop; the same loop extracting links),
 //! web_crawler on the embedded store, as a three-node cluster (`--cluster`)
@@ -35,7 +35,8 @@ enum Cmd {
     /// Run the whole benchmark and print the table.
     Run {
         /// small, large, small-traps or large-traps (the same webs with
-        /// crawler traps and a product section added).
+        /// crawler traps and a product section added), small-text-traps or
+        /// large-text-traps (text-rich traps instead).
         #[arg(default_value = "small")]
         preset: String,
         /// Fetches in flight, for every contender.

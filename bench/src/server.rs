@@ -216,6 +216,7 @@ mod tests {
             hosts: 16,
             pages: 20,
             traps: true,
+            text: false,
         };
         Web::generate(preset, 8080, 42)
     }

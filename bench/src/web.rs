@@ -7,6 +7,13 @@
 //! links that repeat path segments, soft 404s), answered by computing the
 //! page from its path, and one host with a large legitimate numbered
 //! section (`/product/N`) that a trap defence must not cut.
+//!
+//! The `-text-traps` presets have the same product section, but their trap
+//! hosts carry text-rich generators instead (issue #24): tag intersections,
+//! site search and an events calendar, whose every page is excerpts copied
+//! from the host's real pages and links to ten of them, so no two are
+//! near-duplicates; and every real page of a trap host links, as a blog's
+//! articles do, its day and two tags.
 
 use bytes::Bytes;
 use std::collections::HashMap;
@@ -20,16 +27,30 @@ pub struct Preset {
     pub pages: usize,
     /// Trap families on about a tenth of the hosts, and the product section.
     pub traps: bool,
+    /// With `traps`: the trap families are the text-rich generators
+    /// ([`TEXT_FAMILIES`]), all three on every trap host, instead of
+    /// [`FAMILIES`].
+    pub text: bool,
 }
 
 /// The presets `bench run` takes.
-pub const PRESETS: &[&str] = &["small", "large", "small-traps", "large-traps"];
+pub const PRESETS: &[&str] = &[
+    "small",
+    "large",
+    "small-traps",
+    "large-traps",
+    "small-text-traps",
+    "large-text-traps",
+];
 
 impl Preset {
     pub fn named(name: &str) -> Option<Preset> {
-        let (size, traps) = match name.strip_suffix("-traps") {
-            Some(size) => (size, true),
-            None => (name, false),
+        let (size, traps, text) = if let Some(size) = name.strip_suffix("-text-traps") {
+            (size, true, true)
+        } else if let Some(size) = name.strip_suffix("-traps") {
+            (size, true, false)
+        } else {
+            (name, false, false)
         };
         let (hosts, pages) = match size {
             "small" => (20, 250),
@@ -40,6 +61,7 @@ impl Preset {
             hosts,
             pages,
             traps,
+            text,
         })
     }
 
@@ -67,12 +89,16 @@ impl Preset {
 
     /// The trap families of host `h` (none on most hosts). With five or
     /// more trap hosts each has one family, in turn; with fewer, each
-    /// carries several, so every family is on the web.
+    /// carries several, so every family is on the web. With text traps
+    /// every trap host carries the three generators, as one blog would.
     pub fn families(&self, h: usize) -> Vec<Family> {
         let trap_hosts = self.trap_hosts();
         let Some(j) = trap_hosts.iter().position(|t| *t == h) else {
             return Vec::new();
         };
+        if self.text {
+            return TEXT_FAMILIES.to_vec();
+        }
         let m = trap_hosts.len().min(FAMILIES.len());
         FAMILIES
             .iter()
@@ -116,6 +142,15 @@ pub enum Family {
     Relative,
     /// Any unknown path answers 200 with one template and new links.
     Soft404,
+    /// `/tag/a+b/`: any set of [`TAGS`], each page linking narrower sets
+    /// (one tag appended) and broader ones (one dropped).
+    Tags,
+    /// `/search?q=a+b`: any words, each page linking related searches (one
+    /// word appended).
+    Search,
+    /// `/day/YYYY-MM-DD/`: any date, each page linking the day and week
+    /// before and after, and the next month.
+    Days,
 }
 
 pub const FAMILIES: [Family; 5] = [
@@ -126,6 +161,11 @@ pub const FAMILIES: [Family; 5] = [
     Family::Soft404,
 ];
 
+/// The text-rich generators: every page is 3–5 excerpts (20–60 words of a
+/// paragraph) copied from the host's real pages, each under a link to its
+/// page, ten real pages linked in all, and the family's own links.
+pub const TEXT_FAMILIES: [Family; 3] = [Family::Tags, Family::Search, Family::Days];
+
 impl Family {
     pub fn name(self) -> &'static str {
         match self {
@@ -134,6 +174,9 @@ impl Family {
             Family::Session => "session ids",
             Family::Relative => "relative repeats",
             Family::Soft404 => "soft 404",
+            Family::Tags => "tag intersections",
+            Family::Search => "site search",
+            Family::Days => "calendar days",
         }
     }
 
@@ -145,6 +188,17 @@ impl Family {
             Family::Session => format!("/s/0;jsessionid={}", hex(salt)),
             Family::Relative => "/docs/guide/".to_string(),
             Family::Soft404 => "/archive/old-news".to_string(),
+            Family::Tags => format!(
+                "/tag/{}+{}/",
+                TAGS[(salt % 15) as usize],
+                TAGS[15 + (salt >> 8) as usize % 15]
+            ),
+            Family::Search => format!(
+                "/search?q={}+{}",
+                WORDS[(salt % WORDS.len() as u64) as usize],
+                WORDS[((salt >> 8) % WORDS.len() as u64) as usize]
+            ),
+            Family::Days => day_path(DAY_ONE + (salt % 365) as i64),
         }
     }
 }
@@ -264,7 +318,16 @@ impl Web {
             for i in 0..preset.pages {
                 // Drawn apart from `rng`, so the real web is the same with traps or without.
                 let trap_link = trap_entry(preset, &origins, seed, h, i);
-                let body = page_html(&mut rng, h, i, preset, &origins, trap_link.as_deref());
+                let meta = text_trap_meta(preset, seed, h, i);
+                let body = page_html(
+                    &mut rng,
+                    h,
+                    i,
+                    preset,
+                    &origins,
+                    trap_link.as_deref(),
+                    meta.as_deref(),
+                );
                 if i % 50 == 7 {
                     // A duplicate of this page under another URL.
                     site.insert(format!("/dup/{i}"), html(body.clone()));
@@ -363,6 +426,9 @@ impl Web {
                 Family::Session => parse_session(path).map(TrapPage::Session),
                 Family::Relative => parse_relative(path).map(TrapPage::Relative),
                 Family::Soft404 => None,
+                Family::Tags => parse_tags(path).map(TrapPage::Tags),
+                Family::Search => parse_search(path).map(TrapPage::Search),
+                Family::Days => parse_day(path).map(TrapPage::Day),
             };
             if page.is_some() {
                 return page;
@@ -483,8 +549,138 @@ impl Web {
                 links.push(("/".to_string(), "home".to_string()));
                 trap_html("Sorry, we could not find that page", &links, salt)
             }
+            TrapPage::Tags(set) => {
+                let names: Vec<&str> = set.iter().map(|t| TAGS[*t]).collect();
+                let key = hash(salt, &[], &names.join("+"));
+                let mut links = Vec::new();
+                for k in 0..5u64 {
+                    let t = (hash(key, &[k], "") % TAGS.len() as u64) as usize;
+                    if !set.contains(&t) {
+                        let narrower = format!("{}+{}", names.join("+"), TAGS[t]);
+                        links.push((format!("/tag/{narrower}/"), narrower.replace('+', " + ")));
+                    }
+                }
+                if set.len() > 1 {
+                    for t in &names {
+                        let broader: Vec<&str> = names.iter().copied().filter(|u| u != t).collect();
+                        links.push((format!("/tag/{}/", broader.join("+")), broader.join(" + ")));
+                    }
+                }
+                let title = format!("Posts tagged {}", names.join(" + "));
+                self.excerpts_html(h, key, &title, "Narrow down", &links)
+            }
+            TrapPage::Search(query) => {
+                let key = hash(salt, &[], &query.join("+"));
+                let links: Vec<(String, String)> = (0..5u64)
+                    .map(|k| {
+                        let w = WORDS[(hash(key, &[k], "") % WORDS.len() as u64) as usize];
+                        (
+                            format!("/search?q={}+{w}", query.join("+")),
+                            format!("{} {w}", query.join(" ")),
+                        )
+                    })
+                    .collect();
+                let title = format!("Search results for {}", query.join(" "));
+                self.excerpts_html(h, key, &title, "Related searches", &links)
+            }
+            TrapPage::Day(day) => {
+                let key = hash(salt, &[*day as u64], "day");
+                let (y, m, d) = civil_from_days(*day);
+                let next_month = if m == 12 {
+                    days_from_civil(y + 1, 1, d.min(28))
+                } else {
+                    days_from_civil(y, m + 1, d.min(28))
+                };
+                let links = [
+                    (day - 1, "previous day"),
+                    (day + 1, "next day"),
+                    (day - 7, "previous week"),
+                    (day + 7, "next week"),
+                    (next_month, "next month"),
+                ]
+                .map(|(day, text)| (day_path(day), text.to_string()));
+                let title = format!("Events on {y:04}-{m:02}-{d:02}");
+                self.excerpts_html(h, key, &title, "Other days", &links)
+            }
         }
     }
+
+    /// A text-rich generator's page on host `h`, drawn from `key`: 3–5
+    /// excerpts copied from real pages of the host (each under a link to
+    /// its page), links to ten real pages in all, then `heading` over the
+    /// family's own `links`.
+    fn excerpts_html(
+        &self,
+        h: usize,
+        key: u64,
+        title: &str,
+        heading: &str,
+        links: &[(String, String)],
+    ) -> String {
+        let mut rng = fastrand::Rng::with_seed(key);
+        let pages = self.preset.pages;
+        let mut s = format!(
+            "<!doctype html><html><head><meta charset=\"utf-8\"><title>{title}</title></head>\
+             <body><nav><a href=\"/\">home</a> <a href=\"/p/0\">first</a></nav><h1>{title}</h1>"
+        );
+        let mut linked = Vec::new();
+        for _ in 0..3 + rng.usize(..3) {
+            let k = rng.usize(..pages);
+            let text = excerpt(&self.pages[h][&format!("/p/{k}")].body, &mut rng);
+            s.push_str(&format!(
+                "<h2><a href=\"/p/{k}\">Page {k}</a></h2><p>… {text} …</p>"
+            ));
+            if !linked.contains(&k) {
+                linked.push(k);
+            }
+        }
+        s.push_str("<h2>More pages</h2><ul>");
+        while linked.len() < 10.min(pages) {
+            let k = rng.usize(..pages);
+            if !linked.contains(&k) {
+                linked.push(k);
+                s.push_str(&format!("<li><a href=\"/p/{k}\">Page {k}</a></li>"));
+            }
+        }
+        s.push_str(&format!("</ul><h2>{heading}</h2><ul>"));
+        for (href, text) in links {
+            s.push_str(&format!("<li><a href=\"{href}\">{text}</a></li>"));
+        }
+        s.push_str("</ul><footer>© the synthetic web</footer></body></html>");
+        s
+    }
+}
+
+/// 20–60 consecutive words of the visible text of one paragraph of a real
+/// page (its words and link texts, tags left out), as a reader sees them.
+fn excerpt(body: &[u8], rng: &mut fastrand::Rng) -> String {
+    let page = std::str::from_utf8(body).unwrap_or_default();
+    let paragraphs: Vec<&str> = page
+        .split("<p class=\"c\">")
+        .skip(1)
+        .filter_map(|p| p.find("</p>").map(|end| &p[..end]))
+        .collect();
+    if paragraphs.is_empty() {
+        return String::new();
+    }
+    let paragraph = paragraphs[rng.usize(..paragraphs.len())];
+    let mut visible = String::with_capacity(paragraph.len());
+    let mut in_tag = false;
+    for c in paragraph.chars() {
+        match c {
+            '<' => in_tag = true,
+            '>' => {
+                in_tag = false;
+                visible.push(' ');
+            }
+            c if !in_tag => visible.push(c),
+            _ => {}
+        }
+    }
+    let words: Vec<&str> = visible.split_whitespace().collect();
+    let n = (20 + rng.usize(..41)).min(words.len());
+    let at = rng.usize(..=words.len() - n);
+    words[at..at + n].join(" ")
 }
 
 /// A page of a trap family, parsed from its path.
@@ -500,6 +696,12 @@ enum TrapPage {
     Relative(Vec<usize>),
     /// The path.
     Soft404(String),
+    /// Indexes into [`TAGS`], in the order of the path.
+    Tags(Vec<usize>),
+    /// The query's words.
+    Search(Vec<String>),
+    /// A day number (days since 1970-01-01).
+    Day(i64),
 }
 
 impl TrapPage {
@@ -511,6 +713,9 @@ impl TrapPage {
             TrapPage::Session(_) => Family::Session,
             TrapPage::Relative(_) => Family::Relative,
             TrapPage::Soft404(_) => Family::Soft404,
+            TrapPage::Tags(_) => Family::Tags,
+            TrapPage::Search(_) => Family::Search,
+            TrapPage::Day(_) => Family::Days,
         }
     }
 }
@@ -617,6 +822,118 @@ fn parse_relative(path: &str) -> Option<Vec<usize>> {
         .split('/')
         .map(|s| DOC_SEGMENTS.iter().position(|d| *d == s))
         .collect()
+}
+
+/// The tags of the text-rich generators.
+const TAGS: [&str; 30] = [
+    "python", "rust", "web", "cache", "index", "search", "linux", "network", "database", "testing",
+    "design", "security", "cloud", "mobile", "audio", "games", "travel", "cooking", "garden",
+    "music", "books", "photo", "math", "physics", "history", "art", "film", "health", "news",
+    "river",
+];
+
+/// `/tag/a+b+…/`: one or more distinct tags.
+fn parse_tags(path: &str) -> Option<Vec<usize>> {
+    let list = path.strip_prefix("/tag/")?.strip_suffix('/')?;
+    let mut set = Vec::new();
+    for name in list.split('+') {
+        let t = TAGS.iter().position(|x| *x == name)?;
+        if set.contains(&t) {
+            return None;
+        }
+        set.push(t);
+    }
+    Some(set)
+}
+
+/// `/search?q=a+b+…`: one or more lowercase words.
+fn parse_search(path: &str) -> Option<Vec<String>> {
+    let words: Vec<String> = path
+        .strip_prefix("/search?q=")?
+        .split('+')
+        .map(str::to_string)
+        .collect();
+    words
+        .iter()
+        .all(|w| !w.is_empty() && w.bytes().all(|b| b.is_ascii_lowercase()))
+        .then_some(words)
+}
+
+/// `/day/YYYY-MM-DD/`, any date of the years 1000–9999, as a day number.
+fn parse_day(path: &str) -> Option<i64> {
+    let date = path.strip_prefix("/day/")?.strip_suffix('/')?;
+    let b = date.as_bytes();
+    if b.len() != 10
+        || b[4] != b'-'
+        || b[7] != b'-'
+        || !date
+            .bytes()
+            .enumerate()
+            .all(|(i, c)| i == 4 || i == 7 || c.is_ascii_digit())
+    {
+        return None;
+    }
+    let (y, m, d): (i64, i64, i64) = (
+        date[..4].parse().ok()?,
+        date[5..7].parse().ok()?,
+        date[8..].parse().ok()?,
+    );
+    if y < 1000 || !(1..=12).contains(&m) || !(1..=31).contains(&d) {
+        return None;
+    }
+    let day = days_from_civil(y, m, d);
+    (civil_from_days(day) == (y, m, d)).then_some(day)
+}
+
+fn day_path(day: i64) -> String {
+    let (y, m, d) = civil_from_days(day);
+    format!("/day/{y:04}-{m:02}-{d:02}/")
+}
+
+/// The day of page 0 of a text-trap host; page N is N days later.
+const DAY_ONE: i64 = days_from_civil(2023, 6, 1);
+
+/// Days since 1970-01-01 of a proleptic Gregorian date.
+const fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let doy = (153 * ((m + 9) % 12) + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+fn civil_from_days(z: i64) -> (i64, i64, i64) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    (yoe + era * 400 + i64::from(m <= 2), m, d)
+}
+
+/// What every real page of a text-trap host carries, as a blog's article
+/// does: its day and two tags (`None` elsewhere).
+fn text_trap_meta(preset: Preset, seed: u64, h: usize, i: usize) -> Option<String> {
+    if !preset.text || preset.families(h).is_empty() {
+        return None;
+    }
+    let key = hash(seed, &[h as u64, i as u64], "tags");
+    let a = (key % TAGS.len() as u64) as usize;
+    let b = (a + 1 + ((key >> 8) % (TAGS.len() as u64 - 1)) as usize) % TAGS.len();
+    let day = day_path(DAY_ONE + i as i64);
+    Some(format!(
+        "<p class=\"meta\">Posted on <a href=\"{day}\">{}</a>, tagged \
+         <a href=\"/tag/{}/\">{}</a>, <a href=\"/tag/{}/\">{}</a></p>",
+        &day[5..15],
+        TAGS[a],
+        TAGS[a],
+        TAGS[b],
+        TAGS[b]
+    ))
 }
 
 /// The link a page of the 1% carries to a trap (`None` on the others):
@@ -793,6 +1110,7 @@ fn page_html(
     preset: Preset,
     origins: &[String],
     trap_link: Option<&str>,
+    meta: Option<&str>,
 ) -> String {
     let base = &origins[h];
     let target_size = 8 * 1024 + rng.usize(..32 * 1024);
@@ -845,6 +1163,9 @@ fn page_html(
     if let Some(link) = trap_link {
         s.push_str(&format!("<p><a href=\"{link}\">see also</a></p>"));
     }
+    if let Some(meta) = meta {
+        s.push_str(meta);
+    }
     s.push_str("<footer><a href=\"/\">home</a> © the synthetic web</footer></body></html>");
     s
 }
@@ -864,6 +1185,7 @@ mod tests {
             hosts: 16,
             pages: 120,
             traps,
+            text: false,
         }
     }
 
@@ -873,6 +1195,7 @@ mod tests {
             hosts: 50,
             pages: 20,
             traps: true,
+            text: false,
         };
         Web::generate(preset, PORT, SEED)
     }
@@ -964,8 +1287,29 @@ mod tests {
         for (j, h) in lt.trap_hosts().into_iter().enumerate() {
             assert_eq!(lt.families(h), vec![FAMILIES[j % 5]]);
         }
+        assert!(!st.text && !lt.text);
+        let stt = Preset::named("small-text-traps").unwrap();
+        assert_eq!(
+            (stt.hosts, stt.pages, stt.traps, stt.text),
+            (20, 250, true, true)
+        );
+        assert_eq!((stt.products(), stt.product_lists()), (500, 10));
+        assert_eq!(stt.trap_hosts(), vec![5, 15]);
+        assert_eq!(stt.families(5), vec![Tags, Search, Days]);
+        assert_eq!(stt.families(15), vec![Tags, Search, Days]);
+        assert!(stt.families(PRODUCT_HOST).is_empty());
+        let ltt = Preset::named("large-text-traps").unwrap();
+        assert_eq!(
+            (ltt.hosts, ltt.pages, ltt.traps, ltt.text),
+            (100, 1000, true, true)
+        );
+        assert_eq!(ltt.trap_hosts().len(), 10);
         assert!(Preset::named("medium").is_none());
         assert!(Preset::named("large-traps-traps").is_none());
+        assert!(Preset::named("text-traps").is_none());
+        for name in PRESETS {
+            assert!(Preset::named(name).is_some(), "{name}");
+        }
     }
 
     /// The traps add one link to 1% of the pages and a link on the product
@@ -1308,5 +1652,147 @@ mod tests {
             }
         }
         assert_eq!(web.canonical().len(), 16 * 121);
+    }
+
+    fn text_preset() -> Preset {
+        Preset {
+            text: true,
+            ..preset(true)
+        }
+    }
+
+    /// The visible words of a page, tags left out.
+    fn visible(page: &str) -> String {
+        let mut out = String::new();
+        let mut in_tag = false;
+        for c in page.chars() {
+            match c {
+                '<' => in_tag = true,
+                '>' => {
+                    in_tag = false;
+                    out.push(' ');
+                }
+                c if !in_tag => out.push(c),
+                _ => {}
+            }
+        }
+        out.split_whitespace().collect::<Vec<_>>().join(" ")
+    }
+
+    /// Text traps change the real web only by their links: the 1% "see
+    /// also" and, on the trap hosts, every page's day and two tags.
+    #[test]
+    fn text_traps_only_add_links_to_the_real_web() {
+        let plain = Web::generate(preset(false), PORT, SEED);
+        let text = Web::generate(text_preset(), PORT, SEED);
+        let mut with_meta = 0;
+        for h in 0..plain.preset.hosts {
+            for (path, page) in &plain.pages[h] {
+                let mut b = body(&text.pages[h][path]);
+                if let Some(start) = b.find("<p class=\"meta\">") {
+                    let end = start + b[start..].find("</p>").unwrap() + 4;
+                    let meta = b[start..end].to_string();
+                    let links = hrefs(&meta);
+                    assert_eq!(links.len(), 3, "{meta}");
+                    assert!(links[0].starts_with("/day/") && links[1].starts_with("/tag/"));
+                    assert_ne!(links[1], links[2]);
+                    for l in &links {
+                        assert_eq!(text.classify(h, l), Class::Trap, "{l}");
+                    }
+                    b.replace_range(start..end, "");
+                    with_meta += 1;
+                }
+                if path == "/" && h == PRODUCT_HOST {
+                    b = b.replace(" <a href=\"/products/1\">products</a>", "");
+                }
+                if b != body(page) {
+                    let start = b.find("<p><a href=\"").unwrap();
+                    let end = start + b[start..].find("</p>").unwrap() + 4;
+                    assert!(b[start..end].ends_with(">see also</a></p>"));
+                    let href = &hrefs(&b[start..end])[0];
+                    let (th, tp) = target(&text, h, path, href).unwrap();
+                    assert_eq!(text.classify(th, &tp), Class::Trap, "{href}");
+                    b.replace_range(start..end, "");
+                }
+                assert_eq!(body(page), b, "{path} on host {h}");
+            }
+        }
+        // Every /p/ page of the two trap hosts, and their duplicates.
+        assert_eq!(with_meta, 2 * (120 + 3));
+        assert_eq!(text.canonical().len(), 16 * 121 + 240 + 5);
+        for (h, path) in text.canonical() {
+            assert_eq!(text.classify(h, &path), Class::Real);
+        }
+    }
+
+    #[test]
+    fn text_generators_copy_real_pages() {
+        let web = Web::generate(text_preset(), PORT, SEED);
+        let h = 5;
+        let texts: HashMap<String, String> = (0..web.preset.pages)
+            .map(|k| {
+                let path = format!("/p/{k}");
+                let text = visible(&body(&web.pages[h][&path]));
+                (path, text)
+            })
+            .collect();
+        for path in [
+            "/tag/python/",
+            "/tag/python+rust+web/",
+            "/search?q=crawler+erlang",
+            "/day/2024-03-05/",
+            "/day/2024-02-29/",
+        ] {
+            let (class, page) = get(&web, h, path);
+            assert_eq!(class, Class::Trap, "{path}");
+            let page = page.unwrap();
+            assert_eq!(get(&web, h, path).1.unwrap(), page, "the same every time");
+            // Past the nav, which links `/` and `/p/0` as every page's does.
+            let links = hrefs(&page[page.find("</nav>").unwrap()..]);
+            let real: HashSet<&String> = links.iter().filter(|l| l.starts_with("/p/")).collect();
+            assert_eq!(real.len(), 10, "{path}");
+            let family: Vec<&String> = links.iter().filter(|l| l.starts_with(&path[..5])).collect();
+            assert!(family.len() >= 4, "{path}: {family:?}");
+            for l in family {
+                assert_eq!(web.classify(h, l), Class::Trap, "{l} from {path}");
+            }
+            // Each excerpt is 20-60 words of the page its heading links.
+            let mut excerpts = 0;
+            for part in page.split("<h2><a href=\"").skip(1) {
+                let linked = &part[..part.find('"').unwrap()];
+                let Some(at) = part.find("<p>… ") else {
+                    continue;
+                };
+                let excerpt = &part[at + "<p>… ".len()..part.find(" …</p>").unwrap()];
+                let words = excerpt.split(' ').count();
+                assert!((20..=60).contains(&words), "{words} words");
+                assert!(texts[linked].contains(excerpt), "verbatim from {linked}");
+                excerpts += 1;
+            }
+            assert!((3..=5).contains(&excerpts), "{path}: {excerpts}");
+        }
+        assert_ne!(get(&web, h, "/tag/rust/").1, get(&web, h, "/tag/web/").1);
+        let next = hrefs(&get(&web, h, "/day/2024-12-31/").1.unwrap());
+        assert!(next.contains(&"/day/2025-01-01/".to_string()));
+        assert!(next.contains(&"/day/2025-01-28/".to_string()));
+        for bad in [
+            "/tag/",
+            "/tag/python+python/",
+            "/tag/nosuchtag/",
+            "/tag/python",
+            "/search?q=",
+            "/search?q=Crawler",
+            "/day/2023-02-29/",
+            "/day/2024-3-05/",
+            "/day/2024-03-05",
+        ] {
+            assert_eq!(web.classify(h, bad), Class::Other, "{bad}");
+            assert!(web.serve(h, bad).1.is_none(), "{bad}");
+        }
+        // Only on the trap hosts.
+        assert_eq!(web.classify(3, "/tag/python/"), Class::Other);
+        for entry in ["/tag/python/", "/search?q=crawler", "/day/2024-03-05/"] {
+            assert_eq!(walk(&web, h, entry, 300).len(), 300, "{entry}");
+        }
     }
 }
