@@ -1103,8 +1103,8 @@ async fn operators_pause_a_host_change_settings_watch_top_and_stop_a_node() {
         "two frames: {text}"
     );
     assert!(
-        text.contains("pages/s (last 1 s)"),
-        "a rate over the last second: {text}"
+        text.contains("pages/s (last 1 s, ") && text.contains(" on average)"),
+        "a rate over the last second, and the run's average: {text}"
     );
     assert!(text.contains("node w1 is stopping"), "{text}");
     assert!(text.contains("no live node \"nobody\""), "{text}");
