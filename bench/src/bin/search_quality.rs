@@ -492,17 +492,26 @@ pub fn content_type(name: &str) -> &'static str {
     }
 }
 
-/// The file a request path names: a plain file name directly in the corpus
-/// directory (`index.html` for `/`); None for anything else (subpaths,
-/// `..`, hidden files), which is answered 404.
+/// The file a request path names, relative to the corpus directory
+/// (`index.html` for `/` and for a path ending in `/`: Sphinx sites have
+/// subdirectories); None for anything else (`..`, empty or hidden
+/// segments, backslashes), which is answered 404.
 pub fn request_file(path: &str) -> Option<String> {
     let p = percent_decode(path.split(['?', '#']).next().unwrap_or(""));
     let name = p.strip_prefix('/')?;
-    let name = if name.is_empty() { "index.html" } else { name };
-    if name.contains('/') || name.contains('\\') || name.starts_with('.') {
+    let name = if name.is_empty() || name.ends_with('/') {
+        format!("{name}index.html")
+    } else {
+        name.to_string()
+    };
+    if name.contains('\\')
+        || name
+            .split('/')
+            .any(|seg| seg.is_empty() || seg.starts_with('.'))
+    {
         return None;
     }
-    Some(name.to_string())
+    Some(name)
 }
 
 /// A static file server for `dir` on loopback; counts the distinct files
@@ -620,6 +629,32 @@ async fn corpus_dir() -> Result<PathBuf, String> {
     Ok(PathBuf::from(dir))
 }
 
+/// The names of the HTML files under `dir`, at any depth (answers name
+/// files by their last path segment).
+fn html_file_names(dir: &Path) -> Result<BTreeSet<String>, String> {
+    let mut names = BTreeSet::new();
+    let mut dirs = vec![dir.to_path_buf()];
+    while let Some(d) = dirs.pop() {
+        for entry in std::fs::read_dir(&d).map_err(|e| format!("{}: {e}", d.display()))? {
+            let Ok(entry) = entry else { continue };
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if name.starts_with('.') {
+                continue;
+            }
+            // The package's symlinks into /usr/share/javascript are not pages.
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
+            if kind.is_dir() {
+                dirs.push(entry.path());
+            } else if name.ends_with(".html") {
+                names.insert(name);
+            }
+        }
+    }
+    Ok(names)
+}
+
 /// Runs `cmd` to its end within `limit`, killing it past that. Returns
 /// (success, stdout, stderr).
 async fn run_bounded(mut cmd: Command, limit: Duration) -> Result<(bool, String, String), String> {
@@ -706,11 +741,7 @@ async fn main_inner(cli: Cli) -> Result<(), String> {
     if !corpus.join("index.html").is_file() {
         return Err(format!("{}: no index.html", corpus.display()));
     }
-    let corpus_files: BTreeSet<String> = std::fs::read_dir(&corpus)
-        .map_err(|e| format!("{}: {e}", corpus.display()))?
-        .filter_map(|e| e.ok()?.file_name().into_string().ok())
-        .filter(|n| n.ends_with(".html"))
-        .collect();
+    let corpus_files = html_file_names(&corpus)?;
     let missing: Vec<String> = queries
         .iter()
         .flat_map(|q| q.answers.iter().map(move |a| format!("{}: {a}", q.id)))
@@ -1098,7 +1129,10 @@ mod tests {
         assert_eq!(request_file("/../etc/passwd"), None);
         assert_eq!(request_file("/%2e%2e%2fetc"), None);
         assert_eq!(request_file("/.hidden"), None);
-        assert_eq!(request_file("/d/a.html"), None);
+        assert_eq!(request_file("/d/a.html").as_deref(), Some("d/a.html"));
+        assert_eq!(request_file("/d/").as_deref(), Some("d/index.html"));
+        assert_eq!(request_file("/d/../../x"), None);
+        assert_eq!(request_file("/d//x"), None);
         assert_eq!(content_type("a.html"), "text/html; charset=utf-8");
         assert_eq!(content_type("stylesheet.css"), "text/css; charset=utf-8");
         assert_eq!(content_type("x.SVG"), "image/svg+xml");
