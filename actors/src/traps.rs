@@ -66,7 +66,7 @@
 //! closed). Rule 6's two sketches (text shingles by host, and URLs linked
 //! to) start at 8 KB and grow to [`TrapSettings::sketch_bytes`] a
 //! generation, two generations each. With the defaults that is at most
-//! ~35 MB for patterns, ~45 MB for hosts and 16 MB for the sketches;
+//! ~35 MB for patterns, ~45 MB for hosts and 32 MB for the sketches;
 //! records only grow as far as they are filled, so a typical crawl uses a
 //! small fraction of it.
 
@@ -195,7 +195,7 @@ impl Default for TrapSettings {
             copy_pct: 20,
             stale_budget: 24,
             stale_pct: 75,
-            sketch_bytes: 4 << 20,
+            sketch_bytes: 8 << 20,
             reopen_after_ms: Some(24 * 60 * 60 * 1000),
         }
     }

@@ -25,15 +25,18 @@ const TEXT_SHINGLE: usize = 5;
 /// One shingle in this many is kept (those whose hash is 0 modulo it).
 const SAMPLE_ONE_IN: u64 = 8;
 /// Sampled shingles kept per page, at most (the first in text order).
-const MAX_PAGE_SHINGLES: usize = 128;
-/// Bytes of a page's visible text its shingles are taken from, at most.
-pub const SHINGLE_TEXT_BYTES: usize = 8 * 1024;
+const MAX_PAGE_SHINGLES: usize = 1024;
+/// Bytes of a page's visible text its shingles are taken from, at most:
+/// all of a long article, since a generator may excerpt any paragraph of
+/// it (the first 8 KB left later excerpts looking new).
+pub const SHINGLE_TEXT_BYTES: usize = 64 * 1024;
 
 /// The sampled shingles of `text` (distinct, in text order): what a page
 /// reports for rule 6. Words are read as [`super::simhash`] reads them.
 pub fn shingles(text: &str) -> Vec<u32> {
     let words = words_of(&text[..text.floor_char_boundary(SHINGLE_TEXT_BYTES)]);
     let mut out: Vec<u32> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
     for run in words.windows(TEXT_SHINGLE) {
         let h = run
             .iter()
@@ -41,7 +44,7 @@ pub fn shingles(text: &str) -> Vec<u32> {
         if h % SAMPLE_ONE_IN == 0 {
             // The high half: the low bits are all zero here.
             let s = (h >> 32) as u32;
-            if !out.contains(&s) {
+            if seen.insert(s) {
                 out.push(s);
                 if out.len() == MAX_PAGE_SHINGLES {
                     break;
@@ -213,6 +216,12 @@ mod tests {
         let s = shingles(&long);
         assert!(s.len() <= MAX_PAGE_SHINGLES);
         assert!(s.len() >= MAX_PAGE_SHINGLES / 2, "{}", s.len());
+        // An excerpt from deep in a long article samples what it did.
+        let article = text(5, 8_000);
+        let learned: std::collections::HashSet<u32> = shingles(&article).into_iter().collect();
+        let words: Vec<&str> = article.split(' ').collect();
+        let deep = shingles(&words[7_000..7_400].join(" "));
+        assert!(!deep.is_empty() && deep.iter().all(|s| learned.contains(s)));
         assert!(shingles("too short").is_empty());
         let mut sorted = s.clone();
         sorted.sort_unstable();
