@@ -550,9 +550,15 @@ pub struct ExtractedPage {
     pub is_html: bool,
     pub title: Option<String>,
     pub headings: Vec<String>,
-    /// Visible text, without script/style/nav/footer; only as much as was
-    /// asked for.
+    /// The page's own visible text (without script, style, nav, footer or
+    /// the site's chrome); only as much as was asked for.
     pub text: String,
+    /// The start of the visible text as a reader sees it, chrome and link
+    /// lists included, up to [`SIMHASH_TEXT_BYTES`](crate::traps::SIMHASH_TEXT_BYTES):
+    /// what the trap defence's simhash compares (templates show there: a
+    /// catalogue's list pages differ by their lists). Empty unless text was
+    /// asked for.
+    pub visible_head: String,
     /// Absolute normalized links the page asks to be followed, parsed (the
     /// link policy reads them without parsing them again).
     pub links: Vec<url::Url>,

@@ -195,7 +195,7 @@ async fn probe_soft_404(
         .extract(&url, &page, crate::traps::SIMHASH_TEXT_BYTES);
     extracted
         .is_html
-        .then(|| (url, crate::traps::simhash(&extracted.text)))
+        .then(|| (url, crate::traps::simhash(&extracted.visible_head)))
 }
 
 /// What to queue from a host's sitemaps: the ones its robots.txt names;
@@ -340,10 +340,7 @@ pub(crate) async fn process(
         };
         let extracted = b.extractor.extract(&job.url, &page, text_limit);
         if wants.simhash && extracted.is_html && (200..300).contains(&page.status) {
-            let end = extracted
-                .text
-                .floor_char_boundary(crate::traps::SIMHASH_TEXT_BYTES);
-            simhash = Some(crate::traps::simhash(&extracted.text[..end]));
+            simhash = Some(crate::traps::simhash(&extracted.visible_head));
             // A re-check's text is not new by definition: rule 6 judges
             // first fetches.
             if job.last.is_none() {

@@ -299,11 +299,21 @@ fn score(name: &str, web: &web::Web, hits: &server::Hits, cost: Cost) -> Row {
         .filter(|(_, _, c)| *c == web::Class::Trap)
         .map(|(_, n, _)| u64::from(*n))
         .sum();
-    let reached = web
-        .canonical()
+    let canonical = web.canonical();
+    let reached = canonical.iter().filter(|(h, p)| hits.of(*h, p) > 0).count();
+    // A real page left out is a bug to chase: say which.
+    let missed: Vec<String> = canonical
         .iter()
-        .filter(|(h, p)| hits.of(*h, p) > 0)
-        .count();
+        .filter(|(h, p)| hits.of(*h, p) == 0)
+        .take(20)
+        .map(|(h, p)| format!("host {h} {p}"))
+        .collect();
+    if !missed.is_empty() {
+        eprintln!(
+            "{name}: {} real pages not reached, e.g. {missed:?}",
+            canonical.len() - reached
+        );
+    }
     let repeated = all
         .iter()
         .filter(|((_, p), n, _)| *n > 1 && p != "/robots.txt")

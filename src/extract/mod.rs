@@ -58,6 +58,9 @@ pub struct Extracted {
     /// more. Headings are included, and the title unless the main region
     /// stands alone.
     pub text: String,
+    /// The start of all visible text (chrome included), up to
+    /// `traps::SIMHASH_TEXT_BYTES`: see `ExtractedPage::visible_head`.
+    pub visible_head: String,
     /// document order, de-duplicated by url keeping the first
     pub links: Vec<ExtractedLink>,
     /// hrefs that were present but could not be resolved or are not http(s)
@@ -176,6 +179,7 @@ impl web_crawler_actors::Extractor for HtmlExtractor {
             title: found.title,
             headings: found.headings,
             text: found.text,
+            visible_head: found.visible_head,
             document,
             content_hash,
             problem: None,

@@ -657,6 +657,8 @@ impl<'a> Extractor<'a> {
         self.close_anchor();
         self.end_block();
         let visible = self.text.take();
+        let head = visible.floor_char_boundary(web_crawler_actors::traps::SIMHASH_TEXT_BYTES);
+        let visible_head = visible[..head].to_string();
         let text = std::mem::take(&mut self.blocks).content(visible, self.text_limit);
         let base = self.base.as_ref().unwrap_or(self.page_url);
         let mut invalid_links = 0;
@@ -706,6 +708,7 @@ impl<'a> Extractor<'a> {
             title: self.title_result,
             headings: self.headings,
             text,
+            visible_head,
             links,
             invalid_links,
             base: self.base,
