@@ -1297,24 +1297,36 @@ fn words_of(text: &str) -> Vec<u64> {
     let number = fmix64(fnv1a(FNV_OFFSET, b"#"));
     let mut words = Vec::with_capacity(text.len() / 6);
     let (mut h, mut in_word, mut digit) = (FNV_OFFSET, false, false);
-    for c in text.chars() {
-        if !c.is_alphanumeric() {
+    let bytes = text.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        let b = bytes[i];
+        // ASCII a byte at a time (most text); other characters decoded.
+        let (alnum, len) = if b.is_ascii() {
+            (b.is_ascii_alphanumeric(), 1)
+        } else {
+            let c = text[i..].chars().next().unwrap_or(' ');
+            (c.is_alphanumeric(), c.len_utf8())
+        };
+        if !alnum {
             if in_word {
                 words.push(if digit { number } else { fmix64(h) });
                 (h, in_word, digit) = (FNV_OFFSET, false, false);
             }
+            i += len;
             continue;
         }
         in_word = true;
-        if c.is_ascii() {
-            digit |= c.is_ascii_digit();
-            h = fnv1a(h, &[c.to_ascii_lowercase() as u8]);
+        if len == 1 {
+            digit |= b.is_ascii_digit();
+            h = fnv1a(h, &[b.to_ascii_lowercase()]);
         } else {
             let mut buf = [0u8; 4];
-            for lower in c.to_lowercase() {
+            for lower in text[i..i + len].chars().flat_map(char::to_lowercase) {
                 h = fnv1a(h, lower.encode_utf8(&mut buf).as_bytes());
             }
         }
+        i += len;
     }
     if in_word {
         words.push(if digit { number } else { fmix64(h) });
