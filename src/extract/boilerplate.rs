@@ -76,12 +76,25 @@ impl BlockName {
 /// The region a container opens, from its name and its `class`, `id` and
 /// `role` attributes.
 pub(super) fn region_of(name: BlockName, class: &str, id: &str, role: &str) -> Region {
-    let role = role.trim().to_ascii_lowercase();
-    match role.as_str() {
-        "main" | "article" => return Region::Main,
-        "navigation" | "banner" | "contentinfo" | "complementary" | "search" | "menu"
-        | "menubar" | "toolbar" => return Region::Boilerplate,
-        _ => {}
+    let role = role.trim();
+    let is = |r: &str| role.eq_ignore_ascii_case(r);
+    if is("main") || is("article") {
+        return Region::Main;
+    }
+    if [
+        "navigation",
+        "banner",
+        "contentinfo",
+        "complementary",
+        "search",
+        "menu",
+        "menubar",
+        "toolbar",
+    ]
+    .iter()
+    .any(|r| is(r))
+    {
+        return Region::Boilerplate;
     }
     match name {
         BlockName::Main | BlockName::Article => return Region::Main,
@@ -136,7 +149,14 @@ const CHROME_PARTS: &[&str] = &[
 const CHROME_INFIXES: &[&str] = &["sidebar", "footer", "breadcrumb", "cookie", "menu"];
 
 fn is_chrome_name(token: &str) -> bool {
-    let token = token.to_ascii_lowercase();
+    // Most class names are lower case already: no copy for them.
+    let lower;
+    let token = if token.bytes().any(|b| b.is_ascii_uppercase()) {
+        lower = token.to_ascii_lowercase();
+        lower.as_str()
+    } else {
+        token
+    };
     token.starts_with("nav")
         || token.ends_with("nav")
         || CHROME_INFIXES.iter().any(|w| token.contains(w))
