@@ -535,27 +535,35 @@ impl TrapGuard {
     /// page's shingles and links either way.
     fn stale(&mut self, parts: &Parts, shingles: &[u32], links: &[(u64, Parts)]) -> Option<Stale> {
         let host = key(KEY_HOST, parts.host());
+        // Each shingle and link is looked up once: what is new is judged
+        // on, then learned.
+        let new: Vec<u64> = shingles
+            .iter()
+            .map(|&s| text_key(host, s))
+            .filter(|&k| !self.text_seen.contains(k))
+            .collect();
+        let unseen: Vec<(u64, &Parts)> = links
+            .iter()
+            .filter(|(url, _)| !self.links_seen.contains(*url))
+            .map(|(url, l)| (*url, l))
+            .collect();
         let judged = self.cfg.copy_pct > 0 && shingles.len() >= MIN_JUDGED_SHINGLES;
         let verdict = judged.then(|| {
-            let new = shingles
-                .iter()
-                .filter(|&&s| !self.text_seen.contains(text_key(host, s)))
-                .count();
             let directory = parts.directory_key();
-            let leads_out = links.iter().any(|(url, l)| {
+            let leads_out = unseen.iter().any(|(_, l)| {
                 let into = l.directory_key();
-                into != directory && !self.links_seen.contains(*url) && !self.copying(into)
+                into != directory && !self.copying(into)
             });
             Stale {
-                copy: new * 100 <= self.cfg.copy_pct as usize * shingles.len(),
+                copy: new.len() * 100 <= self.cfg.copy_pct as usize * shingles.len(),
                 leads_out,
             }
         });
-        for &s in shingles {
-            self.text_seen.insert(text_key(host, s));
+        for k in new {
+            self.text_seen.insert_new(k);
         }
-        for (url, _) in links {
-            self.links_seen.insert(*url);
+        for (url, _) in unseen {
+            self.links_seen.insert_new(url);
         }
         verdict
     }
@@ -1296,42 +1304,68 @@ const MAX_FEATURES: usize = 256;
 fn words_of(text: &str) -> Vec<u64> {
     let number = fmix64(fnv1a(FNV_OFFSET, b"#"));
     let mut words = Vec::with_capacity(text.len() / 6);
-    let (mut h, mut in_word, mut digit) = (FNV_OFFSET, false, false);
     let bytes = text.as_bytes();
+    let mut word = Vec::new();
     let mut i = 0;
     while i < bytes.len() {
-        let b = bytes[i];
-        // ASCII a byte at a time (most text); other characters decoded.
-        let (alnum, len) = if b.is_ascii() {
-            (b.is_ascii_alphanumeric(), 1)
-        } else {
+        // An ASCII word is hashed from the text itself, eight bytes at a
+        // time (a byte-at-a-time hash of every word of 64 KB was the
+        // crawler's hottest function); other words are lower-cased into
+        // a buffer first.
+        let start = i;
+        while i < bytes.len() && bytes[i].is_ascii_alphanumeric() {
+            i += 1;
+        }
+        let ascii_end = i;
+        let mut unicode = false;
+        while i < bytes.len() && !bytes[i].is_ascii() {
             let c = text[i..].chars().next().unwrap_or(' ');
-            (c.is_alphanumeric(), c.len_utf8())
-        };
-        if !alnum {
-            if in_word {
-                words.push(if digit { number } else { fmix64(h) });
-                (h, in_word, digit) = (FNV_OFFSET, false, false);
+            if !c.is_alphanumeric() {
+                break;
             }
-            i += len;
+            unicode = true;
+            i += c.len_utf8();
+            while i < bytes.len() && bytes[i].is_ascii_alphanumeric() {
+                i += 1;
+            }
+        }
+        if i == start {
+            // A separator (ASCII or not).
+            i += text[i..].chars().next().map_or(1, char::len_utf8);
             continue;
         }
-        in_word = true;
-        if len == 1 {
-            digit |= b.is_ascii_digit();
-            h = fnv1a(h, &[b.to_ascii_lowercase()]);
-        } else {
-            let mut buf = [0u8; 4];
-            for lower in text[i..i + len].chars().flat_map(char::to_lowercase) {
-                h = fnv1a(h, lower.encode_utf8(&mut buf).as_bytes());
-            }
+        let raw = &text[start..i];
+        if raw.bytes().any(|b| b.is_ascii_digit()) {
+            words.push(number);
+            continue;
         }
-        i += len;
-    }
-    if in_word {
-        words.push(if digit { number } else { fmix64(h) });
+        let hash = if !unicode && !raw.bytes().any(|b| b.is_ascii_uppercase()) {
+            fast_hash(&bytes[start..ascii_end])
+        } else {
+            word.clear();
+            for c in raw.chars().flat_map(char::to_lowercase) {
+                let mut buf = [0u8; 4];
+                word.extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
+            }
+            fast_hash(&word)
+        };
+        words.push(hash);
     }
     words
+}
+
+/// A word's hash, eight bytes at a time, fully mixed at the end.
+fn fast_hash(bytes: &[u8]) -> u64 {
+    let mut h = FNV_OFFSET ^ bytes.len() as u64;
+    let mut chunks = bytes.chunks_exact(8);
+    for chunk in &mut chunks {
+        let x = u64::from_le_bytes(chunk.try_into().unwrap_or([0; 8]));
+        h = (h ^ x).wrapping_mul(0x9e37_79b9_7f4a_7c15).rotate_left(29);
+    }
+    let mut tail = [0u8; 8];
+    tail[..chunks.remainder().len()].copy_from_slice(chunks.remainder());
+    h = (h ^ u64::from_le_bytes(tail)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    fmix64(h)
 }
 
 /// Bits in which two simhashes differ.

@@ -134,10 +134,16 @@ impl SeenSketch {
         self.generations.iter().any(|g| g.contains(key))
     }
 
+    #[cfg(test)]
     pub(super) fn insert(&mut self, key: u64) {
-        if self.contains(key) {
-            return;
+        if !self.contains(key) {
+            self.insert_new(key);
         }
+    }
+
+    /// Add a key [`Self::contains`] just said is not there (a link seen
+    /// twice on one page is added twice: harmless).
+    pub(super) fn insert_new(&mut self, key: u64) {
         let full = self.generations.back().is_none_or(Bits::full);
         if full {
             // Twice the last one's size: while it grows nothing is forgotten
