@@ -1489,6 +1489,19 @@ mod tests {
         )
     }
 
+    /// 24 identical pages under `t.test/item/{n}`: that pattern closes.
+    fn close_items(g: &mut TrapGuard) {
+        for n in 0..24 {
+            g.observe(
+                &format!("http://t.test/item/{n}"),
+                42,
+                &[],
+                [] as [&str; 0],
+                T0,
+            );
+        }
+    }
+
     fn guard() -> TrapGuard {
         TrapGuard::new(TrapSettings::default())
     }
@@ -2217,15 +2230,7 @@ mod tests {
             ..TrapSettings::default()
         });
         // Close one pattern.
-        for n in 0..24 {
-            g.observe(
-                &format!("http://t.test/item/{n}"),
-                42,
-                &[],
-                [] as [&str; 0],
-                T0,
-            );
-        }
+        close_items(&mut g);
         assert!(g.admit("http://t.test/item/1", T0).is_err());
         let mut rng = Rng(1);
         for i in 0..2_000u64 {
@@ -2251,15 +2256,7 @@ mod tests {
     fn closures_lift_after_the_reopen_time() {
         let mut g = guard();
         let day = g.settings().reopen_after_ms.unwrap();
-        for n in 0..24 {
-            g.observe(
-                &format!("http://t.test/item/{n}"),
-                42,
-                &[],
-                [] as [&str; 0],
-                T0,
-            );
-        }
+        close_items(&mut g);
         assert!(g.admit("http://t.test/item/1", T0 + day - 1).is_err());
         assert_eq!(g.admit("http://t.test/item/1", T0 + day), Ok(()));
         // Its kept page is remembered: it closes again within a window.
@@ -2280,15 +2277,7 @@ mod tests {
             reopen_after_ms: None,
             ..TrapSettings::default()
         });
-        for n in 0..24 {
-            g.observe(
-                &format!("http://t.test/item/{n}"),
-                42,
-                &[],
-                [] as [&str; 0],
-                T0,
-            );
-        }
+        close_items(&mut g);
         assert!(g.admit("http://t.test/item/1", Millis::MAX).is_err());
     }
 

@@ -426,22 +426,24 @@ mod tests {
         // The main region's blocks win over the rest; the limit holds.
         let body = "x ".repeat(150);
         let text = format!("Intro words {body}");
-        let mut regions = Regions::default();
-        let mut b = Blocks::default();
-        b.text(11, false);
-        b.end(11, &regions);
-        regions.open(BlockName::Main, Region::Main);
-        b.text(body.len(), false);
-        b.end(text.len(), &regions);
-        assert_eq!(b.content(text.clone(), usize::MAX), body.trim());
-        let mut b = Blocks::default();
-        regions = Regions::default();
-        b.text(11, false);
-        b.end(11, &regions);
-        regions.open(BlockName::Main, Region::Main);
-        b.text(body.len(), false);
-        b.end(text.len(), &regions);
-        assert_eq!(b.content(text, 21), "x x x x x x x x x x x");
+        let intro_then_main = || {
+            let mut regions = Regions::default();
+            let mut b = Blocks::default();
+            b.text(11, false);
+            b.end(11, &regions);
+            regions.open(BlockName::Main, Region::Main);
+            b.text(body.len(), false);
+            b.end(text.len(), &regions);
+            b
+        };
+        assert_eq!(
+            intro_then_main().content(text.clone(), usize::MAX),
+            body.trim()
+        );
+        assert_eq!(
+            intro_then_main().content(text.clone(), 21),
+            "x x x x x x x x x x x"
+        );
 
         // A short main region: the page's other content blocks join it,
         // its chrome still does not.
