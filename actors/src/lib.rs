@@ -17,6 +17,7 @@ mod protocol;
 pub mod rate;
 pub mod refusals;
 mod remote;
+mod restarts;
 pub mod scheduler;
 pub mod search;
 mod slave;

@@ -12,8 +12,9 @@ use crate::master::{Master, MasterArgs, RunStats};
 use crate::outage::{PatientQueries, StoreFailure};
 use crate::pool::{Pool, PoolArgs};
 use crate::protocol::{self, ChildInfo, ChildRole, IndexerMsg, MasterMsg, SupMsg};
+use crate::restarts::RecentRestarts;
 use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Instant;
 use tokio::sync::watch;
@@ -54,7 +55,7 @@ struct Child {
 pub(crate) struct SupState {
     args: SupArgs,
     children: HashMap<ActorId, Child>,
-    restart_times: VecDeque<Instant>,
+    recent_restarts: RecentRestarts,
     restarts: HashMap<ChildRole, u32>,
     /// Children killed by an operator's `Restart` (not crashes), with who
     /// to tell once the successor runs.
@@ -82,7 +83,7 @@ impl Actor for Sup {
         let mut state = SupState {
             args,
             children: HashMap::new(),
-            restart_times: VecDeque::new(),
+            recent_restarts: RecentRestarts::default(),
             restarts: HashMap::new(),
             asked_to_restart: HashMap::new(),
             run: Arc::default(),
@@ -275,17 +276,8 @@ async fn stop_children(state: &SupState, catch_up: bool) {
 
 /// Record a restart; `Some(reason)` when it exceeds the restart intensity.
 fn note_restart(state: &mut SupState, role: ChildRole, why: &str) -> Option<String> {
-    let now = Instant::now();
     let intensity = state.args.config.restart_intensity;
-    while state
-        .restart_times
-        .front()
-        .is_some_and(|t| now.duration_since(*t) > intensity.period)
-    {
-        state.restart_times.pop_front();
-    }
-    state.restart_times.push_back(now);
-    if state.restart_times.len() as u32 > intensity.max_restarts {
+    if !state.recent_restarts.allow(Instant::now(), intensity) {
         return Some(format!(
             "restart intensity exceeded ({} restart(s) in {:?}): {role:?} exited: {why}",
             intensity.max_restarts, intensity.period
