@@ -1,7 +1,7 @@
 //! The two tantivy schemas (pages, anchors), their text analyzers, and the
 //! URL-to-words rule.
 
-use rustc_hash::{FxHashMap, FxHashSet};
+use rustc_hash::FxHashMap;
 use tantivy::Index;
 use tantivy::schema::{
     FAST, Field, IndexRecordOption, STORED, STRING, Schema, TextFieldIndexing, TextOptions,
@@ -53,32 +53,53 @@ fn stop_words() -> StopWordFilter {
 }
 
 pub(crate) fn english_analyzer() -> TextAnalyzer {
+    english(false)
+}
+
+/// Words, lower-cased, ASCII-folded, then [`EnglishWords`]: stop words
+/// dropped and the rest stemmed; with `gather`, each word (unstemmed) is
+/// also gathered into [`PAGE_WORDS`].
+fn english(gather: bool) -> TextAnalyzer {
     TextAnalyzer::builder(SimpleTokenizer::default())
         .filter(RemoveLongFilter::limit(MAX_TOKEN_LEN))
         .filter(LowerCaser)
         .filter(AsciiFoldingFilter)
-        .filter(stop_words())
-        .filter(CachedStemmer)
+        .filter(EnglishWords { gather })
         .build()
 }
 
-/// English stemming with a cache of the words already stemmed. Stemming
-/// was a third of the indexer's CPU; a page's words repeat, and so do a
-/// site's, so most tokens are found in the cache. Each analyzer clone (one
-/// per indexing thread) has its own cache, emptied when it reaches
+/// Stop words and stemming in one step, from a cache of the words seen:
+/// one lookup per token answers whether it is a stop word, what its stem
+/// is and whether this page gave it already. Stemming was a third of the
+/// indexer's CPU, and three lookups a token (stop words, the page's words,
+/// the stems) a tenth; a page's words repeat, and so do a site's, so most
+/// tokens are found in the cache. Each analyzer clone (one per field and
+/// indexing thread) has its own cache, emptied when it reaches
 /// [`STEM_CACHE_WORDS`].
 #[derive(Clone, Copy, Debug)]
-struct CachedStemmer;
+struct EnglishWords {
+    gather: bool,
+}
 
 /// At most this many words per cache (a few MB).
 const STEM_CACHE_WORDS: usize = 100_000;
 
-impl TokenFilter for CachedStemmer {
-    type Tokenizer<T: Tokenizer> = CachedStemmerFilter<T>;
+/// What the cache knows of a word.
+#[derive(Clone, Debug)]
+struct KnownWord {
+    /// `None` for a stop word.
+    stem: Option<String>,
+    /// The [`PAGE_EPOCH`] of the page that last gave the word.
+    page: u64,
+}
 
-    fn transform<T: Tokenizer>(self, inner: T) -> CachedStemmerFilter<T> {
-        CachedStemmerFilter {
+impl TokenFilter for EnglishWords {
+    type Tokenizer<T: Tokenizer> = EnglishWordsFilter<T>;
+
+    fn transform<T: Tokenizer>(self, inner: T) -> EnglishWordsFilter<T> {
+        EnglishWordsFilter {
             inner,
+            gather: self.gather,
             stemmer: frostem::Stemmer::new(frostem::Algorithm::English),
             cache: FxHashMap::default(),
         }
@@ -86,51 +107,66 @@ impl TokenFilter for CachedStemmer {
 }
 
 #[derive(Clone)]
-struct CachedStemmerFilter<T> {
+struct EnglishWordsFilter<T> {
     inner: T,
+    gather: bool,
     stemmer: frostem::Stemmer,
-    cache: FxHashMap<String, String>,
+    cache: FxHashMap<String, KnownWord>,
 }
 
-impl<T: Tokenizer> Tokenizer for CachedStemmerFilter<T> {
-    type TokenStream<'a> = CachedStemmerStream<'a, T::TokenStream<'a>>;
+impl<T: Tokenizer> Tokenizer for EnglishWordsFilter<T> {
+    type TokenStream<'a> = EnglishWordsStream<'a, T::TokenStream<'a>>;
 
     fn token_stream<'a>(&'a mut self, text: &'a str) -> Self::TokenStream<'a> {
         if self.cache.len() >= STEM_CACHE_WORDS {
             self.cache.clear();
         }
-        CachedStemmerStream {
+        EnglishWordsStream {
             tail: self.inner.token_stream(text),
+            // A field's text is one page's: the epoch holds while it is read.
+            page: self.gather.then(|| PAGE_EPOCH.get()),
             stemmer: &self.stemmer,
             cache: &mut self.cache,
         }
     }
 }
 
-struct CachedStemmerStream<'a, T> {
+struct EnglishWordsStream<'a, T> {
     tail: T,
+    /// The page's epoch when gathering its words.
+    page: Option<u64>,
     stemmer: &'a frostem::Stemmer,
-    cache: &'a mut FxHashMap<String, String>,
+    cache: &'a mut FxHashMap<String, KnownWord>,
 }
 
-impl<T: TokenStream> TokenStream for CachedStemmerStream<'_, T> {
+impl<T: TokenStream> TokenStream for EnglishWordsStream<'_, T> {
     fn advance(&mut self) -> bool {
-        if !self.tail.advance() {
-            return false;
-        }
-        let token = self.tail.token_mut();
-        match self.cache.get(&token.text) {
-            Some(stem) => {
-                token.text.clear();
-                token.text.push_str(stem);
+        while self.tail.advance() {
+            let token = self.tail.token_mut();
+            let known = match self.cache.get_mut(token.text.as_str()) {
+                Some(known) => known,
+                None => {
+                    let stem = (!STOP_WORDS.contains(&token.text.as_str()))
+                        .then(|| self.stemmer.stem(&token.text).into_owned());
+                    self.cache
+                        .entry(token.text.clone())
+                        .or_insert(KnownWord { stem, page: 0 })
+                }
+            };
+            let Some(stem) = &known.stem else {
+                continue;
+            };
+            if let Some(page) = self.page
+                && known.page != page
+            {
+                known.page = page;
+                PAGE_WORDS.with_borrow_mut(|words| words.push(token.text.clone()));
             }
-            None => {
-                let stem = self.stemmer.stem(&token.text).into_owned();
-                let word = std::mem::replace(&mut token.text, stem.clone());
-                self.cache.insert(word, stem);
-            }
+            token.text.clear();
+            token.text.push_str(stem);
+            return true;
         }
-        true
+        false
     }
 
     fn token(&self) -> &Token {
@@ -185,75 +221,18 @@ pub(crate) fn register_analyzers(index: &Index, part: IndexPart) {
 }
 
 thread_local! {
-    /// The distinct words this indexing thread's current page gave so far.
-    static PAGE_WORDS: std::cell::RefCell<FxHashSet<String>> =
-        std::cell::RefCell::new(FxHashSet::default());
+    /// The words this indexing thread's current page gave so far (each
+    /// once per field that gave it).
+    static PAGE_WORDS: std::cell::RefCell<Vec<String>> = const { std::cell::RefCell::new(Vec::new()) };
+    /// Which page this indexing thread is on: a word is gathered once per
+    /// page (and field) by remembering the epoch of the page that last
+    /// gave it. Starts at 1, so that no cached word has been gathered.
+    static PAGE_EPOCH: std::cell::Cell<u64> = const { std::cell::Cell::new(1) };
 }
 
 /// [`ENGLISH`], gathering each word (unstemmed) into [`PAGE_WORDS`].
 fn english_gathering_analyzer() -> TextAnalyzer {
-    TextAnalyzer::builder(SimpleTokenizer::default())
-        .filter(RemoveLongFilter::limit(MAX_TOKEN_LEN))
-        .filter(LowerCaser)
-        .filter(AsciiFoldingFilter)
-        .filter(stop_words())
-        .filter(GatherWords)
-        .filter(CachedStemmer)
-        .build()
-}
-
-/// Records each word that passes into [`PAGE_WORDS`].
-#[derive(Clone, Copy, Debug)]
-struct GatherWords;
-
-impl TokenFilter for GatherWords {
-    type Tokenizer<T: Tokenizer> = GatherWordsFilter<T>;
-
-    fn transform<T: Tokenizer>(self, inner: T) -> GatherWordsFilter<T> {
-        GatherWordsFilter { inner }
-    }
-}
-
-#[derive(Clone)]
-struct GatherWordsFilter<T> {
-    inner: T,
-}
-
-impl<T: Tokenizer> Tokenizer for GatherWordsFilter<T> {
-    type TokenStream<'a> = GatherWordsStream<T::TokenStream<'a>>;
-
-    fn token_stream<'a>(&'a mut self, text: &'a str) -> Self::TokenStream<'a> {
-        GatherWordsStream {
-            tail: self.inner.token_stream(text),
-        }
-    }
-}
-
-struct GatherWordsStream<T> {
-    tail: T,
-}
-
-impl<T: TokenStream> TokenStream for GatherWordsStream<T> {
-    fn advance(&mut self) -> bool {
-        if !self.tail.advance() {
-            return false;
-        }
-        let word = &self.tail.token().text;
-        PAGE_WORDS.with_borrow_mut(|words| {
-            if !words.contains(word.as_str()) {
-                words.insert(word.clone());
-            }
-        });
-        true
-    }
-
-    fn token(&self) -> &Token {
-        self.tail.token()
-    }
-
-    fn token_mut(&mut self) -> &mut Token {
-        self.tail.token_mut()
-    }
+    english(true)
 }
 
 /// The pages' [`SPELL`]: given [`SPELL_FROM_TEXT`], the words gathered
@@ -282,7 +261,11 @@ impl Tokenizer for GatheredWords {
             return GatheredWordsStream::Text(self.words.token_stream(text));
         }
         self.gathered.clear();
-        PAGE_WORDS.with_borrow_mut(|words| self.gathered.extend(words.drain()));
+        PAGE_WORDS.with_borrow_mut(|words| self.gathered.append(words));
+        PAGE_EPOCH.set(PAGE_EPOCH.get() + 1);
+        // A word the title and the body both gave was gathered twice.
+        self.gathered.sort_unstable();
+        self.gathered.dedup();
         GatheredWordsStream::Gathered {
             words: self.gathered.drain(..),
             token: &mut self.token,
