@@ -990,15 +990,9 @@ pub(crate) async fn run(cli: Cli) -> Result<ExitCode> {
         } => {
             if let (Some(addr), Some(cookie_file)) = (connect, cookie_file) {
                 let conn = console::connect(&addr, &cookie_file, Duration::from_secs(wait)).await?;
-                let request = ControlRequest::Search {
-                    query: query.clone(),
-                    limit,
-                };
-                let reply = console::request(&conn, &request).await;
+                let answer = conn.search(&query, limit).await;
                 conn.close();
-                let answer: SearchAnswer = serde_json::from_value(reply?)
-                    .context("the node's answer is not a search answer")?;
-                print_answer(&answer, &query, json)?;
+                print_answer(&answer?, &query, json)?;
                 return Ok(ExitCode::SUCCESS);
             }
             let dir = index.clone().unwrap_or_else(|| index_dir_for(&db));
@@ -1674,7 +1668,7 @@ async fn one_shot(remote: &RemoteOpts, req: ControlRequest) -> Result<ExitCode> 
     if remote.json {
         println!("{}", serde_json::to_string_pretty(&reply)?);
     } else {
-        println!("{}", console::render(&req, &reply));
+        println!("{}", console::render(&reply));
     }
     Ok(ExitCode::SUCCESS)
 }

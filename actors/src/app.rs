@@ -177,7 +177,7 @@ impl AppHandle {
             reply,
         })
         .await?
-        .map_err(AppError::Rejected)
+        .map_err(|e| AppError::Rejected(e.to_string()))
     }
 
     /// Paper's `search_text(URL, Text)`: crawl from `url`, recording where
@@ -200,7 +200,7 @@ impl AppHandle {
     pub async fn search(&self, query: &str, limit: usize) -> Result<SearchAnswer, AppError> {
         crate::control::search(&self.config, query.to_string(), limit)
             .await
-            .map_err(AppError::Rejected)
+            .map_err(|e| AppError::Rejected(e.to_string()))
     }
 
     /// Index now what the store's queue holds for the index, so a search

@@ -8,16 +8,18 @@ use crate::scheduler::Politeness;
 use crate::search::IndexOpener;
 use crate::traps::TrapSettings;
 use crate::types::Millis;
+use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
 /// OTP restart intensity: more than `max_restarts` restarts within `period`
 /// and the supervisor gives up, stopping the app (as `{one_for_one, 1, 60}`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct RestartIntensity {
     pub max_restarts: u32,
+    #[serde(rename = "period_ms", with = "millis")]
     pub period: Duration,
 }
 
@@ -43,31 +45,41 @@ impl Default for RestartIntensity {
 
 /// How the tree runs. Every field has a default; see [`CrawlConfig::default`]
 /// (build one with `CrawlConfig::default()` and set what differs).
-#[derive(Clone, Debug)]
+///
+/// It serializes whole (`state config`), durations in milliseconds under
+/// `_ms` names, so a setting added here is shown there.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(default)]
 #[non_exhaustive]
 pub struct CrawlConfig {
     /// This node's name: lease owner, recorded on each processed page.
+    #[serde(rename = "node")]
     pub node_name: String,
     /// Slaves running at once on this node.
     pub concurrency: usize,
     /// Requests in flight per host.
     pub per_host: usize,
     /// Minimum delay between requests to one host.
+    #[serde(rename = "min_delay_ms", with = "millis")]
     pub min_delay: Duration,
     /// How long a claimed URL stays leased without renewal.
+    #[serde(rename = "lease_ms", with = "millis")]
     pub lease: Duration,
     /// Attempts before a URL is recorded as failed.
     pub max_attempts: u32,
     /// First retry delay; doubles with each attempt.
+    #[serde(rename = "retry_backoff_ms", with = "millis")]
     pub retry_backoff: Duration,
     /// Stop claiming after this many pages fetched in this run.
     pub max_pages: Option<u64>,
     /// Re-queue a processed page linked again after this long (the paper's
     /// availability monitoring); `None` never re-queues.
+    #[serde(rename = "reprocess_after_ms", with = "millis::option")]
     pub reprocess_after: Option<Duration>,
     /// Availability monitoring (a service): check every processed URL
     /// again about this often ([`crate::monitor::Revisit`] adapts it to how
     /// often the page changes); `None` watches nothing.
+    #[serde(rename = "recrawl_every_ms", with = "millis::option")]
     pub recrawl_every: Option<Duration>,
     /// Availability monitoring runs (a service): the master queues again
     /// the URLs whose check is due — every processed URL with
@@ -92,9 +104,12 @@ pub struct CrawlConfig {
     pub max_batch: usize,
     /// How long a result may wait to be committed with others: one store
     /// write per interval instead of one per result.
+    #[serde(rename = "flush_every_ms", with = "millis")]
     pub flush_every: Duration,
+    #[serde(rename = "robots_ttl_ms", with = "millis")]
     pub robots_ttl: Duration,
     /// How long to wait before asking an unreachable robots.txt again.
+    #[serde(rename = "robots_retry_ms", with = "millis")]
     pub robots_retry: Duration,
     /// A URL whose host's robots.txt stays unreachable is retried without
     /// end (a service watching its sites) instead of failing after
@@ -114,14 +129,17 @@ pub struct CrawlConfig {
     /// its queue holds in memory: ~25 KB of text each)...
     pub index_commit_pages: usize,
     /// ...or this long after the first page not committed.
+    #[serde(rename = "index_commit_every_ms", with = "millis")]
     pub index_commit_every: Duration,
     pub restart_intensity: RestartIntensity,
     /// How long the master waits for a store that became unavailable (a
     /// database restart, an election, a network blip, a locked file) before
     /// the app stops ([`crate::outage`]). Meanwhile it claims nothing, keeps
     /// the results it has and asks the store again, backing off.
+    #[serde(rename = "store_outage_limit_ms", with = "millis")]
     pub store_outage_limit: Duration,
     /// How often the master checks timers, leases and idleness.
+    #[serde(rename = "tick_ms", with = "millis")]
     pub tick: Duration,
 }
 
@@ -221,6 +239,41 @@ impl CrawlConfig {
             min_delay_ms: self.min_delay.as_millis() as u64,
             robots_ttl_ms: self.robots_ttl.as_millis() as Millis,
             robots_retry_ms: self.robots_retry.as_millis() as Millis,
+        }
+    }
+}
+
+/// Durations as whole milliseconds, for [`CrawlConfig`]'s serde form.
+mod millis {
+    use serde::{Deserialize, Deserializer, Serializer};
+    use std::time::Duration;
+
+    pub(super) fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_u64(d.as_millis().min(u64::MAX as u128) as u64)
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        u64::deserialize(d).map(Duration::from_millis)
+    }
+
+    pub(super) mod option {
+        use serde::{Deserialize, Deserializer, Serializer};
+        use std::time::Duration;
+
+        pub(crate) fn serialize<S: Serializer>(
+            d: &Option<Duration>,
+            s: S,
+        ) -> Result<S::Ok, S::Error> {
+            match d {
+                Some(d) => super::serialize(d, s),
+                None => s.serialize_none(),
+            }
+        }
+
+        pub(crate) fn deserialize<'de, D: Deserializer<'de>>(
+            d: D,
+        ) -> Result<Option<Duration>, D::Error> {
+            Option::<u64>::deserialize(d).map(|ms| ms.map(Duration::from_millis))
         }
     }
 }

@@ -17,6 +17,7 @@ mod protocol;
 pub mod rate;
 pub mod refusals;
 mod remote;
+mod reply;
 mod restarts;
 pub mod scheduler;
 pub mod search;
@@ -42,10 +43,14 @@ pub use indexer::IndexCounts;
 pub use metrics::{Metrics, NoMetrics};
 pub use outage::{StoreFailure, StoreFailureKind};
 pub use protocol::{
-    ChildInfo, ChildRole, ControlRequest, IdleReason, MAX_MESSAGE_BYTES, MAX_REQUEST_BYTES,
-    NodeInfo, Setting, SlaveReport, Status, node_of,
+    AddUrlError, ChildInfo, ChildRole, ControlRequest, IdleReason, MAX_MESSAGE_BYTES,
+    MAX_REQUEST_BYTES, NodeInfo, Setting, SlaveReport, Status, node_of,
 };
-pub use remote::{ControlClient, ControlError, Listing, Remote};
+pub use remote::{ControlClient, Remote};
+pub use reply::{
+    ActorState, ControlError, ControlReply, HostPaused, Intensity, Listing, NodeStopping, Paused,
+    PoolInfo, RestartStrategy, Restarted, SettingChanged, SupSummary, Tree,
+};
 pub use search::{
     Anchor, INDEX_QUEUE, IndexError, IndexOpener, PageIndex, PageSearch, PageText, SearchAnswer,
     SearchHit,

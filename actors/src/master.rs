@@ -14,7 +14,9 @@ use crate::config::{Behaviours, CrawlConfig};
 use crate::indexer::IndexProgress;
 use crate::monitor::own_interval_ms;
 use crate::outage::{GaveUp, StoreFailure, Verdict, human_duration};
-use crate::protocol::{self, IdleReason, IndexerMsg, MasterMsg, PoolMsg, Status, SupMsg};
+use crate::protocol::{
+    self, AddUrlError, IdleReason, IndexerMsg, MasterMsg, PoolMsg, Status, SupMsg,
+};
 use crate::rate::{RecentRate, average_per_sec};
 use crate::search::INDEX_QUEUE;
 use crate::types::{Job, Millis, NewLink, OperationSpec, StoreCounts, now_ms};
@@ -84,7 +86,7 @@ struct RunningCycle {
     started: Millis,
 }
 
-type AddUrlReply = RpcReplyPort<Result<String, String>>;
+type AddUrlReply = RpcReplyPort<Result<String, AddUrlError>>;
 
 #[derive(Debug)]
 pub(crate) struct MasterState {
@@ -662,27 +664,29 @@ fn seed(
     again: bool,
     every_ms: Option<Millis>,
     now: Millis,
-) -> Result<NewLink, String> {
-    state
-        .b
-        .operations
-        .validate(operation)
-        .map_err(|e| e.to_string())?;
+) -> Result<NewLink, AddUrlError> {
+    state.b.operations.validate(operation)?;
     if every_ms.is_some() && !state.cfg.watches() {
-        return Err(format!(
-            "{url}: this node checks nothing again (a one-shot crawl); \
-             watch URLs with a service (`web_crawler start`)"
-        ));
+        return Err(AddUrlError::NotWatching {
+            url: url.to_string(),
+        });
     }
     let every_ms = every_ms
         .map(own_interval_ms)
         .transpose()
-        .map_err(|e| format!("{url}: {e}"))?;
-    let mut link = state
-        .b
-        .policy
-        .seed(url, operation)
-        .map_err(|e| e.of_url(url))?;
+        .map_err(|source| AddUrlError::Interval {
+            url: url.to_string(),
+            source,
+        })?;
+    let mut link =
+        state
+            .b
+            .policy
+            .seed(url, operation)
+            .map_err(|rejection| AddUrlError::Rejected {
+                url: url.to_string(),
+                rejection,
+            })?;
     if again || every_ms.is_some() {
         // Fetched again even if processed already.
         link.modified = Some(now);

@@ -308,6 +308,32 @@ pub struct Status {
 
 // --- the master -----------------------------------------------------------------
 
+/// Why the master did not queue a URL given to `add_url`.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum AddUrlError {
+    /// The operation is unknown or its arguments are wrong.
+    #[error(transparent)]
+    Operation(#[from] crate::behaviour::OperationError),
+    /// An interval of its own asked of a node that checks nothing again.
+    #[error(
+        "{url}: this node checks nothing again (a one-shot crawl); \
+         watch URLs with a service (`web_crawler start`)"
+    )]
+    NotWatching { url: String },
+    #[error("{url}: {source}")]
+    Interval {
+        url: String,
+        source: crate::monitor::IntervalTooShort,
+    },
+    /// The link policy refused it (not a URL, out of scope, filtered...).
+    #[error("{}", .rejection.of_url(.url))]
+    Rejected {
+        url: String,
+        rejection: crate::behaviour::Rejection,
+    },
+}
+
 #[derive(Debug)]
 pub(crate) enum MasterMsg {
     /// The paper's `add_url(URL, Operation)`; replies with the admitted URL
@@ -320,7 +346,7 @@ pub(crate) enum MasterMsg {
         /// Watch it at this interval of its own (ms; queued at once if it
         /// was processed).
         every_ms: Option<Millis>,
-        reply: RpcReplyPort<Result<String, String>>,
+        reply: RpcReplyPort<Result<String, AddUrlError>>,
     },
     Report(SlaveReport),
     HostRecord(HostRecord),

@@ -82,7 +82,8 @@ pub use novelty::{SHINGLE_TEXT_BYTES, shingles};
 /// threshold (`near_dup_pct`, `barren_budget`, `facet_budget`,
 /// `host_dup_run`, `kept_session_urls`, `copy_pct`) to 0 turns that rule
 /// off.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 #[non_exhaustive]
 pub struct TrapSettings {
     /// K: two simhashes this many bits apart or fewer are near-duplicates.
