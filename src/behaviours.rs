@@ -27,7 +27,7 @@ impl web_crawler_actors::Fetcher for HttpFetcher {
     async fn fetch_if_changed(
         &self,
         url: &str,
-        last: &web_crawler_actors::monitor::LastFetch,
+        last: &web_crawler_actors::LastFetch,
     ) -> Result<web_crawler_actors::FetchedPage, web_crawler_actors::FetchFailure> {
         let parsed =
             Url::parse(url).map_err(|e| failure(FetchError::InvalidUrl(format!("{url}: {e}"))))?;

@@ -5,7 +5,8 @@
 //! and [`Operation`]s. The root crate implements them; tests and embedders
 //! may plug in their own.
 
-use crate::monitor::{FetchHistory, HistoryQuery, LastFetch, StatusEvent};
+use crate::hosts::HostSummary;
+use crate::monitor::{FetchHistory, HistoryQuery, StatusEvent};
 use crate::types::*;
 use async_trait::async_trait;
 use std::collections::HashMap;

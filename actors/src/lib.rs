@@ -38,7 +38,7 @@ pub use behaviour::{
     WhyUnreachable, error_chain,
 };
 pub use config::{Behaviours, CrawlConfig, RestartIntensity, Storage};
-pub use hosts::{HostListing, LiveHost, LiveRobots, NodeHosts};
+pub use hosts::{HostListing, HostSummary, LiveHost, LiveRobots, NodeHosts};
 pub use indexer::IndexCounts;
 pub use metrics::{Metrics, NoMetrics};
 pub use outage::{StoreFailure, StoreFailureKind};
@@ -57,7 +57,7 @@ pub use search::{
 };
 pub use sup::ExitReason;
 pub use types::{
-    BrokenLink, HostRecord, HostSummary, Job, Millis, NewLink, OperationSpec, PageRecord,
-    PendingUrl, ProcessedUrl, ROBOTS_BLOCKED, RobotsStatus, SEARCH_EXACT, SEARCH_OPERATION,
-    SEARCH_RESULTS, SearchResult, StoreCounts, UrlKey, now_ms,
+    BrokenLink, HostRecord, Job, LastFetch, Millis, NewLink, OperationSpec, PageRecord, PendingUrl,
+    ProcessedUrl, ROBOTS_BLOCKED, RobotsStatus, SEARCH_EXACT, SEARCH_OPERATION, SEARCH_RESULTS,
+    SearchResult, StoreCounts, UrlKey, now_ms,
 };

@@ -2078,7 +2078,8 @@ mod tests {
 
     #[test]
     fn watched_urls_get_their_next_check_and_their_changes_are_told() {
-        use crate::monitor::{Change, LastFetch};
+        use crate::monitor::Change;
+        use crate::types::LastFetch;
         let cfg = CrawlConfig {
             recrawl_every: Some(Duration::from_secs(10)),
             ..cfg()
@@ -2174,7 +2175,7 @@ mod tests {
     /// base, on a node without `recrawl_every` as on one with it.
     #[test]
     fn a_url_with_an_interval_of_its_own_is_watched_at_it() {
-        use crate::monitor::LastFetch;
+        use crate::types::LastFetch;
         let service = CrawlConfig {
             monitoring: true,
             ..cfg()

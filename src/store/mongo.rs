@@ -19,8 +19,9 @@ use mongodb::{Client, Collection, Database, IndexModel};
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use web_crawler_actors::LastFetch;
 use web_crawler_actors::frontier::{LinkDecision, decide_link, dedupe_by_content};
-use web_crawler_actors::monitor::{FetchHistory, HistoryQuery, LastFetch};
+use web_crawler_actors::monitor::{FetchHistory, HistoryQuery};
 use web_crawler_actors::{
     BrokenLink, ClaimRequest, CommitBatch, CommitSummary, Document as JsonDoc, Frontier,
     HostRecord, INDEX_QUEUE, Job, Millis, NewLink, OperationSpec, PageQuery, PageRecord,

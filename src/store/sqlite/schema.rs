@@ -388,7 +388,7 @@ pub(super) const DUE_CHECKS: &str = "SELECT url, operation, host, depth FROM pro
 
 pub(super) const CLEAR_CHECK: &str = "UPDATE processed_urls SET d_next_check = NULL WHERE url = ?1";
 
-/// What a claimed URL's last fetch left (`monitor::LastFetch`).
+/// What a claimed URL's last fetch left (`LastFetch`).
 pub(super) const LAST_FETCH: &str = "SELECT http_returncode, content_hash, etag, last_modified,
         check_interval_ms, check_every_ms
     FROM processed_urls WHERE url = ?1";
