@@ -1,7 +1,7 @@
 //! The table layout: what `open` creates or migrates, and every statement the
 //! store runs, compiled against the file when it is opened.
 
-use super::rows::{Fail, ffi_error};
+use super::errors::{Fail, ffi_error};
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior};
 use std::time::Duration;
 
