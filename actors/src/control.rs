@@ -10,12 +10,13 @@ use crate::hosts;
 use crate::monitor::{self, HistoryQuery};
 use crate::protocol::{
     self, ChildRole, ControlMsg, ControlRequest, IndexerMsg, MAX_MESSAGE_BYTES, MAX_REQUEST_BYTES,
-    MasterMsg, PoolMsg, Setting, SupMsg,
+    MasterMsg, PoolMsg, SupMsg,
 };
 use crate::reply::{
     ActorState, ControlError, ControlReply, HostPaused, Intensity, Listing, NodeStopping, Paused,
     PoolInfo, RestartStrategy, Restarted, SettingChanged, SupSummary, Tree, to_wire,
 };
+use crate::runtime_settings::RuntimeSettings;
 use crate::search::SearchAnswer;
 use crate::types::{Millis, now_ms};
 use ractor::{Actor, ActorProcessingErr, ActorRef};
@@ -23,7 +24,8 @@ use std::sync::Arc;
 
 #[derive(Debug)]
 pub(crate) struct ControlArgs {
-    pub(crate) config: CrawlConfig,
+    /// The node's settings: `set` writes them, `state config` shows them.
+    pub(crate) settings: RuntimeSettings,
     pub(crate) queries: Arc<dyn Queries>,
 }
 
@@ -102,16 +104,12 @@ async fn answer(
     state: &mut ControlArgs,
     request: ControlRequest,
 ) -> Result<ControlReply, ControlError> {
-    let cfg = &state.config;
+    let cfg = &state.settings.current();
     match request {
         ControlRequest::Set { setting } => {
-            let c = &mut state.config;
-            match setting {
-                Setting::DelayMs(ms) => c.min_delay = std::time::Duration::from_millis(ms),
-                Setting::PerHost(n) => c.per_host = n.max(1),
-                Setting::Concurrency(n) => c.concurrency = n.max(1),
-            }
-            let nodes = to_pools(c, || PoolMsg::Set(setting.clone()));
+            // The master's node's settings here, every node's pool by message.
+            state.settings.set(&setting);
+            let nodes = to_pools(cfg, || PoolMsg::Set(setting.clone()));
             Ok(ControlReply::SettingChanged(SettingChanged {
                 setting,
                 nodes,
@@ -165,7 +163,7 @@ async fn answer(
             }))
         }
         ControlRequest::State { actor } => Ok(ControlReply::State(match actor.as_str() {
-            "master" => ActorState::Master(status(cfg).await?),
+            "master" => ActorState::Master(Box::new(status(cfg).await?)),
             "sup" => ActorState::Sup(SupSummary {
                 name: cfg.sup_name(),
                 strategy: RestartStrategy::OneForOne,

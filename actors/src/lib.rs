@@ -19,6 +19,7 @@ pub mod refusals;
 mod remote;
 mod reply;
 mod restarts;
+mod runtime_settings;
 pub mod scheduler;
 pub mod search;
 mod slave;

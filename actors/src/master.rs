@@ -18,6 +18,7 @@ use crate::protocol::{
     self, AddUrlError, IdleReason, IndexerMsg, MasterMsg, PoolMsg, Status, SupMsg,
 };
 use crate::rate::{RecentRate, average_per_sec};
+use crate::runtime_settings::RuntimeSettings;
 use crate::search::INDEX_QUEUE;
 use crate::types::{Job, Millis, NewLink, OperationSpec, StoreCounts, now_ms};
 use crate::window::{CycleWork, MOVE_DEADLINE_MS, Window, idle_reason};
@@ -26,6 +27,7 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 /// Counters of one run of the app. The supervisor keeps them and hands them
@@ -58,7 +60,9 @@ impl Default for RunStats {
 
 #[derive(Debug)]
 pub(crate) struct MasterArgs {
-    pub(crate) config: CrawlConfig,
+    /// The node's settings: a restarted master sizes its window by what
+    /// `set` made them, and follows later changes.
+    pub(crate) settings: RuntimeSettings,
     pub(crate) store: Arc<dyn Frontier>,
     pub(crate) behaviours: Behaviours,
     /// How many times the supervisor restarted the master so far.
@@ -92,6 +96,8 @@ type AddUrlReply = RpcReplyPort<Result<String, AddUrlError>>;
 pub(crate) struct MasterState {
     window: Window,
     cfg: CrawlConfig,
+    /// Says when an operator changed the settings `cfg` was read from.
+    settings: watch::Receiver<CrawlConfig>,
     store: Arc<dyn Frontier>,
     b: Behaviours,
     restarts: u32,
@@ -131,17 +137,20 @@ impl Actor for Master {
     ) -> Result<Self::State, ActorProcessingErr> {
         ractor::pg::join(protocol::MASTER_GROUP.to_string(), vec![myself.get_cell()]);
         let run = args.run;
+        let mut settings = args.settings.subscribe();
+        let config = settings.borrow_and_update().clone();
         let window = Window::new(
-            args.config.clone(),
+            config.clone(),
             run.fetched.load(Ordering::Relaxed),
             run.errors.load(Ordering::Relaxed),
             now_ms(),
         );
-        myself.send_interval(args.config.tick, || MasterMsg::Tick);
+        myself.send_interval(config.tick, || MasterMsg::Tick);
         let rate = RecentRate::new(now_ms(), window.fetched());
         Ok(MasterState {
             window,
-            cfg: args.config,
+            cfg: config,
+            settings,
             store: args.store,
             b: args.behaviours,
             restarts: args.restarts,
@@ -290,6 +299,7 @@ impl Actor for Master {
                 cycle(state, true, true);
             }
             MasterMsg::Tick => {
+                follow_settings(state);
                 state.rate.record(now, state.window.fetched());
                 state.window.end_recovery_if_due(now);
                 if !state.window.recovering() {
@@ -705,6 +715,14 @@ fn task_failed(e: tokio::task::JoinError) -> StoreError {
     StoreError::backend("the store cycle's task failed", e)
 }
 
+/// Take an operator's `set` (within a tick): the window's sizes follow.
+fn follow_settings(state: &mut MasterState) {
+    if state.settings.has_changed().unwrap_or(false) {
+        state.cfg = state.settings.borrow_and_update().clone();
+        state.window.retune(state.cfg.clone());
+    }
+}
+
 /// Notice pools that left (a node died or was stopped) and ones that joined.
 fn check_nodes(state: &mut MasterState, now: Millis) {
     let live: Vec<String> = pools(&state.cfg).into_iter().map(|(n, _)| n).collect();
@@ -772,6 +790,7 @@ fn status(state: &MasterState, reply: RpcReplyPort<Status>) {
     let fetched = state.window.fetched();
     let live: Vec<String> = pools(&state.cfg).into_iter().map(|(n, _)| n).collect();
     let outage = state.window.store_outage();
+    let (window, per_host_window) = state.window.claim_limits();
     let mut status = Status {
         node: state.cfg.node_name.clone(),
         store: lock(&state.last_counts).clone(),
@@ -787,6 +806,8 @@ fn status(state: &MasterState, reply: RpcReplyPort<Status>) {
         idle: None,
         master_restarts: state.restarts,
         nodes: state.window.nodes(&live),
+        window: window as u64,
+        per_host_window: per_host_window as u64,
         store_unreachable_since: outage.map(|o| o.since),
         store_error: outage.map(|o| o.cause.clone()),
         index: state

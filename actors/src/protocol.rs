@@ -292,6 +292,13 @@ pub struct Status {
     pub master_restarts: u32,
     /// The live pools, one per node.
     pub nodes: Vec<NodeInfo>,
+    /// The most URLs the master holds claimed at once (its window, over
+    /// every live node), and per host. They follow `set concurrency` and
+    /// `set per-host`.
+    #[serde(default)]
+    pub window: u64,
+    #[serde(default)]
+    pub per_host_window: u64,
     /// When the store became unavailable (epoch ms), while the master waits
     /// for it; the store's counts are then the last ones read.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -87,7 +87,7 @@ impl ControlReply {
 #[serde(untagged)]
 #[non_exhaustive]
 pub enum ActorState {
-    Master(Status),
+    Master(Box<Status>),
     Sup(SupSummary),
     /// The node's settings as they are now, `set` included.
     Config(Box<CrawlConfig>),

@@ -13,6 +13,7 @@ use crate::outage::{PatientQueries, StoreFailure};
 use crate::pool::{Pool, PoolArgs};
 use crate::protocol::{self, ChildInfo, ChildRole, IndexerMsg, MasterMsg, SupMsg};
 use crate::restarts::RecentRestarts;
+use crate::runtime_settings::RuntimeSettings;
 use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -57,6 +58,8 @@ pub(crate) struct SupState {
     children: HashMap<ActorId, Child>,
     recent_restarts: RecentRestarts,
     restarts: HashMap<ChildRole, u32>,
+    /// The node's runtime settings, which outlive any child.
+    settings: RuntimeSettings,
     /// Children killed by an operator's `Restart` (not crashes), with who
     /// to tell once the successor runs.
     asked_to_restart: HashMap<ActorId, RpcReplyPort<bool>>,
@@ -81,6 +84,7 @@ impl Actor for Sup {
         args: SupArgs,
     ) -> Result<Self::State, ActorProcessingErr> {
         let mut state = SupState {
+            settings: RuntimeSettings::new(args.config.clone()),
             args,
             children: HashMap::new(),
             recent_restarts: RecentRestarts::default(),
@@ -297,7 +301,7 @@ async fn start_child(
     let cell = match role {
         ChildRole::Pool => {
             let args = PoolArgs {
-                config: cfg.clone(),
+                settings: state.settings.clone(),
                 behaviours: state.args.behaviours.clone(),
             };
             Actor::spawn_linked(Some(cfg.pool_name()), Pool, args, myself.get_cell())
@@ -312,7 +316,7 @@ async fn start_child(
                 .as_ref()
                 .ok_or("a worker node runs no master")?;
             let args = MasterArgs {
-                config: cfg.clone(),
+                settings: state.settings.clone(),
                 store: Arc::clone(&storage.frontier),
                 behaviours: state.args.behaviours.clone(),
                 restarts: state.restarts.get(&role).copied().unwrap_or(0),
@@ -359,7 +363,7 @@ async fn start_child(
                 .as_ref()
                 .ok_or("a worker node runs no control")?;
             let args = ControlArgs {
-                config: cfg.clone(),
+                settings: state.settings.clone(),
                 queries: Arc::clone(&storage.queries),
             };
             Actor::spawn_linked(Some(cfg.control_name()), Control, args, myself.get_cell())

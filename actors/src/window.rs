@@ -922,7 +922,7 @@ impl Window {
         {
             return None;
         }
-        let window = self.cfg.effective_window() * live_pools;
+        let (window, per_host_cap) = self.claim_limits();
         let held = self.outstanding.len();
         let mut limit = window.saturating_sub(held);
         if limit < window / 8 && held > window / 2 {
@@ -941,9 +941,24 @@ impl Window {
             owner: self.cfg.node_name.clone(),
             lease_until: now + self.cfg.lease.as_millis() as Millis,
             limit,
-            per_host_cap: self.cfg.effective_per_host_window(),
+            per_host_cap,
             held_per_host: self.per_host.clone(),
         })
+    }
+
+    /// The most URLs held claimed at once over the live nodes, and per
+    /// host: the window sizes, which follow the settings.
+    pub fn claim_limits(&self) -> (usize, usize) {
+        (
+            self.cfg.effective_window() * self.live_nodes.len(),
+            self.cfg.effective_per_host_window(),
+        )
+    }
+
+    /// The node's settings changed at run time (an operator's `set`): the
+    /// window sizes follow them from the next claim.
+    pub fn retune(&mut self, cfg: CrawlConfig) {
+        self.cfg = cfg;
     }
 
     /// Hand claimed jobs to pools: a host keeps its node while the node
@@ -1274,6 +1289,29 @@ mod tests {
         let work = w.start_cycle(false, true, false, T0).expect("a cycle");
         assert!(work.claim.is_some(), "room to claim");
         w.cycle_done(jobs, None, &nodes(live), T0).dispatch
+    }
+
+    #[test]
+    fn the_claim_sizes_follow_a_set_concurrency_and_per_host() {
+        let defaults = CrawlConfig {
+            window: 0,
+            per_host_window: 0,
+            ..cfg()
+        };
+        let mut w = running(defaults.clone(), &["a", "b"]);
+        assert_eq!(w.claim_limits(), (2 * 64 * 2, 8), "64 per slot and node");
+        w.retune(CrawlConfig {
+            concurrency: 1,
+            per_host: 3,
+            ..defaults
+        });
+        assert_eq!(w.claim_limits(), (64 * 2, 24));
+        let req = w
+            .start_cycle(false, true, false, T0)
+            .unwrap()
+            .claim
+            .unwrap();
+        assert_eq!((req.limit, req.per_host_cap), (128, 24));
     }
 
     #[test]
