@@ -1,9 +1,11 @@
 //! Flags and subcommands.
 
-use crate::console;
-use crate::metrics::NodeMetrics;
+mod console;
+mod prometheus;
+
 use anyhow::{Context, Result, bail};
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use prometheus::NodeMetrics;
 use regex::Regex;
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -1847,7 +1849,7 @@ async fn serve_metrics(
     settings: &mut Settings,
 ) -> Result<Arc<NodeMetrics>> {
     let metrics = NodeMetrics::new(name);
-    let bound = crate::metrics::serve(addr, metrics.clone()).await?;
+    let bound = prometheus::serve(addr, metrics.clone()).await?;
     eprintln!("metrics at http://{bound}/metrics");
     settings.metrics = metrics.clone();
     Ok(metrics)
