@@ -40,7 +40,10 @@ pub struct Settings {
     pub notifier: Option<Arc<dyn Notifier>>,
     /// Keep a full-text index of the pages crawled in this directory
     /// (created if missing; see [`crate::search`]). On the master's node;
-    /// worker nodes hand their pages to it when `crawl.index` is on.
+    /// worker nodes hand their pages to it when `crawl.index` is on. None
+    /// by default: [`AppHandle::search`] then has no index to answer from.
+    /// The command's place for it, beside the store:
+    /// `settings.index = Some(web_crawler::search::index_dir_for(&db));`
     #[cfg(feature = "search")]
     pub index: Option<std::path::PathBuf>,
     /// Where the node counts fetches, pool load and restarts (nothing by default).

@@ -197,6 +197,8 @@ impl AppHandle {
     /// The `limit` best pages for `query` in the full-text index (ranked,
     /// with snippets, and `did_you_mean` when a typo was corrected). Pages
     /// are searchable about `index_commit_every` after they are processed.
+    /// A crawl keeps an index when its storage has one
+    /// ([`Storage::with_index`]; `web_crawler`'s `Settings::index`).
     pub async fn search(&self, query: &str, limit: usize) -> Result<SearchAnswer, AppError> {
         crate::control::search(&self.config, query.to_string(), limit)
             .await

@@ -250,7 +250,9 @@ pub enum ControlError {
         processed_at: Millis,
         http_status: Option<u16>,
     },
-    #[error("no index here: the crawl runs without one (--no-index), or the indexer is restarting")]
+    #[error(
+        "no index here: the crawl was started without a search index, or the indexer is restarting"
+    )]
     NoIndex,
     /// The indexer could not answer the search: its one line.
     #[error("{0}")]
