@@ -1,42 +1,24 @@
-//! The operator's remote shell (`web_crawler console`, like `erl -remsh`)
-//! and the one-shot script commands: both send `ControlRequest`s to a
-//! running cluster and print the replies.
+//! The operator's remote shell (`web_crawler console`, like `erl -remsh`):
+//! it sends `ControlRequest`s to a running cluster and renders the
+//! replies, as the one-shot script commands (`remote.rs`) print them too.
 
-use crate::cli::parse_watch;
+use super::parse::parse_watch;
+use super::rows::{
+    AVAILABILITY_HEADER, CHANGES_HEADER, LIVE_HOSTS_HEADER, availability_row, change_row,
+    live_host_row, requests,
+};
 use anyhow::{Context, Result, bail};
 use serde_json::Value;
 use std::io::{BufRead, IsTerminal, Write};
-use std::path::Path;
 use std::time::Duration;
 use web_crawler::actors::Remote;
 use web_crawler::actors::monitor::WATCH_OFF;
 use web_crawler::actors::outage::{human_duration, utc_time};
 use web_crawler::actors::{
-    ControlReply, ControlRequest, HostListing, HostSummary, Listing, LiveRobots, NodeStopping,
-    OperationSpec, Paused, Restarted, Setting, Status,
+    ControlReply, ControlRequest, HostListing, Listing, NodeStopping, OperationSpec, Paused,
+    Restarted, Setting, Status,
 };
 use web_crawler::operations::mirror;
-
-/// The cookie from a cookie file (as `.erlang.cookie`): trimmed, never printed.
-pub(crate) fn read_cookie(path: &Path) -> Result<String> {
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("cannot read cookie file {}", path.display()))?;
-    let cookie = text.trim().to_string();
-    if cookie.is_empty() {
-        bail!("cookie file {} is empty", path.display());
-    }
-    Ok(cookie)
-}
-
-pub(crate) async fn connect(addr: &str, cookie_file: &Path, timeout: Duration) -> Result<Remote> {
-    let cookie = read_cookie(cookie_file)?;
-    Ok(Remote::connect(addr, &cookie, timeout).await?)
-}
-
-/// One request; a refusal becomes an error with the node's reason.
-pub(crate) async fn request(remote: &Remote, req: &ControlRequest) -> Result<ControlReply> {
-    Ok(remote.request(req).await?)
-}
 
 /// Parse an operation given on a command line: nothing (crawl),
 /// `search TEXT...` or `mirror`.
@@ -295,17 +277,6 @@ pub(crate) fn rates(s: &Status) -> String {
     )
 }
 
-/// Requests running now, counted in words: `1 request`, `3 requests`.
-/// URLs claimed from the store are another number (`claimed`): at
-/// `--per-host 1` a host has one request in flight however many of its
-/// URLs wait at the pool.
-pub(crate) fn requests(n: u64) -> String {
-    match n {
-        1 => "1 request".to_string(),
-        n => format!("{n} requests"),
-    }
-}
-
 /// Human-readable rendering of a reply.
 pub(crate) fn render(reply: &ControlReply) -> String {
     match reply {
@@ -515,107 +486,6 @@ const TOP_TERMINAL_FRAMES: usize = 3600;
 /// `top`'s frames on a pipe without N.
 const TOP_PIPE_FRAMES: usize = 5;
 
-/// The columns of `report availability`.
-pub(crate) const AVAILABILITY_HEADER: &str = "url\tchecks\tuptime\tp50_ms\tp95_ms\tlast_failure";
-
-/// One URL's availability.
-pub(crate) fn availability_row(a: &web_crawler::actors::monitor::Availability) -> String {
-    let failure = match (a.last_failure, &a.last_failure_reason) {
-        (Some(at), Some(why)) => format!("{} ({why})", utc_time(at)),
-        (Some(at), None) => utc_time(at),
-        _ => "-".to_string(),
-    };
-    format!(
-        "{}\t{}\t{:.1}%\t{}\t{}\t{failure}",
-        a.url, a.checks, a.uptime_pct, a.p50_ms, a.p95_ms
-    )
-}
-
-/// The columns of `report changes`.
-pub(crate) const CHANGES_HEADER: &str = "at\turl\tchange\tstatus\treason";
-
-/// One change of a watched URL.
-pub(crate) fn change_row(e: &web_crawler::actors::monitor::StatusEvent) -> String {
-    let code = |c: Option<u16>| c.map_or("-".to_string(), |c| c.to_string());
-    format!(
-        "{}\t{}\t{}\t{} -> {}\t{}",
-        utc_time(e.at),
-        e.url,
-        e.change,
-        code(e.previous_returncode),
-        code(e.http_returncode),
-        e.reason.as_deref().unwrap_or("-")
-    )
-}
-
-/// The columns of `report hosts` (the store's facts).
-pub(crate) const HOSTS_HEADER: &str = "host\trobots\tcrawl_delay_ms\tpages\tsitemaps";
-
-/// One host of `report hosts`.
-pub(crate) fn host_row(h: &HostSummary) -> String {
-    format!("{}\t{}\t{}", h.host, robots_of(h), stored_columns(h))
-}
-
-/// The columns of the console's `hosts`: what the pool holding each host
-/// does with it now, then the store's facts.
-const LIVE_HOSTS_HEADER: &str =
-    "host\tnode\tqueued\tin_flight\trobots\tbackoff\tcrawl_delay_ms\tpages\tsitemaps";
-
-/// One host of the console's `hosts`; `-` where no pool holds anything of it.
-fn live_host_row(h: &HostSummary) -> String {
-    let live = match &h.live {
-        None => "-\t-\t-".to_string(),
-        Some(l) => {
-            let mut node = l.node.clone();
-            for (flag, word) in [(l.paused, "paused"), (l.moving, "moving")] {
-                if flag {
-                    node.push_str(&format!(" ({word})"));
-                }
-            }
-            format!("{node}\t{}\t{}", l.queued, l.in_flight)
-        }
-    };
-    let backoff = match &h.live {
-        Some(l) if l.backoff_ms > 0 => format!("{:.1}s", l.backoff_ms as f64 / 1000.0),
-        _ => "-".to_string(),
-    };
-    format!(
-        "{}\t{live}\t{}\t{backoff}\t{}",
-        h.host,
-        robots_of(h),
-        stored_columns(h)
-    )
-}
-
-/// A host's robots.txt: its pool's state while that is not the rules in
-/// hand (to fetch, fetching, unreachable) or nothing is stored, else the
-/// stored status.
-fn robots_of(h: &HostSummary) -> String {
-    match (h.live.as_ref().map(|l| l.robots), h.robots_status) {
-        (Some(live), stored) if live != LiveRobots::Ready || stored.is_none() => {
-            live.as_str().to_string()
-        }
-        (_, None) => "-".to_string(),
-        (_, Some(status)) => match h.robots_http_code {
-            Some(code) => format!("{status} ({code})"),
-            None => status.to_string(),
-        },
-    }
-}
-
-/// The store's columns of a host: crawl delay, pages, sitemaps.
-fn stored_columns(h: &HostSummary) -> String {
-    let sitemaps = if h.sitemaps.is_empty() {
-        "-".to_string()
-    } else {
-        h.sitemaps.join(" ")
-    };
-    let delay = h
-        .crawl_delay_ms
-        .map_or("-".to_string(), |ms| ms.to_string());
-    format!("{delay}\t{}\t{sitemaps}", h.pages)
-}
-
 /// The console's `hosts`: its rows, how many were left out, how many hosts
 /// have work, and the nodes that did not answer.
 fn hosts_listing(hosts: &HostListing) -> String {
@@ -758,8 +628,9 @@ pub(crate) async fn run_console(remote: Remote, addr: &str, json: bool) -> Resul
 
 #[cfg(test)]
 mod tests {
+    use super::super::rows::host_row;
     use super::*;
-    use web_crawler::actors::PendingUrl;
+    use web_crawler::actors::{HostSummary, PendingUrl};
 
     /// The rendering of `json` read as the reply to `req`.
     fn rendered(req: &ControlRequest, json: Value) -> String {
