@@ -117,25 +117,25 @@ impl SearchTextArgs {
 #[derive(Debug, Args)]
 pub(super) struct CrawlOpts {
     #[command(flatten)]
-    pub(super) store: StoreOpts,
+    store: StoreOpts,
     #[command(flatten)]
-    pub(super) tuning: TuningOpts,
+    tuning: TuningOpts,
     /// No live progress line.
     #[arg(long)]
-    pub(super) quiet: bool,
+    quiet: bool,
     /// Print the summary as JSON.
     #[arg(long)]
-    pub(super) json: bool,
+    json: bool,
     /// How long the crawl waits for a store that became unreachable (a
     /// database restart, an election, a locked file) before it stops, with
     /// exit code 75: `90s`, `10min`, `1h` (a bare number is seconds).
     #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = parse_duration)]
     pub(super) store_outage_limit: Duration,
     #[command(flatten)]
-    pub(super) supervision: SupervisionOpts,
+    supervision: SupervisionOpts,
     /// Serve Prometheus metrics at http://HOST:PORT/metrics while it crawls.
     #[arg(long, value_name = "HOST:PORT")]
-    pub(super) metrics: Option<std::net::SocketAddr>,
+    metrics: Option<std::net::SocketAddr>,
 }
 
 impl CrawlOpts {

@@ -29,15 +29,15 @@ pub(super) struct StoreOpts {
     pub(super) mongodb: Option<String>,
     /// MongoDB database name.
     #[arg(long, default_value = web_crawler::store::DEFAULT_DATABASE)]
-    pub(super) mongodb_database: String,
+    mongodb_database: String,
     /// Let the embedded store file grow to this many pages at most; beyond,
     /// writes fail as on a full disk (for tests of a full disk).
     #[arg(long, value_name = "PAGES", hide = true)]
-    pub(super) db_max_pages: Option<u64>,
+    db_max_pages: Option<u64>,
     /// The full-text index directory (default: `DB.index` beside the
     /// embedded store, `DATABASE.index` in the current directory with MongoDB).
     #[arg(long, value_name = "DIR")]
-    pub(super) index: Option<PathBuf>,
+    index: Option<PathBuf>,
 }
 
 impl StoreOpts {
@@ -101,54 +101,54 @@ impl StoreOpts {
 pub(super) struct TuningOpts {
     /// Which links to follow off the referrer's site.
     #[arg(long, value_enum, default_value_t = ScopeArg::Host)]
-    pub(super) scope: ScopeArg,
+    scope: ScopeArg,
     /// Stop after fetching this many pages.
     #[arg(long)]
-    pub(super) max_pages: Option<u64>,
+    max_pages: Option<u64>,
     /// Don't follow links deeper than this from a seed.
     #[arg(long)]
-    pub(super) max_depth: Option<u32>,
+    max_depth: Option<u32>,
     /// Pages fetched at once.
     #[arg(long, default_value_t = 32)]
-    pub(super) concurrency: usize,
+    concurrency: usize,
     /// Requests in flight per host.
     #[arg(long, default_value_t = 1)]
-    pub(super) per_host: usize,
+    per_host: usize,
     /// Minimum delay between requests to one host (robots.txt Crawl-delay wins if longer).
     #[arg(long, default_value_t = 250)]
-    pub(super) delay_ms: u64,
+    delay_ms: u64,
     #[arg(long, default_value = concat!("web_crawler/", env!("CARGO_PKG_VERSION")))]
-    pub(super) user_agent: String,
+    user_agent: String,
     /// Only crawl URLs matching one of these regexes.
     #[arg(long = "allow", value_name = "REGEX")]
-    pub(super) allow: Vec<String>,
+    allow: Vec<String>,
     /// Never crawl URLs matching these regexes.
     #[arg(long = "deny", value_name = "REGEX")]
-    pub(super) deny: Vec<String>,
+    deny: Vec<String>,
     /// Re-fetch pages processed longer ago than this many seconds when linked again.
     #[arg(long, value_name = "SECS")]
-    pub(super) reprocess_after: Option<u64>,
+    reprocess_after: Option<u64>,
     /// Keep utm_*, gclid, fbclid and similar tracking parameters in URLs
     /// (dropped by default, so a campaign URL is not fetched again).
     #[arg(long)]
-    pub(super) keep_tracking: bool,
+    keep_tracking: bool,
     /// Sort query parameters so reordered queries are one URL.
     #[arg(long)]
-    pub(super) sort_query: bool,
+    sort_query: bool,
     /// Body size cap in bytes.
     #[arg(long, default_value_t = 8 * 1024 * 1024)]
-    pub(super) max_body: usize,
+    max_body: usize,
     /// Total time per request, in seconds.
     #[arg(long, default_value_t = 30)]
-    pub(super) timeout: u64,
+    timeout: u64,
     /// Don't read sitemaps (robots.txt `Sitemap:` lines, else /sitemap.xml).
     #[arg(long)]
-    pub(super) no_sitemaps: bool,
+    no_sitemaps: bool,
     /// Don't add the pages to the full-text index (`web_crawler search`).
     #[arg(long)]
-    pub(super) no_index: bool,
+    no_index: bool,
     #[command(flatten)]
-    pub(super) traps: TrapOpts,
+    traps: TrapOpts,
     #[command(flatten)]
     pub(super) archive: ArchiveOpts,
 }
@@ -242,7 +242,7 @@ pub(super) struct ArchiveOpts {
     /// Close a WARC file and begin the next one at this size: `500MB`,
     /// `1GB`, `64KiB` (a bare number is bytes).
     #[arg(long, value_name = "SIZE", default_value = "1GB", value_parser = parse_size)]
-    pub(super) warc_max_size: u64,
+    warc_max_size: u64,
 }
 
 impl ArchiveOpts {
