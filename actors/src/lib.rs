@@ -1,5 +1,6 @@
 #![doc = include_str!("../../supervision.md")]
 
+mod admission;
 mod app;
 mod behaviour;
 pub mod cluster;
@@ -11,6 +12,7 @@ pub mod indexer;
 mod master;
 pub mod metrics;
 pub mod monitor;
+mod node_check;
 pub mod outage;
 mod pool;
 mod protocol;
@@ -19,10 +21,13 @@ pub mod refusals;
 mod remote;
 mod reply;
 mod restarts;
+mod run_stats;
 mod runtime_settings;
 pub mod scheduler;
 pub mod search;
 mod slave;
+mod status;
+pub mod store_cycle;
 mod sup;
 pub mod traps;
 mod types;

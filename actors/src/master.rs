@@ -1,62 +1,36 @@
-//! `Master`: the paper's `web_crawler_master` gen_server. A mailbox, timers
-//! and the store cycle over the pure dispatch core ([`Window`]): it admits
-//! URLs (`add_url`, `search_text`), hands claimed URLs to the pools, collects
-//! slave reports and has them written in batches. Every store call runs in
-//! the store cycle, on a task of its own and one at a time, so reports keep
-//! arriving while the store writes; `status` reads the store's counts on a
-//! task of its own too. All its durable state is in the store, so a
-//! restarted master picks up where the last one stopped. A store that is
-//! unavailable for a while is waited for ([`crate::outage`]): the master
+//! `Master`: the paper's `web_crawler_master` gen_server. A mailbox and
+//! timers over pure cores that take `now`: the dispatch core ([`Window`]),
+//! the store cycle's steps ([`crate::store_cycle`]), admission and the seed
+//! replies ([`crate::admission`]), the tick's node check
+//! ([`crate::node_check`]) and the `status` answer ([`crate::status`]). It
+//! admits URLs (`add_url`, `search_text`), hands claimed URLs to the pools,
+//! collects slave reports and has them written in batches. Every store call
+//! runs in the store cycle, on a task of its own and one at a time, so
+//! reports keep arriving while the store writes; `status` reads the store's
+//! counts on a task of its own too. All its durable state is in the store,
+//! so a restarted master picks up where the last one stopped. A store that
+//! is unavailable for a while is waited for ([`crate::outage`]): the master
 //! keeps its results, claims nothing, asks again and resumes.
 
-use crate::behaviour::{CommitBatch, CommitSummary, Frontier, StoreError, error_chain};
+use crate::admission::{Admission, SeedReplies};
+use crate::behaviour::{Frontier, StoreError, error_chain};
 use crate::config::{Behaviours, CrawlConfig};
 use crate::indexer::IndexProgress;
-use crate::monitor::own_interval_ms;
-use crate::outage::{GaveUp, StoreFailure, Verdict, human_duration};
-use crate::protocol::{
-    self, AddUrlError, IdleReason, IndexerMsg, MasterMsg, PoolMsg, Status, SupMsg,
-};
-use crate::rate::{RecentRate, average_per_sec};
+use crate::monitor::StatusEvent;
+use crate::node_check::{NodeCheck, check_nodes};
+use crate::outage::{StoreFailure, Verdict, human_duration};
+use crate::protocol::{self, AddUrlError, IdleReason, MasterMsg, PoolMsg, Status, SupMsg};
+use crate::rate::RecentRate;
+use crate::run_stats::RunStats;
 use crate::runtime_settings::RuntimeSettings;
-use crate::search::INDEX_QUEUE;
-use crate::types::{Job, Millis, NewLink, OperationSpec, StoreCounts, now_ms};
-use crate::window::{CycleWork, MOVE_DEADLINE_MS, Window, idle_reason};
+use crate::status::{LastCounts, MasterFacts, StatusDraft};
+use crate::store_cycle::{CycleWork, RunningCycle, StoreCycle};
+use crate::types::{Millis, now_ms};
+use crate::window::Window;
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
-use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::time::Duration;
 use tokio::sync::watch;
-use tokio::task::JoinHandle;
-
-/// Counters of one run of the app. The supervisor keeps them and hands them
-/// to each master incarnation, so budgets and rates survive restarts.
-#[derive(Debug)]
-pub(crate) struct RunStats {
-    started: Instant,
-    fetched: AtomicU64,
-    errors: AtomicU64,
-    /// Held by a running store cycle, which outlives a killed master: its
-    /// successor's first cycle (which releases the leases) waits for it, so
-    /// a claim that lands late is released too instead of waiting out its
-    /// lease.
-    store_cycle: Arc<tokio::sync::Mutex<()>>,
-    /// Set when a master gave up on the store: the indexer's waits end too.
-    pub(crate) gave_up: Arc<GaveUp>,
-}
-
-impl Default for RunStats {
-    fn default() -> Self {
-        Self {
-            started: Instant::now(),
-            fetched: AtomicU64::new(0),
-            errors: AtomicU64::new(0),
-            store_cycle: Arc::default(),
-            gave_up: Arc::default(),
-        }
-    }
-}
 
 #[derive(Debug)]
 pub(crate) struct MasterArgs {
@@ -73,23 +47,6 @@ pub(crate) struct MasterArgs {
     pub(crate) indexer: Option<(String, Arc<IndexProgress>)>,
 }
 
-/// What a store cycle did.
-#[derive(Debug)]
-struct CycleResult {
-    claimed: Vec<Job>,
-    counts: Option<StoreCounts>,
-}
-
-/// A finished cycle: what it did, or why it failed and the work it did not do.
-type CycleOutcome = Result<CycleResult, (StoreError, CycleWork)>;
-
-/// The store cycle running on its own task, and when it began.
-#[derive(Debug)]
-struct RunningCycle {
-    handle: JoinHandle<CycleOutcome>,
-    started: Millis,
-}
-
 type AddUrlReply = RpcReplyPort<Result<String, AddUrlError>>;
 
 #[derive(Debug)]
@@ -98,26 +55,24 @@ pub(crate) struct MasterState {
     cfg: CrawlConfig,
     /// Says when an operator changed the settings `cfg` was read from.
     settings: watch::Receiver<CrawlConfig>,
-    store: Arc<dyn Frontier>,
+    /// The store, and what each store cycle needs besides its work.
+    store_cycle: StoreCycle,
     b: Behaviours,
     restarts: u32,
     run: Arc<RunStats>,
     /// The run's fetched count over the last seconds, for `status`.
     rate: RecentRate,
-    indexer: Option<(String, Arc<IndexProgress>)>,
     myself: ActorRef<MasterMsg>,
     flush_scheduled: bool,
     /// The store cycle running on its own task.
     cycle: Option<RunningCycle>,
     /// The store's counts last read, for `status` while it is unavailable.
-    last_counts: Arc<Mutex<StoreCounts>>,
+    last_counts: LastCounts,
     /// This master gave up on its store and asked the supervisor to stop
     /// the app: it writes nothing more.
     gave_up: bool,
-    /// Callers of `add_url` whose seed waits for the next cycle, and those
-    /// whose seed the running cycle writes.
-    seeds_waiting: Vec<(AddUrlReply, String)>,
-    seeds_writing: Vec<(AddUrlReply, String)>,
+    /// Callers of `add_url`, answered once their seed is written.
+    seeds: SeedReplies<AddUrlReply>,
     idle_waiters: Vec<RpcReplyPort<IdleReason>>,
     drain_waiters: Vec<RpcReplyPort<()>>,
 }
@@ -139,31 +94,29 @@ impl Actor for Master {
         let run = args.run;
         let mut settings = args.settings.subscribe();
         let config = settings.borrow_and_update().clone();
-        let window = Window::new(
-            config.clone(),
-            run.fetched.load(Ordering::Relaxed),
-            run.errors.load(Ordering::Relaxed),
-            now_ms(),
-        );
+        let (fetched, errors) = run.counts();
+        let window = Window::new(config.clone(), fetched, errors, now_ms());
         myself.send_interval(config.tick, || MasterMsg::Tick);
-        let rate = RecentRate::new(now_ms(), window.fetched());
         Ok(MasterState {
+            rate: RecentRate::new(now_ms(), window.fetched()),
             window,
+            store_cycle: StoreCycle {
+                store: args.store,
+                owner: config.node_name.clone(),
+                indexer: args.indexer,
+                turn: Arc::clone(&run.store_cycle),
+            },
             cfg: config,
             settings,
-            store: args.store,
             b: args.behaviours,
             restarts: args.restarts,
             run,
-            rate,
-            indexer: args.indexer,
             myself,
             flush_scheduled: false,
             cycle: None,
-            last_counts: Arc::default(),
+            last_counts: LastCounts::default(),
             gave_up: false,
-            seeds_waiting: Vec::new(),
-            seeds_writing: Vec::new(),
+            seeds: SeedReplies::default(),
             idle_waiters: Vec::new(),
             drain_waiters: Vec::new(),
         })
@@ -211,10 +164,12 @@ impl Actor for Master {
                 again,
                 every_ms,
                 reply,
-            } => match seed(state, &url, &operation, again, every_ms, now) {
+            } => match Admission::of(&state.b, &state.cfg)
+                .seed(&url, &operation, again, every_ms, now)
+            {
                 Ok(link) => {
                     // Replied once written: the caller is told it is durable.
-                    state.seeds_waiting.push((reply, link.url.clone()));
+                    state.seeds.wait(reply, link.url.clone());
                     state.window.add_seed(link, now);
                     cycle(state, true, true);
                 }
@@ -225,16 +180,9 @@ impl Actor for Master {
             MasterMsg::Report(report) => {
                 let due = state.window.on_report(report, now);
                 for event in state.window.take_events() {
-                    notify(state, event);
+                    notify(&state.b, event);
                 }
-                state
-                    .run
-                    .fetched
-                    .store(state.window.fetched(), Ordering::Relaxed);
-                state
-                    .run
-                    .errors
-                    .store(state.window.errors(), Ordering::Relaxed);
+                state.run.record(&state.window);
                 if due {
                     cycle(state, true, true);
                 } else {
@@ -256,19 +204,8 @@ impl Actor for Master {
                 state.window.soft_404_probe(&probe_url, simhash);
             }
             MasterMsg::Sitemaps { referrer, urls } => {
-                for url in urls {
-                    match state.b.policy.link(&referrer, &url, false) {
-                        // Read again each time robots.txt is: its entries'
-                        // lastmod says which pages changed since.
-                        Ok(link) => state.window.add_link(
-                            NewLink {
-                                modified: Some(now),
-                                ..link
-                            },
-                            now,
-                        ),
-                        Err(why) => tracing::debug!(%url, %why, "sitemap not followed"),
-                    }
+                for link in Admission::of(&state.b, &state.cfg).sitemap(&referrer, urls, now) {
+                    state.window.add_link(link, now);
                 }
                 cycle(state, true, true);
             }
@@ -301,11 +238,8 @@ impl Actor for Master {
             MasterMsg::Tick => {
                 follow_settings(state);
                 state.rate.record(now, state.window.fetched());
-                state.window.end_recovery_if_due(now);
-                if !state.window.recovering() {
-                    check_nodes(state, now);
-                    abandon_late_moves(state, now);
-                }
+                let check = check_nodes(&mut state.window, &live_nodes(&state.cfg), now);
+                send_node_check(state, check);
                 cycle(state, true, true);
             }
             MasterMsg::Status(reply) => status(state, reply),
@@ -325,9 +259,7 @@ impl Actor for Master {
                 cycle(state, false, true);
             }
             MasterMsg::Drain { timeout, reply } => {
-                state
-                    .window
-                    .begin_drain(now, timeout.as_millis() as crate::types::Millis);
+                state.window.begin_drain(now, timeout.as_millis() as Millis);
                 state.drain_waiters.push(reply);
                 for (_, pool) in pools(&state.cfg) {
                     let _ = pool.cast(PoolMsg::Drain);
@@ -362,18 +294,17 @@ impl Actor for Master {
             return Ok(());
         }
         if let Some(running) = state.cycle.take() {
-            match running.handle.await.map_err(task_failed)? {
+            let started = running.started;
+            match running.finish().await? {
                 Ok(result) => {
-                    reply_seeds(&mut state.seeds_writing);
+                    answer_seeds(state.seeds.written());
                     state.window.cycle_done(result.claimed, None, &[], now_ms());
                 }
                 Err((e, work)) if e.is_transient() => {
                     // One more try below, with everything.
-                    state.seeds_waiting.append(&mut state.seeds_writing);
-                    let _ =
-                        state
-                            .window
-                            .cycle_failed(work, running.started, now_ms(), error_chain(&e));
+                    state.seeds.cycle_failed();
+                    let cause = error_chain(&e);
+                    let _ = state.window.cycle_failed(work, started, now_ms(), cause);
                 }
                 Err((e, _)) => return Err(e.into()),
             }
@@ -381,15 +312,8 @@ impl Actor for Master {
         // Should the store be away, it gets one last try now.
         state.window.ask_store_now();
         if let Some(mut work) = state.window.start_cycle(true, false, false, now_ms()) {
-            let _running = state.run.store_cycle.lock().await;
-            run_cycle(
-                state.store.as_ref(),
-                &state.cfg.node_name,
-                &mut work,
-                state.indexer.as_ref(),
-            )
-            .await?;
-            reply_seeds(&mut state.seeds_waiting);
+            state.store_cycle.run(&mut work).await?;
+            answer_seeds(state.seeds.all());
         }
         Ok(())
     }
@@ -397,7 +321,7 @@ impl Actor for Master {
 
 /// A watched URL changed: one line at info, and the notifier told off the
 /// master's path (it may run a command or wait for a webhook).
-fn notify(state: &MasterState, event: crate::monitor::StatusEvent) {
+fn notify(b: &Behaviours, event: StatusEvent) {
     let reason = event.reason.as_deref().unwrap_or("");
     match event.http_returncode {
         Some(code) => {
@@ -405,7 +329,7 @@ fn notify(state: &MasterState, event: crate::monitor::StatusEvent) {
         }
         None => tracing::info!(url = %event.url, reason, "watched URL {}", event.change),
     }
-    if let Some(notifier) = &state.b.notifier {
+    if let Some(notifier) = &b.notifier {
         let notifier = Arc::clone(notifier);
         tokio::spawn(async move { notifier.notify(&event).await });
     }
@@ -414,6 +338,10 @@ fn notify(state: &MasterState, event: crate::monitor::StatusEvent) {
 /// The live pools of the cluster, by node.
 fn pools(cfg: &CrawlConfig) -> Vec<(String, ActorRef<PoolMsg>)> {
     protocol::pools(&cfg.pool_name())
+}
+
+fn live_nodes(cfg: &CrawlConfig) -> Vec<String> {
+    pools(cfg).into_iter().map(|(node, _)| node).collect()
 }
 
 fn schedule_flush(state: &mut MasterState) {
@@ -434,129 +362,10 @@ fn cycle(state: &mut MasterState, write: bool, claim: bool) {
     else {
         return;
     };
-    if !work.batch.seeds.is_empty() {
-        state.seeds_writing.append(&mut state.seeds_waiting);
-    }
-    let store = Arc::clone(&state.store);
-    let owner = state.cfg.node_name.clone();
+    state.seeds.cycle_started(!work.batch.seeds.is_empty());
     let myself = state.myself.clone();
-    let lock = Arc::clone(&state.run.store_cycle);
-    let indexer = state.indexer.clone();
-    let handle = tokio::spawn(async move {
-        let _running = lock.lock_owned().await;
-        let mut work = work;
-        let result = run_cycle(store.as_ref(), &owner, &mut work, indexer.as_ref()).await;
-        let _ = myself.cast(MasterMsg::CycleDone);
-        result.map_err(|e| (e, work))
-    });
-    state.cycle = Some(RunningCycle {
-        handle,
-        started: now_ms(),
-    });
-}
-
-/// One store cycle: releases, lease renewals, the batch and the claim,
-/// counts; then the batch's pages go to the indexer. Each step done is
-/// taken out of `work`, so that after an error it holds what is left to do
-/// (the batch comes back whole: one write).
-async fn run_cycle(
-    store: &dyn Frontier,
-    owner: &str,
-    work: &mut CycleWork,
-    indexer: Option<&(String, Arc<IndexProgress>)>,
-) -> Result<CycleResult, StoreError> {
-    let started = Instant::now();
-    if let Some(keep) = &work.release_all_but {
-        let released = store.release(owner, keep).await?;
-        if released > 0 {
-            tracing::info!(
-                released,
-                "returned URLs leased by a previous master to pending"
-            );
-        }
-        work.release_all_but = None;
-    }
-    if !work.release.is_empty() {
-        store.release_keys(&work.release).await?;
-        work.release.clear();
-    }
-    // Before the claim: after a long store outage, a lease that lapsed
-    // meanwhile is renewed before a claim could take its URL again.
-    if let Some((keys, until)) = &work.extend {
-        store.extend_leases(keys, owner, *until).await?;
-        work.extend = None;
-    }
-    if let Some(limit) = work.sweep {
-        let queued = store.requeue_due(now_ms(), limit).await?;
-        if queued > 0 {
-            tracing::debug!(queued, "watched URLs due again");
-        }
-        work.sweep = None;
-    }
-    let pages = work.batch.pages.len();
-    let to_index = pages_to_index(&mut work.batch, indexer.is_some());
-    let (summary, claimed) = if work.batch.is_empty() && work.claim.is_none() {
-        (CommitSummary::default(), Vec::new())
-    } else {
-        let batch = Arc::new(std::mem::take(&mut work.batch));
-        match store
-            .commit_and_claim(Arc::clone(&batch), work.claim.clone())
-            .await
-        {
-            Ok(done) => {
-                work.claim = None;
-                done
-            }
-            Err(e) => {
-                work.batch = Arc::try_unwrap(batch).unwrap_or_else(|kept| (*kept).clone());
-                return Err(e);
-            }
-        }
-    };
-    // The pages are in the store's queue (a duplicate is not queued); the
-    // indexer reads them from there, whenever it is up and has the CPU.
-    let queued = to_index.saturating_sub(summary.duplicates.len());
-    if queued > 0
-        && let Some((name, progress)) = indexer
-    {
-        progress.queued(queued as u64);
-        if let Some(actor) = ActorRef::<IndexerMsg>::where_is(name.clone()) {
-            let _ = actor.cast(IndexerMsg::Queued);
-        }
-    }
-    let counts = if work.counts {
-        Some(store.counts().await?)
-    } else {
-        None
-    };
-    work.counts = false;
-    tracing::debug!(
-        pages,
-        claimed = claimed.len(),
-        ms = started.elapsed().as_secs_f64() * 1e3,
-        ?summary,
-        "store cycle"
-    );
-    Ok(CycleResult { claimed, counts })
-}
-
-/// How many pages of `batch` go to the index queue. Without an index their
-/// records are dropped, so that no queue grows that nobody reads (a worker
-/// node may index when its master does not).
-fn pages_to_index(batch: &mut CommitBatch, indexed: bool) -> usize {
-    let mut pages = 0;
-    for page in &mut batch.pages {
-        if !indexed {
-            page.records.retain(|r| r.collection != INDEX_QUEUE);
-            continue;
-        }
-        pages += page
-            .records
-            .iter()
-            .filter(|r| r.collection == INDEX_QUEUE)
-            .count();
-    }
-    pages
+    let done = move || drop(myself.cast(MasterMsg::CycleDone));
+    state.cycle = Some(state.store_cycle.spawn(work, done, now_ms()));
 }
 
 /// Take the finished cycle's result: answer the seeds it wrote, dispatch
@@ -566,25 +375,19 @@ async fn finish_cycle(state: &mut MasterState) -> Result<(), ActorProcessingErr>
     let Some(running) = state.cycle.take() else {
         return Ok(());
     };
-    let result = match running.handle.await.map_err(task_failed)? {
+    let started = running.started;
+    let result = match running.finish().await? {
         Ok(result) => result,
-        Err((e, work)) => return store_failed(state, e, work, running.started),
+        Err((e, work)) => return store_failed(state, e, work, started),
     };
-    reply_seeds(&mut state.seeds_writing);
+    answer_seeds(state.seeds.written());
     if let Some(counts) = &result.counts {
-        *lock(&state.last_counts) = counts.clone();
+        state.last_counts.keep(counts.clone());
     }
-    let live = pools(&state.cfg);
-    let nodes: Vec<String> = live.iter().map(|(n, _)| n.clone()).collect();
-    let after = state
-        .window
-        .cycle_done(result.claimed, result.counts.as_ref(), &nodes, now_ms());
+    let live = live_nodes(&state.cfg);
+    let after = (state.window).cycle_done(result.claimed, result.counts.as_ref(), &live, now_ms());
     for (node, jobs) in after.dispatch {
-        if let Some((_, pool)) = live.iter().find(|(n, _)| *n == node)
-            && let Err(e) = pool.cast(PoolMsg::Dispatch(jobs))
-        {
-            tracing::warn!(%node, error = %e, "pool unreachable; its leases will be released");
-        }
+        send_to_pool(&state.cfg, &node, PoolMsg::Dispatch(jobs));
     }
     if let Some(reason) = after.idle {
         for waiter in state.idle_waiters.drain(..) {
@@ -620,16 +423,12 @@ fn store_failed(
     let cause = error_chain(&error);
     tracing::debug!(?error, "store cycle failed");
     if error.is_permanent() {
-        give_up(state, StoreFailure::permanent(started, cause))?;
-        return Ok(());
+        return give_up(state, StoreFailure::permanent(started, cause));
     }
     if !error.is_transient() {
         return Err(error.into());
     }
-    // Their seeds go back into the batch: they are answered once written.
-    let mut writing = std::mem::take(&mut state.seeds_writing);
-    writing.append(&mut state.seeds_waiting);
-    state.seeds_waiting = writing;
+    state.seeds.cycle_failed();
     match state.window.cycle_failed(work, started, now, cause.clone()) {
         Verdict::Began { .. } => tracing::warn!(
             "the store is unavailable ({cause}); the crawl holds its {} result(s), claims \
@@ -658,61 +457,11 @@ fn give_up(state: &mut MasterState, failure: StoreFailure) -> Result<(), ActorPr
     Ok(())
 }
 
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
-/// The link `add_url` queues, or the one line why not. `again` or an
-/// interval of its own (`every_ms`, [`WATCH_OFF`](crate::monitor::WATCH_OFF)
-/// included) queue a processed URL again, now.
-fn seed(
-    state: &MasterState,
-    url: &str,
-    operation: &OperationSpec,
-    again: bool,
-    every_ms: Option<Millis>,
-    now: Millis,
-) -> Result<NewLink, AddUrlError> {
-    state.b.operations.validate(operation)?;
-    if every_ms.is_some() && !state.cfg.watches() {
-        return Err(AddUrlError::NotWatching {
-            url: url.to_string(),
-        });
-    }
-    let every_ms = every_ms
-        .map(own_interval_ms)
-        .transpose()
-        .map_err(|source| AddUrlError::Interval {
-            url: url.to_string(),
-            source,
-        })?;
-    let mut link =
-        state
-            .b
-            .policy
-            .seed(url, operation)
-            .map_err(|rejection| AddUrlError::Rejected {
-                url: url.to_string(),
-                rejection,
-            })?;
-    if again || every_ms.is_some() {
-        // Fetched again even if processed already.
-        link.modified = Some(now);
-    }
-    link.check_every_ms = every_ms;
-    Ok(link)
-}
-
-fn reply_seeds(seeds: &mut Vec<(AddUrlReply, String)>) {
-    for (reply, url) in seeds.drain(..) {
+/// Tell `add_url`'s callers their seed is written.
+fn answer_seeds(written: Vec<(AddUrlReply, String)>) {
+    for (reply, url) in written {
         let _ = reply.send(Ok(url));
     }
-}
-
-fn task_failed(e: tokio::task::JoinError) -> StoreError {
-    StoreError::backend("the store cycle's task failed", e)
 }
 
 /// Take an operator's `set` (within a tick): the window's sizes follow.
@@ -723,49 +472,18 @@ fn follow_settings(state: &mut MasterState) {
     }
 }
 
-/// Notice pools that left (a node died or was stopped) and ones that joined.
-fn check_nodes(state: &mut MasterState, now: Millis) {
-    let live: Vec<String> = pools(&state.cfg).into_iter().map(|(n, _)| n).collect();
-    let (gone, joined) = state.window.nodes_changed(&live);
-    for (node, released) in gone {
-        tracing::warn!("node {node} left the cluster; its {released} URLs go back to pending");
-    }
-    if joined.is_empty() {
-        return;
-    }
-    let moves = state.window.rebalance(&joined, now);
-    for node in &joined {
-        let n = moves.iter().filter(|m| m.to == *node).count();
-        tracing::info!("node {node} joined the cluster; {n} hosts move to it");
-    }
-    let mut by_pool: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    for m in moves {
-        by_pool.entry(m.from).or_default().push(m.host);
-    }
-    for (from, hosts) in by_pool {
+/// Ask the old pools to let go of the hosts that move, and hand parked
+/// URLs of abandoned moves to the node that keeps the host.
+fn send_node_check(state: &mut MasterState, check: NodeCheck) {
+    for (from, hosts) in check.release {
         if !send_to_pool(&state.cfg, &from, PoolMsg::Release(hosts.clone())) {
             for host in &hosts {
                 state.window.move_failed(host);
             }
         }
     }
-}
-
-/// Moves whose old pool never handed the host back: the host stays there,
-/// and so do the URLs parked for it.
-fn abandon_late_moves(state: &mut MasterState, now: Millis) {
-    for m in state.window.abandon_late_moves(now) {
-        tracing::info!(
-            host = %m.host,
-            from = %m.from,
-            to = %m.to,
-            parked = m.parked.len(),
-            "host move abandoned: the old node did not hand it back within {} s; it stays there",
-            MOVE_DEADLINE_MS / 1_000
-        );
-        if !m.parked.is_empty() {
-            send_to_pool(&state.cfg, &m.from, PoolMsg::Dispatch(m.parked));
-        }
+    for (node, parked) in check.dispatch {
+        send_to_pool(&state.cfg, &node, PoolMsg::Dispatch(parked));
     }
 }
 
@@ -782,69 +500,25 @@ fn send_to_pool(cfg: &CrawlConfig, node: &str, msg: PoolMsg) -> bool {
     sent
 }
 
-/// Answer `status` from the window, with the store's counts and the
-/// pools' running requests read on a task of its own so the mailbox never
-/// waits for the store or a pool.
+/// Answer `status` with what the master knows now, and the store's counts
+/// and the pools' running requests read on a task of its own so the
+/// mailbox never waits for the store or a pool.
 fn status(state: &MasterState, reply: RpcReplyPort<Status>) {
-    let elapsed = state.run.started.elapsed();
-    let fetched = state.window.fetched();
-    let live: Vec<String> = pools(&state.cfg).into_iter().map(|(n, _)| n).collect();
-    let outage = state.window.store_outage();
-    let (window, per_host_window) = state.window.claim_limits();
-    let mut status = Status {
+    let facts = MasterFacts {
         node: state.cfg.node_name.clone(),
-        store: lock(&state.last_counts).clone(),
-        in_flight: state.window.in_flight() as u64,
-        requests_in_flight: 0,
-        fetched_this_run: fetched,
-        errors_this_run: state.window.errors(),
-        trapped: state.window.trapped(),
-        pages_per_sec: average_per_sec(fetched, elapsed.as_millis() as u64),
-        recent_pages_per_sec: state.rate.per_sec(now_ms(), fetched),
-        elapsed_ms: elapsed.as_millis() as u64,
-        paused: state.window.paused(),
-        idle: None,
-        master_restarts: state.restarts,
-        nodes: state.window.nodes(&live),
-        window: window as u64,
-        per_host_window: per_host_window as u64,
-        store_unreachable_since: outage.map(|o| o.since),
-        store_error: outage.map(|o| o.cause.clone()),
-        index: state
-            .indexer
-            .as_ref()
-            .map(|(_, progress)| progress.counts()),
+        restarts: state.restarts,
+        elapsed_ms: state.run.elapsed_ms(),
+        live: live_nodes(&state.cfg),
+        last_counts: state.last_counts.read(),
+        index: (state.store_cycle.indexer.as_ref()).map(|(_, progress)| progress.counts()),
+        gave_up: state.gave_up,
     };
-    // The store is away: the counts last read, without asking it.
-    let ask_store = outage.is_none() && !state.gave_up;
-    let holds_nothing = state.window.holds_nothing();
-    let budget_reached = state.window.budget_reached();
-    let store = Arc::clone(&state.store);
-    let last_counts = Arc::clone(&state.last_counts);
-    let pool_name = state.cfg.pool_name();
-    tokio::spawn(async move {
-        let counts = async {
-            if ask_store {
-                Some(store.counts().await)
-            } else {
-                None
-            }
-        };
-        let (counts, (pools, _silent)) = tokio::join!(counts, protocol::ask_pools(&pool_name, 0));
-        status.requests_in_flight = pools.iter().map(|p| p.running).sum();
-        match counts {
-            Some(Ok(counts)) => {
-                if holds_nothing {
-                    status.idle = idle_reason(budget_reached, &counts);
-                }
-                *lock(&last_counts) = counts.clone();
-                status.store = counts;
-            }
-            // The counts last read, and why they are not fresh; the store
-            // cycle finds out whether the store is away.
-            Some(Err(e)) => status.store_error = Some(error_chain(&e)),
-            None => {}
-        }
-        let _ = reply.send(status);
-    });
+    let store = Arc::clone(&state.store_cycle.store);
+    let last = state.last_counts.clone();
+    StatusDraft::new(&state.window, &state.rate, facts, now_ms()).answer(
+        store,
+        state.cfg.pool_name(),
+        last,
+        reply,
+    );
 }

@@ -21,6 +21,9 @@ use std::time::Duration;
 pub(crate) const POOL_GROUP: &str = "web_crawler_pools";
 /// Process group of the master (one per cluster).
 pub(crate) const MASTER_GROUP: &str = "web_crawler_master";
+/// The log target of the master's notices, its cores' included: the
+/// binary logs it at info by default, and each line names it.
+pub(crate) const MASTER_LOG: &str = "web_crawler_actors::master";
 /// Process group of the control actor that consoles and scripts talk to.
 pub(crate) const CONTROL_GROUP: &str = "web_crawler_control";
 

@@ -18,6 +18,7 @@ use crate::monitor::{
 use crate::outage::{Outage, StoreHealth, Verdict};
 use crate::protocol::{IdleReason, NodeInfo, SlaveReport};
 use crate::refusals::{OnRefusal, REFUSED_RETRY_MS, Refusals};
+use crate::store_cycle::CycleWork;
 use crate::traps::TrapGuard;
 use crate::types::{Job, Millis, NewLink, PageRecord, ROBOTS_BLOCKED, StoreCounts, UrlKey};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -75,40 +76,6 @@ pub struct AbandonedMove {
 struct Recovery {
     deadline: Millis,
     waiting: BTreeSet<String>,
-}
-
-/// One store cycle's work, in the order the cycle does it: releases, then
-/// the batch's writes and the claim (one call, so the results just written
-/// free their room before the claim is sized), then lease renewals, then
-/// the counts the idle check needs.
-#[derive(Debug, Default)]
-pub struct CycleWork {
-    /// Return every URL this node leased to pending except these: what a
-    /// previous incarnation held that no pool adopted.
-    pub release_all_but: Option<Vec<UrlKey>>,
-    /// Return exactly these URLs to pending.
-    pub release: Vec<UrlKey>,
-    pub batch: CommitBatch,
-    pub claim: Option<ClaimRequest>,
-    /// Push these leases forward to the given time.
-    pub extend: Option<(Vec<UrlKey>, Millis)>,
-    /// Read the store's counts after the rest (someone waits for idleness).
-    pub counts: bool,
-    /// Queue again up to this many watched URLs whose check is due
-    /// (`Frontier::requeue_due`), before the claim.
-    pub sweep: Option<usize>,
-}
-
-impl CycleWork {
-    fn is_empty(&self) -> bool {
-        self.release_all_but.is_none()
-            && self.release.is_empty()
-            && self.batch.is_empty()
-            && self.claim.is_none()
-            && self.extend.is_none()
-            && !self.counts
-            && self.sweep.is_none()
-    }
 }
 
 /// What to do once a cycle is done.
