@@ -6,6 +6,7 @@ mod behaviour;
 pub mod cluster;
 mod config;
 mod control;
+mod cycle_end;
 pub mod frontier;
 pub mod hosts;
 pub mod indexer;

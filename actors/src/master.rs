@@ -13,23 +13,23 @@
 //! keeps its results, claims nothing, asks again and resumes.
 
 use crate::admission::{Admission, SeedReplies};
-use crate::behaviour::{Frontier, StoreError, error_chain};
+use crate::behaviour::{Frontier, error_chain};
 use crate::config::{Behaviours, CrawlConfig};
+use crate::cycle_end::{OnFailure, cycle_done, cycle_failed};
 use crate::indexer::IndexProgress;
 use crate::monitor::StatusEvent;
 use crate::node_check::{NodeCheck, check_nodes};
-use crate::outage::{StoreFailure, Verdict, human_duration};
+use crate::outage::StoreFailure;
 use crate::protocol::{self, AddUrlError, IdleReason, MasterMsg, PoolMsg, Status, SupMsg};
 use crate::rate::RecentRate;
 use crate::run_stats::RunStats;
 use crate::runtime_settings::RuntimeSettings;
 use crate::status::{LastCounts, MasterFacts, StatusDraft};
-use crate::store_cycle::{CycleWork, RunningCycle, StoreCycle};
+use crate::store_cycle::{RunningCycle, StoreCycle};
 use crate::types::{Millis, now_ms};
 use crate::window::Window;
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 use std::sync::Arc;
-use std::time::Duration;
 use tokio::sync::watch;
 
 #[derive(Debug)]
@@ -294,19 +294,19 @@ impl Actor for Master {
             return Ok(());
         }
         if let Some(running) = state.cycle.take() {
-            let started = running.started;
             match running.finish().await? {
                 Ok(result) => {
                     answer_seeds(state.seeds.written());
                     state.window.cycle_done(result.claimed, None, &[], now_ms());
                 }
-                Err((e, work)) if e.is_transient() => {
+                Err(failed) if failed.error.is_transient() => {
                     // One more try below, with everything.
                     state.seeds.cycle_failed();
-                    let cause = error_chain(&e);
-                    let _ = state.window.cycle_failed(work, started, now_ms(), cause);
+                    let cause = error_chain(&failed.error);
+                    let _ =
+                        (state.window).cycle_failed(failed.work, failed.started, now_ms(), cause);
                 }
-                Err((e, _)) => return Err(e.into()),
+                Err(failed) => return Err(failed.error.into()),
             }
         }
         // Should the store be away, it gets one last try now.
@@ -370,22 +370,32 @@ fn cycle(state: &mut MasterState, write: bool, claim: bool) {
 
 /// Take the finished cycle's result: answer the seeds it wrote, dispatch
 /// what it claimed, answer idle waiters, and start the next one if due. A
-/// store error is [`store_failed`]'s.
+/// store error is waited out, stops the app, or fails the master.
 async fn finish_cycle(state: &mut MasterState) -> Result<(), ActorProcessingErr> {
     let Some(running) = state.cycle.take() else {
         return Ok(());
     };
-    let started = running.started;
-    let result = match running.finish().await? {
+    let outcome = running.finish().await?;
+    let now = now_ms();
+    let mut result = match outcome {
         Ok(result) => result,
-        Err((e, work)) => return store_failed(state, e, work, started),
+        Err(failed) => {
+            let limit = state.cfg.store_outage_limit;
+            match cycle_failed(&mut state.window, failed, limit, now) {
+                // Their seeds went back into the batch: answered once written.
+                OnFailure::Wait => state.seeds.cycle_failed(),
+                OnFailure::GiveUp(failure) => give_up(state, failure)?,
+                OnFailure::Fail(error) => return Err(error.into()),
+            }
+            return Ok(());
+        }
     };
     answer_seeds(state.seeds.written());
     if let Some(counts) = &result.counts {
         state.last_counts.keep(counts.clone());
     }
     let live = live_nodes(&state.cfg);
-    let after = (state.window).cycle_done(result.claimed, result.counts.as_ref(), &live, now_ms());
+    let after = cycle_done(&mut state.window, &mut result, &live, now);
     for (node, jobs) in after.dispatch {
         send_to_pool(&state.cfg, &node, PoolMsg::Dispatch(jobs));
     }
@@ -394,52 +404,8 @@ async fn finish_cycle(state: &mut MasterState) -> Result<(), ActorProcessingErr>
             let _ = waiter.send(reason);
         }
     }
-    if let Some(outage) = after.recovered {
-        let away = Duration::from_millis((now_ms() - outage.since).max(0) as u64);
-        tracing::warn!(
-            "the store is back after {:.1}s away; the crawl resumes",
-            away.as_secs_f64()
-        );
-    }
     if let Some(write) = after.next {
         cycle(state, write, true);
-    }
-    Ok(())
-}
-
-/// A store cycle failed. An unavailable store is waited for: the work
-/// goes back into the window, nothing is claimed, the store is asked again
-/// after a backoff (one line says so when it begins, one when it ends), and
-/// past the outage limit the app stops. A permanent failure (a full disk,
-/// refused credentials) stops the app at once. Any other error fails the
-/// master: its supervisor restarts it and its successor recovers the leases.
-fn store_failed(
-    state: &mut MasterState,
-    error: StoreError,
-    work: CycleWork,
-    started: Millis,
-) -> Result<(), ActorProcessingErr> {
-    let now = now_ms();
-    let cause = error_chain(&error);
-    tracing::debug!(?error, "store cycle failed");
-    if error.is_permanent() {
-        return give_up(state, StoreFailure::permanent(started, cause));
-    }
-    if !error.is_transient() {
-        return Err(error.into());
-    }
-    state.seeds.cycle_failed();
-    match state.window.cycle_failed(work, started, now, cause.clone()) {
-        Verdict::Began { .. } => tracing::warn!(
-            "the store is unavailable ({cause}); the crawl holds its {} result(s), claims \
-             nothing and asks again until it is back, for up to {}",
-            state.window.results_held(),
-            human_duration(state.cfg.store_outage_limit)
-        ),
-        Verdict::Continues { retry_at } => {
-            tracing::debug!(%cause, retry_in_ms = retry_at - now, "the store is still unavailable");
-        }
-        Verdict::GiveUp(failure) => give_up(state, failure)?,
     }
     Ok(())
 }

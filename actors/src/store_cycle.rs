@@ -128,10 +128,17 @@ pub(crate) struct StoreCycle {
     pub(crate) turn: Arc<tokio::sync::Mutex<()>>,
 }
 
-/// A store cycle running on a task of its own, and when it began.
+/// A store cycle running on a task of its own.
 #[derive(Debug)]
 pub(crate) struct RunningCycle {
-    handle: JoinHandle<Result<CycleResult, (StoreError, CycleWork)>>,
+    handle: JoinHandle<Result<CycleResult, FailedCycle>>,
+}
+
+/// A store cycle that failed: why, the work it did not do, and when it began.
+#[derive(Debug)]
+pub(crate) struct FailedCycle {
+    pub(crate) error: StoreError,
+    pub(crate) work: CycleWork,
     pub(crate) started: Millis,
 }
 
@@ -148,12 +155,13 @@ impl StoreCycle {
         let handle = tokio::spawn(async move {
             let result = this.run(&mut work).await;
             done();
-            result.map_err(|e| (e, work))
+            result.map_err(|error| FailedCycle {
+                error,
+                work,
+                started: now,
+            })
         });
-        RunningCycle {
-            handle,
-            started: now,
-        }
+        RunningCycle { handle }
     }
 
     /// Run `work` in the run's turn; after an error it holds what is left.
@@ -171,9 +179,7 @@ impl StoreCycle {
 
 impl RunningCycle {
     /// What it did, or why it failed and the work it did not do.
-    pub(crate) async fn finish(
-        self,
-    ) -> Result<Result<CycleResult, (StoreError, CycleWork)>, StoreError> {
+    pub(crate) async fn finish(self) -> Result<Result<CycleResult, FailedCycle>, StoreError> {
         let failed = |e| StoreError::backend("the store cycle's task failed", e);
         self.handle.await.map_err(failed)
     }
