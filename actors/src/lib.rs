@@ -46,7 +46,6 @@ pub use behaviour::{
 };
 pub use config::{Behaviours, CrawlConfig, RestartIntensity, Storage};
 pub use hosts::{HostListing, HostSummary, LiveHost, LiveRobots, NodeHosts};
-pub use indexer::IndexCounts;
 pub use metrics::{Metrics, NoMetrics};
 pub use outage::{StoreFailure, StoreFailureKind};
 pub use protocol::{
@@ -64,7 +63,7 @@ pub use search::{
 };
 pub use sup::ExitReason;
 pub use types::{
-    BrokenLink, HostRecord, Job, LastFetch, Millis, NewLink, OperationSpec, PageRecord, PendingUrl,
-    ProcessedUrl, ROBOTS_BLOCKED, RobotsStatus, SEARCH_EXACT, SEARCH_OPERATION, SEARCH_RESULTS,
-    SearchResult, StoreCounts, UrlKey, now_ms,
+    BrokenLink, HostRecord, IndexCounts, Job, LastFetch, Millis, NewLink, OperationSpec,
+    PageRecord, PendingUrl, ProcessedUrl, ROBOTS_BLOCKED, RobotsStatus, SEARCH_EXACT,
+    SEARCH_OPERATION, SEARCH_RESULTS, SearchResult, StoreCounts, UrlKey, now_ms,
 };

@@ -5,9 +5,8 @@
 
 use crate::behaviour::{Document, ProcessedPage, RobotsReport, WhyUnreachable};
 use crate::hosts::NodeHosts;
-use crate::indexer::IndexCounts;
 use crate::search::SearchAnswer;
-use crate::types::{HostRecord, Job, Millis, OperationSpec, StoreCounts};
+use crate::types::{HostRecord, IndexCounts, Job, Millis, OperationSpec, StoreCounts};
 use ractor::message::{BoxedDowncastErr, SerializedMessage};
 use ractor::{ActorCell, ActorRef, RpcReplyPort};
 use ractor_cluster::RactorClusterMessage;

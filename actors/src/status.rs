@@ -7,10 +7,9 @@
 
 use crate::behaviour::{Frontier, error_chain};
 use crate::hosts::NodeHosts;
-use crate::indexer::IndexCounts;
 use crate::protocol::{self, Status};
 use crate::rate::{RecentRate, average_per_sec};
-use crate::types::{Millis, StoreCounts};
+use crate::types::{IndexCounts, Millis, StoreCounts};
 use crate::window::{Window, idle_reason};
 use ractor::RpcReplyPort;
 use std::sync::{Arc, Mutex};

@@ -358,6 +358,25 @@ impl StoreCounts {
     }
 }
 
+/// Pages queued for the full-text index and pages it has committed, in a
+/// status: "indexed N of M" (the master counts pages in as it queues them,
+/// the indexer counts them out at each commit).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IndexCounts {
+    /// Pages committed to the index since the node started.
+    pub indexed: u64,
+    /// Pages queued for the index since the node started (and the backlog
+    /// found at start, once read).
+    pub queued: u64,
+}
+
+impl IndexCounts {
+    /// Pages queued and not searchable yet.
+    pub fn backlog(&self) -> u64 {
+        self.queued.saturating_sub(self.indexed)
+    }
+}
+
 /// Error text recorded for a page robots.txt disallows.
 pub const ROBOTS_BLOCKED: &str = "disallowed by robots.txt";
 
