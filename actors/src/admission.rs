@@ -8,6 +8,7 @@ use crate::config::{Behaviours, CrawlConfig};
 use crate::monitor::own_interval_ms;
 use crate::protocol::{AddUrlError, MASTER_LOG};
 use crate::types::{Job, Millis, NewLink, OperationSpec};
+use ractor::RpcReplyPort;
 
 /// What admits a seed or a sitemap entry on this node.
 pub(crate) struct Admission<'a> {
@@ -129,6 +130,16 @@ impl<R> SeedReplies<R> {
     pub(crate) fn all(&mut self) -> Vec<(R, String)> {
         self.cycle_failed();
         std::mem::take(&mut self.waiting)
+    }
+}
+
+/// The reply port of an `add_url` caller.
+pub(crate) type AddUrlReply = RpcReplyPort<Result<String, AddUrlError>>;
+
+/// Tell `add_url`'s callers their seed is written.
+pub(crate) fn answer_written(written: Vec<(AddUrlReply, String)>) {
+    for (reply, url) in written {
+        let _ = reply.send(Ok(url));
     }
 }
 

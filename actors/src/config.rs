@@ -4,6 +4,8 @@ use crate::behaviour::{
     Archive, Extractor, Fetcher, Frontier, LinkPolicy, Notifier, Operations, Queries, Store,
 };
 use crate::metrics::Metrics;
+use crate::monitor::StatusEvent;
+use crate::protocol::MASTER_LOG;
 use crate::scheduler::Politeness;
 use crate::search::IndexOpener;
 use crate::traps::TrapSettings;
@@ -293,6 +295,26 @@ pub struct Behaviours {
     /// Where responses are archived (`None`: nowhere; an archiving
     /// operation then fails its pages).
     pub archive: Option<Arc<dyn Archive>>,
+}
+
+impl Behaviours {
+    /// A watched URL changed: one line at info (the master's), and the
+    /// notifier told off the caller's path (it may run a command or wait
+    /// for a webhook).
+    pub(crate) fn notify(&self, event: StatusEvent) {
+        let reason = event.reason.as_deref().unwrap_or("");
+        let (url, change) = (&event.url, event.change);
+        match event.http_returncode {
+            Some(code) => {
+                tracing::info!(target: MASTER_LOG, %url, status = code, reason, "watched URL {change}")
+            }
+            None => tracing::info!(target: MASTER_LOG, %url, reason, "watched URL {change}"),
+        }
+        if let Some(notifier) = &self.notifier {
+            let notifier = Arc::clone(notifier);
+            tokio::spawn(async move { notifier.notify(&event).await });
+        }
+    }
 }
 
 impl fmt::Debug for Behaviours {

@@ -1,7 +1,9 @@
 //! How a store cycle ends, for the master: a failed one is waited out,
 //! gives up or fails the master ([`cycle_failed`]); one that reached an
-//! unavailable store again ends the outage ([`cycle_done`]). Pure over the
-//! [`Window`] at `now`; the master carries out what they return.
+//! unavailable store again ends the outage ([`cycle_done`]); the one
+//! running when the master stops leaves its work to the last cycle
+//! ([`cycle_at_stop`]). Pure over the [`Window`] at `now`; the master
+//! carries out what they return.
 
 use crate::behaviour::{StoreError, error_chain};
 use crate::outage::{StoreFailure, Verdict, human_duration};
@@ -86,6 +88,29 @@ pub(crate) fn cycle_done(
     after
 }
 
+/// The cycle still running when the master stops ended at `now`: what it
+/// claimed goes back to pending (no pool gets it: no live nodes), and an
+/// unavailable store's work back into the window, for the last cycle to
+/// write; any other error fails the stop. Whether its seeds were written.
+pub(crate) fn cycle_at_stop(
+    window: &mut Window,
+    outcome: Result<CycleResult, FailedCycle>,
+    now: Millis,
+) -> Result<bool, StoreError> {
+    match outcome {
+        Ok(result) => {
+            window.cycle_done(result.claimed, None, &[], now);
+            Ok(true)
+        }
+        Err(failed) if failed.error.is_transient() => {
+            let cause = error_chain(&failed.error);
+            let _ = window.cycle_failed(failed.work, failed.started, now, cause);
+            Ok(false)
+        }
+        Err(failed) => Err(failed.error),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -158,5 +183,19 @@ mod tests {
         let after = cycle_done(&mut w, &mut result, &[], T0 + 400);
         assert_eq!(after.recovered.map(|o| o.since), Some(T0));
         assert!(w.store_outage().is_none());
+    }
+
+    #[test]
+    fn at_stop_an_unavailable_store_leaves_the_work_to_the_last_cycle() {
+        let mut w = window();
+        let written = cycle_at_stop(&mut w, Ok(CycleResult::default()), T0);
+        assert!(matches!(written, Ok(true)));
+        let away = failed(StoreError::unavailable("commit", "connection refused"));
+        assert!(matches!(cycle_at_stop(&mut w, Err(away), T0), Ok(false)));
+        // The last cycle asks the store at once, outage or not.
+        w.ask_store_now();
+        assert!(w.start_cycle(true, false, false, T0).is_some());
+        let bug = failed(StoreError::backend("commit", "a bad document"));
+        assert!(cycle_at_stop(&mut w, Err(bug), T0).is_err());
     }
 }

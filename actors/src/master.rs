@@ -12,24 +12,24 @@
 //! is unavailable for a while is waited for ([`crate::outage`]): the master
 //! keeps its results, claims nothing, asks again and resumes.
 
-use crate::admission::{Admission, SeedReplies};
-use crate::behaviour::{Frontier, error_chain};
+use crate::admission::{AddUrlReply, Admission, SeedReplies, answer_written};
+use crate::behaviour::Frontier;
 use crate::config::{Behaviours, CrawlConfig};
-use crate::cycle_end::{OnFailure, cycle_done, cycle_failed};
+use crate::cycle_end::{OnFailure, cycle_at_stop, cycle_done, cycle_failed};
 use crate::indexer::IndexProgress;
-use crate::monitor::StatusEvent;
-use crate::node_check::{NodeCheck, check_nodes};
+use crate::node_check::check_nodes;
 use crate::outage::StoreFailure;
-use crate::protocol::{self, AddUrlError, IdleReason, MasterMsg, PoolMsg, Status, SupMsg};
+use crate::protocol::{self, IdleReason, MasterMsg, PoolMsg, SlaveReport, Status, SupMsg};
 use crate::rate::RecentRate;
 use crate::run_stats::RunStats;
 use crate::runtime_settings::RuntimeSettings;
 use crate::status::{LastCounts, MasterFacts, StatusDraft};
 use crate::store_cycle::{RunningCycle, StoreCycle};
-use crate::types::{Millis, now_ms};
+use crate::types::{Job, Millis, OperationSpec, now_ms};
 use crate::window::Window;
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 use std::sync::Arc;
+use std::time::Duration;
 use tokio::sync::watch;
 
 #[derive(Debug)]
@@ -46,8 +46,6 @@ pub(crate) struct MasterArgs {
     /// and the count of pages queued for it and indexed.
     pub(crate) indexer: Option<(String, Arc<IndexProgress>)>,
 }
-
-type AddUrlReply = RpcReplyPort<Result<String, AddUrlError>>;
 
 #[derive(Debug)]
 pub(crate) struct MasterState {
@@ -131,11 +129,7 @@ impl Actor for Master {
         // is still being worked on: ask, and adopt it (`Adopt`). Everything
         // else this node had leased goes back to pending rather than waiting
         // for lease expiry.
-        let live = pools(&state.cfg);
-        for (_, pool) in &live {
-            let _ = pool.cast(PoolMsg::Resync);
-        }
-        let nodes: Vec<String> = live.into_iter().map(|(n, _)| n).collect();
+        let nodes = protocol::cast_pools(&state.cfg.pool_name(), || PoolMsg::Resync);
         state.window.begin_recovery(&nodes, now_ms());
         if state.window.end_recovery_if_due(now_ms()) {
             cycle(state, false, true);
@@ -164,31 +158,8 @@ impl Actor for Master {
                 again,
                 every_ms,
                 reply,
-            } => match Admission::of(&state.b, &state.cfg)
-                .seed(&url, &operation, again, every_ms, now)
-            {
-                Ok(link) => {
-                    // Replied once written: the caller is told it is durable.
-                    state.seeds.wait(reply, link.url.clone());
-                    state.window.add_seed(link, now);
-                    cycle(state, true, true);
-                }
-                Err(e) => {
-                    let _ = reply.send(Err(e));
-                }
-            },
-            MasterMsg::Report(report) => {
-                let due = state.window.on_report(report, now);
-                for event in state.window.take_events() {
-                    notify(&state.b, event);
-                }
-                state.run.record(&state.window);
-                if due {
-                    cycle(state, true, true);
-                } else {
-                    schedule_flush(state);
-                }
-            }
+            } => add_url(state, &url, &operation, again, every_ms, reply, now),
+            MasterMsg::Report(report) => on_report(state, report, now),
             MasterMsg::HostRecord(record) => {
                 state.window.host_record(record);
                 schedule_flush(state);
@@ -214,18 +185,7 @@ impl Actor for Master {
                 host,
                 jobs,
                 wait_ms,
-            } => {
-                if let Some((to, jobs)) = state.window.released(&node, &host, jobs) {
-                    tracing::debug!(%host, from = %node, %to, urls = jobs.len(), "host moved");
-                    let msg = PoolMsg::Handover {
-                        host,
-                        jobs,
-                        wait_ms,
-                    };
-                    send_to_pool(&state.cfg, &to, msg);
-                }
-                cycle(state, false, true);
-            }
+            } => released(state, &node, host, jobs, wait_ms),
             MasterMsg::Unstarted(jobs) => {
                 state.window.unstarted(&jobs);
                 cycle(state, false, true);
@@ -235,13 +195,7 @@ impl Actor for Master {
                 state.flush_scheduled = false;
                 cycle(state, true, true);
             }
-            MasterMsg::Tick => {
-                follow_settings(state);
-                state.rate.record(now, state.window.fetched());
-                let check = check_nodes(&mut state.window, &live_nodes(&state.cfg), now);
-                send_node_check(state, check);
-                cycle(state, true, true);
-            }
+            MasterMsg::Tick => tick(state, now),
             MasterMsg::Status(reply) => status(state, reply),
             MasterMsg::WaitIdle(reply) => {
                 // A caller whose wait timed out asks again: drop its old port.
@@ -258,25 +212,10 @@ impl Actor for Master {
                 tracing::warn!(%node, released, "pool restarted; its URLs go back to pending");
                 cycle(state, false, true);
             }
-            MasterMsg::Drain { timeout, reply } => {
-                state.window.begin_drain(now, timeout.as_millis() as Millis);
-                state.drain_waiters.push(reply);
-                for (_, pool) in pools(&state.cfg) {
-                    let _ = pool.cast(PoolMsg::Drain);
-                }
-                // Running slaves get `timeout` to finish; this wakes us then.
-                state.myself.send_after(timeout, || MasterMsg::Flush);
-                cycle(state, true, false);
-            }
+            MasterMsg::Drain { timeout, reply } => drain(state, timeout, reply, now),
         }
         if state.window.draining() {
-            if state.window.drain_step(now_ms()) {
-                for waiter in state.drain_waiters.drain(..) {
-                    let _ = waiter.send(());
-                }
-            } else {
-                cycle(state, true, false);
-            }
+            drain_step(state);
         }
         Ok(())
     }
@@ -294,54 +233,109 @@ impl Actor for Master {
             return Ok(());
         }
         if let Some(running) = state.cycle.take() {
-            match running.finish().await? {
-                Ok(result) => {
-                    answer_seeds(state.seeds.written());
-                    state.window.cycle_done(result.claimed, None, &[], now_ms());
-                }
-                Err(failed) if failed.error.is_transient() => {
-                    // One more try below, with everything.
-                    state.seeds.cycle_failed();
-                    let cause = error_chain(&failed.error);
-                    let _ =
-                        (state.window).cycle_failed(failed.work, failed.started, now_ms(), cause);
-                }
-                Err(failed) => return Err(failed.error.into()),
+            if cycle_at_stop(&mut state.window, running.finish().await?, now_ms())? {
+                answer_written(state.seeds.written());
+            } else {
+                // One more try below, with everything.
+                state.seeds.cycle_failed();
             }
         }
         // Should the store be away, it gets one last try now.
         state.window.ask_store_now();
         if let Some(mut work) = state.window.start_cycle(true, false, false, now_ms()) {
             state.store_cycle.run(&mut work).await?;
-            answer_seeds(state.seeds.all());
+            answer_written(state.seeds.all());
         }
         Ok(())
     }
 }
 
-/// A watched URL changed: one line at info, and the notifier told off the
-/// master's path (it may run a command or wait for a webhook).
-fn notify(b: &Behaviours, event: StatusEvent) {
-    let reason = event.reason.as_deref().unwrap_or("");
-    match event.http_returncode {
-        Some(code) => {
-            tracing::info!(url = %event.url, status = code, reason, "watched URL {}", event.change)
+/// A seed: admitted, it is answered once written (the caller is told it
+/// is durable); refused, at once.
+fn add_url(
+    state: &mut MasterState,
+    url: &str,
+    operation: &OperationSpec,
+    again: bool,
+    every_ms: Option<Millis>,
+    reply: AddUrlReply,
+    now: Millis,
+) {
+    match Admission::of(&state.b, &state.cfg).seed(url, operation, again, every_ms, now) {
+        Ok(link) => {
+            state.seeds.wait(reply, link.url.clone());
+            state.window.add_seed(link, now);
+            cycle(state, true, true);
         }
-        None => tracing::info!(url = %event.url, reason, "watched URL {}", event.change),
-    }
-    if let Some(notifier) = &b.notifier {
-        let notifier = Arc::clone(notifier);
-        tokio::spawn(async move { notifier.notify(&event).await });
+        Err(e) => {
+            let _ = reply.send(Err(e));
+        }
     }
 }
 
-/// The live pools of the cluster, by node.
-fn pools(cfg: &CrawlConfig) -> Vec<(String, ActorRef<PoolMsg>)> {
-    protocol::pools(&cfg.pool_name())
+/// A slave's result joins the batch: written now if a write is due, else
+/// within `flush_every`.
+fn on_report(state: &mut MasterState, report: SlaveReport, now: Millis) {
+    let due = state.window.on_report(report, now);
+    for event in state.window.take_events() {
+        state.b.notify(event);
+    }
+    state.run.record(&state.window);
+    if due {
+        cycle(state, true, true);
+    } else {
+        schedule_flush(state);
+    }
 }
 
-fn live_nodes(cfg: &CrawlConfig) -> Vec<String> {
-    pools(cfg).into_iter().map(|(node, _)| node).collect()
+/// A pool let go of a host that moves: its URLs go to the host's new node.
+fn released(state: &mut MasterState, node: &str, host: String, jobs: Vec<Job>, wait_ms: u64) {
+    if let Some((to, jobs)) = state.window.released(node, &host, jobs) {
+        tracing::debug!(%host, from = %node, %to, urls = jobs.len(), "host moved");
+        let msg = PoolMsg::Handover {
+            host,
+            jobs,
+            wait_ms,
+        };
+        protocol::send_to_pool(&state.cfg.pool_name(), &to, msg);
+    }
+    cycle(state, false, true);
+}
+
+/// The tick: follow the settings, count the rate, check the nodes.
+fn tick(state: &mut MasterState, now: Millis) {
+    follow_settings(state);
+    state.rate.record(now, state.window.fetched());
+    let live = protocol::live_nodes(&state.cfg.pool_name());
+    let check = check_nodes(&mut state.window, &live, now);
+    let local_pool = state.cfg.pool_name();
+    check.send(&mut state.window, |node, msg| {
+        protocol::send_to_pool(&local_pool, node, msg)
+    });
+    cycle(state, true, true);
+}
+
+/// Stop handing out URLs: the pools stop starting slaves, and running ones
+/// get `timeout` to finish before `drain_step` gives up on them.
+fn drain(state: &mut MasterState, timeout: Duration, reply: RpcReplyPort<()>, now: Millis) {
+    state.window.begin_drain(now, timeout.as_millis() as Millis);
+    state.drain_waiters.push(reply);
+    protocol::cast_pools(&state.cfg.pool_name(), || PoolMsg::Drain);
+    // Running slaves get `timeout` to finish; this wakes us then.
+    state.myself.send_after(timeout, || MasterMsg::Flush);
+    cycle(state, true, false);
+}
+
+/// While draining, after each message: answer the waiters once drained,
+/// else write what came in.
+fn drain_step(state: &mut MasterState) {
+    if state.window.drain_step(now_ms()) {
+        for waiter in state.drain_waiters.drain(..) {
+            let _ = waiter.send(());
+        }
+    } else {
+        cycle(state, true, false);
+    }
 }
 
 fn schedule_flush(state: &mut MasterState) {
@@ -355,11 +349,8 @@ fn schedule_flush(state: &mut MasterState) {
 
 /// Start the next store cycle, if the window has work for one and none runs.
 fn cycle(state: &mut MasterState, write: bool, claim: bool) {
-    let idle_waiters = !state.idle_waiters.is_empty();
-    let Some(work) = state
-        .window
-        .start_cycle(write, claim, idle_waiters, now_ms())
-    else {
+    let waiting = !state.idle_waiters.is_empty();
+    let Some(work) = state.window.start_cycle(write, claim, waiting, now_ms()) else {
         return;
     };
     state.seeds.cycle_started(!work.batch.seeds.is_empty());
@@ -390,14 +381,14 @@ async fn finish_cycle(state: &mut MasterState) -> Result<(), ActorProcessingErr>
             return Ok(());
         }
     };
-    answer_seeds(state.seeds.written());
+    answer_written(state.seeds.written());
     if let Some(counts) = &result.counts {
         state.last_counts.keep(counts.clone());
     }
-    let live = live_nodes(&state.cfg);
+    let live = protocol::live_nodes(&state.cfg.pool_name());
     let after = cycle_done(&mut state.window, &mut result, &live, now);
     for (node, jobs) in after.dispatch {
-        send_to_pool(&state.cfg, &node, PoolMsg::Dispatch(jobs));
+        protocol::send_to_pool(&state.cfg.pool_name(), &node, PoolMsg::Dispatch(jobs));
     }
     if let Some(reason) = after.idle {
         for waiter in state.idle_waiters.drain(..) {
@@ -423,47 +414,12 @@ fn give_up(state: &mut MasterState, failure: StoreFailure) -> Result<(), ActorPr
     Ok(())
 }
 
-/// Tell `add_url`'s callers their seed is written.
-fn answer_seeds(written: Vec<(AddUrlReply, String)>) {
-    for (reply, url) in written {
-        let _ = reply.send(Ok(url));
-    }
-}
-
 /// Take an operator's `set` (within a tick): the window's sizes follow.
 fn follow_settings(state: &mut MasterState) {
     if state.settings.has_changed().unwrap_or(false) {
         state.cfg = state.settings.borrow_and_update().clone();
         state.window.retune(state.cfg.clone());
     }
-}
-
-/// Ask the old pools to let go of the hosts that move, and hand parked
-/// URLs of abandoned moves to the node that keeps the host.
-fn send_node_check(state: &mut MasterState, check: NodeCheck) {
-    for (from, hosts) in check.release {
-        if !send_to_pool(&state.cfg, &from, PoolMsg::Release(hosts.clone())) {
-            for host in &hosts {
-                state.window.move_failed(host);
-            }
-        }
-    }
-    for (node, parked) in check.dispatch {
-        send_to_pool(&state.cfg, &node, PoolMsg::Dispatch(parked));
-    }
-}
-
-/// Send to `node`'s pool; returns whether it was sent. A pool that cannot
-/// be reached is noticed as gone on a tick, and what it held is released.
-fn send_to_pool(cfg: &CrawlConfig, node: &str, msg: PoolMsg) -> bool {
-    let sent = pools(cfg)
-        .into_iter()
-        .find(|(n, _)| n == node)
-        .is_some_and(|(_, pool)| pool.cast(msg).is_ok());
-    if !sent {
-        tracing::warn!(%node, "pool unreachable; its leases will be released");
-    }
-    sent
 }
 
 /// Answer `status` with what the master knows now, and the store's counts
@@ -474,17 +430,15 @@ fn status(state: &MasterState, reply: RpcReplyPort<Status>) {
         node: state.cfg.node_name.clone(),
         restarts: state.restarts,
         elapsed_ms: state.run.elapsed_ms(),
-        live: live_nodes(&state.cfg),
+        live: protocol::live_nodes(&state.cfg.pool_name()),
         last_counts: state.last_counts.read(),
         index: (state.store_cycle.indexer.as_ref()).map(|(_, progress)| progress.counts()),
         gave_up: state.gave_up,
     };
-    let store = Arc::clone(&state.store_cycle.store);
-    let last = state.last_counts.clone();
-    StatusDraft::new(&state.window, &state.rate, facts, now_ms()).answer(
-        store,
-        state.cfg.pool_name(),
-        last,
-        reply,
+    let draft = StatusDraft::new(&state.window, &state.rate, facts, now_ms());
+    let (store, last) = (
+        Arc::clone(&state.store_cycle.store),
+        state.last_counts.clone(),
     );
+    draft.answer(store, state.cfg.pool_name(), last, reply);
 }

@@ -1,9 +1,10 @@
 //! The master's look at the cluster on each tick: pools that left or
 //! joined, the hosts that move to a joined node (asked of their old pool in
 //! one `Release` each), and moves whose old pool never handed the host
-//! back. Pure over the [`Window`] at `now`; the master sends what it says.
+//! back. Pure over the [`Window`] at `now`; the master sends what it says
+//! (through [`NodeCheck::send`], which takes the sending as a function).
 
-use crate::protocol::MASTER_LOG;
+use crate::protocol::{MASTER_LOG, PoolMsg};
 use crate::types::{Job, Millis};
 use crate::window::{MOVE_DEADLINE_MS, Window};
 use std::collections::BTreeMap;
@@ -17,6 +18,24 @@ pub(crate) struct NodeCheck {
     /// URLs parked for a move that was abandoned, for the node the host
     /// stays on (`PoolMsg::Dispatch`).
     pub(crate) dispatch: Vec<(String, Vec<Job>)>,
+}
+
+impl NodeCheck {
+    /// Send what the check says with `send` (to a node's pool; false when
+    /// it cannot be reached): a host whose old pool cannot be asked to let
+    /// go of it stays there.
+    pub(crate) fn send(self, window: &mut Window, mut send: impl FnMut(&str, PoolMsg) -> bool) {
+        for (from, hosts) in self.release {
+            if !send(&from, PoolMsg::Release(hosts.clone())) {
+                for host in &hosts {
+                    window.move_failed(host);
+                }
+            }
+        }
+        for (node, parked) in self.dispatch {
+            send(&node, PoolMsg::Dispatch(parked));
+        }
+    }
 }
 
 /// The tick's node check at `now`, with the `live` pools' nodes: nothing
@@ -148,6 +167,33 @@ mod tests {
         let late = check_nodes(&mut w, &nodes(&["a", "b"]), T0 + MOVE_DEADLINE_MS);
         assert_eq!(late.dispatch, [("a".to_string(), vec![parked])]);
         assert!(late.release.is_empty());
+    }
+
+    #[test]
+    fn a_host_whose_old_pool_cannot_be_asked_stays_there() {
+        let mut w = busy_on_a();
+        let check = check_nodes(&mut w, &nodes(&["a", "b"]), T0);
+        let host = check.release["a"][0].clone();
+        let mut sent = Vec::new();
+        check.send(&mut w, |node, msg| {
+            sent.push((node.to_string(), format!("{msg:?}")));
+            false
+        });
+        assert_eq!(sent.len(), 1, "one Release for a: {sent:?}");
+        assert!(sent[0].1.starts_with("Release"), "{sent:?}");
+        // The move was given up: a late hand-back goes back to a.
+        let (to, _) = w.released("a", &host, Vec::new()).unwrap();
+        assert_eq!(to, "a");
+    }
+
+    #[test]
+    fn a_host_whose_old_pool_was_asked_moves() {
+        let mut w = busy_on_a();
+        let check = check_nodes(&mut w, &nodes(&["a", "b"]), T0);
+        let host = check.release["a"][0].clone();
+        check.send(&mut w, |_, _| true);
+        let (to, _) = w.released("a", &host, Vec::new()).unwrap();
+        assert_eq!(to, "b");
     }
 
     #[test]

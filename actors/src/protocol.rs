@@ -57,6 +57,37 @@ pub(crate) fn pools(local_pool: &str) -> Vec<(String, ActorRef<PoolMsg>)> {
     pools
 }
 
+/// The live nodes: those whose pool is in [`pools`].
+pub(crate) fn live_nodes(local_pool: &str) -> Vec<String> {
+    pools(local_pool)
+        .into_iter()
+        .map(|(node, _)| node)
+        .collect()
+}
+
+/// Cast `msg()` to every live pool; returns their nodes.
+pub(crate) fn cast_pools(local_pool: &str, msg: impl Fn() -> PoolMsg) -> Vec<String> {
+    let pools = pools(local_pool);
+    for (_, pool) in &pools {
+        let _ = pool.cast(msg());
+    }
+    pools.into_iter().map(|(node, _)| node).collect()
+}
+
+/// Send to `node`'s pool; returns whether it was sent. A pool that cannot
+/// be reached is noticed as gone on the master's tick, and what it held is
+/// released.
+pub(crate) fn send_to_pool(local_pool: &str, node: &str, msg: PoolMsg) -> bool {
+    let sent = pools(local_pool)
+        .into_iter()
+        .find(|(n, _)| n == node)
+        .is_some_and(|(_, pool)| pool.cast(msg).is_ok());
+    if !sent {
+        tracing::warn!(target: MASTER_LOG, %node, "pool unreachable; its leases will be released");
+    }
+    sent
+}
+
 /// How long a node's pool is waited for when every pool is asked
 /// ([`ask_pools`]): one that has not answered by then is left out, so a
 /// lost node never holds a console or a `status` up.
