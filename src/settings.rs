@@ -106,7 +106,7 @@ pub async fn start_on(storage: Storage, settings: Settings) -> Result<AppHandle,
     let (mut storage, mut crawl) = (storage, settings.crawl.clone());
     #[cfg(feature = "search")]
     if let Some(dir) = &settings.index {
-        storage = storage.with_index(Arc::new(crate::behaviours::IndexDir(dir.clone())));
+        storage = storage.with_index(Arc::new(crate::behaviour_impls::IndexDir(dir.clone())));
         crawl.index = true;
     }
     Ok(App::start(crawl, storage, behaviours).await?)

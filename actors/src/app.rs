@@ -3,13 +3,13 @@
 //! the paper's module exports `add_url/1` and `search_text/2` over
 //! `gen_server:cast`.
 
+use crate::behaviour::index::SearchAnswer;
 use crate::config::{Behaviours, CrawlConfig, Storage};
 use crate::outage::StoreFailure;
 use crate::protocol::{
     ChildInfo, ChildRole, IdleReason, IndexerMsg, MasterMsg, PoolMsg, Status, SupMsg,
 };
 use crate::remote::ControlClient;
-use crate::search::SearchAnswer;
 use crate::sup::{ExitReason, Sup, SupArgs};
 use crate::types::{Millis, OperationSpec};
 use ractor::{Actor, ActorRef, RpcReplyPort};

@@ -1,5 +1,6 @@
 //! Settings of the OTP layer and the behaviours it runs with.
 
+use crate::behaviour::index::IndexOpener;
 use crate::behaviour::{
     Archive, Extractor, Fetcher, Frontier, LinkPolicy, Notifier, Operations, Queries, Store,
 };
@@ -7,7 +8,6 @@ use crate::metrics::Metrics;
 use crate::monitor::StatusEvent;
 use crate::protocol::MASTER_LOG;
 use crate::scheduler::Politeness;
-use crate::search::IndexOpener;
 use crate::traps::TrapSettings;
 use crate::types::Millis;
 use serde::{Deserialize, Serialize};
@@ -123,7 +123,7 @@ pub struct CrawlConfig {
     /// Crawler-trap defence ([`crate::traps`]); `None` turns it off.
     pub traps: Option<TrapSettings>,
     /// Hand every HTML page this node fetches to the full-text index (the
-    /// `index` operation, [`crate::search`]); the master's node keeps the
+    /// `index` operation, [`PageIndex`](crate::PageIndex)); the master's node keeps the
     /// index when its [`Storage`] has one.
     pub index: bool,
     /// The indexer commits after this many pages (a commit waits until the

@@ -3,6 +3,7 @@
 //! node). It runs on the master's node, joins the control process group,
 //! and answers JSON requests by calling the tree's actors.
 
+use crate::behaviour::index::SearchAnswer;
 use crate::behaviour::{PageQuery, Queries};
 use crate::config::CrawlConfig;
 use crate::frontier::{LinkDecision, decide_link};
@@ -17,7 +18,6 @@ use crate::reply::{
     PoolInfo, RestartStrategy, Restarted, SettingChanged, SupSummary, Tree, to_wire,
 };
 use crate::runtime_settings::RuntimeSettings;
-use crate::search::SearchAnswer;
 use crate::types::{Millis, now_ms};
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 use std::sync::Arc;

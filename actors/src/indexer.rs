@@ -15,9 +15,11 @@
 //! tasks that report back, so queries (answered by a read handle, at
 //! normal priority) and catch-up requests are taken at once.
 
+use crate::behaviour::index::{
+    INDEX_QUEUE, IndexError, IndexOpener, PageIndex, PageSearch, PageText,
+};
 use crate::behaviour::{Document, Queries, error_chain};
 use crate::protocol::IndexerMsg;
-use crate::search::{INDEX_QUEUE, IndexError, IndexOpener, PageIndex, PageSearch, PageText};
 use crate::types::{IndexCounts, Millis, now_ms};
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 use std::sync::Arc;

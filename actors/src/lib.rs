@@ -25,7 +25,6 @@ mod restarts;
 mod run_stats;
 mod runtime_settings;
 pub mod scheduler;
-pub mod search;
 mod slave;
 mod status;
 pub mod store_cycle;
@@ -37,6 +36,10 @@ pub mod window;
 pub use app::{App, AppError, AppHandle};
 /// Implementers of the behaviours use the same `async_trait` as the traits.
 pub use async_trait::async_trait;
+pub use behaviour::index::{
+    Anchor, INDEX_ANCHORS, INDEX_QUEUE, INDEX_TEXT_BYTES, IndexError, IndexOpener, PageIndex,
+    PageSearch, PageText, SearchAnswer, SearchHit,
+};
 pub use behaviour::{
     Archive, ArchiveError, BoxError, ClaimRequest, CommitBatch, CommitSummary, Document,
     ExtractedPage, Extractor, FetchFailure, FetchedPage, Fetcher, Frontier, LinkPolicy, Notifier,
@@ -56,10 +59,6 @@ pub use remote::{ControlClient, Remote};
 pub use reply::{
     ActorState, ControlError, ControlReply, HostPaused, Intensity, Listing, NodeStopping, Paused,
     PoolInfo, RestartStrategy, Restarted, SettingChanged, SupSummary, Tree,
-};
-pub use search::{
-    Anchor, INDEX_QUEUE, IndexError, IndexOpener, PageIndex, PageSearch, PageText, SearchAnswer,
-    SearchHit,
 };
 pub use sup::ExitReason;
 pub use types::{

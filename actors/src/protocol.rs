@@ -3,9 +3,9 @@
 //! actors on other nodes. Actor modules depend on this file, not on each
 //! other's internals (as an Erlang module's API is its exported messages).
 
+use crate::behaviour::index::SearchAnswer;
 use crate::behaviour::{Document, ProcessedPage, RobotsReport, WhyUnreachable};
 use crate::hosts::NodeHosts;
-use crate::search::SearchAnswer;
 use crate::types::{HostRecord, IndexCounts, Job, Millis, OperationSpec, StoreCounts};
 use ractor::message::{BoxedDowncastErr, SerializedMessage};
 use ractor::{ActorCell, ActorRef, RpcReplyPort};

@@ -2,12 +2,12 @@
 //! -remsh` attaches to a node: its own (client) node, authenticated with the
 //! cookie, and the control actor it calls.
 
+use crate::behaviour::index::SearchAnswer;
 use crate::cluster::{ClusterError, join, start_node};
 use crate::hosts::HostListing;
 use crate::monitor::{Availability, StatusEvent};
 use crate::protocol::{CONTROL_GROUP, ControlMsg, ControlRequest, MAX_REQUEST_BYTES, Status};
 use crate::reply::{ControlError, ControlReply, Listing, from_wire};
-use crate::search::SearchAnswer;
 use crate::types::{Millis, OperationSpec, PendingUrl, ProcessedUrl, SearchResult};
 use ractor::ActorRef;
 use ractor_cluster::NodeServerMessage;

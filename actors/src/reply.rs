@@ -6,6 +6,7 @@
 //! own JSON (as `--json` prints it).
 
 use crate::behaviour::StoreError;
+use crate::behaviour::index::SearchAnswer;
 use crate::cluster::ClusterError;
 use crate::config::CrawlConfig;
 use crate::hosts::HostListing;
@@ -14,7 +15,6 @@ use crate::outage::utc_time;
 use crate::protocol::{
     AddUrlError, ChildInfo, ChildRole, ControlRequest, NodeInfo, Setting, Status,
 };
-use crate::search::SearchAnswer;
 use crate::types::{Millis, PendingUrl, ProcessedUrl, SearchResult};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};

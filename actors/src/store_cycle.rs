@@ -5,10 +5,10 @@
 //! error the work holds exactly what is left to do. `StoreCycle` carries
 //! the steps out against the [`Frontier`] on a task of their own.
 
+use crate::behaviour::index::INDEX_QUEUE;
 use crate::behaviour::{ClaimRequest, CommitBatch, CommitSummary, Frontier, StoreError};
 use crate::indexer::IndexProgress;
 use crate::protocol::{IndexerMsg, MASTER_LOG};
-use crate::search::INDEX_QUEUE;
 use crate::types::{Job, Millis, StoreCounts, UrlKey, now_ms};
 use ractor::ActorRef;
 use std::sync::Arc;

@@ -135,7 +135,7 @@ fn index_from_archive(
     urls: Vec<String>,
     tuning: &TuningOpts,
 ) -> Result<(usize, Vec<String>)> {
-    use web_crawler::actors::search::INDEX_TEXT_BYTES;
+    use web_crawler::actors::INDEX_TEXT_BYTES;
     use web_crawler::actors::{Extractor, PageIndex, PageText};
     let archive = ArchiveReader::open(archive_dir)?;
     if archive.is_empty() {
