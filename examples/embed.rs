@@ -22,7 +22,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     settings.crawl.max_pages = Some(200);
     // A full-text index beside the store, where the command keeps it
     // (there is none unless asked for).
-    settings.index = Some(index_dir_for(&db));
+    settings.index_dir = Some(index_dir_for(&db));
 
     // App::start under the hood: web_crawler_sup with a pool, a master
     // and an indexer.

@@ -198,7 +198,7 @@ impl AppHandle {
     /// with snippets, and `did_you_mean` when a typo was corrected). Pages
     /// are searchable about `index_commit_every` after they are processed.
     /// A crawl keeps an index when its storage has one
-    /// ([`Storage::with_index`]; `web_crawler`'s `Settings::index`).
+    /// ([`Storage::with_index`]; `web_crawler`'s `Settings::index_dir`).
     pub async fn search(&self, query: &str, limit: usize) -> Result<SearchAnswer, AppError> {
         crate::control::search(&self.config, query.to_string(), limit)
             .await

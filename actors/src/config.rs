@@ -96,9 +96,11 @@ pub struct CrawlConfig {
     /// Each commit rewrites most of the frontier's B-tree pages whatever its
     /// size, so fewer, larger commits write less: on the large benchmark
     /// (240 MB file) 32 × with 4 × per host wrote 4.4 GB, this 3.4 GB.
-    pub window: usize,
+    /// The master's [`Window`](crate::window::Window) holds them.
+    #[serde(rename = "window")]
+    pub claim_window: usize,
     /// Claimed URLs per host at most (0: 8 × per_host, at least 8). With
-    /// many hosts this, not `window`, is what bounds a commit's size.
+    /// many hosts this, not `claim_window`, is what bounds a commit's size.
     pub per_host_window: usize,
     /// Results that start a store write at once (or a quarter of the window,
     /// if smaller). Results reported while a write runs join the next one,
@@ -123,9 +125,10 @@ pub struct CrawlConfig {
     /// Crawler-trap defence ([`crate::traps`]); `None` turns it off.
     pub traps: Option<TrapSettings>,
     /// Hand every HTML page this node fetches to the full-text index (the
-    /// `index` operation, [`PageIndex`](crate::PageIndex)); the master's node keeps the
-    /// index when its [`Storage`] has one.
-    pub index: bool,
+    /// `index` operation, [`PageIndex`](crate::PageIndex)); the master's
+    /// node keeps the index when its [`Storage`] has an index opener.
+    #[serde(rename = "index")]
+    pub index_pages: bool,
     /// The indexer commits after this many pages (a commit waits until the
     /// index library has taken every page added, so this bounds the pages
     /// its queue holds in memory: ~25 KB of text each)...
@@ -160,7 +163,7 @@ impl Default for CrawlConfig {
             recrawl_every: None,
             monitoring: false,
             history_keep: 1_000,
-            window: 0,
+            claim_window: 0,
             per_host_window: 0,
             max_batch: 1024,
             flush_every: Duration::from_millis(300),
@@ -169,7 +172,7 @@ impl Default for CrawlConfig {
             keep_retrying_robots: false,
             sitemaps: true,
             traps: Some(TrapSettings::default()),
-            index: false,
+            index_pages: false,
             index_commit_pages: 2_000,
             index_commit_every: Duration::from_secs(2),
             restart_intensity: RestartIntensity::default(),
@@ -180,12 +183,12 @@ impl Default for CrawlConfig {
 }
 
 impl CrawlConfig {
-    /// The window actually used: `window`, or by default enough to keep every
+    /// The window actually used: `claim_window`, or by default enough to keep every
     /// slave busy while results travel back. It bounds the URLs claimed and
     /// not yet committed: what a crash of the process can cost in re-fetches.
-    pub fn effective_window(&self) -> usize {
-        if self.window > 0 {
-            self.window
+    pub fn effective_claim_window(&self) -> usize {
+        if self.claim_window > 0 {
+            self.claim_window
         } else {
             (self.concurrency * 64).max(16)
         }
@@ -194,7 +197,7 @@ impl CrawlConfig {
     /// Results that trigger a commit before `flush_every` is up: a quarter of
     /// the window, so results waiting for their commit never starve the slaves.
     pub fn flush_at(&self) -> usize {
-        self.max_batch.min(self.effective_window() / 4).max(1)
+        self.max_batch.min(self.effective_claim_window() / 4).max(1)
     }
 
     pub fn effective_per_host_window(&self) -> usize {
@@ -334,7 +337,8 @@ impl fmt::Debug for Behaviours {
 pub struct Storage {
     pub frontier: Arc<dyn Frontier>,
     pub queries: Arc<dyn Queries>,
-    pub index: Option<Arc<dyn IndexOpener>>,
+    /// Opens the full-text index this tree keeps (`None`: it keeps none).
+    pub index_opener: Option<Arc<dyn IndexOpener>>,
 }
 
 impl Storage {
@@ -342,7 +346,7 @@ impl Storage {
         Self {
             frontier: store.clone(),
             queries: store,
-            index: None,
+            index_opener: None,
         }
     }
 
@@ -350,13 +354,13 @@ impl Storage {
         Self {
             frontier,
             queries,
-            index: None,
+            index_opener: None,
         }
     }
 
     /// Keep a full-text index of the pages crawled, opened by `opener`.
     pub fn with_index(mut self, opener: Arc<dyn IndexOpener>) -> Self {
-        self.index = Some(opener);
+        self.index_opener = Some(opener);
         self
     }
 }

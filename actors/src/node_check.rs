@@ -112,7 +112,7 @@ mod tests {
     fn busy_on_a() -> Window {
         let cfg = CrawlConfig {
             node_name: "a".into(),
-            window: 16,
+            claim_window: 16,
             per_host_window: 4,
             ..CrawlConfig::default()
         };

@@ -306,7 +306,7 @@ async fn spawn_slave(
         pool: myself.clone(),
         wants: PageWants {
             simhash: state.config.traps.is_some(),
-            index: state.config.index,
+            index: state.config.index_pages,
         },
         sitemaps: state.config.sitemaps,
         min_delay_ms: state.config.min_delay.as_millis() as u64,

@@ -329,7 +329,8 @@ pub struct Status {
     /// every live node), and per host. They follow `set concurrency` and
     /// `set per-host`.
     #[serde(default)]
-    pub window: u64,
+    #[serde(rename = "window")]
+    pub claim_window: u64,
     #[serde(default)]
     pub per_host_window: u64,
     /// When the store became unavailable (epoch ms), while the master waits

@@ -324,7 +324,13 @@ mod tests {
         assert_eq!(v["recrawl_every_ms"], 600_000);
         assert_eq!(v["monitoring"], true);
         assert_eq!(v["history_keep"], 7);
-        assert_eq!(v["index"], cfg.index);
+        assert_eq!(v["index"], cfg.index_pages);
+        // The wire keeps the names the fields had before their renames.
+        assert_eq!(v["window"], cfg.claim_window);
+        assert_eq!(
+            v["traps"]["window"], 24,
+            "the trap defence's pattern window"
+        );
         assert_eq!(
             v["restart_intensity"]["max_restarts"],
             cfg.restart_intensity.max_restarts

@@ -81,7 +81,7 @@ impl StatusDraft {
             idle: None,
             master_restarts: facts.restarts,
             nodes: window.nodes(&facts.live),
-            window: claim_window as u64,
+            claim_window: claim_window as u64,
             per_host_window: per_host_window as u64,
             store_unreachable_since: outage.map(|o| o.since),
             store_error: outage.map(|o| o.cause.clone()),
@@ -263,5 +263,16 @@ mod tests {
         let (status, _) = draft.finish(None, &[]);
         assert_eq!(status.store_unreachable_since, Some(T0));
         assert_eq!(status.store_error.as_deref(), Some("the store is away"));
+    }
+
+    #[test]
+    fn status_json_keeps_the_window_field_name() {
+        let status = Status {
+            claim_window: 512,
+            ..Status::default()
+        };
+        let v = serde_json::to_value(&status).unwrap();
+        assert_eq!(v["window"], 512, "{v}");
+        assert!(v.get("claim_window").is_none());
     }
 }

@@ -98,7 +98,7 @@ impl Actor for Sup {
         // The master adopts what the pool holds, so the pool starts first.
         start_child(&myself, &mut state, ChildRole::Pool).await?;
         if let Some(storage) = &state.args.storage {
-            let indexed = storage.index.is_some();
+            let indexed = storage.index_opener.is_some();
             start_child(&myself, &mut state, ChildRole::Master).await?;
             start_child(&myself, &mut state, ChildRole::Control).await?;
             if indexed {
@@ -323,7 +323,7 @@ async fn start_child(
                 restarts: state.restarts.get(&role).copied().unwrap_or(0),
                 run: state.run.clone(),
                 indexer: storage
-                    .index
+                    .index_opener
                     .is_some()
                     .then(|| (cfg.indexer_name(), state.index_progress.clone())),
             };
@@ -347,7 +347,7 @@ async fn start_child(
             );
             let args = IndexerArgs {
                 progress: state.index_progress.clone(),
-                opener: storage.index.clone().ok_or("no index to keep")?,
+                opener: storage.index_opener.clone().ok_or("no index to keep")?,
                 queries: Arc::new(queries),
                 commit_every: cfg.index_commit_every,
                 commit_pages: cfg.index_commit_pages,

@@ -758,7 +758,7 @@ impl Window {
             return None;
         }
         self.next_sweep = now + SWEEP_EVERY_MS;
-        Some(self.cfg.effective_window().max(SWEEP_MIN))
+        Some(self.cfg.effective_claim_window().max(SWEEP_MIN))
     }
 
     fn take_batch(&mut self, now: Millis) -> CommitBatch {
@@ -917,7 +917,7 @@ impl Window {
     /// host: the window sizes, which follow the settings.
     pub fn claim_limits(&self) -> (usize, usize) {
         (
-            self.cfg.effective_window() * self.live_nodes.len(),
+            self.cfg.effective_claim_window() * self.live_nodes.len(),
             self.cfg.effective_per_host_window(),
         )
     }
@@ -1181,7 +1181,7 @@ mod tests {
         CrawlConfig {
             node_name: "n1".into(),
             concurrency: 2,
-            window: 16,
+            claim_window: 16,
             per_host_window: 4,
             max_batch: 1024,
             ..CrawlConfig::default()
@@ -1261,7 +1261,7 @@ mod tests {
     #[test]
     fn the_claim_sizes_follow_a_set_concurrency_and_per_host() {
         let defaults = CrawlConfig {
-            window: 0,
+            claim_window: 0,
             per_host_window: 0,
             ..cfg()
         };

@@ -83,11 +83,11 @@ async fn rebuild_index(store_opts: &StoreOpts, tuning: &TuningOpts) -> Result<Ex
         );
     }
     let mut settings = tuning.settings()?;
-    settings.crawl.index = true;
+    settings.crawl.index_pages = true;
     settings.crawl.sitemaps = false;
     // The pages again, and no page they link to.
     settings.policy.max_depth = Some(0);
-    settings.index = Some(dir.clone());
+    settings.index_dir = Some(dir.clone());
     if urls.is_empty() && from_archive > 0 {
         eprintln!(
             "index rebuilt: {from_archive} pages in {:.1}s",

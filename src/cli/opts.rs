@@ -89,8 +89,8 @@ impl StoreOpts {
 
     /// The node's settings with this store's index, unless indexing is off.
     pub(super) fn with_index(&self, mut settings: Settings) -> Settings {
-        if settings.crawl.index {
-            settings.index = Some(self.index_dir());
+        if settings.crawl.index_pages {
+            settings.index_dir = Some(self.index_dir());
         }
         settings
     }
@@ -163,7 +163,7 @@ impl TuningOpts {
         s.crawl.reprocess_after = self.reprocess_after.map(Duration::from_secs);
         s.crawl.traps = self.traps.settings();
         s.crawl.sitemaps = !self.no_sitemaps;
-        s.crawl.index = !self.no_index;
+        s.crawl.index_pages = !self.no_index;
         s.policy.scope = self.scope.into();
         s.policy.max_depth = self.max_depth;
         s.policy.allow = compile(&self.allow, "--allow")?;
@@ -190,7 +190,7 @@ pub(super) struct TrapOpts {
     #[arg(long, value_name = "BITS", default_value_t = TrapSettings::default().near_dup_bits)]
     trap_near_dup_bits: u32,
     /// Recent pages of a URL pattern the trap rules look at.
-    #[arg(long, value_name = "PAGES", default_value_t = TrapSettings::default().window)]
+    #[arg(long, value_name = "PAGES", default_value_t = TrapSettings::default().pattern_window)]
     trap_window: u32,
     /// A URL pattern closes when this % of its recent pages are near-duplicates.
     #[arg(long, value_name = "PCT", default_value_t = TrapSettings::default().near_dup_pct)]
@@ -219,7 +219,7 @@ impl TrapOpts {
         }
         let mut t = TrapSettings::default();
         t.near_dup_bits = self.trap_near_dup_bits;
-        t.window = self.trap_window;
+        t.pattern_window = self.trap_window;
         t.near_dup_pct = self.trap_near_dup_pct;
         t.barren_budget = self.trap_barren_budget;
         t.facet_budget = self.trap_facet_budget;

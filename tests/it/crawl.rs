@@ -339,15 +339,19 @@ async fn settings_set_at_run_time_hold_across_restarts_and_size_the_window() {
             panic!("{:?}", app.status().await.unwrap())
         }
     };
-    let status = status_until(|s| s.window > 0).await;
-    assert_eq!(status.window, 8 * 64, "one node's window at concurrency 8");
+    let status = status_until(|s| s.claim_window > 0).await;
+    assert_eq!(
+        status.claim_window,
+        8 * 64,
+        "one node's window at concurrency 8"
+    );
     for setting in [Setting::Concurrency(1), Setting::DelayMs(300)] {
         control
             .request(&ControlRequest::Set { setting })
             .await
             .unwrap();
     }
-    status_until(|s| s.window == 64).await;
+    status_until(|s| s.claim_window == 64).await;
 
     // The pool crashes; the operator restarts the master.
     ractor::registry::where_is(pool_name)
@@ -372,9 +376,9 @@ async fn settings_set_at_run_time_hold_across_restarts_and_size_the_window() {
         .await
         .unwrap();
     restarted(ChildRole::Master).await;
-    let status = status_until(|s| s.master_restarts == 1 && s.window > 0).await;
+    let status = status_until(|s| s.master_restarts == 1 && s.claim_window > 0).await;
     assert_eq!(
-        status.window, 64,
+        status.claim_window, 64,
         "the restarted master's window: concurrency 1"
     );
     let state = control
@@ -930,7 +934,7 @@ async fn a_killed_master_is_restarted_and_adopts_the_pools_work(b: Backend) {
     let server = TestServer::start(Ipv4Addr::new(127, 0, 0, 10), pages).await;
     let store = b.open().await;
     let s = settings("kill-master");
-    let window = s.crawl.effective_window() as u32;
+    let window = s.crawl.effective_claim_window() as u32;
     let app = start(store.clone(), s).await.unwrap();
     app.add_url(&server.url("/")).await.unwrap();
     assert!(wait_for(Duration::from_secs(30), || server.total_hits() >= 10).await);
