@@ -1,29 +1,37 @@
-//! Run with: `cargo run --example embed -- http://127.0.0.1:8080/`
+//! Run with: `cargo run --example embed -- http://127.0.0.1:8080/ [QUERY]`
 //!
 //! Embedding web_crawler in your own tokio program, as an Erlang team embeds
-//! an OTP application: start the tree, send it messages, wait, read, stop.
+//! an OTP application: start the tree, send it messages, wait, read, search
+//! what it crawled, stop.
 
 use std::time::Duration;
+use web_crawler::search::index_dir_for;
 use web_crawler::{Settings, start_embedded};
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let seed = std::env::args()
-        .nth(1)
-        .ok_or("usage: embed URL (e.g. a site on your own machine)")?;
+    let mut args = std::env::args().skip(1);
+    let seed = args
+        .next()
+        .ok_or("usage: embed URL [QUERY] (e.g. a site on your own machine)")?;
+    let query = args.next().unwrap_or_else(|| "crawler".into());
 
+    let db = std::env::temp_dir().join("web_crawler_embed_example.db");
     let mut settings = Settings::default();
     settings.crawl.node_name = "embedded".into();
     settings.crawl.max_pages = Some(200);
+    // A full-text index beside the store, where the command keeps it
+    // (there is none unless asked for).
+    settings.index_dir = Some(index_dir_for(&db));
 
-    // App::start under the hood: web_crawler_sup with a pool and a master.
-    let db = std::env::temp_dir().join("web_crawler_embed_example.db");
+    // App::start under the hood: web_crawler_sup with a pool, a master
+    // and an indexer.
     let app = start_embedded(&db, settings).await?;
 
     // add_url/1 and search_text/2, as the paper's master exports them.
     let normalized = app.add_url(&seed).await?;
     println!("queued {normalized}");
-    app.search_text(&seed, "crawler").await?;
+    app.search_text(&seed, &query).await?;
 
     let reason = app.wait_idle().await?;
     let status = app.status().await?;
@@ -39,12 +47,24 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             page.record.url, page.record.http_returncode
         );
     }
-    for found in control.search_results(Some("crawler"), 3).await?.items {
+    for found in control.search_results(Some(&query), 3).await?.items {
         println!(
             "{:?} at {} in {}",
             found.text,
             found.positions.len(),
             found.url
+        );
+    }
+    // Ranked search over what was crawled: index what is queued first.
+    app.flush_index().await?;
+    let answer = app.search(&query, 5).await?;
+    if let Some(better) = &answer.did_you_mean {
+        println!("searched for {better:?} instead");
+    }
+    for hit in &answer.results {
+        println!(
+            "{:.2} {} ({}): {}",
+            hit.score, hit.url, hit.title, hit.snippet
         );
     }
     for child in app.which_children().await? {

@@ -38,7 +38,7 @@ pub mod robots;
 pub mod search;
 pub mod store;
 
-mod behaviours;
+mod behaviour_impls;
 mod settings;
 
 pub use settings::{Error, Settings, start, start_embedded, start_on, start_worker};

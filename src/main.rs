@@ -1,8 +1,6 @@
 //! The `web_crawler` command: glue between flags and the library.
 
 mod cli;
-mod console;
-mod metrics;
 
 use clap::Parser;
 

@@ -40,9 +40,12 @@ pub struct Settings {
     pub notifier: Option<Arc<dyn Notifier>>,
     /// Keep a full-text index of the pages crawled in this directory
     /// (created if missing; see [`crate::search`]). On the master's node;
-    /// worker nodes hand their pages to it when `crawl.index` is on.
+    /// worker nodes hand their pages to it when `crawl.index_pages` is on. None
+    /// by default: [`AppHandle::search`] then has no index to answer from.
+    /// The command's place for it, beside the store:
+    /// `settings.index_dir = Some(web_crawler::search::index_dir_for(&db));`
     #[cfg(feature = "search")]
-    pub index: Option<std::path::PathBuf>,
+    pub index_dir: Option<std::path::PathBuf>,
     /// Where the node counts fetches, pool load and restarts (nothing by default).
     pub metrics: Arc<dyn Metrics>,
     /// Where this node archives responses (the `mirror` operation's, or
@@ -60,7 +63,7 @@ impl Default for Settings {
             operations: builtin_operations(),
             notifier: None,
             #[cfg(feature = "search")]
-            index: None,
+            index_dir: None,
             metrics: Arc::new(NoMetrics),
             archive: None,
         }
@@ -102,9 +105,9 @@ pub async fn start_on(storage: Storage, settings: Settings) -> Result<AppHandle,
     #[allow(unused_mut)]
     let (mut storage, mut crawl) = (storage, settings.crawl.clone());
     #[cfg(feature = "search")]
-    if let Some(dir) = &settings.index {
-        storage = storage.with_index(Arc::new(crate::behaviours::IndexDir(dir.clone())));
-        crawl.index = true;
+    if let Some(dir) = &settings.index_dir {
+        storage = storage.with_index(Arc::new(crate::behaviour_impls::IndexDir(dir.clone())));
+        crawl.index_pages = true;
     }
     Ok(App::start(crawl, storage, behaviours).await?)
 }

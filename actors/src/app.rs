@@ -3,13 +3,13 @@
 //! the paper's module exports `add_url/1` and `search_text/2` over
 //! `gen_server:cast`.
 
+use crate::behaviour::index::SearchAnswer;
 use crate::config::{Behaviours, CrawlConfig, Storage};
 use crate::outage::StoreFailure;
 use crate::protocol::{
     ChildInfo, ChildRole, IdleReason, IndexerMsg, MasterMsg, PoolMsg, Status, SupMsg,
 };
 use crate::remote::ControlClient;
-use crate::search::SearchAnswer;
 use crate::sup::{ExitReason, Sup, SupArgs};
 use crate::types::{Millis, OperationSpec};
 use ractor::{Actor, ActorRef, RpcReplyPort};
@@ -177,7 +177,7 @@ impl AppHandle {
             reply,
         })
         .await?
-        .map_err(AppError::Rejected)
+        .map_err(|e| AppError::Rejected(e.to_string()))
     }
 
     /// Paper's `search_text(URL, Text)`: crawl from `url`, recording where
@@ -197,10 +197,12 @@ impl AppHandle {
     /// The `limit` best pages for `query` in the full-text index (ranked,
     /// with snippets, and `did_you_mean` when a typo was corrected). Pages
     /// are searchable about `index_commit_every` after they are processed.
+    /// A crawl keeps an index when its storage has one
+    /// ([`Storage::with_index`]; `web_crawler`'s `Settings::index_dir`).
     pub async fn search(&self, query: &str, limit: usize) -> Result<SearchAnswer, AppError> {
         crate::control::search(&self.config, query.to_string(), limit)
             .await
-            .map_err(AppError::Rejected)
+            .map_err(|e| AppError::Rejected(e.to_string()))
     }
 
     /// Index now what the store's queue holds for the index, so a search

@@ -3,9 +3,13 @@
 //! As an OTP `gen_server` calls its callback module, the master calls a
 //! [`Store`], slaves call a [`Fetcher`], an [`Extractor`], a [`LinkPolicy`]
 //! and [`Operation`]s. The root crate implements them; tests and embedders
-//! may plug in their own.
+//! may plug in their own. The full-text index's behaviour ([`index`]:
+//! `PageIndex`, `PageSearch`, `IndexOpener`) is the indexer's.
 
-use crate::monitor::{FetchHistory, HistoryQuery, LastFetch, StatusEvent};
+pub(crate) mod index;
+
+use crate::hosts::HostSummary;
+use crate::monitor::{FetchHistory, HistoryQuery, StatusEvent};
 use crate::types::*;
 use async_trait::async_trait;
 use std::collections::HashMap;

@@ -1,23 +1,27 @@
 //! Settings of the OTP layer and the behaviours it runs with.
 
+use crate::behaviour::index::IndexOpener;
 use crate::behaviour::{
     Archive, Extractor, Fetcher, Frontier, LinkPolicy, Notifier, Operations, Queries, Store,
 };
 use crate::metrics::Metrics;
+use crate::monitor::StatusEvent;
+use crate::protocol::MASTER_LOG;
 use crate::scheduler::Politeness;
-use crate::search::IndexOpener;
 use crate::traps::TrapSettings;
 use crate::types::Millis;
+use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
 /// OTP restart intensity: more than `max_restarts` restarts within `period`
 /// and the supervisor gives up, stopping the app (as `{one_for_one, 1, 60}`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct RestartIntensity {
     pub max_restarts: u32,
+    #[serde(rename = "period_ms", with = "millis")]
     pub period: Duration,
 }
 
@@ -43,31 +47,41 @@ impl Default for RestartIntensity {
 
 /// How the tree runs. Every field has a default; see [`CrawlConfig::default`]
 /// (build one with `CrawlConfig::default()` and set what differs).
-#[derive(Clone, Debug)]
+///
+/// It serializes whole (`state config`), durations in milliseconds under
+/// `_ms` names, so a setting added here is shown there.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(default)]
 #[non_exhaustive]
 pub struct CrawlConfig {
     /// This node's name: lease owner, recorded on each processed page.
+    #[serde(rename = "node")]
     pub node_name: String,
     /// Slaves running at once on this node.
     pub concurrency: usize,
     /// Requests in flight per host.
     pub per_host: usize,
     /// Minimum delay between requests to one host.
+    #[serde(rename = "min_delay_ms", with = "millis")]
     pub min_delay: Duration,
     /// How long a claimed URL stays leased without renewal.
+    #[serde(rename = "lease_ms", with = "millis")]
     pub lease: Duration,
     /// Attempts before a URL is recorded as failed.
     pub max_attempts: u32,
     /// First retry delay; doubles with each attempt.
+    #[serde(rename = "retry_backoff_ms", with = "millis")]
     pub retry_backoff: Duration,
     /// Stop claiming after this many pages fetched in this run.
     pub max_pages: Option<u64>,
     /// Re-queue a processed page linked again after this long (the paper's
     /// availability monitoring); `None` never re-queues.
+    #[serde(rename = "reprocess_after_ms", with = "millis::option")]
     pub reprocess_after: Option<Duration>,
     /// Availability monitoring (a service): check every processed URL
     /// again about this often ([`crate::monitor::Revisit`] adapts it to how
     /// often the page changes); `None` watches nothing.
+    #[serde(rename = "recrawl_every_ms", with = "millis::option")]
     pub recrawl_every: Option<Duration>,
     /// Availability monitoring runs (a service): the master queues again
     /// the URLs whose check is due — every processed URL with
@@ -82,9 +96,11 @@ pub struct CrawlConfig {
     /// Each commit rewrites most of the frontier's B-tree pages whatever its
     /// size, so fewer, larger commits write less: on the large benchmark
     /// (240 MB file) 32 × with 4 × per host wrote 4.4 GB, this 3.4 GB.
-    pub window: usize,
+    /// The master's [`Window`](crate::window::Window) holds them.
+    #[serde(rename = "window")]
+    pub claim_window: usize,
     /// Claimed URLs per host at most (0: 8 × per_host, at least 8). With
-    /// many hosts this, not `window`, is what bounds a commit's size.
+    /// many hosts this, not `claim_window`, is what bounds a commit's size.
     pub per_host_window: usize,
     /// Results that start a store write at once (or a quarter of the window,
     /// if smaller). Results reported while a write runs join the next one,
@@ -92,9 +108,12 @@ pub struct CrawlConfig {
     pub max_batch: usize,
     /// How long a result may wait to be committed with others: one store
     /// write per interval instead of one per result.
+    #[serde(rename = "flush_every_ms", with = "millis")]
     pub flush_every: Duration,
+    #[serde(rename = "robots_ttl_ms", with = "millis")]
     pub robots_ttl: Duration,
     /// How long to wait before asking an unreachable robots.txt again.
+    #[serde(rename = "robots_retry_ms", with = "millis")]
     pub robots_retry: Duration,
     /// A URL whose host's robots.txt stays unreachable is retried without
     /// end (a service watching its sites) instead of failing after
@@ -106,22 +125,26 @@ pub struct CrawlConfig {
     /// Crawler-trap defence ([`crate::traps`]); `None` turns it off.
     pub traps: Option<TrapSettings>,
     /// Hand every HTML page this node fetches to the full-text index (the
-    /// `index` operation, [`crate::search`]); the master's node keeps the
-    /// index when its [`Storage`] has one.
-    pub index: bool,
+    /// `index` operation, [`PageIndex`](crate::PageIndex)); the master's
+    /// node keeps the index when its [`Storage`] has an index opener.
+    #[serde(rename = "index")]
+    pub index_pages: bool,
     /// The indexer commits after this many pages (a commit waits until the
     /// index library has taken every page added, so this bounds the pages
     /// its queue holds in memory: ~25 KB of text each)...
     pub index_commit_pages: usize,
     /// ...or this long after the first page not committed.
+    #[serde(rename = "index_commit_every_ms", with = "millis")]
     pub index_commit_every: Duration,
     pub restart_intensity: RestartIntensity,
     /// How long the master waits for a store that became unavailable (a
     /// database restart, an election, a network blip, a locked file) before
     /// the app stops ([`crate::outage`]). Meanwhile it claims nothing, keeps
     /// the results it has and asks the store again, backing off.
+    #[serde(rename = "store_outage_limit_ms", with = "millis")]
     pub store_outage_limit: Duration,
     /// How often the master checks timers, leases and idleness.
+    #[serde(rename = "tick_ms", with = "millis")]
     pub tick: Duration,
 }
 
@@ -140,7 +163,7 @@ impl Default for CrawlConfig {
             recrawl_every: None,
             monitoring: false,
             history_keep: 1_000,
-            window: 0,
+            claim_window: 0,
             per_host_window: 0,
             max_batch: 1024,
             flush_every: Duration::from_millis(300),
@@ -149,7 +172,7 @@ impl Default for CrawlConfig {
             keep_retrying_robots: false,
             sitemaps: true,
             traps: Some(TrapSettings::default()),
-            index: false,
+            index_pages: false,
             index_commit_pages: 2_000,
             index_commit_every: Duration::from_secs(2),
             restart_intensity: RestartIntensity::default(),
@@ -160,12 +183,12 @@ impl Default for CrawlConfig {
 }
 
 impl CrawlConfig {
-    /// The window actually used: `window`, or by default enough to keep every
+    /// The window actually used: `claim_window`, or by default enough to keep every
     /// slave busy while results travel back. It bounds the URLs claimed and
     /// not yet committed: what a crash of the process can cost in re-fetches.
-    pub fn effective_window(&self) -> usize {
-        if self.window > 0 {
-            self.window
+    pub fn effective_claim_window(&self) -> usize {
+        if self.claim_window > 0 {
+            self.claim_window
         } else {
             (self.concurrency * 64).max(16)
         }
@@ -174,7 +197,7 @@ impl CrawlConfig {
     /// Results that trigger a commit before `flush_every` is up: a quarter of
     /// the window, so results waiting for their commit never starve the slaves.
     pub fn flush_at(&self) -> usize {
-        self.max_batch.min(self.effective_window() / 4).max(1)
+        self.max_batch.min(self.effective_claim_window() / 4).max(1)
     }
 
     pub fn effective_per_host_window(&self) -> usize {
@@ -225,6 +248,41 @@ impl CrawlConfig {
     }
 }
 
+/// Durations as whole milliseconds, for [`CrawlConfig`]'s serde form.
+mod millis {
+    use serde::{Deserialize, Deserializer, Serializer};
+    use std::time::Duration;
+
+    pub(super) fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_u64(d.as_millis().min(u64::MAX as u128) as u64)
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        u64::deserialize(d).map(Duration::from_millis)
+    }
+
+    pub(super) mod option {
+        use serde::{Deserialize, Deserializer, Serializer};
+        use std::time::Duration;
+
+        pub(crate) fn serialize<S: Serializer>(
+            d: &Option<Duration>,
+            s: S,
+        ) -> Result<S::Ok, S::Error> {
+            match d {
+                Some(d) => super::serialize(d, s),
+                None => s.serialize_none(),
+            }
+        }
+
+        pub(crate) fn deserialize<'de, D: Deserializer<'de>>(
+            d: D,
+        ) -> Result<Option<Duration>, D::Error> {
+            Option::<u64>::deserialize(d).map(|ms| ms.map(Duration::from_millis))
+        }
+    }
+}
+
 /// The callback modules pools and slaves run with (the master also gets a
 /// [`Store`](crate::Store), on the node that runs it).
 #[derive(Clone)]
@@ -240,6 +298,26 @@ pub struct Behaviours {
     /// Where responses are archived (`None`: nowhere; an archiving
     /// operation then fails its pages).
     pub archive: Option<Arc<dyn Archive>>,
+}
+
+impl Behaviours {
+    /// A watched URL changed: one line at info (the master's), and the
+    /// notifier told off the caller's path (it may run a command or wait
+    /// for a webhook).
+    pub(crate) fn notify(&self, event: StatusEvent) {
+        let reason = event.reason.as_deref().unwrap_or("");
+        let (url, change) = (&event.url, event.change);
+        match event.http_returncode {
+            Some(code) => {
+                tracing::info!(target: MASTER_LOG, %url, status = code, reason, "watched URL {change}")
+            }
+            None => tracing::info!(target: MASTER_LOG, %url, reason, "watched URL {change}"),
+        }
+        if let Some(notifier) = &self.notifier {
+            let notifier = Arc::clone(notifier);
+            tokio::spawn(async move { notifier.notify(&event).await });
+        }
+    }
 }
 
 impl fmt::Debug for Behaviours {
@@ -259,7 +337,8 @@ impl fmt::Debug for Behaviours {
 pub struct Storage {
     pub frontier: Arc<dyn Frontier>,
     pub queries: Arc<dyn Queries>,
-    pub index: Option<Arc<dyn IndexOpener>>,
+    /// Opens the full-text index this tree keeps (`None`: it keeps none).
+    pub index_opener: Option<Arc<dyn IndexOpener>>,
 }
 
 impl Storage {
@@ -267,7 +346,7 @@ impl Storage {
         Self {
             frontier: store.clone(),
             queries: store,
-            index: None,
+            index_opener: None,
         }
     }
 
@@ -275,13 +354,13 @@ impl Storage {
         Self {
             frontier,
             queries,
-            index: None,
+            index_opener: None,
         }
     }
 
     /// Keep a full-text index of the pages crawled, opened by `opener`.
     pub fn with_index(mut self, opener: Arc<dyn IndexOpener>) -> Self {
-        self.index = Some(opener);
+        self.index_opener = Some(opener);
         self
     }
 }

@@ -11,7 +11,7 @@
 //! [`MAX_LIVE_HOSTS`] — and how many hosts hold work there in all; the
 //! listing keeps the first `limit` rows.
 
-use crate::types::HostSummary;
+use crate::types::{Millis, RobotsStatus};
 use serde::{Deserialize, Serialize};
 use std::cmp::{Ordering, Reverse};
 use std::collections::HashMap;
@@ -19,6 +19,28 @@ use std::collections::HashMap;
 /// The most hosts one pool describes in one answer, whatever the listing
 /// asks for (a few MB of JSON, well under a cluster message's bound).
 pub const MAX_LIVE_HOSTS: usize = 10_000;
+
+/// A host as reports list it: robots.txt facts (not its text), the
+/// number of its pages processed and, in a running crawl's listing, what
+/// the pool holding it does with it now.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct HostSummary {
+    pub host: String,
+    /// `None`: no robots.txt record (yet) for a host with pages.
+    pub robots_status: Option<RobotsStatus>,
+    pub robots_http_code: Option<u16>,
+    pub robots_error: Option<String>,
+    pub robots_fetched_at: Option<Millis>,
+    pub crawl_delay_ms: Option<u64>,
+    pub sitemaps: Vec<String>,
+    /// Processed pages of the host.
+    pub pages: u64,
+    /// Its queue, fetches, robots.txt state and backoff in the pool that
+    /// holds it (a running crawl's `hosts`; `None` in the store's reports
+    /// and for a host no pool holds anything of).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub live: Option<LiveHost>,
+}
 
 /// robots.txt of a host as its pool has it now.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -1,9 +1,9 @@
 //! `Indexer`: keeps the full-text index on the master's node. Pages wait
 //! in the store's [`INDEX_QUEUE`] (written with their processed rows, one
 //! commit); the master only says that some were queued
-//! ([`IndexerMsg::Queued`]). The indexer reads the queue a chunk at a time,
+//! (`IndexerMsg::Queued`). The indexer reads the queue a chunk at a time,
 //! adds the pages on a thread of its own at a low OS priority
-//! ([`IndexThread`]: indexing takes the CPU that fetching leaves, and
+//! (`IndexThread`: indexing takes the CPU that fetching leaves, and
 //! catches up when the crawl is done), commits by count and by time
 //! ([`IndexCycle`]), and only after a commit removes the committed pages
 //! from the queue. At its start (so at every restart) it reads the queue
@@ -15,12 +15,13 @@
 //! tasks that report back, so queries (answered by a read handle, at
 //! normal priority) and catch-up requests are taken at once.
 
+use crate::behaviour::index::{
+    INDEX_QUEUE, IndexError, IndexOpener, PageIndex, PageSearch, PageText,
+};
 use crate::behaviour::{Document, Queries, error_chain};
 use crate::protocol::IndexerMsg;
-use crate::search::{INDEX_QUEUE, IndexError, IndexOpener, PageIndex, PageSearch, PageText};
-use crate::types::{Millis, now_ms};
+use crate::types::{IndexCounts, Millis, now_ms};
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
-use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -35,23 +36,6 @@ const CHUNK_PAGES: usize = 100;
 pub(crate) struct IndexProgress {
     queued: AtomicU64,
     indexed: AtomicU64,
-}
-
-/// What [`IndexProgress`] says, in a status.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct IndexCounts {
-    /// Pages committed to the index since the node started.
-    pub indexed: u64,
-    /// Pages queued for the index since the node started (and the backlog
-    /// found at start, once read).
-    pub queued: u64,
-}
-
-impl IndexCounts {
-    /// Pages queued and not searchable yet.
-    pub fn backlog(&self) -> u64 {
-        self.queued.saturating_sub(self.indexed)
-    }
 }
 
 impl IndexProgress {

@@ -1,26 +1,33 @@
 #![doc = include_str!("../../supervision.md")]
 
+mod admission;
 mod app;
 mod behaviour;
 pub mod cluster;
 mod config;
 mod control;
+mod cycle_end;
 pub mod frontier;
 pub mod hosts;
 pub mod indexer;
 mod master;
 pub mod metrics;
 pub mod monitor;
+mod node_check;
 pub mod outage;
 mod pool;
 mod protocol;
 pub mod rate;
 pub mod refusals;
 mod remote;
+mod reply;
 mod restarts;
+mod run_stats;
+mod runtime_settings;
 pub mod scheduler;
-pub mod search;
 mod slave;
+mod status;
+pub mod store_cycle;
 mod sup;
 pub mod traps;
 mod types;
@@ -29,6 +36,10 @@ pub mod window;
 pub use app::{App, AppError, AppHandle};
 /// Implementers of the behaviours use the same `async_trait` as the traits.
 pub use async_trait::async_trait;
+pub use behaviour::index::{
+    Anchor, INDEX_ANCHORS, INDEX_QUEUE, INDEX_TEXT_BYTES, IndexError, IndexOpener, PageIndex,
+    PageSearch, PageText, SearchAnswer, SearchHit,
+};
 pub use behaviour::{
     Archive, ArchiveError, BoxError, ClaimRequest, CommitBatch, CommitSummary, Document,
     ExtractedPage, Extractor, FetchFailure, FetchedPage, Fetcher, Frontier, LinkPolicy, Notifier,
@@ -37,22 +48,21 @@ pub use behaviour::{
     WhyUnreachable, error_chain,
 };
 pub use config::{Behaviours, CrawlConfig, RestartIntensity, Storage};
-pub use hosts::{HostListing, LiveHost, LiveRobots, NodeHosts};
-pub use indexer::IndexCounts;
+pub use hosts::{HostListing, HostSummary, LiveHost, LiveRobots, NodeHosts};
 pub use metrics::{Metrics, NoMetrics};
 pub use outage::{StoreFailure, StoreFailureKind};
 pub use protocol::{
-    ChildInfo, ChildRole, ControlRequest, IdleReason, MAX_MESSAGE_BYTES, MAX_REQUEST_BYTES,
-    NodeInfo, Setting, SlaveReport, Status, node_of,
+    AddUrlError, ChildInfo, ChildRole, ControlRequest, IdleReason, MAX_MESSAGE_BYTES,
+    MAX_REQUEST_BYTES, NodeInfo, Setting, SlaveReport, Status, node_of,
 };
-pub use remote::{ControlClient, ControlError, Listing, Remote};
-pub use search::{
-    Anchor, INDEX_QUEUE, IndexError, IndexOpener, PageIndex, PageSearch, PageText, SearchAnswer,
-    SearchHit,
+pub use remote::{ControlClient, Remote};
+pub use reply::{
+    ActorState, ControlError, ControlReply, HostPaused, Intensity, Listing, NodeStopping, Paused,
+    PoolInfo, RestartStrategy, Restarted, SettingChanged, SupSummary, Tree,
 };
 pub use sup::ExitReason;
 pub use types::{
-    BrokenLink, HostRecord, HostSummary, Job, Millis, NewLink, OperationSpec, PageRecord,
-    PendingUrl, ProcessedUrl, ROBOTS_BLOCKED, RobotsStatus, SEARCH_EXACT, SEARCH_OPERATION,
-    SEARCH_RESULTS, SearchResult, StoreCounts, UrlKey, now_ms,
+    BrokenLink, HostRecord, IndexCounts, Job, LastFetch, Millis, NewLink, OperationSpec,
+    PageRecord, PendingUrl, ProcessedUrl, ROBOTS_BLOCKED, RobotsStatus, SEARCH_EXACT,
+    SEARCH_OPERATION, SEARCH_RESULTS, SearchResult, StoreCounts, UrlKey, now_ms,
 };

@@ -3,31 +3,10 @@
 //! a fetch changed (the status transition), and what the availability report
 //! makes of a URL's history. Pure functions of their inputs and `now`.
 
-use crate::types::Millis;
+use crate::types::{LastFetch, Millis};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::time::Duration;
-
-/// What the last fetch of a processed URL left behind: what a re-check sends
-/// back as validators and compares its answer with. Travels in the
-/// [`Job`](crate::types::Job) the claim hands out.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct LastFetch {
-    pub http_returncode: Option<u16>,
-    pub content_hash: Option<u64>,
-    /// `ETag` of the last response, sent back as `If-None-Match`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub etag: Option<String>,
-    /// `Last-Modified` of the last response, sent back as `If-Modified-Since`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub last_modified: Option<String>,
-    /// The revisit interval the last check chose.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub check_interval_ms: Option<Millis>,
-    /// The URL's own watch interval when it was fetched (`add_url … every`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub check_every_ms: Option<Millis>,
-}
 
 /// The shortest interval a URL is watched at: the master looks for URLs
 /// due once a second, so a shorter one would not be kept.

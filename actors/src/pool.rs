@@ -7,7 +7,8 @@
 use crate::config::{Behaviours, CrawlConfig};
 use crate::hosts::MAX_LIVE_HOSTS;
 use crate::metrics;
-use crate::protocol::{self, MasterMsg, PoolMsg, Setting, SlaveReport, SupMsg};
+use crate::protocol::{self, MasterMsg, PoolMsg, SlaveReport, SupMsg};
+use crate::runtime_settings::RuntimeSettings;
 use crate::scheduler::{Action, HostScheduler};
 use crate::slave::{PageWants, Slave, SlaveArgs, SlaveTask};
 use crate::types::{Job, Millis, now_ms};
@@ -17,7 +18,8 @@ use std::time::Duration;
 
 #[derive(Debug)]
 pub(crate) struct PoolArgs {
-    pub(crate) config: CrawlConfig,
+    /// The node's settings: a restarted pool starts with what `set` made them.
+    pub(crate) settings: RuntimeSettings,
     pub(crate) behaviours: Behaviours,
 }
 
@@ -30,6 +32,8 @@ enum Running {
 #[derive(Debug)]
 pub(crate) struct PoolState {
     args: PoolArgs,
+    /// The node's settings when this pool started or last took a `set`.
+    config: CrawlConfig,
     scheduler: HostScheduler,
     slaves: HashMap<ActorId, Running>,
     /// Registered name of the master reports go to.
@@ -54,9 +58,11 @@ impl Actor for Pool {
     ) -> Result<Self::State, ActorProcessingErr> {
         // Like pool:attach/1: the master finds every node's pool in this group.
         ractor::pg::join(protocol::POOL_GROUP.to_string(), vec![myself.get_cell()]);
+        let config = args.settings.current();
         Ok(PoolState {
-            scheduler: HostScheduler::new(args.config.politeness()),
-            master: args.config.master_name(),
+            scheduler: HostScheduler::new(config.politeness()),
+            master: config.master_name(),
+            config,
             args,
             slaves: HashMap::new(),
             draining: false,
@@ -83,7 +89,7 @@ impl Actor for Pool {
             PoolMsg::Resync => protocol::cast(
                 &state.master,
                 MasterMsg::Adopt {
-                    node: state.args.config.node_name.clone(),
+                    node: state.config.node_name.clone(),
                     jobs: state.scheduler.held(),
                 },
             ),
@@ -153,19 +159,16 @@ impl Actor for Pool {
             }
             PoolMsg::Wake => state.wake_at = None,
             PoolMsg::Hosts { limit, reply } => {
-                let node = &state.args.config.node_name;
+                let node = &state.config.node_name;
                 let limit = limit.min(MAX_LIVE_HOSTS);
                 let _ = reply.send(state.scheduler.snapshot(node, now_ms(), limit));
                 return Ok(());
             }
             PoolMsg::Set(setting) => {
-                let cfg = &mut state.args.config;
-                match setting {
-                    Setting::DelayMs(ms) => cfg.min_delay = Duration::from_millis(ms),
-                    Setting::PerHost(n) => cfg.per_host = n.max(1),
-                    Setting::Concurrency(n) => cfg.concurrency = n.max(1),
-                }
-                state.scheduler.set_politeness(cfg.politeness());
+                // Written here too: a worker node's settings are its own.
+                state.args.settings.set(&setting);
+                state.config = state.args.settings.current();
+                state.scheduler.set_politeness(state.config.politeness());
                 tracing::info!(?setting, "setting changed by an operator");
             }
             PoolMsg::PauseHost { host, paused } => {
@@ -174,7 +177,7 @@ impl Actor for Pool {
             }
             PoolMsg::StopNode => {
                 tracing::warn!("node stopped by an operator");
-                if let Some(sup) = ActorRef::<SupMsg>::where_is(state.args.config.sup_name()) {
+                if let Some(sup) = ActorRef::<SupMsg>::where_is(state.config.sup_name()) {
                     // Not waited for: the supervisor stops this pool too.
                     let (port, _) = ractor::concurrency::oneshot();
                     let _ = sup.cast(SupMsg::Shutdown(port.into()));
@@ -243,7 +246,7 @@ async fn pump(myself: &ActorRef<PoolMsg>, state: &mut PoolState) -> Result<(), A
         protocol::cast(
             &state.master,
             MasterMsg::Released {
-                node: state.args.config.node_name.clone(),
+                node: state.config.node_name.clone(),
                 host: released.host,
                 jobs: released.jobs,
                 wait_ms: released.wait_ms,
@@ -273,7 +276,7 @@ async fn pump(myself: &ActorRef<PoolMsg>, state: &mut PoolState) -> Result<(), A
                 &state.master,
                 SlaveReport::RobotsUnreachable {
                     job,
-                    retry_at: now + state.args.config.robots_retry.as_millis() as Millis,
+                    retry_at: now + state.config.robots_retry.as_millis() as Millis,
                     why,
                 },
             ),
@@ -299,14 +302,14 @@ async fn spawn_slave(
     let args = SlaveArgs {
         task,
         behaviours: state.args.behaviours.clone(),
-        node_name: state.args.config.node_name.clone(),
+        node_name: state.config.node_name.clone(),
         pool: myself.clone(),
         wants: PageWants {
-            simhash: state.args.config.traps.is_some(),
-            index: state.args.config.index,
+            simhash: state.config.traps.is_some(),
+            index: state.config.index_pages,
         },
-        sitemaps: state.args.config.sitemaps,
-        min_delay_ms: state.args.config.min_delay.as_millis() as u64,
+        sitemaps: state.config.sitemaps,
+        min_delay_ms: state.config.min_delay.as_millis() as u64,
     };
     let (slave, _) = Actor::spawn_linked(None, Slave, args, myself.get_cell()).await?;
     Ok(slave.get_id())

@@ -3,11 +3,10 @@
 //! actors on other nodes. Actor modules depend on this file, not on each
 //! other's internals (as an Erlang module's API is its exported messages).
 
+use crate::behaviour::index::SearchAnswer;
 use crate::behaviour::{Document, ProcessedPage, RobotsReport, WhyUnreachable};
 use crate::hosts::NodeHosts;
-use crate::indexer::IndexCounts;
-use crate::search::SearchAnswer;
-use crate::types::{HostRecord, Job, Millis, OperationSpec, StoreCounts};
+use crate::types::{HostRecord, IndexCounts, Job, Millis, OperationSpec, StoreCounts};
 use ractor::message::{BoxedDowncastErr, SerializedMessage};
 use ractor::{ActorCell, ActorRef, RpcReplyPort};
 use ractor_cluster::RactorClusterMessage;
@@ -21,6 +20,9 @@ use std::time::Duration;
 pub(crate) const POOL_GROUP: &str = "web_crawler_pools";
 /// Process group of the master (one per cluster).
 pub(crate) const MASTER_GROUP: &str = "web_crawler_master";
+/// The log target of the master's notices, its cores' included: the
+/// binary logs it at info by default, and each line names it.
+pub(crate) const MASTER_LOG: &str = "web_crawler_actors::master";
 /// Process group of the control actor that consoles and scripts talk to.
 pub(crate) const CONTROL_GROUP: &str = "web_crawler_control";
 
@@ -53,6 +55,37 @@ pub(crate) fn pools(local_pool: &str) -> Vec<(String, ActorRef<PoolMsg>)> {
     pools.sort_by(|a, b| a.0.cmp(&b.0));
     pools.dedup_by(|a, b| a.0 == b.0);
     pools
+}
+
+/// The live nodes: those whose pool is in [`pools`].
+pub(crate) fn live_nodes(local_pool: &str) -> Vec<String> {
+    pools(local_pool)
+        .into_iter()
+        .map(|(node, _)| node)
+        .collect()
+}
+
+/// Cast `msg()` to every live pool; returns their nodes.
+pub(crate) fn cast_pools(local_pool: &str, msg: impl Fn() -> PoolMsg) -> Vec<String> {
+    let pools = pools(local_pool);
+    for (_, pool) in &pools {
+        let _ = pool.cast(msg());
+    }
+    pools.into_iter().map(|(node, _)| node).collect()
+}
+
+/// Send to `node`'s pool; returns whether it was sent. A pool that cannot
+/// be reached is noticed as gone on the master's tick, and what it held is
+/// released.
+pub(crate) fn send_to_pool(local_pool: &str, node: &str, msg: PoolMsg) -> bool {
+    let sent = pools(local_pool)
+        .into_iter()
+        .find(|(n, _)| n == node)
+        .is_some_and(|(_, pool)| pool.cast(msg).is_ok());
+    if !sent {
+        tracing::warn!(target: MASTER_LOG, %node, "pool unreachable; its leases will be released");
+    }
+    sent
 }
 
 /// How long a node's pool is waited for when every pool is asked
@@ -292,6 +325,14 @@ pub struct Status {
     pub master_restarts: u32,
     /// The live pools, one per node.
     pub nodes: Vec<NodeInfo>,
+    /// The most URLs the master holds claimed at once (its window, over
+    /// every live node), and per host. They follow `set concurrency` and
+    /// `set per-host`.
+    #[serde(default)]
+    #[serde(rename = "window")]
+    pub claim_window: u64,
+    #[serde(default)]
+    pub per_host_window: u64,
     /// When the store became unavailable (epoch ms), while the master waits
     /// for it; the store's counts are then the last ones read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -308,6 +349,32 @@ pub struct Status {
 
 // --- the master -----------------------------------------------------------------
 
+/// Why the master did not queue a URL given to `add_url`.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum AddUrlError {
+    /// The operation is unknown or its arguments are wrong.
+    #[error(transparent)]
+    Operation(#[from] crate::behaviour::OperationError),
+    /// An interval of its own asked of a node that checks nothing again.
+    #[error(
+        "{url}: this node checks nothing again (a one-shot crawl); \
+         watch URLs with a service (`web_crawler start`)"
+    )]
+    NotWatching { url: String },
+    #[error("{url}: {source}")]
+    Interval {
+        url: String,
+        source: crate::monitor::IntervalTooShort,
+    },
+    /// The link policy refused it (not a URL, out of scope, filtered...).
+    #[error("{}", .rejection.of_url(.url))]
+    Rejected {
+        url: String,
+        rejection: crate::behaviour::Rejection,
+    },
+}
+
 #[derive(Debug)]
 pub(crate) enum MasterMsg {
     /// The paper's `add_url(URL, Operation)`; replies with the admitted URL
@@ -320,7 +387,7 @@ pub(crate) enum MasterMsg {
         /// Watch it at this interval of its own (ms; queued at once if it
         /// was processed).
         every_ms: Option<Millis>,
-        reply: RpcReplyPort<Result<String, String>>,
+        reply: RpcReplyPort<Result<String, AddUrlError>>,
     },
     Report(SlaveReport),
     HostRecord(HostRecord),

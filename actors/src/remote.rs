@@ -2,48 +2,19 @@
 //! -remsh` attaches to a node: its own (client) node, authenticated with the
 //! cookie, and the control actor it calls.
 
+use crate::behaviour::index::SearchAnswer;
 use crate::cluster::{ClusterError, join, start_node};
 use crate::hosts::HostListing;
 use crate::monitor::{Availability, StatusEvent};
 use crate::protocol::{CONTROL_GROUP, ControlMsg, ControlRequest, MAX_REQUEST_BYTES, Status};
+use crate::reply::{ControlError, ControlReply, Listing, from_wire};
 use crate::types::{Millis, OperationSpec, PendingUrl, ProcessedUrl, SearchResult};
 use ractor::ActorRef;
 use ractor_cluster::NodeServerMessage;
 use serde::de::DeserializeOwned;
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
-
-/// Errors of a control request, in this process ([`AppHandle::control`](crate::AppHandle::control))
-/// or over the cluster ([`Remote`]): one type for both.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum ControlError {
-    #[error(transparent)]
-    Cluster(#[from] ClusterError),
-    /// No control actor runs under this name (a worker node's app, or a
-    /// stopped one).
-    #[error("no control actor {0} runs here (a worker node's app, or one stopped)")]
-    NoControl(String),
-    #[error("the node did not answer")]
-    NoAnswer(#[source] Box<dyn std::error::Error + Send + Sync>),
-    /// The node refused the request, with its one-line reason.
-    #[error("{0}")]
-    Refused(String),
-    #[error("the node sent a reply this client cannot read")]
-    BadReply(#[source] serde_json::Error),
-    /// Refused here, before sending: the connection stays up.
-    #[error("the request is {bytes} bytes, over the {limit} a cluster request may carry")]
-    TooLarge { bytes: usize, limit: usize },
-}
-
-/// The first rows of a listing, and how many there are in all.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Listing<T> {
-    pub total: usize,
-    pub items: Vec<T>,
-}
 
 /// Where a [`ControlClient`]'s requests go.
 #[derive(Clone, Debug)]
@@ -73,7 +44,13 @@ impl ControlClient {
     }
 
     /// One request; [`ControlError::Refused`] holds the node's one-line reason.
-    pub async fn request(&self, request: &ControlRequest) -> Result<Value, ControlError> {
+    pub async fn request(&self, request: &ControlRequest) -> Result<ControlReply, ControlError> {
+        let value = self.call(request).await?;
+        ControlReply::decode(request, value).map_err(ControlError::BadReply)
+    }
+
+    /// One request; its reply's JSON.
+    async fn call(&self, request: &ControlRequest) -> Result<Value, ControlError> {
         let text = serde_json::to_string(request).expect("a request always serializes");
         if text.len() > MAX_REQUEST_BYTES {
             return Err(ControlError::TooLarge {
@@ -92,20 +69,15 @@ impl ControlClient {
             self.timeout.as_millis() as u64
         )
         .map_err(|e| ControlError::NoAnswer(Box::new(e)))?;
-        let mut value: Value = serde_json::from_str(&reply).map_err(ControlError::BadReply)?;
-        if let Some(error) = value.get("error") {
-            return Err(ControlError::Refused(
-                error.as_str().unwrap_or("error").to_string(),
-            ));
-        }
-        Ok(value.get_mut("ok").map(Value::take).unwrap_or_default())
+        from_wire(&reply)
     }
 
+    /// The reply to `request`, as the type its variant holds.
     async fn typed<T: DeserializeOwned>(
         &self,
         request: &ControlRequest,
     ) -> Result<T, ControlError> {
-        serde_json::from_value(self.request(request).await?).map_err(ControlError::BadReply)
+        serde_json::from_value(self.call(request).await?).map_err(ControlError::BadReply)
     }
 
     /// `add_url` on the master; returns the normalized URL. A URL already
@@ -136,8 +108,7 @@ impl ControlClient {
         every: Duration,
     ) -> Result<String, ControlError> {
         // Refused here: a zero interval would travel as `WATCH_OFF`.
-        let every_ms =
-            crate::monitor::check_every(every).map_err(|e| ControlError::Refused(e.to_string()))?;
+        let every_ms = crate::monitor::check_every(every)?;
         self.add(url, operation, false, Some(every_ms)).await
     }
 
@@ -158,15 +129,13 @@ impl ControlClient {
         again: bool,
         every_ms: Option<Millis>,
     ) -> Result<String, ControlError> {
-        let reply = self
-            .request(&ControlRequest::AddUrl {
-                url: url.to_string(),
-                operation,
-                again,
-                every_ms,
-            })
-            .await?;
-        Ok(reply.as_str().unwrap_or_default().to_string())
+        self.typed(&ControlRequest::AddUrl {
+            url: url.to_string(),
+            operation,
+            again,
+            every_ms,
+        })
+        .await
     }
 
     /// The paper's `search_text(URL, Text)`.
@@ -176,6 +145,12 @@ impl ControlClient {
 
     pub async fn status(&self) -> Result<Status, ControlError> {
         self.typed(&ControlRequest::Status).await
+    }
+
+    /// The `limit` best pages for `query` in the node's full-text index.
+    pub async fn search(&self, query: &str, limit: usize) -> Result<SearchAnswer, ControlError> {
+        let query = query.to_string();
+        self.typed(&ControlRequest::Search { query, limit }).await
     }
 
     /// The first `limit` pending URLs.

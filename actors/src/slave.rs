@@ -3,11 +3,11 @@
 //! its pool, which forwards to the master) → exit normally. Its work runs in `post_start`, so a panic there is
 //! an `ActorFailed` its pool sees and reports; the master never goes down with it.
 
+use crate::behaviour::index::{INDEX_TEXT_BYTES, PageText};
 use crate::behaviour::{Archive, FetchedPage, PageContext, ProcessedPage, error_chain};
 use crate::config::Behaviours;
 use crate::frontier::recency_weight;
 use crate::protocol::{PoolMsg, SlaveReport};
-use crate::search::{INDEX_TEXT_BYTES, PageText};
 use crate::types::{Job, PageRecord, now_ms};
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 use std::time::Duration;

@@ -8,11 +8,13 @@ use crate::behaviour::error_chain;
 use crate::config::{Behaviours, CrawlConfig, Storage};
 use crate::control::{Control, ControlArgs};
 use crate::indexer::{IndexProgress, Indexer, IndexerArgs};
-use crate::master::{Master, MasterArgs, RunStats};
+use crate::master::{Master, MasterArgs};
 use crate::outage::{PatientQueries, StoreFailure};
 use crate::pool::{Pool, PoolArgs};
 use crate::protocol::{self, ChildInfo, ChildRole, IndexerMsg, MasterMsg, SupMsg};
 use crate::restarts::RecentRestarts;
+use crate::run_stats::RunStats;
+use crate::runtime_settings::RuntimeSettings;
 use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -57,6 +59,8 @@ pub(crate) struct SupState {
     children: HashMap<ActorId, Child>,
     recent_restarts: RecentRestarts,
     restarts: HashMap<ChildRole, u32>,
+    /// The node's runtime settings, which outlive any child.
+    settings: RuntimeSettings,
     /// Children killed by an operator's `Restart` (not crashes), with who
     /// to tell once the successor runs.
     asked_to_restart: HashMap<ActorId, RpcReplyPort<bool>>,
@@ -81,6 +85,7 @@ impl Actor for Sup {
         args: SupArgs,
     ) -> Result<Self::State, ActorProcessingErr> {
         let mut state = SupState {
+            settings: RuntimeSettings::new(args.config.clone()),
             args,
             children: HashMap::new(),
             recent_restarts: RecentRestarts::default(),
@@ -93,7 +98,7 @@ impl Actor for Sup {
         // The master adopts what the pool holds, so the pool starts first.
         start_child(&myself, &mut state, ChildRole::Pool).await?;
         if let Some(storage) = &state.args.storage {
-            let indexed = storage.index.is_some();
+            let indexed = storage.index_opener.is_some();
             start_child(&myself, &mut state, ChildRole::Master).await?;
             start_child(&myself, &mut state, ChildRole::Control).await?;
             if indexed {
@@ -297,7 +302,7 @@ async fn start_child(
     let cell = match role {
         ChildRole::Pool => {
             let args = PoolArgs {
-                config: cfg.clone(),
+                settings: state.settings.clone(),
                 behaviours: state.args.behaviours.clone(),
             };
             Actor::spawn_linked(Some(cfg.pool_name()), Pool, args, myself.get_cell())
@@ -312,13 +317,13 @@ async fn start_child(
                 .as_ref()
                 .ok_or("a worker node runs no master")?;
             let args = MasterArgs {
-                config: cfg.clone(),
+                settings: state.settings.clone(),
                 store: Arc::clone(&storage.frontier),
                 behaviours: state.args.behaviours.clone(),
                 restarts: state.restarts.get(&role).copied().unwrap_or(0),
                 run: state.run.clone(),
                 indexer: storage
-                    .index
+                    .index_opener
                     .is_some()
                     .then(|| (cfg.indexer_name(), state.index_progress.clone())),
             };
@@ -342,7 +347,7 @@ async fn start_child(
             );
             let args = IndexerArgs {
                 progress: state.index_progress.clone(),
-                opener: storage.index.clone().ok_or("no index to keep")?,
+                opener: storage.index_opener.clone().ok_or("no index to keep")?,
                 queries: Arc::new(queries),
                 commit_every: cfg.index_commit_every,
                 commit_pages: cfg.index_commit_pages,
@@ -359,7 +364,7 @@ async fn start_child(
                 .as_ref()
                 .ok_or("a worker node runs no control")?;
             let args = ControlArgs {
-                config: cfg.clone(),
+                settings: state.settings.clone(),
                 queries: Arc::clone(&storage.queries),
             };
             Actor::spawn_linked(Some(cfg.control_name()), Control, args, myself.get_cell())

@@ -48,7 +48,7 @@
 //! would otherwise give every page endless URLs, and judging those copies
 //! as near-duplicates would close the real pages' pattern with them.
 //!
-//! A rule compares counts over the last [`TrapSettings::window`] pages of a
+//! A rule compares counts over the last [`TrapSettings::pattern_window`] pages of a
 //! pattern, not over its life, so a large real section with a few
 //! duplicates is never cut, while a trap is cut about one window after it
 //! starts. Closures are lifted after [`TrapSettings::reopen_after_ms`], so a
@@ -82,7 +82,8 @@ pub use novelty::{SHINGLE_TEXT_BYTES, shingles};
 /// threshold (`near_dup_pct`, `barren_budget`, `facet_budget`,
 /// `host_dup_run`, `kept_session_urls`, `copy_pct`) to 0 turns that rule
 /// off.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 #[non_exhaustive]
 pub struct TrapSettings {
     /// K: two simhashes this many bits apart or fewer are near-duplicates.
@@ -96,9 +97,10 @@ pub struct TrapSettings {
     /// Rules 1, 3 and 4 judge the last this many pages of a pattern (1 to
     /// 64). Rule 1 waits for a full window: a trap costs about one window
     /// of fetches, a real section is judged on enough pages.
-    pub window: u32,
+    #[serde(rename = "window")]
+    pub pattern_window: u32,
     /// Rule 1: a pattern closes when at least this percentage of its last
-    /// `window` pages were near-duplicates. High, because it looks at
+    /// `pattern_window` pages were near-duplicates. High, because it looks at
     /// content alone: a real section only trips it if it is nearly all
     /// copies. 0 turns rule 1 off.
     pub near_dup_pct: u32,
@@ -108,7 +110,7 @@ pub struct TrapSettings {
     /// may cost.
     pub barren_budget: u32,
     /// Rule 3: ... and only if at least this percentage of its recent pages
-    /// (up to `window`) were barren, so a real section must be two thirds
+    /// (up to `pattern_window`) were barren, so a real section must be two thirds
     /// copies to close; a calendar is more than that once its twelve
     /// months have been seen.
     pub barren_pct: u32,
@@ -117,7 +119,7 @@ pub struct TrapSettings {
     /// multiply (colour × size × sort), so this is a budget, not a ratio.
     pub facet_budget: u32,
     /// Rule 4: ... and only if at least this percentage of its recent
-    /// variants (up to `window`) were near-duplicates.
+    /// variants (up to `pattern_window`) were near-duplicates.
     pub facet_pct: u32,
     /// Rule 4: a query pattern that yielded this many novel pages itself
     /// (pagination, `?page={n}`) stays open when its path's query space
@@ -162,7 +164,7 @@ pub struct TrapSettings {
     /// yield before it closes (0: never) ...
     pub stale_budget: u32,
     /// Rule 6: ... and only if at least this percentage of its recent
-    /// pages (up to `window`) were stale.
+    /// pages (up to `pattern_window`) were stale.
     pub stale_pct: u32,
     /// Rule 6: each generation of the text and link sketches grows to this
     /// many bytes (two generations each: at most 4x this in all).
@@ -177,7 +179,7 @@ impl Default for TrapSettings {
     fn default() -> Self {
         Self {
             near_dup_bits: 8,
-            window: 24,
+            pattern_window: 24,
             near_dup_pct: 85,
             barren_budget: 16,
             barren_pct: 67,
@@ -400,7 +402,7 @@ impl TrapGuard {
             self.next_tick(),
         ];
         let cfg = &self.cfg;
-        let window = cfg.window.clamp(1, 64);
+        let window = cfg.pattern_window.clamp(1, 64);
 
         let rec = self
             .patterns
@@ -573,10 +575,10 @@ impl TrapGuard {
     fn copying(&self, directory: u64) -> bool {
         self.patterns.get(&directory).is_some_and(|rec| {
             rec.closed.is_some()
-                || (rec.pages >= self.cfg.window.clamp(1, 64) / 2
+                || (rec.pages >= self.cfg.pattern_window.clamp(1, 64) / 2
                     && share(
                         rec.recent_dups,
-                        rec.pages.min(self.cfg.window.clamp(1, 64)),
+                        rec.pages.min(self.cfg.pattern_window.clamp(1, 64)),
                         self.cfg.stale_pct,
                     ))
         })
@@ -1755,7 +1757,7 @@ mod tests {
     #[test]
     fn near_duplicate_pattern_closes() {
         let mut g = guard();
-        let window = g.settings().window;
+        let window = g.settings().pattern_window;
         let text = "Sorry, we could not find that item. Try the search box or browse \
                     our categories; the item you are looking for may have moved.";
         for n in 0..window {
@@ -1907,7 +1909,7 @@ mod tests {
     fn pages_that_lead_out_are_not_barren() {
         let mut g = guard();
         let text = calendar_text(2024, 5);
-        for n in 0..g.settings().window - 1 {
+        for n in 0..g.settings().pattern_window - 1 {
             let url = format!("http://h/tag/{n}");
             let links = [format!("http://h/article/{}", words_for(n))];
             assert_eq!(

@@ -1,6 +1,5 @@
 //! Plain data that travels between actors and into the store.
 
-use crate::monitor::LastFetch;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -113,6 +112,27 @@ pub struct NewLink {
     /// The URL's own watch interval (`add_url … every`): it is checked
     /// again this often (adapted, [`crate::monitor::Revisit`]) instead of
     /// `recrawl_every`. Only a seed carries one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub check_every_ms: Option<Millis>,
+}
+
+/// What the last fetch of a processed URL left behind: what a re-check sends
+/// back as validators and compares its answer with. Travels in the
+/// [`Job`] the claim hands out.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LastFetch {
+    pub http_returncode: Option<u16>,
+    pub content_hash: Option<u64>,
+    /// `ETag` of the last response, sent back as `If-None-Match`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub etag: Option<String>,
+    /// `Last-Modified` of the last response, sent back as `If-Modified-Since`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_modified: Option<String>,
+    /// The revisit interval the last check chose.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub check_interval_ms: Option<Millis>,
+    /// The URL's own watch interval when it was fetched (`add_url … every`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub check_every_ms: Option<Millis>,
 }
@@ -260,28 +280,6 @@ pub struct HostRecord {
     pub sitemaps: Vec<String>,
 }
 
-/// A host as reports list it: robots.txt facts (not its text), the
-/// number of its pages processed and, in a running crawl's listing, what
-/// the pool holding it does with it now.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct HostSummary {
-    pub host: String,
-    /// `None`: no robots.txt record (yet) for a host with pages.
-    pub robots_status: Option<RobotsStatus>,
-    pub robots_http_code: Option<u16>,
-    pub robots_error: Option<String>,
-    pub robots_fetched_at: Option<Millis>,
-    pub crawl_delay_ms: Option<u64>,
-    pub sitemaps: Vec<String>,
-    /// Processed pages of the host.
-    pub pages: u64,
-    /// Its queue, fetches, robots.txt state and backoff in the pool that
-    /// holds it (a running crawl's `hosts`; `None` in the store's reports
-    /// and for a host no pool holds anything of).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub live: Option<crate::hosts::LiveHost>,
-}
-
 /// A search_results document (the paper's listing 3), as
 /// [`Queries::search_results`](crate::Queries::search_results) reads it
 /// back: where `search_text` found its text.
@@ -357,6 +355,25 @@ impl StoreCounts {
     /// Nothing left to do in the frontier.
     pub fn frontier_empty(&self) -> bool {
         self.pending == 0 && self.processing == 0
+    }
+}
+
+/// Pages queued for the full-text index and pages it has committed, in a
+/// status: "indexed N of M" (the master counts pages in as it queues them,
+/// the indexer counts them out at each commit).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IndexCounts {
+    /// Pages committed to the index since the node started.
+    pub indexed: u64,
+    /// Pages queued for the index since the node started (and the backlog
+    /// found at start, once read).
+    pub queued: u64,
+}
+
+impl IndexCounts {
+    /// Pages queued and not searchable yet.
+    pub fn backlog(&self) -> u64 {
+        self.queued.saturating_sub(self.indexed)
     }
 }
 

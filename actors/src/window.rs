@@ -18,6 +18,7 @@ use crate::monitor::{
 use crate::outage::{Outage, StoreHealth, Verdict};
 use crate::protocol::{IdleReason, NodeInfo, SlaveReport};
 use crate::refusals::{OnRefusal, REFUSED_RETRY_MS, Refusals};
+use crate::store_cycle::CycleWork;
 use crate::traps::TrapGuard;
 use crate::types::{Job, Millis, NewLink, PageRecord, ROBOTS_BLOCKED, StoreCounts, UrlKey};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -75,40 +76,6 @@ pub struct AbandonedMove {
 struct Recovery {
     deadline: Millis,
     waiting: BTreeSet<String>,
-}
-
-/// One store cycle's work, in the order the cycle does it: releases, then
-/// the batch's writes and the claim (one call, so the results just written
-/// free their room before the claim is sized), then lease renewals, then
-/// the counts the idle check needs.
-#[derive(Debug, Default)]
-pub struct CycleWork {
-    /// Return every URL this node leased to pending except these: what a
-    /// previous incarnation held that no pool adopted.
-    pub release_all_but: Option<Vec<UrlKey>>,
-    /// Return exactly these URLs to pending.
-    pub release: Vec<UrlKey>,
-    pub batch: CommitBatch,
-    pub claim: Option<ClaimRequest>,
-    /// Push these leases forward to the given time.
-    pub extend: Option<(Vec<UrlKey>, Millis)>,
-    /// Read the store's counts after the rest (someone waits for idleness).
-    pub counts: bool,
-    /// Queue again up to this many watched URLs whose check is due
-    /// (`Frontier::requeue_due`), before the claim.
-    pub sweep: Option<usize>,
-}
-
-impl CycleWork {
-    fn is_empty(&self) -> bool {
-        self.release_all_but.is_none()
-            && self.release.is_empty()
-            && self.batch.is_empty()
-            && self.claim.is_none()
-            && self.extend.is_none()
-            && !self.counts
-            && self.sweep.is_none()
-    }
 }
 
 /// What to do once a cycle is done.
@@ -791,7 +758,7 @@ impl Window {
             return None;
         }
         self.next_sweep = now + SWEEP_EVERY_MS;
-        Some(self.cfg.effective_window().max(SWEEP_MIN))
+        Some(self.cfg.effective_claim_window().max(SWEEP_MIN))
     }
 
     fn take_batch(&mut self, now: Millis) -> CommitBatch {
@@ -922,7 +889,7 @@ impl Window {
         {
             return None;
         }
-        let window = self.cfg.effective_window() * live_pools;
+        let (window, per_host_cap) = self.claim_limits();
         let held = self.outstanding.len();
         let mut limit = window.saturating_sub(held);
         if limit < window / 8 && held > window / 2 {
@@ -941,9 +908,24 @@ impl Window {
             owner: self.cfg.node_name.clone(),
             lease_until: now + self.cfg.lease.as_millis() as Millis,
             limit,
-            per_host_cap: self.cfg.effective_per_host_window(),
+            per_host_cap,
             held_per_host: self.per_host.clone(),
         })
+    }
+
+    /// The most URLs held claimed at once over the live nodes, and per
+    /// host: the window sizes, which follow the settings.
+    pub fn claim_limits(&self) -> (usize, usize) {
+        (
+            self.cfg.effective_claim_window() * self.live_nodes.len(),
+            self.cfg.effective_per_host_window(),
+        )
+    }
+
+    /// The node's settings changed at run time (an operator's `set`): the
+    /// window sizes follow them from the next claim.
+    pub fn retune(&mut self, cfg: CrawlConfig) {
+        self.cfg = cfg;
     }
 
     /// Hand claimed jobs to pools: a host keeps its node while the node
@@ -1199,7 +1181,7 @@ mod tests {
         CrawlConfig {
             node_name: "n1".into(),
             concurrency: 2,
-            window: 16,
+            claim_window: 16,
             per_host_window: 4,
             max_batch: 1024,
             ..CrawlConfig::default()
@@ -1274,6 +1256,29 @@ mod tests {
         let work = w.start_cycle(false, true, false, T0).expect("a cycle");
         assert!(work.claim.is_some(), "room to claim");
         w.cycle_done(jobs, None, &nodes(live), T0).dispatch
+    }
+
+    #[test]
+    fn the_claim_sizes_follow_a_set_concurrency_and_per_host() {
+        let defaults = CrawlConfig {
+            claim_window: 0,
+            per_host_window: 0,
+            ..cfg()
+        };
+        let mut w = running(defaults.clone(), &["a", "b"]);
+        assert_eq!(w.claim_limits(), (2 * 64 * 2, 8), "64 per slot and node");
+        w.retune(CrawlConfig {
+            concurrency: 1,
+            per_host: 3,
+            ..defaults
+        });
+        assert_eq!(w.claim_limits(), (64 * 2, 24));
+        let req = w
+            .start_cycle(false, true, false, T0)
+            .unwrap()
+            .claim
+            .unwrap();
+        assert_eq!((req.limit, req.per_host_cap), (128, 24));
     }
 
     #[test]
@@ -2078,7 +2083,8 @@ mod tests {
 
     #[test]
     fn watched_urls_get_their_next_check_and_their_changes_are_told() {
-        use crate::monitor::{Change, LastFetch};
+        use crate::monitor::Change;
+        use crate::types::LastFetch;
         let cfg = CrawlConfig {
             recrawl_every: Some(Duration::from_secs(10)),
             ..cfg()
@@ -2174,7 +2180,7 @@ mod tests {
     /// base, on a node without `recrawl_every` as on one with it.
     #[test]
     fn a_url_with_an_interval_of_its_own_is_watched_at_it() {
-        use crate::monitor::LastFetch;
+        use crate::types::LastFetch;
         let service = CrawlConfig {
             monitoring: true,
             ..cfg()

@@ -11,7 +11,7 @@ use nix::sys::resource::UsageWho;
 use std::time::Duration;
 use tantivy::schema::{Schema, TEXT};
 use tantivy::{Index, TantivyDocument};
-use web_crawler::actors::search::INDEX_TEXT_BYTES;
+use web_crawler::actors::INDEX_TEXT_BYTES;
 use web_crawler::actors::{PageIndex, PageText};
 
 /// tantivy's own examples' writer arena.

@@ -3,8 +3,6 @@
 
 #[cfg(feature = "mongodb")]
 mod mongo;
-#[cfg(feature = "mongodb")]
-mod mongo_owner;
 mod seen;
 mod sqlite;
 

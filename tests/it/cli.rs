@@ -383,7 +383,7 @@ async fn sigkill_mid_crawl_then_resume_loses_nothing(backend: Backend) {
     let mut cfg = CrawlConfig::default();
     cfg.concurrency = concurrency as usize;
     let window = cfg
-        .effective_window()
+        .effective_claim_window()
         .min(web.servers.len() * cfg.effective_per_host_window());
     let pages = web.canonical_targets().len();
     assert!(

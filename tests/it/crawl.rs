@@ -6,7 +6,7 @@ use std::collections::{HashMap, HashSet};
 use std::net::Ipv4Addr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use web_crawler::actors::{
     ClaimRequest, CommitBatch, CommitSummary, ControlError, Document, Frontier, Job, Operation,
     OperationError, OperationOutput, OperationSpec, PageContext, PageQuery, ProcessedUrl, Record,
@@ -289,6 +289,146 @@ async fn search_text_records_where_readers_see_the_text(b: Backend) {
         .unwrap()
         .unwrap();
     assert_eq!(other.record.operation, OperationSpec::search_text("needle"));
+}
+
+/// #26 item 3: an operator's `set concurrency` and `set delay` are the
+/// node's runtime settings, not the actors' copies: the master's window
+/// follows them at once, and a pool killed and restarted and a master
+/// restarted by the operator keep them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn settings_set_at_run_time_hold_across_restarts_and_size_the_window() {
+    use web_crawler::actors::{ActorState, ChildRole, ControlReply, ControlRequest, Setting};
+    use web_crawler::actors::{RestartIntensity, Status};
+    // Four hosts whose every answer takes 100 ms; each request's start is logged.
+    let starts: Arc<std::sync::Mutex<Vec<(String, String, Instant)>>> = Arc::default();
+    let mut servers = Vec::new();
+    for i in 0..4 {
+        let listener = reserve(Ipv4Addr::new(127, 0, 40, 1 + i));
+        let host = listener.local_addr().unwrap().to_string();
+        let log = starts.clone();
+        let server = TestServer::serve_fn(listener, move |req| {
+            let path = req.uri().path().to_string();
+            log.lock()
+                .unwrap()
+                .push((host.clone(), path, Instant::now()));
+            let page = match req.uri().path() {
+                "/robots.txt" => Page::not_found(),
+                "/" => page_with_links(&format!("{host} home"), &["/a", "/b"]),
+                path => Page::html(format!("<p>{host} page {path}</p>")),
+            };
+            page.delay(Duration::from_millis(100))
+        })
+        .await;
+        servers.push(server);
+    }
+    let mut s = settings("runtime-settings");
+    s.crawl.restart_intensity = RestartIntensity::new(5, Duration::from_secs(60));
+    let pool_name = s.crawl.pool_name();
+    let app = start(Backend::sqlite().open().await, s).await.unwrap();
+    let control = app.control();
+    let status_until = |want: fn(&Status) -> bool| {
+        let app = &app;
+        async move {
+            for _ in 0..200 {
+                let status = app.status().await.unwrap();
+                if want(&status) {
+                    return status;
+                }
+                tokio::time::sleep(Duration::from_millis(25)).await;
+            }
+            panic!("{:?}", app.status().await.unwrap())
+        }
+    };
+    let status = status_until(|s| s.claim_window > 0).await;
+    assert_eq!(
+        status.claim_window,
+        8 * 64,
+        "one node's window at concurrency 8"
+    );
+    for setting in [Setting::Concurrency(1), Setting::DelayMs(300)] {
+        control
+            .request(&ControlRequest::Set { setting })
+            .await
+            .unwrap();
+    }
+    status_until(|s| s.claim_window == 64).await;
+
+    // The pool crashes; the operator restarts the master.
+    ractor::registry::where_is(pool_name)
+        .expect("the pool runs")
+        .kill();
+    let restarted = |role| {
+        let app = &app;
+        async move {
+            for _ in 0..200 {
+                let children = app.which_children().await.unwrap();
+                if children.iter().any(|c| c.role == role && c.restarts == 1) {
+                    return;
+                }
+                tokio::time::sleep(Duration::from_millis(25)).await;
+            }
+            panic!("{role:?} restarted")
+        }
+    };
+    restarted(ChildRole::Pool).await;
+    control
+        .request(&ControlRequest::RestartMaster)
+        .await
+        .unwrap();
+    restarted(ChildRole::Master).await;
+    let status = status_until(|s| s.master_restarts == 1 && s.claim_window > 0).await;
+    assert_eq!(
+        status.claim_window, 64,
+        "the restarted master's window: concurrency 1"
+    );
+    let state = control
+        .request(&ControlRequest::State {
+            actor: "config".into(),
+        })
+        .await
+        .unwrap();
+    let ControlReply::State(ActorState::Config(config)) = state else {
+        panic!("{state:?}")
+    };
+    assert_eq!(config.concurrency, 1);
+    assert_eq!(config.min_delay, Duration::from_millis(300));
+
+    // The restarted pool fetches one request at a time over the four
+    // hosts, each host's pages 300 ms apart.
+    for server in &servers {
+        app.add_url(&server.url("/")).await.unwrap();
+    }
+    let idle = tokio::time::timeout(Duration::from_secs(60), app.wait_idle())
+        .await
+        .expect("crawl finishes")
+        .unwrap();
+    assert_eq!(idle, IdleReason::FrontierEmpty);
+    app.stop(Duration::from_secs(5)).await.unwrap();
+    let mut starts = starts.lock().unwrap().clone();
+    starts.sort_by_key(|(_, _, at)| *at);
+    // Robots.txt, sitemaps and the soft-404 probe too: every request.
+    for pair in starts.windows(2) {
+        let gap = pair[1].2 - pair[0].2;
+        assert!(
+            gap >= Duration::from_millis(95),
+            "one request at a time: {gap:?} between {pair:?}"
+        );
+    }
+    for server in &servers {
+        let host = server.addr.to_string();
+        let pages: Vec<&(String, String, Instant)> = starts
+            .iter()
+            .filter(|(h, path, _)| *h == host && ["/", "/a", "/b"].contains(&path.as_str()))
+            .collect();
+        assert_eq!(pages.len(), 3, "{host}'s pages, once each: {starts:?}");
+        for pair in pages.windows(2) {
+            let gap = pair[1].2 - pair[0].2;
+            assert!(
+                gap >= Duration::from_millis(290),
+                "{host}: {gap:?} between two pages"
+            );
+        }
+    }
 }
 
 /// Embedding: `AppHandle::control()` reads what the console lists (pages
@@ -794,7 +934,7 @@ async fn a_killed_master_is_restarted_and_adopts_the_pools_work(b: Backend) {
     let server = TestServer::start(Ipv4Addr::new(127, 0, 0, 10), pages).await;
     let store = b.open().await;
     let s = settings("kill-master");
-    let window = s.crawl.effective_window() as u32;
+    let window = s.crawl.effective_claim_window() as u32;
     let app = start(store.clone(), s).await.unwrap();
     app.add_url(&server.url("/")).await.unwrap();
     assert!(wait_for(Duration::from_secs(30), || server.total_hits() >= 10).await);

@@ -25,7 +25,7 @@ fn settings(index: &Path) -> Settings {
     s.crawl.min_delay = Duration::ZERO;
     s.crawl.tick = Duration::from_millis(50);
     s.crawl.index_commit_every = Duration::from_millis(200);
-    s.index = Some(index.to_path_buf());
+    s.index_dir = Some(index.to_path_buf());
     s
 }
 

@@ -1,6 +1,7 @@
 //! The claim path: leasing the best pending URLs, host by host.
 
-use super::rows::{Fail, int_col, operation_col, text_col};
+use super::columns::{int_col, operation_col, text_col};
+use super::errors::Fail;
 use super::schema::{
     CLAIM_UPDATE, EXPIRE_LEASES, EXTEND_LEASE, HOST_CANDIDATES, LAST_FETCH, LEASED_BY,
     PENDING_HOSTS, RELEASE_ID, RELEASE_KEY,
@@ -8,8 +9,8 @@ use super::schema::{
 use crate::store::seen::{Seen, SeenWindow, key_hash};
 use rusqlite::{OptionalExtension, Transaction, params};
 use std::collections::{HashMap, HashSet};
+use web_crawler_actors::LastFetch;
 use web_crawler_actors::frontier::round_robin;
-use web_crawler_actors::monitor::LastFetch;
 use web_crawler_actors::{ClaimRequest, Job, Millis, OperationSpec, UrlKey, now_ms};
 
 // --- claim ------------------------------------------------------------------

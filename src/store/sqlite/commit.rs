@@ -1,7 +1,9 @@
 //! The commit path: links into the frontier, pages, records, retries, hosts.
 
+use super::columns::{json_err, operation_col, opt_int_col, to_i64};
+use super::errors::Fail;
 use super::referrals::write_referrals;
-use super::rows::{Fail, json_err, operation_col, opt_int_col, record_key, to_i64};
+use super::rows::record_key;
 use super::schema::{
     CLEAR_CHECK, DELETE_PENDING, DUE_CHECKS, INSERT_PENDING, MERGE_PENDING, PENDING_AT,
     PROCESSED_AT, RECORD_DELETE, RETRY, SAME_CONTENT, SET_CHECK_EVERY, TOUCH_PROCESSED,

@@ -13,7 +13,9 @@
 //! trait impls that call into those.
 
 mod claim;
+mod columns;
 mod commit;
+mod errors;
 mod lock;
 mod referrals;
 mod rows;
@@ -22,8 +24,8 @@ mod wal;
 
 use self::claim::apply_claim;
 use self::commit::{apply_commit, file_keys, write_credit};
+use self::errors::{Fail, is_unreadable};
 pub use self::lock::WriterLock;
-use self::rows::{Fail, is_unreadable};
 use self::schema::init;
 pub use self::wal::WalState;
 use self::wal::{WARN_BYTES, WalEvent, WalWatch};

@@ -1,6 +1,6 @@
 //! Who links to what: one link list per referring page.
 
-use super::rows::Fail;
+use super::errors::Fail;
 use super::schema::{ALL_REFERRERS, INSERT_REFERRER, REFERRER_LINKS, UPDATE_REFERRER};
 use rusqlite::{OptionalExtension, Transaction, params};
 use std::collections::HashMap;

@@ -1,7 +1,7 @@
 //! The table layout: what `open` creates or migrates, and every statement the
 //! store runs, compiled against the file when it is opened.
 
-use super::rows::{Fail, ffi_error};
+use super::errors::{Fail, ffi_error};
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior};
 use std::time::Duration;
 
@@ -388,7 +388,7 @@ pub(super) const DUE_CHECKS: &str = "SELECT url, operation, host, depth FROM pro
 
 pub(super) const CLEAR_CHECK: &str = "UPDATE processed_urls SET d_next_check = NULL WHERE url = ?1";
 
-/// What a claimed URL's last fetch left (`monitor::LastFetch`).
+/// What a claimed URL's last fetch left (`LastFetch`).
 pub(super) const LAST_FETCH: &str = "SELECT http_returncode, content_hash, etag, last_modified,
         check_interval_ms, check_every_ms
     FROM processed_urls WHERE url = ?1";

@@ -1,13 +1,16 @@
 //! The two store backends, opened the same way for the tests that run on both.
 //! MongoDB tests use the server `scripts/mongo-server.sh` starts (the test
 //! command starts it first; a bare `cargo test` starts it on demand). If no
-//! server can be had, they fail loudly: they never skip.
+//! server can be had, they fail loudly: they never skip. Without the
+//! `mongodb` feature there is one backend and each `on_both_backends!` test
+//! runs on SQLite alone.
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use web_crawler::actors::Store;
-use web_crawler::store::{MongoStore, SqliteStore};
+#[cfg(feature = "mongodb")]
+use web_crawler::store::MongoStore;
+use web_crawler::store::SqliteStore;
 
 /// Where a test's store lives; `open` again = a restarted process.
 pub enum Backend {
@@ -15,6 +18,7 @@ pub enum Backend {
         _dir: tempfile::TempDir,
         path: PathBuf,
     },
+    #[cfg(feature = "mongodb")]
     Mongo {
         uri: String,
         database: String,
@@ -32,7 +36,9 @@ impl Backend {
     }
 
     /// A fresh database on the test server, named after the test.
+    #[cfg(feature = "mongodb")]
     pub fn mongo(test: &str) -> Backend {
+        use std::sync::atomic::{AtomicUsize, Ordering};
         static N: AtomicUsize = AtomicUsize::new(0);
         let database = format!(
             "wc_{}_{}_{}",
@@ -53,6 +59,7 @@ impl Backend {
     pub async fn open(&self) -> Arc<dyn Store> {
         match self {
             Backend::Sqlite { path, .. } => Arc::new(SqliteStore::open(path).unwrap()),
+            #[cfg(feature = "mongodb")]
             Backend::Mongo { uri, database, .. } => {
                 Arc::new(MongoStore::connect(uri, database).await.unwrap())
             }
@@ -60,18 +67,25 @@ impl Backend {
     }
 
     pub fn is_mongo(&self) -> bool {
-        matches!(self, Backend::Mongo { .. })
+        match self {
+            Backend::Sqlite { .. } => false,
+            #[cfg(feature = "mongodb")]
+            Backend::Mongo { .. } => true,
+        }
     }
 
     /// The full-text index directory of a crawl of this store.
+    #[cfg(feature = "search")]
     pub fn index_dir(&self) -> PathBuf {
         match self {
             Backend::Sqlite { path, .. } => web_crawler::search::index_dir_for(path),
+            #[cfg(feature = "mongodb")]
             Backend::Mongo { dir, .. } => dir.path().join("index"),
         }
     }
 
     /// CLI flags selecting this store (and, for MongoDB, where its index is).
+    #[cfg(feature = "cli")]
     pub fn cli_args(&self) -> Vec<String> {
         match self {
             Backend::Sqlite { path, .. } => vec!["--db".into(), path.display().to_string()],
@@ -88,7 +102,9 @@ impl Backend {
 }
 
 /// The test server's URI: `WEB_CRAWLER_TEST_MONGODB_URI`, or one started now.
+#[cfg(feature = "mongodb")]
 pub fn mongo_uri() -> String {
+    use std::sync::OnceLock;
     static URI: OnceLock<String> = OnceLock::new();
     URI.get_or_init(|| {
         if let Ok(uri) = std::env::var("WEB_CRAWLER_TEST_MONGODB_URI") {
@@ -118,6 +134,7 @@ macro_rules! on_both_backends {
             async fn sqlite() {
                 super::$body($crate::common::backend::Backend::sqlite()).await;
             }
+            #[cfg(feature = "mongodb")]
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn mongo() {
                 super::$body($crate::common::backend::Backend::mongo(stringify!($name))).await;

@@ -21,6 +21,7 @@ pub async fn wait_for(timeout: Duration, mut cond: impl FnMut() -> bool) -> bool
     cond()
 }
 
+#[cfg(feature = "cli")]
 /// The `web_crawler` binary, quiet, run from the temporary directory (a
 /// MongoDB crawl's index defaults to the current one), killed with its test.
 pub fn bin() -> tokio::process::Command {

@@ -1,6 +1,6 @@
 //! One crawling master per MongoDB database. Two masters on one database
 //! would claim each other's URLs and double each host's load; the embedded
-//! store has an OS file lock for that ([`super::WriterLock`]), a database
+//! store has an OS file lock for that ([`crate::store::WriterLock`]), a database
 //! shared over the network needs a lease: the document `_id: "frontier"`
 //! of the `crawl_owner` collection names the process that drives the
 //! frontier and until when ([`LEASE_MS`]); that process renews it every
@@ -12,6 +12,7 @@
 //! and its lease runs out within [`LEASE_MS`], after which the newcomer
 //! takes over. The rule is [`verdict`], a pure function of what was seen.
 
+use super::errors::is_duplicate_key;
 use mongodb::bson::{Document, doc, oid::ObjectId};
 use mongodb::{Collection, Database};
 use std::sync::{Arc, Mutex};
@@ -245,7 +246,7 @@ async fn take(
             first.insert("_id", ID);
             match owners.insert_one(first).await {
                 Ok(_) => Ok(true),
-                Err(e) if super::mongo::is_duplicate_key(&e) => Ok(false),
+                Err(e) if is_duplicate_key(&e) => Ok(false),
                 Err(e) => Err(e),
             }
         }

@@ -1,10 +1,12 @@
-//! The tree's `Fetcher` behaviour over [`HttpFetcher`].
+//! The tree's behaviours over this crate's parts that need more than their
+//! own module: `Fetcher` over [`HttpFetcher`] and, with the `search`
+//! feature, `PageIndex` over the tantivy `SearchIndex`.
 //!
 //! The trait bundles page fetches with robots.txt reports, so its impl needs
 //! both `fetch` and `robots`. It lives here rather than in either of them:
 //! `robots` already uses `fetch` to get robots.txt, and an impl inside `fetch`
 //! would make `fetch` depend on `robots` again. Dependencies thus run one way,
-//! behaviours → robots → fetch. The `Extractor` and `RobotsRules` impls need
+//! behaviour_impls → robots → fetch. The `Extractor` and `RobotsRules` impls need
 //! nothing but their own module, so they stay beside their types.
 
 use url::Url;
@@ -27,7 +29,7 @@ impl web_crawler_actors::Fetcher for HttpFetcher {
     async fn fetch_if_changed(
         &self,
         url: &str,
-        last: &web_crawler_actors::monitor::LastFetch,
+        last: &web_crawler_actors::LastFetch,
     ) -> Result<web_crawler_actors::FetchedPage, web_crawler_actors::FetchFailure> {
         let parsed =
             Url::parse(url).map_err(|e| failure(FetchError::InvalidUrl(format!("{url}: {e}"))))?;

@@ -1,41 +1,24 @@
-//! The operator's remote shell (`web_crawler console`, like `erl -remsh`)
-//! and the one-shot script commands: both send `ControlRequest`s to a
-//! running cluster and print the replies.
+//! The operator's remote shell (`web_crawler console`, like `erl -remsh`):
+//! it sends `ControlRequest`s to a running cluster and renders the
+//! replies, as the one-shot script commands (`remote.rs`) print them too.
 
-use crate::cli::parse_watch;
+use super::parse::parse_watch;
+use super::rows::{
+    AVAILABILITY_HEADER, CHANGES_HEADER, LIVE_HOSTS_HEADER, availability_row, change_row,
+    live_host_row, requests,
+};
 use anyhow::{Context, Result, bail};
 use serde_json::Value;
 use std::io::{BufRead, IsTerminal, Write};
-use std::path::Path;
 use std::time::Duration;
 use web_crawler::actors::Remote;
 use web_crawler::actors::monitor::WATCH_OFF;
 use web_crawler::actors::outage::{human_duration, utc_time};
 use web_crawler::actors::{
-    ControlRequest, HostSummary, LiveRobots, OperationSpec, Setting, Status,
+    ControlReply, ControlRequest, HostListing, Listing, NodeStopping, OperationSpec, Paused,
+    Restarted, Setting, Status,
 };
 use web_crawler::operations::mirror;
-
-/// The cookie from a cookie file (as `.erlang.cookie`): trimmed, never printed.
-pub(crate) fn read_cookie(path: &Path) -> Result<String> {
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("cannot read cookie file {}", path.display()))?;
-    let cookie = text.trim().to_string();
-    if cookie.is_empty() {
-        bail!("cookie file {} is empty", path.display());
-    }
-    Ok(cookie)
-}
-
-pub(crate) async fn connect(addr: &str, cookie_file: &Path, timeout: Duration) -> Result<Remote> {
-    let cookie = read_cookie(cookie_file)?;
-    Ok(Remote::connect(addr, &cookie, timeout).await?)
-}
-
-/// One request; a refusal becomes an error with the node's reason.
-pub(crate) async fn request(remote: &Remote, req: &ControlRequest) -> Result<Value> {
-    Ok(remote.request(req).await?)
-}
 
 /// Parse an operation given on a command line: nothing (crawl),
 /// `search TEXT...` or `mirror`.
@@ -272,12 +255,12 @@ fn usage_error(cmd: &str, args: &[&str]) -> anyhow::Error {
 }
 
 /// `status`'s word on a store the master waits for: since when, and why.
-fn store_away(v: &Value) -> String {
-    match v["store_unreachable_since"].as_i64() {
+fn store_away(s: &Status) -> String {
+    match s.store_unreachable_since {
         Some(since) => format!(
             "\nstore unreachable since {} ({}); the crawl waits for it",
             utc_time(since),
-            v["store_error"].as_str().unwrap_or("no answer")
+            s.store_error.as_deref().unwrap_or("no answer")
         ),
         None => String::new(),
     }
@@ -285,90 +268,60 @@ fn store_away(v: &Value) -> String {
 
 /// Pages per second now and on average, apart: the run's average keeps
 /// falling while the crawl is idle, the recent rate says 0.
-pub(crate) fn rates(v: &Value) -> String {
+pub(crate) fn rates(s: &Status) -> String {
     format!(
         "{:.1} pages/s in the last {} s, {:.1} on average",
-        v["recent_pages_per_sec"].as_f64().unwrap_or(0.0),
+        s.recent_pages_per_sec,
         web_crawler::actors::rate::RECENT_MS / 1_000,
-        v["pages_per_sec"].as_f64().unwrap_or(0.0),
+        s.pages_per_sec,
     )
 }
 
-/// Requests running now, counted in words: `1 request`, `3 requests`.
-/// URLs claimed from the store are another number (`claimed`): at
-/// `--per-host 1` a host has one request in flight however many of its
-/// URLs wait at the pool.
-pub(crate) fn requests(n: u64) -> String {
-    match n {
-        1 => "1 request".to_string(),
-        n => format!("{n} requests"),
-    }
-}
-
 /// Human-readable rendering of a reply.
-pub(crate) fn render(req: &ControlRequest, v: &Value) -> String {
-    let n = |k: &str| v.get(k).and_then(Value::as_u64).unwrap_or(0);
-    match req {
-        ControlRequest::Status => format!(
+pub(crate) fn render(reply: &ControlReply) -> String {
+    match reply {
+        ControlReply::Status(s) => format!(
             "node {}: {} processed, {} pending, {} claimed, {} failed, {} in flight, {}{}{}",
-            v["node"].as_str().unwrap_or("?"),
-            n("processed"),
-            n("pending"),
-            n("in_flight"),
-            n("failed"),
-            requests(n("requests_in_flight")),
-            rates(v),
-            if v["paused"].as_bool() == Some(true) {
-                " (paused)"
-            } else {
-                ""
-            },
-            store_away(v)
+            s.node,
+            s.store.processed,
+            s.store.pending,
+            s.in_flight,
+            s.store.failed,
+            requests(s.requests_in_flight),
+            rates(s),
+            if s.paused { " (paused)" } else { "" },
+            store_away(s)
         ),
-        ControlRequest::Nodes => {
+        ControlReply::Nodes(nodes) => {
             let mut out = String::from("node\tload\thosts");
-            for node in v.as_array().into_iter().flatten() {
-                out.push_str(&format!(
-                    "\n{}\t{}\t{}",
-                    node["node"].as_str().unwrap_or("?"),
-                    node["load"],
-                    node["hosts"]
-                ));
+            for node in nodes {
+                out.push_str(&format!("\n{}\t{}\t{}", node.node, node.load, node.hosts));
             }
             out
         }
-        ControlRequest::Tree => {
+        ControlReply::Tree(tree) => {
             let mut out = format!(
                 "{} ({} strategy {}, intensity {} in {}s)",
-                v["sup"].as_str().unwrap_or("?"),
-                v["node"].as_str().unwrap_or("?"),
-                v["strategy"].as_str().unwrap_or("?"),
-                v["intensity"]["max_restarts"],
-                v["intensity"]["period_s"]
+                tree.sup,
+                tree.node,
+                tree.strategy,
+                tree.intensity.max_restarts,
+                tree.intensity.period_s
             );
-            for c in v["children"].as_array().into_iter().flatten() {
+            for c in &tree.children {
                 out.push_str(&format!(
-                    "\n├── {} ({}, node {}, restarts {})",
-                    c["name"].as_str().unwrap_or("?"),
-                    c["role"].as_str().unwrap_or("?"),
-                    v["node"].as_str().unwrap_or("?"),
-                    c["restarts"]
+                    "\n├── {} ({:?}, node {}, restarts {})",
+                    c.name, c.role, tree.node, c.restarts
                 ));
             }
-            for p in v["pools"].as_array().into_iter().flatten() {
-                if p["node"] != v["node"] {
-                    out.push_str(&format!(
-                        "\n└── {} (Pool, node {})",
-                        p["name"].as_str().unwrap_or("?"),
-                        p["node"].as_str().unwrap_or("?")
-                    ));
-                }
+            for p in tree.pools.iter().filter(|p| p.node != tree.node) {
+                out.push_str(&format!("\n└── {} (Pool, node {})", p.name, p.node));
             }
             out
         }
-        ControlRequest::AddUrl { .. } => format!("queued {}", v.as_str().unwrap_or("?")),
-        ControlRequest::Pending { .. } => list(v, |p| {
-            let watch = match p["check_every_ms"].as_i64() {
+        ControlReply::Queued(url) => format!("queued {url}"),
+        ControlReply::Pending(pending) => list(pending, |p| {
+            let watch = match p.check_every_ms {
                 Some(WATCH_OFF) => "\twatch off".to_string(),
                 Some(ms) => {
                     let every = Duration::from_millis(ms.unsigned_abs());
@@ -376,95 +329,77 @@ pub(crate) fn render(req: &ControlRequest, v: &Value) -> String {
                 }
                 None => String::new(),
             };
-            format!(
-                "{}\t{}\tattempts {}{watch}",
-                p["status"].as_str().unwrap_or("?"),
-                p["url"].as_str().unwrap_or("?"),
-                p["attempts"]
-            )
+            format!("{}\t{}\tattempts {}{watch}", p.status, p.url, p.attempts)
         }),
-        ControlRequest::Processed { .. } | ControlRequest::Failed { .. } => list(v, |p| {
-            let status = p["http_returncode"]
-                .as_u64()
-                .map_or("-".to_string(), |c| c.to_string());
-            let error = p["error"]
-                .as_str()
+        ControlReply::Pages(pages) => list(pages, |p| {
+            let r = &p.record;
+            let status = r.http_returncode.map_or("-".to_string(), |c| c.to_string());
+            let error = r
+                .error
+                .as_deref()
                 .map(|e| format!("\t{e}"))
                 .unwrap_or_default();
-            format!(
-                "{status}\t{}\tnode {}{error}",
-                p["url"].as_str().unwrap_or("?"),
-                p["node"].as_str().unwrap_or("?")
-            )
+            format!("{status}\t{}\tnode {}{error}", r.url, r.node)
         }),
-        ControlRequest::Search { .. } => {
+        ControlReply::Search(answer) => {
             let mut out = String::new();
-            if let Some(corrected) = v["did_you_mean"].as_str() {
+            if let Some(corrected) = &answer.did_you_mean {
                 out.push_str(&format!("did you mean: {corrected}\n"));
             }
-            out.push_str(&list(&v["results"], |hit| {
+            out.push_str(&list(&answer.results, |hit| {
                 format!(
                     "{:.3}\t{}\t{}\n\t{}",
-                    hit["score"].as_f64().unwrap_or(0.0),
-                    hit["url"].as_str().unwrap_or("?"),
-                    hit["title"].as_str().unwrap_or(""),
-                    hit["snippet"].as_str().unwrap_or("")
+                    hit.score, hit.url, hit.title, hit.snippet
                 )
             }));
             out
         }
-        ControlRequest::SearchResults { .. } => counted(v, |r| {
-            let positions: Vec<String> = r["positions"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .map(Value::to_string)
-                .collect();
-            format!(
-                "{}\t{:?}\t{}",
-                r["url"].as_str().unwrap_or("?"),
-                r["text"].as_str().unwrap_or("?"),
-                positions.join(",")
-            )
+        ControlReply::SearchResults(results) => counted(results, |r| {
+            let positions: Vec<String> = r.positions.iter().map(u64::to_string).collect();
+            format!("{}\t{:?}\t{}", r.url, r.text, positions.join(","))
         }),
-        ControlRequest::Hosts { .. } => hosts_listing(v),
-        ControlRequest::Availability { .. } => {
-            format!(
-                "{AVAILABILITY_HEADER}\n{}",
-                counted(v, typed(availability_row))
-            )
+        ControlReply::Hosts(hosts) => hosts_listing(hosts),
+        ControlReply::Availability(rows) => {
+            format!("{AVAILABILITY_HEADER}\n{}", counted(rows, availability_row))
         }
-        ControlRequest::Changes { .. } => {
-            format!("{CHANGES_HEADER}\n{}", counted(v, typed(change_row)))
+        ControlReply::Changes(rows) => format!("{CHANGES_HEADER}\n{}", counted(rows, change_row)),
+        ControlReply::Paused(Paused { paused: true }) => {
+            "paused: no new URLs are handed out".to_string()
         }
-        ControlRequest::Pause => "paused: no new URLs are handed out".to_string(),
-        ControlRequest::Resume => "resumed".to_string(),
-        ControlRequest::Set { setting } => {
-            let what = match setting {
+        ControlReply::Paused(Paused { paused: false }) => "resumed".to_string(),
+        ControlReply::SettingChanged(changed) => {
+            let what = match &changed.setting {
                 Setting::DelayMs(ms) => format!("delay {ms} ms"),
                 Setting::PerHost(n) => format!("per-host {n}"),
                 Setting::Concurrency(n) => format!("concurrency {n}"),
                 other => format!("{other:?}"),
             };
-            format!("{what} on {}", nodes_of(v))
+            format!("{what} on {}", nodes_of(&changed.nodes))
         }
-        ControlRequest::PauseHost { host, paused } => format!(
-            "{host} {} on {}",
-            if *paused { "paused" } else { "resumed" },
-            nodes_of(v)
+        ControlReply::HostPaused(h) => format!(
+            "{} {} on {}",
+            h.host,
+            if h.paused { "paused" } else { "resumed" },
+            nodes_of(&h.nodes)
         ),
-        _ => serde_json::to_string_pretty(v).unwrap_or_default(),
+        ControlReply::NodeStopping(NodeStopping { node }) => {
+            format!("node {node} is stopping; what it held goes back to pending")
+        }
+        ControlReply::Restarted(Restarted { child }) => {
+            let child = format!("{child:?}").to_lowercase();
+            format!(
+                "{child} restarted (an operator's restart is not counted against the restart \
+                 intensity); this console now talks to the new {child}"
+            )
+        }
+        // `state ACTOR`: the actor's state, whole.
+        ControlReply::State(state) => serde_json::to_string_pretty(state).unwrap_or_default(),
+        other => serde_json::to_string_pretty(other).unwrap_or_default(),
     }
 }
 
-/// `node(s) a, b` of a reply's `nodes`.
-fn nodes_of(v: &Value) -> String {
-    let nodes: Vec<&str> = v["nodes"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_str)
-        .collect();
+/// `N node(s): a, b`.
+fn nodes_of(nodes: &[String]) -> String {
     format!("{} node(s): {}", nodes.len(), nodes.join(", "))
 }
 
@@ -551,151 +486,47 @@ const TOP_TERMINAL_FRAMES: usize = 3600;
 /// `top`'s frames on a pipe without N.
 const TOP_PIPE_FRAMES: usize = 5;
 
-/// The columns of `report availability`.
-pub(crate) const AVAILABILITY_HEADER: &str = "url\tchecks\tuptime\tp50_ms\tp95_ms\tlast_failure";
-
-/// One URL's availability.
-pub(crate) fn availability_row(a: &web_crawler::actors::monitor::Availability) -> String {
-    let failure = match (a.last_failure, &a.last_failure_reason) {
-        (Some(at), Some(why)) => format!("{} ({why})", utc_time(at)),
-        (Some(at), None) => utc_time(at),
-        _ => "-".to_string(),
-    };
-    format!(
-        "{}\t{}\t{:.1}%\t{}\t{}\t{failure}",
-        a.url, a.checks, a.uptime_pct, a.p50_ms, a.p95_ms
-    )
-}
-
-/// The columns of `report changes`.
-pub(crate) const CHANGES_HEADER: &str = "at\turl\tchange\tstatus\treason";
-
-/// One change of a watched URL.
-pub(crate) fn change_row(e: &web_crawler::actors::monitor::StatusEvent) -> String {
-    let code = |c: Option<u16>| c.map_or("-".to_string(), |c| c.to_string());
-    format!(
-        "{}\t{}\t{}\t{} -> {}\t{}",
-        utc_time(e.at),
-        e.url,
-        e.change,
-        code(e.previous_returncode),
-        code(e.http_returncode),
-        e.reason.as_deref().unwrap_or("-")
-    )
-}
-
-/// The columns of `report hosts` (the store's facts).
-pub(crate) const HOSTS_HEADER: &str = "host\trobots\tcrawl_delay_ms\tpages\tsitemaps";
-
-/// One host of `report hosts`.
-pub(crate) fn host_row(h: &HostSummary) -> String {
-    format!("{}\t{}\t{}", h.host, robots_of(h), stored_columns(h))
-}
-
-/// The columns of the console's `hosts`: what the pool holding each host
-/// does with it now, then the store's facts.
-const LIVE_HOSTS_HEADER: &str =
-    "host\tnode\tqueued\tin_flight\trobots\tbackoff\tcrawl_delay_ms\tpages\tsitemaps";
-
-/// One host of the console's `hosts`; `-` where no pool holds anything of it.
-fn live_host_row(h: &HostSummary) -> String {
-    let live = match &h.live {
-        None => "-\t-\t-".to_string(),
-        Some(l) => {
-            let mut node = l.node.clone();
-            for (flag, word) in [(l.paused, "paused"), (l.moving, "moving")] {
-                if flag {
-                    node.push_str(&format!(" ({word})"));
-                }
-            }
-            format!("{node}\t{}\t{}", l.queued, l.in_flight)
-        }
-    };
-    let backoff = match &h.live {
-        Some(l) if l.backoff_ms > 0 => format!("{:.1}s", l.backoff_ms as f64 / 1000.0),
-        _ => "-".to_string(),
-    };
-    format!(
-        "{}\t{live}\t{}\t{backoff}\t{}",
-        h.host,
-        robots_of(h),
-        stored_columns(h)
-    )
-}
-
-/// A host's robots.txt: its pool's state while that is not the rules in
-/// hand (to fetch, fetching, unreachable) or nothing is stored, else the
-/// stored status.
-fn robots_of(h: &HostSummary) -> String {
-    match (h.live.as_ref().map(|l| l.robots), h.robots_status) {
-        (Some(live), stored) if live != LiveRobots::Ready || stored.is_none() => {
-            live.as_str().to_string()
-        }
-        (_, None) => "-".to_string(),
-        (_, Some(status)) => match h.robots_http_code {
-            Some(code) => format!("{status} ({code})"),
-            None => status.to_string(),
-        },
-    }
-}
-
-/// The store's columns of a host: crawl delay, pages, sitemaps.
-fn stored_columns(h: &HostSummary) -> String {
-    let sitemaps = if h.sitemaps.is_empty() {
-        "-".to_string()
-    } else {
-        h.sitemaps.join(" ")
-    };
-    let delay = h
-        .crawl_delay_ms
-        .map_or("-".to_string(), |ms| ms.to_string());
-    format!("{delay}\t{}\t{sitemaps}", h.pages)
-}
-
 /// The console's `hosts`: its rows, how many were left out, how many hosts
 /// have work, and the nodes that did not answer.
-fn hosts_listing(v: &Value) -> String {
-    let mut out = format!("{LIVE_HOSTS_HEADER}\n{}", counted(v, typed(live_host_row)));
-    let busy = v["busy"].as_u64().unwrap_or(0);
-    if busy > 0 {
+fn hosts_listing(hosts: &HostListing) -> String {
+    let rows = Listing {
+        total: hosts.total,
+        items: hosts.items.clone(),
+    };
+    let mut out = format!("{LIVE_HOSTS_HEADER}\n{}", counted(&rows, live_host_row));
+    if hosts.busy > 0 {
         out.push_str(&format!(
-            "\n{busy} host(s) with URLs queued or being fetched"
+            "\n{} host(s) with URLs queued or being fetched",
+            hosts.busy
         ));
     }
-    for node in v["silent_nodes"].as_array().into_iter().flatten() {
+    for node in &hosts.silent_nodes {
         out.push_str(&format!(
-            "\nnode {} did not answer in time: its hosts show no queue",
-            node.as_str().unwrap_or("?")
+            "\nnode {node} did not answer in time: its hosts show no queue"
         ));
     }
     out
 }
 
-/// A `{"total", "items"}` answer: its rows, and how many were left out.
-fn counted(v: &Value, row: impl Fn(&Value) -> String) -> String {
-    let mut out = list(&v["items"], row);
-    let shown = v["items"].as_array().map_or(0, Vec::len) as u64;
-    let total = v["total"].as_u64().unwrap_or(shown);
-    if total > shown {
-        out.push_str(&format!("\n... {} more ({total} in all)", total - shown));
+/// A listing's rows, and how many were left out.
+fn counted<T>(listing: &Listing<T>, row: impl Fn(&T) -> String) -> String {
+    let mut out = list(&listing.items, row);
+    let shown = listing.items.len();
+    if listing.total > shown {
+        out.push_str(&format!(
+            "\n... {} more ({} in all)",
+            listing.total - shown,
+            listing.total
+        ));
     }
     out
 }
 
-/// A row of a listing whose items are `T`s, by `row`.
-fn typed<T: serde::de::DeserializeOwned>(row: fn(&T) -> String) -> impl Fn(&Value) -> String {
-    move |v| {
-        serde_json::from_value(v.clone()).map_or_else(|e| format!("(unreadable: {e})"), |t| row(&t))
+fn list<T>(items: &[T], row: impl Fn(&T) -> String) -> String {
+    if items.is_empty() {
+        return "(none)".to_string();
     }
-}
-
-fn list(v: &Value, row: impl Fn(&Value) -> String) -> String {
-    let rows: Vec<String> = v.as_array().into_iter().flatten().map(row).collect();
-    if rows.is_empty() {
-        "(none)".to_string()
-    } else {
-        rows.join("\n")
-    }
+    items.iter().map(row).collect::<Vec<_>>().join("\n")
 }
 
 /// The interactive shell. With a terminal: line editing and history;
@@ -775,8 +606,8 @@ pub(crate) async fn run_console(remote: Remote, addr: &str, json: bool) -> Resul
             }
             Ok(Line::Request(req)) => {
                 match remote.request(&req).await {
-                    Ok(v) if json => println!("{v}"),
-                    Ok(v) => println!("{}", render(&req, &v)),
+                    Ok(reply) if json => println!("{}", serde_json::to_string(&reply)?),
+                    Ok(reply) => println!("{}", render(&reply)),
                     Err(e) => error(e.to_string()),
                 }
                 true
@@ -797,7 +628,14 @@ pub(crate) async fn run_console(remote: Remote, addr: &str, json: bool) -> Resul
 
 #[cfg(test)]
 mod tests {
+    use super::super::rows::host_row;
     use super::*;
+    use web_crawler::actors::{HostSummary, PendingUrl};
+
+    /// The rendering of `json` read as the reply to `req`.
+    fn rendered(req: &ControlRequest, json: Value) -> String {
+        render(&ControlReply::decode(req, json).unwrap())
+    }
 
     #[test]
     fn lines_parse_to_requests() {
@@ -1018,13 +856,28 @@ mod tests {
 
     #[test]
     fn pending_rows_say_a_url_s_own_interval() {
-        let pending = serde_json::json!([
-            {"url": "http://a/", "status": "pending", "attempts": 0, "check_every_ms": 600_000},
-            {"url": "http://b/", "status": "processing", "attempts": 1, "check_every_ms": 0},
-            {"url": "http://c/", "status": "pending", "attempts": 0},
+        let row = |url: &str, status: &str, attempts, check_every_ms| PendingUrl {
+            url: url.into(),
+            operation: OperationSpec::crawl(),
+            host: "a".into(),
+            status: status.into(),
+            depth: 0,
+            priority: 0.0,
+            attempts,
+            referral_list: Vec::new(),
+            d_change: 0,
+            not_before: 0,
+            lease_until: None,
+            last_error: None,
+            check_every_ms,
+        };
+        let pending = ControlReply::Pending(vec![
+            row("http://a/", "pending", 0, Some(600_000)),
+            row("http://b/", "processing", 1, Some(WATCH_OFF)),
+            row("http://c/", "pending", 0, None),
         ]);
         assert_eq!(
-            render(&ControlRequest::Pending { limit: 3 }, &pending),
+            render(&pending),
             "pending\thttp://a/\tattempts 0\tevery 10min\n\
              processing\thttp://b/\tattempts 1\twatch off\n\
              pending\thttp://c/\tattempts 0"
@@ -1041,7 +894,7 @@ mod tests {
             limit: 1,
         };
         assert_eq!(
-            render(&req, &results),
+            rendered(&req, results),
             "http://a/\t\"rye\"\t0,12\n... 2 more (3 in all)"
         );
         let hosts = serde_json::json!({"total": 4, "busy": 2, "items": [
@@ -1057,7 +910,7 @@ mod tests {
             {"host": "b", "robots_status": null, "sitemaps": [], "pages": 1},
         ], "silent_nodes": ["w2"]});
         assert_eq!(
-            render(&ControlRequest::Hosts { limit: 3 }, &hosts),
+            rendered(&ControlRequest::Hosts { limit: 3 }, hosts.clone()),
             format!(
                 "{LIVE_HOSTS_HEADER}\n\
                  c\tw1\t7\t1\tfetching\t-\t-\t0\t-\n\
@@ -1078,7 +931,7 @@ mod tests {
             "report hosts: the store's columns"
         );
         let none = serde_json::json!({"total": 0, "items": []});
-        assert!(render(&req, &none).ends_with("(none)"));
+        assert!(rendered(&req, none).ends_with("(none)"));
     }
 
     #[test]
@@ -1090,7 +943,7 @@ mod tests {
             ..web_crawler::Status::default()
         })
         .unwrap();
-        let line = render(&ControlRequest::Status, &status);
+        let line = rendered(&ControlRequest::Status, status.clone());
         assert!(
             line.starts_with(
                 "node m: 0 processed, 0 pending, 3 claimed, 0 failed, 1 request in flight"
@@ -1101,15 +954,17 @@ mod tests {
         status["pages_per_sec"] = 30.4.into();
         status["recent_pages_per_sec"] = 0.0.into();
         assert!(
-            render(&ControlRequest::Status, &status)
+            rendered(&ControlRequest::Status, status.clone())
                 .ends_with("0.0 pages/s in the last 10 s, 30.4 on average"),
             "the rate now and the run's average apart: {}",
-            render(&ControlRequest::Status, &status)
+            rendered(&ControlRequest::Status, status.clone())
         );
         status["store_unreachable_since"] = 1_748_779_384_000_i64.into();
         status["store_error"] = "MongoDB is unavailable: no server answered in time".into();
         assert_eq!(
-            render(&ControlRequest::Status, &status).lines().nth(1),
+            rendered(&ControlRequest::Status, status.clone())
+                .lines()
+                .nth(1),
             Some(
                 "store unreachable since 2025-06-01 12:03:04 UTC (MongoDB is unavailable: no \
                  server answered in time); the crawl waits for it"

@@ -1,9 +1,9 @@
-//! The search behaviour: what the tree hands a full-text index and what it
+//! The full-text index behaviour: what the tree hands an index and what it
 //! asks of it. The tree knows no index library; `web_crawler` implements
 //! [`PageIndex`] over tantivy.
 //!
 //! Indexing is an operation of every HTML page fetched while the crawl's
-//! `index` setting is on: the slave turns the page into a [`PageText`] and
+//! `index_pages` setting is on: the slave turns the page into a [`PageText`] and
 //! reports it as a record of the [`INDEX_QUEUE`] collection, which the master
 //! writes with the page's processed row (one commit). The indexer reads that
 //! queue, adds the pages to the index, commits the index and only then

@@ -16,8 +16,8 @@ use prometheus_client::registry::Registry;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
-use web_crawler::AppHandle;
 use web_crawler::actors::{ChildRole, Metrics, Status};
+use web_crawler::{AppHandle, Settings};
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct NodeLabel {
@@ -219,6 +219,19 @@ impl Metrics for NodeMetrics {
     fn restarted(&self, child: ChildRole) {
         self.restarts.get_or_create(&self.child(child)).inc();
     }
+}
+
+/// Serve `--metrics` at `addr` for the node `name`, counted by its tree.
+pub(crate) async fn serve_for_node(
+    addr: SocketAddr,
+    name: &str,
+    settings: &mut Settings,
+) -> Result<Arc<NodeMetrics>> {
+    let metrics = NodeMetrics::new(name);
+    let bound = serve(addr, metrics.clone()).await?;
+    eprintln!("metrics at http://{bound}/metrics");
+    settings.metrics = metrics.clone();
+    Ok(metrics)
 }
 
 /// Serve `GET /metrics` on `addr` until the process ends; returns the

@@ -1,0 +1,201 @@
+//! How a store cycle ends, for the master: a failed one is waited out,
+//! gives up or fails the master ([`cycle_failed`]); one that reached an
+//! unavailable store again ends the outage ([`cycle_done`]); the one
+//! running when the master stops leaves its work to the last cycle
+//! ([`cycle_at_stop`]). Pure over the [`Window`] at `now`; the master
+//! carries out what they return.
+
+use crate::behaviour::{StoreError, error_chain};
+use crate::outage::{StoreFailure, Verdict, human_duration};
+use crate::protocol::MASTER_LOG;
+use crate::store_cycle::{CycleResult, FailedCycle};
+use crate::types::Millis;
+use crate::window::{AfterCycle, Window};
+use std::time::Duration;
+
+/// What a failed store cycle means for the master.
+#[derive(Debug)]
+pub(crate) enum OnFailure {
+    /// The store is unavailable: its work went back into the window, and
+    /// the store is asked again after a backoff.
+    Wait,
+    /// Stop the app: a permanent failure (a full disk, refused
+    /// credentials), or an outage past its limit (`outage_limit`).
+    GiveUp(StoreFailure),
+    /// Any other error fails the master: its supervisor restarts it and its
+    /// successor recovers the leases.
+    Fail(StoreError),
+}
+
+/// A store cycle failed at `now`. One line says so when an outage begins
+/// (and one when it ends, [`cycle_done`]).
+pub(crate) fn cycle_failed(
+    window: &mut Window,
+    failed: FailedCycle,
+    outage_limit: Duration,
+    now: Millis,
+) -> OnFailure {
+    let FailedCycle {
+        error,
+        work,
+        started,
+    } = failed;
+    let cause = error_chain(&error);
+    tracing::debug!(target: MASTER_LOG, ?error, "store cycle failed");
+    if error.is_permanent() {
+        return OnFailure::GiveUp(StoreFailure::permanent(started, cause));
+    }
+    if !error.is_transient() {
+        return OnFailure::Fail(error);
+    }
+    match window.cycle_failed(work, started, now, cause.clone()) {
+        Verdict::Began { .. } => tracing::warn!(
+            target: MASTER_LOG,
+            "the store is unavailable ({cause}); the crawl holds its {} result(s), claims \
+             nothing and asks again until it is back, for up to {}",
+            window.results_held(),
+            human_duration(outage_limit)
+        ),
+        Verdict::Continues { retry_at } => tracing::debug!(
+            target: MASTER_LOG,
+            %cause,
+            retry_in_ms = retry_at - now,
+            "the store is still unavailable"
+        ),
+        Verdict::GiveUp(failure) => return OnFailure::GiveUp(failure),
+    }
+    OnFailure::Wait
+}
+
+/// A store cycle did `result` at `now`, with the `live` pools' nodes: what
+/// the window makes of it ([`Window::cycle_done`]).
+pub(crate) fn cycle_done(
+    window: &mut Window,
+    result: &mut CycleResult,
+    live: &[String],
+    now: Millis,
+) -> AfterCycle {
+    let claimed = std::mem::take(&mut result.claimed);
+    let after = window.cycle_done(claimed, result.counts.as_ref(), live, now);
+    if let Some(outage) = &after.recovered {
+        let away = Duration::from_millis((now - outage.since).max(0) as u64);
+        tracing::warn!(
+            target: MASTER_LOG,
+            "the store is back after {:.1}s away; the crawl resumes",
+            away.as_secs_f64()
+        );
+    }
+    after
+}
+
+/// The cycle still running when the master stops ended at `now`: what it
+/// claimed goes back to pending (no pool gets it: no live nodes), and an
+/// unavailable store's work back into the window, for the last cycle to
+/// write; any other error fails the stop. Whether its seeds were written.
+pub(crate) fn cycle_at_stop(
+    window: &mut Window,
+    outcome: Result<CycleResult, FailedCycle>,
+    now: Millis,
+) -> Result<bool, StoreError> {
+    match outcome {
+        Ok(result) => {
+            window.cycle_done(result.claimed, None, &[], now);
+            Ok(true)
+        }
+        Err(failed) if failed.error.is_transient() => {
+            let cause = error_chain(&failed.error);
+            let _ = window.cycle_failed(failed.work, failed.started, now, cause);
+            Ok(false)
+        }
+        Err(failed) => Err(failed.error),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::CrawlConfig;
+    use crate::store_cycle::CycleWork;
+
+    const T0: Millis = 1_000_000;
+    const LIMIT: Duration = Duration::from_secs(60);
+
+    fn failed(error: StoreError) -> FailedCycle {
+        FailedCycle {
+            error,
+            work: CycleWork::default(),
+            started: T0,
+        }
+    }
+
+    fn window() -> Window {
+        let cfg = CrawlConfig {
+            store_outage_limit: LIMIT,
+            ..CrawlConfig::default()
+        };
+        Window::new(cfg, 0, 0, T0)
+    }
+
+    #[test]
+    fn an_unavailable_store_is_waited_for_until_the_limit() {
+        let mut w = window();
+        let away = || failed(StoreError::unavailable("commit", "connection refused"));
+        assert!(matches!(
+            cycle_failed(&mut w, away(), LIMIT, T0 + 10),
+            OnFailure::Wait
+        ));
+        assert_eq!(w.store_outage().map(|o| o.since), Some(T0));
+        assert!(matches!(
+            cycle_failed(&mut w, away(), LIMIT, T0 + 1_000),
+            OnFailure::Wait
+        ));
+        let past = T0 + LIMIT.as_millis() as Millis;
+        assert!(matches!(
+            cycle_failed(&mut w, away(), LIMIT, past),
+            OnFailure::GiveUp(_)
+        ));
+    }
+
+    #[test]
+    fn a_permanent_failure_gives_up_and_any_other_fails_the_master() {
+        let mut w = window();
+        let full = failed(StoreError::refused("commit", "disk full"));
+        assert!(matches!(
+            cycle_failed(&mut w, full, LIMIT, T0),
+            OnFailure::GiveUp(_)
+        ));
+        let bug = failed(StoreError::backend("commit", "a bad document"));
+        assert!(matches!(
+            cycle_failed(&mut w, bug, LIMIT, T0),
+            OnFailure::Fail(_)
+        ));
+        assert!(w.store_outage().is_none(), "neither is an outage");
+    }
+
+    #[test]
+    fn a_cycle_that_reaches_the_store_again_ends_the_outage() {
+        let mut w = window();
+        let away = failed(StoreError::unavailable("commit", "connection refused"));
+        cycle_failed(&mut w, away, LIMIT, T0);
+        w.ask_store_now();
+        assert!(w.start_cycle(true, true, false, T0 + 300).is_some());
+        let mut result = CycleResult::default();
+        let after = cycle_done(&mut w, &mut result, &[], T0 + 400);
+        assert_eq!(after.recovered.map(|o| o.since), Some(T0));
+        assert!(w.store_outage().is_none());
+    }
+
+    #[test]
+    fn at_stop_an_unavailable_store_leaves_the_work_to_the_last_cycle() {
+        let mut w = window();
+        let written = cycle_at_stop(&mut w, Ok(CycleResult::default()), T0);
+        assert!(matches!(written, Ok(true)));
+        let away = failed(StoreError::unavailable("commit", "connection refused"));
+        assert!(matches!(cycle_at_stop(&mut w, Err(away), T0), Ok(false)));
+        // The last cycle asks the store at once, outage or not.
+        w.ask_store_now();
+        assert!(w.start_cycle(true, false, false, T0).is_some());
+        let bug = failed(StoreError::backend("commit", "a bad document"));
+        assert!(cycle_at_stop(&mut w, Err(bug), T0).is_err());
+    }
+}

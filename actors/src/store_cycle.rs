@@ -1,0 +1,529 @@
+//! The store cycle: every store call the master makes, in one order. The
+//! [`Window`](crate::window::Window) hands out a cycle's [`CycleWork`]; its
+//! steps come out of it one at a time ([`CycleWork::take_step`], pure), and
+//! a step that fails goes back in ([`CycleWork::put_back`]), so after an
+//! error the work holds exactly what is left to do. `StoreCycle` carries
+//! the steps out against the [`Frontier`] on a task of their own.
+
+use crate::behaviour::index::INDEX_QUEUE;
+use crate::behaviour::{ClaimRequest, CommitBatch, CommitSummary, Frontier, StoreError};
+use crate::indexer::IndexProgress;
+use crate::protocol::{IndexerMsg, MASTER_LOG};
+use crate::types::{Job, Millis, StoreCounts, UrlKey, now_ms};
+use ractor::ActorRef;
+use std::sync::Arc;
+use std::time::Instant;
+use tokio::task::JoinHandle;
+
+/// One store cycle's work. Its steps run in this order: releases; lease
+/// renewals (after a long outage a lease that lapsed meanwhile is renewed
+/// before a claim could take its URL again); the sweep of watched URLs due
+/// again; the batch's writes and the claim (one call, so the results just
+/// written free their room before the claim is sized); the counts the idle
+/// check needs.
+#[derive(Debug, Default)]
+pub struct CycleWork {
+    /// Return every URL this node leased to pending except these: what a
+    /// previous incarnation held that no pool adopted.
+    pub release_all_but: Option<Vec<UrlKey>>,
+    /// Return exactly these URLs to pending.
+    pub release: Vec<UrlKey>,
+    pub batch: CommitBatch,
+    pub claim: Option<ClaimRequest>,
+    /// Push these leases forward to the given time.
+    pub extend: Option<(Vec<UrlKey>, Millis)>,
+    /// Read the store's counts after the rest (someone waits for idleness).
+    pub counts: bool,
+    /// Queue again up to this many watched URLs whose check is due
+    /// (`Frontier::requeue_due`), before the claim.
+    pub sweep: Option<usize>,
+}
+
+/// One store call of a cycle, with what it needs taken out of the work.
+#[derive(Debug)]
+pub enum Step {
+    ReleaseAllBut(Vec<UrlKey>),
+    Release(Vec<UrlKey>),
+    ExtendLeases {
+        keys: Vec<UrlKey>,
+        until: Millis,
+    },
+    RequeueDue {
+        now: Millis,
+        limit: usize,
+    },
+    /// Shared with the store, which may keep it while it retries.
+    CommitAndClaim {
+        batch: Arc<CommitBatch>,
+        claim: Option<ClaimRequest>,
+    },
+    Counts,
+}
+
+impl CycleWork {
+    pub(crate) fn is_empty(&self) -> bool {
+        self.release_all_but.is_none()
+            && self.release.is_empty()
+            && self.batch.is_empty()
+            && self.claim.is_none()
+            && self.extend.is_none()
+            && !self.counts
+            && self.sweep.is_none()
+    }
+
+    /// The next step, taken out of the work; `None` once all are done.
+    pub fn take_step(&mut self, now: Millis) -> Option<Step> {
+        if let Some(keep) = self.release_all_but.take() {
+            return Some(Step::ReleaseAllBut(keep));
+        }
+        if !self.release.is_empty() {
+            return Some(Step::Release(std::mem::take(&mut self.release)));
+        }
+        if let Some((keys, until)) = self.extend.take() {
+            return Some(Step::ExtendLeases { keys, until });
+        }
+        if let Some(limit) = self.sweep.take() {
+            return Some(Step::RequeueDue { now, limit });
+        }
+        if !self.batch.is_empty() || self.claim.is_some() {
+            return Some(Step::CommitAndClaim {
+                batch: Arc::new(std::mem::take(&mut self.batch)),
+                claim: self.claim.take(),
+            });
+        }
+        if std::mem::take(&mut self.counts) {
+            return Some(Step::Counts);
+        }
+        None
+    }
+
+    /// A step that failed: it is still to do (the batch comes back whole,
+    /// to be written in one piece).
+    pub fn put_back(&mut self, step: Step) {
+        match step {
+            Step::ReleaseAllBut(keep) => self.release_all_but = Some(keep),
+            Step::Release(keys) => self.release = keys,
+            Step::ExtendLeases { keys, until } => self.extend = Some((keys, until)),
+            Step::RequeueDue { limit, .. } => self.sweep = Some(limit),
+            Step::CommitAndClaim { batch, claim } => {
+                self.batch = Arc::try_unwrap(batch).unwrap_or_else(|kept| (*kept).clone());
+                self.claim = claim;
+            }
+            Step::Counts => self.counts = true,
+        }
+    }
+}
+
+/// What a master's store cycles run against: the store, the node whose
+/// leases they hold, the indexer told of pages queued for it, and the run's
+/// turn.
+#[derive(Clone, Debug)]
+pub(crate) struct StoreCycle {
+    pub(crate) store: Arc<dyn Frontier>,
+    pub(crate) owner: String,
+    pub(crate) indexer: Option<(String, Arc<IndexProgress>)>,
+    /// One cycle of the run at a time: a cycle outlives a killed master, and
+    /// its successor's first (which releases the leases) waits for it, so
+    /// a claim that lands late is released too.
+    pub(crate) turn: Arc<tokio::sync::Mutex<()>>,
+}
+
+/// A store cycle running on a task of its own.
+#[derive(Debug)]
+pub(crate) struct RunningCycle {
+    handle: JoinHandle<Result<CycleResult, FailedCycle>>,
+}
+
+/// A store cycle that failed: why, the work it did not do, and when it began.
+#[derive(Debug)]
+pub(crate) struct FailedCycle {
+    pub(crate) error: StoreError,
+    pub(crate) work: CycleWork,
+    pub(crate) started: Millis,
+}
+
+impl StoreCycle {
+    /// Run `work` on a task of its own, begun at `now`; `done` is called
+    /// when it ends (the master's `CycleDone`).
+    pub(crate) fn spawn(
+        &self,
+        mut work: CycleWork,
+        done: impl FnOnce() + Send + 'static,
+        now: Millis,
+    ) -> RunningCycle {
+        let this = self.clone();
+        let handle = tokio::spawn(async move {
+            let result = this.run(&mut work).await;
+            done();
+            result.map_err(|error| FailedCycle {
+                error,
+                work,
+                started: now,
+            })
+        });
+        RunningCycle { handle }
+    }
+
+    /// Run `work` in the run's turn; after an error it holds what is left.
+    pub(crate) async fn run(&self, work: &mut CycleWork) -> Result<CycleResult, StoreError> {
+        let _turn = self.turn.lock().await;
+        run_cycle(
+            self.store.as_ref(),
+            &self.owner,
+            work,
+            self.indexer.as_ref(),
+        )
+        .await
+    }
+}
+
+impl RunningCycle {
+    /// What it did, or why it failed and the work it did not do.
+    pub(crate) async fn finish(self) -> Result<Result<CycleResult, FailedCycle>, StoreError> {
+        let failed = |e| StoreError::backend("the store cycle's task failed", e);
+        self.handle.await.map_err(failed)
+    }
+}
+
+/// What a store cycle did.
+#[derive(Debug, Default)]
+pub(crate) struct CycleResult {
+    pub(crate) claimed: Vec<Job>,
+    pub(crate) counts: Option<StoreCounts>,
+}
+
+/// Run `work`'s steps against `store` for the node `owner`; then the
+/// batch's pages go to the indexer. After an error `work` holds what is
+/// left to do.
+async fn run_cycle(
+    store: &dyn Frontier,
+    owner: &str,
+    work: &mut CycleWork,
+    indexer: Option<&(String, Arc<IndexProgress>)>,
+) -> Result<CycleResult, StoreError> {
+    let started = Instant::now();
+    let pages = work.batch.pages.len();
+    let to_index = pages_to_index(&mut work.batch, indexer.is_some());
+    let mut result = CycleResult::default();
+    let mut summary = CommitSummary::default();
+    while let Some(step) = work.take_step(now_ms()) {
+        match run_step(store, owner, &step).await {
+            Ok(Done::Nothing) => {}
+            Ok(Done::Committed(done, claimed)) => {
+                // The pages are in the store's queue (a duplicate is not
+                // queued); the indexer reads them from there, whenever it
+                // is up and has the CPU.
+                tell_indexer(indexer, to_index.saturating_sub(done.duplicates.len()));
+                (summary, result.claimed) = (done, claimed);
+            }
+            Ok(Done::Counted(counts)) => result.counts = Some(counts),
+            Err(e) => {
+                work.put_back(step);
+                return Err(e);
+            }
+        }
+    }
+    tracing::debug!(
+        target: MASTER_LOG,
+        pages,
+        claimed = result.claimed.len(),
+        ms = started.elapsed().as_secs_f64() * 1e3,
+        ?summary,
+        "store cycle"
+    );
+    Ok(result)
+}
+
+/// What a step brought back.
+enum Done {
+    Nothing,
+    Committed(CommitSummary, Vec<Job>),
+    Counted(StoreCounts),
+}
+
+async fn run_step(store: &dyn Frontier, owner: &str, step: &Step) -> Result<Done, StoreError> {
+    match step {
+        Step::ReleaseAllBut(keep) => {
+            let released = store.release(owner, keep).await?;
+            if released > 0 {
+                tracing::info!(
+                    target: MASTER_LOG,
+                    released,
+                    "returned URLs leased by a previous master to pending"
+                );
+            }
+        }
+        Step::Release(keys) => {
+            store.release_keys(keys).await?;
+        }
+        Step::ExtendLeases { keys, until } => store.extend_leases(keys, owner, *until).await?,
+        Step::RequeueDue { now, limit } => {
+            let queued = store.requeue_due(*now, *limit).await?;
+            if queued > 0 {
+                tracing::debug!(target: MASTER_LOG, queued, "watched URLs due again");
+            }
+        }
+        Step::CommitAndClaim { batch, claim } => {
+            let (summary, claimed) = store
+                .commit_and_claim(Arc::clone(batch), claim.clone())
+                .await?;
+            return Ok(Done::Committed(summary, claimed));
+        }
+        Step::Counts => return Ok(Done::Counted(store.counts().await?)),
+    }
+    Ok(Done::Nothing)
+}
+
+fn tell_indexer(indexer: Option<&(String, Arc<IndexProgress>)>, queued: usize) {
+    if queued > 0
+        && let Some((name, progress)) = indexer
+    {
+        progress.queued(queued as u64);
+        if let Some(actor) = ActorRef::<IndexerMsg>::where_is(name.clone()) {
+            let _ = actor.cast(IndexerMsg::Queued);
+        }
+    }
+}
+
+/// How many pages of `batch` go to the index queue. Without an index their
+/// records are dropped, so that no queue grows that nobody reads (a worker
+/// node may index when its master does not).
+fn pages_to_index(batch: &mut CommitBatch, indexed: bool) -> usize {
+    let mut pages = 0;
+    for page in &mut batch.pages {
+        if !indexed {
+            page.records.retain(|r| r.collection != INDEX_QUEUE);
+            continue;
+        }
+        pages += page
+            .records
+            .iter()
+            .filter(|r| r.collection == INDEX_QUEUE)
+            .count();
+    }
+    pages
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::behaviour::{ProcessedPage, Record};
+    use std::sync::Mutex;
+
+    const T0: Millis = 1_000_000;
+
+    fn key(url: &str) -> UrlKey {
+        UrlKey {
+            url: url.to_string(),
+            operation: crate::types::OperationSpec::crawl(),
+        }
+    }
+
+    fn claim() -> ClaimRequest {
+        ClaimRequest {
+            now: T0,
+            owner: "n1".into(),
+            lease_until: T0 + 60_000,
+            limit: 10,
+            per_host_cap: 2,
+            held_per_host: Default::default(),
+        }
+    }
+
+    fn page(collections: &[&str]) -> ProcessedPage {
+        ProcessedPage {
+            records: collections
+                .iter()
+                .map(|c| Record {
+                    collection: c.to_string(),
+                    key: Default::default(),
+                    fields: Default::default(),
+                    stamp: None,
+                })
+                .collect(),
+            ..ProcessedPage::default()
+        }
+    }
+
+    /// Work with every step to do.
+    fn full_work() -> CycleWork {
+        CycleWork {
+            release_all_but: Some(vec![key("http://a/1")]),
+            release: vec![key("http://a/2")],
+            batch: CommitBatch {
+                pages: vec![page(&[INDEX_QUEUE])],
+                ..CommitBatch::default()
+            },
+            claim: Some(claim()),
+            extend: Some((vec![key("http://a/3")], T0 + 5_000)),
+            counts: true,
+            sweep: Some(256),
+        }
+    }
+
+    fn names(work: &mut CycleWork) -> Vec<&'static str> {
+        std::iter::from_fn(|| work.take_step(T0).map(|s| name(&s))).collect()
+    }
+
+    fn name(step: &Step) -> &'static str {
+        match step {
+            Step::ReleaseAllBut(_) => "release_all_but",
+            Step::Release(_) => "release",
+            Step::ExtendLeases { .. } => "extend",
+            Step::RequeueDue { .. } => "requeue_due",
+            Step::CommitAndClaim { .. } => "commit_and_claim",
+            Step::Counts => "counts",
+        }
+    }
+
+    #[test]
+    fn steps_run_releases_then_leases_then_sweep_then_commit_then_counts() {
+        let mut work = full_work();
+        assert_eq!(
+            names(&mut work),
+            [
+                "release_all_but",
+                "release",
+                "extend",
+                "requeue_due",
+                "commit_and_claim",
+                "counts"
+            ]
+        );
+        assert!(work.is_empty(), "every step taken out: {work:?}");
+    }
+
+    #[test]
+    fn empty_parts_are_skipped_and_the_sweep_asks_at_now() {
+        let mut work = CycleWork {
+            sweep: Some(300),
+            counts: true,
+            ..CycleWork::default()
+        };
+        assert!(matches!(
+            work.take_step(T0 + 7),
+            Some(Step::RequeueDue {
+                now: 1_000_007,
+                limit: 300
+            })
+        ));
+        assert!(matches!(work.take_step(T0), Some(Step::Counts)));
+        assert!(work.take_step(T0).is_none());
+        // A claim alone is a commit call too: one call claims.
+        let mut work = CycleWork {
+            claim: Some(claim()),
+            ..CycleWork::default()
+        };
+        assert_eq!(names(&mut work), ["commit_and_claim"]);
+    }
+
+    #[test]
+    fn a_step_put_back_is_the_next_again_with_its_batch_whole() {
+        let mut work = full_work();
+        for _ in 0..4 {
+            work.take_step(T0);
+        }
+        let step = work.take_step(T0).unwrap();
+        assert_eq!(name(&step), "commit_and_claim");
+        let Step::CommitAndClaim { batch, .. } = &step else {
+            unreachable!()
+        };
+        // The store may still hold the batch it failed on.
+        let held_by_store = Arc::clone(batch);
+        work.put_back(step);
+        assert_eq!(work.batch.pages.len(), 1);
+        assert!(work.claim.is_some());
+        assert_eq!(held_by_store.pages.len(), 1);
+        assert_eq!(names(&mut work), ["commit_and_claim", "counts"]);
+    }
+
+    #[test]
+    fn index_records_are_counted_with_an_index_and_dropped_without() {
+        let mut batch = CommitBatch {
+            pages: vec![page(&[INDEX_QUEUE, "other"]), page(&["other"])],
+            ..CommitBatch::default()
+        };
+        assert_eq!(pages_to_index(&mut batch.clone(), true), 1);
+        assert_eq!(pages_to_index(&mut batch, false), 0);
+        let kept: Vec<usize> = batch.pages.iter().map(|p| p.records.len()).collect();
+        assert_eq!(kept, [1, 1]);
+    }
+
+    /// A store that records its calls and fails the `fail_at`th one.
+    #[derive(Debug, Default)]
+    struct Recording {
+        calls: Mutex<Vec<&'static str>>,
+        fail_at: Option<usize>,
+    }
+
+    impl Recording {
+        fn call(&self, name: &'static str) -> Result<(), StoreError> {
+            let mut calls = self.calls.lock().unwrap();
+            calls.push(name);
+            if Some(calls.len()) == self.fail_at {
+                return Err(StoreError::unavailable(name, "the store is away"));
+            }
+            Ok(())
+        }
+    }
+
+    #[async_trait::async_trait]
+    impl Frontier for Recording {
+        async fn claim(&self, _: ClaimRequest) -> Result<Vec<Job>, StoreError> {
+            self.call("claim").map(|()| Vec::new())
+        }
+        async fn commit(&self, _: Arc<CommitBatch>) -> Result<CommitSummary, StoreError> {
+            self.call("commit").map(|()| CommitSummary::default())
+        }
+        async fn extend_leases(&self, _: &[UrlKey], _: &str, _: Millis) -> Result<(), StoreError> {
+            self.call("extend")
+        }
+        async fn release(&self, _: &str, _: &[UrlKey]) -> Result<u64, StoreError> {
+            self.call("release_all_but").map(|()| 0)
+        }
+        async fn release_keys(&self, _: &[UrlKey]) -> Result<u64, StoreError> {
+            self.call("release").map(|()| 0)
+        }
+        async fn counts(&self) -> Result<StoreCounts, StoreError> {
+            self.call("counts").map(|()| StoreCounts::default())
+        }
+        async fn requeue_due(&self, _: Millis, _: usize) -> Result<u64, StoreError> {
+            self.call("requeue_due").map(|()| 0)
+        }
+    }
+
+    #[tokio::test]
+    async fn a_cycle_calls_the_store_in_step_order() {
+        let store = Recording::default();
+        let mut work = full_work();
+        let result = run_cycle(&store, "n1", &mut work, None).await.unwrap();
+        assert!(result.counts.is_some());
+        assert_eq!(
+            *store.calls.lock().unwrap(),
+            [
+                "release_all_but",
+                "release",
+                "extend",
+                "requeue_due",
+                "commit",
+                "claim",
+                "counts"
+            ]
+        );
+    }
+
+    #[tokio::test]
+    async fn a_failed_cycle_leaves_what_it_did_not_do() {
+        // The commit fails: the releases, the renewal and the sweep are done.
+        let store = Recording {
+            fail_at: Some(5),
+            ..Recording::default()
+        };
+        let mut work = full_work();
+        assert!(run_cycle(&store, "n1", &mut work, None).await.is_err());
+        assert!(work.release_all_but.is_none() && work.release.is_empty());
+        assert!(work.extend.is_none() && work.sweep.is_none());
+        assert_eq!(work.batch.pages.len(), 1);
+        assert!(work.claim.is_some() && work.counts);
+    }
+}

@@ -1,0 +1,603 @@
+//! `crawl` and `search-text`: a crawl from seeds to the end (or a
+//! budget, or a signal), with a live progress line and a summary.
+
+use super::opts::{StoreOpts, SupervisionOpts, TuningOpts, check_seeds};
+use super::parse::parse_duration;
+use super::prometheus;
+use super::remote::{RemoteOpts, one_shot};
+use super::rows::requests;
+use super::signals::StopSignals;
+use anyhow::{Result, bail};
+use clap::Args;
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+use web_crawler::actors::outage::utc_time;
+use web_crawler::actors::{
+    AppError, AppHandle, ControlRequest, IdleReason, OperationSpec, PageQuery, Store,
+};
+use web_crawler::operations::builtin_operations;
+use web_crawler::{Settings, start};
+
+/// `crawl`.
+#[derive(Debug, Args)]
+pub(super) struct CrawlArgs {
+    /// Seed URLs.
+    #[arg(required = true)]
+    urls: Vec<String>,
+    #[command(flatten)]
+    pub(super) opts: CrawlOpts,
+}
+
+impl CrawlArgs {
+    pub(super) async fn exec(self) -> Result<ExitCode> {
+        let seeds: Vec<(String, OperationSpec)> = self
+            .urls
+            .into_iter()
+            .map(|u| (u, OperationSpec::crawl()))
+            .collect();
+        let (code, summary) = crawl(&self.opts, &seeds).await?;
+        if let Some(summary) = summary {
+            println!("{}", serde_json::to_string_pretty(&summary)?);
+        }
+        Ok(code)
+    }
+}
+
+/// `search-text`.
+#[derive(Debug, Args)]
+pub(super) struct SearchTextArgs {
+    url: String,
+    text: String,
+    #[command(flatten)]
+    opts: CrawlOpts,
+    /// Send it to the cluster at HOST:PORT instead of crawling here.
+    #[arg(long, value_name = "HOST:PORT", requires = "cookie_file")]
+    connect: Option<String>,
+    /// The cluster's cookie file.
+    #[arg(long)]
+    cookie_file: Option<PathBuf>,
+    /// Match case exactly (the default ignores case).
+    #[arg(long)]
+    exact: bool,
+}
+
+impl SearchTextArgs {
+    pub(super) async fn exec(self) -> Result<ExitCode> {
+        let Self {
+            url,
+            text,
+            opts,
+            connect,
+            cookie_file,
+            exact,
+        } = self;
+        let operation = if exact {
+            OperationSpec::search_text_exact(&text)
+        } else {
+            OperationSpec::search_text(&text)
+        };
+        builtin_operations().validate(&operation)?;
+        if let (Some(addr), Some(cookie_file)) = (connect, cookie_file) {
+            let remote = RemoteOpts {
+                connect: addr,
+                cookie_file,
+                json: opts.json,
+                wait: 10,
+            };
+            let req = ControlRequest::AddUrl {
+                url,
+                operation,
+                again: false,
+                every_ms: None,
+            };
+            return one_shot(&remote, req).await;
+        }
+        let (code, crawled) = crawl(&opts, &[(url, operation)]).await?;
+        let store = opts.store.open().await?;
+        let results = store.search_results(Some(&text)).await?;
+        if let Some(crawled) = crawled {
+            let doc = serde_json::json!({ "crawl": crawled, "results": results });
+            println!("{}", serde_json::to_string_pretty(&doc)?);
+        } else {
+            println!("{} page(s) contain {:?}:", results.len(), text);
+            for r in &results {
+                let positions: Vec<String> = r.positions.iter().map(u64::to_string).collect();
+                println!("{}\t{}", r.url, positions.join(","));
+                for c in &r.contexts {
+                    println!("\t{c}");
+                }
+            }
+        }
+        Ok(code)
+    }
+}
+
+#[derive(Debug, Args)]
+pub(super) struct CrawlOpts {
+    #[command(flatten)]
+    store: StoreOpts,
+    #[command(flatten)]
+    tuning: TuningOpts,
+    /// No live progress line.
+    #[arg(long)]
+    quiet: bool,
+    /// Print the summary as JSON.
+    #[arg(long)]
+    json: bool,
+    /// How long the crawl waits for a store that became unreachable (a
+    /// database restart, an election, a locked file) before it stops, with
+    /// exit code 75: `90s`, `10min`, `1h` (a bare number is seconds).
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = parse_duration)]
+    pub(super) store_outage_limit: Duration,
+    #[command(flatten)]
+    supervision: SupervisionOpts,
+    /// Serve Prometheus metrics at http://HOST:PORT/metrics while it crawls.
+    #[arg(long, value_name = "HOST:PORT")]
+    metrics: Option<std::net::SocketAddr>,
+}
+
+impl CrawlOpts {
+    fn settings(&self) -> Result<Settings> {
+        let mut s = self.tuning.settings()?;
+        s.crawl.store_outage_limit = self.store_outage_limit;
+        s.crawl.restart_intensity = self.supervision.intensity();
+        // A one-shot crawl must end: a host whose robots.txt stays
+        // unreachable is asked a few times over about half a minute, then
+        // its URLs are recorded as failed.
+        s.crawl.robots_retry = Duration::from_secs(10);
+        Ok(s)
+    }
+}
+
+/// Crawl to the end (or a signal) and print the summary; with `--json` the
+/// summary is returned instead, for the caller's one JSON document.
+async fn crawl(
+    opts: &CrawlOpts,
+    seeds: &[(String, OperationSpec)],
+) -> Result<(ExitCode, Option<serde_json::Value>)> {
+    let mut settings = opts.store.with_index(opts.settings()?);
+    // Before a store or an index is made for a crawl that cannot start.
+    check_seeds(&settings, seeds.iter().map(|(u, op)| (u.as_str(), op)))?;
+    let metrics = match opts.metrics {
+        Some(addr) => Some(
+            prometheus::serve_for_node(addr, &settings.crawl.node_name.clone(), &mut settings)
+                .await?,
+        ),
+        None => None,
+    };
+    let archive = opts
+        .tuning
+        .archive
+        .archive(opts.store.archive_dir(), &settings.crawl.node_name);
+    settings.archive = Some(archive.clone());
+    let store = opts.store.open_for_crawl().await?;
+    let started = Instant::now();
+    let app = start(store.clone(), settings).await?;
+    for (url, op) in seeds {
+        if let Err(e) = app.add_url_with(url, op.clone()).await {
+            app.stop(Duration::from_secs(1)).await.ok();
+            bail!("{e}");
+        }
+    }
+    let progress = !opts.quiet && std::io::stderr().is_terminal();
+    let mut signals = StopSignals::new()?;
+    let track = async {
+        match &metrics {
+            Some(m) => m.track(&app).await,
+            None => std::future::pending().await,
+        }
+    };
+    let outcome = tokio::select! {
+        r = app.wait_idle() => Ok(r?),
+        _ = show_progress(&app, progress) => Err(ExitCode::FAILURE),
+        _ = track => Err(ExitCode::FAILURE),
+        code = signals.first() => Err(code),
+    };
+    let fetching = started.elapsed();
+    // The crawl is done when every page it fetched is searchable: the
+    // index, which took only what fetching left of the CPU, catches up.
+    let mut interrupted = None;
+    if outcome.is_ok() {
+        tokio::select! {
+            r = index_caught_up(&app) => r?,
+            _ = show_progress(&app, progress) => {}
+            code = signals.first() => interrupted = Some(code),
+        }
+    }
+    if progress {
+        eprintln!();
+    }
+    let times = RunTimes {
+        fetching,
+        total: started.elapsed(),
+    };
+    let status = app.status().await?;
+    app.stop(Duration::from_secs(10)).await?;
+    archive.close()?;
+    let summary = summary(&*store, &status, outcome.ok(), times, opts.json).await?;
+    let code = match (outcome, interrupted) {
+        (Err(code), _) | (Ok(_), Some(code)) => code,
+        _ if nothing_fetched(status.fetched_this_run, status.errors_this_run) => {
+            eprintln!("no page could be fetched: every request of this run failed (reasons above)");
+            ExitCode::from(NOTHING_FETCHED)
+        }
+        _ => ExitCode::SUCCESS,
+    };
+    Ok((code, summary))
+}
+
+/// Exit code of a crawl whose every request failed (an unreachable seed, a
+/// typo in its host): a script must not read it as done.
+const NOTHING_FETCHED: u8 = 2;
+
+/// A run that tried and got no answer at all; a run with nothing left to
+/// do (every page already processed) tried nothing, and is done.
+fn nothing_fetched(fetched: u64, errors: u64) -> bool {
+    fetched == 0 && errors > 0
+}
+
+/// Wait until everything queued for the index is committed (at once
+/// without an index).
+async fn index_caught_up(app: &AppHandle) -> Result<()> {
+    if app.status().await?.index.is_none() {
+        return Ok(());
+    }
+    // Each wait is bounded; the indexer goes on between them.
+    while let Err(e) = app.flush_index().await {
+        if !matches!(e, AppError::Stopped(_)) {
+            return Err(e.into());
+        }
+    }
+    Ok(())
+}
+
+/// How long a crawl fetched, and how long it ran in all (the index
+/// catching up after fetching ended).
+#[derive(Clone, Copy, Debug)]
+struct RunTimes {
+    fetching: Duration,
+    total: Duration,
+}
+
+/// Live progress on stderr, once a second; never returns.
+async fn show_progress(app: &AppHandle, enabled: bool) {
+    if !enabled {
+        return std::future::pending().await;
+    }
+    loop {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        if let Ok(s) = app.status().await {
+            eprint!("\r\x1b[K{}", progress_line(&s));
+            let _ = std::io::stderr().flush();
+        }
+    }
+}
+
+/// The live progress line: requests in flight (at most `--per-host` per
+/// host) apart from the URLs claimed from the store for them and those
+/// still pending there.
+fn progress_line(s: &web_crawler::Status) -> String {
+    let away = s
+        .store_unreachable_since
+        .map(|since| format!("  store unreachable since {}", utc_time(since)))
+        .unwrap_or_default();
+    let index = s
+        .index
+        .map(|i| format!("  indexed {} of {}", i.indexed, i.queued))
+        .unwrap_or_default();
+    format!(
+        "{} pages  {:.0} pages/s (avg {:.0})  {} in flight  URLs: {} claimed, {} pending  {} errors{index}{away}",
+        s.fetched_this_run,
+        s.recent_pages_per_sec,
+        s.pages_per_sec,
+        requests(s.requests_in_flight),
+        s.in_flight,
+        s.store.pending,
+        s.errors_this_run
+    )
+}
+
+async fn summary(
+    store: &dyn Store,
+    status: &web_crawler::Status,
+    outcome: Option<IdleReason>,
+    times: RunTimes,
+    json: bool,
+) -> Result<Option<serde_json::Value>> {
+    let histogram = store.status_histogram().await?;
+    let counts = store.counts().await?;
+    let elapsed = times.total;
+    let rate = status.fetched_this_run as f64 / times.fetching.as_secs_f64().max(1e-3);
+    let indexing = times.total.saturating_sub(times.fetching);
+    let ended = Ended::of(outcome);
+    if json {
+        let by_status: Vec<serde_json::Value> = histogram
+            .iter()
+            .map(|(code, n)| serde_json::json!({"http_returncode": code, "pages": n}))
+            .collect();
+        let doc = serde_json::json!({
+            "ended": ended.as_str(),
+            "fetched": status.fetched_this_run,
+            "elapsed_s": elapsed.as_secs_f64(),
+            "fetch_s": times.fetching.as_secs_f64(),
+            "index_s": indexing.as_secs_f64(),
+            "index": status.index,
+            "pages_per_sec": rate,
+            "by_status": by_status,
+            "store": counts,
+        });
+        return Ok(Some(doc));
+    }
+    // Why pages failed, in words: an unreachable seed must not be a bare count.
+    let failed = if counts.failed > 0 {
+        store
+            .processed(PageQuery {
+                limit: Some(FAILED_SHOWN),
+                offset: 0,
+                only_failed: true,
+                newest_first: false,
+            })
+            .await?
+            .into_iter()
+            .map(|p| {
+                let why = p
+                    .record
+                    .error
+                    .clone()
+                    .or_else(|| p.record.http_returncode.map(|c| format!("HTTP {c}")))
+                    .unwrap_or_default();
+                (p.record.url, why)
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let run = RunFacts {
+        ended,
+        fetched: status.fetched_this_run,
+        times,
+        index: status.index,
+    };
+    print!("{}", summary_text(&run, &histogram, &counts, &failed));
+    Ok(None)
+}
+
+/// Why a crawl ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Ended {
+    NothingLeft,
+    BudgetReached,
+    Interrupted,
+}
+
+impl Ended {
+    fn of(outcome: Option<IdleReason>) -> Self {
+        match outcome {
+            Some(IdleReason::FrontierEmpty) => Ended::NothingLeft,
+            Some(IdleReason::BudgetReached) => Ended::BudgetReached,
+            None => Ended::Interrupted,
+        }
+    }
+
+    fn as_str(self) -> &'static str {
+        match self {
+            Ended::NothingLeft => "nothing left to crawl",
+            Ended::BudgetReached => "page budget reached",
+            Ended::Interrupted => "interrupted",
+        }
+    }
+}
+
+/// What this run did, as the summary tells it.
+#[derive(Clone, Copy, Debug)]
+struct RunFacts {
+    ended: Ended,
+    fetched: u64,
+    times: RunTimes,
+    index: Option<web_crawler::actors::IndexCounts>,
+}
+
+/// The summary: this run's numbers first, labelled as such, then the
+/// store's totals over every run on it (a resumed run's store holds the
+/// earlier runs' pages too), then the failed pages (`url`, why).
+fn summary_text(
+    run: &RunFacts,
+    histogram: &[(Option<u16>, u64)],
+    counts: &web_crawler::actors::StoreCounts,
+    failed: &[(String, String)],
+) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::new();
+    let rate = run.fetched as f64 / run.times.fetching.as_secs_f64().max(1e-3);
+    let indexing = run.times.total.saturating_sub(run.times.fetching);
+    let _ = writeln!(
+        out,
+        "crawl ended ({}): this run fetched {} pages in {:.1}s, {:.1} pages/s",
+        run.ended.as_str(),
+        run.fetched,
+        run.times.fetching.as_secs_f64(),
+        rate
+    );
+    match run.ended {
+        Ended::Interrupted => {
+            let _ = writeln!(
+                out,
+                "to resume, run the same command again ({} URLs are left pending)",
+                counts.pending
+            );
+        }
+        Ended::BudgetReached if counts.pending > 0 => {
+            let _ = writeln!(
+                out,
+                "{} URLs are left pending: the same command again crawls up to --max-pages more",
+                counts.pending
+            );
+        }
+        _ => {}
+    }
+    if let Some(index) = run.index {
+        let left = if index.backlog() > 0 {
+            format!(
+                "; {} wait in the queue and are indexed when the crawl runs again",
+                index.backlog()
+            )
+        } else {
+            String::new()
+        };
+        let _ = writeln!(
+            out,
+            "search index: {} pages indexed this run, searchable {:.1}s after fetching ended{left}",
+            index.indexed,
+            indexing.as_secs_f64(),
+        );
+    }
+    let _ = writeln!(out, "the store, all runs so far:");
+    let _ = writeln!(out, "  pages by status:");
+    for (code, n) in histogram {
+        let label = code.map_or_else(|| "no response".to_string(), |c| c.to_string());
+        let _ = writeln!(out, "  {label:>12}  {n}");
+    }
+    let _ = writeln!(
+        out,
+        "  processed {}  failed {}  duplicates skipped {}  robots-blocked {}  still pending {}",
+        counts.processed, counts.failed, counts.duplicates, counts.robots_blocked, counts.pending
+    );
+    for (url, why) in failed {
+        let _ = writeln!(out, "  failed  {url}  {why}");
+    }
+    if counts.failed > failed.len() as u64 {
+        let _ = writeln!(out, "  (all of them: web_crawler report broken-links)");
+    }
+    out
+}
+
+/// Failed pages the summary lists with their reason.
+const FAILED_SHOWN: usize = 5;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn progress_shows_requests_apart_from_claimed_urls() {
+        // One host at --per-host 1: one request, seven more of its URLs
+        // claimed and waiting at the pool.
+        let mut s = web_crawler::Status {
+            fetched_this_run: 12,
+            in_flight: 8,
+            requests_in_flight: 1,
+            errors_this_run: 2,
+            ..web_crawler::Status::default()
+        };
+        s.store.pending = 350;
+        assert_eq!(
+            progress_line(&s),
+            "12 pages  0 pages/s (avg 0)  1 request in flight  URLs: 8 claimed, 350 pending  2 errors"
+        );
+    }
+
+    #[test]
+    fn progress_shows_the_rate_now_apart_from_the_average() {
+        // Idle after a burst: nothing now, the run's average still high.
+        let s = web_crawler::Status {
+            fetched_this_run: 3000,
+            pages_per_sec: 52.4,
+            recent_pages_per_sec: 0.0,
+            ..web_crawler::Status::default()
+        };
+        assert!(
+            progress_line(&s).starts_with("3000 pages  0 pages/s (avg 52)  "),
+            "{}",
+            progress_line(&s)
+        );
+    }
+
+    fn run_facts(ended: Ended, fetched: u64) -> RunFacts {
+        RunFacts {
+            ended,
+            fetched,
+            times: RunTimes {
+                fetching: Duration::from_secs(10),
+                total: Duration::from_secs(10),
+            },
+            index: None,
+        }
+    }
+
+    #[test]
+    fn an_interrupted_crawl_says_how_to_resume() {
+        let counts = web_crawler::actors::StoreCounts {
+            processed: 29,
+            pending: 31,
+            ..Default::default()
+        };
+        let text = summary_text(
+            &run_facts(Ended::Interrupted, 29),
+            &[(Some(200), 29)],
+            &counts,
+            &[],
+        );
+        let mut lines = text.lines();
+        assert_eq!(
+            lines.next(),
+            Some("crawl ended (interrupted): this run fetched 29 pages in 10.0s, 2.9 pages/s")
+        );
+        assert_eq!(
+            lines.next(),
+            Some("to resume, run the same command again (31 URLs are left pending)")
+        );
+        let done = summary_text(
+            &run_facts(Ended::NothingLeft, 29),
+            &[(Some(200), 29)],
+            &counts,
+            &[],
+        );
+        assert!(!done.contains("resume"), "{done}");
+        let budget = summary_text(
+            &run_facts(Ended::BudgetReached, 29),
+            &[(Some(200), 29)],
+            &counts,
+            &[],
+        );
+        assert_eq!(
+            budget.lines().nth(1),
+            Some("31 URLs are left pending: the same command again crawls up to --max-pages more")
+        );
+    }
+
+    #[test]
+    fn a_resumed_run_labels_its_numbers_apart_from_the_stores_totals() {
+        // The second run of a crawl: 500 pages now, 529 in the store.
+        let counts = web_crawler::actors::StoreCounts {
+            processed: 529,
+            failed: 1,
+            ..Default::default()
+        };
+        let failed = [("http://a/gone".to_string(), "HTTP 404".to_string())];
+        let text = summary_text(
+            &run_facts(Ended::NothingLeft, 500),
+            &[(Some(200), 528), (Some(404), 1)],
+            &counts,
+            &failed,
+        );
+        assert_eq!(
+            text,
+            "crawl ended (nothing left to crawl): this run fetched 500 pages in 10.0s, 50.0 pages/s\n\
+             the store, all runs so far:\n\
+             \x20 pages by status:\n\
+             \x20          200  528\n\
+             \x20          404  1\n\
+             \x20 processed 529  failed 1  duplicates skipped 0  robots-blocked 0  still pending 0\n\
+             \x20 failed  http://a/gone  HTTP 404\n"
+        );
+    }
+
+    #[test]
+    fn a_run_that_fetched_nothing_fails_only_if_it_tried() {
+        assert!(nothing_fetched(0, 3));
+        assert!(!nothing_fetched(0, 0), "nothing left to do is done");
+        assert!(!nothing_fetched(1, 3), "some answer came");
+    }
+}

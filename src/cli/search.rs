@@ -1,0 +1,231 @@
+//! `search`: the pages a crawl indexed, read from the index directory
+//! (offline), or asked of a running node's master (`--connect`).
+
+use super::parse::at_least_one;
+use super::remote::connect;
+use anyhow::{Context, Result, bail};
+use clap::{Args, ValueEnum};
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+use web_crawler::search::{
+    Ranking, SearchAnswer, SearchError, SearchIndex, SearchOptions, index_dir_for,
+};
+
+/// `search`.
+#[derive(Debug, Args)]
+pub(super) struct SearchArgs {
+    /// The query: words, and "quoted phrases" that must occur.
+    query: String,
+    /// The crawl's store file; its index is the directory `PATH.index` beside it.
+    #[arg(long, value_name = "PATH", default_value = "crawler.db")]
+    db: PathBuf,
+    /// The index directory itself (instead of --db).
+    #[arg(long, value_name = "DIR", conflicts_with = "db")]
+    index: Option<PathBuf>,
+    /// At most this many results (1 at the least).
+    #[arg(long, default_value_t = 10, value_parser = at_least_one)]
+    limit: usize,
+    /// Print one JSON document: {"results":[{url,title,snippet,score}...],"did_you_mean":...}.
+    #[arg(long)]
+    json: bool,
+    /// The ranking: `full`, or the plain BM25 baseline.
+    #[arg(long, value_enum, default_value_t = RankingArg::Full)]
+    ranking: RankingArg,
+    /// Ask the running node at HOST:PORT (its master's index) instead.
+    #[arg(long, value_name = "HOST:PORT", requires = "cookie_file", conflicts_with_all = ["index", "ranking"])]
+    connect: Option<String>,
+    /// The cluster's cookie file (with --connect).
+    #[arg(long)]
+    cookie_file: Option<PathBuf>,
+    /// Seconds to wait for the node (with --connect).
+    #[arg(long, default_value_t = 10)]
+    wait: u64,
+}
+
+impl SearchArgs {
+    pub(super) async fn exec(self) -> Result<ExitCode> {
+        let Self {
+            query,
+            db,
+            index,
+            limit,
+            json,
+            ranking,
+            connect: remote,
+            cookie_file,
+            wait,
+        } = self;
+        if let (Some(addr), Some(cookie_file)) = (remote, cookie_file) {
+            let conn = connect(&addr, &cookie_file, Duration::from_secs(wait)).await?;
+            let answer = conn.search(&query, limit).await;
+            conn.close();
+            print_answer(&answer?, &query, json)?;
+            return Ok(ExitCode::SUCCESS);
+        }
+        let dir = index.clone().unwrap_or_else(|| index_dir_for(&db));
+        let index = match SearchIndex::open_read_only(&dir) {
+            Ok(index) => index,
+            Err(SearchError::NoIndex { .. }) => {
+                let store = index.is_none().then(|| (db.as_path(), db.exists()));
+                bail!("{}", no_index(&dir, store));
+            }
+            Err(e) => {
+                return Err(anyhow::Error::new(e)
+                    .context(format!("cannot open the search index at {}", dir.display())));
+            }
+        };
+        let opts = SearchOptions::default()
+            .limit(limit)
+            .ranking(ranking.into());
+        let answer = index
+            .search(&query, &opts)
+            .with_context(|| format!("cannot search for {query:?}"))?;
+        print_answer(&answer, &query, json)?;
+        Ok(ExitCode::SUCCESS)
+    }
+}
+
+/// `--ranking`.
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum RankingArg {
+    /// Typo correction, anchor text, proximity, link prior, hub penalty.
+    Full,
+    /// tantivy's BM25 over title and body (the baseline).
+    Bm25,
+}
+
+impl From<RankingArg> for Ranking {
+    fn from(arg: RankingArg) -> Self {
+        match arg {
+            RankingArg::Full => Ranking::Full,
+            RankingArg::Bm25 => Ranking::PlainBm25,
+        }
+    }
+}
+
+/// Why `search` has no index at `dir`, and the way on. `store` is the
+/// crawl's store file the index was looked for beside (with whether it
+/// exists); `None` when `--index` named the directory.
+fn no_index(dir: &Path, store: Option<(&Path, bool)>) -> String {
+    match store {
+        Some((db, true)) => format!(
+            "the crawl in {db} has no search index (it ran with --no-index, or {dir} was \
+             removed): `web_crawler index rebuild --db {db}` makes one from what it fetched",
+            db = db.display(),
+            dir = dir.display()
+        ),
+        Some((db, false)) => format!(
+            "no crawl at {db}, so no search index: crawl first (`web_crawler crawl URL --db \
+             {db}`), or give the store with --db",
+            db = db.display()
+        ),
+        None => format!(
+            "no search index at {dir}: `web_crawler index rebuild --index {dir}` (with the \
+             crawl's --db or --mongodb) makes one from what the crawl fetched",
+            dir = dir.display()
+        ),
+    }
+}
+
+/// Print a search answer: numbered results, or one JSON document.
+fn print_answer(answer: &SearchAnswer, query: &str, json: bool) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    if json {
+        writeln!(out, "{}", serde_json::to_string(answer)?)?;
+        return Ok(());
+    }
+    let bold = std::io::stdout().is_terminal();
+    if let Some(corrected) = &answer.did_you_mean {
+        writeln!(out, "Did you mean: {corrected}  (showing its results)")?;
+    }
+    if answer.results.is_empty() {
+        let searched = answer.did_you_mean.as_deref().unwrap_or(query);
+        writeln!(out, "No results for {searched:?}.")?;
+    }
+    for (i, hit) in answer.results.iter().enumerate() {
+        let title = if hit.title.is_empty() {
+            "(untitled)"
+        } else {
+            &hit.title
+        };
+        writeln!(out, "{:>2}. {title}", i + 1)?;
+        writeln!(out, "    {}  (score {:.3})", hit.url, hit.score)?;
+        if !hit.snippet.is_empty() {
+            writeln!(out, "    {}", marked(&hit.snippet, &hit.highlights, bold))?;
+        }
+    }
+    Ok(())
+}
+
+/// The snippet with its matched terms in bold (on a terminal).
+fn marked(snippet: &str, highlights: &[std::ops::Range<usize>], bold: bool) -> String {
+    if !bold {
+        return snippet.to_string();
+    }
+    let mut out = String::with_capacity(snippet.len() + 8 * highlights.len());
+    let mut at = 0;
+    for r in highlights {
+        if r.start < at || r.end > snippet.len() {
+            continue;
+        }
+        out.push_str(&snippet[at..r.start]);
+        out.push_str("\x1b[1m");
+        out.push_str(&snippet[r.clone()]);
+        out.push_str("\x1b[0m");
+        at = r.end;
+    }
+    out.push_str(&snippet[at..]);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    /// `search` alone, as the command line gives it its arguments.
+    #[derive(Debug, Parser)]
+    struct Search {
+        #[command(flatten)]
+        args: SearchArgs,
+    }
+
+    #[test]
+    fn search_without_an_index_says_why_and_the_way_on() {
+        let dir = Path::new("c.db.index");
+        let no_index_crawl = no_index(dir, Some((Path::new("c.db"), true)));
+        assert_eq!(
+            no_index_crawl,
+            "the crawl in c.db has no search index (it ran with --no-index, or c.db.index was \
+             removed): `web_crawler index rebuild --db c.db` makes one from what it fetched"
+        );
+        assert!(no_index(dir, Some((Path::new("c.db"), false))).starts_with("no crawl at c.db"),);
+        let named = no_index(Path::new("idx"), None);
+        assert!(
+            named.starts_with("no search index at idx: `web_crawler index rebuild --index idx`"),
+            "{named}"
+        );
+    }
+
+    #[test]
+    fn search_takes_db_or_index_but_not_both() {
+        let parse = |args: &[&str]| Search::try_parse_from(args).map(|s| s.args);
+        let args = parse(&["search", "rye bread", "--db", "c.db"]).unwrap();
+        assert_eq!(args.query, "rye bread");
+        assert_eq!(index_dir_for(&args.db), PathBuf::from("c.db.index"));
+        assert!(args.index.is_none());
+        assert!(parse(&["search", "q", "--db", "c.db", "--index", "i"]).is_err());
+        let bm25 = parse(&["search", "q", "--ranking", "bm25", "--limit", "3"]).unwrap();
+        assert_eq!(Ranking::from(bm25.ranking), Ranking::PlainBm25);
+        assert_eq!(bm25.limit, 3);
+    }
+
+    #[test]
+    fn marked_bolds_the_highlights_on_a_terminal_only() {
+        let bread = [std::ops::Range { start: 4, end: 9 }];
+        assert_eq!(marked("rye bread", &bread, false), "rye bread");
+        assert_eq!(marked("rye bread", &bread, true), "rye \x1b[1mbread\x1b[0m");
+    }
+}

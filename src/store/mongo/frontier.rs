@@ -1,0 +1,294 @@
+//! The frontier over `pending_urls`: claims (expired leases first, then
+//! the best candidates round-robin over hosts), leases and their release,
+//! and watched URLs queued again when due.
+
+use super::commit::merge_links;
+use super::documents::{int, job_of, last_fetch_of, operation_of, text};
+use super::errors::{backend, corrupt};
+use super::{MongoStore, PENDING, PROCESSING};
+use async_trait::async_trait;
+use futures_util::TryStreamExt;
+use mongodb::Collection;
+use mongodb::bson::{Bson, Document, doc, oid::ObjectId};
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use web_crawler_actors::{
+    ClaimRequest, CommitBatch, CommitSummary, Frontier, Job, Millis, NewLink, ROBOTS_BLOCKED,
+    SEARCH_RESULTS, StoreCounts, StoreError, UrlKey,
+};
+impl MongoStore {
+    /// What the claimed URLs' last fetches left, in one query.
+    async fn last_fetches(&self, jobs: &mut [Job]) -> Result<(), StoreError> {
+        let urls: Vec<&str> = jobs.iter().map(|j| j.url.as_str()).collect();
+        let mut cursor = self
+            .processed
+            .find(doc! { "_id": { "$in": urls } })
+            .projection(doc! {
+                "http_returncode": 1, "content_hash": 1, "etag": 1, "last_modified": 1,
+                "check_interval_ms": 1, "check_every_ms": 1,
+            })
+            .await
+            .map_err(backend)?;
+        let mut last = HashMap::new();
+        while let Some(d) = cursor.try_next().await.map_err(backend)? {
+            let url = d.get_str("_id").map_err(corrupt)?.to_string();
+            last.insert(url, last_fetch_of(&d));
+        }
+        for job in jobs {
+            job.set_last(last.remove(&job.url));
+        }
+        Ok(())
+    }
+
+    /// `_id`s of the pending documents matching `filter` whose
+    /// (url, op_key) passes `keep`.
+    async fn leased_ids(
+        &self,
+        filter: Document,
+        keep: impl Fn(&(String, String)) -> bool,
+    ) -> Result<Vec<Bson>, StoreError> {
+        let docs: Vec<Document> = self
+            .pending
+            .find(filter)
+            .projection(doc! { "_id": 1, "url": 1, "op_key": 1 })
+            .await
+            .map_err(backend)?
+            .try_collect()
+            .await
+            .map_err(backend)?;
+        Ok(docs
+            .iter()
+            .filter(|d| {
+                keep(&(
+                    text(d, "url").unwrap_or_default(),
+                    text(d, "op_key").unwrap_or_default(),
+                ))
+            })
+            .filter_map(|d| d.get("_id").cloned())
+            .collect())
+    }
+
+    async fn release_ids(&self, ids: Vec<Bson>) -> Result<u64, StoreError> {
+        if ids.is_empty() {
+            return Ok(0);
+        }
+        let result = self
+            .pending
+            .update_many(
+                doc! { "_id": { "$in": ids }, "status": PROCESSING },
+                doc! {
+                    "$set": { "status": PENDING, "d_change": web_crawler_actors::now_ms() },
+                    "$unset": { "lease_until": "", "lease_owner": "", "claim_token": "" },
+                },
+            )
+            .await
+            .map_err(backend)?;
+        Ok(result.modified_count)
+    }
+}
+
+fn key_set(keys: &[UrlKey]) -> HashSet<(String, String)> {
+    keys.iter()
+        .map(|k| (k.url.clone(), k.operation.key()))
+        .collect()
+}
+
+/// Pending URLs scanned per claim for each URL asked for: the per-host caps
+/// and round-robin are applied to this window.
+const CLAIM_SCAN_FACTOR: usize = 8;
+
+#[async_trait]
+impl Frontier for MongoStore {
+    async fn claim(&self, req: ClaimRequest) -> Result<Vec<Job>, StoreError> {
+        self.check_owner()?;
+        // Expired leases go back to pending first (a dead slave or node).
+        self.pending
+            .update_many(
+                doc! { "status": PROCESSING, "lease_until": { "$lt": req.now } },
+                doc! {
+                    "$set": { "status": PENDING, "d_change": req.now },
+                    "$unset": { "lease_until": "", "lease_owner": "", "claim_token": "" },
+                },
+            )
+            .await
+            .map_err(backend)?;
+        if req.limit == 0 {
+            return Ok(Vec::new());
+        }
+        let candidates: Vec<Document> = self
+            .pending
+            .find(doc! { "status": PENDING, "not_before": { "$lte": req.now } })
+            .sort(doc! { "priority": -1, "_id": 1 })
+            .limit((req.limit * CLAIM_SCAN_FACTOR).max(256) as i64)
+            .projection(doc! { "_id": 1, "host": 1 })
+            .await
+            .map_err(backend)?
+            .try_collect()
+            .await
+            .map_err(backend)?;
+        let chosen = web_crawler_actors::frontier::round_robin(
+            candidates
+                .iter()
+                .filter_map(|d| Some((d.get("_id")?.clone(), d.get_str("host").ok()?))),
+            req.limit,
+            req.per_host_cap,
+            &req.held_per_host,
+        );
+        if chosen.is_empty() {
+            return Ok(Vec::new());
+        }
+        // Each document's update is atomic: a concurrent claimer can take a
+        // candidate first, then our status filter skips it. The token tells
+        // which ones this call won.
+        // A string: the test server cannot match ObjectId values outside `_id`.
+        let token = ObjectId::new().to_hex();
+        self.pending
+            .update_many(
+                doc! { "_id": { "$in": chosen }, "status": PENDING },
+                doc! { "$set": {
+                    "status": PROCESSING,
+                    "lease_until": req.lease_until,
+                    "lease_owner": &req.owner,
+                    "claim_token": &token,
+                    "d_change": req.now,
+                } },
+            )
+            .await
+            .map_err(backend)?;
+        let won: Vec<Document> = self
+            .pending
+            .find(doc! { "claim_token": &token })
+            .sort(doc! { "priority": -1, "_id": 1 })
+            .await
+            .map_err(backend)?
+            .try_collect()
+            .await
+            .map_err(backend)?;
+        let mut jobs = won.iter().map(job_of).collect::<Result<Vec<Job>, _>>()?;
+        self.last_fetches(&mut jobs).await?;
+        Ok(jobs)
+    }
+
+    async fn commit(&self, batch: Arc<CommitBatch>) -> Result<CommitSummary, StoreError> {
+        self.write_batch(&batch).await
+    }
+
+    async fn extend_leases(
+        &self,
+        keys: &[UrlKey],
+        owner: &str,
+        until: Millis,
+    ) -> Result<(), StoreError> {
+        if keys.is_empty() {
+            return Ok(());
+        }
+        let urls: Vec<&str> = keys.iter().map(|k| k.url.as_str()).collect();
+        self.pending
+            .update_many(
+                doc! { "status": PROCESSING, "lease_owner": owner, "url": { "$in": urls } },
+                doc! { "$set": { "lease_until": until } },
+            )
+            .await
+            .map_err(backend)?;
+        Ok(())
+    }
+
+    async fn release(&self, owner: &str, keep: &[UrlKey]) -> Result<u64, StoreError> {
+        let keep = key_set(keep);
+        let ids = self
+            .leased_ids(doc! { "status": PROCESSING, "lease_owner": owner }, |key| {
+                !keep.contains(key)
+            })
+            .await?;
+        self.release_ids(ids).await
+    }
+
+    async fn release_keys(&self, keys: &[UrlKey]) -> Result<u64, StoreError> {
+        if keys.is_empty() {
+            return Ok(0);
+        }
+        let wanted = key_set(keys);
+        let urls: Vec<&str> = keys.iter().map(|k| k.url.as_str()).collect();
+        let ids = self
+            .leased_ids(
+                doc! { "status": PROCESSING, "url": { "$in": urls } },
+                |key| wanted.contains(key),
+            )
+            .await?;
+        self.release_ids(ids).await
+    }
+
+    async fn counts(&self) -> Result<StoreCounts, StoreError> {
+        let count = |c: &Collection<Document>, f: Document| {
+            let c = c.clone();
+            async move { c.count_documents(f).await.map_err(backend) }
+        };
+        Ok(StoreCounts {
+            pending: count(&self.pending, doc! { "status": PENDING }).await?,
+            processing: count(&self.pending, doc! { "status": PROCESSING }).await?,
+            processed: count(&self.processed, doc! {}).await?,
+            failed: count(&self.processed, doc! { "error": { "$exists": true } }).await?,
+            robots_blocked: count(&self.processed, doc! { "error": ROBOTS_BLOCKED }).await?,
+            duplicates: count(
+                &self.processed,
+                doc! { "duplicate_of": { "$exists": true } },
+            )
+            .await?,
+            search_results: count(&self.db.collection(SEARCH_RESULTS), doc! {}).await?,
+        })
+    }
+
+    async fn close(&self) {
+        if let Some(owner) = &self.owner {
+            owner.release().await;
+        }
+    }
+
+    async fn requeue_due(&self, now: Millis, limit: usize) -> Result<u64, StoreError> {
+        let due: Vec<Document> = self
+            .processed
+            .find(doc! { "d_next_check": { "$lte": now } })
+            .sort(doc! { "d_next_check": 1 })
+            .limit(i64::try_from(limit).unwrap_or(i64::MAX))
+            .projection(doc! { "operation": 1, "op_key": 1, "host": 1, "depth": 1 })
+            .await
+            .map_err(backend)?
+            .try_collect()
+            .await
+            .map_err(backend)?;
+        if due.is_empty() {
+            return Ok(0);
+        }
+        let mut links = Vec::with_capacity(due.len());
+        for d in &due {
+            links.push(NewLink {
+                url: d.get_str("_id").map_err(corrupt)?.to_string(),
+                host: text(d, "host").unwrap_or_default(),
+                operation: operation_of(d)?,
+                depth: int(d, "depth").unwrap_or(0) as u32,
+                priority: 1.0,
+                redirect_hops: 0,
+                modified: Some(now),
+                check_every_ms: None,
+            });
+        }
+        let urls: Vec<&str> = links.iter().map(|l| l.url.as_str()).collect();
+        let mut processed = self.processed_states(urls.clone()).await?;
+        let mut summary = CommitSummary::default();
+        // Queued as a link saying the page changed now would be; the next
+        // check is cleared after, so a crash in between queues it again
+        // (a merge).
+        for link in merge_links(&links) {
+            self.upsert_link(&link, None, &mut processed, now, None, &mut summary)
+                .await?;
+        }
+        self.processed
+            .update_many(
+                doc! { "_id": { "$in": urls } },
+                doc! { "$unset": { "d_next_check": "" } },
+            )
+            .await
+            .map_err(backend)?;
+        Ok(summary.queued)
+    }
+}
