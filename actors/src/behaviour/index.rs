@@ -83,7 +83,7 @@ impl PageText {
     }
 
     /// The [`INDEX_QUEUE`] record that carries this page to the indexer:
-    /// the page (without its URL, the key) as JSON, compressed, in one
+    /// the page (without its URL, the key) encoded, compressed, in one
     /// field. Pages are a crawl's largest writes, made on the fetch path
     /// and read back once: compressed they cost the store a fraction of
     /// the bytes, and one string is all the store serializes.
@@ -135,23 +135,24 @@ impl PageText {
 /// The field of an [`INDEX_QUEUE`] record that holds the packed page.
 const PACKED: &str = "packed";
 
-/// base64 of the lz4-compressed JSON of `page`.
+/// base64 of the lz4-compressed postcard encoding of `page`: its strings
+/// are copied as they are (JSON escaped every byte of the text).
 fn pack(page: &PageText) -> String {
     use base64::Engine;
-    // Serializing plain strings and numbers cannot fail.
-    let json = serde_json::to_vec(page).unwrap_or_default();
+    // Encoding plain strings and numbers into a Vec cannot fail.
+    let bytes = postcard::to_stdvec(page).unwrap_or_default();
     base64::engine::general_purpose::STANDARD_NO_PAD
-        .encode(lz4_flex::block::compress_prepend_size(&json))
+        .encode(lz4_flex::block::compress_prepend_size(&bytes))
 }
 
 fn unpack(packed: &str) -> Result<PageText, String> {
     use base64::Engine;
-    let bytes = base64::engine::general_purpose::STANDARD_NO_PAD
+    let compressed = base64::engine::general_purpose::STANDARD_NO_PAD
         .decode(packed)
         .map_err(|e| format!("a queued page is not base64: {e}"))?;
-    let json = lz4_flex::block::decompress_size_prepended(&bytes)
+    let bytes = lz4_flex::block::decompress_size_prepended(&compressed)
         .map_err(|e| format!("a queued page does not decompress: {e}"))?;
-    serde_json::from_slice(&json).map_err(|e| format!("a queued page: {e}"))
+    postcard::from_bytes(&bytes).map_err(|e| format!("a queued page: {e}"))
 }
 
 /// One result of a query.
