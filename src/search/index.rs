@@ -59,6 +59,10 @@ const SNIPPET_CHARS: usize = 200;
 /// segment (tantivy's minimum is 15 MB a thread).
 const PAGES_WRITER_BYTES: usize = 48_000_000;
 const ANCHORS_WRITER_BYTES: usize = 16_000_000;
+/// The most documents a merge makes ([`merges`](super::merges)): about
+/// 150 MB of a pages segment (8–40 KB of text a page), 30 MB of anchors.
+const PAGES_MERGE_MAX_DOCS: u32 = 20_000;
+const ANCHORS_MERGE_MAX_DOCS: u32 = 1_000_000;
 
 /// One of the two tantivy indexes.
 struct Part<F> {
@@ -140,10 +144,10 @@ fn open_part<F>(
     writer_bytes: Option<usize>,
 ) -> Result<Part<F>, SearchError> {
     let path = dir.join(name);
-    let part = if name == "pages" {
-        IndexPart::Pages
+    let (part, merge_max_docs) = if name == "pages" {
+        (IndexPart::Pages, PAGES_MERGE_MAX_DOCS)
     } else {
-        IndexPart::Anchors
+        (IndexPart::Anchors, ANCHORS_MERGE_MAX_DOCS)
     };
     let index = if writer_bytes.is_some() {
         std::fs::create_dir_all(&path).map_err(|source| SearchError::Io {
@@ -198,13 +202,17 @@ fn open_part<F>(
                 .memory_budget_per_thread(bytes)
                 .num_merge_threads(1)
                 .build();
-            Some(index.writer_with_options(options).map_err(|e| match e {
+            let writer: IndexWriter = index.writer_with_options(options).map_err(|e| match e {
                 TantivyError::LockFailure(..) => SearchError::Locked {
                     dir: dir.to_path_buf(),
                     source: Box::new(e),
                 },
                 e => err("open for writing")(e),
-            })?)
+            })?;
+            writer.set_merge_policy(Box::new(super::merges::CappedMerges {
+                max_docs: merge_max_docs,
+            }));
+            Some(writer)
         }
     };
     let policy = if writer.is_some() {

@@ -66,6 +66,7 @@
 
 mod context;
 mod index;
+mod merges;
 mod query;
 mod rank;
 mod schema;
