@@ -19,6 +19,8 @@
 //! page look less new than it is, never more.
 
 use super::{fmix64, words_of};
+use std::collections::HashSet;
+use std::hash::{BuildHasherDefault, Hasher};
 
 /// Words per text shingle.
 const TEXT_SHINGLE: usize = 5;
@@ -36,7 +38,8 @@ pub const SHINGLE_TEXT_BYTES: usize = 64 * 1024;
 pub fn shingles(text: &str) -> Vec<u32> {
     let words = words_of(&text[..text.floor_char_boundary(SHINGLE_TEXT_BYTES)]);
     let mut out: Vec<u32> = Vec::new();
-    let mut seen = std::collections::HashSet::new();
+    let mut seen: HashSet<u32, BuildHasherDefault<SpreadU32>> =
+        HashSet::with_capacity_and_hasher(MAX_PAGE_SHINGLES, Default::default());
     for run in words.windows(TEXT_SHINGLE) {
         // Word hashes are already mixed: rotations keep the order, one
         // multiply spreads the bits (a full mix per word was most of the
@@ -60,6 +63,28 @@ pub fn shingles(text: &str) -> Vec<u32> {
     out
 }
 
+/// A shingle is a hash already: one multiply spreads it over the 64 bits a
+/// hash table reads (its high bits pick the tag, its low the slot), where
+/// SipHash cost more than the sampling itself.
+#[derive(Default)]
+struct SpreadU32(u64);
+
+impl Hasher for SpreadU32 {
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        }
+    }
+
+    fn write_u32(&mut self, i: u32) {
+        self.0 = (self.0 ^ u64::from(i)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
 /// The first generation's size: 8 KB.
 const FIRST_WORDS: usize = 1024;
 /// Keys a generation takes before it is full: one per this many bits.
@@ -72,6 +97,12 @@ pub(super) struct SeenSketch {
     /// Oldest first; a key goes into the last.
     generations: std::collections::VecDeque<Bits>,
     max_words: usize,
+}
+
+/// A key's two hashes, the same in every generation (taken once a
+/// lookup, not once a generation).
+fn hashes_of(key: u64) -> [u64; 2] {
+    [key, fmix64(key ^ 0x9e37_79b9_7f4a_7c15)]
 }
 
 #[derive(Debug, Default)]
@@ -88,27 +119,26 @@ impl Bits {
         }
     }
 
-    /// Two bit positions of `key` (word index, bit mask); the length is a
-    /// power of two.
-    fn positions(&self, key: u64) -> [(usize, u64); 2] {
+    /// Two bit positions of a key with hashes `hashes` (word index, bit
+    /// mask); the length is a power of two.
+    fn positions(&self, hashes: [u64; 2]) -> [(usize, u64); 2] {
         let n = self.words.len() * 64;
-        let second = fmix64(key ^ 0x9e37_79b9_7f4a_7c15);
-        [key, second].map(|h| {
+        hashes.map(|h| {
             let bit = (h as usize) & (n - 1);
             (bit / 64, 1u64 << (bit % 64))
         })
     }
 
-    fn contains(&self, key: u64) -> bool {
+    fn contains(&self, hashes: [u64; 2]) -> bool {
         !self.words.is_empty()
             && self
-                .positions(key)
+                .positions(hashes)
                 .iter()
                 .all(|&(w, m)| self.words[w] & m != 0)
     }
 
-    fn set(&mut self, key: u64) {
-        for (w, m) in self.positions(key) {
+    fn set(&mut self, hashes: [u64; 2]) {
+        for (w, m) in self.positions(hashes) {
             self.words[w] |= m;
         }
         self.keys += 1;
@@ -131,7 +161,9 @@ impl SeenSketch {
     }
 
     pub(super) fn contains(&self, key: u64) -> bool {
-        self.generations.iter().any(|g| g.contains(key))
+        // Newest first: a key seen lately is found at once.
+        let hashes = hashes_of(key);
+        self.generations.iter().rev().any(|g| g.contains(hashes))
     }
 
     #[cfg(test)]
@@ -160,7 +192,7 @@ impl SeenSketch {
             }
         }
         if let Some(newest) = self.generations.back_mut() {
-            newest.set(key);
+            newest.set(hashes_of(key));
         }
     }
 
