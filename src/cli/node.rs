@@ -177,6 +177,9 @@ async fn serve_node(
     if let Some((addr, _)) = join {
         ensure_name_free(addr, &node.cookie_file, &node.name).await?;
     }
+    // Listening for SIGTERM/SIGINT before the node is seen: a signal sent
+    // as soon as the node has joined is then a clean stop, not a kill.
+    let mut signals = StopSignals::new()?;
     let server = cluster::start_node(&node.name, node.listen, &cookie, true).await?;
     let app = match &master {
         Some(m) => {
@@ -200,7 +203,6 @@ async fn serve_node(
         }
     }
     eprintln!("node {} listening on {}", node.name, node.listen);
-    let mut signals = StopSignals::new()?;
     let master_watch = async {
         match join {
             Some((addr, grace)) => {

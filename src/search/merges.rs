@@ -156,8 +156,8 @@ mod tests {
         // Commits of 2,000 pages, merged as the policy says, as tantivy
         // would: 100,000 pages end in a handful of segments.
         let mut segments: Vec<u32> = Vec::new();
-        for _ in 0..50 {
-            segments.push(2_000);
+        for commit in [2_000; 50] {
+            segments.push(commit);
             loop {
                 let m = merges(&sizes(&segments), 20_000);
                 let Some(group) = m.first() else { break };
