@@ -1316,15 +1316,7 @@ fn words_of(text: &str) -> Vec<u64> {
         // a buffer first. One look-up a byte says whether it is a letter
         // or digit and which kind, so the word is read once.
         let start = i;
-        let mut kinds = 0;
-        while let Some(&b) = bytes.get(i) {
-            let kind = ASCII_KIND[usize::from(b)];
-            if kind == 0 {
-                break;
-            }
-            kinds |= kind;
-            i += 1;
-        }
+        let mut kinds = ascii_run(bytes, &mut i);
         let mut unicode = false;
         while i < bytes.len() && !bytes[i].is_ascii() {
             let c = text[i..].chars().next().unwrap_or(' ');
@@ -1333,14 +1325,7 @@ fn words_of(text: &str) -> Vec<u64> {
             }
             unicode = true;
             i += c.len_utf8();
-            while let Some(&b) = bytes.get(i) {
-                let kind = ASCII_KIND[usize::from(b)];
-                if kind == 0 {
-                    break;
-                }
-                kinds |= kind;
-                i += 1;
-            }
+            kinds |= ascii_run(bytes, &mut i);
         }
         if i == start {
             // A separator (ASCII or not).
@@ -1368,6 +1353,21 @@ fn words_of(text: &str) -> Vec<u64> {
         words.push(hash);
     }
     words
+}
+
+/// Read ASCII letters and digits from `*i` on: the kinds met, or'd.
+#[inline]
+fn ascii_run(bytes: &[u8], i: &mut usize) -> u8 {
+    let mut kinds = 0;
+    while let Some(&b) = bytes.get(*i) {
+        let kind = ASCII_KIND[usize::from(b)];
+        if kind == 0 {
+            break;
+        }
+        kinds |= kind;
+        *i += 1;
+    }
+    kinds
 }
 
 /// Kinds of ASCII byte in [`words_of`]'s table: 0 for a separator (and any
