@@ -125,44 +125,27 @@ impl Report {
             Report::Hosts { list } => {
                 let mut hosts = list.store.open().await?.host_summaries().await?;
                 list.bound(&mut hosts);
-                let mut out = std::io::stdout().lock();
-                if list.json {
-                    writeln!(out, "{}", serde_json::to_string_pretty(&hosts)?)?;
-                    return Ok(());
-                }
-                writeln!(out, "{}", rows::HOSTS_HEADER)?;
-                for h in &hosts {
-                    writeln!(out, "{}", rows::host_row(h))?;
-                }
-                Ok(())
+                table(&hosts, list.json, rows::HOSTS_HEADER, rows::host_row)
             }
             Report::Availability { history } => {
                 let mut rows = availability(&history.read().await?);
                 history.list.bound(&mut rows);
-                let mut out = std::io::stdout().lock();
-                if history.list.json {
-                    writeln!(out, "{}", serde_json::to_string_pretty(&rows)?)?;
-                    return Ok(());
-                }
-                writeln!(out, "{}", rows::AVAILABILITY_HEADER)?;
-                for row in &rows {
-                    writeln!(out, "{}", rows::availability_row(row))?;
-                }
-                Ok(())
+                table(
+                    &rows,
+                    history.list.json,
+                    rows::AVAILABILITY_HEADER,
+                    rows::availability_row,
+                )
             }
             Report::Changes { history } => {
                 let mut rows = changes(&history.read().await?);
                 history.list.bound(&mut rows);
-                let mut out = std::io::stdout().lock();
-                if history.list.json {
-                    writeln!(out, "{}", serde_json::to_string_pretty(&rows)?)?;
-                    return Ok(());
-                }
-                writeln!(out, "{}", rows::CHANGES_HEADER)?;
-                for row in &rows {
-                    writeln!(out, "{}", rows::change_row(row))?;
-                }
-                Ok(())
+                table(
+                    &rows,
+                    history.list.json,
+                    rows::CHANGES_HEADER,
+                    rows::change_row,
+                )
             }
             Report::Graph {
                 format,
@@ -314,6 +297,26 @@ async fn report_pages(list: &ListOpts) -> Result<()> {
             r.url,
             note
         )?;
+    }
+    Ok(())
+}
+
+/// Rows to stdout: as a JSON array with `--json`, else the header and one
+/// tab-separated line per row (the console renders the same rows).
+fn table<T: serde::Serialize>(
+    items: &[T],
+    json: bool,
+    header: &str,
+    row: impl Fn(&T) -> String,
+) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    if json {
+        writeln!(out, "{}", serde_json::to_string_pretty(items)?)?;
+        return Ok(());
+    }
+    writeln!(out, "{header}")?;
+    for item in items {
+        writeln!(out, "{}", row(item))?;
     }
     Ok(())
 }
