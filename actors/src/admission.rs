@@ -219,17 +219,7 @@ mod tests {
 
     #[test]
     fn sitemap_entries_are_admitted_as_changed_now() {
-        let referrer = Job {
-            url: "http://a/".into(),
-            host: "a".into(),
-            operation: OperationSpec::crawl(),
-            depth: 0,
-            priority: 1.0,
-            attempts: 0,
-            redirect_hops: 0,
-            last: None,
-            check_every_ms: None,
-        };
+        let referrer = Job::fixture("a", "/", 0);
         let urls = vec!["http://a/1".to_string(), "http://b/2".to_string()];
         let ops = Operations::new();
         let links = admission(&ops, false).sitemap(&referrer, urls, T0);

@@ -85,7 +85,6 @@ pub(crate) fn check_nodes(window: &mut Window, live: &[String], now: Millis) -> 
 mod tests {
     use super::*;
     use crate::config::CrawlConfig;
-    use crate::types::OperationSpec;
 
     const T0: Millis = 1_000_000;
 
@@ -94,17 +93,7 @@ mod tests {
     }
 
     fn job(host: &str, path: &str) -> Job {
-        Job {
-            url: format!("http://{host}{path}"),
-            host: host.to_string(),
-            operation: OperationSpec::crawl(),
-            depth: 1,
-            priority: 1.0,
-            attempts: 0,
-            redirect_hops: 0,
-            last: None,
-            check_every_ms: None,
-        }
+        Job::fixture(host, path, 1)
     }
 
     /// A window past recovery on node "a", holding two URLs of each of

@@ -901,17 +901,7 @@ mod tests {
 
     #[test]
     fn a_message_over_the_bound_is_refused_at_the_sender() {
-        let job = Job {
-            url: format!("http://h/{}", "x".repeat(MAX_MESSAGE_BYTES)),
-            host: "h".into(),
-            operation: OperationSpec::crawl(),
-            depth: 0,
-            priority: 1.0,
-            attempts: 0,
-            redirect_hops: 0,
-            last: None,
-            check_every_ms: None,
-        };
+        let job = Job::fixture("h", &format!("/{}", "x".repeat(MAX_MESSAGE_BYTES)), 0);
         assert!(ractor::Message::serialize(MasterMsg::Unstarted(vec![job])).is_err());
     }
 

@@ -508,7 +508,6 @@ fn scheme_of(url: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::types::OperationSpec;
 
     #[derive(Debug)]
     struct Rules {
@@ -525,17 +524,7 @@ mod tests {
     }
 
     fn job(host: &str, path: &str) -> Job {
-        Job {
-            url: format!("http://{host}{path}"),
-            host: host.to_string(),
-            operation: OperationSpec::crawl(),
-            depth: 0,
-            priority: 1.0,
-            attempts: 0,
-            redirect_hops: 0,
-            last: None,
-            check_every_ms: None,
-        }
+        Job::fixture(host, path, 0)
     }
 
     fn sched(max: usize, per_host: usize, delay: u64) -> HostScheduler {

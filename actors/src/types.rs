@@ -175,6 +175,22 @@ impl Job {
             operation: self.operation.clone(),
         }
     }
+
+    /// A first attempt at `http://{host}{path}` to crawl, for the unit tests.
+    #[cfg(test)]
+    pub(crate) fn fixture(host: &str, path: &str, depth: u32) -> Job {
+        Job {
+            url: format!("http://{host}{path}"),
+            host: host.to_string(),
+            operation: OperationSpec::crawl(),
+            depth,
+            priority: 1.0,
+            attempts: 0,
+            redirect_hops: 0,
+            last: None,
+            check_every_ms: None,
+        }
+    }
 }
 
 /// What a slave learned about one page: the paper's processed_urls document,

@@ -1189,17 +1189,7 @@ mod tests {
     }
 
     fn job(host: &str, path: &str) -> Job {
-        Job {
-            url: format!("http://{host}{path}"),
-            host: host.to_string(),
-            operation: OperationSpec::crawl(),
-            depth: 1,
-            priority: 1.0,
-            attempts: 0,
-            redirect_hops: 0,
-            last: None,
-            check_every_ms: None,
-        }
+        Job::fixture(host, path, 1)
     }
 
     fn page(job: &Job) -> SlaveReport {
