@@ -157,16 +157,12 @@ impl Queries for MongoStore {
     }
 
     async fn fetch_history(&self, query: HistoryQuery) -> Result<Vec<FetchHistory>, StoreError> {
-        let docs: Vec<Document> = self
-            .history
-            .find(history(&query))
-            .sort(doc! { "url": 1, "d_fetch": 1, "_id": 1 })
-            .await
-            .map_err(backend)?
-            .try_collect()
-            .await
-            .map_err(backend)?;
-        docs.iter().map(history_of).collect()
+        let sort = doc! { "url": 1, "d_fetch": 1, "_id": 1 };
+        self.collect(&self.history, history(&query), sort, None, 0)
+            .await?
+            .iter()
+            .map(history_of)
+            .collect()
     }
 
     async fn hosts(&self) -> Result<Vec<HostRecord>, StoreError> {
