@@ -61,8 +61,7 @@ pub(crate) struct NodeMetrics {
 
 impl NodeMetrics {
     pub(crate) fn new(node: &str) -> Arc<Self> {
-        let mut registry = Registry::with_prefix("web_crawler");
-        let m = NodeMetrics {
+        let mut m = NodeMetrics {
             node: NodeLabel {
                 node: node.to_string(),
             },
@@ -76,54 +75,54 @@ impl NodeMetrics {
             node_load: Family::default(),
             node_hosts: Family::default(),
             store_unreachable: Gauge::default(),
-            registry: Registry::default(),
+            registry: Registry::with_prefix("web_crawler"),
         };
-        registry.register(
+        m.registry.register(
             "pages_fetched",
             "URLs this node fetched, by the HTTP status of the answer (none: no answer)",
             m.fetched.clone(),
         );
-        registry.register(
+        m.registry.register(
             "fetch_errors",
             "Failed attempts on this node: no answer, a retryable status, a crashed slave",
             m.errors.clone(),
         );
-        registry.register(
+        m.registry.register(
             "pool_queued",
             "URLs queued at this node's pool, not started",
             m.queued.clone(),
         );
-        registry.register(
+        m.registry.register(
             "pool_running",
             "Slaves running at this node's pool",
             m.running.clone(),
         );
-        registry.register(
+        m.registry.register(
             "restarts",
             "Children this node's supervisor restarted",
             m.restarts.clone(),
         );
-        registry.register(
+        m.registry.register(
             "frontier_urls",
             "URLs in the store by state (the master's node; refreshed each second)",
             m.frontier.clone(),
         );
-        registry.register(
+        m.registry.register(
             "in_flight",
             "URLs claimed and not yet written back (the master's node)",
             m.in_flight.clone(),
         );
-        registry.register(
+        m.registry.register(
             "node_load",
             "URLs the master handed each live node and not yet written back",
             m.node_load.clone(),
         );
-        registry.register(
+        m.registry.register(
             "node_hosts",
             "Hosts the master assigned to each live node",
             m.node_hosts.clone(),
         );
-        registry.register(
+        m.registry.register(
             "store_unreachable",
             "1 while the master waits for an unreachable store",
             m.store_unreachable.clone(),
@@ -134,7 +133,7 @@ impl NodeMetrics {
         let _ = m.errors.get_or_create(&m.node);
         let _ = m.queued.get_or_create(&m.node);
         let _ = m.running.get_or_create(&m.node);
-        Arc::new(NodeMetrics { registry, ..m })
+        Arc::new(m)
     }
 
     /// The gauges the master's status holds.
