@@ -2,7 +2,7 @@
 //! real MongoDB-wire server stopped and started again under a running crawl.
 
 use super::{db_path, each_page_fetched_once, eventually, processed, slow_chain};
-use crate::common::backend::Backend;
+use crate::common::backend::{Backend, from_env_or_script};
 use crate::common::bin;
 use std::net::Ipv4Addr;
 use std::path::PathBuf;
@@ -100,20 +100,11 @@ async fn a_full_disk_stops_the_crawl_with_one_line_and_exit_74_then_it_resumes()
 /// The nx-27017 program (`WEB_CRAWLER_TEST_NX27017`, which scripts/test.sh
 /// sets, or installed now by scripts/mongo-server.sh).
 fn nx_27017() -> PathBuf {
-    if let Ok(path) = std::env::var("WEB_CRAWLER_TEST_NX27017") {
-        return PathBuf::from(path);
-    }
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/mongo-server.sh");
-    let out = std::process::Command::new("bash")
-        .args([script, "bin"])
-        .output()
-        .expect("run scripts/mongo-server.sh");
-    assert!(
-        out.status.success(),
-        "the outage tests need nx-27017 and it could not be installed:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    PathBuf::from(String::from_utf8(out.stdout).unwrap().trim())
+    PathBuf::from(from_env_or_script(
+        "WEB_CRAWLER_TEST_NX27017",
+        "bin",
+        "the outage tests need nx-27017 and it could not be installed",
+    ))
 }
 
 /// A MongoDB-wire server of the test's own, on its own data directory and
