@@ -83,12 +83,12 @@ fn failure(e: FetchError) -> web_crawler_actors::FetchFailure {
 /// page replaces its earlier version and the anchors it gave before.
 #[cfg(feature = "search")]
 mod index {
-    use crate::search::{AnchorDoc, PageDoc, SearchError, SearchIndex, SearchOptions};
+    use crate::search::{AnchorDoc, PageDoc, SearchError, SearchIndex};
     use std::path::PathBuf;
     use std::sync::Arc;
     use std::time::{Duration, Instant};
     use web_crawler_actors::{
-        IndexError, IndexOpener, PageIndex, PageSearch, PageText, SearchAnswer,
+        IndexError, IndexOpener, PageIndex, PageSearch, PageText, ShardPhase, ShardStats, ShardTop,
     };
 
     fn index_error(e: SearchError) -> IndexError {
@@ -134,9 +134,22 @@ mod index {
     }
 
     impl PageSearch for SearchIndex {
-        fn search(&self, query: &str, limit: usize) -> Result<SearchAnswer, IndexError> {
-            SearchIndex::search(self, query, &SearchOptions::default().limit(limit))
-                .map_err(index_error)
+        fn stats(
+            &self,
+            query: &str,
+            phase: ShardPhase,
+            known: &ShardStats,
+        ) -> Result<ShardStats, IndexError> {
+            self.shard_stats(query, phase, known).map_err(index_error)
+        }
+
+        fn top(
+            &self,
+            query: &str,
+            limit: usize,
+            stats: &ShardStats,
+        ) -> Result<ShardTop, IndexError> {
+            self.shard_top(query, limit, stats).map_err(index_error)
         }
     }
 

@@ -112,10 +112,23 @@ pub async fn start_on(storage: Storage, settings: Settings) -> Result<AppHandle,
     Ok(App::start(crawl, storage, behaviours).await?)
 }
 
-/// Start a worker node's tree: a pool only, fetching for the cluster's master.
+/// Start a worker node's tree: a pool fetching for the cluster's master
+/// and, with `settings.index_dir`, an indexer keeping the pages this node
+/// fetches in its shard there (their backlog in `DIR.backlog` beside it).
 pub async fn start_worker(settings: Settings) -> Result<AppHandle, Error> {
     let behaviours = settings.behaviours()?;
-    Ok(App::start_worker(settings.crawl.clone(), behaviours).await?)
+    #[allow(unused_mut)]
+    let (mut shard, mut crawl) = (None, settings.crawl.clone());
+    #[cfg(feature = "search")]
+    if let Some(dir) = &settings.index_dir {
+        let backlog = crate::store::IndexBacklogFile::open(&crate::store::backlog_path_for(dir))?;
+        shard = Some(web_crawler_actors::Shard {
+            opener: Arc::new(crate::behaviour_impls::IndexDir(dir.clone())),
+            backlog: Arc::new(backlog),
+        });
+        crawl.index_pages = true;
+    }
+    Ok(App::start_worker(crawl, shard, behaviours).await?)
 }
 
 /// Start the app on the embedded store at `db` (created if missing).

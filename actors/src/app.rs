@@ -3,7 +3,7 @@
 //! the paper's module exports `add_url/1` and `search_text/2` over
 //! `gen_server:cast`.
 
-use crate::behaviour::index::SearchAnswer;
+use crate::behaviour::index::{SearchAnswer, Shard};
 use crate::config::{Behaviours, CrawlConfig, Storage};
 use crate::outage::StoreFailure;
 use crate::protocol::{
@@ -48,21 +48,24 @@ impl App {
         storage: Storage,
         behaviours: Behaviours,
     ) -> Result<AppHandle, AppError> {
-        Self::start_tree(config, Some(storage), behaviours).await
+        Self::start_tree(config, Some(storage), None, behaviours).await
     }
 
-    /// Start a worker node's tree: `web_crawler_sup` with a pool only, which
-    /// fetches for the master of the cluster this node joins.
+    /// Start a worker node's tree: `web_crawler_sup` with a pool, which
+    /// fetches for the master of the cluster this node joins, and with a
+    /// `shard` an indexer that keeps the pages this node fetched.
     pub async fn start_worker(
         config: CrawlConfig,
+        shard: Option<Shard>,
         behaviours: Behaviours,
     ) -> Result<AppHandle, AppError> {
-        Self::start_tree(config, None, behaviours).await
+        Self::start_tree(config, None, shard, behaviours).await
     }
 
     async fn start_tree(
         config: CrawlConfig,
         storage: Option<Storage>,
+        shard: Option<Shard>,
         behaviours: Behaviours,
     ) -> Result<AppHandle, AppError> {
         if ActorRef::<SupMsg>::where_is(config.sup_name()).is_some() {
@@ -76,6 +79,7 @@ impl App {
         let args = SupArgs {
             config: config.clone(),
             storage,
+            shard,
             behaviours,
             exit: exit_tx,
         };
@@ -199,10 +203,17 @@ impl AppHandle {
     /// are searchable about `index_commit_every` after they are processed.
     /// A crawl keeps an index when its storage has one
     /// ([`Storage::with_index`]; `web_crawler`'s `Settings::index_dir`).
+    ///
+    /// Every live node's shard is asked ([`crate::shards`]); on the master's
+    /// node through its control actor, which knows from the store which
+    /// nodes hold pages (`nodes.missing` names those that did not answer).
     pub async fn search(&self, query: &str, limit: usize) -> Result<SearchAnswer, AppError> {
-        crate::control::search(&self.config, query.to_string(), limit)
-            .await
-            .map_err(|e| AppError::Rejected(e.to_string()))
+        let answer = if self.has_master {
+            self.control().search(query, limit).await
+        } else {
+            crate::control::search(&self.config, None, query.to_string(), limit).await
+        };
+        answer.map_err(|e| AppError::Rejected(e.to_string()))
     }
 
     /// Index now what the store's queue holds for the index, so a search

@@ -372,6 +372,10 @@ pub trait Queries: Send + Sync + fmt::Debug + 'static {
     /// Processed page counts by host (`host[:port]`), in host order.
     async fn pages_per_host(&self) -> Result<Vec<(String, u64)>, StoreError>;
 
+    /// Processed page counts by the node that fetched them, in node order
+    /// (the nodes whose index shards hold this crawl's pages).
+    async fn pages_per_node(&self) -> Result<Vec<(String, u64)>, StoreError>;
+
     /// Every host the crawl knows, in host order: its robots.txt facts and
     /// how many of its pages are processed (hosts with pages but no
     /// robots.txt record yet have no robots facts).

@@ -10,16 +10,18 @@ use crate::frontier::{LinkDecision, decide_link};
 use crate::hosts;
 use crate::monitor::{self, HistoryQuery};
 use crate::protocol::{
-    self, ChildRole, ControlMsg, ControlRequest, IndexerMsg, MAX_MESSAGE_BYTES, MAX_REQUEST_BYTES,
-    MasterMsg, PoolMsg, SupMsg,
+    self, ChildRole, ControlMsg, ControlRequest, MAX_MESSAGE_BYTES, MAX_REQUEST_BYTES, MasterMsg,
+    PoolMsg, SupMsg,
 };
 use crate::reply::{
     ActorState, ControlError, ControlReply, HostPaused, Intensity, Listing, NodeStopping, Paused,
     PoolInfo, RestartStrategy, Restarted, SettingChanged, SupSummary, Tree, to_wire,
 };
 use crate::runtime_settings::RuntimeSettings;
+use crate::shards::{self, ShardRoster};
 use crate::types::{Millis, now_ms};
 use ractor::{Actor, ActorProcessingErr, ActorRef};
+use std::collections::HashMap;
 use std::sync::Arc;
 
 #[derive(Debug)]
@@ -27,6 +29,8 @@ pub(crate) struct ControlArgs {
     /// The node's settings: `set` writes them, `state config` shows them.
     pub(crate) settings: RuntimeSettings,
     pub(crate) queries: Arc<dyn Queries>,
+    /// The nodes a search should hear from.
+    pub(crate) roster: ShardRoster,
 }
 
 #[derive(Debug)]
@@ -237,7 +241,10 @@ async fn answer(
             Ok(ControlReply::Paused(Paused { paused }))
         }
         ControlRequest::Search { query, limit } => {
-            Ok(ControlReply::Search(search(cfg, query, limit).await?))
+            let store = (&mut state.roster, state.queries.as_ref());
+            Ok(ControlReply::Search(
+                search(cfg, Some(store), query, limit).await?,
+            ))
         }
         ControlRequest::SearchResults { text, limit } => {
             let results = state.queries.search_results(text.as_deref()).await?;
@@ -304,25 +311,47 @@ fn to_pools(cfg: &CrawlConfig, msg: impl Fn() -> PoolMsg) -> Vec<String> {
         .collect()
 }
 
-/// Ask this node's indexer.
+/// A query across the cluster's shards ([`shards::ask_shards`]), merged:
+/// with the store (on the master's node), the nodes holding pages that
+/// did not answer are named missing, and a page that two shards hold is
+/// listed from the node that fetched it last.
 pub(crate) async fn search(
     cfg: &CrawlConfig,
+    store: Option<(&mut ShardRoster, &dyn Queries)>,
     query: String,
     limit: usize,
 ) -> Result<SearchAnswer, ControlError> {
-    let indexer =
-        ActorRef::<IndexerMsg>::where_is(cfg.indexer_name()).ok_or(ControlError::NoIndex)?;
-    ractor::call_t!(
-        indexer,
-        |reply| IndexerMsg::Search {
-            query,
-            limit,
-            reply
-        },
-        MASTER_TIMEOUT_MS
-    )
-    .map_err(unanswered("indexer"))?
-    .map_err(ControlError::Search)
+    let local = cfg.indexer_name();
+    let live: Vec<String> = protocol::shards(&local)
+        .into_iter()
+        .map(|(node, _)| node)
+        .collect();
+    if live.is_empty() {
+        return Err(ControlError::NoIndex);
+    }
+    let (answered, tops) = shards::ask_shards(&local, &query, limit)
+        .await
+        .map_err(ControlError::Search)?;
+    let mut fetched_by = HashMap::new();
+    let expected = match store {
+        Some((roster, queries)) => {
+            let now = now_ms();
+            if roster.stale(now) {
+                let nodes = queries.pages_per_node().await?;
+                roster.read(nodes.into_iter().map(|(node, _)| node), now);
+            }
+            for url in shards::listed_twice(&tops) {
+                if let Some(page) = queries.processed_url(&url).await? {
+                    fetched_by.insert(url, page.record.node);
+                }
+            }
+            roster.expected(&live)
+        }
+        None => live,
+    };
+    let mut answer = shards::merge_tops(tops, limit, &fetched_by);
+    answer.nodes = Some(shards::shard_nodes(&expected, &answered));
+    Ok(answer)
 }
 
 /// Every fetch of the watched URLs (only `host`'s with one).

@@ -1,7 +1,9 @@
-//! `Indexer`: keeps the full-text index on the master's node. Pages wait
-//! in the store's [`INDEX_QUEUE`] (written with their processed rows, one
-//! commit); the master only says that some were queued
-//! (`IndexerMsg::Queued`). The indexer reads the queue a chunk at a time,
+//! `Indexer`: keeps this node's shard of the full-text index. Pages wait
+//! in the node's [`IndexQueue`]: on the master's node the store's
+//! [`INDEX_QUEUE`] (written with their processed rows, one commit), on a
+//! worker a backlog file beside its shard (pushed by the pool before it
+//! reports the pages); only a note that some were queued reaches the
+//! indexer (`IndexerMsg::Queued`). The indexer reads the queue a chunk at a time,
 //! adds the pages on a thread of its own at a low OS priority
 //! (`IndexThread`: indexing takes the CPU that fetching leaves, and
 //! catches up when the crawl is done), commits by count and by time
@@ -13,13 +15,15 @@
 //!
 //! The actor never waits for the index: reads, adds and commits run as
 //! tasks that report back, so queries (answered by a read handle, at
-//! normal priority) and catch-up requests are taken at once.
+//! normal priority) and catch-up requests are taken at once. It is in the
+//! process group [`SHARD_GROUP`], where a query across the cluster finds
+//! every node's shard (`IndexerMsg::Shard`, a call from any node).
 
 use crate::behaviour::index::{
-    INDEX_QUEUE, IndexError, IndexOpener, PageIndex, PageSearch, PageText,
+    INDEX_QUEUE, IndexError, IndexOpener, IndexQueue, PageIndex, PageSearch, PageText,
 };
-use crate::behaviour::{Document, Queries, error_chain};
-use crate::protocol::IndexerMsg;
+use crate::behaviour::{Document, Queries, StoreError, error_chain};
+use crate::protocol::{IndexerMsg, SHARD_GROUP, ShardAnswer, ShardRequest, ShardStep};
 use crate::types::{IndexCounts, Millis, now_ms};
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 use std::sync::Arc;
@@ -321,10 +325,30 @@ fn lower_priority() {
     }
 }
 
+/// The master's node's [`IndexQueue`]: the store's [`INDEX_QUEUE`]
+/// collection, which the master writes with the pages' processed rows.
+#[derive(Debug)]
+pub(crate) struct StoreQueue(pub(crate) Arc<dyn Queries>);
+
+#[async_trait::async_trait]
+impl IndexQueue for StoreQueue {
+    async fn first(
+        &self,
+        after: Option<&Document>,
+        limit: usize,
+    ) -> Result<Vec<Document>, StoreError> {
+        self.0.first_records(INDEX_QUEUE, after, limit).await
+    }
+
+    async fn delete(&self, keys: &[Document]) -> Result<u64, StoreError> {
+        self.0.delete_records(INDEX_QUEUE, keys).await
+    }
+}
+
 pub(crate) struct IndexerArgs {
     pub(crate) progress: Arc<IndexProgress>,
     pub(crate) opener: Arc<dyn IndexOpener>,
-    pub(crate) queries: Arc<dyn Queries>,
+    pub(crate) queue: Arc<dyn IndexQueue>,
     pub(crate) commit_every: Duration,
     pub(crate) commit_pages: usize,
 }
@@ -339,7 +363,7 @@ pub(crate) struct IndexerState {
     progress: Arc<IndexProgress>,
     thread: IndexThread,
     searcher: Arc<dyn PageSearch>,
-    queries: Arc<dyn Queries>,
+    queue: Arc<dyn IndexQueue>,
     cycle: IndexCycle,
     waiting: Vec<RpcReplyPort<()>>,
 }
@@ -370,11 +394,13 @@ impl Actor for Indexer {
         let batch = IndexBatch::new(args.commit_pages, args.commit_every.as_millis() as Millis);
         // The queue is read from its head: what an earlier indexer left.
         myself.cast(IndexerMsg::Tick)?;
+        // Queries across the cluster find this node's shard in the group.
+        ractor::pg::join(SHARD_GROUP.to_string(), vec![myself.get_cell()]);
         Ok(IndexerState {
             progress: args.progress,
             thread,
             searcher,
-            queries: args.queries,
+            queue: args.queue,
             cycle: IndexCycle::new(batch),
             waiting: Vec::new(),
         })
@@ -395,7 +421,7 @@ impl Actor for Indexer {
             }
             IndexerMsg::Committed(keys) => {
                 let keys = keys.map_err(|e| -> ActorProcessingErr { e.into() })?;
-                state.queries.delete_records(INDEX_QUEUE, &keys).await?;
+                state.queue.delete(&keys).await?;
                 state.progress.indexed(keys.len() as u64);
                 state.cycle.commit_done();
             }
@@ -403,19 +429,13 @@ impl Actor for Indexer {
                 state.waiting.push(reply);
                 state.cycle.catch_up();
             }
-            IndexerMsg::Search {
-                query,
-                limit,
-                reply,
-            } => {
+            IndexerMsg::Shard { request, reply } => {
                 let searcher = state.searcher.clone();
                 tokio::spawn(async move {
                     let answer =
-                        tokio::task::spawn_blocking(move || searcher.search(&query, limit)).await;
-                    let answer = match answer {
-                        Ok(answer) => answer.map_err(|e| error_chain(&e)),
-                        Err(e) => Err(format!("the search failed: {e}")),
-                    };
+                        tokio::task::spawn_blocking(move || answer(searcher.as_ref(), request))
+                            .await
+                            .unwrap_or_else(|e| Err(format!("the search failed: {e}")));
                     let _ = reply.send(answer);
                 });
             }
@@ -436,16 +456,29 @@ impl Actor for Indexer {
     }
 }
 
+/// This shard's answer to one step of a query across the cluster.
+fn answer(searcher: &dyn PageSearch, request: ShardRequest) -> Result<ShardAnswer, String> {
+    let done = match request.step {
+        ShardStep::Stats { phase, known } => searcher
+            .stats(&request.query, phase, &known)
+            .map(ShardAnswer::Stats),
+        ShardStep::Top { stats } => searcher
+            .top(&request.query, request.limit, &stats)
+            .map(ShardAnswer::Top),
+    };
+    done.map_err(|e| error_chain(&e))
+}
+
 /// Start the cycle's next step as a task that reports back, and answer
 /// the catch-up waiters once everything queued is searchable.
 fn drive(myself: &ActorRef<IndexerMsg>, state: &mut IndexerState) {
     match state.cycle.next(now_ms()) {
         Some(IndexStep::Read { after }) => {
-            let queries = state.queries.clone();
+            let queue = state.queue.clone();
             let myself = myself.clone();
             let job = state.thread.run_handle();
             tokio::spawn(async move {
-                let read = read_and_add(queries.as_ref(), &job, after).await;
+                let read = read_and_add(queue.as_ref(), &job, after).await;
                 let _ = myself.cast(IndexerMsg::Read(read));
             });
         }
@@ -475,12 +508,12 @@ fn drive(myself: &ActorRef<IndexerMsg>, state: &mut IndexerState) {
 /// index thread: the keys of the pages read (unreadable ones included, so
 /// that the commit removes them), and how many records were read.
 async fn read_and_add(
-    queries: &dyn Queries,
+    queue: &dyn IndexQueue,
     job: &JobSender,
     after: Option<Document>,
 ) -> Result<(Vec<Document>, usize), String> {
-    let docs = queries
-        .first_records(INDEX_QUEUE, after.as_ref(), CHUNK_PAGES)
+    let docs = queue
+        .first(after.as_ref(), CHUNK_PAGES)
         .await
         .map_err(|e| error_chain(&e))?;
     let read = docs.len();

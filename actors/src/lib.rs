@@ -25,6 +25,7 @@ mod restarts;
 mod run_stats;
 mod runtime_settings;
 pub mod scheduler;
+pub mod shards;
 mod slave;
 mod status;
 pub mod store_cycle;
@@ -37,8 +38,9 @@ pub use app::{App, AppError, AppHandle};
 /// Implementers of the behaviours use the same `async_trait` as the traits.
 pub use async_trait::async_trait;
 pub use behaviour::index::{
-    Anchor, INDEX_ANCHORS, INDEX_QUEUE, INDEX_TEXT_BYTES, IndexError, IndexOpener, PageIndex,
-    PageSearch, PageText, SearchAnswer, SearchHit,
+    Anchor, INDEX_ANCHORS, INDEX_QUEUE, INDEX_TEXT_BYTES, IndexBacklog, IndexError, IndexOpener,
+    IndexQueue, PageIndex, PageSearch, PageText, SearchAnswer, SearchHit, Shard, ShardHit,
+    ShardNodes, ShardPhase, ShardStats, ShardTop,
 };
 pub use behaviour::{
     Archive, ArchiveError, BoxError, ClaimRequest, CommitBatch, CommitSummary, Document,
@@ -60,6 +62,7 @@ pub use reply::{
     ActorState, ControlError, ControlReply, HostPaused, Intensity, Listing, NodeStopping, Paused,
     PoolInfo, RestartStrategy, Restarted, SettingChanged, SupSummary, Tree,
 };
+pub use shards::SHARD_DEADLINE;
 pub use sup::ExitReason;
 pub use types::{
     BrokenLink, HostRecord, IndexCounts, Job, LastFetch, Millis, NewLink, OperationSpec,

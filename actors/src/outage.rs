@@ -363,6 +363,10 @@ impl Queries for PatientQueries {
     async fn pages_per_host(&self) -> Result<Vec<(String, u64)>, StoreError> {
         self.patient(|| self.inner.pages_per_host()).await
     }
+
+    async fn pages_per_node(&self) -> Result<Vec<(String, u64)>, StoreError> {
+        self.patient(|| self.inner.pages_per_node()).await
+    }
 }
 
 #[cfg(test)]

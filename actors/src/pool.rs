@@ -4,16 +4,19 @@
 //! its slaves: a slave that fails is reported to the master as a failed
 //! attempt (the URL is retried, then recorded as failed).
 
+use crate::behaviour::Record;
+use crate::behaviour::index::{INDEX_QUEUE, IndexBacklog};
 use crate::config::{Behaviours, CrawlConfig};
 use crate::hosts::MAX_LIVE_HOSTS;
 use crate::metrics;
-use crate::protocol::{self, MasterMsg, PoolMsg, SlaveReport, SupMsg};
+use crate::protocol::{self, IndexerMsg, MasterMsg, PoolMsg, SlaveReport, SupMsg};
 use crate::runtime_settings::RuntimeSettings;
 use crate::scheduler::{Action, HostScheduler};
 use crate::slave::{PageWants, Slave, SlaveArgs, SlaveTask};
 use crate::types::{Job, Millis, now_ms};
 use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, SupervisionEvent};
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 #[derive(Debug)]
@@ -21,6 +24,9 @@ pub(crate) struct PoolArgs {
     /// The node's settings: a restarted pool starts with what `set` made them.
     pub(crate) settings: RuntimeSettings,
     pub(crate) behaviours: Behaviours,
+    /// On a worker node that keeps an index shard: where its slaves' pages
+    /// wait for it (they are not sent to the master).
+    pub(crate) backlog: Option<Arc<dyn IndexBacklog>>,
 }
 
 #[derive(Debug)]
@@ -142,7 +148,22 @@ impl Actor for Pool {
                     .scheduler
                     .robots_ready(&host, report.rules, report.unreachable, now_ms());
             }
-            PoolMsg::Report(report) => {
+            PoolMsg::Report(mut report) => {
+                if let Some(backlog) = &state.args.backlog {
+                    // Queued here before the report leaves: a page the
+                    // master has processed is in this node's backlog (a
+                    // failed write fails the pool, whose restart returns
+                    // its URLs to pending).
+                    let pages = index_records(&mut report);
+                    if !pages.is_empty() {
+                        backlog.push(pages).await?;
+                        if let Some(indexer) =
+                            ActorRef::<IndexerMsg>::where_is(state.config.indexer_name())
+                        {
+                            let _ = indexer.cast(IndexerMsg::Queued);
+                        }
+                    }
+                }
                 if let SlaveReport::Failed {
                     job,
                     retry_after: Some(until),
@@ -292,6 +313,18 @@ async fn pump(myself: &ActorRef<PoolMsg>, state: &mut PoolState) -> Result<(), A
         myself.send_after(delay, || PoolMsg::Wake);
     }
     Ok(())
+}
+
+/// The [`INDEX_QUEUE`] records of a page's report, taken out of it.
+fn index_records(report: &mut SlaveReport) -> Vec<Record> {
+    let SlaveReport::Page { page, .. } = report else {
+        return Vec::new();
+    };
+    let (pages, rest) = std::mem::take(&mut page.records)
+        .into_iter()
+        .partition(|r| r.collection == INDEX_QUEUE);
+    page.records = rest;
+    pages
 }
 
 async fn spawn_slave(

@@ -3,7 +3,7 @@
 //! actors on other nodes. Actor modules depend on this file, not on each
 //! other's internals (as an Erlang module's API is its exported messages).
 
-use crate::behaviour::index::SearchAnswer;
+use crate::behaviour::index::{ShardPhase, ShardStats, ShardTop};
 use crate::behaviour::{Document, ProcessedPage, RobotsReport, WhyUnreachable};
 use crate::hosts::NodeHosts;
 use crate::types::{HostRecord, IndexCounts, Job, Millis, OperationSpec, StoreCounts};
@@ -25,6 +25,8 @@ pub(crate) const MASTER_GROUP: &str = "web_crawler_master";
 pub(crate) const MASTER_LOG: &str = "web_crawler_actors::master";
 /// Process group of the control actor that consoles and scripts talk to.
 pub(crate) const CONTROL_GROUP: &str = "web_crawler_control";
+/// Process group of every node's indexer: the shards a query asks.
+pub(crate) const SHARD_GROUP: &str = "web_crawler_shards";
 
 /// The node name in a registered actor name `role@NODE`.
 pub fn node_of(actor_name: &str) -> &str {
@@ -743,14 +745,90 @@ pub(crate) enum IndexerMsg {
     Committed(Result<Vec<Document>, String>),
     /// Answer once everything queued is indexed and committed.
     CatchUp(RpcReplyPort<()>),
-    Search {
-        query: String,
-        limit: usize,
-        reply: RpcReplyPort<Result<SearchAnswer, String>>,
+    /// One step of a query across the cluster's shards, from any node
+    /// (the one message of the indexer's that crosses nodes: a call).
+    Shard {
+        request: ShardRequest,
+        reply: RpcReplyPort<Result<ShardAnswer, String>>,
     },
 }
 
-impl ractor::Message for IndexerMsg {}
+/// One step of a query asked of a shard.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) struct ShardRequest {
+    pub(crate) query: String,
+    pub(crate) limit: usize,
+    pub(crate) step: ShardStep,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) enum ShardStep {
+    /// The shard's statistics for a phase, given what the earlier ones
+    /// gathered.
+    Stats {
+        phase: ShardPhase,
+        known: ShardStats,
+    },
+    /// The shard's best pages, given every phase's statistics.
+    Top { stats: ShardStats },
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) enum ShardAnswer {
+    Stats(ShardStats),
+    Top(ShardTop),
+}
+
+/// The wire variant of `IndexerMsg::Shard`.
+const SHARD_CALL: &str = "shard";
+
+impl ractor::Message for IndexerMsg {
+    fn serializable() -> bool {
+        true
+    }
+
+    fn serialize(self) -> Result<SerializedMessage, BoxedDowncastErr> {
+        match self {
+            IndexerMsg::Shard { request, reply } => Ok(SerializedMessage::Call {
+                variant: SHARD_CALL.to_string(),
+                args: serde_json::to_vec(&request).map_err(|_| BoxedDowncastErr)?,
+                reply: reply_to_wire(reply),
+                metadata: None,
+            }),
+            _ => Err(BoxedDowncastErr),
+        }
+    }
+
+    fn deserialize(msg: SerializedMessage) -> Result<Self, BoxedDowncastErr> {
+        match msg {
+            SerializedMessage::Call {
+                variant,
+                args,
+                reply,
+                ..
+            } if variant == SHARD_CALL => Ok(IndexerMsg::Shard {
+                request: serde_json::from_slice(&args).map_err(|_| BoxedDowncastErr)?,
+                reply: reply_from_wire(reply),
+            }),
+            _ => Err(BoxedDowncastErr),
+        }
+    }
+}
+
+/// The live shards: every node's indexer in [`SHARD_GROUP`] (this node's
+/// registered as `local_indexer`), by node name, sorted.
+pub(crate) fn shards(local_indexer: &str) -> Vec<(String, ActorRef<IndexerMsg>)> {
+    let mut shards: Vec<(String, ActorRef<IndexerMsg>)> = members(SHARD_GROUP, local_indexer)
+        .into_iter()
+        .filter_map(|cell| {
+            let node = node_of(&cell.get_name()?).to_string();
+            Some((node, ActorRef::from(cell)))
+        })
+        .collect();
+    shards.sort_by(|a, b| a.0.cmp(&b.0));
+    shards.dedup_by(|a, b| a.0 == b.0);
+    shards
+}
 
 // --- the supervisor -------------------------------------------------------------
 

@@ -5,9 +5,10 @@
 //! supervisor stops, taking the app down with the reason.
 
 use crate::behaviour::error_chain;
+use crate::behaviour::index::{IndexOpener, IndexQueue, Shard};
 use crate::config::{Behaviours, CrawlConfig, Storage};
 use crate::control::{Control, ControlArgs};
-use crate::indexer::{IndexProgress, Indexer, IndexerArgs};
+use crate::indexer::{IndexProgress, Indexer, IndexerArgs, StoreQueue};
 use crate::master::{Master, MasterArgs};
 use crate::outage::{PatientQueries, StoreFailure};
 use crate::pool::{Pool, PoolArgs};
@@ -42,6 +43,9 @@ pub(crate) struct SupArgs {
     /// The store, on the node that runs the master; `None` on a worker node
     /// (a pool only).
     pub(crate) storage: Option<Storage>,
+    /// A worker node's index shard (the master's node's index is in its
+    /// `storage`).
+    pub(crate) shard: Option<Shard>,
     pub(crate) behaviours: Behaviours,
     /// Where the reason the tree stopped is published.
     pub(crate) exit: watch::Sender<Option<ExitReason>>,
@@ -97,13 +101,12 @@ impl Actor for Sup {
         };
         // The master adopts what the pool holds, so the pool starts first.
         start_child(&myself, &mut state, ChildRole::Pool).await?;
-        if let Some(storage) = &state.args.storage {
-            let indexed = storage.index_opener.is_some();
+        if state.args.storage.is_some() {
             start_child(&myself, &mut state, ChildRole::Master).await?;
             start_child(&myself, &mut state, ChildRole::Control).await?;
-            if indexed {
-                start_child(&myself, &mut state, ChildRole::Indexer).await?;
-            }
+        }
+        if index_of(&state).is_some() {
+            start_child(&myself, &mut state, ChildRole::Indexer).await?;
         }
         Ok(state)
     }
@@ -244,6 +247,25 @@ impl Actor for Sup {
     }
 }
 
+/// The index this node keeps and the queue its pages wait in: the store's
+/// on the master's node (its reads and deletes wait out a store outage
+/// with the master, instead of failing the indexer), the shard's backlog
+/// on a worker.
+fn index_of(state: &SupState) -> Option<(Arc<dyn IndexOpener>, Arc<dyn IndexQueue>)> {
+    let args = &state.args;
+    if let Some(storage) = &args.storage {
+        let opener = storage.index_opener.clone()?;
+        let queries = PatientQueries::new(
+            Arc::clone(&storage.queries),
+            args.config.store_outage_limit,
+            Arc::clone(&state.run.gave_up),
+        );
+        return Some((opener, Arc::new(StoreQueue(Arc::new(queries)))));
+    }
+    let shard = args.shard.as_ref()?;
+    Some((Arc::clone(&shard.opener), shard.backlog.clone()))
+}
+
 /// Stop the children one role at a time, control first and the pool last
 /// (the master writes its last batch while the pool still runs). With
 /// `catch_up` the indexer first indexes what the master handed it: the
@@ -304,6 +326,7 @@ async fn start_child(
             let args = PoolArgs {
                 settings: state.settings.clone(),
                 behaviours: state.args.behaviours.clone(),
+                backlog: state.args.shard.as_ref().map(|s| Arc::clone(&s.backlog)),
             };
             Actor::spawn_linked(Some(cfg.pool_name()), Pool, args, myself.get_cell())
                 .await?
@@ -333,22 +356,11 @@ async fn start_child(
                 .get_cell()
         }
         ChildRole::Indexer => {
-            let storage = state
-                .args
-                .storage
-                .as_ref()
-                .ok_or("a worker node runs no indexer")?;
-            // Its queue's reads and deletes wait out a store outage with
-            // the master, instead of failing it.
-            let queries = PatientQueries::new(
-                Arc::clone(&storage.queries),
-                cfg.store_outage_limit,
-                Arc::clone(&state.run.gave_up),
-            );
+            let (opener, queue) = index_of(state).ok_or("no index to keep")?;
             let args = IndexerArgs {
                 progress: state.index_progress.clone(),
-                opener: storage.index_opener.clone().ok_or("no index to keep")?,
-                queries: Arc::new(queries),
+                opener,
+                queue,
                 commit_every: cfg.index_commit_every,
                 commit_pages: cfg.index_commit_pages,
             };
@@ -366,6 +378,7 @@ async fn start_child(
             let args = ControlArgs {
                 settings: state.settings.clone(),
                 queries: Arc::clone(&storage.queries),
+                roster: Default::default(),
             };
             Actor::spawn_linked(Some(cfg.control_name()), Control, args, myself.get_cell())
                 .await?

@@ -346,6 +346,10 @@ pub(crate) fn render(reply: &ControlReply) -> String {
             if let Some(corrected) = &answer.did_you_mean {
                 out.push_str(&format!("did you mean: {corrected}\n"));
             }
+            if let Some(line) = answer.nodes.as_ref().and_then(|n| n.missing_line()) {
+                out.push_str(&line);
+                out.push('\n');
+            }
             out.push_str(&list(&answer.results, |hit| {
                 format!(
                     "{:.3}\t{}\t{}\n\t{}",

@@ -64,6 +64,11 @@ pub(super) struct NodeArgs {
     /// this many seconds, then exit with an error; 0: for ever.
     #[arg(long, value_name = "SECONDS", default_value_t = 60)]
     master_grace: u64,
+    /// This node's shard of the full-text index: the pages it fetches
+    /// (default: `NAME.index` in the working directory; their backlog is
+    /// `DIR.backlog` beside it). A query on any node asks every shard.
+    #[arg(long, value_name = "DIR")]
+    index: Option<PathBuf>,
     #[command(flatten)]
     tuning: TuningOpts,
 }
@@ -71,8 +76,24 @@ pub(super) struct NodeArgs {
 impl NodeArgs {
     pub(super) async fn exec(self) -> Result<ExitCode> {
         let grace = (self.master_grace > 0).then(|| Duration::from_secs(self.master_grace));
-        serve_node(&self.node, None, &self.tuning, Some((&self.join, grace))).await
+        let index = self
+            .index
+            .clone()
+            .unwrap_or_else(|| PathBuf::from(format!("{}.index", self.node.name)));
+        let worker = WorkerOpts {
+            join: &self.join,
+            grace,
+            index,
+        };
+        serve_node(&self.node, None, &self.tuning, Some(worker)).await
     }
+}
+
+/// What a worker's node (`node`) is given.
+struct WorkerOpts<'a> {
+    join: &'a str,
+    grace: Option<Duration>,
+    index: PathBuf,
 }
 
 /// This node in a cluster.
@@ -149,8 +170,9 @@ async fn serve_node(
     node: &NodeOpts,
     master: Option<MasterOpts<'_>>,
     tuning: &TuningOpts,
-    join: Option<(&str, Option<Duration>)>,
+    worker: Option<WorkerOpts<'_>>,
 ) -> Result<ExitCode> {
+    let join = worker.as_ref().map(|w| (w.join, w.grace));
     let cookie = read_cookie(&node.cookie_file)?;
     let mut settings = tuning.settings()?;
     settings.crawl.node_name = node.name.clone();
@@ -189,7 +211,14 @@ async fn serve_node(
             )
             .await?
         }
-        None => start_worker(settings).await?,
+        None => {
+            if let Some(w) = &worker
+                && settings.crawl.index_pages
+            {
+                settings.index_dir = Some(w.index.clone());
+            }
+            start_worker(settings).await?
+        }
     };
     if let Some((addr, _)) = join {
         cluster::join(&server, addr, Duration::from_secs(10)).await?;

@@ -144,6 +144,9 @@ fn print_answer(answer: &SearchAnswer, query: &str, json: bool) -> Result<()> {
         let searched = answer.did_you_mean.as_deref().unwrap_or(query);
         writeln!(out, "No results for {searched:?}.")?;
     }
+    if let Some(line) = answer.nodes.as_ref().and_then(|n| n.missing_line()) {
+        writeln!(out, "{line}")?;
+    }
     for (i, hit) in answer.results.iter().enumerate() {
         let title = if hit.title.is_empty() {
             "(untitled)"

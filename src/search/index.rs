@@ -4,6 +4,9 @@
 use super::query::{self, ParsedQuery, QueryAnalyzers, RankTerms};
 use super::rank::{self, Features};
 use super::schema::{self, AnchorFields, IndexPart, PageFields};
+use super::shard::{
+    self, GlobalVocabulary, ShardHit, ShardPhase, ShardStats, ShardTop, Side, Stats, compound_key,
+};
 use super::typo::{self, Vocabulary};
 use super::{AnchorDoc, PageDoc, Ranking, SearchAnswer, SearchError, SearchHit, SearchOptions};
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -15,7 +18,8 @@ use tantivy::directory::MmapDirectory;
 use tantivy::indexer::IndexWriterOptions;
 use tantivy::postings::Postings;
 use tantivy::query::{
-    Bm25Weight, BooleanQuery, BoostQuery, FuzzyTermQuery, Occur, PhraseQuery, Query, TermQuery,
+    Bm25StatisticsProvider, Bm25Weight, BooleanQuery, BoostQuery, FuzzyTermQuery, Occur,
+    PhraseQuery, Query, TermQuery,
 };
 use tantivy::schema::{Field, IndexRecordOption, Schema, TantivyDocument, Value};
 use tantivy::snippet::SnippetGenerator;
@@ -383,30 +387,23 @@ impl SearchIndex {
         let mut analyzers = self.analyzers.clone();
         let mut parsed = query::parse(query, &mut analyzers)?;
         let limit = opts.limit.min(MAX_LIMIT);
-        let s = Searchers {
-            pages: self.pages.reader.searcher(),
-            anchors: self.anchors.reader.searcher(),
-            pf: self.pages.fields,
-            af: self.anchors.fields,
-        };
+        let s = self.searchers(None);
         let mut did_you_mean = None;
-        if opts.ranking == Ranking::Full
-            && let Some(corrected) = s.correct(query, &parsed)
-            && let Ok(p) = query::parse(&corrected, &mut analyzers)
-        {
-            parsed = p;
-            did_you_mean = Some(corrected);
+        if opts.ranking == Ranking::Full {
+            (parsed, did_you_mean) = s.corrected(query, parsed, &mut analyzers);
         }
         if limit == 0 {
             return Ok(SearchAnswer {
                 results: Vec::new(),
                 did_you_mean,
+                nodes: None,
             });
         }
         let ranked = match opts.ranking {
             Ranking::Full => {
                 let terms = s.rank_terms(&parsed, &mut analyzers);
-                s.full(&parsed, &terms, limit)?
+                let ranked = s.full(&parsed, &terms, limit)?;
+                ranked.pages.iter().map(|p| (p.score, p.addr)).collect()
             }
             Ranking::PlainBm25 => s.plain(&parsed, limit)?,
         };
@@ -414,7 +411,108 @@ impl SearchIndex {
         Ok(SearchAnswer {
             results,
             did_you_mean,
+            nodes: None,
         })
+    }
+
+    /// This index's statistics for `phase` of a query across the shards of
+    /// a cluster, given what the earlier phases gathered over all of them
+    /// (see [`shard`](super::shard)).
+    pub fn shard_stats(
+        &self,
+        query: &str,
+        phase: ShardPhase,
+        known: &ShardStats,
+    ) -> Result<ShardStats, SearchError> {
+        let mut analyzers = self.analyzers.clone();
+        let parsed = query::parse(query, &mut analyzers)?;
+        let s = self.searchers(Some(known));
+        let mut out = ShardStats::default();
+        match phase {
+            ShardPhase::Vocabulary => s.vocabulary_stats(&parsed, &mut out),
+            ShardPhase::Terms => {
+                let (parsed, _) = s.corrected(query, parsed, &mut analyzers);
+                s.term_stats(&parsed, &mut analyzers, &mut out)?;
+            }
+            ShardPhase::Anchors => {
+                let (parsed, _) = s.corrected(query, parsed, &mut analyzers);
+                let terms = s.rank_terms(&parsed, &mut analyzers);
+                for (url, hits) in s.anchor_hits(&parsed, &terms.as_strs())? {
+                    let (best, context, matched) = shard::evidence_keys(&url);
+                    shard::max(&mut out, best, hits.best);
+                    shard::max(&mut out, context, hits.context);
+                    for (i, held) in hits.matched.iter().enumerate() {
+                        if *held {
+                            shard::max(&mut out, format!("{matched}{i}"), 1.0);
+                        }
+                    }
+                }
+                shard::sum(&mut out, ANCHORS_DONE.to_string(), 1);
+            }
+            ShardPhase::Candidates => {
+                let (parsed, _) = s.corrected(query, parsed, &mut analyzers);
+                let terms = s.rank_terms(&parsed, &mut analyzers);
+                for url in s.full(&parsed, &terms, 1)?.candidates {
+                    shard::sum(&mut out, shard::candidate_key(&url), 1);
+                }
+            }
+            ShardPhase::Links => {
+                let urls = shard::candidates(known);
+                for (url, n) in urls.iter().zip(s.in_links(&urls)?) {
+                    shard::sum(&mut out, shard::links_key(url), n);
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// This index's best `limit` pages for a query across the shards of a
+    /// cluster, scored with the statistics of every phase over all of them.
+    pub fn shard_top(
+        &self,
+        query: &str,
+        limit: usize,
+        stats: &ShardStats,
+    ) -> Result<ShardTop, SearchError> {
+        let mut analyzers = self.analyzers.clone();
+        let parsed = query::parse(query, &mut analyzers)?;
+        let s = self.searchers(Some(stats));
+        let (parsed, did_you_mean) = s.corrected(query, parsed, &mut analyzers);
+        let mut top = ShardTop {
+            did_you_mean,
+            norm_weight: rank::TEXT_WEIGHT,
+            ..ShardTop::default()
+        };
+        let limit = limit.min(MAX_LIMIT);
+        if limit == 0 {
+            return Ok(top);
+        }
+        let terms = s.rank_terms(&parsed, &mut analyzers);
+        let ranked = s.full(&parsed, &terms, limit)?;
+        let pairs: Vec<(f32, DocAddress)> =
+            ranked.pages.iter().map(|p| (p.score, p.addr)).collect();
+        let hits = s.hits(&parsed, &pairs, &mut analyzers)?;
+        top.norm_max = ranked.best_text;
+        top.hits = hits
+            .into_iter()
+            .zip(&ranked.pages)
+            .map(|(hit, p)| ShardHit {
+                hit,
+                norm: p.text,
+                rest: p.rest,
+            })
+            .collect();
+        Ok(top)
+    }
+
+    fn searchers<'g>(&self, global: Option<&'g ShardStats>) -> Searchers<'g> {
+        Searchers {
+            pages: self.pages.reader.searcher(),
+            anchors: self.anchors.reader.searcher(),
+            pf: self.pages.fields,
+            af: self.anchors.fields,
+            global,
+        }
     }
 }
 
@@ -472,12 +570,15 @@ fn on_two_threads<T: Send>(n: usize, task: impl Fn(usize) -> T + Sync) -> Vec<T>
     all.into_iter().map(|(_, t)| t).collect()
 }
 
-/// One search's view of both indexes.
-struct Searchers {
+/// One search's view of both indexes, scored with the cluster's
+/// statistics when the index is one shard of a query across it
+/// (`global`), else with its own.
+struct Searchers<'g> {
     pages: Searcher,
     anchors: Searcher,
     pf: PageFields,
     af: AnchorFields,
+    global: Option<&'g ShardStats>,
 }
 
 fn term_query(field: Field, text: &str) -> Box<dyn Query> {
@@ -695,6 +796,28 @@ fn first_strs(
         .collect())
 }
 
+/// The candidates of a query, ranked, with the two parts of each score
+/// and the best text score they were divided by (see `rank::score`).
+struct Ranked {
+    best_text: f32,
+    pages: Vec<RankedPage>,
+    /// The URL of every candidate measured.
+    candidates: Vec<String>,
+}
+
+struct RankedPage {
+    score: f32,
+    addr: DocAddress,
+    text: f32,
+    rest: f32,
+}
+
+/// The key a shard's anchors phase leaves in the statistics: the links'
+/// evidence of every shard is in them (`e.` keys), none to search again.
+const ANCHORS_DONE: &str = "e.done";
+/// The key of the links not deleted (BM25 counts deleted ones too).
+const LIVE_LINKS: &str = "a.live";
+
 /// Anchor evidence for one target page.
 #[derive(Default)]
 struct AnchorHits {
@@ -704,16 +827,165 @@ struct AnchorHits {
     matched: Vec<bool>,
 }
 
-impl Searchers {
-    /// The corrected query text, if a word was corrected.
-    fn correct(&self, text: &str, q: &ParsedQuery) -> Option<String> {
-        let mut words: Vec<&str> = Vec::new();
-        for w in q.words.iter().filter(|w| w.term.is_some()) {
-            if !words.contains(&w.text.as_str()) {
-                words.push(&w.text);
+impl Searchers<'_> {
+    /// The pages' BM25 statistics (the cluster's, with `global`).
+    fn page_stats(&self) -> Stats<'_> {
+        Stats {
+            searcher: &self.pages,
+            part: Side::Pages,
+            global: self.global,
+        }
+    }
+
+    /// The links' BM25 statistics (the cluster's, with `global`).
+    fn anchor_stats(&self) -> Stats<'_> {
+        Stats {
+            searcher: &self.anchors,
+            part: Side::Anchors,
+            global: self.global,
+        }
+    }
+
+    /// The query as searched: corrected when a word was (and the corrected
+    /// text, the answer's `did_you_mean`).
+    fn corrected(
+        &self,
+        text: &str,
+        parsed: ParsedQuery,
+        analyzers: &mut QueryAnalyzers,
+    ) -> (ParsedQuery, Option<String>) {
+        if let Some(corrected) = self.correct(text, &parsed)
+            && let Ok(p) = query::parse(&corrected, analyzers)
+        {
+            return (p, Some(corrected));
+        }
+        (parsed, None)
+    }
+
+    /// The links' evidence every shard gathered in a query's anchors phase
+    /// (see [`shard`](super::shard)), when it did.
+    fn cluster_anchors(&self, terms: usize) -> Option<HashMap<String, AnchorHits>> {
+        let global = self.global?;
+        global.sums.get(ANCHORS_DONE)?;
+        Some(
+            shard::evidence(global, terms)
+                .into_iter()
+                .map(|(url, (best, context, matched))| {
+                    (
+                        url,
+                        AnchorHits {
+                            best,
+                            context,
+                            matched,
+                        },
+                    )
+                })
+                .collect(),
+        )
+    }
+
+    /// What typo correction asks of the vocabulary for the query's words,
+    /// in this shard: pages, and per word its count, its neighbours within
+    /// typo distance and whether a page holds it with the others (only
+    /// for a word that may be rare over the cluster: one of a tenth of
+    /// the share `typo` calls rare here, or less).
+    fn vocabulary_stats(&self, q: &ParsedQuery, out: &mut ShardStats) {
+        let docs = self.pages.num_docs();
+        shard::sum(out, "v.docs".to_string(), docs);
+        let words = distinct_words(q);
+        for word in &words {
+            let df = Vocabulary::doc_freq(self, word);
+            shard::sum(out, shard::vocab_df_key(word), df);
+            let maybe_rare = df <= (docs / 2_000).max(1);
+            if !typo::correctable(word) || !maybe_rare {
+                continue;
+            }
+            for (other, n) in self.neighbours(word, typo::max_distance(word)) {
+                shard::sum(out, shard::neighbour_key(word, &other), n);
+            }
+            let others: Vec<&str> = words
+                .iter()
+                .filter(|w| *w != word)
+                .map(String::as_str)
+                .collect();
+            for subset in subsets(&others) {
+                let held = u64::from(self.co_occurs(word, &subset));
+                shard::sum(out, shard::co_key(word, &subset), held);
             }
         }
-        let fixes = typo::correct(&words, self);
+    }
+
+    /// The counts BM25 needs of the (corrected) query's terms and of its
+    /// compounds, in both indexes, and the compounds' own counts.
+    fn term_stats(
+        &self,
+        q: &ParsedQuery,
+        analyzers: &mut QueryAnalyzers,
+        out: &mut ShardStats,
+    ) -> Result<(), SearchError> {
+        let mut terms: Vec<String> = q.terms().into_iter().map(str::to_string).collect();
+        for (_, joined) in q.compound_candidates() {
+            shard::sum(
+                out,
+                compound_key(&joined),
+                Vocabulary::doc_freq(self, &joined),
+            );
+            if let Some(term) = analyzers.term(&joined)
+                && !terms.contains(&term)
+            {
+                terms.push(term);
+            }
+        }
+        let (pf, af) = (self.pf, self.af);
+        let page_fields = [pf.title, pf.headings, pf.body, pf.url_words];
+        let anchor_fields: Vec<Field> = std::iter::once(af.text).chain(af.context).collect();
+        for (searcher, part, fields) in [
+            (&self.pages, Side::Pages, &page_fields[..]),
+            (&self.anchors, Side::Anchors, &anchor_fields[..]),
+        ] {
+            let docs = Bm25StatisticsProvider::total_num_docs(searcher).map_err(err("read"))?;
+            shard::sum(out, part.docs_key(), docs);
+            for field in fields {
+                let tokens = searcher.total_num_tokens(*field).map_err(err("read"))?;
+                shard::sum(out, part.tokens_key(*field), tokens);
+                for t in &terms {
+                    let df = searcher
+                        .doc_freq(&Term::from_field_text(*field, t))
+                        .map_err(err("read"))?;
+                    shard::sum(out, part.df_key(*field, t), df);
+                }
+            }
+        }
+        shard::sum(out, LIVE_LINKS.to_string(), self.anchors.num_docs());
+        Ok(())
+    }
+
+    /// The links in this index to each of `urls`.
+    fn in_links(&self, urls: &[String]) -> Result<Vec<u64>, SearchError> {
+        let mut counts = vec![0u64; urls.len()];
+        for segment in self.anchors.segment_readers() {
+            let inverted = segment
+                .inverted_index(self.af.target)
+                .map_err(err("read"))?;
+            for (n, url) in counts.iter_mut().zip(urls) {
+                let term = Term::from_field_text(self.af.target, url);
+                *n += u64::from(inverted.doc_freq(&term).map_err(io_err("read"))?);
+            }
+        }
+        Ok(counts)
+    }
+
+    /// The corrected query text, if a word was corrected.
+    fn correct(&self, text: &str, q: &ParsedQuery) -> Option<String> {
+        let words = distinct_words(q);
+        let words: Vec<&str> = words.iter().map(String::as_str).collect();
+        // The cluster's vocabulary when the statistics hold it.
+        let global = self.global.and_then(GlobalVocabulary::of);
+        let vocab: &dyn Vocabulary = match &global {
+            Some(g) => g,
+            None => self,
+        };
+        let fixes = typo::correct(&words, vocab);
         if fixes.iter().all(Option::is_none) {
             return None;
         }
@@ -735,7 +1007,11 @@ impl Searchers {
     fn rank_terms(&self, q: &ParsedQuery, analyzers: &mut QueryAnalyzers) -> RankTerms {
         let mut terms = RankTerms::of(q);
         for (first, joined) in q.compound_candidates() {
-            if typo::Vocabulary::doc_freq(self, &joined) >= COMPOUND_MIN_DF
+            let df = match self.global.and_then(|g| g.sums.get(&compound_key(&joined))) {
+                Some(df) => *df,
+                None => typo::Vocabulary::doc_freq(self, &joined),
+            };
+            if df >= COMPOUND_MIN_DF
                 && let Some(term) = analyzers.term(&joined)
             {
                 terms.add_compound(q, first, term);
@@ -767,7 +1043,7 @@ impl Searchers {
         q: &ParsedQuery,
         rank_terms: &RankTerms,
         limit: usize,
-    ) -> Result<Vec<(f32, DocAddress)>, SearchError> {
+    ) -> Result<Ranked, SearchError> {
         let terms = rank_terms.as_strs();
         let pf = self.pf;
         let weighted = [
@@ -789,9 +1065,14 @@ impl Searchers {
             BooleanQuery::new(clauses)
         };
         let wanted = CANDIDATES.max(limit);
+        let stats = self.page_stats();
         let search = |query: &BooleanQuery, n: usize| {
             self.pages
-                .search(query, &TopDocs::with_limit(n).order_by_score())
+                .search_with_statistics_provider(
+                    query,
+                    &TopDocs::with_limit(n).order_by_score(),
+                    &stats,
+                )
                 .map_err(err("search pages"))
         };
         let exact = || search(&scored(required(q, &text_fields)), wanted);
@@ -830,7 +1111,10 @@ impl Searchers {
         // The pages and the anchors are two indexes: searched at once, on
         // two cores when there are.
         let (page_hits, anchors) = std::thread::scope(|scope| {
-            let anchors = scope.spawn(|| self.anchor_hits(q, &terms));
+            let anchors = scope.spawn(|| match self.cluster_anchors(terms.len()) {
+                Some(known) => Ok(known),
+                None => self.anchor_hits(q, &terms),
+            });
             let page_hits = pages();
             // A panic there is a bug: it carries on here.
             let anchors = anchors
@@ -856,12 +1140,28 @@ impl Searchers {
                 }
             }
         }
-        let features = self.measure(&candidates, &urls, rank_terms, &anchors)?;
-        let scores = rank::score_all(&features);
-        let mut ranked: Vec<(f32, DocAddress)> = scores.into_iter().zip(candidates).collect();
-        ranked.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
-        ranked.truncate(limit);
-        Ok(ranked)
+        let (features, urls) = self.measure(&candidates, &urls, rank_terms, &anchors)?;
+        let best_text = rank::best_text(&features);
+        let mut pages: Vec<RankedPage> = features
+            .iter()
+            .zip(candidates)
+            .map(|(f, addr)| {
+                let (text, rest) = (f.text(), rank::rest(f));
+                RankedPage {
+                    score: rank::score(text, best_text, rest),
+                    addr,
+                    text,
+                    rest,
+                }
+            })
+            .collect();
+        pages.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.addr.cmp(&b.addr)));
+        pages.truncate(limit);
+        Ok(Ranked {
+            best_text,
+            pages,
+            candidates: urls,
+        })
     }
 
     /// The best anchor documents for the query, by target URL: by their
@@ -875,9 +1175,14 @@ impl Searchers {
         let mut by_target: HashMap<String, AnchorHits> = HashMap::new();
         let fields = std::iter::once((af.text, false, ANCHOR_MAX_DF))
             .chain(af.context.map(|f| (f, true, CONTEXT_MAX_DF)));
-        let anchor_docs = self.anchors.num_docs();
+        let stats = self.anchor_stats();
+        let anchor_docs = self
+            .global
+            .and_then(|g| g.sums.get(LIVE_LINKS))
+            .copied()
+            .unwrap_or_else(|| self.anchors.num_docs());
         let links_with = |field: Field, t: &str| {
-            self.anchors
+            stats
                 .doc_freq(&Term::from_field_text(field, t))
                 .map_err(err("read"))
         };
@@ -909,9 +1214,10 @@ impl Searchers {
             }
             let hits = self
                 .anchors
-                .search(
+                .search_with_statistics_provider(
                     &BooleanQuery::new(clauses),
                     &TopDocs::with_limit(ANCHOR_CANDIDATES).order_by_score(),
+                    &stats,
                 )
                 .map_err(err("search anchors"))?;
             let mut by_segment: BTreeMap<u32, Vec<(DocId, f32)>> = BTreeMap::new();
@@ -976,22 +1282,23 @@ impl Searchers {
         known_urls: &[Option<&str>],
         rank_terms: &RankTerms,
         anchors: &HashMap<String, AnchorHits>,
-    ) -> Result<Vec<Features>, SearchError> {
+    ) -> Result<(Vec<Features>, Vec<String>), SearchError> {
         let pf = self.pf;
         let terms = rank_terms.as_strs();
         let n = terms.len();
         // Field order: title, headings, body, url words.
         let fields = [pf.title, pf.headings, pf.body, pf.url_words];
+        let stats = self.page_stats();
         let mut weights: Vec<Vec<Option<Bm25Weight>>> = Vec::new();
         for f in fields {
             let mut per_term = Vec::new();
             for t in &terms {
                 let term = Term::from_field_text(f, t);
-                let df = self.pages.doc_freq(&term).map_err(err("read"))?;
+                let df = stats.doc_freq(&term).map_err(err("read"))?;
                 per_term.push(if df == 0 {
                     None
                 } else {
-                    Some(Bm25Weight::for_terms(&self.pages, &[term]).map_err(err("read"))?)
+                    Some(Bm25Weight::for_terms(&stats, &[term]).map_err(err("read"))?)
                 });
             }
             weights.push(per_term);
@@ -1049,6 +1356,14 @@ impl Searchers {
         for counts in per_segment {
             for (n, c) in in_links.iter_mut().zip(counts?) {
                 *n += u64::from(c);
+            }
+        }
+        // Links on other shards count too, when the links phase counted them.
+        if let Some(global) = self.global {
+            for (n, url) in in_links.iter_mut().zip(&urls) {
+                if let Some(all) = global.sums.get(&shard::links_key(url)) {
+                    *n = *all;
+                }
             }
         }
         let segments: Vec<(u32, Vec<(DocId, usize)>)> = by_segment
@@ -1139,7 +1454,7 @@ impl Searchers {
                 out[i] = feat;
             }
         }
-        Ok(out)
+        Ok((out, urls))
     }
 
     /// Title, URL and snippet of the ranked pages.
@@ -1212,6 +1527,39 @@ impl Searchers {
         .into_iter()
         .collect()
     }
+}
+
+/// The query's words that have an index term, once each, in query order.
+fn distinct_words(q: &ParsedQuery) -> Vec<String> {
+    let mut words: Vec<String> = Vec::new();
+    for w in q.words.iter().filter(|w| w.term.is_some()) {
+        if !words.contains(&w.text) {
+            words.push(w.text.clone());
+        }
+    }
+    words
+}
+
+/// The non-empty subsets of `words` (in their order), up to five words;
+/// beyond, all of them only (typo correction asks for the query's other
+/// words that the index holds: with more words than that, all of them).
+fn subsets<'a>(words: &[&'a str]) -> Vec<Vec<&'a str>> {
+    if words.is_empty() {
+        return Vec::new();
+    }
+    if words.len() > 5 {
+        return vec![words.to_vec()];
+    }
+    (1u32..1 << words.len())
+        .map(|mask| {
+            words
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| mask & (1 << i) != 0)
+                .map(|(_, w)| *w)
+                .collect()
+        })
+        .collect()
 }
 
 /// The part of `text` (about `max` bytes, cut at words) to show: the
@@ -1320,7 +1668,7 @@ fn collapse_whitespace(text: &str, ranges: &[Range<usize>]) -> (String, Vec<Rang
     (out, ranges)
 }
 
-impl Vocabulary for Searchers {
+impl Vocabulary for Searchers<'_> {
     fn doc_freq(&self, word: &str) -> u64 {
         let p = self
             .pages

@@ -70,12 +70,14 @@ mod merges;
 mod query;
 mod rank;
 mod schema;
+mod shard;
 mod typo;
 
 #[cfg(test)]
 mod tests;
 
 pub use index::SearchIndex;
+pub use shard::{ShardHit, ShardPhase, ShardStats, ShardTop};
 
 use std::path::{Path, PathBuf};
 

@@ -73,25 +73,43 @@ impl Features {
     }
 }
 
+/// The weight of the text score, which is divided by the best
+/// candidate's ([`score`]).
+pub(crate) const TEXT_WEIGHT: f32 = W_TEXT;
+
 /// Scores of the candidates of one query, in order (higher is better).
+#[cfg(test)]
 pub(crate) fn score_all(candidates: &[Features]) -> Vec<f32> {
-    let best_text = candidates.iter().map(Features::text).fold(0.0f32, f32::max);
+    let best_text = best_text(candidates);
     candidates
         .iter()
-        .map(|f| {
-            let text = if best_text > 0.0 {
-                f.text() / best_text
-            } else {
-                0.0
-            };
-            W_TEXT * text
-                + W_COVERAGE * f.coverage
-                + W_ANSWERS * f.answers
-                + W_PROXIMITY * f.proximity
-                + W_PRIOR * link_prior(f.in_links)
-                - W_HUB * hubness(f.out_links, f.words)
-        })
+        .map(|f| score(f.text(), best_text, rest(f)))
         .collect()
+}
+
+/// The best text score of the candidates.
+pub(crate) fn best_text(candidates: &[Features]) -> f32 {
+    candidates.iter().map(Features::text).fold(0.0f32, f32::max)
+}
+
+/// A candidate's score of its text score, the best candidate's (over
+/// every shard, in a query across the cluster) and the [`rest`].
+pub(crate) fn score(text: f32, best_text: f32, rest: f32) -> f32 {
+    let text = if best_text > 0.0 {
+        text / best_text
+    } else {
+        0.0
+    };
+    TEXT_WEIGHT * text + rest
+}
+
+/// The part of a candidate's score that does not depend on the others.
+pub(crate) fn rest(f: &Features) -> f32 {
+    W_COVERAGE * f.coverage
+        + W_ANSWERS * f.answers
+        + W_PROXIMITY * f.proximity
+        + W_PRIOR * link_prior(f.in_links)
+        - W_HUB * hubness(f.out_links, f.words)
 }
 
 /// Share of `n` query terms matched.

@@ -554,3 +554,140 @@ fn a_hub_gives_its_links_no_context() {
     add_contexts(&hub, &mut links);
     assert_eq!(links[0].context, "");
 }
+
+/// A query across `shards` as the cluster asks it: each phase's
+/// statistics merged and handed on, then each shard's best pages merged.
+fn sharded_search(shards: &[&SearchIndex], q: &str) -> SearchAnswer {
+    let mut stats = ShardStats::default();
+    for phase in ShardPhase::ALL {
+        let mut merged = ShardStats::default();
+        for s in shards {
+            merged.merge(s.shard_stats(q, phase, &stats).unwrap());
+        }
+        stats.merge(merged);
+    }
+    let tops = shards
+        .iter()
+        .enumerate()
+        .map(|(i, s)| (format!("n{i}"), s.shard_top(q, 20, &stats).unwrap()))
+        .collect();
+    web_crawler_actors::shards::merge_tops(tops, 10, &Default::default())
+}
+
+/// Pages of three sites, about overlapping things in varied words; each
+/// site links to the others' pages with words of their own.
+fn three_sites() -> (Vec<PageDoc>, Vec<(String, AnchorDoc)>) {
+    let topics = [
+        (
+            "logs",
+            "rotate the server logs daily and compress old log files",
+        ),
+        (
+            "backup",
+            "back up the database with a dump and restore it later",
+        ),
+        (
+            "index",
+            "create an index on a column to speed up slow queries",
+        ),
+        (
+            "vacuum",
+            "vacuum reclaims storage held by dead rows after updates",
+        ),
+        (
+            "replica",
+            "a replica follows the primary server by streaming its log",
+        ),
+        (
+            "locks",
+            "locks keep two writers from changing one row at once",
+        ),
+        (
+            "tuning",
+            "tune the memory settings of the server for faster queries",
+        ),
+    ];
+    let mut pages = Vec::new();
+    let mut anchors = Vec::new();
+    for (s, site) in ["a.example", "b.example", "c.example"].iter().enumerate() {
+        for (t, (name, text)) in topics.iter().enumerate() {
+            if (s + t) % 3 == 0 && t > 0 {
+                continue;
+            }
+            let url = format!("https://{site}/{name}");
+            let body = format!(
+                "{text}. {} {}",
+                topics[(t + s + 1) % topics.len()].1,
+                "This page is part of the manual.".repeat(s + 1)
+            );
+            pages.push(page(&url, &format!("{name} on {site}"), &body));
+            let next = format!(
+                "https://{}/{}",
+                ["a.example", "b.example", "c.example"][(s + 1) % 3],
+                topics[(t + 2) % topics.len()].0
+            );
+            anchors.push(anchor(
+                &url,
+                &next,
+                &format!("how to {name} {}", topics[(t + 2) % topics.len()].0),
+            ));
+        }
+    }
+    (pages, anchors)
+}
+
+#[test]
+fn shards_answer_as_one_index_over_their_pages() {
+    let (pages, anchors) = three_sites();
+    let (_all_dir, all) = index_with(&pages, &anchors);
+    let site_of = |url: &str| url.split('/').nth(2).unwrap_or_default().to_string();
+    let mut dirs = Vec::new();
+    let mut shards = Vec::new();
+    for site in ["a.example", "b.example", "c.example"] {
+        let mine: Vec<PageDoc> = pages
+            .iter()
+            .filter(|p| site_of(&p.url) == site)
+            .cloned()
+            .collect();
+        let links: Vec<(String, AnchorDoc)> = anchors
+            .iter()
+            .filter(|(s, _)| site_of(s) == site)
+            .cloned()
+            .collect();
+        let (dir, index) = index_with(&mine, &links);
+        dirs.push(dir);
+        shards.push(index);
+    }
+    let shards: Vec<&SearchIndex> = shards.iter().collect();
+    for q in [
+        "rotate logs",
+        "database backup restore",
+        "slow queries",
+        "how do I reclaim storage",
+        "\"primary server\"",
+        "memory settings",
+        "replca streaming",
+    ] {
+        let one = search(&all, q);
+        let many = sharded_search(&shards, q);
+        assert_eq!(many.did_you_mean, one.did_you_mean, "{q}");
+        assert_eq!(
+            urls(&many),
+            urls(&one),
+            "{q}: the same pages in the same order"
+        );
+        for (a, b) in many.results.iter().zip(&one.results) {
+            assert!(
+                (a.score - b.score).abs() < 1e-4,
+                "{q}: {} {} vs {}",
+                a.url,
+                a.score,
+                b.score
+            );
+        }
+    }
+    // A page found only by the words of a link on another shard.
+    let q = "how to locks";
+    let many = sharded_search(&shards, q);
+    assert_eq!(urls(&many), urls(&search(&all, q)));
+}

@@ -10,8 +10,9 @@
 //! deletes what it indexed from the queue: a page processed is indexed
 //! exactly when the queue says so, across crashes of either actor.
 
-use crate::behaviour::{Document, ExtractedPage, Record};
+use crate::behaviour::{Document, ExtractedPage, Record, StoreError};
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use std::error::Error as StdError;
 use std::fmt;
 use std::sync::Arc;
@@ -176,6 +177,108 @@ pub struct SearchHit {
 pub struct SearchAnswer {
     pub results: Vec<SearchHit>,
     pub did_you_mean: Option<String>,
+    /// The nodes whose shards were asked: those that answered in time and
+    /// those that did not (their pages are not in `results`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nodes: Option<ShardNodes>,
+}
+
+/// Which nodes' shards a query across the cluster heard from.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ShardNodes {
+    pub answered: Vec<String>,
+    pub missing: Vec<String>,
+}
+
+impl ShardNodes {
+    /// One line naming the nodes that did not answer, if any.
+    pub fn missing_line(&self) -> Option<String> {
+        match self.missing.as_slice() {
+            [] => None,
+            [node] => Some(format!(
+                "node {node} did not answer in time: its pages are not in these results"
+            )),
+            nodes => Some(format!(
+                "nodes {} did not answer in time: their pages are not in these results",
+                nodes.join(", ")
+            )),
+        }
+    }
+}
+
+/// What shards tell each other of a query, so that each scores its pages
+/// as one index over all of them would: counts summed over the shards
+/// (documents, term frequencies, field lengths) and values whose largest
+/// counts (the best anchor evidence of a page). The tree only merges
+/// them; the index says what the keys mean.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ShardStats {
+    #[serde(default)]
+    pub sums: BTreeMap<String, u64>,
+    #[serde(default)]
+    pub maxes: BTreeMap<String, f32>,
+}
+
+impl ShardStats {
+    /// Add another shard's statistics to these.
+    pub fn merge(&mut self, other: ShardStats) {
+        for (key, n) in other.sums {
+            *self.sums.entry(key).or_default() += n;
+        }
+        for (key, v) in other.maxes {
+            let at = self.maxes.entry(key).or_insert(v);
+            *at = at.max(v);
+        }
+    }
+}
+
+/// The steps of a query across shards, in order: each shard answers
+/// [`ShardStep::Stats`] for each phase with what the phases before it
+/// gathered (merged), then [`ShardStep::Top`] with all of it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ShardPhase {
+    /// What typo correction and compound words need of the query's words.
+    Vocabulary,
+    /// Document and term counts of the (corrected) query's terms.
+    Terms,
+    /// The links whose text or context matches, by target page.
+    Anchors,
+    /// The pages each shard measures for the query.
+    Candidates,
+    /// The links to those pages (their in-links), on every shard.
+    Links,
+}
+
+impl ShardPhase {
+    pub const ALL: [ShardPhase; 5] = [
+        Self::Vocabulary,
+        Self::Terms,
+        Self::Anchors,
+        Self::Candidates,
+        Self::Links,
+    ];
+}
+
+/// One shard's best pages for a query, scored with the cluster's
+/// statistics. A page's score is `norm_weight · norm / max norm + rest`,
+/// where the largest `norm` is taken over every shard's candidates
+/// (`norm_max` is this shard's): the coordinator scores the merged pages
+/// with the cluster's largest.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ShardTop {
+    pub hits: Vec<ShardHit>,
+    pub did_you_mean: Option<String>,
+    pub norm_max: f32,
+    pub norm_weight: f32,
+}
+
+/// A page of a [`ShardTop`] with the two parts of its score.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ShardHit {
+    pub hit: SearchHit,
+    pub norm: f32,
+    pub rest: f32,
 }
 
 /// Why the index could not do what was asked.
@@ -208,10 +311,56 @@ pub trait PageIndex: Send + 'static {
     fn searcher(&self) -> Arc<dyn PageSearch>;
 }
 
-/// Answers queries over an index (what [`PageIndex::searcher`] gives).
+/// Answers queries over one shard of the cluster's index (what
+/// [`PageIndex::searcher`] gives). A query is asked of every shard in
+/// steps (see [`ShardPhase`]); with one shard the steps give what one
+/// index gives.
 pub trait PageSearch: Send + Sync + 'static {
-    /// The best `limit` pages for `query`.
-    fn search(&self, query: &str, limit: usize) -> Result<SearchAnswer, IndexError>;
+    /// This shard's statistics for `phase` of `query`, knowing what the
+    /// earlier phases gathered over all shards (`known`).
+    fn stats(
+        &self,
+        query: &str,
+        phase: ShardPhase,
+        known: &ShardStats,
+    ) -> Result<ShardStats, IndexError>;
+    /// This shard's best `limit` pages for `query`, scored with the
+    /// statistics of every phase over all shards.
+    fn top(&self, query: &str, limit: usize, stats: &ShardStats) -> Result<ShardTop, IndexError>;
+}
+
+/// Where pages wait for a node's index: read from its head by the
+/// indexer, which deletes what it committed. On the master's node it is
+/// the store's [`INDEX_QUEUE`] collection, written with the pages'
+/// processed rows.
+#[async_trait::async_trait]
+pub trait IndexQueue: Send + Sync + fmt::Debug + 'static {
+    /// The first `limit` pages after the one keyed `after`, in key order,
+    /// as documents (key and fields).
+    async fn first(
+        &self,
+        after: Option<&Document>,
+        limit: usize,
+    ) -> Result<Vec<Document>, StoreError>;
+    /// Remove the pages with these keys.
+    async fn delete(&self, keys: &[Document]) -> Result<u64, StoreError>;
+}
+
+/// A worker node's durable queue of pages for its index shard (the node
+/// has no store: a file of its own beside the shard). The pool pushes
+/// what its slaves fetched before it reports them.
+#[async_trait::async_trait]
+pub trait IndexBacklog: IndexQueue {
+    /// Queue these [`INDEX_QUEUE`] records (a page queued again replaces
+    /// its earlier version).
+    async fn push(&self, records: Vec<Record>) -> Result<(), StoreError>;
+}
+
+/// A worker node's index shard: the index and its backlog.
+#[derive(Clone, Debug)]
+pub struct Shard {
+    pub opener: Arc<dyn IndexOpener>,
+    pub backlog: Arc<dyn IndexBacklog>,
 }
 
 /// Opens the index, at the indexer's start and at each restart.

@@ -193,10 +193,21 @@ impl Queries for MongoStore {
     }
 
     async fn pages_per_host(&self) -> Result<Vec<(String, u64)>, StoreError> {
+        self.pages_per("$host").await
+    }
+
+    async fn pages_per_node(&self) -> Result<Vec<(String, u64)>, StoreError> {
+        self.pages_per("$node").await
+    }
+}
+
+impl MongoStore {
+    /// Processed page counts by `field`, in its order.
+    async fn pages_per(&self, field: &str) -> Result<Vec<(String, u64)>, StoreError> {
         let mut cursor = self
             .processed
             .aggregate(vec![
-                doc! { "$group": { "_id": "$host", "n": { "$sum": 1 } } },
+                doc! { "$group": { "_id": field, "n": { "$sum": 1 } } },
             ])
             .await
             .map_err(backend)?;

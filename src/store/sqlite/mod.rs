@@ -483,6 +483,10 @@ impl Queries for SqliteStore {
     async fn pages_per_host(&self) -> Result<Vec<(String, u64)>, StoreError> {
         self.read(|tx, _| rows::pages_per_host(tx)).await
     }
+
+    async fn pages_per_node(&self) -> Result<Vec<(String, u64)>, StoreError> {
+        self.read(|tx, _| rows::pages_per_node(tx)).await
+    }
 }
 
 // What both backends must do is tested once, in tests/it/store_conformance.rs;

@@ -5,8 +5,8 @@ use super::columns::{int_col, json_col, json_err, operation_col, opt_int_col, te
 use super::errors::Fail;
 use super::referrals::referrals_of;
 use super::schema::{
-    BROKEN, COUNTS, HISTOGRAM, HISTORY_LIST, HOST_LIST, HOST_PAGES, PENDING_LIST, PROCESSED_AFTER,
-    PROCESSED_ONE, PROCESSED_PAGE, RECORD_HEAD, RECORD_LIST,
+    BROKEN, COUNTS, HISTOGRAM, HISTORY_LIST, HOST_LIST, HOST_PAGES, NODE_PAGES, PENDING_LIST,
+    PROCESSED_AFTER, PROCESSED_ONE, PROCESSED_PAGE, RECORD_HEAD, RECORD_LIST,
 };
 use crate::store::seen::SeenWindow;
 use rusqlite::{Row, Transaction, named_params, params};
@@ -270,7 +270,16 @@ pub(super) fn status_histogram(tx: &Transaction<'_>) -> Result<Vec<(Option<u16>,
 }
 
 pub(super) fn pages_per_host(tx: &Transaction<'_>) -> Result<Vec<(String, u64)>, Fail> {
-    let mut stmt = tx.prepare_cached(HOST_PAGES)?;
+    named_counts(tx, HOST_PAGES)
+}
+
+pub(super) fn pages_per_node(tx: &Transaction<'_>) -> Result<Vec<(String, u64)>, Fail> {
+    named_counts(tx, NODE_PAGES)
+}
+
+/// Rows of a name and a count.
+fn named_counts(tx: &Transaction<'_>, sql: &str) -> Result<Vec<(String, u64)>, Fail> {
+    let mut stmt = tx.prepare_cached(sql)?;
     let mut rows = stmt.query([])?;
     let mut list = Vec::new();
     while let Some(row) = rows.next()? {

@@ -507,6 +507,8 @@ pub(super) const HISTOGRAM: &str = "SELECT http_returncode, COUNT(*) FROM proces
 
 pub(super) const HOST_PAGES: &str =
     "SELECT host, COUNT(*) FROM processed_urls GROUP BY host ORDER BY host";
+pub(super) const NODE_PAGES: &str =
+    "SELECT node, COUNT(*) FROM processed_urls GROUP BY node ORDER BY node";
 
 const ALL_STATEMENTS: &[&str] = &[
     EXPIRE_LEASES,
@@ -542,6 +544,7 @@ const ALL_STATEMENTS: &[&str] = &[
     HOST_LIST,
     HISTOGRAM,
     HOST_PAGES,
+    NODE_PAGES,
     TOUCH_PROCESSED,
     WRITE_HISTORY,
     TRIM_HISTORY,
