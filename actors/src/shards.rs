@@ -161,14 +161,21 @@ pub(crate) fn listed_twice(tops: &[(String, ShardTop)]) -> Vec<String> {
         .collect()
 }
 
-/// Ask `shards` one step each, all at once, until `deadline`.
+/// How long one step waits for the shards, of `left` before the deadline
+/// with `steps` steps to go (this one included): half of what is left,
+/// the last one all of it. A shard that does not answer costs the query
+/// half its time once, and the shards that do answer have the rest.
+pub(crate) fn step_wait(left: Duration, steps: usize) -> Duration {
+    if steps <= 1 { left } else { left / 2 }
+}
+
+/// Ask `shards` one step each, all at once, for `wait` at most.
 async fn ask_step(
     shards: &[(String, ActorRef<IndexerMsg>)],
     request: &ShardRequest,
-    deadline: Instant,
+    wait: Duration,
 ) -> Vec<(String, Option<Result<ShardAnswer, String>>)> {
     let mut calls = tokio::task::JoinSet::new();
-    let wait = deadline.saturating_duration_since(Instant::now());
     for (node, shard) in shards.iter().cloned() {
         let request = request.clone();
         calls.spawn(async move {
@@ -202,12 +209,14 @@ pub(crate) async fn ask_shards(
             stats: ShardStats::default(),
         },
     };
-    for phase in ShardPhase::ALL {
+    let left = |steps| step_wait(deadline.saturating_duration_since(Instant::now()), steps);
+    for (i, phase) in ShardPhase::ALL.into_iter().enumerate() {
         request.step = ShardStep::Stats {
             phase,
             known: stats.clone(),
         };
-        let (answers, heard) = heard(ask_step(&shards, &request, deadline).await);
+        let steps = ShardPhase::ALL.len() + 1 - i;
+        let (answers, heard) = heard(ask_step(&shards, &request, left(steps)).await);
         if let Some(e) = heard.error {
             return Err(e);
         }
@@ -219,7 +228,7 @@ pub(crate) async fn ask_shards(
         }
     }
     request.step = ShardStep::Top { stats };
-    let (answers, heard) = heard(ask_step(&shards, &request, deadline).await);
+    let (answers, heard) = heard(ask_step(&shards, &request, left(1)).await);
     if let Some(e) = heard.error {
         return Err(e);
     }
@@ -368,6 +377,23 @@ mod tests {
             ["master", "w1", "w2"],
             "w2 was seen: still expected once gone"
         );
+    }
+
+    #[test]
+    fn a_step_waits_half_of_what_is_left_and_the_last_all_of_it() {
+        let two = Duration::from_secs(2);
+        assert_eq!(step_wait(two, 6), Duration::from_secs(1));
+        assert_eq!(
+            step_wait(Duration::from_millis(900), 1),
+            Duration::from_millis(900)
+        );
+        // A silent shard at the first step leaves the others a second.
+        let mut left = two - step_wait(two, 6);
+        for steps in (1..=5).rev() {
+            let wait = step_wait(left, steps);
+            assert!(wait >= Duration::from_millis(62), "{steps}: {wait:?}");
+            left -= Duration::from_millis(5); // a step answered at once
+        }
     }
 
     #[test]

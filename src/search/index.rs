@@ -452,8 +452,12 @@ impl SearchIndex {
             ShardPhase::Candidates => {
                 let (parsed, _) = s.corrected(query, parsed, &mut analyzers);
                 let terms = s.rank_terms(&parsed, &mut analyzers);
-                for url in s.full(&parsed, &terms, 1)?.candidates {
-                    shard::sum(&mut out, shard::candidate_key(&url), 1);
+                let ranked = s.full(&parsed, &terms, 1)?;
+                for (i, url) in ranked.candidates.iter().enumerate() {
+                    shard::sum(&mut out, shard::candidate_key(url), 1);
+                    if let Some(score) = ranked.hit_scores.get(i) {
+                        shard::max(&mut out, shard::hit_key(url), *score);
+                    }
                 }
             }
             ShardPhase::Links => {
@@ -803,6 +807,9 @@ struct Ranked {
     pages: Vec<RankedPage>,
     /// The URL of every candidate measured.
     candidates: Vec<String>,
+    /// The candidate scores of the first candidates (those found by their
+    /// own text; the others were found through links to them).
+    hit_scores: Vec<f32>,
 }
 
 struct RankedPage {
@@ -1122,7 +1129,13 @@ impl Searchers<'_> {
                 .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
             (page_hits, anchors)
         });
-        let (page_hits, anchors) = (page_hits?, anchors?);
+        let (mut page_hits, anchors) = (page_hits?, anchors?);
+        // Of this shard's best pages, those among the cluster's best
+        // `wanted`, as one index would take them.
+        if let Some(cutoff) = self.global.and_then(|g| shard::cutoff(g, wanted)) {
+            page_hits.retain(|(score, _)| *score >= cutoff);
+        }
+        let hit_scores: Vec<f32> = page_hits.iter().map(|(score, _)| *score).collect();
         let mut candidates: Vec<DocAddress> = page_hits.iter().map(|(_, a)| *a).collect();
         let mut urls: Vec<Option<&str>> = vec![None; candidates.len()];
         let mut seen: HashMap<DocAddress, usize> = candidates
@@ -1142,25 +1155,31 @@ impl Searchers<'_> {
         }
         let (features, urls) = self.measure(&candidates, &urls, rank_terms, &anchors)?;
         let best_text = rank::best_text(&features);
-        let mut pages: Vec<RankedPage> = features
+        let mut order: Vec<(RankedPage, &str)> = features
             .iter()
             .zip(candidates)
-            .map(|(f, addr)| {
+            .zip(&urls)
+            .map(|((f, addr), url)| {
                 let (text, rest) = (f.text(), rank::rest(f));
-                RankedPage {
+                let page = RankedPage {
                     score: rank::score(text, best_text, rest),
                     addr,
                     text,
                     rest,
-                }
+                };
+                (page, url.as_str())
             })
             .collect();
-        pages.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.addr.cmp(&b.addr)));
-        pages.truncate(limit);
+        // Ties by URL: the order of pages that score alike is the same
+        // whichever shards hold them (see `shards::merge_tops`).
+        order.sort_by(|(a, a_url), (b, b_url)| b.score.total_cmp(&a.score).then(a_url.cmp(b_url)));
+        order.truncate(limit);
+        let pages = order.into_iter().map(|(page, _)| page).collect();
         Ok(Ranked {
             best_text,
             pages,
             candidates: urls,
+            hit_scores,
         })
     }
 

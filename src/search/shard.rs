@@ -16,6 +16,7 @@
 //! | anchors | `e.best.URL`, `e.ctx.URL` | the best anchor text and context score of the links to URL |
 //! | | `e.m.URL.I` | the links to URL hold rank term I |
 //! | candidates | `k.URL` | a page a shard measures for the query |
+//! | | `s.URL` | its candidate score, when found by its own text |
 //! | links | `l.URL` | the links to a candidate (its in-links) |
 //!
 //! Vocabulary is per word, before typo correction; terms after it (each
@@ -183,6 +184,27 @@ pub(crate) fn candidates(stats: &ShardStats) -> Vec<String> {
         .collect()
 }
 
+/// The key of a candidate's score, for one found by its own text.
+pub(crate) fn hit_key(url: &str) -> String {
+    format!("s.{url}")
+}
+
+/// The score a page found by its own text needs to be among the cluster's
+/// best `wanted` (none when fewer were found): a shard measures those of
+/// its best pages only, as one index over every page would.
+pub(crate) fn cutoff(stats: &ShardStats, wanted: usize) -> Option<f32> {
+    let mut scores: Vec<f32> = stats
+        .maxes
+        .range("s.".to_string()..)
+        .map_while(|(k, v)| k.starts_with("s.").then_some(*v))
+        .collect();
+    if scores.len() <= wanted {
+        return None;
+    }
+    scores.sort_unstable_by(|a, b| b.total_cmp(a));
+    Some(scores[wanted - 1])
+}
+
 /// The key of the links to a page, over every shard.
 pub(crate) fn links_key(url: &str) -> String {
     format!("l.{url}")
@@ -255,6 +277,16 @@ mod tests {
         assert!(v.co_occurs("logs", &["daily", "rotate"]), "any order");
         assert!(!v.co_occurs("logs", &["daily"]));
         assert!(GlobalVocabulary::of(&ShardStats::default()).is_none());
+    }
+
+    #[test]
+    fn the_clusters_best_candidates_set_the_cutoff() {
+        let mut s = ShardStats::default();
+        for (url, score) in [("a", 3.0), ("b", 1.0), ("c", 2.0), ("d", 0.5)] {
+            max(&mut s, hit_key(url), score);
+        }
+        assert_eq!(cutoff(&s, 2), Some(2.0));
+        assert_eq!(cutoff(&s, 4), None, "no more than wanted: all of them");
     }
 
     #[test]
