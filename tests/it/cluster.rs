@@ -197,15 +197,17 @@ impl Cluster {
     }
 
     async fn wait_idle(&self) -> serde_json::Value {
+        let mut last = None;
         for _ in 0..600 {
-            if let Some(s) = self.status().await
-                && s["idle"] == "FrontierEmpty"
-            {
-                return s;
+            if let Some(s) = self.status().await {
+                if s["idle"] == "FrontierEmpty" {
+                    return s;
+                }
+                last = Some(s);
             }
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
-        panic!("the cluster did not finish the crawl");
+        panic!("the cluster did not finish the crawl: {last:?}");
     }
 }
 
@@ -1290,14 +1292,15 @@ const TOPICS: &[&str] = &[
     "robots rules and politeness delays keep a crawler welcome",
 ];
 
-/// Eight hosts of twelve pages on 127.0.31.x: each page a topic and
-/// prose, linking to the next page of its host and, with words of its
-/// own, to a page of the next host (anchor text crosses shards).
-async fn sharded_web() -> (Vec<TestServer>, Vec<String>) {
+/// Eight hosts of twelve pages on 127.0.`net`.x, each answering after
+/// `delay`: each page a topic and prose, linking to the next page of its
+/// host and, with words of its own, to a page of the next host (anchor
+/// text crosses shards).
+async fn sharded_web(net: u8, delay: Duration) -> (Vec<TestServer>, Vec<String>) {
     const HOSTS: usize = 8;
     const PAGES: usize = 12;
     let listeners: Vec<std::net::TcpListener> = (0..HOSTS)
-        .map(|h| reserve(Ipv4Addr::new(127, 0, 31, 10 + h as u8)))
+        .map(|h| reserve(Ipv4Addr::new(127, 0, net, 10 + h as u8)))
         .collect();
     let roots: Vec<String> = listeners
         .iter()
@@ -1333,7 +1336,7 @@ async fn sharded_web() -> (Vec<TestServer>, Vec<String>) {
             } else {
                 format!("/p/{i}")
             };
-            pages.insert(path, Page::html(html));
+            pages.insert(path, Page::html(html).delay(delay));
         }
         servers.push(TestServer::serve(listener, pages).await);
     }
@@ -1391,7 +1394,7 @@ fn answer_urls(answer: &serde_json::Value) -> Vec<String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cluster_searches_every_nodes_shard_as_one_index() {
     use web_crawler::search::{SearchIndex, SearchOptions};
-    let (_servers, roots) = sharded_web().await;
+    let (_servers, roots) = sharded_web(31, Duration::ZERO).await;
 
     // The reference: one process, one index over the whole web.
     let reference = tempfile::tempdir().unwrap();
@@ -1592,4 +1595,71 @@ async fn wait_for_answer(
         }
         tokio::time::sleep(Duration::from_millis(300)).await;
     }
+}
+
+/// Issue 28: a worker's shard backlog is durable. Killed with -9 while it
+/// fetches, the pages it reported and had not committed to its shard wait
+/// in its backlog file; started again, it indexes them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_killed_mid_crawl_indexes_its_backlog_when_started_again() {
+    use web_crawler::search::SearchIndex;
+    use web_crawler::store::{IndexBacklogFile, backlog_path_for};
+    let (servers, roots) = sharded_web(33, Duration::from_millis(40)).await;
+    let mut cluster = Cluster::start_on(Ipv4Addr::new(127, 0, 34, 1), &[]).await;
+    let mut w1 = cluster.worker("w1", Ipv4Addr::new(127, 0, 34, 2));
+    assert!(cluster.wait_nodes(2).await, "two pools");
+    cluster.add_url(&roots[0]).await;
+    let shard = cluster.dir.path().join("w1.index");
+    let store = SqliteStore::open(&cluster.db()).unwrap();
+    // Kill it once it has reported pages, while it fetches more.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let fetched = store
+            .processed(PageQuery::default())
+            .await
+            .unwrap()
+            .iter()
+            .filter(|p| p.record.node == "w1")
+            .count();
+        if fetched >= 10 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "w1 fetches");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    w1.start_kill().unwrap();
+    w1.wait().await.unwrap();
+    assert!(cluster.wait_nodes(1).await, "the master noticed");
+    // A few of the master's ticks, so that it has returned what w1 held to
+    // pending before a node of the same name is back (else those URLs wait
+    // for their leases).
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let backlog = IndexBacklogFile::open(&backlog_path_for(&shard)).unwrap();
+    let waiting = backlog.len().unwrap();
+    let indexed = SearchIndex::open_read_only(&shard).map_or(0, |s| s.page_count());
+    assert!(waiting > 0, "pages wait in the backlog ({indexed} indexed)");
+
+    let _w1 = cluster.worker("w1", Ipv4Addr::new(127, 0, 34, 2));
+    assert!(cluster.wait_nodes(2).await, "w1 is back");
+    cluster.wait_idle().await;
+    let drained = wait_for(Duration::from_secs(30), || {
+        backlog.is_empty().unwrap_or(false)
+    })
+    .await;
+    assert!(drained, "the backlog is indexed");
+    let mine: HashSet<String> = store
+        .processed(PageQuery::default())
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|p| p.record.node == "w1" && p.record.http_returncode == Some(200))
+        .map(|p| p.record.url)
+        .collect();
+    let held = SearchIndex::open_read_only(&shard).unwrap().page_count();
+    assert!(
+        held >= indexed + waiting && held >= mine.len() as u64,
+        "{held} pages in w1's shard: {indexed} committed at the kill, {waiting} waiting, {} fetched by w1",
+        mine.len()
+    );
+    drop(servers);
 }
