@@ -124,6 +124,10 @@ mod index {
             self.set_anchors(&page.url, &links).map_err(index_error)
         }
 
+        fn remove(&mut self, url: &str) -> Result<(), IndexError> {
+            self.remove_page(url).map_err(index_error)
+        }
+
         fn commit(&mut self) -> Result<(), IndexError> {
             SearchIndex::commit(self).map_err(index_error)
         }

@@ -314,7 +314,8 @@ fn to_pools(cfg: &CrawlConfig, msg: impl Fn() -> PoolMsg) -> Vec<String> {
 /// A query across the cluster's shards ([`shards::ask_shards`]), merged:
 /// with the store (on the master's node), the nodes holding pages that
 /// did not answer are named missing, and a page that two shards hold is
-/// listed from the node that fetched it last.
+/// listed from the node that fetched it last (the other is told to drop
+/// its copy).
 pub(crate) async fn search(
     cfg: &CrawlConfig,
     store: Option<(&mut ShardRoster, &dyn Queries)>,
@@ -349,6 +350,7 @@ pub(crate) async fn search(
         }
         None => live,
     };
+    shards::forget(&local, shards::stale_copies(&tops, &fetched_by));
     let mut answer = shards::merge_tops(tops, limit, &fetched_by);
     answer.nodes = Some(shards::shard_nodes(&expected, &answered));
     Ok(answer)

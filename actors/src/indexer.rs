@@ -66,6 +66,8 @@ impl IndexProgress {
 #[derive(Debug)]
 pub struct IndexBatch {
     keys: Vec<Document>,
+    /// Pages removed (no queue key to delete for them).
+    removed: usize,
     first_at: Option<Millis>,
     max_pages: usize,
     max_wait_ms: Millis,
@@ -77,6 +79,7 @@ impl IndexBatch {
     pub fn new(max_pages: usize, max_wait_ms: Millis) -> Self {
         Self {
             keys: Vec::new(),
+            removed: 0,
             first_at: None,
             max_pages: max_pages.max(1),
             max_wait_ms,
@@ -89,20 +92,27 @@ impl IndexBatch {
         self.first_at.get_or_insert(now);
     }
 
+    /// Pages were removed from the index.
+    pub fn removed(&mut self, pages: usize, now: Millis) {
+        self.removed += pages;
+        self.first_at.get_or_insert(now);
+    }
+
     pub fn due(&self, now: Millis) -> bool {
-        self.keys.len() >= self.max_pages
+        self.keys.len() + self.removed >= self.max_pages
             || self
                 .first_at
                 .is_some_and(|at| now.saturating_sub(at) >= self.max_wait_ms)
     }
 
     pub fn is_empty(&self) -> bool {
-        self.keys.is_empty()
+        self.keys.is_empty() && self.removed == 0
     }
 
     /// The queue keys of the pages a commit made durable.
     pub fn take(&mut self) -> Vec<Document> {
         self.first_at = None;
+        self.removed = 0;
         std::mem::take(&mut self.keys)
     }
 }
@@ -185,6 +195,11 @@ impl IndexCycle {
         for key in keys {
             self.batch.added(key, now);
         }
+    }
+
+    /// Pages were removed from the index (a commit makes it durable).
+    pub fn removed(&mut self, pages: usize, now: Millis) {
+        self.batch.removed(pages, now);
     }
 
     /// The keys a commit is about to make durable.
@@ -429,6 +444,28 @@ impl Actor for Indexer {
                 state.waiting.push(reply);
                 state.cycle.catch_up();
             }
+            IndexerMsg::Forget(urls) => {
+                // On the index thread, after the step running there.
+                let job = state.thread.run_handle();
+                let myself = myself.clone();
+                tokio::spawn(async move {
+                    let count = urls.len();
+                    let done = match job
+                        .run(move |index| urls.iter().try_for_each(|url| index.remove(url)))
+                        .await
+                    {
+                        Ok(Ok(())) => Ok(count),
+                        Ok(Err(e)) => Err(error_chain(&e)),
+                        Err(gone) => Err(gone.to_string()),
+                    };
+                    let _ = myself.cast(IndexerMsg::Removed(done));
+                });
+            }
+            IndexerMsg::Removed(removed) => {
+                let count = removed.map_err(|e| -> ActorProcessingErr { e.into() })?;
+                // The next commit makes it durable.
+                state.cycle.removed(count, now_ms());
+            }
             IndexerMsg::Shard { request, reply } => {
                 let searcher = state.searcher.clone();
                 tokio::spawn(async move {
@@ -627,6 +664,21 @@ mod tests {
         assert_eq!(c.next(3), None);
         assert!(c.caught_up(), "everything queued is committed");
         assert!(!c.caught_up(), "answered once");
+    }
+
+    #[test]
+    fn pages_removed_are_committed_by_age_with_no_queue_key() {
+        let mut c = IndexCycle::new(IndexBatch::new(10_000, 2_000));
+        c.next(0);
+        c.read_done(Vec::new(), 0, 0);
+        c.removed(1, 100);
+        assert_eq!(c.next(2_099), None, "not due yet");
+        assert_eq!(c.next(2_100), Some(IndexStep::Commit));
+        assert!(c.to_commit().is_empty(), "nothing to delete from the queue");
+        c.commit_done();
+        c.next(2_101);
+        c.read_done(Vec::new(), 0, 2_101);
+        assert_eq!(c.next(10_000), None, "committed: nothing left");
     }
 
     #[test]

@@ -745,8 +745,13 @@ pub(crate) enum IndexerMsg {
     Committed(Result<Vec<Document>, String>),
     /// Answer once everything queued is indexed and committed.
     CatchUp(RpcReplyPort<()>),
-    /// One step of a query across the cluster's shards, from any node
-    /// (the one message of the indexer's that crosses nodes: a call).
+    /// Remove these pages from the shard: another shard holds a newer
+    /// copy of each (its host moved). From any node.
+    Forget(Vec<String>),
+    /// A removal is done: how many pages it removed.
+    Removed(Result<usize, String>),
+    /// One step of a query across the cluster's shards, from any node (a
+    /// call).
     Shard {
         request: ShardRequest,
         reply: RpcReplyPort<Result<ShardAnswer, String>>,
@@ -781,6 +786,8 @@ pub(crate) enum ShardAnswer {
 
 /// The wire variant of `IndexerMsg::Shard`.
 const SHARD_CALL: &str = "shard";
+/// The wire variant of `IndexerMsg::Forget`.
+const FORGET_CAST: &str = "forget";
 
 impl ractor::Message for IndexerMsg {
     fn serializable() -> bool {
@@ -789,6 +796,11 @@ impl ractor::Message for IndexerMsg {
 
     fn serialize(self) -> Result<SerializedMessage, BoxedDowncastErr> {
         match self {
+            IndexerMsg::Forget(urls) => Ok(SerializedMessage::Cast {
+                variant: FORGET_CAST.to_string(),
+                args: serde_json::to_vec(&urls).map_err(|_| BoxedDowncastErr)?,
+                metadata: None,
+            }),
             IndexerMsg::Shard { request, reply } => Ok(SerializedMessage::Call {
                 variant: SHARD_CALL.to_string(),
                 args: serde_json::to_vec(&request).map_err(|_| BoxedDowncastErr)?,
@@ -810,6 +822,9 @@ impl ractor::Message for IndexerMsg {
                 request: serde_json::from_slice(&args).map_err(|_| BoxedDowncastErr)?,
                 reply: reply_from_wire(reply),
             }),
+            SerializedMessage::Cast { variant, args, .. } if variant == FORGET_CAST => Ok(
+                IndexerMsg::Forget(serde_json::from_slice(&args).map_err(|_| BoxedDowncastErr)?),
+            ),
             _ => Err(BoxedDowncastErr),
         }
     }

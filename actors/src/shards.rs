@@ -146,6 +146,40 @@ pub fn merge_tops(
     }
 }
 
+/// The nodes that hold an older copy of a page another node fetched last
+/// (by `fetched_by`), with those pages: they are told to drop them.
+pub(crate) fn stale_copies(
+    tops: &[(String, ShardTop)],
+    fetched_by: &HashMap<String, String>,
+) -> BTreeMap<String, Vec<String>> {
+    let mut stale: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for (node, top) in tops {
+        for h in &top.hits {
+            if fetched_by
+                .get(&h.hit.url)
+                .is_some_and(|newest| newest != node)
+            {
+                stale
+                    .entry(node.clone())
+                    .or_default()
+                    .push(h.hit.url.clone());
+            }
+        }
+    }
+    stale
+}
+
+/// Tell each node of `stale` to drop those pages from its shard.
+pub(crate) fn forget(local_indexer: &str, stale: BTreeMap<String, Vec<String>>) {
+    let shards = protocol::shards(local_indexer);
+    for (node, urls) in stale {
+        if let Some((_, shard)) = shards.iter().find(|(n, _)| *n == node) {
+            tracing::info!(%node, pages = urls.len(), "a shard drops pages another node fetched since");
+            let _ = shard.cast(IndexerMsg::Forget(urls));
+        }
+    }
+}
+
 /// The URLs more than one shard answered with.
 pub(crate) fn listed_twice(tops: &[(String, ShardTop)]) -> Vec<String> {
     let mut count: BTreeMap<&str, usize> = BTreeMap::new();
@@ -294,6 +328,13 @@ mod tests {
         assert!((merged.results[0].score - 0.5).abs() < 1e-6);
     }
 
+    fn tops_again() -> Vec<(String, ShardTop)> {
+        vec![
+            ("w1".to_string(), top(vec![hit("http://a/", 4.0, 0.0)], 4.0)),
+            ("w2".to_string(), top(vec![hit("http://a/", 1.0, 0.0)], 4.0)),
+        ]
+    }
+
     #[test]
     fn a_url_is_listed_once_the_newest_copy_first() {
         let tops = vec![
@@ -311,6 +352,12 @@ mod tests {
         let newest = merge_tops(tops, 10, &by);
         assert_eq!(urls(&newest), ["http://a/"]);
         assert_eq!(newest.results[0].score, 0.125, "w2 fetched it last");
+        assert_eq!(
+            stale_copies(&tops_again(), &by),
+            BTreeMap::from([("w1".to_string(), vec!["http://a/".to_string()])]),
+            "w1 drops its copy"
+        );
+        assert!(stale_copies(&tops_again(), &HashMap::new()).is_empty());
     }
 
     #[test]

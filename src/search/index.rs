@@ -356,6 +356,14 @@ impl SearchIndex {
         Ok(())
     }
 
+    /// Remove the page of `url` and the links it gave (its host moved to
+    /// another node, which has a newer copy), from the next commit on.
+    pub fn remove_page(&mut self, url: &str) -> Result<(), SearchError> {
+        let pages = self.pages.writer.as_mut().ok_or(SearchError::ReadOnly)?;
+        pages.delete_term(Term::from_field_text(self.pages.fields.url, url));
+        self.set_anchors(url, &[])
+    }
+
     /// Make the writes durable and visible to searches.
     pub fn commit(&mut self) -> Result<(), SearchError> {
         for (writer, reader) in [

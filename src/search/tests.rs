@@ -691,3 +691,27 @@ fn shards_answer_as_one_index_over_their_pages() {
     let many = sharded_search(&shards, q);
     assert_eq!(urls(&many), urls(&search(&all, q)));
 }
+
+#[test]
+fn a_page_removed_is_gone_with_its_links_after_the_commit() {
+    let pages = bakery();
+    let anchors = [anchor(
+        "https://bake.example/rye",
+        "https://bake.example/cakes",
+        "sponge recipes",
+    )];
+    let (_dir, mut index) = index_with(&pages, &anchors);
+    assert_eq!(
+        urls(&search(&index, "sponge recipes"))[0],
+        "https://bake.example/cakes"
+    );
+    index.remove_page("https://bake.example/rye").unwrap();
+    assert_eq!(index.page_count(), 3, "seen after the commit only");
+    index.commit().unwrap();
+    assert_eq!(index.page_count(), 2);
+    assert!(urls(&search(&index, "rye")).is_empty());
+    assert!(
+        !urls(&search(&index, "recipes")).contains(&"https://bake.example/cakes"),
+        "its links went with it"
+    );
+}

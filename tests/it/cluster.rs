@@ -1571,6 +1571,25 @@ async fn a_cluster_searches_every_nodes_shard_as_one_index() {
         .filter(|u| w1_pages.contains(*u) && **u != moved)
         .count();
     assert!(again >= 1, "w1's pages are found again: {back}");
+    // Once the new copy is searchable too, a query that meets both lists
+    // the newest and has w1 drop its old copy.
+    let shard = cluster.dir.path().join("w1.index");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let answer = search_json(&cluster, q).await;
+        let got = answer_urls(&answer);
+        assert!(got.iter().filter(|u| **u == moved).count() <= 1, "{answer}");
+        let held = SearchIndex::open_read_only(&shard).map_or(0, |s| s.page_count());
+        if held + 1 == w1_pages.len() as u64 {
+            assert_eq!(got.iter().filter(|u| **u == moved).count(), 1, "{answer}");
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "w1's shard drops {moved}: {held} pages"
+        );
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
 }
 
 /// `search --json` through the master's node.

@@ -304,6 +304,9 @@ pub trait PageIndex: Send + 'static {
     /// Add `page`, replacing an earlier version of the same URL, and its
     /// anchors, replacing those it gave before.
     fn add(&mut self, page: &PageText) -> Result<(), IndexError>;
+    /// Remove the page of `url` and the links it gave: another shard holds
+    /// a newer copy. Seen by queries after the next commit.
+    fn remove(&mut self, url: &str) -> Result<(), IndexError>;
     /// Make what was added durable and visible to queries.
     fn commit(&mut self) -> Result<(), IndexError>;
     /// A handle that answers queries beside the writer, from other threads
