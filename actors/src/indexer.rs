@@ -125,6 +125,9 @@ pub enum IndexStep {
     Read { after: Option<Document> },
     /// Commit what was added, then remove it from the queue.
     Commit,
+    /// Remove the pages this shard was told to drop, from the queue and
+    /// from the index (between reads: a page read is added before).
+    Remove,
 }
 
 /// The indexer's rules, pure: where its read of the queue is, what is
@@ -140,6 +143,8 @@ pub struct IndexCycle {
     running: bool,
     /// Asked to index everything queued: commit as soon as the queue is read.
     catching_up: bool,
+    /// Pages to drop wait.
+    removing: bool,
 }
 
 impl IndexCycle {
@@ -151,7 +156,13 @@ impl IndexCycle {
             more: true,
             running: false,
             catching_up: false,
+            removing: false,
         }
+    }
+
+    /// Pages are to be dropped: the next step removes them.
+    pub fn forget(&mut self) {
+        self.removing = true;
     }
 
     /// The master queued pages.
@@ -171,7 +182,10 @@ impl IndexCycle {
             return None;
         }
         let drained = !self.more && (self.catching_up || self.batch.due(now));
-        let step = if !self.batch.is_empty() && (self.batch.due(now) || drained) {
+        let step = if self.removing {
+            self.removing = false;
+            IndexStep::Remove
+        } else if !self.batch.is_empty() && (self.batch.due(now) || drained) {
             IndexStep::Commit
         } else if self.more {
             IndexStep::Read {
@@ -197,8 +211,10 @@ impl IndexCycle {
         }
     }
 
-    /// Pages were removed from the index (a commit makes it durable).
+    /// A removal is done: `pages` were removed from the index (a commit
+    /// makes it durable).
     pub fn removed(&mut self, pages: usize, now: Millis) {
+        self.running = false;
         self.batch.removed(pages, now);
     }
 
@@ -381,6 +397,8 @@ pub(crate) struct IndexerState {
     queue: Arc<dyn IndexQueue>,
     cycle: IndexCycle,
     waiting: Vec<RpcReplyPort<()>>,
+    /// Pages this shard was told to drop, for the next removal.
+    forgotten: Vec<String>,
 }
 
 impl std::fmt::Debug for IndexerState {
@@ -418,6 +436,7 @@ impl Actor for Indexer {
             queue: args.queue,
             cycle: IndexCycle::new(batch),
             waiting: Vec::new(),
+            forgotten: Vec::new(),
         })
     }
 
@@ -445,25 +464,11 @@ impl Actor for Indexer {
                 state.cycle.catch_up();
             }
             IndexerMsg::Forget(urls) => {
-                // On the index thread, after the step running there.
-                let job = state.thread.run_handle();
-                let myself = myself.clone();
-                tokio::spawn(async move {
-                    let count = urls.len();
-                    let done = match job
-                        .run(move |index| urls.iter().try_for_each(|url| index.remove(url)))
-                        .await
-                    {
-                        Ok(Ok(())) => Ok(count),
-                        Ok(Err(e)) => Err(error_chain(&e)),
-                        Err(gone) => Err(gone.to_string()),
-                    };
-                    let _ = myself.cast(IndexerMsg::Removed(done));
-                });
+                state.forgotten.extend(urls);
+                state.cycle.forget();
             }
             IndexerMsg::Removed(removed) => {
                 let count = removed.map_err(|e| -> ActorProcessingErr { e.into() })?;
-                // The next commit makes it durable.
                 state.cycle.removed(count, now_ms());
             }
             IndexerMsg::Shard { request, reply } => {
@@ -519,6 +524,16 @@ fn drive(myself: &ActorRef<IndexerMsg>, state: &mut IndexerState) {
                 let _ = myself.cast(IndexerMsg::Read(read));
             });
         }
+        Some(IndexStep::Remove) => {
+            let urls = std::mem::take(&mut state.forgotten);
+            let queue = state.queue.clone();
+            let myself = myself.clone();
+            let job = state.thread.run_handle();
+            tokio::spawn(async move {
+                let removed = remove(queue.as_ref(), &job, urls).await;
+                let _ = myself.cast(IndexerMsg::Removed(removed));
+            });
+        }
         Some(IndexStep::Commit) => {
             let keys = state.cycle.to_commit();
             let myself = myself.clone();
@@ -539,6 +554,30 @@ fn drive(myself: &ActorRef<IndexerMsg>, state: &mut IndexerState) {
             let _ = reply.send(());
         }
     }
+}
+
+/// Drop `urls` from the queue (a page not read yet is never added) and
+/// from the index: how many.
+async fn remove(
+    queue: &dyn IndexQueue,
+    job: &JobSender,
+    urls: Vec<String>,
+) -> Result<usize, String> {
+    let keys: Vec<Document> = urls
+        .iter()
+        .map(|url| {
+            let mut key = Document::new();
+            key.insert("url".into(), url.as_str().into());
+            key
+        })
+        .collect();
+    queue.delete(&keys).await.map_err(|e| error_chain(&e))?;
+    let count = urls.len();
+    job.run(move |index| urls.iter().try_for_each(|url| index.remove(url)))
+        .await
+        .map_err(|gone| gone.to_string())?
+        .map_err(|e| error_chain(&e))?;
+    Ok(count)
 }
 
 /// Read the queue's next chunk after `after` and add its pages on the
@@ -669,8 +708,16 @@ mod tests {
     #[test]
     fn pages_removed_are_committed_by_age_with_no_queue_key() {
         let mut c = IndexCycle::new(IndexBatch::new(10_000, 2_000));
-        c.next(0);
-        c.read_done(Vec::new(), 0, 0);
+        assert!(matches!(c.next(0), Some(IndexStep::Read { .. })));
+        c.forget();
+        assert_eq!(
+            c.next(50),
+            None,
+            "after the read running: its pages are added first"
+        );
+        c.read_done(Vec::new(), 0, 50);
+        assert_eq!(c.next(100), Some(IndexStep::Remove));
+        assert_eq!(c.next(100), None, "one step at a time");
         c.removed(1, 100);
         assert_eq!(c.next(2_099), None, "not due yet");
         assert_eq!(c.next(2_100), Some(IndexStep::Commit));

@@ -169,12 +169,28 @@ pub(crate) fn stale_copies(
     stale
 }
 
+/// The content duplicates of a commit fetched on other nodes, by node
+/// (`fetched`: URL and node of each page fetched elsewhere): their shards
+/// indexed them before the commit told them apart, and drop them.
+pub(crate) fn duplicates_by_node(
+    fetched: &[(String, String)],
+    duplicates: &[String],
+) -> BTreeMap<String, Vec<String>> {
+    let mut by_node: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for (url, node) in fetched {
+        if duplicates.contains(url) {
+            by_node.entry(node.clone()).or_default().push(url.clone());
+        }
+    }
+    by_node
+}
+
 /// Tell each node of `stale` to drop those pages from its shard.
 pub(crate) fn forget(local_indexer: &str, stale: BTreeMap<String, Vec<String>>) {
     let shards = protocol::shards(local_indexer);
     for (node, urls) in stale {
         if let Some((_, shard)) = shards.iter().find(|(n, _)| *n == node) {
-            tracing::info!(%node, pages = urls.len(), "a shard drops pages another node fetched since");
+            tracing::debug!(%node, pages = urls.len(), "a shard drops pages");
             let _ = shard.cast(IndexerMsg::Forget(urls));
         }
     }
@@ -377,6 +393,21 @@ mod tests {
             urls(&merge_tops(tops, 2, &HashMap::new())),
             ["http://a/", "http://b/"]
         );
+    }
+
+    #[test]
+    fn duplicates_fetched_elsewhere_are_dropped_by_their_node() {
+        let fetched = vec![
+            ("http://a/1".to_string(), "w1".to_string()),
+            ("http://a/2".to_string(), "w1".to_string()),
+            ("http://b/1".to_string(), "w2".to_string()),
+        ];
+        let dups = vec!["http://a/2".to_string(), "http://m/9".to_string()];
+        assert_eq!(
+            duplicates_by_node(&fetched, &dups),
+            BTreeMap::from([("w1".to_string(), vec!["http://a/2".to_string()])])
+        );
+        assert!(duplicates_by_node(&fetched, &[]).is_empty());
     }
 
     #[test]

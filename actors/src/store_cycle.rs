@@ -9,6 +9,7 @@ use crate::behaviour::index::INDEX_QUEUE;
 use crate::behaviour::{ClaimRequest, CommitBatch, CommitSummary, Frontier, StoreError};
 use crate::indexer::IndexProgress;
 use crate::protocol::{IndexerMsg, MASTER_LOG};
+use crate::shards;
 use crate::types::{Job, Millis, StoreCounts, UrlKey, now_ms};
 use ractor::ActorRef;
 use std::sync::Arc;
@@ -204,6 +205,15 @@ async fn run_cycle(
     let started = Instant::now();
     let pages = work.batch.pages.len();
     let to_index = pages_to_index(&mut work.batch, indexer.is_some());
+    // Pages another node fetched and indexed in its shard, should the
+    // commit find them content duplicates (which one index leaves out).
+    let fetched_elsewhere: Vec<(String, String)> = work
+        .batch
+        .pages
+        .iter()
+        .filter(|p| p.record.node != owner)
+        .map(|p| (p.record.url.clone(), p.record.node.clone()))
+        .collect();
     let mut result = CycleResult::default();
     let mut summary = CommitSummary::default();
     while let Some(step) = work.take_step(now_ms()) {
@@ -214,6 +224,10 @@ async fn run_cycle(
                 // queued); the indexer reads them from there, whenever it
                 // is up and has the CPU.
                 tell_indexer(indexer, to_index.saturating_sub(done.duplicates.len()));
+                shards::forget(
+                    &format!("web_crawler_indexer@{owner}"),
+                    shards::duplicates_by_node(&fetched_elsewhere, &done.duplicates),
+                );
                 (summary, result.claimed) = (done, claimed);
             }
             Ok(Done::Counted(counts)) => result.counts = Some(counts),

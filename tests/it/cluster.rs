@@ -1323,11 +1323,18 @@ async fn sharded_web(net: u8, delay: Duration) -> (Vec<TestServer>, Vec<String>)
                 j => format!("{}/p/{j}", roots[(h + 1) % HOSTS]),
             };
             let linked = TOPICS[(h + 1 + (i * 5) % PAGES * 3) % TOPICS.len()];
+            // The first page also links to two copies of one page (a
+            // content duplicate, which the index leaves out).
+            let copies = if i == 0 {
+                "<a href=\"/about\">about</a> <a href=\"/about/again\">about</a>"
+            } else {
+                ""
+            };
             let html = format!(
                 "<html><head><title>{title}</title></head><body><h1>{title}</h1>\
                  <p>{topic}. {}</p><p>See also: {other}.</p>\
                  <p>Read <a href=\"{away}\">how to {}</a> elsewhere, or \
-                 <a href=\"{next}\">the next page</a>.</p></body></html>",
+                 <a href=\"{next}\">the next page</a>. {copies}</p></body></html>",
                 prose_of(&title),
                 linked.split(' ').take(4).collect::<Vec<_>>().join(" "),
             );
@@ -1337,6 +1344,13 @@ async fn sharded_web(net: u8, delay: Duration) -> (Vec<TestServer>, Vec<String>)
                 format!("/p/{i}")
             };
             pages.insert(path, Page::html(html).delay(delay));
+            let about = format!(
+                "<html><head><title>About host {h}</title></head><body><p>Host {h} \
+                 serves {} for the tests.</p></body></html>",
+                prose_of(&format!("about {h}"))
+            );
+            pages.insert("/about".to_string(), Page::html(about.clone()).delay(delay));
+            pages.insert("/about/again".to_string(), Page::html(about).delay(delay));
         }
         servers.push(TestServer::serve(listener, pages).await);
     }
@@ -1410,7 +1424,11 @@ async fn a_cluster_searches_every_nodes_shard_as_one_index() {
     assert!(out.status.success(), "{out:?}");
     let one = SearchIndex::open_read_only(&web_crawler::search::index_dir_for(&ref_db)).unwrap();
     let pages = one.page_count();
-    assert!(pages >= 8 * 12, "the reference indexed the web: {pages}");
+    assert_eq!(
+        pages,
+        8 * 13,
+        "the reference indexed the web, one of each pair of copies"
+    );
 
     let mut cluster = Cluster::start_on(Ipv4Addr::new(127, 0, 32, 1), &[]).await;
     let mut w1 = cluster.worker("w1", Ipv4Addr::new(127, 0, 32, 2));
@@ -1419,7 +1437,9 @@ async fn a_cluster_searches_every_nodes_shard_as_one_index() {
     cluster.add_url(&roots[0]).await;
     cluster.wait_idle().await;
 
-    // Each worker's shard holds the pages it fetched, and only those.
+    // Each worker's shard holds the pages it fetched, and only those (a
+    // content duplicate it fetched is dropped once the master's commit
+    // finds it).
     let store = SqliteStore::open(&cluster.db()).unwrap();
     let processed = store.processed(PageQuery::default()).await.unwrap();
     let fetched_by = |node: &str| -> HashSet<String> {
@@ -1433,6 +1453,12 @@ async fn a_cluster_searches_every_nodes_shard_as_one_index() {
             .map(|p| p.record.url.clone())
             .collect()
     };
+    assert!(
+        processed
+            .iter()
+            .any(|p| p.duplicate_of.is_some() && p.record.node != "master"),
+        "a worker fetched a duplicate"
+    );
     for node in ["w1", "w2"] {
         let mine = fetched_by(node);
         assert!(!mine.is_empty(), "{node} fetched pages");
