@@ -21,6 +21,11 @@ pub(super) enum IndexAction {
     Rebuild {
         #[command(flatten)]
         store: StoreOpts,
+        /// Rebuild one node's shard: the pages the store says this node
+        /// fetched (give its `--index DIR`, and its archive with `--warc`);
+        /// pages fetched again are recorded as this node's.
+        #[arg(long, value_name = "NAME")]
+        node: Option<String>,
         #[command(flatten)]
         tuning: TuningOpts,
     },
@@ -29,14 +34,23 @@ pub(super) enum IndexAction {
 impl IndexAction {
     pub(super) async fn exec(self) -> Result<ExitCode> {
         match self {
-            IndexAction::Rebuild { store, tuning } => rebuild_index(&store, &tuning).await,
+            IndexAction::Rebuild {
+                store,
+                node,
+                tuning,
+            } => rebuild_index(&store, node.as_deref(), &tuning).await,
         }
     }
 }
 
-/// `index rebuild`: every successful HTML page into a new index, read from
-/// the archive when it holds the page, fetched again otherwise.
-async fn rebuild_index(store_opts: &StoreOpts, tuning: &TuningOpts) -> Result<ExitCode> {
+/// `index rebuild`: every successful HTML page (`node`'s only, for one
+/// node's shard) into a new index, read from the archive when it holds the
+/// page, fetched again otherwise.
+async fn rebuild_index(
+    store_opts: &StoreOpts,
+    node: Option<&str>,
+    tuning: &TuningOpts,
+) -> Result<ExitCode> {
     let dir = store_opts.index_dir();
     if store_opts.mongodb.is_none() && !store_opts.db.exists() {
         bail!("no crawl database at {}", store_opts.db.display());
@@ -54,6 +68,7 @@ async fn rebuild_index(store_opts: &StoreOpts, tuning: &TuningOpts) -> Result<Ex
         .into_iter()
         .filter(|p| {
             p.duplicate_of.is_none()
+                && node.is_none_or(|n| p.record.node == n)
                 && p.record.error.is_none()
                 && p.record
                     .http_returncode
@@ -83,6 +98,9 @@ async fn rebuild_index(store_opts: &StoreOpts, tuning: &TuningOpts) -> Result<Ex
         );
     }
     let mut settings = tuning.settings()?;
+    if let Some(node) = node {
+        settings.crawl.node_name = node.to_string();
+    }
     settings.crawl.index_pages = true;
     settings.crawl.sitemaps = false;
     // The pages again, and no page they link to.

@@ -1616,6 +1616,47 @@ async fn a_cluster_searches_every_nodes_shard_as_one_index() {
         );
         tokio::time::sleep(Duration::from_millis(300)).await;
     }
+
+    // One node's shard is rebuilt from the store: its pages only.
+    cluster.kill_master().await;
+    let w2_now = store
+        .processed(PageQuery::default())
+        .await
+        .unwrap()
+        .iter()
+        .filter(|p| {
+            p.record.node == "w2"
+                && p.record.http_returncode == Some(200)
+                && p.duplicate_of.is_none()
+        })
+        .count();
+    let rebuilt = cluster.dir.path().join("w2-again.index");
+    let out = bin()
+        .args([
+            "index",
+            "rebuild",
+            "--node",
+            "w2",
+            "--scope",
+            "any",
+            "--delay-ms",
+            "0",
+        ])
+        .arg("--db")
+        .arg(cluster.db())
+        .arg("--index")
+        .arg(&rebuilt)
+        .stderr(Stdio::null())
+        .output()
+        .await
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let shard = SearchIndex::open_read_only(&rebuilt).unwrap();
+    assert_eq!(
+        shard.page_count(),
+        w2_now as u64,
+        "w2's pages, fetched again"
+    );
 }
 
 /// `search --json` through the master's node.
