@@ -147,7 +147,8 @@ impl ControlClient {
         self.typed(&ControlRequest::Status).await
     }
 
-    /// The `limit` best pages for `query` in the node's full-text index.
+    /// The `limit` best pages for `query` over every node's index shard
+    /// (`nodes` says which shards answered in time).
     pub async fn search(&self, query: &str, limit: usize) -> Result<SearchAnswer, ControlError> {
         let query = query.to_string();
         self.typed(&ControlRequest::Search { query, limit }).await
