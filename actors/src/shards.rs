@@ -260,12 +260,18 @@ pub(crate) async fn ask_shards(
         },
     };
     let left = |steps| step_wait(deadline.saturating_duration_since(Instant::now()), steps);
-    for (i, phase) in ShardPhase::ALL.into_iter().enumerate() {
+    // One shard's own statistics are the cluster's: no phase to ask.
+    let phases: &[ShardPhase] = if shards.len() > 1 {
+        &ShardPhase::ALL
+    } else {
+        &[]
+    };
+    for (i, phase) in phases.iter().copied().enumerate() {
         request.step = ShardStep::Stats {
             phase,
             known: stats.clone(),
         };
-        let steps = ShardPhase::ALL.len() + 1 - i;
+        let steps = phases.len() + 1 - i;
         let (answers, heard) = heard(ask_step(&shards, &request, left(steps)).await);
         if let Some(e) = heard.error {
             return Err(e);

@@ -22,7 +22,9 @@
 //! Vocabulary is per word, before typo correction; terms after it (each
 //! shard corrects the query alike, from the same counts); anchors with the
 //! terms' counts. Without counts of a key (a key no phase gathered) a
-//! shard's own count stands in.
+//! shard's own count stands in: with no statistics at all (a cluster of
+//! one shard asks for its best pages at once) a shard answers as the
+//! index alone.
 
 use super::typo::Vocabulary;
 use std::collections::BTreeMap;

@@ -686,6 +686,18 @@ fn shards_answer_as_one_index_over_their_pages() {
             );
         }
     }
+    // One shard alone is asked for its best pages at once, with no
+    // statistics: it answers as the index does.
+    for q in ["rotate logs", "replca streaming", "how to locks"] {
+        let top = all.shard_top(q, 10, &ShardStats::default()).unwrap();
+        let alone = web_crawler_actors::shards::merge_tops(
+            vec![("n".to_string(), top)],
+            10,
+            &Default::default(),
+        );
+        assert_eq!(alone.results, search(&all, q).results, "{q}");
+        assert_eq!(alone.did_you_mean, search(&all, q).did_you_mean, "{q}");
+    }
     // A page found only by the words of a link on another shard.
     let q = "how to locks";
     let many = sharded_search(&shards, q);

