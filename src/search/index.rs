@@ -1162,6 +1162,7 @@ impl Searchers<'_> {
             }
         }
         let (features, urls) = self.measure(&candidates, &urls, rank_terms, &anchors)?;
+        super::learned::dump(&urls, &features);
         let best_text = rank::best_text(&features);
         let mut order: Vec<(RankedPage, &str)> = features
             .iter()
@@ -1464,6 +1465,10 @@ impl Searchers<'_> {
                 let held = |slots: &[bool]| slots.iter().filter(|h| **h).count();
                 feat.coverage = rank::coverage(held(&covered), rank_terms.slots);
                 feat.answers = rank::coverage(held(&in_body), rank_terms.slots);
+                let share = |slots: Vec<bool>| rank::coverage(held(&slots), rank_terms.slots);
+                feat.title_coverage = share(rank_terms.held_slots(|ti| matched[j][ti][0]));
+                feat.headings_coverage = share(rank_terms.held_slots(|ti| matched[j][ti][1]));
+                feat.anchor_coverage = share(rank_terms.held_slots(in_anchor));
                 let prox = |fi: usize| {
                     let slots = rank_terms.slot_positions(&positions[j][fi]);
                     let lists: Vec<&[u32]> = slots.iter().map(Vec::as_slice).collect();

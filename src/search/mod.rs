@@ -42,7 +42,9 @@
 //! tables of contents, generated listings — which have many links and few
 //! words of their own per link, and which plain BM25 ranks too high. Only
 //! the results returned are read from the store, for their title and a
-//! snippet. The weights are in `rank.rs`.
+//! snippet. The rules are in `rank.rs`, the weights in `learned.rs`
+//! (fitted by `scripts/train-ranker.py`, kept hand-set while fitting
+//! does not beat them).
 //!
 //! [`Ranking::PlainBm25`] is the baseline the project measures against:
 //! tantivy's BM25 over title and body with the same query words and
@@ -66,6 +68,7 @@
 
 mod context;
 mod index;
+mod learned;
 mod merges;
 mod query;
 mod rank;

@@ -12,6 +12,8 @@
 //!       − 0.25 · hub         many links, little text of its own
 //! ```
 //!
+//! (The weights in force are `learned::LEARNED`; these are its values.)
+//!
 //! Field weights inside `text`: body 1.0, title 0.6, anchor context (the
 //! words around the links to the page) 0.6, anchor text 0.5, headings 0.4,
 //! URL words 0.3. Each field's BM25 is normalised by that
@@ -19,8 +21,10 @@
 //! term; weights below the body's keep a title (or a URL) from deciding
 //! alone, and `answers` rewards the page whose text holds the terms.
 
-/// Weights of the per-field BM25 scores in `text`; also the field boosts
-/// of candidate generation.
+use super::learned;
+
+/// Field boosts of candidate generation (and the hand-set field weights of
+/// `text` before the weights were learned, see [`learned`]).
 pub(crate) const BODY: f32 = 1.0;
 pub(crate) const TITLE: f32 = 0.6;
 pub(crate) const ANCHOR: f32 = 0.5;
@@ -28,13 +32,6 @@ pub(crate) const HEADINGS: f32 = 0.4;
 pub(crate) const URL: f32 = 0.3;
 /// The words around the links to the page (anchor context).
 pub(crate) const CONTEXT: f32 = 0.6;
-
-const W_TEXT: f32 = 0.35;
-const W_COVERAGE: f32 = 0.20;
-const W_ANSWERS: f32 = 0.20;
-const W_PROXIMITY: f32 = 0.15;
-const W_PRIOR: f32 = 0.05;
-const W_HUB: f32 = 0.25;
 
 /// What is known of one candidate page for one query.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -59,23 +56,23 @@ pub(crate) struct Features {
     pub(crate) out_links: u64,
     /// Words of the page's own text.
     pub(crate) words: u64,
+    /// Share of the query's terms in the title, the headings, the links'
+    /// text or context, 0..=1.
+    pub(crate) title_coverage: f32,
+    pub(crate) headings_coverage: f32,
+    pub(crate) anchor_coverage: f32,
 }
 
 impl Features {
-    /// The field-weighted BM25 sum.
+    /// The field-weighted BM25 sum, weighted by the learned model.
     pub(crate) fn text(&self) -> f32 {
-        BODY * self.body
-            + TITLE * self.title
-            + ANCHOR * self.anchor
-            + HEADINGS * self.headings
-            + URL * self.url
-            + CONTEXT * self.context
+        learned::LEARNED.text(self)
     }
 }
 
 /// The weight of the text score, which is divided by the best
 /// candidate's ([`score`]).
-pub(crate) const TEXT_WEIGHT: f32 = W_TEXT;
+pub(crate) const TEXT_WEIGHT: f32 = learned::LEARNED.text;
 
 /// Scores of the candidates of one query, in order (higher is better).
 #[cfg(test)]
@@ -105,11 +102,7 @@ pub(crate) fn score(text: f32, best_text: f32, rest: f32) -> f32 {
 
 /// The part of a candidate's score that does not depend on the others.
 pub(crate) fn rest(f: &Features) -> f32 {
-    W_COVERAGE * f.coverage
-        + W_ANSWERS * f.answers
-        + W_PROXIMITY * f.proximity
-        + W_PRIOR * link_prior(f.in_links)
-        - W_HUB * hubness(f.out_links, f.words)
+    learned::LEARNED.rest(f)
 }
 
 /// Share of `n` query terms matched.
