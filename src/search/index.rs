@@ -64,8 +64,8 @@ const SNIPPET_CHARS: usize = 200;
 const PAGES_WRITER_BYTES: usize = 48_000_000;
 const ANCHORS_WRITER_BYTES: usize = 16_000_000;
 /// The most documents a merge makes ([`merges`](super::merges)): about
-/// 150 MB of a pages segment (8–40 KB of text a page), 30 MB of anchors.
-const PAGES_MERGE_MAX_DOCS: u32 = 20_000;
+/// 80 MB of a pages segment (8–40 KB of text a page), 30 MB of anchors.
+const PAGES_MERGE_MAX_DOCS: u32 = 10_000;
 const ANCHORS_MERGE_MAX_DOCS: u32 = 1_000_000;
 
 /// One of the two tantivy indexes.

@@ -40,7 +40,9 @@ fn tier(docs: u32) -> u32 {
 
 /// The merges to make of `segments` (their indexes in it): a tier's
 /// [`MERGE_FACTOR`] smallest segments at a time while they make at most
-/// `max_docs` documents together, and alone a segment whose deleted share
+/// `max_docs` documents together, or fewer (two at least) when the next
+/// would pass `max_docs` (so segments of a commit's size still join under
+/// a cap a few times larger), and alone a segment whose deleted share
 /// passed [`PURGE_DELETED_SHARE`].
 pub(crate) fn merges(segments: &[SegmentSize], max_docs: u32) -> Vec<Vec<usize>> {
     let mut out = Vec::new();
@@ -55,13 +57,23 @@ pub(crate) fn merges(segments: &[SegmentSize], max_docs: u32) -> Vec<Vec<usize>>
     }
     for mut members in by_tier.into_values() {
         members.sort_by_key(|&i| segments[i].alive);
-        for group in members.chunks_exact(MERGE_FACTOR) {
-            let docs: u64 = group.iter().map(|&i| u64::from(segments[i].alive)).sum();
-            if docs > u64::from(max_docs) {
-                // The rest of this tier is larger still.
+        let mut group: Vec<usize> = Vec::new();
+        let mut docs = 0u64;
+        for i in members {
+            let alive = u64::from(segments[i].alive);
+            if docs + alive > u64::from(max_docs) {
+                // The group is full: the rest of this tier is larger still.
+                if group.len() >= 2 {
+                    out.push(std::mem::take(&mut group));
+                }
                 break;
             }
-            out.push(group.to_vec());
+            group.push(i);
+            docs += alive;
+            if group.len() == MERGE_FACTOR {
+                out.push(std::mem::take(&mut group));
+                docs = 0;
+            }
         }
     }
     out
@@ -129,11 +141,25 @@ mod tests {
         assert!(merges(&sizes(&[16_000; 8]), 20_000).is_empty());
         // A segment at the cap is never merged again.
         assert!(merges(&sizes(&[20_000; 9]), 20_000).is_empty());
-        // The smallest of a tier go first, as many as fit.
+        // The smallest of a tier go first, eight at a time, then as many
+        // as fit.
         let mut s = vec![2_000; 8];
         s.extend([7_000; 8]);
         let m = merges(&sizes(&s), 20_000);
-        assert_eq!(m, vec![(0..8).collect::<Vec<_>>()]);
+        assert_eq!(m, vec![(0..8).collect::<Vec<_>>(), vec![8, 9]]);
+    }
+
+    #[test]
+    fn fewer_than_eight_join_when_eight_would_pass_the_cap() {
+        // Five commits of 2,000 fill a cap of 10,000: they join.
+        assert_eq!(
+            merges(&sizes(&[2_000; 6]), 10_000),
+            vec![(0..5).collect::<Vec<_>>()]
+        );
+        // Four do not fill it yet: they wait for more.
+        assert!(merges(&sizes(&[2_000; 4]), 10_000).is_empty());
+        // One segment alone is never "merged".
+        assert!(merges(&sizes(&[6_000, 6_000]), 10_000).is_empty());
     }
 
     #[test]
@@ -153,13 +179,22 @@ mod tests {
 
     #[test]
     fn a_crawl_ends_with_a_few_segments_none_past_the_cap() {
-        // Commits of 2,000 pages, merged as the policy says, as tantivy
-        // would: 100,000 pages end in a handful of segments.
+        for (cap, most) in [(20_000, 14), (10_000, 16)] {
+            let segments = crawl(cap);
+            assert_eq!(segments.iter().sum::<u32>(), 100_000);
+            assert!(segments.iter().all(|&d| d <= cap), "{segments:?}");
+            assert!(segments.len() <= most, "{cap}: {segments:?}");
+        }
+    }
+
+    /// The segments of 100,000 pages committed 2,000 at a time, merged as
+    /// the policy says, as tantivy would.
+    fn crawl(cap: u32) -> Vec<u32> {
         let mut segments: Vec<u32> = Vec::new();
         for commit in [2_000; 50] {
             segments.push(commit);
             loop {
-                let m = merges(&sizes(&segments), 20_000);
+                let m = merges(&sizes(&segments), cap);
                 let Some(group) = m.first() else { break };
                 let docs = group.iter().map(|&i| segments[i]).sum();
                 let mut keep: Vec<u32> = segments
@@ -172,8 +207,6 @@ mod tests {
                 segments = keep;
             }
         }
-        assert_eq!(segments.iter().sum::<u32>(), 100_000);
-        assert!(segments.iter().all(|&d| d <= 20_000), "{segments:?}");
-        assert!(segments.len() <= 14, "{segments:?}");
+        segments
     }
 }
