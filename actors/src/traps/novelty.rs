@@ -40,8 +40,15 @@ pub fn shingles(text: &str) -> Vec<u32> {
     let mut out: Vec<u32> = Vec::new();
     let mut seen: HashSet<u32, BuildHasherDefault<SpreadU32>> =
         HashSet::with_capacity_and_hasher(MAX_PAGE_SHINGLES, Default::default());
-    for h in window_hashes(&words) {
-        let h = h.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    for run in words.windows(TEXT_SHINGLE) {
+        // Word hashes are already mixed: rotations keep the order, one
+        // multiply spreads the bits (a full mix per word was most of the
+        // cost over 64 KB of text).
+        let h = run
+            .iter()
+            .enumerate()
+            .fold(0u64, |h, (i, &w)| h ^ w.rotate_left(13 * i as u32))
+            .wrapping_mul(0x9e37_79b9_7f4a_7c15);
         if h % SAMPLE_ONE_IN == 0 {
             // The high half: the low bits are all zero here.
             let s = (h >> 32) as u32;
@@ -54,30 +61,6 @@ pub fn shingles(text: &str) -> Vec<u32> {
         }
     }
     out
-}
-
-/// Each run of [`TEXT_SHINGLE`] words as one value: the XOR of its word
-/// hashes, the `i`-th rotated left by `13 i` (word hashes are already
-/// mixed: rotations keep the order; a full mix per word was most of the
-/// cost over 64 KB of text). Rolled from one run to the next in a step,
-/// not a fold of five.
-fn window_hashes(words: &[u64]) -> impl Iterator<Item = u64> + '_ {
-    const LAST: u32 = 13 * (TEXT_SHINGLE as u32 - 1);
-    let first = words
-        .iter()
-        .take(TEXT_SHINGLE)
-        .enumerate()
-        .fold(0u64, |h, (i, &w)| h ^ w.rotate_left(13 * i as u32));
-    let runs = (words.len() + 1).saturating_sub(TEXT_SHINGLE);
-    (0..runs).scan(first, move |h, j| {
-        let this = *h;
-        if let Some(&next) = words.get(j + TEXT_SHINGLE) {
-            // Drop the first word (rotated by 0), shift the others down a
-            // place, add the next one last.
-            *h = (*h ^ words[j]).rotate_right(13) ^ next.rotate_left(LAST);
-        }
-        Some(this)
-    })
 }
 
 /// A shingle is a hash already: one multiply spreads it over the 64 bits a
@@ -226,28 +209,6 @@ impl SeenSketch {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn rolled_window_hashes_are_the_folds_of_each_run() {
-        let words: Vec<u64> = (0..40u64)
-            .map(|i| fmix64(i.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ 7))
-            .collect();
-        for n in 0..words.len() {
-            let folded: Vec<u64> = words[..n]
-                .windows(TEXT_SHINGLE)
-                .map(|run| {
-                    run.iter()
-                        .enumerate()
-                        .fold(0u64, |h, (i, &w)| h ^ w.rotate_left(13 * i as u32))
-                })
-                .collect();
-            assert_eq!(
-                window_hashes(&words[..n]).collect::<Vec<_>>(),
-                folded,
-                "{n} words"
-            );
-        }
-    }
 
     /// `words` three-letter words, seeded (letters only: a word with a
     /// digit is the one number word).
