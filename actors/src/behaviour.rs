@@ -293,6 +293,33 @@ pub trait Frontier: Send + Sync + fmt::Debug + 'static {
     /// again. Returns how many were queued. Found by an index on the due
     /// time: a sweep never reads what is not due.
     async fn requeue_due(&self, now: Millis, limit: usize) -> Result<u64, StoreError>;
+
+    /// A node that left the cluster for good hands its pages over: queue
+    /// again up to `limit` of the pages the store says `node` fetched, by
+    /// URL after `after`, as a link saying the page changed `now` would (a
+    /// pending URL only gains nothing), their validators cleared so that
+    /// the host's new owner fetches each whole and indexes it in its
+    /// shard. Says what it queued, the last URL it read (where the next
+    /// call goes on; `None` once none is left), and how many pages the
+    /// store still says `node` fetched: those not fetched again yet.
+    async fn hand_over(
+        &self,
+        node: &str,
+        after: Option<&str>,
+        limit: usize,
+        now: Millis,
+    ) -> Result<HandOver, StoreError>;
+}
+
+/// What one call of [`Frontier::hand_over`] did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct HandOver {
+    /// Pages queued again by this call.
+    pub queued: u64,
+    /// The last URL read, to go on after; `None`: every page is queued.
+    pub last: Option<String>,
+    /// Pages the store still says the node fetched.
+    pub waiting: u64,
 }
 
 /// Read-side queries: what reports, the console and embedding users list.

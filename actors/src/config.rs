@@ -143,6 +143,12 @@ pub struct CrawlConfig {
     /// the results it has and asks the store again, backing off.
     #[serde(rename = "store_outage_limit_ms", with = "millis")]
     pub store_outage_limit: Duration,
+    /// How long a node may be gone before the master takes it as left for
+    /// good (a node an operator stopped, `node stop`, is at once): the
+    /// pages it fetched are then fetched again by their hosts' new owners
+    /// and indexed in their shards ([`crate::departures`]).
+    #[serde(rename = "departed_after_ms", with = "millis")]
+    pub departed_after: Duration,
     /// How often the master checks timers, leases and idleness.
     #[serde(rename = "tick_ms", with = "millis")]
     pub tick: Duration,
@@ -177,6 +183,7 @@ impl Default for CrawlConfig {
             index_commit_every: Duration::from_secs(2),
             restart_intensity: RestartIntensity::default(),
             store_outage_limit: Duration::from_secs(60),
+            departed_after: Duration::from_secs(600),
             tick: Duration::from_millis(200),
         }
     }

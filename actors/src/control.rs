@@ -141,6 +141,11 @@ async fn answer(
                 return Err(ControlError::NoSuchNode { node, live });
             };
             pool.cast(PoolMsg::StopNode).map_err(unanswered("pool"))?;
+            // It does not come back: once gone, its pages are handed over.
+            protocol::cast(
+                &cfg.master_name(),
+                MasterMsg::NodeStopping { node: node.clone() },
+            );
             Ok(ControlReply::NodeStopping(NodeStopping { node }))
         }
         ControlRequest::Status => Ok(ControlReply::Status(status(cfg).await?)),
@@ -337,7 +342,7 @@ pub(crate) async fn search(
     let expected = match store {
         Some((roster, queries)) => {
             let now = now_ms();
-            if roster.stale(now) {
+            if roster.stale(now, &live) {
                 let nodes = queries.pages_per_node().await?;
                 roster.read(nodes.into_iter().map(|(node, _)| node), now);
             }

@@ -7,6 +7,7 @@ pub mod cluster;
 mod config;
 mod control;
 mod cycle_end;
+mod departures;
 pub mod frontier;
 pub mod hosts;
 pub mod indexer;
@@ -44,9 +45,9 @@ pub use behaviour::index::{
 };
 pub use behaviour::{
     Archive, ArchiveError, BoxError, ClaimRequest, CommitBatch, CommitSummary, Document,
-    ExtractedPage, Extractor, FetchFailure, FetchedPage, Fetcher, Frontier, LinkPolicy, Notifier,
-    Operation, OperationError, OperationOutput, Operations, PageContext, PageQuery, ProcessedPage,
-    Queries, Record, Rejection, Retry, RobotsReport, RobotsRules, Store, StoreError,
+    ExtractedPage, Extractor, FetchFailure, FetchedPage, Fetcher, Frontier, HandOver, LinkPolicy,
+    Notifier, Operation, OperationError, OperationOutput, Operations, PageContext, PageQuery,
+    ProcessedPage, Queries, Record, Rejection, Retry, RobotsReport, RobotsRules, Store, StoreError,
     WhyUnreachable, error_chain,
 };
 pub use config::{Behaviours, CrawlConfig, RestartIntensity, Storage};

@@ -1,7 +1,8 @@
 //! The master's look at the cluster on each tick: pools that left or
 //! joined, the hosts that move to a joined node (asked of their old pool in
-//! one `Release` each), and moves whose old pool never handed the host
-//! back. Pure over the [`Window`] at `now`; the master sends what it says
+//! one `Release` each), moves whose old pool never handed the host back,
+//! and nodes that left for good ([`crate::departures`]), whose pages the
+//! store cycle then hands over. Pure over the [`Window`] at `now`; the master sends what it says
 //! (through [`NodeCheck::send`], which takes the sending as a function).
 
 use crate::protocol::{MASTER_LOG, PoolMsg};
@@ -48,8 +49,17 @@ pub(crate) fn check_nodes(window: &mut Window, live: &[String], now: Millis) -> 
         return check;
     }
     let (gone, joined) = window.nodes_changed(live);
+    let gone_nodes: Vec<String> = gone.iter().map(|(node, _)| node.clone()).collect();
     for (node, released) in gone {
         tracing::warn!(target: MASTER_LOG, "node {node} left the cluster; its {released} URLs go back to pending");
+    }
+    window.departures.nodes_changed(&gone_nodes, &joined, now);
+    let grace = window.departed_after();
+    for node in window.departures.left_for_good(now, grace) {
+        tracing::warn!(
+            target: MASTER_LOG,
+            "node {node} left the cluster for good; the pages it fetched are fetched again by their hosts' new owners"
+        );
     }
     let moves = if joined.is_empty() {
         Vec::new()
@@ -183,6 +193,30 @@ mod tests {
         check.send(&mut w, |_, _| true);
         let (to, _) = w.released("a", &host, Vec::new()).unwrap();
         assert_eq!(to, "b");
+    }
+
+    #[test]
+    fn a_stopped_node_that_leaves_hands_its_pages_over_in_the_next_cycle() {
+        let mut w = busy_on_a();
+        check_nodes(&mut w, &nodes(&["a", "b"]), T0);
+        w.departures.stopping("b");
+        check_nodes(&mut w, &nodes(&["a"]), T0 + 1);
+        assert_eq!(w.departures.handing_over(), ["b"]);
+        let work = w.start_cycle(false, false, false, T0 + 1).unwrap();
+        let step = work.hand_over.expect("a hand-over step");
+        assert_eq!((step.node.as_str(), step.after), ("b", None));
+    }
+
+    #[test]
+    fn a_node_gone_past_the_grace_hands_its_pages_over() {
+        let mut w = busy_on_a();
+        check_nodes(&mut w, &nodes(&["a", "b"]), T0);
+        check_nodes(&mut w, &nodes(&["a"]), T0);
+        let grace = w.departed_after();
+        check_nodes(&mut w, &nodes(&["a"]), T0 + grace - 1);
+        assert!(w.departures.handing_over().is_empty(), "within the grace");
+        check_nodes(&mut w, &nodes(&["a"]), T0 + grace);
+        assert_eq!(w.departures.handing_over(), ["b"]);
     }
 
     #[test]

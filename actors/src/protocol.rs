@@ -347,6 +347,15 @@ pub struct Status {
     /// (on a node that keeps one).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub index: Option<IndexCounts>,
+    /// Nodes that left the cluster for good whose pages are being handed
+    /// over to their hosts' new owners.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub handing_over: Vec<String>,
+    /// Pages those nodes fetched that are not searchable again yet: each
+    /// waits to be fetched again by its host's new owner (and indexed in
+    /// that node's shard). As the store last said, at most a second ago.
+    #[serde(default)]
+    pub pages_awaiting_handover: u64,
 }
 
 // --- the master -----------------------------------------------------------------
@@ -429,6 +438,12 @@ pub(crate) enum MasterMsg {
     /// worker node's supervisor too, so the master does not hold its URLs
     /// for a pool that forgot them.
     PoolRestarted {
+        node: String,
+    },
+    /// An operator stopped `node` (`node stop`, from this node's control
+    /// actor): once its pool is gone it has left for good, and its pages
+    /// are handed over ([`crate::departures`]).
+    NodeStopping {
         node: String,
     },
     /// Graceful stop: stop claiming, let running slaves finish (up to the

@@ -24,6 +24,11 @@ pub const SHARD_DEADLINE: Duration = Duration::from_secs(2);
 /// How often the store is asked which nodes hold pages ([`ShardRoster`]).
 pub(crate) const ROSTER_REFRESH_MS: Millis = 30_000;
 
+/// How often while a node expected is not live: once a departed node's
+/// pages are handed over (none is its in the store), it is no longer
+/// named missing.
+pub(crate) const ROSTER_REFRESH_MISSING_MS: Millis = 2_000;
+
 /// Each shard asked for more pages than the answer needs: its best pages
 /// are chosen with its own largest text score, the merge rescales them
 /// with the cluster's, which can reorder a shard's pages near its cut.
@@ -33,8 +38,10 @@ pub(crate) fn per_shard_limit(limit: usize) -> usize {
 
 /// The nodes whose shards a query should hear from: those that hold
 /// pages of this crawl (from the store, read at most every
-/// [`ROSTER_REFRESH_MS`]) and any shard seen live. A node that went away
-/// is named missing rather than silently left out.
+/// [`ROSTER_REFRESH_MS`]) and any shard seen live since. A node that went
+/// away holding pages is named missing rather than silently left out; one
+/// the store says holds none (a departed node whose pages were handed
+/// over) is neither answered nor missing.
 #[derive(Debug, Default)]
 pub(crate) struct ShardRoster {
     from_store: BTreeSet<String>,
@@ -43,15 +50,27 @@ pub(crate) struct ShardRoster {
 }
 
 impl ShardRoster {
-    /// Whether the store's list is due to be read again.
-    pub(crate) fn stale(&self, now: Millis) -> bool {
+    /// Whether the store's list is due to be read again, with the shards
+    /// `live` now: sooner while a node expected is not among them.
+    pub(crate) fn stale(&self, now: Millis, live: &[String]) -> bool {
+        let away = self
+            .from_store
+            .union(&self.seen)
+            .any(|node| !live.contains(node));
+        let every = if away {
+            ROSTER_REFRESH_MISSING_MS
+        } else {
+            ROSTER_REFRESH_MS
+        };
         self.read_at
-            .is_none_or(|at| now.saturating_sub(at) >= ROSTER_REFRESH_MS)
+            .is_none_or(|at| now.saturating_sub(at) >= every)
     }
 
-    /// The store's nodes with pages, read at `now`.
+    /// The store's nodes with pages, read at `now`. A node seen before
+    /// that holds none is forgotten (it is seen again when live).
     pub(crate) fn read(&mut self, nodes: impl IntoIterator<Item = String>, now: Millis) {
         self.from_store = nodes.into_iter().filter(|n| !n.is_empty()).collect();
+        self.seen.retain(|node| self.from_store.contains(node));
         self.read_at = Some(now);
     }
 
@@ -448,19 +467,40 @@ mod tests {
     #[test]
     fn the_roster_keeps_nodes_with_pages_and_every_shard_seen() {
         let mut r = ShardRoster::default();
-        assert!(r.stale(0));
+        let all: Vec<String> = ["master", "w1", "w2"].map(String::from).into();
+        assert!(r.stale(0, &all));
         r.read(
             ["master".to_string(), "w1".to_string(), String::new()],
             1_000,
         );
-        assert!(!r.stale(1_000 + ROSTER_REFRESH_MS - 1));
-        assert!(r.stale(1_000 + ROSTER_REFRESH_MS));
+        assert!(!r.stale(1_000 + ROSTER_REFRESH_MS - 1, &all));
+        assert!(r.stale(1_000 + ROSTER_REFRESH_MS, &all));
         assert_eq!(r.expected(&["w2".into()]), ["master", "w1", "w2"]);
         assert_eq!(
             r.expected(&[]),
             ["master", "w1", "w2"],
             "w2 was seen: still expected once gone"
         );
+    }
+
+    #[test]
+    fn a_node_away_whose_pages_were_handed_over_is_no_longer_expected() {
+        let mut r = ShardRoster::default();
+        r.read(["master".to_string(), "w1".to_string()], 1_000);
+        let live = ["master".to_string(), "w2".to_string()];
+        assert_eq!(r.expected(&live), ["master", "w1", "w2"]);
+        // w1 is away: the store is asked again soon, not in 30 s.
+        assert!(!r.stale(1_000 + ROSTER_REFRESH_MISSING_MS - 1, &live));
+        assert!(r.stale(1_000 + ROSTER_REFRESH_MISSING_MS, &live));
+        // Its pages were all fetched again by w2: w1 holds none.
+        r.read(["master".to_string(), "w2".to_string()], 3_000);
+        assert_eq!(r.expected(&live), ["master", "w2"]);
+        // Nothing away: the store is asked at the usual pace.
+        assert!(!r.stale(3_000 + ROSTER_REFRESH_MISSING_MS, &live));
+        // A node seen live without pages, gone, is forgotten at the next read.
+        r.expected(&["master".into(), "w2".into(), "w3".into()]);
+        r.read(["master".to_string(), "w2".to_string()], 40_000);
+        assert_eq!(r.expected(&live), ["master", "w2"]);
     }
 
     #[test]

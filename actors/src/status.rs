@@ -86,6 +86,8 @@ impl StatusDraft {
             store_unreachable_since: outage.map(|o| o.since),
             store_error: outage.map(|o| o.cause.clone()),
             index: facts.index,
+            handing_over: window.departures.handing_over(),
+            pages_awaiting_handover: window.departures.pages_waiting(),
         };
         Self {
             status,

@@ -6,7 +6,8 @@
 //! the steps out against the [`Frontier`] on a task of their own.
 
 use crate::behaviour::index::INDEX_QUEUE;
-use crate::behaviour::{ClaimRequest, CommitBatch, CommitSummary, Frontier, StoreError};
+use crate::behaviour::{ClaimRequest, CommitBatch, CommitSummary, Frontier, HandOver, StoreError};
+use crate::departures::HandOverStep;
 use crate::indexer::IndexProgress;
 use crate::protocol::{IndexerMsg, MASTER_LOG};
 use crate::shards;
@@ -38,6 +39,9 @@ pub struct CycleWork {
     /// Queue again up to this many watched URLs whose check is due
     /// (`Frontier::requeue_due`), before the claim.
     pub sweep: Option<usize>,
+    /// A step of a departed node's hand-over (`Frontier::hand_over`),
+    /// before the claim, so that the pages it queues can be claimed.
+    pub hand_over: Option<HandOverStep>,
 }
 
 /// One store call of a cycle, with what it needs taken out of the work.
@@ -52,6 +56,10 @@ pub enum Step {
     RequeueDue {
         now: Millis,
         limit: usize,
+    },
+    HandOver {
+        now: Millis,
+        step: HandOverStep,
     },
     /// Shared with the store, which may keep it while it retries.
     CommitAndClaim {
@@ -70,6 +78,7 @@ impl CycleWork {
             && self.extend.is_none()
             && !self.counts
             && self.sweep.is_none()
+            && self.hand_over.is_none()
     }
 
     /// The next step, taken out of the work; `None` once all are done.
@@ -85,6 +94,9 @@ impl CycleWork {
         }
         if let Some(limit) = self.sweep.take() {
             return Some(Step::RequeueDue { now, limit });
+        }
+        if let Some(step) = self.hand_over.take() {
+            return Some(Step::HandOver { now, step });
         }
         if !self.batch.is_empty() || self.claim.is_some() {
             return Some(Step::CommitAndClaim {
@@ -106,6 +118,7 @@ impl CycleWork {
             Step::Release(keys) => self.release = keys,
             Step::ExtendLeases { keys, until } => self.extend = Some((keys, until)),
             Step::RequeueDue { limit, .. } => self.sweep = Some(limit),
+            Step::HandOver { step, .. } => self.hand_over = Some(step),
             Step::CommitAndClaim { batch, claim } => {
                 self.batch = Arc::try_unwrap(batch).unwrap_or_else(|kept| (*kept).clone());
                 self.claim = claim;
@@ -191,6 +204,8 @@ impl RunningCycle {
 pub(crate) struct CycleResult {
     pub(crate) claimed: Vec<Job>,
     pub(crate) counts: Option<StoreCounts>,
+    /// A departed node's hand-over step: the node, and what the store did.
+    pub(crate) handed_over: Option<(String, HandOver)>,
 }
 
 /// Run `work`'s steps against `store` for the node `owner`; then the
@@ -231,6 +246,7 @@ async fn run_cycle(
                 (summary, result.claimed) = (done, claimed);
             }
             Ok(Done::Counted(counts)) => result.counts = Some(counts),
+            Ok(Done::HandedOver(node, done)) => result.handed_over = Some((node, done)),
             Err(e) => {
                 work.put_back(step);
                 return Err(e);
@@ -253,6 +269,7 @@ enum Done {
     Nothing,
     Committed(CommitSummary, Vec<Job>),
     Counted(StoreCounts),
+    HandedOver(String, HandOver),
 }
 
 async fn run_step(store: &dyn Frontier, owner: &str, step: &Step) -> Result<Done, StoreError> {
@@ -276,6 +293,15 @@ async fn run_step(store: &dyn Frontier, owner: &str, step: &Step) -> Result<Done
             if queued > 0 {
                 tracing::debug!(target: MASTER_LOG, queued, "watched URLs due again");
             }
+        }
+        Step::HandOver { now, step } => {
+            let done = store
+                .hand_over(&step.node, step.after.as_deref(), step.limit, *now)
+                .await?;
+            if done.queued > 0 {
+                tracing::debug!(target: MASTER_LOG, node = %step.node, queued = done.queued, waiting = done.waiting, "a departed node's pages queued again");
+            }
+            return Ok(Done::HandedOver(step.node.clone(), done));
         }
         Step::CommitAndClaim { batch, claim } => {
             let (summary, claimed) = store
@@ -372,6 +398,11 @@ mod tests {
             extend: Some((vec![key("http://a/3")], T0 + 5_000)),
             counts: true,
             sweep: Some(256),
+            hand_over: Some(HandOverStep {
+                node: "w1".into(),
+                after: None,
+                limit: 10,
+            }),
         }
     }
 
@@ -385,6 +416,7 @@ mod tests {
             Step::Release(_) => "release",
             Step::ExtendLeases { .. } => "extend",
             Step::RequeueDue { .. } => "requeue_due",
+            Step::HandOver { .. } => "hand_over",
             Step::CommitAndClaim { .. } => "commit_and_claim",
             Step::Counts => "counts",
         }
@@ -400,6 +432,7 @@ mod tests {
                 "release",
                 "extend",
                 "requeue_due",
+                "hand_over",
                 "commit_and_claim",
                 "counts"
             ]
@@ -434,7 +467,7 @@ mod tests {
     #[test]
     fn a_step_put_back_is_the_next_again_with_its_batch_whole() {
         let mut work = full_work();
-        for _ in 0..4 {
+        for _ in 0..5 {
             work.take_step(T0);
         }
         let step = work.take_step(T0).unwrap();
@@ -504,6 +537,15 @@ mod tests {
         async fn requeue_due(&self, _: Millis, _: usize) -> Result<u64, StoreError> {
             self.call("requeue_due").map(|()| 0)
         }
+        async fn hand_over(
+            &self,
+            _: &str,
+            _: Option<&str>,
+            _: usize,
+            _: Millis,
+        ) -> Result<HandOver, StoreError> {
+            self.call("hand_over").map(|()| HandOver::default())
+        }
     }
 
     #[tokio::test]
@@ -519,24 +561,30 @@ mod tests {
                 "release",
                 "extend",
                 "requeue_due",
+                "hand_over",
                 "commit",
                 "claim",
                 "counts"
             ]
         );
+        assert_eq!(
+            result.handed_over,
+            Some(("w1".to_string(), HandOver::default()))
+        );
     }
 
     #[tokio::test]
     async fn a_failed_cycle_leaves_what_it_did_not_do() {
-        // The commit fails: the releases, the renewal and the sweep are done.
+        // The commit fails: the releases, the renewal, the sweep and the
+        // hand-over are done.
         let store = Recording {
-            fail_at: Some(5),
+            fail_at: Some(6),
             ..Recording::default()
         };
         let mut work = full_work();
         assert!(run_cycle(&store, "n1", &mut work, None).await.is_err());
         assert!(work.release_all_but.is_none() && work.release.is_empty());
-        assert!(work.extend.is_none() && work.sweep.is_none());
+        assert!(work.extend.is_none() && work.sweep.is_none() && work.hand_over.is_none());
         assert_eq!(work.batch.pages.len(), 1);
         assert!(work.claim.is_some() && work.counts);
     }

@@ -11,6 +11,7 @@
 use crate::behaviour::{ClaimRequest, CommitBatch, ProcessedPage, Retry, WhyUnreachable};
 use crate::cluster::{HostHold, Move, choose_node, rebalance};
 use crate::config::CrawlConfig;
+use crate::departures::{Departures, HandOverStep};
 use crate::monitor::{
     Change, Check, Revisit, StatusEvent, interval_ms, is_up, previous_interval, revisit_for,
     transition,
@@ -150,6 +151,9 @@ pub struct Window {
     last_lease_renewal: Millis,
     /// When availability monitoring next looks for watched URLs due.
     next_sweep: Millis,
+    /// Nodes that left for good, whose pages are handed over to their
+    /// hosts' new owners (the node check and the store cycle feed it).
+    pub(crate) departures: Departures,
     /// Changes of watched URLs not yet taken for notification.
     events: Vec<StatusEvent>,
     /// Intervals of their own asked for URLs while they were being fetched
@@ -189,6 +193,7 @@ impl Window {
             drain: None,
             last_lease_renewal: now,
             next_sweep: now,
+            departures: Departures::default(),
             events: Vec::new(),
             asked_meanwhile: HashMap::new(),
         }
@@ -239,6 +244,11 @@ impl Window {
 
     /// The live pools now; returns the nodes that left (with how many URLs
     /// each held, which go back to pending) and the ones that joined.
+    /// How long a node may be gone before it is taken as left for good.
+    pub(crate) fn departed_after(&self) -> Millis {
+        self.cfg.departed_after.as_millis() as Millis
+    }
+
     pub fn nodes_changed(&mut self, live: &[String]) -> (Vec<(String, usize)>, Vec<String>) {
         let live: BTreeSet<String> = live.iter().cloned().collect();
         let gone: Vec<String> = self.live_nodes.difference(&live).cloned().collect();
@@ -728,6 +738,7 @@ impl Window {
             work.claim = self.claim_request(now);
         }
         work.sweep = self.sweep_due(now);
+        work.hand_over = self.hand_over_due(now);
         // Not while draining: idleness no longer matters, and a count per
         // cycle kept a cycle running at every check, so the drain never
         // finished while anyone waited for idle.
@@ -759,6 +770,15 @@ impl Window {
         }
         self.next_sweep = now + SWEEP_EVERY_MS;
         Some(self.cfg.effective_claim_window().max(SWEEP_MIN))
+    }
+
+    /// This cycle's step of a departed node's hand-over, if one is due:
+    /// not while draining, recovering or waiting for the store.
+    fn hand_over_due(&mut self, now: Millis) -> Option<HandOverStep> {
+        if self.drain.is_some() || self.recovery.is_some() || self.store.outage().is_some() {
+            return None;
+        }
+        self.departures.next_step(now)
     }
 
     fn take_batch(&mut self, now: Millis) -> CommitBatch {

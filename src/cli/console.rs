@@ -266,6 +266,19 @@ fn store_away(s: &Status) -> String {
     }
 }
 
+/// `status`'s word on nodes that left for good: how many of their pages
+/// are not searchable again yet.
+fn handing_over(s: &Status) -> String {
+    if s.handing_over.is_empty() {
+        return String::new();
+    }
+    format!(
+        "\nnode {} left for good: {} of its pages wait to be fetched again by their hosts' new owners",
+        s.handing_over.join(", "),
+        s.pages_awaiting_handover
+    )
+}
+
 /// Pages per second now and on average, apart: the run's average keeps
 /// falling while the crawl is idle, the recent rate says 0.
 pub(crate) fn rates(s: &Status) -> String {
@@ -281,7 +294,7 @@ pub(crate) fn rates(s: &Status) -> String {
 pub(crate) fn render(reply: &ControlReply) -> String {
     match reply {
         ControlReply::Status(s) => format!(
-            "node {}: {} processed, {} pending, {} claimed, {} failed, {} in flight, {}{}{}",
+            "node {}: {} processed, {} pending, {} claimed, {} failed, {} in flight, {}{}{}{}",
             s.node,
             s.store.processed,
             s.store.pending,
@@ -290,7 +303,8 @@ pub(crate) fn render(reply: &ControlReply) -> String {
             requests(s.requests_in_flight),
             rates(s),
             if s.paused { " (paused)" } else { "" },
-            store_away(s)
+            store_away(s),
+            handing_over(s)
         ),
         ControlReply::Nodes(nodes) => {
             let mut out = String::from("node\tload\thosts");
@@ -777,6 +791,25 @@ mod tests {
             })
         );
         assert!(parse_line("hosts 1 2").is_err());
+    }
+
+    #[test]
+    fn status_says_how_many_pages_of_a_departed_node_wait() {
+        let mut s = Status {
+            node: "m".into(),
+            ..Status::default()
+        };
+        let plain = render(&ControlReply::Status(s.clone()));
+        assert!(!plain.contains("left for good"), "{plain}");
+        s.handing_over = vec!["w1".into()];
+        s.pages_awaiting_handover = 42;
+        let text = render(&ControlReply::Status(s));
+        assert!(
+            text.ends_with(
+                "\nnode w1 left for good: 42 of its pages wait to be fetched again by their hosts' new owners"
+            ),
+            "{text}"
+        );
     }
 
     #[test]

@@ -743,6 +743,16 @@ impl Frontier for FlakyStore {
     async fn requeue_due(&self, now: i64, limit: usize) -> Result<u64, StoreError> {
         self.inner.requeue_due(now, limit).await
     }
+
+    async fn hand_over(
+        &self,
+        node: &str,
+        after: Option<&str>,
+        limit: usize,
+        now: i64,
+    ) -> Result<web_crawler::actors::HandOver, StoreError> {
+        self.inner.hand_over(node, after, limit, now).await
+    }
 }
 
 fn chain_web(n: usize) -> HashMap<String, Page> {

@@ -174,6 +174,17 @@ impl Frontier for Switched {
         self.check()?;
         self.inner.requeue_due(now, limit).await
     }
+
+    async fn hand_over(
+        &self,
+        node: &str,
+        after: Option<&str>,
+        limit: usize,
+        now: i64,
+    ) -> Result<web_crawler::actors::HandOver, StoreError> {
+        self.check()?;
+        self.inner.hand_over(node, after, limit, now).await
+    }
 }
 
 /// The app's status once it says the store is unreachable.

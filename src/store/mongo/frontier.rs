@@ -13,8 +13,8 @@ use mongodb::bson::{Bson, Document, doc, oid::ObjectId};
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use web_crawler_actors::{
-    ClaimRequest, CommitBatch, CommitSummary, Frontier, Job, Millis, NewLink, ROBOTS_BLOCKED,
-    SEARCH_RESULTS, StoreCounts, StoreError, UrlKey,
+    ClaimRequest, CommitBatch, CommitSummary, Frontier, HandOver, Job, Millis, NewLink,
+    ROBOTS_BLOCKED, SEARCH_RESULTS, StoreCounts, StoreError, UrlKey,
 };
 impl MongoStore {
     /// What the claimed URLs' last fetches left, in one query.
@@ -290,5 +290,72 @@ impl Frontier for MongoStore {
             .await
             .map_err(backend)?;
         Ok(summary.queued)
+    }
+
+    async fn hand_over(
+        &self,
+        node: &str,
+        after: Option<&str>,
+        limit: usize,
+        now: Millis,
+    ) -> Result<HandOver, StoreError> {
+        let mut summary = CommitSummary::default();
+        let mut last = None;
+        if limit > 0 {
+            let pages: Vec<Document> = self
+                .processed
+                .find(doc! { "node": node, "_id": { "$gt": after.unwrap_or("") } })
+                .sort(doc! { "_id": 1 })
+                .limit(i64::try_from(limit).unwrap_or(i64::MAX))
+                .projection(doc! { "operation": 1, "op_key": 1, "host": 1, "depth": 1 })
+                .await
+                .map_err(backend)?
+                .try_collect()
+                .await
+                .map_err(backend)?;
+            let mut links = Vec::with_capacity(pages.len());
+            for d in &pages {
+                links.push(NewLink {
+                    url: d.get_str("_id").map_err(corrupt)?.to_string(),
+                    host: text(d, "host").unwrap_or_default(),
+                    operation: operation_of(d)?,
+                    depth: int(d, "depth").unwrap_or(0) as u32,
+                    priority: 1.0,
+                    redirect_hops: 0,
+                    modified: Some(now),
+                    check_every_ms: None,
+                });
+            }
+            if links.len() == limit {
+                last = links.last().map(|l| l.url.clone());
+            }
+            let urls: Vec<&str> = links.iter().map(|l| l.url.as_str()).collect();
+            if !urls.is_empty() {
+                // Validators first: a crash after them queues the page
+                // again at the next call (from `after`), a merge.
+                self.processed
+                    .update_many(
+                        doc! { "_id": { "$in": urls.clone() } },
+                        doc! { "$unset": { "etag": "", "last_modified": "" } },
+                    )
+                    .await
+                    .map_err(backend)?;
+                let mut processed = self.processed_states(urls).await?;
+                for link in merge_links(&links) {
+                    self.upsert_link(&link, None, &mut processed, now, None, &mut summary)
+                        .await?;
+                }
+            }
+        }
+        let waiting = self
+            .processed
+            .count_documents(doc! { "node": node })
+            .await
+            .map_err(backend)?;
+        Ok(HandOver {
+            queued: summary.queued,
+            last,
+            waiting,
+        })
     }
 }

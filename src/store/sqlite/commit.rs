@@ -5,15 +5,17 @@ use super::errors::Fail;
 use super::referrals::write_referrals;
 use super::rows::record_key;
 use super::schema::{
-    CLEAR_CHECK, DELETE_PENDING, DUE_CHECKS, INSERT_PENDING, MERGE_PENDING, PENDING_AT,
-    PROCESSED_AT, RECORD_DELETE, RETRY, SAME_CONTENT, SET_CHECK_EVERY, TOUCH_PROCESSED,
-    TRIM_HISTORY, WRITE_HISTORY, WRITE_HOST, WRITE_PROCESSED, WRITE_RECORD,
+    CLEAR_CHECK, CLEAR_VALIDATORS, DELETE_PENDING, DUE_CHECKS, INSERT_PENDING, MERGE_PENDING,
+    NODE_PAGE_COUNT, NODE_PAGES_AFTER, PENDING_AT, PROCESSED_AT, RECORD_DELETE, RETRY,
+    SAME_CONTENT, SET_CHECK_EVERY, TOUCH_PROCESSED, TRIM_HISTORY, WRITE_HISTORY, WRITE_HOST,
+    WRITE_PROCESSED, WRITE_RECORD,
 };
 use crate::store::seen::{FileKeys, PendingRow, Seen, SeenWindow, key_hash};
 use rusqlite::{Connection, OptionalExtension, Transaction, params};
 use web_crawler_actors::frontier::{LinkDecision, decide_link, dedupe_by_content};
 use web_crawler_actors::{
-    CommitBatch, CommitSummary, Document, INDEX_QUEUE, Millis, NewLink, ProcessedPage, Record,
+    CommitBatch, CommitSummary, Document, HandOver, INDEX_QUEUE, Millis, NewLink, ProcessedPage,
+    Record,
 };
 
 /// Keys the file-key filter is sized for at least (about 1.2 MB at 1% false
@@ -416,11 +418,118 @@ pub(super) fn requeue_due(
     Ok(c.summary.queued)
 }
 
+/// A departed node's hand-over ([`Frontier::hand_over`]): up to `limit`
+/// of the pages `node` fetched, by URL after `after`, queued again as a
+/// link that says the page changed now would, their validators cleared so
+/// that the new owner's fetch is whole; and how many pages are still the
+/// node's.
+///
+/// [`Frontier::hand_over`]: web_crawler_actors::Frontier::hand_over
+pub(super) fn hand_over(
+    tx: &Transaction<'_>,
+    seen: &mut SeenWindow,
+    node: &str,
+    after: Option<&str>,
+    limit: usize,
+    now: Millis,
+) -> Result<HandOver, Fail> {
+    let mut pages = Vec::new();
+    if limit > 0 {
+        let mut stmt = tx.prepare_cached(NODE_PAGES_AFTER)?;
+        let mut rows = stmt.query(params![node, after.unwrap_or(""), to_i64(limit, "limit")?])?;
+        while let Some(row) = rows.next()? {
+            pages.push(NewLink {
+                url: row.get(0)?,
+                operation: operation_col(row, 1, "processed_urls")?,
+                host: row.get(2)?,
+                depth: row.get(3)?,
+                priority: 1.0,
+                redirect_hops: 0,
+                modified: Some(now),
+                check_every_ms: None,
+            });
+        }
+    }
+    let last = (pages.len() == limit && limit > 0)
+        .then(|| pages.last().map(|p| p.url.clone()))
+        .flatten();
+    let mut c = Commit {
+        tx,
+        seen,
+        now,
+        reprocess_after_ms: None,
+        summary: CommitSummary::default(),
+    };
+    for link in &pages {
+        c.upsert_link(link)?;
+        tx.prepare_cached(CLEAR_VALIDATORS)?.execute([&link.url])?;
+    }
+    let queued = c.summary.queued;
+    let waiting: i64 = tx
+        .prepare_cached(NODE_PAGE_COUNT)?
+        .query_row([node], |row| row.get(0))?;
+    Ok(HandOver {
+        queued,
+        last,
+        waiting: waiting.max(0) as u64,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::store::sqlite::test_support::*;
     use web_crawler_actors::{Frontier, OperationSpec, Queries, Retry};
+
+    /// A page fetched by `node` at `now`, with an `ETag`.
+    fn fetched_by(url: &str, node: &str) -> ProcessedPage {
+        let mut p = page(url, Some(200), None, vec![]);
+        p.record.node = node.to_string();
+        p.record.etag = Some("\"v1\"".into());
+        p
+    }
+
+    #[tokio::test]
+    async fn a_departed_nodes_pages_are_queued_in_batches_and_counted_down() {
+        let (_dir, _path, store) = open_temp();
+        let urls = ["http://a/1", "http://a/2", "http://b/3"];
+        let mut done: Vec<ProcessedPage> = urls.iter().map(|u| fetched_by(u, "w1")).collect();
+        done.push(fetched_by("http://a/kept", "w2"));
+        store.commit(pages(1_000, None, done).into()).await.unwrap();
+
+        let first = store.hand_over("w1", None, 2, 2_000).await.unwrap();
+        assert_eq!(first.queued, 2);
+        assert_eq!(first.last.as_deref(), Some("http://a/2"));
+        assert_eq!(first.waiting, 3, "none fetched again yet");
+        let second = store
+            .hand_over("w1", first.last.as_deref(), 2, 2_000)
+            .await
+            .unwrap();
+        assert_eq!((second.queued, second.last, second.waiting), (1, None, 3));
+        assert_eq!(pending_urls(&store).await, urls, "w2's page stays put");
+
+        // Fetched whole by the new owner (no validators sent), then its.
+        let jobs = store.claim(claim_req(3_000, 10, 10)).await.unwrap();
+        assert_eq!(jobs.len(), 3);
+        assert!(
+            jobs.iter()
+                .all(|j| j.last.as_ref().is_none_or(|l| l.etag.is_none())),
+            "{jobs:?}"
+        );
+        let again = vec![
+            fetched_by("http://a/1", "w2"),
+            fetched_by("http://b/3", "master"),
+        ];
+        store
+            .commit(pages(4_000, None, again).into())
+            .await
+            .unwrap();
+        let count = store.hand_over("w1", None, 0, 5_000).await.unwrap();
+        assert_eq!((count.queued, count.last, count.waiting), (0, None, 1));
+        // Asked again, nothing is queued twice: a pending URL gains nothing.
+        let more = store.hand_over("w1", None, 10, 5_000).await.unwrap();
+        assert_eq!((more.queued, more.waiting), (0, 1));
+    }
 
     #[tokio::test]
     async fn another_operation_is_queued_again() {

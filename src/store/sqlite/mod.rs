@@ -38,8 +38,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use web_crawler_actors::monitor::{FetchHistory, HistoryQuery};
 use web_crawler_actors::{
-    BrokenLink, ClaimRequest, CommitBatch, CommitSummary, Document, Frontier, HostRecord, Job,
-    Millis, PageQuery, PageRecord, PendingUrl, ProcessedUrl, Queries, StoreCounts, StoreError,
+    BrokenLink, ClaimRequest, CommitBatch, CommitSummary, Document, Frontier, HandOver, HostRecord,
+    Job, Millis, PageQuery, PageRecord, PendingUrl, ProcessedUrl, Queries, StoreCounts, StoreError,
     UrlKey,
 };
 
@@ -403,6 +403,18 @@ impl Frontier for SqliteStore {
 
     async fn requeue_due(&self, now: Millis, limit: usize) -> Result<u64, StoreError> {
         self.write(move |tx, seen| commit::requeue_due(tx, seen, now, limit))
+            .await
+    }
+
+    async fn hand_over(
+        &self,
+        node: &str,
+        after: Option<&str>,
+        limit: usize,
+        now: Millis,
+    ) -> Result<HandOver, StoreError> {
+        let (node, after) = (node.to_string(), after.map(str::to_string));
+        self.write(move |tx, seen| commit::hand_over(tx, seen, &node, after.as_deref(), limit, now))
             .await
     }
 }

@@ -139,7 +139,8 @@ pub(super) fn init(conn: &mut Connection) -> Result<(), Fail> {
     // After the migrations: the column is new in version 4.
     tx.execute_batch(
         "CREATE INDEX IF NOT EXISTS processed_urls_next_check
-             ON processed_urls (d_next_check) WHERE d_next_check IS NOT NULL",
+             ON processed_urls (d_next_check) WHERE d_next_check IS NOT NULL;
+         CREATE INDEX IF NOT EXISTS processed_urls_node ON processed_urls (node, url);",
     )?;
     tx.execute(
         "INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', ?1)",
@@ -388,6 +389,16 @@ pub(super) const DUE_CHECKS: &str = "SELECT url, operation, host, depth FROM pro
 
 pub(super) const CLEAR_CHECK: &str = "UPDATE processed_urls SET d_next_check = NULL WHERE url = ?1";
 
+/// A departed node's pages after a URL, for its hand-over.
+pub(super) const NODE_PAGES_AFTER: &str = "SELECT url, operation, host, depth FROM processed_urls
+    WHERE node = ?1 AND url > ?2 ORDER BY url LIMIT ?3";
+
+/// A page's validators go: its next fetch is whole, not a 304.
+pub(super) const CLEAR_VALIDATORS: &str =
+    "UPDATE processed_urls SET etag = NULL, last_modified = NULL WHERE url = ?1";
+
+pub(super) const NODE_PAGE_COUNT: &str = "SELECT COUNT(*) FROM processed_urls WHERE node = ?1";
+
 /// What a claimed URL's last fetch left (`LastFetch`).
 pub(super) const LAST_FETCH: &str = "SELECT http_returncode, content_hash, etag, last_modified,
         check_interval_ms, check_every_ms
@@ -549,6 +560,9 @@ const ALL_STATEMENTS: &[&str] = &[
     WRITE_HISTORY,
     TRIM_HISTORY,
     DUE_CHECKS,
+    NODE_PAGES_AFTER,
+    CLEAR_VALIDATORS,
+    NODE_PAGE_COUNT,
     CLEAR_CHECK,
     LAST_FETCH,
     HISTORY_LIST,
