@@ -1120,8 +1120,15 @@ async fn operators_pause_a_host_change_settings_watch_top_and_stop_a_node() {
     assert_eq!(exit.code(), Some(0), "an operator's stop is a clean exit");
     assert!(cluster.wait_nodes(1).await);
     cluster.wait_idle().await;
+    // A page w1 fetched before its stop is fetched once more: a node
+    // stopped by an operator has left for good, and its pages are handed
+    // over to their hosts' new owners to be indexed there (#28).
     for p in ["/", "/p0", "/p1", "/p2", "/p3"] {
-        assert_eq!(a.hits_of(p), 1, "{p} of the resumed host, once");
+        let hits = a.hits_of(p);
+        assert!(
+            (1..=2).contains(&hits),
+            "{p} of the resumed host, once (twice if w1 had it): {hits}"
+        );
     }
 }
 

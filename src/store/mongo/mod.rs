@@ -135,7 +135,7 @@ impl MongoStore {
             (&self.pending, doc! { "claim_token": 1 }, None),
             (&self.processed, doc! { "content_hash": 1 }, None),
             (&self.processed, doc! { "d_next_check": 1 }, None),
-            (&self.processed, doc! { "node": 1, "_id": 1 }, None),
+            (&self.processed, doc! { "node": 1 }, None),
             (&self.history, doc! { "url": 1, "d_fetch": 1 }, None),
         ];
         for (collection, keys, options) in indexes {
