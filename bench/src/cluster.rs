@@ -145,6 +145,44 @@ fn exited(nodes: &mut [Node]) -> Option<String> {
     None
 }
 
+/// Queries through `search --connect` while the cluster is up: each a
+/// command of its own, as an operator's (start-up, the connection, the
+/// query's phases over the three shards, the merge), timed whole and
+/// printed on stderr. The shards may still be indexing what the crawl
+/// fetched last. The commands' CPU is not in the CPU total; the nodes'
+/// work answering them is.
+async fn search_latency(ctl: &mut Ctl<'_>) {
+    const QUERIES: usize = 60;
+    let queries = crate::latency::queries(42);
+    let mut took = Vec::new();
+    let mut partial = 0;
+    for q in queries.iter().take(QUERIES) {
+        let asked = Instant::now();
+        let Some(out) = ctl
+            .run(&["search", &q.text, "--json", "--limit", "10"])
+            .await
+        else {
+            continue;
+        };
+        took.push(asked.elapsed());
+        let answer: serde_json::Value = serde_json::from_slice(&out).unwrap_or_default();
+        if answer["nodes"]["missing"]
+            .as_array()
+            .is_some_and(|m| !m.is_empty())
+        {
+            partial += 1;
+        }
+    }
+    took.sort();
+    eprintln!(
+        "(b3) search --connect: {} of {QUERIES} queries answered, p50 {:.1} ms, p95 {:.1} ms, max {:.1} ms; {partial} with a node missing",
+        took.len(),
+        crate::latency::pct(&took, 0.50),
+        crate::latency::pct(&took, 0.95),
+        took.last().map_or(0.0, |d| d.as_secs_f64() * 1000.0),
+    );
+}
+
 /// Run the cluster to idle (or to the time limit) and stop it.
 pub async fn measure(spec: Spec<'_>) -> Cost {
     let dir = spec.work.join("cluster");
@@ -287,6 +325,10 @@ pub async fn measure(spec: Spec<'_>) -> Cost {
 
     // The crawl's end: when the master reported it idle (else now).
     let crawl_end = started.elapsed();
+
+    if failure.is_none() && !timed_out {
+        search_latency(&mut ctl).await;
+    }
 
     // Stop: SIGTERM to every node at once, SIGKILL after the grace period;
     // each node's stop time is reported.

@@ -235,7 +235,7 @@ pub async fn cli(crawler: &Path, db: &Path, queries: &[Query]) -> Cli {
 }
 
 /// Nearest-rank percentile of sorted durations, in ms.
-fn pct(sorted: &[Duration], p: f64) -> f64 {
+pub fn pct(sorted: &[Duration], p: f64) -> f64 {
     if sorted.is_empty() {
         return f64::NAN;
     }
