@@ -100,8 +100,13 @@ impl Ctl<'_> {
 
 fn spawn(crawler: &Path, name: &'static str, args: Vec<String>, work: &Path) -> Node {
     let stderr = work.join(format!("{name}.stderr"));
+    // Absolute: the node runs in `work`.
+    let crawler = std::path::absolute(crawler).expect("the crawler's path");
     let child = Command::new(crawler)
         .args(args)
+        // A worker's index shard and its backlog go in its working
+        // directory (`NAME.index`): the run's, removed with it.
+        .current_dir(work)
         .env(
             "RUST_LOG",
             std::env::var("BENCH_CLUSTER_LOG").unwrap_or("error".into()),
