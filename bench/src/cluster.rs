@@ -289,10 +289,8 @@ pub async fn measure(spec: Spec<'_>) -> Cost {
     let started = Instant::now();
     let mut timed_out = false;
     let mut idle = None;
-    if failure.is_none() {
-        if ctl.run(&["add-url", spec.seed]).await.is_none() {
-            failure = Some(format!("add-url {} was refused", spec.seed));
-        }
+    if failure.is_none() && ctl.run(&["add-url", spec.seed]).await.is_none() {
+        failure = Some(format!("add-url {} was refused", spec.seed));
     }
     let mut polls = 0u32;
     let trace = std::env::var_os("BENCH_CLUSTER_TRACE").is_some();

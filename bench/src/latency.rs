@@ -322,7 +322,7 @@ pub fn print(queries: &[Query], inp: &Result<InProcess, String>, cli: Option<&Cl
         inp.timed.iter().filter(|t| t.results == 0).count()
     );
     let mut slow: Vec<&Timed> = inp.timed.iter().collect();
-    slow.sort_by(|a, b| b.took.cmp(&a.took));
+    slow.sort_by_key(|t| std::cmp::Reverse(t.took));
     let slowest: Vec<String> = slow
         .iter()
         .take(5)

@@ -374,17 +374,17 @@ pub fn markdown(queries: &[Query], full: &Run, base: &Run, header: &str) -> Stri
         let bold = |s: String| if g.0 == "all" { format!("**{s}**") } else { s };
         let _ = writeln!(
             o,
-            "| {} | {} | {} | {} | {} | {:+.3} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {:.3} | {:+.3} | {} | {:.3} | {:.3} | {:.3} |",
             bold(g.0.to_string()),
             g.1,
             a.n,
             bold(format!("{:.3}", a.mrr)),
-            format!("{:.3}", b.mrr),
+            b.mrr,
             a.mrr - b.mrr,
             bold(format!("{:.3}", a.recall)),
-            format!("{:.3}", b.recall),
-            format!("{:.3}", a.p1),
-            format!("{:.3}", b.p1),
+            b.recall,
+            a.p1,
+            b.p1,
         );
     }
     for run in [full, base] {
