@@ -1,6 +1,8 @@
 //! How a store cycle ends, for the master: a failed one is waited out,
 //! gives up or fails the master ([`cycle_failed`]); one that reached an
-//! unavailable store again ends the outage ([`cycle_done`]); the one
+//! unavailable store again ends the outage, and one whose hand-over step
+//! found a departed node's pages all fetched again ends its hand-over
+//! ([`cycle_done`]); the one
 //! running when the master stops leaves its work to the last cycle
 //! ([`cycle_at_stop`]). Pure over the [`Window`] at `now`; the master
 //! carries out what they return.
@@ -75,6 +77,14 @@ pub(crate) fn cycle_done(
     live: &[String],
     now: Millis,
 ) -> AfterCycle {
+    if let Some((node, done)) = result.handed_over.take()
+        && window.departures.handed(&node, done)
+    {
+        tracing::info!(
+            target: MASTER_LOG,
+            "node {node}'s pages are handed over: each was fetched again by its host's new owner"
+        );
+    }
     let claimed = std::mem::take(&mut result.claimed);
     let after = window.cycle_done(claimed, result.counts.as_ref(), live, now);
     if let Some(outage) = &after.recovered {
@@ -183,6 +193,31 @@ mod tests {
         let after = cycle_done(&mut w, &mut result, &[], T0 + 400);
         assert_eq!(after.recovered.map(|o| o.since), Some(T0));
         assert!(w.store_outage().is_none());
+    }
+
+    #[test]
+    fn a_cycle_that_finds_a_departed_nodes_pages_all_fetched_again_ends_its_hand_over() {
+        let mut w = window();
+        w.departures.stopping("w1");
+        w.departures.nodes_changed(&["w1".to_string()], &[], T0);
+        assert_eq!(w.departures.left_for_good(T0, 600_000), ["w1"]);
+        let answer = |waiting| crate::behaviour::HandOver {
+            queued: 0,
+            last: None,
+            waiting,
+        };
+        let mut result = CycleResult {
+            handed_over: Some(("w1".to_string(), answer(3))),
+            ..CycleResult::default()
+        };
+        cycle_done(&mut w, &mut result, &[], T0 + 10);
+        assert_eq!(w.departures.handing_over(), ["w1"], "3 pages still wait");
+        let mut result = CycleResult {
+            handed_over: Some(("w1".to_string(), answer(0))),
+            ..CycleResult::default()
+        };
+        cycle_done(&mut w, &mut result, &[], T0 + 20);
+        assert!(w.departures.handing_over().is_empty());
     }
 
     #[test]

@@ -19,9 +19,7 @@ use crate::cycle_end::{OnFailure, cycle_at_stop, cycle_done, cycle_failed};
 use crate::indexer::IndexProgress;
 use crate::node_check::check_nodes;
 use crate::outage::StoreFailure;
-use crate::protocol::{
-    self, IdleReason, MASTER_LOG, MasterMsg, PoolMsg, SlaveReport, Status, SupMsg,
-};
+use crate::protocol::{self, IdleReason, MasterMsg, PoolMsg, SlaveReport, Status, SupMsg};
 use crate::rate::RecentRate;
 use crate::run_stats::RunStats;
 use crate::runtime_settings::RuntimeSettings;
@@ -385,14 +383,6 @@ async fn finish_cycle(state: &mut MasterState) -> Result<(), ActorProcessingErr>
         }
     };
     answer_written(state.seeds.written());
-    if let Some((node, done)) = result.handed_over.take()
-        && state.window.departures.handed(&node, done)
-    {
-        tracing::info!(
-            target: MASTER_LOG,
-            "node {node}'s pages are handed over: each was fetched again by its host's new owner"
-        );
-    }
     if let Some(counts) = &result.counts {
         state.last_counts.keep(counts.clone());
     }
