@@ -47,7 +47,6 @@ pub(crate) const SIGNAL_NAMES: [&str; SIGNALS] = [
 
 /// The hand-set ranking of `rank.rs` before the model was learned, as a
 /// model: the starting point of training.
-#[cfg(test)]
 pub(crate) const HAND_SET: Model = Model {
     fields: [
         rank::TITLE,
@@ -64,18 +63,7 @@ pub(crate) const HAND_SET: Model = Model {
 /// The weights in force: what `scripts/train-ranker.py` prints. Today the
 /// hand-set ones: the fitted weights lost its cross-validation on the tune
 /// split (0.800 against 0.813 MRR@10; bench/README.md, "A learned ranker").
-pub(crate) const LEARNED: Model = Model {
-    fields: [
-        rank::TITLE,
-        rank::HEADINGS,
-        rank::BODY,
-        rank::URL,
-        rank::ANCHOR,
-        rank::CONTEXT,
-    ],
-    text: 0.35,
-    signals: [0.20, 0.20, 0.15, 0.05, -0.25, 0.0, 0.0, 0.0, 0.0],
-};
+pub(crate) const LEARNED: Model = HAND_SET;
 
 /// A candidate's field BM25s in [`Model::fields`] order.
 pub(crate) fn fields(f: &Features) -> [f32; FIELDS] {
