@@ -17,6 +17,56 @@ use web_crawler_actors::{
     ROBOTS_BLOCKED, SEARCH_RESULTS, StoreCounts, StoreError, UrlKey,
 };
 impl MongoStore {
+    /// Up to `limit` processed pages matching `filter`, in `sort` order, as
+    /// links that say each page changed at `now`.
+    async fn pages_as_links(
+        &self,
+        filter: Document,
+        sort: Document,
+        limit: usize,
+        now: Millis,
+    ) -> Result<Vec<NewLink>, StoreError> {
+        let pages: Vec<Document> = self
+            .processed
+            .find(filter)
+            .sort(sort)
+            .limit(i64::try_from(limit).unwrap_or(i64::MAX))
+            .projection(doc! { "operation": 1, "op_key": 1, "host": 1, "depth": 1 })
+            .await
+            .map_err(backend)?
+            .try_collect()
+            .await
+            .map_err(backend)?;
+        pages
+            .iter()
+            .map(|d| {
+                Ok(NewLink {
+                    url: d.get_str("_id").map_err(corrupt)?.to_string(),
+                    host: text(d, "host").unwrap_or_default(),
+                    operation: operation_of(d)?,
+                    depth: int(d, "depth").unwrap_or(0) as u32,
+                    priority: 1.0,
+                    redirect_hops: 0,
+                    modified: Some(now),
+                    check_every_ms: None,
+                })
+            })
+            .collect()
+    }
+
+    /// Queue `links` as new links to pages already processed; how many
+    /// were queued.
+    async fn queue_again(&self, links: &[NewLink], now: Millis) -> Result<u64, StoreError> {
+        let urls: Vec<&str> = links.iter().map(|l| l.url.as_str()).collect();
+        let mut processed = self.processed_states(urls).await?;
+        let mut summary = CommitSummary::default();
+        for link in merge_links(links) {
+            self.upsert_link(&link, None, &mut processed, now, None, &mut summary)
+                .await?;
+        }
+        Ok(summary.queued)
+    }
+
     /// What the claimed URLs' last fetches left, in one query.
     async fn last_fetches(&self, jobs: &mut [Job]) -> Result<(), StoreError> {
         let urls: Vec<&str> = jobs.iter().map(|j| j.url.as_str()).collect();
@@ -245,43 +295,22 @@ impl Frontier for MongoStore {
     }
 
     async fn requeue_due(&self, now: Millis, limit: usize) -> Result<u64, StoreError> {
-        let due: Vec<Document> = self
-            .processed
-            .find(doc! { "d_next_check": { "$lte": now } })
-            .sort(doc! { "d_next_check": 1 })
-            .limit(i64::try_from(limit).unwrap_or(i64::MAX))
-            .projection(doc! { "operation": 1, "op_key": 1, "host": 1, "depth": 1 })
-            .await
-            .map_err(backend)?
-            .try_collect()
-            .await
-            .map_err(backend)?;
+        let due = self
+            .pages_as_links(
+                doc! { "d_next_check": { "$lte": now } },
+                doc! { "d_next_check": 1 },
+                limit,
+                now,
+            )
+            .await?;
         if due.is_empty() {
             return Ok(0);
         }
-        let mut links = Vec::with_capacity(due.len());
-        for d in &due {
-            links.push(NewLink {
-                url: d.get_str("_id").map_err(corrupt)?.to_string(),
-                host: text(d, "host").unwrap_or_default(),
-                operation: operation_of(d)?,
-                depth: int(d, "depth").unwrap_or(0) as u32,
-                priority: 1.0,
-                redirect_hops: 0,
-                modified: Some(now),
-                check_every_ms: None,
-            });
-        }
-        let urls: Vec<&str> = links.iter().map(|l| l.url.as_str()).collect();
-        let mut processed = self.processed_states(urls.clone()).await?;
-        let mut summary = CommitSummary::default();
         // Queued as a link saying the page changed now would be; the next
         // check is cleared after, so a crash in between queues it again
         // (a merge).
-        for link in merge_links(&links) {
-            self.upsert_link(&link, None, &mut processed, now, None, &mut summary)
-                .await?;
-        }
+        let queued = self.queue_again(&due, now).await?;
+        let urls: Vec<&str> = due.iter().map(|l| l.url.as_str()).collect();
         self.processed
             .update_many(
                 doc! { "_id": { "$in": urls } },
@@ -289,7 +318,7 @@ impl Frontier for MongoStore {
             )
             .await
             .map_err(backend)?;
-        Ok(summary.queued)
+        Ok(queued)
     }
 
     async fn hand_over(
@@ -299,52 +328,32 @@ impl Frontier for MongoStore {
         limit: usize,
         now: Millis,
     ) -> Result<HandOver, StoreError> {
-        let mut summary = CommitSummary::default();
+        let mut queued = 0;
         let mut last = None;
         if limit > 0 {
-            let pages: Vec<Document> = self
-                .processed
-                .find(doc! { "node": node, "_id": { "$gt": after.unwrap_or("") } })
-                .sort(doc! { "_id": 1 })
-                .limit(i64::try_from(limit).unwrap_or(i64::MAX))
-                .projection(doc! { "operation": 1, "op_key": 1, "host": 1, "depth": 1 })
-                .await
-                .map_err(backend)?
-                .try_collect()
-                .await
-                .map_err(backend)?;
-            let mut links = Vec::with_capacity(pages.len());
-            for d in &pages {
-                links.push(NewLink {
-                    url: d.get_str("_id").map_err(corrupt)?.to_string(),
-                    host: text(d, "host").unwrap_or_default(),
-                    operation: operation_of(d)?,
-                    depth: int(d, "depth").unwrap_or(0) as u32,
-                    priority: 1.0,
-                    redirect_hops: 0,
-                    modified: Some(now),
-                    check_every_ms: None,
-                });
-            }
+            let links = self
+                .pages_as_links(
+                    doc! { "node": node, "_id": { "$gt": after.unwrap_or("") } },
+                    doc! { "_id": 1 },
+                    limit,
+                    now,
+                )
+                .await?;
             if links.len() == limit {
                 last = links.last().map(|l| l.url.clone());
             }
-            let urls: Vec<&str> = links.iter().map(|l| l.url.as_str()).collect();
-            if !urls.is_empty() {
+            if !links.is_empty() {
                 // Validators first: a crash after them queues the page
                 // again at the next call (from `after`), a merge.
+                let urls: Vec<&str> = links.iter().map(|l| l.url.as_str()).collect();
                 self.processed
                     .update_many(
-                        doc! { "_id": { "$in": urls.clone() } },
+                        doc! { "_id": { "$in": urls } },
                         doc! { "$unset": { "etag": "", "last_modified": "" } },
                     )
                     .await
                     .map_err(backend)?;
-                let mut processed = self.processed_states(urls).await?;
-                for link in merge_links(&links) {
-                    self.upsert_link(&link, None, &mut processed, now, None, &mut summary)
-                        .await?;
-                }
+                queued = self.queue_again(&links, now).await?;
             }
         }
         let waiting = self
@@ -353,7 +362,7 @@ impl Frontier for MongoStore {
             .await
             .map_err(backend)?;
         Ok(HandOver {
-            queued: summary.queued,
+            queued,
             last,
             waiting,
         })

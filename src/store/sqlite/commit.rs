@@ -392,18 +392,36 @@ pub(super) fn requeue_due(
         let mut stmt = tx.prepare_cached(DUE_CHECKS)?;
         let mut rows = stmt.query(params![now, to_i64(limit, "limit")?])?;
         while let Some(row) = rows.next()? {
-            due.push(NewLink {
-                url: row.get(0)?,
-                operation: operation_col(row, 1, "processed_urls")?,
-                host: row.get(2)?,
-                depth: row.get(3)?,
-                priority: 1.0,
-                redirect_hops: 0,
-                modified: Some(now),
-                check_every_ms: None,
-            });
+            due.push(page_as_link(row, now)?);
         }
     }
+    queue_again(tx, seen, now, &due, CLEAR_CHECK)
+}
+
+/// A processed page's row (URL, operation, host, depth) as a link that
+/// says the page changed at `now`.
+fn page_as_link(row: &rusqlite::Row<'_>, now: Millis) -> Result<NewLink, Fail> {
+    Ok(NewLink {
+        url: row.get(0)?,
+        operation: operation_col(row, 1, "processed_urls")?,
+        host: row.get(2)?,
+        depth: row.get(3)?,
+        priority: 1.0,
+        redirect_hops: 0,
+        modified: Some(now),
+        check_every_ms: None,
+    })
+}
+
+/// Queue `links` ([`Commit::upsert_link`]), then run `clear` on each one's
+/// processed row; how many were queued.
+fn queue_again(
+    tx: &Transaction<'_>,
+    seen: &mut SeenWindow,
+    now: Millis,
+    links: &[NewLink],
+    clear: &str,
+) -> Result<u64, Fail> {
     let mut c = Commit {
         tx,
         seen,
@@ -411,9 +429,9 @@ pub(super) fn requeue_due(
         reprocess_after_ms: None,
         summary: CommitSummary::default(),
     };
-    for link in &due {
+    for link in links {
         c.upsert_link(link)?;
-        tx.prepare_cached(CLEAR_CHECK)?.execute([&link.url])?;
+        tx.prepare_cached(clear)?.execute([&link.url])?;
     }
     Ok(c.summary.queued)
 }
@@ -438,33 +456,13 @@ pub(super) fn hand_over(
         let mut stmt = tx.prepare_cached(NODE_PAGES_AFTER)?;
         let mut rows = stmt.query(params![node, after.unwrap_or(""), to_i64(limit, "limit")?])?;
         while let Some(row) = rows.next()? {
-            pages.push(NewLink {
-                url: row.get(0)?,
-                operation: operation_col(row, 1, "processed_urls")?,
-                host: row.get(2)?,
-                depth: row.get(3)?,
-                priority: 1.0,
-                redirect_hops: 0,
-                modified: Some(now),
-                check_every_ms: None,
-            });
+            pages.push(page_as_link(row, now)?);
         }
     }
     let last = (pages.len() == limit && limit > 0)
         .then(|| pages.last().map(|p| p.url.clone()))
         .flatten();
-    let mut c = Commit {
-        tx,
-        seen,
-        now,
-        reprocess_after_ms: None,
-        summary: CommitSummary::default(),
-    };
-    for link in &pages {
-        c.upsert_link(link)?;
-        tx.prepare_cached(CLEAR_VALIDATORS)?.execute([&link.url])?;
-    }
-    let queued = c.summary.queued;
+    let queued = queue_again(tx, seen, now, &pages, CLEAR_VALIDATORS)?;
     let waiting: i64 = tx
         .prepare_cached(NODE_PAGE_COUNT)?
         .query_row([node], |row| row.get(0))?;
