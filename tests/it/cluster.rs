@@ -1778,6 +1778,11 @@ async fn a_worker_stopped_for_good_hands_its_pages_over() {
     let mut w1 = cluster.worker("w1", Ipv4Addr::new(127, 0, 36, 2));
     let _w2 = cluster.worker("w2", Ipv4Addr::new(127, 0, 36, 3));
     assert!(cluster.wait_nodes(3).await, "three pools");
+    // `status` lists the pools as they are; the master's window learns of
+    // a node at its next tick (200 ms) and gives hosts only to nodes it
+    // knows, for good: a seed claimed before then left w1 without a host
+    // on a loaded machine.
+    tokio::time::sleep(Duration::from_secs(1)).await;
     cluster.add_url(&roots[0]).await;
     cluster.wait_idle().await;
     let store = SqliteStore::open(&cluster.db()).unwrap();
