@@ -539,14 +539,15 @@ impl TrapGuard {
         let host = key(KEY_HOST, parts.host());
         // Each shingle and link is looked up once: what is new is judged
         // on, then learned.
-        let new: Vec<u64> = shingles
-            .iter()
-            .map(|&s| text_key(host, s))
-            .filter(|&k| !self.text_seen.contains(k))
-            .collect();
+        let new = self
+            .text_seen
+            .unseen(shingles.iter().map(|&s| text_key(host, s)));
+        let unseen_urls = self.links_seen.unseen(links.iter().map(|(url, _)| *url));
+        // Both in the links' order: walk them together.
+        let mut next = unseen_urls.iter().peekable();
         let unseen: Vec<(u64, &Parts)> = links
             .iter()
-            .filter(|(url, _)| !self.links_seen.contains(*url))
+            .filter(|(url, _)| next.next_if_eq(&url).is_some())
             .map(|(url, l)| (*url, l))
             .collect();
         let judged = self.cfg.copy_pct > 0 && shingles.len() >= MIN_JUDGED_SHINGLES;
@@ -1307,95 +1308,167 @@ fn words_of(text: &str) -> Vec<u64> {
     let number = fmix64(fnv1a(FNV_OFFSET, b"#"));
     let mut words = Vec::with_capacity(text.len() / 6);
     let bytes = text.as_bytes();
-    let mut word = Vec::new();
     let mut i = 0;
     while i < bytes.len() {
-        // An ASCII word is hashed from the text itself, eight bytes at a
-        // time (a byte-at-a-time hash of every word of 64 KB was the
-        // crawler's hottest function); other words are lower-cased into
-        // a buffer first. One look-up a byte says whether it is a letter
-        // or digit and which kind, so the word is read once.
-        let start = i;
-        let mut kinds = ascii_run(bytes, &mut i);
-        let mut unicode = false;
-        while i < bytes.len() && !bytes[i].is_ascii() {
-            let c = text[i..].chars().next().unwrap_or(' ');
-            if !c.is_alphanumeric() {
-                break;
+        // Most words are a few ASCII letters between ASCII separators: one
+        // eight-byte load gives the word, its kinds and the separators
+        // after it, and the word is hashed from the same load, with no
+        // branch on its length (word lengths are random, and branches on
+        // them were most of the cost).
+        let x = load_padded(bytes, i);
+        let lower = between(x, b'a' - 1, b'z' + 1);
+        let upper = between(x, b'A' - 1, b'Z' + 1);
+        let digit = between(x, b'0' - 1, b'9' + 1);
+        let alnum = lower | upper | digit;
+        let non_ascii = x & HIGH_BITS;
+        let n = ((!alnum & HIGH_BITS).trailing_zeros() / 8) as usize;
+        if n < 8 && (x >> (8 * n)) & 0x80 == 0 {
+            // Bytes i..i+n are the word (none when i is a separator), and
+            // byte i+n an ASCII separator or the end.
+            let mut skip = n;
+            if n > 0 {
+                let word = (1u64 << (8 * n)) - 1;
+                if digit & word != 0 {
+                    words.push(number);
+                } else {
+                    // Capitals to small letters: 0x20 where the flag is 0x80.
+                    let small = (x + ((upper & word) >> 2)) & word;
+                    words.push(hash_short(small, n));
+                }
             }
-            unicode = true;
-            i += c.len_utf8();
-            kinds |= ascii_run(bytes, &mut i);
-        }
-        if i == start {
-            // A separator (ASCII or not).
-            i += if bytes[i].is_ascii() {
-                1
+            // Past the separators that follow, to the next letter, digit or
+            // non-ASCII byte (or past the end: the padding is zeros).
+            let next = (alnum | non_ascii) >> (8 * skip);
+            skip += if next == 0 {
+                8 - skip
             } else {
-                text[i..].chars().next().map_or(1, char::len_utf8)
+                (next.trailing_zeros() / 8) as usize
             };
+            i += skip;
             continue;
         }
-        if kinds & DIGIT != 0 {
-            words.push(number);
-            continue;
-        }
-        let hash = if !unicode && kinds & UPPER == 0 {
-            fast_hash(&bytes[start..i])
-        } else {
-            word.clear();
-            for c in text[start..i].chars().flat_map(char::to_lowercase) {
-                let mut buf = [0u8; 4];
-                word.extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
-            }
-            fast_hash(&word)
-        };
-        words.push(hash);
+        i = long_word(text, i, number, &mut words);
     }
     words
 }
 
-/// Read ASCII letters and digits from `*i` on: the kinds met, or'd.
+/// Read the word or separator at `i` the long way (a word of eight bytes or
+/// more, or with non-ASCII letters, or a non-ASCII separator), push the
+/// word's hash, and return where it ends.
+#[cold]
+fn long_word(text: &str, start: usize, number: u64, words: &mut Vec<u64>) -> usize {
+    let bytes = text.as_bytes();
+    let mut i = start;
+    let mut kinds = ascii_run(bytes, &mut i);
+    let mut unicode = false;
+    while i < bytes.len() && !bytes[i].is_ascii() {
+        let c = text[i..].chars().next().unwrap_or(' ');
+        if !c.is_alphanumeric() {
+            break;
+        }
+        unicode = true;
+        i += c.len_utf8();
+        kinds |= ascii_run(bytes, &mut i);
+    }
+    if i == start {
+        // A separator (ASCII or not).
+        return start
+            + if bytes[i].is_ascii() {
+                1
+            } else {
+                text[i..].chars().next().map_or(1, char::len_utf8)
+            };
+    }
+    if kinds & DIGIT != 0 {
+        words.push(number);
+    } else if !unicode && kinds & UPPER == 0 {
+        words.push(word_hash(&bytes[start..i]));
+    } else {
+        let mut word = Vec::with_capacity(i - start + 8);
+        if unicode {
+            for c in text[start..i].chars().flat_map(char::to_lowercase) {
+                let mut buf = [0u8; 4];
+                word.extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
+            }
+        } else {
+            word.extend(bytes[start..i].iter().map(u8::to_ascii_lowercase));
+        }
+        words.push(word_hash(&word));
+    }
+    i
+}
+
+/// Read ASCII letters and digits from `*i` on: the kinds met, or'd. Eight
+/// bytes at a time: each byte's kind comes from range tests on the whole
+/// word at once (a table look-up and a branch a byte were most of
+/// [`words_of`]).
 #[inline]
 fn ascii_run(bytes: &[u8], i: &mut usize) -> u8 {
     let mut kinds = 0;
-    while let Some(&b) = bytes.get(*i) {
-        let kind = ASCII_KIND[usize::from(b)];
-        if kind == 0 {
-            break;
+    loop {
+        let x = load_padded(bytes, *i);
+        let lower = between(x, b'a' - 1, b'z' + 1);
+        let upper = between(x, b'A' - 1, b'Z' + 1);
+        let digit = between(x, b'0' - 1, b'9' + 1);
+        // The first byte that is none of them (a separator, a non-ASCII
+        // byte, or the zeros past the end) ends the run.
+        let stop = !(lower | upper | digit) & HIGH_BITS;
+        let n = (stop.trailing_zeros() / 8) as usize;
+        let run = if n == 8 {
+            u64::MAX
+        } else {
+            (1u64 << (8 * n)) - 1
+        };
+        for (kind, flags) in [(LOWER, lower), (UPPER, upper), (DIGIT, digit)] {
+            if flags & run != 0 {
+                kinds |= kind;
+            }
         }
-        kinds |= kind;
-        *i += 1;
+        *i += n;
+        if n < 8 {
+            return kinds;
+        }
     }
-    kinds
 }
 
-/// Kinds of ASCII byte in [`words_of`]'s table: 0 for a separator (and any
-/// byte of a non-ASCII character).
+const LOW_BITS: u64 = 0x0101_0101_0101_0101;
+const HIGH_BITS: u64 = 0x8080_8080_8080_8080;
+
+/// The eight bytes from `at` as a little-endian word, zeros past the end.
+#[inline]
+fn load_padded(bytes: &[u8], at: usize) -> u64 {
+    match bytes.get(at..at + 8) {
+        Some(b) => u64::from_le_bytes(b.try_into().unwrap_or([0; 8])),
+        None => {
+            let mut b = [0u8; 8];
+            let rest = bytes.get(at..).unwrap_or_default();
+            b[..rest.len()].copy_from_slice(rest);
+            u64::from_le_bytes(b)
+        }
+    }
+}
+
+/// The high bit of each byte of `x` that is ASCII and strictly between `lo`
+/// and `hi` (`lo` < 128, `hi` ≤ 128): exact per byte, no carry crosses one
+/// (Bit Twiddling Hacks' `hasbetween`).
+#[inline]
+fn between(x: u64, lo: u8, hi: u8) -> u64 {
+    let low7 = x & !HIGH_BITS;
+    (LOW_BITS * (127 + u64::from(hi))).wrapping_sub(low7)
+        & !x
+        & low7.wrapping_add(LOW_BITS * (127 - u64::from(lo)))
+        & HIGH_BITS
+}
+
+/// Kinds of ASCII byte in [`words_of`]: a separator (and any byte of a
+/// non-ASCII character) is none of them.
 const LOWER: u8 = 1;
 const UPPER: u8 = 2;
 const DIGIT: u8 = 4;
-const ASCII_KIND: [u8; 256] = {
-    let mut kinds = [0; 256];
-    let mut b = 0;
-    while b < 128 {
-        let c = b as u8;
-        kinds[b] = if c.is_ascii_lowercase() {
-            LOWER
-        } else if c.is_ascii_uppercase() {
-            UPPER
-        } else if c.is_ascii_digit() {
-            DIGIT
-        } else {
-            0
-        };
-        b += 1;
-    }
-    kinds
-};
 
-/// A word's hash, eight bytes at a time, fully mixed at the end.
-fn fast_hash(bytes: &[u8]) -> u64 {
+/// A word's hash: its bytes eight at a time, the last under-eight of
+/// them zero-padded, fully mixed at the end.
+fn word_hash(bytes: &[u8]) -> u64 {
     let mut h = FNV_OFFSET ^ bytes.len() as u64;
     let mut chunks = bytes.chunks_exact(8);
     for chunk in &mut chunks {
@@ -1404,6 +1477,13 @@ fn fast_hash(bytes: &[u8]) -> u64 {
     }
     h = (h ^ le_tail(chunks.remainder())).wrapping_mul(0x9e37_79b9_7f4a_7c15);
     fmix64(h)
+}
+
+/// [`word_hash`] of a word of `n` < 8 bytes given as its zero-padded
+/// little-endian word (the same hash: no whole chunk, the tail only).
+#[inline]
+fn hash_short(word: u64, n: usize) -> u64 {
+    fmix64(((FNV_OFFSET ^ n as u64) ^ word).wrapping_mul(0x9e37_79b9_7f4a_7c15))
 }
 
 /// The last under-eight bytes of a word as a little-endian `u64`, zero
@@ -1447,6 +1527,69 @@ mod tests {
         assert_eq!(words_of(" a,b — c\u{a0}d ").len(), 4);
         assert_eq!(words_of("a-b"), words_of("A B"));
         assert!(words_of(" ,; ").is_empty());
+    }
+
+    /// The eight-bytes-at-a-time reading gives what splitting on
+    /// everything but letters and digits does, over generated mixes of
+    /// short and long words, capitals, digits, punctuation, runs of
+    /// separators and non-ASCII letters and spaces, at every alignment.
+    #[test]
+    fn words_read_eight_bytes_at_a_time_as_split_words() {
+        let number = fmix64(fnv1a(FNV_OFFSET, b"#"));
+        let reference = |text: &str| -> Vec<u64> {
+            text.split(|c: char| !c.is_alphanumeric())
+                .filter(|w| !w.is_empty())
+                .map(|w| {
+                    if w.bytes().any(|b| b.is_ascii_digit()) {
+                        number
+                    } else {
+                        let lower: String = w.chars().flat_map(char::to_lowercase).collect();
+                        word_hash(lower.as_bytes())
+                    }
+                })
+                .collect()
+        };
+        let pieces = [
+            "a",
+            "to",
+            "the",
+            "Crawl",
+            "fetches",
+            "frontier",
+            "CRAWLERS",
+            "indexation",
+            "supercalifragilistic",
+            "x9",
+            "2024",
+            "café",
+            "Straße",
+            "naïve",
+            "日本語",
+            " ",
+            "  ",
+            ", ",
+            ".",
+            "—",
+            "\u{a0}",
+            "/",
+            "-",
+            "\n",
+            "(",
+            ")",
+            "'s",
+            "e.g.",
+        ];
+        let mut x = 7u64;
+        for round in 0..5000 {
+            let mut text = String::new();
+            for _ in 0..(round % 40) {
+                x = x
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                text.push_str(pieces[(x >> 33) as usize % pieces.len()]);
+            }
+            assert_eq!(words_of(&text), reference(&text), "{text:?}");
+        }
     }
 
     #[test]

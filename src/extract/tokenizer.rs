@@ -27,6 +27,10 @@ pub fn extract_html(
     text_limit: usize,
 ) -> Extracted {
     let mut extractor = Extractor::new(page_url, opts, text_limit);
+    // The visible text is at most the page: sized once, not grown by
+    // doubling (each step a copy of all the text so far).
+    let visible = extractor.visible_limit.min(html.len());
+    extractor.text.buf.reserve(visible);
     // Shared between the callback (which decides) and the emitter wrapper (which tells the
     // tokenizer); Cells because both hold them at the same time.
     let next_state = Cell::new(None);

@@ -9,8 +9,9 @@
 //! Only where two excerpts meet are shingles new: with five-word shingles,
 //! four per seam.
 //!
-//! **Sketches.** A [`SeenSketch`] is a Bloom filter (two bits per key) in
-//! generations: when the newest holds one key per sixteen bits (about 1.4%
+//! **Sketches.** A [`SeenSketch`] is a Bloom filter (two bits per key, both
+//! in one 64-bit word) in
+//! generations: when the newest holds one key per sixteen bits (under 2%
 //! false positives), a new one twice as large (up to the cap) takes the
 //! keys from then on; a key is seen when any generation holds it. While
 //! they grow nothing is forgotten; at the cap the oldest generations go,
@@ -119,28 +120,26 @@ impl Bits {
         }
     }
 
-    /// Two bit positions of a key with hashes `hashes` (word index, bit
-    /// mask); the length is a power of two.
-    fn positions(&self, hashes: [u64; 2]) -> [(usize, u64); 2] {
-        let n = self.words.len() * 64;
-        hashes.map(|h| {
-            let bit = (h as usize) & (n - 1);
-            (bit / 64, 1u64 << (bit % 64))
-        })
+    /// A key's word and its two bits in it (a blocked Bloom filter: one
+    /// cache line a look-up, where two bits anywhere cost two misses in a
+    /// sketch of megabytes); the length is a power of two.
+    fn position(&self, hashes: [u64; 2]) -> (usize, u64) {
+        let word = (hashes[0] as usize) & (self.words.len() - 1);
+        let bits = 1u64 << (hashes[1] & 63) | 1u64 << ((hashes[1] >> 6) & 63);
+        (word, bits)
     }
 
     fn contains(&self, hashes: [u64; 2]) -> bool {
-        !self.words.is_empty()
-            && self
-                .positions(hashes)
-                .iter()
-                .all(|&(w, m)| self.words[w] & m != 0)
+        if self.words.is_empty() {
+            return false;
+        }
+        let (w, bits) = self.position(hashes);
+        self.words[w] & bits == bits
     }
 
     fn set(&mut self, hashes: [u64; 2]) {
-        for (w, m) in self.positions(hashes) {
-            self.words[w] |= m;
-        }
+        let (w, bits) = self.position(hashes);
+        self.words[w] |= bits;
         self.keys += 1;
     }
 
@@ -160,10 +159,25 @@ impl SeenSketch {
         }
     }
 
+    #[cfg(test)]
     pub(super) fn contains(&self, key: u64) -> bool {
-        // Newest first: a key seen lately is found at once.
-        let hashes = hashes_of(key);
-        self.generations.iter().rev().any(|g| g.contains(hashes))
+        self.unseen([key]).is_empty()
+    }
+
+    /// The keys it does not hold, in their order. Asked for a page's keys
+    /// at once, generation by generation (newest first: a key seen lately
+    /// is found at once), so the look-ups into one generation are
+    /// independent and their cache misses overlap.
+    pub(super) fn unseen(&self, keys: impl IntoIterator<Item = u64>) -> Vec<u64> {
+        let mut pending: Vec<(u64, [u64; 2])> =
+            keys.into_iter().map(|k| (k, hashes_of(k))).collect();
+        for g in self.generations.iter().rev() {
+            if pending.is_empty() {
+                break;
+            }
+            pending.retain(|&(_, h)| !g.contains(h));
+        }
+        pending.into_iter().map(|(k, _)| k).collect()
     }
 
     #[cfg(test)]
