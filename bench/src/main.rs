@@ -74,6 +74,9 @@ enum Cmd {
         /// Skip the query latency measured over (b)'s index.
         #[arg(long)]
         no_query_latency: bool,
+        /// Also print (b)'s and (b-)'s resident memory as the crawl grows.
+        #[arg(long)]
+        memory_curve: bool,
     },
     /// Only the query latency table, over an index kept from a run
     /// (`BENCH_KEEP_INDEX=DIR`): for trying a search change without crawling.
@@ -125,6 +128,7 @@ async fn main() {
             cluster,
             no_index_cost,
             no_query_latency,
+            memory_curve,
         } => {
             let preset_name = preset;
             let Some(preset) = web::Preset::named(&preset_name) else {
@@ -146,6 +150,7 @@ async fn main() {
                 cluster,
                 no_index_cost,
                 no_query_latency,
+                memory_curve,
             };
             run(&preset_name, preset, contenders).await;
         }
@@ -194,6 +199,15 @@ struct Row {
     note: String,
 }
 
+/// Resident memory at one moment of a run, and how far the crawl was.
+#[derive(Clone, Copy)]
+struct MemorySample {
+    anon_kb: u64,
+    file_kb: u64,
+    /// Real pages fetched by then.
+    reached: usize,
+}
+
 /// What a child cost: wall time, CPU time, peak RSS.
 struct Cost {
     started: Instant,
@@ -206,6 +220,9 @@ struct Cost {
     /// Stopped at its time limit (then `ok` is false).
     timed_out: bool,
     stderr: String,
+    /// Resident memory once a second, with the real pages fetched (when
+    /// measured with the server's counters).
+    memory: Vec<MemorySample>,
 }
 
 fn children_cpu() -> Duration {
@@ -242,7 +259,13 @@ fn memory_kb(pid: u32) -> Option<(u64, u64, u64)> {
     Some((field("VmHWM:")?, field("RssAnon:")?, field("RssFile:")?))
 }
 
-async fn measure(mut cmd: Command, timeout: Duration) -> Cost {
+async fn measure(cmd: Command, timeout: Duration) -> Cost {
+    measure_crawl(cmd, timeout, None).await
+}
+
+/// [`measure`], sampling resident memory once a second against the real
+/// pages `hits` has seen fetched.
+async fn measure_crawl(mut cmd: Command, timeout: Duration, hits: Option<&server::Hits>) -> Cost {
     let cpu_before = children_cpu();
     let started = Instant::now();
     let mut child = cmd
@@ -260,11 +283,23 @@ async fn measure(mut cmd: Command, timeout: Duration) -> Cost {
         s
     });
     let mut timed_out = false;
+    let mut memory = Vec::new();
+    let mut next_sample = Duration::ZERO;
     let ok = loop {
         if let Some((hwm, anon, file)) = memory_kb(pid) {
             peak = peak.max(hwm);
             peak_anon = peak_anon.max(anon);
             peak_file = peak_file.max(file);
+            if let Some(hits) = hits
+                && started.elapsed() >= next_sample
+            {
+                next_sample += Duration::from_secs(1);
+                memory.push(MemorySample {
+                    anon_kb: anon,
+                    file_kb: file,
+                    reached: hits.real_reached(),
+                });
+            }
         }
         tokio::select! {
             status = child.wait() => break status.map(|s| s.success()).unwrap_or(false),
@@ -288,6 +323,47 @@ async fn measure(mut cmd: Command, timeout: Duration) -> Cost {
         ok,
         timed_out,
         stderr: err_task.await.unwrap_or_default(),
+        memory,
+    }
+}
+
+/// Resident memory as the crawl grows: the peaks of anonymous and
+/// file-backed memory while each tenth of the real pages was fetched, and
+/// after the last (the index catching up): flat rows mean memory does not
+/// grow with the crawl.
+fn print_memory_curve(name: &str, memory: &[MemorySample], total: usize) {
+    if memory.is_empty() || total == 0 {
+        return;
+    }
+    println!();
+    println!(
+        "Memory as the crawl grows, {name}: peaks while each tenth of the real pages was fetched"
+    );
+    println!();
+    println!("| real pages fetched | samples | anon MB | file MB |");
+    println!("|---|--:|--:|--:|");
+    let mut rows: Vec<(String, Vec<&MemorySample>)> = (1..=10)
+        .map(|tenth| (format!("to {}%", tenth * 10), Vec::new()))
+        .collect();
+    rows.push(("after the last".to_string(), Vec::new()));
+    let mut done = false;
+    for s in memory {
+        let row = if done {
+            10
+        } else {
+            ((s.reached * 10).saturating_sub(1) / total).min(9)
+        };
+        done |= s.reached >= total;
+        rows[row].1.push(s);
+    }
+    for (label, samples) in rows.iter().filter(|(_, s)| !s.is_empty()) {
+        let peak = |f: fn(&MemorySample) -> u64| samples.iter().map(|s| f(s)).max().unwrap_or(0);
+        println!(
+            "| {label} | {} | {:.0} | {:.0} |",
+            samples.len(),
+            mb(peak(|s| s.anon_kb)),
+            mb(peak(|s| s.file_kb))
+        );
     }
 }
 
@@ -368,6 +444,7 @@ struct Contenders {
     cluster: bool,
     no_index_cost: bool,
     no_query_latency: bool,
+    memory_curve: bool,
 }
 
 async fn run(preset_name: &str, preset: web::Preset, contenders: Contenders) {
@@ -383,6 +460,7 @@ async fn run(preset_name: &str, preset: web::Preset, contenders: Contenders) {
         cluster,
         no_index_cost,
         no_query_latency,
+        memory_curve,
     } = contenders;
     let port = {
         let l = std::net::TcpListener::bind("127.0.20.1:0").expect("bind");
@@ -471,11 +549,13 @@ async fn run(preset_name: &str, preset: web::Preset, contenders: Contenders) {
     };
     srv.hits.reset();
     let db = work.join("bench.db");
-    let cost = measure(
+    let cost = measure_crawl(
         crawler_args(vec!["--db".into(), db.display().to_string()]),
         timeout,
+        Some(&srv.hits),
     )
     .await;
+    let mut curves = vec![("(b)", cost.memory.clone())];
     rows.push(score(
         "(b) web_crawler, embedded store",
         &web,
@@ -494,7 +574,8 @@ async fn run(preset_name: &str, preset: web::Preset, contenders: Contenders) {
             dir.join("bench.db").display().to_string(),
         ]);
         cmd.arg("--no-index");
-        let cost = measure(cmd, timeout).await;
+        let cost = measure_crawl(cmd, timeout, Some(&srv.hits)).await;
+        curves.push(("(b-)", cost.memory.clone()));
         rows.push(score("(b-) web_crawler, no index", &web, &srv.hits, cost));
         let _ = std::fs::remove_dir_all(&dir);
         eprintln!("done: (b-)");
@@ -588,6 +669,11 @@ async fn run(preset_name: &str, preset: web::Preset, contenders: Contenders) {
     }
     print_table(&rows, total);
     print_index_cost(&rows, bare);
+    if memory_curve {
+        for (name, memory) in &curves {
+            print_memory_curve(name, memory, total);
+        }
+    }
     if let Some((queries, inp, cli)) = &latency {
         latency::print(queries, inp, cli.as_ref());
     }

@@ -111,6 +111,11 @@ impl Hits {
         out
     }
 
+    /// Real pages fetched at least once since the last reset.
+    pub fn real_reached(&self) -> usize {
+        self.real_reached.load(Ordering::Relaxed)
+    }
+
     /// The first time every real page had been fetched since the last reset.
     pub fn all_real_at(&self) -> Option<Instant> {
         *self.all_real_at.lock().unwrap()

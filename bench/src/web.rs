@@ -41,6 +41,7 @@ pub const PRESETS: &[&str] = &[
     "large-traps",
     "small-text-traps",
     "large-text-traps",
+    "xlarge",
 ];
 
 impl Preset {
@@ -55,6 +56,8 @@ impl Preset {
         let (hosts, pages) = match size {
             "small" => (20, 250),
             "large" => (100, 1000),
+            // Three times large, deeper hosts: for memory as a crawl grows.
+            "xlarge" => (100, 3000),
             _ => return None,
         };
         Some(Preset {
