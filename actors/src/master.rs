@@ -208,7 +208,7 @@ impl Actor for Master {
                 cycle(state, false, true);
             }
             MasterMsg::PoolRestarted { node } => {
-                let released = state.window.node_lost(&node);
+                let released = state.window.pool_restarted(&node);
                 tracing::warn!(%node, released, "pool restarted; its URLs go back to pending");
                 cycle(state, false, true);
             }
@@ -307,7 +307,7 @@ fn released(state: &mut MasterState, node: &str, host: String, jobs: Vec<Job>, w
 fn tick(state: &mut MasterState, now: Millis) {
     follow_settings(state);
     state.rate.record(now, state.window.fetched());
-    let live = protocol::live_nodes(&state.cfg.pool_name());
+    let live = protocol::live_pools(&state.cfg.pool_name());
     let check = check_nodes(&mut state.window, &live, now);
     let local_pool = state.cfg.pool_name();
     check.send(&mut state.window, |node, msg| {

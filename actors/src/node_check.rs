@@ -39,16 +39,24 @@ impl NodeCheck {
     }
 }
 
-/// The tick's node check at `now`, with the `live` pools' nodes: nothing
-/// while a restarted master waits for its pools' answers (its recovery
-/// ends once due).
-pub(crate) fn check_nodes(window: &mut Window, live: &[String], now: Millis) -> NodeCheck {
+/// The tick's node check at `now`, with the `live` pools as (node, pool
+/// id): nothing while a restarted master waits for its pools' answers (its
+/// recovery ends once due).
+pub(crate) fn check_nodes(
+    window: &mut Window,
+    live: &[(String, String)],
+    now: Millis,
+) -> NodeCheck {
     let mut check = NodeCheck::default();
     window.end_recovery_if_due(now);
     if window.recovering() {
         return check;
     }
-    let (gone, joined) = window.nodes_changed(live);
+    for (node, released) in window.pools_replaced(live) {
+        tracing::warn!(target: MASTER_LOG, "node {node} restarted; its {released} URLs go back to pending");
+    }
+    let names: Vec<String> = live.iter().map(|(node, _)| node.clone()).collect();
+    let (gone, joined) = window.nodes_changed(&names);
     let gone_nodes: Vec<String> = gone.iter().map(|(node, _)| node.clone()).collect();
     for (node, released) in gone {
         tracing::warn!(target: MASTER_LOG, "node {node} left the cluster; its {released} URLs go back to pending");
@@ -98,8 +106,13 @@ mod tests {
 
     const T0: Millis = 1_000_000;
 
-    fn nodes(names: &[&str]) -> Vec<String> {
+    fn names(names: &[&str]) -> Vec<String> {
         names.iter().map(|n| n.to_string()).collect()
+    }
+
+    /// Live pools, each the first its node started.
+    fn nodes(names: &[&str]) -> Vec<(String, String)> {
+        names.iter().map(|n| (n.to_string(), "1".into())).collect()
     }
 
     fn job(host: &str, path: &str) -> Job {
@@ -116,7 +129,7 @@ mod tests {
             ..CrawlConfig::default()
         };
         let mut w = Window::new(cfg, 0, 0, T0);
-        w.begin_recovery(&nodes(&["a"]), T0);
+        w.begin_recovery(&names(&["a"]), T0);
         w.adopt("a", Vec::new());
         assert_eq!(
             check_nodes(&mut w, &nodes(&["a"]), T0),
@@ -125,14 +138,14 @@ mod tests {
         let work = w.start_cycle(false, true, false, T0).unwrap();
         assert!(work.claim.is_some());
         let jobs = (0..8).map(|i| job(&format!("h{}", i / 2), &format!("/{i}")));
-        w.cycle_done(jobs.collect(), None, &nodes(&["a"]), T0);
+        w.cycle_done(jobs.collect(), None, &names(&["a"]), T0);
         w
     }
 
     #[test]
     fn nothing_is_checked_while_a_restarted_master_recovers() {
         let mut w = Window::new(CrawlConfig::default(), 0, 0, T0);
-        w.begin_recovery(&nodes(&["a"]), T0);
+        w.begin_recovery(&names(&["a"]), T0);
         assert_eq!(
             check_nodes(&mut w, &nodes(&["a", "b"]), T0),
             NodeCheck::default()
@@ -162,7 +175,7 @@ mod tests {
         // Claimed while the host moves: parked.
         w.start_cycle(false, true, false, T0).unwrap();
         let parked = job(&host, "/parked");
-        w.cycle_done(vec![parked.clone()], None, &nodes(&["a", "b"]), T0);
+        w.cycle_done(vec![parked.clone()], None, &names(&["a", "b"]), T0);
         let late = check_nodes(&mut w, &nodes(&["a", "b"]), T0 + MOVE_DEADLINE_MS);
         assert_eq!(late.dispatch, [("a".to_string(), vec![parked])]);
         assert!(late.release.is_empty());
@@ -225,5 +238,39 @@ mod tests {
         assert_eq!(w.in_flight(), 8);
         check_nodes(&mut w, &nodes(&["b"]), T0);
         assert_eq!(w.in_flight(), 0);
+    }
+
+    /// A node's process killed and started again between two ticks, under
+    /// the same name: its pool is another actor, and what the old one held
+    /// goes back to pending (before, it stayed leased for good).
+    #[test]
+    fn a_node_restarted_between_two_looks_frees_what_its_old_pool_held() {
+        let mut w = busy_on_a();
+        assert_eq!(w.in_flight(), 8);
+        check_nodes(&mut w, &nodes(&["a"]), T0 + 1);
+        assert_eq!(w.in_flight(), 8, "the same pool keeps its URLs");
+        let restarted = vec![("a".to_string(), "2".to_string())];
+        check_nodes(&mut w, &restarted, T0 + 2);
+        assert_eq!(w.in_flight(), 0);
+        let work = w.start_cycle(false, false, false, T0 + 2).unwrap();
+        assert_eq!(work.release.len(), 8, "all eight back to pending");
+        check_nodes(&mut w, &restarted, T0 + 3);
+        assert_eq!(w.in_flight(), 0);
+    }
+
+    /// A pool its supervisor restarted says so (`PoolRestarted`): its URLs
+    /// are released then, and its new id at the next look is not a second
+    /// restart (which would release what the new pool was given meanwhile).
+    #[test]
+    fn a_pool_restarted_by_its_supervisor_is_released_once() {
+        let mut w = busy_on_a();
+        assert_eq!(w.pool_restarted("a"), 8);
+        let work = w.start_cycle(false, true, false, T0 + 1).unwrap();
+        assert_eq!(work.release.len(), 8);
+        let jobs = vec![job("h9", "/")];
+        w.cycle_done(jobs, None, &names(&["a"]), T0 + 1);
+        assert_eq!(w.in_flight(), 1);
+        check_nodes(&mut w, &[("a".to_string(), "2".to_string())], T0 + 2);
+        assert_eq!(w.in_flight(), 1, "the new pool keeps what it was given");
     }
 }

@@ -67,6 +67,15 @@ pub(crate) fn live_nodes(local_pool: &str) -> Vec<String> {
         .collect()
 }
 
+/// The live pools as (node, the pool's actor id): a node restarted under
+/// the same name has a pool of another id.
+pub(crate) fn live_pools(local_pool: &str) -> Vec<(String, String)> {
+    pools(local_pool)
+        .into_iter()
+        .map(|(node, pool)| (node, pool.get_id().to_string()))
+        .collect()
+}
+
 /// Cast `msg()` to every live pool; returns their nodes.
 pub(crate) fn cast_pools(local_pool: &str, msg: impl Fn() -> PoolMsg) -> Vec<String> {
     let pools = pools(local_pool);

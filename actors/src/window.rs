@@ -118,6 +118,9 @@ pub struct Window {
     moving: HashMap<String, Moving>,
     /// Nodes whose pools were live at the last look.
     live_nodes: BTreeSet<String>,
+    /// Each live node's pool as last seen (its actor id): a node whose
+    /// process was restarted between two looks has a new one.
+    pool_ids: HashMap<String, String>,
     recovery: Option<Recovery>,
     batch: CommitBatch,
     /// Jobs whose results are in `batch`: still counted as outstanding until
@@ -178,6 +181,7 @@ impl Window {
             host_owner: HashMap::new(),
             moving: HashMap::new(),
             live_nodes: BTreeSet::new(),
+            pool_ids: HashMap::new(),
             recovery: None,
             batch: CommitBatch::default(),
             reported: Vec::new(),
@@ -262,6 +266,30 @@ impl Window {
             .collect();
         self.live_nodes = live;
         (gone, joined)
+    }
+
+    /// The live pools now, as (node, pool id): the nodes whose pool is not
+    /// the one last seen (the node's process restarted between two looks,
+    /// under the same name) lost what theirs held, which goes back to
+    /// pending ([`Self::node_lost`]); with how many URLs each.
+    pub fn pools_replaced(&mut self, live: &[(String, String)]) -> Vec<(String, usize)> {
+        let mut replaced = Vec::new();
+        let mut ids = HashMap::with_capacity(live.len());
+        for (node, id) in live {
+            if self.pool_ids.get(node).is_some_and(|old| old != id) {
+                replaced.push((node.clone(), self.node_lost(node)));
+            }
+            ids.insert(node.clone(), id.clone());
+        }
+        self.pool_ids = ids;
+        replaced
+    }
+
+    /// `node`'s pool was restarted and [`Self::node_lost`] already said
+    /// so: its new pool is taken as it is at the next look.
+    pub fn pool_restarted(&mut self, node: &str) -> usize {
+        self.pool_ids.remove(node);
+        self.node_lost(node)
     }
 
     /// A node's pool is gone (or was restarted): what it held goes back to
