@@ -309,6 +309,13 @@ pub trait Frontier: Send + Sync + fmt::Debug + 'static {
         limit: usize,
         now: Millis,
     ) -> Result<HandOver, StoreError>;
+
+    /// The nodes the store says fetched its processed pages, each once,
+    /// sorted: a (re)started master takes those not in the cluster as gone
+    /// from then on, so that a node that left while no master watched is
+    /// handed over too. Found by the index on the pages' node, one look-up
+    /// a node.
+    async fn nodes_with_pages(&self) -> Result<Vec<String>, StoreError>;
 }
 
 /// What one call of [`Frontier::hand_over`] did.

@@ -77,6 +77,21 @@ pub(crate) fn cycle_done(
     live: &[String],
     now: Millis,
 ) -> AfterCycle {
+    if let Some(nodes) = result.nodes_with_pages.take() {
+        // A new master knows nothing of departures before it: a node that
+        // fetched pages and is not in the cluster is gone from now on, and
+        // handed over unless it is back within the grace.
+        let absent: Vec<String> = nodes.into_iter().filter(|n| !live.contains(n)).collect();
+        if !absent.is_empty() {
+            tracing::info!(
+                target: MASTER_LOG,
+                "nodes that fetched pages and are not in the cluster: {}; their pages are fetched again by their hosts' new owners unless they are back within {}",
+                absent.join(", "),
+                human_duration(Duration::from_millis(window.departed_after().max(0) as u64))
+            );
+            window.departures.absent(&absent, now);
+        }
+    }
     if let Some((node, done)) = result.handed_over.take()
         && window.departures.handed(&node, done)
     {
@@ -218,6 +233,33 @@ mod tests {
         };
         cycle_done(&mut w, &mut result, &[], T0 + 20);
         assert!(w.departures.handing_over().is_empty());
+    }
+
+    /// A master started after a node left (or restarted while it was
+    /// away) learns of it from the store: the node fetched pages and is not
+    /// in the cluster, so it is gone from then on and, not back within the
+    /// grace, handed over; a node that comes back is not.
+    #[test]
+    fn a_new_master_takes_nodes_that_fetched_pages_and_are_not_live_as_gone() {
+        let mut w = window();
+        let grace = w.departed_after();
+        let mut result = CycleResult {
+            nodes_with_pages: Some(vec!["a".into(), "w1".into(), "w2".into()]),
+            ..CycleResult::default()
+        };
+        cycle_done(&mut w, &mut result, &["a".to_string()], T0);
+        w.departures.nodes_changed(&[], &["w2".to_string()], T0 + 5);
+        assert!(w.departures.left_for_good(T0 + grace - 1, grace).is_empty());
+        assert_eq!(w.departures.left_for_good(T0 + grace, grace), ["w1"]);
+        // Read again (a later cycle lost its claim and releases again): a
+        // hand-over under way is not begun anew.
+        let mut again = CycleResult {
+            nodes_with_pages: Some(vec!["a".into(), "w1".into()]),
+            ..CycleResult::default()
+        };
+        cycle_done(&mut w, &mut again, &["a".to_string()], T0 + grace + 1);
+        assert!(w.departures.left_for_good(T0 + 3 * grace, grace).is_empty());
+        assert_eq!(w.departures.handing_over(), ["w1"]);
     }
 
     #[test]

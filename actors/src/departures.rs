@@ -73,6 +73,15 @@ impl Departures {
         }
     }
 
+    /// Nodes the store says fetched pages and that are not in the cluster,
+    /// as a new master finds them: gone from `now` on, unless they are
+    /// already (being handed over, or gone since earlier).
+    pub(crate) fn absent(&mut self, nodes: &[String], now: Millis) {
+        for node in nodes.iter().filter(|n| !self.handing.contains_key(*n)) {
+            self.gone.entry(node.clone()).or_insert(now);
+        }
+    }
+
     /// The nodes that left for good by `now` (stopped by an operator, or
     /// gone for `grace`): their hand-over begins.
     pub(crate) fn left_for_good(&mut self, now: Millis, grace: Millis) -> Vec<String> {

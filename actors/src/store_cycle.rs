@@ -206,6 +206,9 @@ pub(crate) struct CycleResult {
     pub(crate) counts: Option<StoreCounts>,
     /// A departed node's hand-over step: the node, and what the store did.
     pub(crate) handed_over: Option<(String, HandOver)>,
+    /// The nodes the store says fetched pages, read by a new master's
+    /// first cycle (after releasing its predecessor's leases).
+    pub(crate) nodes_with_pages: Option<Vec<String>>,
 }
 
 /// Run `work`'s steps against `store` for the node `owner`; then the
@@ -247,6 +250,7 @@ async fn run_cycle(
             }
             Ok(Done::Counted(counts)) => result.counts = Some(counts),
             Ok(Done::HandedOver(node, done)) => result.handed_over = Some((node, done)),
+            Ok(Done::Recovered(nodes)) => result.nodes_with_pages = Some(nodes),
             Err(e) => {
                 work.put_back(step);
                 return Err(e);
@@ -270,6 +274,7 @@ enum Done {
     Committed(CommitSummary, Vec<Job>),
     Counted(StoreCounts),
     HandedOver(String, HandOver),
+    Recovered(Vec<String>),
 }
 
 async fn run_step(store: &dyn Frontier, owner: &str, step: &Step) -> Result<Done, StoreError> {
@@ -283,6 +288,7 @@ async fn run_step(store: &dyn Frontier, owner: &str, step: &Step) -> Result<Done
                     "returned URLs leased by a previous master to pending"
                 );
             }
+            return Ok(Done::Recovered(store.nodes_with_pages().await?));
         }
         Step::Release(keys) => {
             store.release_keys(keys).await?;
@@ -546,6 +552,10 @@ mod tests {
         ) -> Result<HandOver, StoreError> {
             self.call("hand_over").map(|()| HandOver::default())
         }
+        async fn nodes_with_pages(&self) -> Result<Vec<String>, StoreError> {
+            self.call("nodes_with_pages")
+                .map(|()| vec!["gone".to_string()])
+        }
     }
 
     #[tokio::test]
@@ -558,6 +568,7 @@ mod tests {
             *store.calls.lock().unwrap(),
             [
                 "release_all_but",
+                "nodes_with_pages",
                 "release",
                 "extend",
                 "requeue_due",
@@ -571,6 +582,7 @@ mod tests {
             result.handed_over,
             Some(("w1".to_string(), HandOver::default()))
         );
+        assert_eq!(result.nodes_with_pages, Some(vec!["gone".to_string()]));
     }
 
     #[tokio::test]
@@ -578,7 +590,7 @@ mod tests {
         // The commit fails: the releases, the renewal, the sweep and the
         // hand-over are done.
         let store = Recording {
-            fail_at: Some(6),
+            fail_at: Some(7),
             ..Recording::default()
         };
         let mut work = full_work();

@@ -74,6 +74,10 @@ enum Cmd {
         /// Skip the query latency measured over (b)'s index.
         #[arg(long)]
         no_query_latency: bool,
+        /// Skip (i), the indexing ceiling (a child that generates the web
+        /// again: too much memory beside the server on `xlarge`).
+        #[arg(long)]
+        no_ceiling: bool,
         /// Also print (b)'s and (b-)'s resident memory as the crawl grows.
         #[arg(long)]
         memory_curve: bool,
@@ -128,6 +132,7 @@ async fn main() {
             cluster,
             no_index_cost,
             no_query_latency,
+            no_ceiling,
             memory_curve,
         } => {
             let preset_name = preset;
@@ -150,6 +155,7 @@ async fn main() {
                 cluster,
                 no_index_cost,
                 no_query_latency,
+                no_ceiling,
                 memory_curve,
             };
             run(&preset_name, preset, contenders).await;
@@ -444,6 +450,7 @@ struct Contenders {
     cluster: bool,
     no_index_cost: bool,
     no_query_latency: bool,
+    no_ceiling: bool,
     memory_curve: bool,
 }
 
@@ -460,6 +467,7 @@ async fn run(preset_name: &str, preset: web::Preset, contenders: Contenders) {
         cluster,
         no_index_cost,
         no_query_latency,
+        no_ceiling,
         memory_curve,
     } = contenders;
     let port = {
@@ -555,7 +563,11 @@ async fn run(preset_name: &str, preset: web::Preset, contenders: Contenders) {
         Some(&srv.hits),
     )
     .await;
-    let mut curves = vec![("(b)", cost.memory.clone())];
+    if memory_curve {
+        // At once: a later row failing (or the machine running out of
+        // memory on a large web) does not lose it.
+        print_memory_curve("(b)", &cost.memory, total);
+    }
     rows.push(score(
         "(b) web_crawler, embedded store",
         &web,
@@ -575,10 +587,14 @@ async fn run(preset_name: &str, preset: web::Preset, contenders: Contenders) {
         ]);
         cmd.arg("--no-index");
         let cost = measure_crawl(cmd, timeout, Some(&srv.hits)).await;
-        curves.push(("(b-)", cost.memory.clone()));
+        if memory_curve {
+            print_memory_curve("(b-)", &cost.memory, total);
+        }
         rows.push(score("(b-) web_crawler, no index", &web, &srv.hits, cost));
         let _ = std::fs::remove_dir_all(&dir);
         eprintln!("done: (b-)");
+    }
+    if !no_index_cost && !no_ceiling {
         let dir = work.join("bare-index");
         std::fs::create_dir_all(&dir).expect("bench work dir");
         let mut cmd = Command::new(&me);
@@ -669,11 +685,6 @@ async fn run(preset_name: &str, preset: web::Preset, contenders: Contenders) {
     }
     print_table(&rows, total);
     print_index_cost(&rows, bare);
-    if memory_curve {
-        for (name, memory) in &curves {
-            print_memory_curve(name, memory, total);
-        }
-    }
     if let Some((queries, inp, cli)) = &latency {
         latency::print(queries, inp, cli.as_ref());
     }

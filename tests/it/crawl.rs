@@ -753,6 +753,10 @@ impl Frontier for FlakyStore {
     ) -> Result<web_crawler::actors::HandOver, StoreError> {
         self.inner.hand_over(node, after, limit, now).await
     }
+
+    async fn nodes_with_pages(&self) -> Result<Vec<String>, StoreError> {
+        self.inner.nodes_with_pages().await
+    }
 }
 
 fn chain_web(n: usize) -> HashMap<String, Page> {

@@ -185,6 +185,11 @@ impl Frontier for Switched {
         self.check()?;
         self.inner.hand_over(node, after, limit, now).await
     }
+
+    async fn nodes_with_pages(&self) -> Result<Vec<String>, StoreError> {
+        self.check()?;
+        self.inner.nodes_with_pages().await
+    }
 }
 
 /// The app's status once it says the store is unreachable.

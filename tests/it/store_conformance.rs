@@ -1039,7 +1039,55 @@ async fn pages_in_batches_and_hosts_with_their_pages(b: Backend) {
     assert_eq!(hosts[1].sitemaps, vec!["http://b:81/sitemap.xml"]);
 }
 
+/// A node that left for good hands its pages over: they are queued again
+/// in batches by URL, counted down as their hosts' new owners fetch them,
+/// and the store lists the nodes its pages say fetched them.
+async fn a_departed_nodes_pages_are_handed_over(b: Backend) {
+    let store = b.open().await;
+    let fetched_by = |url: &str, node: &str| {
+        let mut p = page(url, 200, None, vec![]);
+        p.record.node = node.to_string();
+        p.record.etag = Some("\"v1\"".into());
+        p
+    };
+    let urls = ["http://a/1", "http://a/2", "http://b/3"];
+    let mut done: Vec<ProcessedPage> = urls.iter().map(|u| fetched_by(u, "w1")).collect();
+    done.push(fetched_by("http://a/kept", "w2"));
+    store.commit(pages(1_000, None, done).into()).await.unwrap();
+    assert_eq!(store.nodes_with_pages().await.unwrap(), ["w1", "w2"]);
+
+    let first = store.hand_over("w1", None, 2, 2_000).await.unwrap();
+    assert_eq!((first.queued, first.waiting), (2, 3));
+    assert_eq!(first.last.as_deref(), Some("http://a/2"));
+    let second = store
+        .hand_over("w1", first.last.as_deref(), 2, 2_000)
+        .await
+        .unwrap();
+    assert_eq!((second.queued, second.last, second.waiting), (1, None, 3));
+    assert_eq!(
+        pending_urls(store.as_ref()).await,
+        urls,
+        "w2's page stays put"
+    );
+
+    let again = vec![
+        fetched_by("http://a/1", "w2"),
+        fetched_by("http://b/3", "master"),
+    ];
+    store
+        .commit(pages(3_000, None, again).into())
+        .await
+        .unwrap();
+    let count = store.hand_over("w1", None, 0, 4_000).await.unwrap();
+    assert_eq!((count.queued, count.last, count.waiting), (0, None, 1));
+    assert_eq!(
+        store.nodes_with_pages().await.unwrap(),
+        ["master", "w1", "w2"]
+    );
+}
+
 on_both_backends!(upsert_and_referral_merge_, upsert_and_referral_merge);
+on_both_backends!(hand_over, a_departed_nodes_pages_are_handed_over);
 on_both_backends!(
     watched_urls,
     watched_urls_are_swept_and_their_history_bounded

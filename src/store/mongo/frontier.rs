@@ -367,4 +367,23 @@ impl Frontier for MongoStore {
             waiting,
         })
     }
+
+    async fn nodes_with_pages(&self) -> Result<Vec<String>, StoreError> {
+        // One seek a node down the index on the pages' node.
+        let mut nodes: Vec<String> = Vec::new();
+        loop {
+            let after = nodes.last().map_or("", String::as_str);
+            let next = self
+                .processed
+                .find_one(doc! { "node": { "$gt": after } })
+                .sort(doc! { "node": 1 })
+                .projection(doc! { "node": 1 })
+                .await
+                .map_err(backend)?;
+            match next.as_ref().and_then(|d| d.get_str("node").ok()) {
+                Some(node) => nodes.push(node.to_string()),
+                None => return Ok(nodes),
+            }
+        }
+    }
 }

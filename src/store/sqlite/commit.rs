@@ -524,6 +524,11 @@ mod tests {
             .unwrap();
         let count = store.hand_over("w1", None, 0, 5_000).await.unwrap();
         assert_eq!((count.queued, count.last, count.waiting), (0, None, 1));
+        // The nodes the pages now say fetched them, each once.
+        assert_eq!(
+            store.nodes_with_pages().await.unwrap(),
+            ["master", "w1", "w2"]
+        );
         // Asked again, nothing is queued twice: a pending URL gains nothing.
         let more = store.hand_over("w1", None, 10, 5_000).await.unwrap();
         assert_eq!((more.queued, more.waiting), (0, 1));

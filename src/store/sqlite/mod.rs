@@ -417,6 +417,10 @@ impl Frontier for SqliteStore {
         self.write(move |tx, seen| commit::hand_over(tx, seen, &node, after.as_deref(), limit, now))
             .await
     }
+
+    async fn nodes_with_pages(&self) -> Result<Vec<String>, StoreError> {
+        self.read(|tx, _| rows::nodes_with_pages(tx)).await
+    }
 }
 
 #[async_trait]

@@ -124,6 +124,26 @@ pub(super) fn processed_after(
     Ok(pages)
 }
 
+/// [`Frontier::nodes_with_pages`]: one seek a node down the index on
+/// (node, url), not a scan of every page.
+///
+/// [`Frontier::nodes_with_pages`]: web_crawler_actors::Frontier::nodes_with_pages
+pub(super) fn nodes_with_pages(tx: &Transaction<'_>) -> Result<Vec<String>, Fail> {
+    let mut stmt =
+        tx.prepare_cached("SELECT node FROM processed_urls WHERE node > ?1 ORDER BY node LIMIT 1")?;
+    let mut nodes: Vec<String> = Vec::new();
+    loop {
+        let after = nodes.last().map_or("", String::as_str);
+        let mut rows = stmt.query([after])?;
+        let Some(row) = rows.next()? else {
+            return Ok(nodes);
+        };
+        let node: String = row.get(0)?;
+        drop(rows);
+        nodes.push(node);
+    }
+}
+
 pub(super) fn processed_url(tx: &Transaction<'_>, url: &str) -> Result<Option<ProcessedUrl>, Fail> {
     let page = {
         let mut stmt = tx.prepare_cached(PROCESSED_ONE)?;
