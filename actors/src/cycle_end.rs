@@ -89,7 +89,7 @@ pub(crate) fn cycle_done(
                 absent.join(", "),
                 human_duration(Duration::from_millis(window.departed_after().max(0) as u64))
             );
-            window.departures.absent(&absent, now);
+            window.departures.nodes_changed(&absent, &[], now);
         }
     }
     if let Some((node, done)) = result.handed_over.take()

@@ -61,24 +61,18 @@ impl Departures {
     /// The node check's news at `now`: nodes `gone` and nodes `joined`. A
     /// node back under its name answers for its shard again, so its
     /// hand-over, if any, ends (pages already fetched again elsewhere are
-    /// listed once, from their newest copy).
+    /// listed once, from their newest copy). A node gone since earlier, or
+    /// whose hand-over is under way, stays as it is: a new master reports
+    /// the nodes the store names and the cluster lacks as gone, and may
+    /// read them again.
     pub(crate) fn nodes_changed(&mut self, gone: &[String], joined: &[String], now: Millis) {
-        for node in gone {
+        for node in gone.iter().filter(|n| !self.handing.contains_key(*n)) {
             self.gone.entry(node.clone()).or_insert(now);
         }
         for node in joined {
             self.gone.remove(node);
             self.stopping.remove(node);
             self.handing.remove(node);
-        }
-    }
-
-    /// Nodes the store says fetched pages and that are not in the cluster,
-    /// as a new master finds them: gone from `now` on, unless they are
-    /// already (being handed over, or gone since earlier).
-    pub(crate) fn absent(&mut self, nodes: &[String], now: Millis) {
-        for node in nodes.iter().filter(|n| !self.handing.contains_key(*n)) {
-            self.gone.entry(node.clone()).or_insert(now);
         }
     }
 

@@ -246,13 +246,13 @@ impl Window {
 
     // --- nodes ------------------------------------------------------------------
 
-    /// The live pools now; returns the nodes that left (with how many URLs
-    /// each held, which go back to pending) and the ones that joined.
     /// How long a node may be gone before it is taken as left for good.
     pub(crate) fn departed_after(&self) -> Millis {
         self.cfg.departed_after.as_millis() as Millis
     }
 
+    /// The live pools now; returns the nodes that left (with how many URLs
+    /// each held, which go back to pending) and the ones that joined.
     pub fn nodes_changed(&mut self, live: &[String]) -> (Vec<(String, usize)>, Vec<String>) {
         let live: BTreeSet<String> = live.iter().cloned().collect();
         let gone: Vec<String> = self.live_nodes.difference(&live).cloned().collect();
