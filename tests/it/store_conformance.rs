@@ -1069,6 +1069,14 @@ async fn a_departed_nodes_pages_are_handed_over(b: Backend) {
         urls,
         "w2's page stays put"
     );
+    // Fetched whole by the new owner: no validators to send.
+    let jobs = store.claim(claim_req(2_500, 10, 10)).await.unwrap();
+    assert_eq!(jobs.len(), 3);
+    assert!(
+        jobs.iter()
+            .all(|j| j.last.as_ref().is_none_or(|l| l.etag.is_none())),
+        "{jobs:?}"
+    );
 
     let again = vec![
         fetched_by("http://a/1", "w2"),

@@ -479,61 +479,6 @@ mod tests {
     use crate::store::sqlite::test_support::*;
     use web_crawler_actors::{Frontier, OperationSpec, Queries, Retry};
 
-    /// A page fetched by `node` at `now`, with an `ETag`.
-    fn fetched_by(url: &str, node: &str) -> ProcessedPage {
-        let mut p = page(url, Some(200), None, vec![]);
-        p.record.node = node.to_string();
-        p.record.etag = Some("\"v1\"".into());
-        p
-    }
-
-    #[tokio::test]
-    async fn a_departed_nodes_pages_are_queued_in_batches_and_counted_down() {
-        let (_dir, _path, store) = open_temp();
-        let urls = ["http://a/1", "http://a/2", "http://b/3"];
-        let mut done: Vec<ProcessedPage> = urls.iter().map(|u| fetched_by(u, "w1")).collect();
-        done.push(fetched_by("http://a/kept", "w2"));
-        store.commit(pages(1_000, None, done).into()).await.unwrap();
-
-        let first = store.hand_over("w1", None, 2, 2_000).await.unwrap();
-        assert_eq!(first.queued, 2);
-        assert_eq!(first.last.as_deref(), Some("http://a/2"));
-        assert_eq!(first.waiting, 3, "none fetched again yet");
-        let second = store
-            .hand_over("w1", first.last.as_deref(), 2, 2_000)
-            .await
-            .unwrap();
-        assert_eq!((second.queued, second.last, second.waiting), (1, None, 3));
-        assert_eq!(pending_urls(&store).await, urls, "w2's page stays put");
-
-        // Fetched whole by the new owner (no validators sent), then its.
-        let jobs = store.claim(claim_req(3_000, 10, 10)).await.unwrap();
-        assert_eq!(jobs.len(), 3);
-        assert!(
-            jobs.iter()
-                .all(|j| j.last.as_ref().is_none_or(|l| l.etag.is_none())),
-            "{jobs:?}"
-        );
-        let again = vec![
-            fetched_by("http://a/1", "w2"),
-            fetched_by("http://b/3", "master"),
-        ];
-        store
-            .commit(pages(4_000, None, again).into())
-            .await
-            .unwrap();
-        let count = store.hand_over("w1", None, 0, 5_000).await.unwrap();
-        assert_eq!((count.queued, count.last, count.waiting), (0, None, 1));
-        // The nodes the pages now say fetched them, each once.
-        assert_eq!(
-            store.nodes_with_pages().await.unwrap(),
-            ["master", "w1", "w2"]
-        );
-        // Asked again, nothing is queued twice: a pending URL gains nothing.
-        let more = store.hand_over("w1", None, 10, 5_000).await.unwrap();
-        assert_eq!((more.queued, more.waiting), (0, 1));
-    }
-
     #[tokio::test]
     async fn another_operation_is_queued_again() {
         let (_dir, _path, store) = open_temp();

@@ -5,11 +5,11 @@ use super::columns::{int_col, json_col, json_err, operation_col, opt_int_col, te
 use super::errors::Fail;
 use super::referrals::referrals_of;
 use super::schema::{
-    BROKEN, COUNTS, HISTOGRAM, HISTORY_LIST, HOST_LIST, HOST_PAGES, NODE_PAGES, PENDING_LIST,
-    PROCESSED_AFTER, PROCESSED_ONE, PROCESSED_PAGE, RECORD_HEAD, RECORD_LIST,
+    BROKEN, COUNTS, HISTOGRAM, HISTORY_LIST, HOST_LIST, HOST_PAGES, NODE_AFTER, NODE_PAGES,
+    PENDING_LIST, PROCESSED_AFTER, PROCESSED_ONE, PROCESSED_PAGE, RECORD_HEAD, RECORD_LIST,
 };
 use crate::store::seen::SeenWindow;
-use rusqlite::{Row, Transaction, named_params, params};
+use rusqlite::{OptionalExtension, Row, Transaction, named_params, params};
 use web_crawler_actors::monitor::{FetchHistory, HistoryQuery};
 use web_crawler_actors::{
     BrokenLink, Document, HostRecord, PageQuery, PageRecord, PendingUrl, ProcessedUrl,
@@ -129,18 +129,14 @@ pub(super) fn processed_after(
 ///
 /// [`Frontier::nodes_with_pages`]: web_crawler_actors::Frontier::nodes_with_pages
 pub(super) fn nodes_with_pages(tx: &Transaction<'_>) -> Result<Vec<String>, Fail> {
-    let mut stmt =
-        tx.prepare_cached("SELECT node FROM processed_urls WHERE node > ?1 ORDER BY node LIMIT 1")?;
+    let mut stmt = tx.prepare_cached(NODE_AFTER)?;
     let mut nodes: Vec<String> = Vec::new();
     loop {
         let after = nodes.last().map_or("", String::as_str);
-        let mut rows = stmt.query([after])?;
-        let Some(row) = rows.next()? else {
-            return Ok(nodes);
-        };
-        let node: String = row.get(0)?;
-        drop(rows);
-        nodes.push(node);
+        match stmt.query_row([after], |row| row.get(0)).optional()? {
+            Some(node) => nodes.push(node),
+            None => return Ok(nodes),
+        }
     }
 }
 

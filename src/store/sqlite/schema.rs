@@ -399,6 +399,11 @@ pub(super) const CLEAR_VALIDATORS: &str =
 
 pub(super) const NODE_PAGE_COUNT: &str = "SELECT COUNT(*) FROM processed_urls WHERE node = ?1";
 
+/// The first node after `?1` that fetched a page: one seek down the index
+/// on (node, url).
+pub(super) const NODE_AFTER: &str =
+    "SELECT node FROM processed_urls WHERE node > ?1 ORDER BY node LIMIT 1";
+
 /// What a claimed URL's last fetch left (`LastFetch`).
 pub(super) const LAST_FETCH: &str = "SELECT http_returncode, content_hash, etag, last_modified,
         check_interval_ms, check_every_ms
@@ -563,6 +568,7 @@ const ALL_STATEMENTS: &[&str] = &[
     NODE_PAGES_AFTER,
     CLEAR_VALIDATORS,
     NODE_PAGE_COUNT,
+    NODE_AFTER,
     CLEAR_CHECK,
     LAST_FETCH,
     HISTORY_LIST,
