@@ -1316,9 +1316,11 @@ fn words_of(text: &str) -> Vec<u64> {
         // branch on its length (word lengths are random, and branches on
         // them were most of the cost).
         let x = load_padded(bytes, i);
-        let lower = between(x, b'a' - 1, b'z' + 1);
-        let upper = between(x, b'A' - 1, b'Z' + 1);
-        let digit = between(x, b'0' - 1, b'9' + 1);
+        let Kinds {
+            lower,
+            upper,
+            digit,
+        } = Kinds::of(x);
         let alnum = lower | upper | digit;
         let non_ascii = x & HIGH_BITS;
         let n = ((!alnum & HIGH_BITS).trailing_zeros() / 8) as usize;
@@ -1406,10 +1408,11 @@ fn long_word(text: &str, start: usize, number: u64, words: &mut Vec<u64>) -> usi
 fn ascii_run(bytes: &[u8], i: &mut usize) -> u8 {
     let mut kinds = 0;
     loop {
-        let x = load_padded(bytes, *i);
-        let lower = between(x, b'a' - 1, b'z' + 1);
-        let upper = between(x, b'A' - 1, b'Z' + 1);
-        let digit = between(x, b'0' - 1, b'9' + 1);
+        let Kinds {
+            lower,
+            upper,
+            digit,
+        } = Kinds::of(load_padded(bytes, *i));
         // The first byte that is none of them (a separator, a non-ASCII
         // byte, or the zeros past the end) ends the run.
         let stop = !(lower | upper | digit) & HIGH_BITS;
@@ -1427,6 +1430,25 @@ fn ascii_run(bytes: &[u8], i: &mut usize) -> u8 {
         *i += n;
         if n < 8 {
             return kinds;
+        }
+    }
+}
+
+/// The high bit of each byte of an eight-byte load that is a small
+/// letter, a capital or a digit (ASCII; none of them for a non-ASCII byte).
+struct Kinds {
+    lower: u64,
+    upper: u64,
+    digit: u64,
+}
+
+impl Kinds {
+    #[inline]
+    fn of(x: u64) -> Self {
+        Self {
+            lower: between(x, b'a' - 1, b'z' + 1),
+            upper: between(x, b'A' - 1, b'Z' + 1),
+            digit: between(x, b'0' - 1, b'9' + 1),
         }
     }
 }
