@@ -56,7 +56,8 @@ const ALWAYS_SEARCHED_DF: u64 = 1_000;
 const MAX_LIMIT: usize = 1000;
 /// Body text beyond this is neither indexed nor stored.
 const MAX_BODY_BYTES: usize = 1 << 20;
-/// Snippets are looked for in the first this-many bytes of the body.
+/// Snippets are looked for in the first this-many bytes of the body, and
+/// only those are stored (`body_start`).
 const SNIPPET_SCAN_BYTES: usize = 24 * 1024;
 const SNIPPET_CHARS: usize = 200;
 /// The writers' arenas: what the index holds in memory before it writes a
@@ -302,6 +303,9 @@ impl SearchIndex {
             d.add_text(f.headings, h);
         }
         d.add_text(f.body, body);
+        if let Some(start) = f.body_start {
+            d.add_text(start, truncate(body, SNIPPET_SCAN_BYTES));
+        }
         // The words the text fields gave (see `schema::register_analyzers`).
         d.add_text(f.spell, schema::SPELL_FROM_TEXT);
         d.add_text(f.url_words, schema::url_words(&doc.url));
@@ -1527,7 +1531,7 @@ impl Searchers<'_> {
                     .unwrap_or_default()
                     .to_string()
             };
-            let body = text(pf.body);
+            let body = text(pf.body_start.unwrap_or(pf.body));
             let scan = truncate(&body, SNIPPET_SCAN_BYTES);
             let found = generator.snippet(scan);
             let at = found.fragment_range().start;

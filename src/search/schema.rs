@@ -333,6 +333,9 @@ pub(crate) struct PageFields {
     pub(crate) title: Field,
     pub(crate) headings: Field,
     pub(crate) body: Field,
+    /// The body's first bytes, stored: what snippets are cut from. `None`
+    /// in an index made before it, whose `body` is stored whole.
+    pub(crate) body_start: Option<Field>,
     pub(crate) url_words: Field,
     /// Unstemmed words of title, headings and body: the spelling vocabulary.
     pub(crate) spell: Field,
@@ -348,7 +351,8 @@ impl PageFields {
         b.add_text_field("url", STRING | STORED | FAST);
         b.add_text_field("title", text(ENGLISH, positions).set_stored());
         b.add_text_field("headings", text(ENGLISH, positions));
-        b.add_text_field("body", text(ENGLISH, positions).set_stored());
+        b.add_text_field("body", text(ENGLISH, positions));
+        b.add_text_field("body_start", STORED);
         b.add_text_field("url_words", text(ENGLISH_URL, IndexRecordOption::WithFreqs));
         b.add_text_field("spell", text(SPELL, IndexRecordOption::Basic));
         b.add_u64_field("out_links", FAST);
@@ -368,6 +372,7 @@ impl PageFields {
             title: f("title")?,
             headings: f("headings")?,
             body: f("body")?,
+            body_start: schema.get_field("body_start").ok(),
             url_words: f("url_words")?,
             spell: f("spell")?,
             out_links: f("out_links")?,
@@ -424,16 +429,36 @@ impl AnchorFields {
 /// version's): the first field it has that `current` lacks or defines
 /// otherwise; `None` when every field of it is in `current`, unchanged.
 pub(crate) fn not_a_subset(existing: &Schema, current: &Schema) -> Option<String> {
+    let earlier = earlier_forms();
     existing.fields().find_map(|(_, entry)| {
         let name = entry.name();
         match current.get_field(name) {
             Ok(f) if current.get_field_entry(f) == entry => None,
+            Ok(_)
+                if earlier
+                    .get_field(name)
+                    .is_ok_and(|f| earlier.get_field_entry(f) == entry) =>
+            {
+                None
+            }
             Ok(_) => Some(format!("its field {name:?} is defined differently")),
             Err(_) => Some(format!(
                 "it has a field {name:?} this version does not know"
             )),
         }
     })
+}
+
+/// Fields as earlier versions defined them, still read and written as they
+/// are: the pages' `body` was stored whole before `body_start` held the
+/// part snippets read (storing it whole was a sixth of the indexing CPU).
+fn earlier_forms() -> Schema {
+    let mut b = Schema::builder();
+    b.add_text_field(
+        "body",
+        text(ENGLISH, IndexRecordOption::WithFreqsAndPositions).set_stored(),
+    );
+    b.build()
 }
 
 /// The words of a URL worth matching: host labels and path segments split
@@ -534,6 +559,37 @@ mod tests {
         let other = b.build();
         assert!(not_a_subset(&other, &current).unwrap().contains("source"));
         assert!(not_a_subset(&current, &old).unwrap().contains("context"));
+    }
+
+    #[test]
+    fn an_index_with_the_body_stored_whole_is_still_usable() {
+        let current = PageFields::schema();
+        let mut b = Schema::builder();
+        for (_, entry) in current.fields() {
+            match entry.name() {
+                "body_start" => {}
+                "body" => {
+                    b.add_text_field(
+                        "body",
+                        text(ENGLISH, IndexRecordOption::WithFreqsAndPositions).set_stored(),
+                    );
+                }
+                _ => {
+                    b.add_field(entry.clone());
+                }
+            }
+        }
+        let old = b.build();
+        assert_eq!(not_a_subset(&old, &current), None);
+        assert_eq!(PageFields::of(&old).unwrap().body_start, None);
+        assert!(PageFields::of(&current).unwrap().body_start.is_some());
+        // Stored or not, the body must be indexed as this version does.
+        let mut b = Schema::builder();
+        b.add_text_field(
+            "body",
+            text(ENGLISH, IndexRecordOption::WithFreqs).set_stored(),
+        );
+        assert!(not_a_subset(&b.build(), &current).unwrap().contains("body"));
     }
 
     #[test]

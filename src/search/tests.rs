@@ -257,6 +257,59 @@ fn a_page_matched_by_title_only_gets_the_start_of_its_body_as_snippet() {
 }
 
 #[test]
+fn a_page_beyond_the_stored_start_is_found_by_all_its_words() {
+    // Only the body's first 24 KB are stored (snippets read no further);
+    // every word of it is indexed.
+    let filler = "Words about nothing in particular fill this page. ".repeat(600);
+    let body = format!("Sourdough starts here. {filler} The rye crumb ends it.");
+    let (_dir, index) = index_with(&[page("https://bake.example/long", "Long", &body)], &[]);
+    let hit = &search(&index, "rye crumb").results[0];
+    assert_eq!(hit.url, "https://bake.example/long");
+    assert!(hit.snippet.starts_with("Sourdough starts here."), "{hit:?}");
+    let hit = &search(&index, "sourdough").results[0];
+    assert!(hit.snippet.contains("Sourdough starts"), "{hit:?}");
+}
+
+#[test]
+fn an_index_made_with_the_body_stored_whole_gives_snippets_from_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("idx");
+    // The pages index as versions before `body_start` made it.
+    let current = schema::PageFields::schema();
+    let mut b = tantivy::schema::Schema::builder();
+    for (_, entry) in current.fields() {
+        match entry.name() {
+            "body_start" => {}
+            "body" => {
+                let stored = tantivy::schema::TextOptions::default()
+                    .set_indexing_options(
+                        tantivy::schema::TextFieldIndexing::default()
+                            .set_tokenizer(schema::ENGLISH)
+                            .set_index_option(
+                                tantivy::schema::IndexRecordOption::WithFreqsAndPositions,
+                            ),
+                    )
+                    .set_stored();
+                b.add_text_field("body", stored);
+            }
+            _ => {
+                b.add_field(entry.clone());
+            }
+        }
+    }
+    std::fs::create_dir_all(root.join("pages")).unwrap();
+    tantivy::Index::create_in_dir(root.join("pages"), b.build()).unwrap();
+    let mut index = SearchIndex::open(&root).unwrap();
+    for p in bakery() {
+        index.add_page(&p).unwrap();
+    }
+    index.commit().unwrap();
+    let hit = &search(&index, "sourdough starter").results[0];
+    assert_eq!(hit.url, "https://bake.example/sourdough");
+    assert!(hit.snippet.contains("starter"), "{hit:?}");
+}
+
+#[test]
 fn an_empty_index_and_a_query_matching_nothing_answer_no_results() {
     let dir = tempfile::tempdir().unwrap();
     let index = SearchIndex::open(dir.path()).unwrap();
