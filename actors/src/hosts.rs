@@ -11,7 +11,7 @@
 //! [`MAX_LIVE_HOSTS`] — and how many hosts hold work there in all; the
 //! listing keeps the first `limit` rows.
 
-use crate::types::{Millis, RobotsStatus};
+use crate::types::{IndexCounts, Millis, RobotsStatus};
 use serde::{Deserialize, Serialize};
 use std::cmp::{Ordering, Reverse};
 use std::collections::HashMap;
@@ -118,6 +118,9 @@ pub struct NodeHosts {
     /// `--per-host` of any one host).
     #[serde(default)]
     pub running: u64,
+    /// A worker's index shard: its pages queued and committed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub index: Option<IndexCounts>,
     /// Its hosts with anything to show (work, a backoff, robots.txt being
     /// fetched or unreachable, paused, moving), busiest first, at most as
     /// many as asked for.
@@ -227,12 +230,14 @@ mod tests {
                 busy: 1,
                 running: 0,
                 hosts: vec![live("c", "m", 1, 0)],
+                index: None,
             },
             NodeHosts {
                 node: "w1".into(),
                 busy: 2,
                 running: 0,
                 hosts: vec![live("b", "w1", 3, 1), live("new", "w1", 1, 0), backing_off],
+                index: None,
             },
         ];
         let all = listing(
@@ -275,12 +280,14 @@ mod tests {
                 busy: 1,
                 running: 0,
                 hosts: vec![leaving],
+                index: None,
             },
             NodeHosts {
                 node: "w1".into(),
                 busy: 1,
                 running: 0,
                 hosts: vec![live("h", "w1", 2, 0)],
+                index: None,
             },
         ];
         let first = listing(vec![stored("a", 1), stored("h", 1)], answers, Vec::new(), 1);

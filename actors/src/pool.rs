@@ -8,6 +8,7 @@ use crate::behaviour::Record;
 use crate::behaviour::index::{INDEX_QUEUE, IndexBacklog};
 use crate::config::{Behaviours, CrawlConfig};
 use crate::hosts::MAX_LIVE_HOSTS;
+use crate::indexer::IndexProgress;
 use crate::metrics;
 use crate::protocol::{self, IndexerMsg, MasterMsg, PoolMsg, SlaveReport, SupMsg};
 use crate::runtime_settings::RuntimeSettings;
@@ -26,7 +27,16 @@ pub(crate) struct PoolArgs {
     pub(crate) behaviours: Behaviours,
     /// On a worker node that keeps an index shard: where its slaves' pages
     /// wait for it (they are not sent to the master).
-    pub(crate) backlog: Option<Arc<dyn IndexBacklog>>,
+    pub(crate) shard: Option<ShardQueue>,
+}
+
+/// A worker's index shard as its pool sees it: the backlog its slaves'
+/// pages wait in, and the counts `status` gives ("indexed N of M"), which
+/// the pool counts in and the node's indexer counts out.
+#[derive(Debug)]
+pub(crate) struct ShardQueue {
+    pub(crate) backlog: Arc<dyn IndexBacklog>,
+    pub(crate) progress: Arc<IndexProgress>,
 }
 
 #[derive(Debug)]
@@ -149,14 +159,16 @@ impl Actor for Pool {
                     .robots_ready(&host, report.rules, report.unreachable, now_ms());
             }
             PoolMsg::Report(mut report) => {
-                if let Some(backlog) = &state.args.backlog {
+                if let Some(shard) = &state.args.shard {
                     // Queued here before the report leaves: a page the
                     // master has processed is in this node's backlog (a
                     // failed write fails the pool, whose restart returns
                     // its URLs to pending).
                     let pages = index_records(&mut report);
                     if !pages.is_empty() {
-                        backlog.push(pages).await?;
+                        let queued = pages.len() as u64;
+                        shard.backlog.push(pages).await?;
+                        shard.progress.queued(queued);
                         if let Some(indexer) =
                             ActorRef::<IndexerMsg>::where_is(state.config.indexer_name())
                         {
@@ -182,7 +194,9 @@ impl Actor for Pool {
             PoolMsg::Hosts { limit, reply } => {
                 let node = &state.config.node_name;
                 let limit = limit.min(MAX_LIVE_HOSTS);
-                let _ = reply.send(state.scheduler.snapshot(node, now_ms(), limit));
+                let mut answer = state.scheduler.snapshot(node, now_ms(), limit);
+                answer.index = state.args.shard.as_ref().map(|s| s.progress.counts());
+                let _ = reply.send(answer);
                 return Ok(());
             }
             PoolMsg::Set(setting) => {

@@ -298,6 +298,10 @@ pub struct NodeInfo {
     pub load: u64,
     /// Hosts assigned to it.
     pub hosts: u64,
+    /// Its index shard's pages, queued and committed (in `status`, when
+    /// the node keeps one and answered).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub index: Option<IndexCounts>,
 }
 
 /// A snapshot for `status`.
@@ -352,8 +356,8 @@ pub struct Status {
     /// or when these counts could not be read fresh.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub store_error: Option<String>,
-    /// Pages queued for the full-text index and pages committed to it
-    /// (on a node that keeps one).
+    /// Pages queued for the full-text index and pages committed to it,
+    /// over every node's shard that answered (`None`: no node keeps one).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub index: Option<IndexCounts>,
     /// Nodes that left the cluster for good whose pages are being handed
@@ -1093,6 +1097,10 @@ mod tests {
                 queued: 2,
                 ..Default::default()
             }],
+            index: Some(IndexCounts {
+                indexed: 3,
+                queued: 5,
+            }),
         };
         reply.send(answer.clone()).unwrap();
         assert_eq!(rx.await.unwrap(), answer);

@@ -298,6 +298,7 @@ impl HostScheduler {
                     .count() as u64,
                 running: self.in_flight as u64,
                 hosts: Vec::new(),
+                index: None,
             };
         }
         let left = |until: Millis| until.saturating_sub(now).max(0) as u64;
@@ -355,6 +356,7 @@ impl HostScheduler {
             busy,
             running: self.in_flight as u64,
             hosts,
+            index: None,
         }
     }
 

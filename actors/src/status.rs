@@ -113,6 +113,7 @@ impl StatusDraft {
     ) -> (Status, Option<StoreCounts>) {
         let mut status = self.status;
         status.requests_in_flight = pools.iter().map(|p| p.running).sum();
+        shard_counts(&mut status, pools);
         let fresh = match counts {
             Some(Ok(counts)) => {
                 if self.holds_nothing {
@@ -160,6 +161,25 @@ impl StatusDraft {
             let _ = reply.send(status);
         });
     }
+}
+
+/// Each node's index shard in `status`: the master's own counts for its
+/// node, what each other pool answered for its node; `index` is their sum.
+fn shard_counts(status: &mut Status, pools: &[NodeHosts]) {
+    let own = status.index;
+    let of = |node: &str| pools.iter().find(|p| p.node == node).and_then(|p| p.index);
+    for info in &mut status.nodes {
+        info.index = if info.node == status.node {
+            own
+        } else {
+            of(&info.node)
+        };
+    }
+    status.index = pools
+        .iter()
+        .filter(|p| p.node != status.node)
+        .filter_map(|p| p.index)
+        .fold(own, |sum, shard| Some(sum.unwrap_or_default().plus(shard)));
 }
 
 #[cfg(test)]
@@ -228,6 +248,41 @@ mod tests {
         let pools = [pool("n1", 3), pool("n2", 4)];
         let (status, _) = draft(&window(), false).finish(None, &pools);
         assert_eq!(status.requests_in_flight, 7);
+    }
+
+    #[test]
+    fn the_index_counts_are_every_answering_shards_summed_and_each_nodes_own() {
+        let counts = |indexed, queued| IndexCounts { indexed, queued };
+        let mut facts = facts(false);
+        facts.index = Some(counts(10, 12));
+        facts.live = vec!["n1".into(), "w1".into(), "w2".into(), "w3".into()];
+        let cluster = StatusDraft::new(&window(), &RecentRate::new(T0, 50), facts, T0 + 1);
+        let mut w1 = pool("w1", 0);
+        w1.index = Some(counts(5, 9));
+        // The master's node's index is the master's (the store's queue);
+        // what its pool says is not counted twice. w2 keeps no index; w3
+        // did not answer.
+        let mut n1 = pool("n1", 0);
+        n1.index = Some(counts(99, 99));
+        let (status, _) = cluster.finish(None, &[n1, w1, pool("w2", 0)]);
+        assert_eq!(status.index, Some(counts(15, 21)));
+        let by_node: Vec<(&str, Option<IndexCounts>)> = status
+            .nodes
+            .iter()
+            .map(|n| (n.node.as_str(), n.index))
+            .collect();
+        assert_eq!(
+            by_node,
+            [
+                ("n1", Some(counts(10, 12))),
+                ("w1", Some(counts(5, 9))),
+                ("w2", None),
+                ("w3", None)
+            ]
+        );
+        // No node keeps an index: none to report.
+        let (status, _) = draft(&window(), false).finish(None, &[pool("w2", 0)]);
+        assert_eq!(status.index, None);
     }
 
     #[test]

@@ -11,7 +11,7 @@ use crate::control::{Control, ControlArgs};
 use crate::indexer::{IndexProgress, Indexer, IndexerArgs, StoreQueue};
 use crate::master::{Master, MasterArgs};
 use crate::outage::{PatientQueries, StoreFailure};
-use crate::pool::{Pool, PoolArgs};
+use crate::pool::{Pool, PoolArgs, ShardQueue};
 use crate::protocol::{self, ChildInfo, ChildRole, IndexerMsg, MasterMsg, SupMsg};
 use crate::restarts::RecentRestarts;
 use crate::run_stats::RunStats;
@@ -326,7 +326,10 @@ async fn start_child(
             let args = PoolArgs {
                 settings: state.settings.clone(),
                 behaviours: state.args.behaviours.clone(),
-                backlog: state.args.shard.as_ref().map(|s| Arc::clone(&s.backlog)),
+                shard: state.args.shard.as_ref().map(|s| ShardQueue {
+                    backlog: Arc::clone(&s.backlog),
+                    progress: state.index_progress.clone(),
+                }),
             };
             Actor::spawn_linked(Some(cfg.pool_name()), Pool, args, myself.get_cell())
                 .await?

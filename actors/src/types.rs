@@ -391,6 +391,15 @@ impl IndexCounts {
     pub fn backlog(&self) -> u64 {
         self.queued.saturating_sub(self.indexed)
     }
+
+    /// Two shards' counts together.
+    #[must_use]
+    pub fn plus(self, other: Self) -> Self {
+        Self {
+            indexed: self.indexed + other.indexed,
+            queued: self.queued + other.queued,
+        }
+    }
 }
 
 /// Error text recorded for a page robots.txt disallows.

@@ -1118,6 +1118,7 @@ impl Window {
                 load: self.per_node.get(node).copied().unwrap_or(0) as u64,
                 hosts: self.host_owner.values().filter(|n| *n == node).count() as u64,
                 node: node.clone(),
+                index: None,
             })
             .collect()
     }

@@ -279,6 +279,28 @@ fn handing_over(s: &Status) -> String {
     )
 }
 
+/// `status`'s word on the full-text index: pages searchable of those
+/// queued, over the cluster, and each node's shard when there are several.
+fn index_line(s: &Status) -> String {
+    let Some(all) = s.index else {
+        return String::new();
+    };
+    let shards: Vec<String> = s
+        .nodes
+        .iter()
+        .filter_map(|n| {
+            n.index
+                .map(|i| format!("{} {} of {}", n.node, i.indexed, i.queued))
+        })
+        .collect();
+    let by_node = if shards.len() > 1 {
+        format!(" ({})", shards.join(", "))
+    } else {
+        String::new()
+    };
+    format!("\nindexed {} of {} pages{by_node}", all.indexed, all.queued)
+}
+
 /// Pages per second now and on average, apart: the run's average keeps
 /// falling while the crawl is idle, the recent rate says 0.
 pub(crate) fn rates(s: &Status) -> String {
@@ -294,7 +316,7 @@ pub(crate) fn rates(s: &Status) -> String {
 pub(crate) fn render(reply: &ControlReply) -> String {
     match reply {
         ControlReply::Status(s) => format!(
-            "node {}: {} processed, {} pending, {} claimed, {} failed, {} in flight, {}{}{}{}",
+            "node {}: {} processed, {} pending, {} claimed, {} failed, {} in flight, {}{}{}{}{}",
             s.node,
             s.store.processed,
             s.store.pending,
@@ -303,6 +325,7 @@ pub(crate) fn render(reply: &ControlReply) -> String {
             requests(s.requests_in_flight),
             rates(s),
             if s.paused { " (paused)" } else { "" },
+            index_line(s),
             store_away(s),
             handing_over(s)
         ),
@@ -810,6 +833,35 @@ mod tests {
             ),
             "{text}"
         );
+    }
+
+    #[test]
+    fn status_says_how_many_pages_are_searchable_on_each_node() {
+        use web_crawler::actors::{IndexCounts, NodeInfo};
+        let counts = |indexed, queued| Some(IndexCounts { indexed, queued });
+        let node = |name: &str, index| NodeInfo {
+            node: name.into(),
+            index,
+            ..NodeInfo::default()
+        };
+        let mut s = Status {
+            node: "m".into(),
+            nodes: vec![node("m", counts(10, 12))],
+            index: counts(10, 12),
+            ..Status::default()
+        };
+        let one = render(&ControlReply::Status(s.clone()));
+        assert!(one.ends_with("\nindexed 10 of 12 pages"), "{one}");
+        s.nodes.push(node("w1", counts(5, 9)));
+        s.nodes.push(node("w2", None));
+        s.index = counts(15, 21);
+        let two = render(&ControlReply::Status(s.clone()));
+        assert!(
+            two.ends_with("\nindexed 15 of 21 pages (m 10 of 12, w1 5 of 9)"),
+            "{two}"
+        );
+        s.index = None;
+        assert!(!render(&ControlReply::Status(s)).contains("indexed"));
     }
 
     #[test]

@@ -782,6 +782,27 @@ async fn a_cluster_indexes_what_its_nodes_fetch_and_answers_searches() {
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
     }
+    // `status` counts every node's shard: the sixteen pages, w1's among them.
+    let status = cluster.status().await.expect("a status");
+    assert_eq!(
+        status["index"],
+        serde_json::json!({"indexed": HOSTS, "queued": HOSTS}),
+        "{status}"
+    );
+    let shards: Vec<(String, u64)> = status["nodes"]
+        .as_array()
+        .expect("nodes")
+        .iter()
+        .map(|n| {
+            let node = n["node"].as_str().unwrap_or_default().to_string();
+            (node, n["index"]["indexed"].as_u64().unwrap_or(0))
+        })
+        .collect();
+    assert!(
+        shards.iter().any(|(n, i)| n == "w1" && *i > 0),
+        "{shards:?}"
+    );
+    assert_eq!(shards.iter().map(|(_, i)| i).sum::<u64>(), HOSTS as u64);
     let out = cluster
         .console(&[], "search sourdugh archive\nsearch \"unbalanced\nquit\n")
         .await;
