@@ -592,6 +592,52 @@ fn a_page_is_found_by_the_words_around_the_links_to_it() {
 }
 
 #[test]
+fn a_page_with_many_links_in_its_text_gives_each_a_shorter_context() {
+    let words: Vec<String> = (0..4000).map(|i| format!("w{i}")).collect();
+    let link_at = |i: usize| i * 100 + 50;
+    let body = |links: usize| {
+        let mut text = words.clone();
+        for l in 0..links {
+            text[link_at(l)] = format!("link{l}");
+        }
+        text.join(" ")
+    };
+    let contexts = |links: usize| {
+        let p = page("https://x.example/", "Essay", &body(links));
+        let mut docs: Vec<AnchorDoc> = (0..links)
+            .map(|l| AnchorDoc {
+                target: format!("https://x.example/{l}"),
+                text: format!("link{l}"),
+                context: String::new(),
+            })
+            .collect();
+        add_contexts(&p, &mut docs);
+        docs.into_iter().map(|d| d.context).collect::<Vec<_>>()
+    };
+    let sides = |context: &str| context.split_whitespace().count() / 2;
+    // Sixteen links: 25 words a side each, 800 in all.
+    let few = contexts(16);
+    assert!(few.iter().all(|c| sides(c) == 25), "{:?}", few[0]);
+    // Forty: 800 / 80 = 10 words a side each.
+    let many = contexts(40);
+    assert!(many.iter().all(|c| sides(c) == 10), "{:?}", many[0]);
+    assert_eq!(
+        many[3],
+        (340..350)
+            .chain(351..361)
+            .map(|i| format!("w{i}"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    );
+    assert!(
+        many.iter()
+            .map(|c| c.split_whitespace().count())
+            .sum::<usize>()
+            <= 800
+    );
+}
+
+#[test]
 fn a_hub_gives_its_links_no_context() {
     let mut hub = page(
         "https://db.example/toc",
