@@ -1279,13 +1279,14 @@ async fn a_piped_console_says_which_answer_is_whose() {
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines[0], "> status", "{text}");
     assert!(lines[1].starts_with("node master: "), "{text}");
-    assert_eq!(lines[2], "> search", "{text}");
+    assert_eq!(lines[2], "indexed 0 of 0 pages", "{text}");
+    assert_eq!(lines[3], "> search", "{text}");
     assert_eq!(
-        lines[3], "error: search needs words: search QUERY",
+        lines[4], "error: search needs words: search QUERY",
         "{text}"
     );
-    assert_eq!(lines[4], "> nodes", "{text}");
-    assert_eq!(lines[5], "node\tload\thosts", "{text}");
+    assert_eq!(lines[5], "> nodes", "{text}");
+    assert_eq!(lines[6], "node\tload\thosts", "{text}");
     let add = lines
         .iter()
         .position(|l| *l == "> add_url 127.0.28.11:8091")
