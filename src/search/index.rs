@@ -368,17 +368,27 @@ impl SearchIndex {
         self.set_anchors(url, &[])
     }
 
-    /// Make the writes durable and visible to searches.
+    /// Make the writes durable and visible to searches. The two indexes
+    /// commit at once, on this thread and one more: a commit writes its
+    /// writer's segment, and one after the other, each writer's indexing
+    /// thread sat idle while the other's wrote (nothing is added during a
+    /// commit).
     pub fn commit(&mut self) -> Result<(), SearchError> {
-        for (writer, reader) in [
-            (self.pages.writer.as_mut(), &self.pages.reader),
-            (self.anchors.writer.as_mut(), &self.anchors.reader),
-        ] {
-            let writer = writer.ok_or(SearchError::ReadOnly)?;
+        fn commit_part<F>(part: &mut Part<F>) -> Result<(), SearchError> {
+            let writer = part.writer.as_mut().ok_or(SearchError::ReadOnly)?;
             writer.commit().map_err(err("commit"))?;
-            reader.reload().map_err(err("reload after commit"))?;
+            part.reader.reload().map_err(err("reload after commit"))
         }
-        Ok(())
+        let (pages, anchors) = (&mut self.pages, &mut self.anchors);
+        let (pages, anchors) = std::thread::scope(|scope| {
+            let anchors = scope.spawn(move || commit_part(anchors));
+            let pages = commit_part(pages);
+            let anchors = anchors
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            (pages, anchors)
+        });
+        pages.and(anchors)
     }
 
     /// See the latest commit now (a read-only index also does by itself,

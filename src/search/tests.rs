@@ -275,30 +275,9 @@ fn an_index_made_with_the_body_stored_whole_gives_snippets_from_it() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("idx");
     // The pages index as versions before `body_start` made it.
-    let current = schema::PageFields::schema();
-    let mut b = tantivy::schema::Schema::builder();
-    for (_, entry) in current.fields() {
-        match entry.name() {
-            "body_start" => {}
-            "body" => {
-                let stored = tantivy::schema::TextOptions::default()
-                    .set_indexing_options(
-                        tantivy::schema::TextFieldIndexing::default()
-                            .set_tokenizer(schema::ENGLISH)
-                            .set_index_option(
-                                tantivy::schema::IndexRecordOption::WithFreqsAndPositions,
-                            ),
-                    )
-                    .set_stored();
-                b.add_text_field("body", stored);
-            }
-            _ => {
-                b.add_field(entry.clone());
-            }
-        }
-    }
+    let old = schema::pages_schema_with_the_body_stored();
     std::fs::create_dir_all(root.join("pages")).unwrap();
-    tantivy::Index::create_in_dir(root.join("pages"), b.build()).unwrap();
+    tantivy::Index::create_in_dir(root.join("pages"), old).unwrap();
     let mut index = SearchIndex::open(&root).unwrap();
     for p in bakery() {
         index.add_page(&p).unwrap();
