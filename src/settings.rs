@@ -106,7 +106,9 @@ pub async fn start_on(storage: Storage, settings: Settings) -> Result<AppHandle,
     let (mut storage, mut crawl) = (storage, settings.crawl.clone());
     #[cfg(feature = "search")]
     if let Some(dir) = &settings.index_dir {
-        storage = storage.with_index(Arc::new(crate::behaviour_impls::IndexDir(dir.clone())));
+        let shard = shard_in(dir)?;
+        move_earlier_queue(storage.queries.as_ref(), shard.queue.as_ref()).await?;
+        storage = storage.with_index(shard);
         crawl.index_pages = true;
     }
     Ok(App::start(crawl, storage, behaviours).await?)
@@ -114,21 +116,76 @@ pub async fn start_on(storage: Storage, settings: Settings) -> Result<AppHandle,
 
 /// Start a worker node's tree: a pool fetching for the cluster's master
 /// and, with `settings.index_dir`, an indexer keeping the pages this node
-/// fetches in its shard there (their backlog in `DIR.backlog` beside it).
+/// fetches in its shard there (their queue in `DIR.queue` beside it).
 pub async fn start_worker(settings: Settings) -> Result<AppHandle, Error> {
     let behaviours = settings.behaviours()?;
     #[allow(unused_mut)]
     let (mut shard, mut crawl) = (None, settings.crawl.clone());
     #[cfg(feature = "search")]
     if let Some(dir) = &settings.index_dir {
-        let backlog = crate::store::IndexBacklogFile::open(&crate::store::backlog_path_for(dir))?;
-        shard = Some(web_crawler_actors::Shard {
-            opener: Arc::new(crate::behaviour_impls::IndexDir(dir.clone())),
-            backlog: Arc::new(backlog),
-        });
+        shard = Some(shard_in(dir)?);
         crawl.index_pages = true;
     }
     Ok(App::start_worker(crawl, shard, behaviours).await?)
+}
+
+/// The index shard in `dir` and its queue in `DIR.queue` beside it.
+#[cfg(feature = "search")]
+fn shard_in(dir: &Path) -> Result<web_crawler_actors::Shard, StoreError> {
+    let queue = crate::store::IndexQueueLog::open(&crate::store::queue_dir_for(dir))?;
+    Ok(web_crawler_actors::Shard {
+        opener: Arc::new(crate::behaviour_impls::IndexDir(dir.to_path_buf())),
+        queue: Arc::new(queue),
+    })
+}
+
+/// Move the pages an earlier version left waiting for the index in the
+/// store itself (its `index_queue` collection) to the shard's queue, so
+/// that they are indexed: once, at the first start of this version.
+#[cfg(feature = "search")]
+async fn move_earlier_queue(
+    queries: &dyn web_crawler_actors::Queries,
+    queue: &dyn web_crawler_actors::IndexQueue,
+) -> Result<(), StoreError> {
+    use web_crawler_actors::{INDEX_QUEUE, QueuedPage};
+    let mut moved = 0;
+    loop {
+        let docs = queries.first_records(INDEX_QUEUE, None, 500).await?;
+        if docs.is_empty() {
+            break;
+        }
+        let pages = docs
+            .iter()
+            .filter_map(|doc| {
+                QueuedPage::of_document(doc)
+                    .map_err(|why| tracing::warn!(%why, "a page an earlier version queued cannot be read; it is not indexed"))
+                    .ok()
+            })
+            .collect();
+        queue.push(pages).await?;
+        let keys: Vec<web_crawler_actors::Document> = docs
+            .iter()
+            .map(|doc| {
+                doc.iter()
+                    .filter(|(k, _)| *k == "url")
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect()
+            })
+            .collect();
+        let deleted = queries.delete_records(INDEX_QUEUE, &keys).await?;
+        if deleted == 0 {
+            // Records keyed otherwise: not this queue's; leave them.
+            break;
+        }
+        moved += deleted;
+    }
+    if moved > 0 {
+        tracing::info!(
+            pages = moved,
+            "pages an earlier version queued in the store moved to the index's queue"
+        );
+    }
+    Ok(())
 }
 
 /// Start the app on the embedded store at `db` (created if missing).

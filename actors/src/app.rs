@@ -76,6 +76,7 @@ impl App {
         }
         let (exit_tx, exit_rx) = watch::channel(None);
         let has_master = storage.is_some();
+        let shard = shard.or_else(|| storage.as_ref().and_then(|s| s.index.clone()));
         let args = SupArgs {
             config: config.clone(),
             storage,

@@ -1,6 +1,6 @@
 //! Settings of the OTP layer and the behaviours it runs with.
 
-use crate::behaviour::index::IndexOpener;
+use crate::behaviour::index::Shard;
 use crate::behaviour::{
     Archive, Extractor, Fetcher, Frontier, LinkPolicy, Notifier, Operations, Queries, Store,
 };
@@ -344,8 +344,9 @@ impl fmt::Debug for Behaviours {
 pub struct Storage {
     pub frontier: Arc<dyn Frontier>,
     pub queries: Arc<dyn Queries>,
-    /// Opens the full-text index this tree keeps (`None`: it keeps none).
-    pub index_opener: Option<Arc<dyn IndexOpener>>,
+    /// The full-text index this node keeps and its queue (`None`: it
+    /// keeps none).
+    pub index: Option<Shard>,
 }
 
 impl Storage {
@@ -353,7 +354,7 @@ impl Storage {
         Self {
             frontier: store.clone(),
             queries: store,
-            index_opener: None,
+            index: None,
         }
     }
 
@@ -361,13 +362,13 @@ impl Storage {
         Self {
             frontier,
             queries,
-            index_opener: None,
+            index: None,
         }
     }
 
-    /// Keep a full-text index of the pages crawled, opened by `opener`.
-    pub fn with_index(mut self, opener: Arc<dyn IndexOpener>) -> Self {
-        self.index_opener = Some(opener);
+    /// Keep a full-text index of the pages crawled: `shard`.
+    pub fn with_index(mut self, shard: Shard) -> Self {
+        self.index = Some(shard);
         self
     }
 }

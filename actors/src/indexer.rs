@@ -1,17 +1,16 @@
 //! `Indexer`: keeps this node's shard of the full-text index. Pages wait
-//! in the node's [`IndexQueue`]: on the master's node the store's
-//! [`INDEX_QUEUE`] (written with their processed rows, one commit), on a
-//! worker a backlog file beside its shard (pushed by the pool before it
-//! reports the pages); only a note that some were queued reaches the
-//! indexer (`IndexerMsg::Queued`). The indexer reads the queue a chunk at a time,
-//! adds the pages on a thread of its own at a low OS priority
-//! (`IndexThread`: indexing takes the CPU that fetching leaves, and
-//! catches up when the crawl is done), commits by count and by time
-//! ([`IndexCycle`]), and only after a commit removes the committed pages
-//! from the queue. At its start (so at every restart) it reads the queue
-//! from its head: pages processed while it was down, or added but not
-//! committed when it crashed. Memory is one chunk of pages and the index
-//! writer's arena, however far behind the index is.
+//! in the node's [`IndexQueue`], an append-only log on the node's disk
+//! that its pool writes before it reports the pages; only a note that
+//! some were queued reaches the indexer (`IndexerMsg::Queued`). The
+//! indexer reads the queue in order, a chunk at a time, applies it on a
+//! thread of its own at a low OS priority (`IndexThread`: indexing takes
+//! the CPU that fetching leaves, and catches up when the crawl is done),
+//! commits by count and by time ([`IndexCycle`]), and only after a commit
+//! marks the committed entries done in the queue. At its start (so at
+//! every restart) it reads the queue from the first entry not done: pages
+//! processed while it was down, or added but not committed when it
+//! crashed. Memory is one chunk of pages and the index writer's arena,
+//! however far behind the index is.
 //!
 //! The actor never waits for the index: reads, adds and commits run as
 //! tasks that report back, so queries (answered by a read handle, at
@@ -19,10 +18,10 @@
 //! process group [`SHARD_GROUP`], where a query across the cluster finds
 //! every node's shard (`IndexerMsg::Shard`, a call from any node).
 
+use crate::behaviour::error_chain;
 use crate::behaviour::index::{
-    INDEX_QUEUE, IndexError, IndexOpener, IndexQueue, PageIndex, PageSearch, PageText,
+    IndexError, IndexOpener, IndexQueue, PageIndex, PageSearch, QueueEntry, QueuePos,
 };
-use crate::behaviour::{Document, Queries, StoreError, error_chain};
 use crate::protocol::{IndexerMsg, SHARD_GROUP, ShardAnswer, ShardRequest, ShardStep};
 use crate::types::{IndexCounts, Millis, now_ms};
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
@@ -62,93 +61,120 @@ impl IndexProgress {
     }
 }
 
-/// Pages added but not committed, and when a commit is due.
+/// A node's index queue as its pool and master see it: where they queue
+/// pages, and the counts `status` gives ("indexed N of M"), which they
+/// count in and the node's indexer counts out.
+#[derive(Clone, Debug)]
+pub(crate) struct ShardQueue {
+    pub(crate) queue: Arc<dyn IndexQueue>,
+    pub(crate) progress: Arc<IndexProgress>,
+}
+
+impl ShardQueue {
+    /// `pages` were queued: count them and tell the node's indexer.
+    pub(crate) fn queued(&self, pages: u64, indexer: &str) {
+        self.progress.queued(pages);
+        if let Some(actor) = ActorRef::<IndexerMsg>::where_is(indexer.to_string()) {
+            let _ = actor.cast(IndexerMsg::Queued);
+        }
+    }
+}
+
+/// What one read of the queue did: how many entries it read, how many
+/// pages it added and removed, and where the next read starts.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct ReadChunk {
+    entries: usize,
+    pages: u64,
+    next: QueuePos,
+}
+
+/// Entries applied but not committed, and when a commit is due.
 #[derive(Debug)]
 pub struct IndexBatch {
-    keys: Vec<Document>,
-    /// Pages removed (no queue key to delete for them).
-    removed: usize,
+    entries: usize,
+    pages: u64,
+    /// Where the entries applied end: what a commit marks done.
+    upto: Option<QueuePos>,
     first_at: Option<Millis>,
     max_pages: usize,
     max_wait_ms: Millis,
 }
 
 impl IndexBatch {
-    /// Commit after `max_pages` pages, or `max_wait_ms` after the first
+    /// Commit after `max_pages` entries, or `max_wait_ms` after the first
     /// uncommitted one, whichever comes first.
     pub fn new(max_pages: usize, max_wait_ms: Millis) -> Self {
         Self {
-            keys: Vec::new(),
-            removed: 0,
+            entries: 0,
+            pages: 0,
+            upto: None,
             first_at: None,
             max_pages: max_pages.max(1),
             max_wait_ms,
         }
     }
 
-    /// A page was added to the index.
-    pub fn added(&mut self, key: Document, now: Millis) {
-        self.keys.push(key);
-        self.first_at.get_or_insert(now);
-    }
-
-    /// Pages were removed from the index.
-    pub fn removed(&mut self, pages: usize, now: Millis) {
-        self.removed += pages;
+    /// A read applied its entries.
+    fn applied(&mut self, read: ReadChunk, now: Millis) {
+        if read.entries == 0 {
+            return;
+        }
+        self.entries += read.entries;
+        self.pages += read.pages;
+        self.upto = Some(read.next);
         self.first_at.get_or_insert(now);
     }
 
     pub fn due(&self, now: Millis) -> bool {
-        self.keys.len() + self.removed >= self.max_pages
+        self.entries >= self.max_pages
             || self
                 .first_at
                 .is_some_and(|at| now.saturating_sub(at) >= self.max_wait_ms)
     }
 
     pub fn is_empty(&self) -> bool {
-        self.keys.is_empty() && self.removed == 0
+        self.entries == 0
     }
 
-    /// The queue keys of the pages a commit made durable.
-    pub fn take(&mut self) -> Vec<Document> {
+    /// What a commit makes durable: the pages added, and where the
+    /// queue's entries it holds end.
+    fn take(&mut self) -> Option<(u64, QueuePos)> {
         self.first_at = None;
-        self.removed = 0;
-        std::mem::take(&mut self.keys)
+        self.entries = 0;
+        let pages = std::mem::take(&mut self.pages);
+        self.upto.take().map(|upto| (pages, upto))
     }
 }
 
 /// What the indexer does next.
 #[derive(Clone, Debug, PartialEq)]
 pub enum IndexStep {
-    /// Read the next chunk of the queue, after this key (from its head
-    /// with `None`), and add it.
-    Read { after: Option<Document> },
-    /// Commit what was added, then remove it from the queue.
+    /// Read the queue's next chunk from this position (from the first
+    /// entry not done with `None`) and apply it.
+    Read { from: Option<QueuePos> },
+    /// Commit what was applied, then mark it done in the queue.
     Commit,
-    /// Remove the pages this shard was told to drop, from the queue and
-    /// from the index (between reads: a page read is added before).
-    Remove,
 }
 
 /// The indexer's rules, pure: where its read of the queue is, what is
-/// added and not committed, whether a step is running, and whether it was
-/// asked to catch up. One step runs at a time.
+/// applied and not committed, whether a step is running, and whether it
+/// was asked to catch up. One step runs at a time.
 #[derive(Debug)]
 pub struct IndexCycle {
     batch: IndexBatch,
-    /// The last key read since the last commit: reads go on after it.
-    cursor: Option<Document>,
-    /// The queue may hold pages not read yet.
+    /// Where the next read starts (`None`: where the queue says the
+    /// entries not done start, as at a restart).
+    cursor: Option<QueuePos>,
+    /// The queue may hold entries not read yet.
     more: bool,
     running: bool,
     /// Asked to index everything queued: commit as soon as the queue is read.
     catching_up: bool,
-    /// Pages to drop wait.
-    removing: bool,
 }
 
 impl IndexCycle {
-    /// A new indexer reads the queue from its head.
+    /// A new indexer reads the queue from its first entry not done.
     pub fn new(batch: IndexBatch) -> Self {
         Self {
             batch,
@@ -156,16 +182,10 @@ impl IndexCycle {
             more: true,
             running: false,
             catching_up: false,
-            removing: false,
         }
     }
 
-    /// Pages are to be dropped: the next step removes them.
-    pub fn forget(&mut self) {
-        self.removing = true;
-    }
-
-    /// The master queued pages.
+    /// Entries were queued.
     pub fn queued(&mut self) {
         self.more = true;
     }
@@ -182,15 +202,10 @@ impl IndexCycle {
             return None;
         }
         let drained = !self.more && (self.catching_up || self.batch.due(now));
-        let step = if self.removing {
-            self.removing = false;
-            IndexStep::Remove
-        } else if !self.batch.is_empty() && (self.batch.due(now) || drained) {
+        let step = if !self.batch.is_empty() && (self.batch.due(now) || drained) {
             IndexStep::Commit
         } else if self.more {
-            IndexStep::Read {
-                after: self.cursor.clone(),
-            }
+            IndexStep::Read { from: self.cursor }
         } else {
             return None;
         };
@@ -198,37 +213,25 @@ impl IndexCycle {
         Some(step)
     }
 
-    /// A read returned `read` pages and added those keyed `added` (a page
-    /// that could not be read is not added, and is removed at the commit).
-    pub fn read_done(&mut self, keys: Vec<Document>, read: usize, now: Millis) {
+    /// A read is done (a page that could not be read is not added, and is
+    /// done at the commit all the same).
+    pub(crate) fn read_done(&mut self, read: ReadChunk, now: Millis) {
         self.running = false;
-        self.more = read >= CHUNK_PAGES;
-        if let Some(last) = keys.last() {
-            self.cursor = Some(last.clone());
-        }
-        for key in keys {
-            self.batch.added(key, now);
-        }
+        self.more = read.entries >= CHUNK_PAGES;
+        self.cursor = Some(read.next);
+        self.batch.applied(read, now);
     }
 
-    /// A removal is done: `pages` were removed from the index (a commit
-    /// makes it durable).
-    pub fn removed(&mut self, pages: usize, now: Millis) {
-        self.running = false;
-        self.batch.removed(pages, now);
-    }
-
-    /// The keys a commit is about to make durable.
-    pub fn to_commit(&mut self) -> Vec<Document> {
+    /// What a commit is about to make durable: the pages added and where
+    /// the entries it holds end.
+    pub fn to_commit(&mut self) -> Option<(u64, QueuePos)> {
         self.batch.take()
     }
 
-    /// A commit is done: the next read starts at the queue's head again
-    /// (pages queued behind the cursor meanwhile are there).
+    /// A commit is done. Reads go on from where they were: the queue is
+    /// read in order, and what is queued meanwhile comes after.
     pub fn commit_done(&mut self) {
         self.running = false;
-        self.cursor = None;
-        self.more = true;
     }
 
     /// Nothing queued is left unindexed and nothing runs: answer those
@@ -356,26 +359,6 @@ fn lower_priority() {
     }
 }
 
-/// The master's node's [`IndexQueue`]: the store's [`INDEX_QUEUE`]
-/// collection, which the master writes with the pages' processed rows.
-#[derive(Debug)]
-pub(crate) struct StoreQueue(pub(crate) Arc<dyn Queries>);
-
-#[async_trait::async_trait]
-impl IndexQueue for StoreQueue {
-    async fn first(
-        &self,
-        after: Option<&Document>,
-        limit: usize,
-    ) -> Result<Vec<Document>, StoreError> {
-        self.0.first_records(INDEX_QUEUE, after, limit).await
-    }
-
-    async fn delete(&self, keys: &[Document]) -> Result<u64, StoreError> {
-        self.0.delete_records(INDEX_QUEUE, keys).await
-    }
-}
-
 pub(crate) struct IndexerArgs {
     pub(crate) progress: Arc<IndexProgress>,
     pub(crate) opener: Arc<dyn IndexOpener>,
@@ -397,8 +380,6 @@ pub(crate) struct IndexerState {
     queue: Arc<dyn IndexQueue>,
     cycle: IndexCycle,
     waiting: Vec<RpcReplyPort<()>>,
-    /// Pages this shard was told to drop, for the next removal.
-    forgotten: Vec<String>,
 }
 
 impl std::fmt::Debug for IndexerState {
@@ -436,7 +417,6 @@ impl Actor for Indexer {
             queue: args.queue,
             cycle: IndexCycle::new(batch),
             waiting: Vec::new(),
-            forgotten: Vec::new(),
         })
     }
 
@@ -450,13 +430,12 @@ impl Actor for Indexer {
             IndexerMsg::Queued => state.cycle.queued(),
             IndexerMsg::Tick => {}
             IndexerMsg::Read(read) => {
-                let (keys, count) = read.map_err(|e| -> ActorProcessingErr { e.into() })?;
-                state.cycle.read_done(keys, count, now_ms());
+                let read = read.map_err(|e| -> ActorProcessingErr { e.into() })?;
+                state.cycle.read_done(read, now_ms());
             }
-            IndexerMsg::Committed(keys) => {
-                let keys = keys.map_err(|e| -> ActorProcessingErr { e.into() })?;
-                state.queue.delete(&keys).await?;
-                state.progress.indexed(keys.len() as u64);
+            IndexerMsg::Committed(pages) => {
+                let pages = pages.map_err(|e| -> ActorProcessingErr { e.into() })?;
+                state.progress.indexed(pages);
                 state.cycle.commit_done();
             }
             IndexerMsg::CatchUp(reply) => {
@@ -464,12 +443,21 @@ impl Actor for Indexer {
                 state.cycle.catch_up();
             }
             IndexerMsg::Forget(urls) => {
-                state.forgotten.extend(urls);
-                state.cycle.forget();
-            }
-            IndexerMsg::Removed(removed) => {
-                let count = removed.map_err(|e| -> ActorProcessingErr { e.into() })?;
-                state.cycle.removed(count, now_ms());
+                // Queued behind the pages queued before: a page read later
+                // is removed after it is added.
+                let queue = state.queue.clone();
+                let myself = myself.clone();
+                tokio::spawn(async move {
+                    match queue.forget(urls).await {
+                        Ok(()) => {
+                            let _ = myself.cast(IndexerMsg::Queued);
+                        }
+                        Err(e) => tracing::warn!(
+                            error = %error_chain(&e),
+                            "pages this shard was told to drop stay in it"
+                        ),
+                    }
+                });
             }
             IndexerMsg::Shard { request, reply } => {
                 let searcher = state.searcher.clone();
@@ -515,35 +503,22 @@ fn answer(searcher: &dyn PageSearch, request: ShardRequest) -> Result<ShardAnswe
 /// the catch-up waiters once everything queued is searchable.
 fn drive(myself: &ActorRef<IndexerMsg>, state: &mut IndexerState) {
     match state.cycle.next(now_ms()) {
-        Some(IndexStep::Read { after }) => {
+        Some(IndexStep::Read { from }) => {
             let queue = state.queue.clone();
             let myself = myself.clone();
             let job = state.thread.run_handle();
             tokio::spawn(async move {
-                let read = read_and_add(queue.as_ref(), &job, after).await;
+                let read = read_and_apply(queue.as_ref(), &job, from).await;
                 let _ = myself.cast(IndexerMsg::Read(read));
             });
         }
-        Some(IndexStep::Remove) => {
-            let urls = std::mem::take(&mut state.forgotten);
+        Some(IndexStep::Commit) => {
+            let commit = state.cycle.to_commit();
             let queue = state.queue.clone();
             let myself = myself.clone();
             let job = state.thread.run_handle();
             tokio::spawn(async move {
-                let removed = remove(queue.as_ref(), &job, urls).await;
-                let _ = myself.cast(IndexerMsg::Removed(removed));
-            });
-        }
-        Some(IndexStep::Commit) => {
-            let keys = state.cycle.to_commit();
-            let myself = myself.clone();
-            let job = state.thread.run_handle();
-            tokio::spawn(async move {
-                let done = match job.run(|index| index.commit()).await {
-                    Ok(Ok(())) => Ok(keys),
-                    Ok(Err(e)) => Err(error_chain(&e)),
-                    Err(gone) => Err(gone.to_string()),
-                };
+                let done = commit_and_mark(queue.as_ref(), &job, commit).await;
                 let _ = myself.cast(IndexerMsg::Committed(done));
             });
         }
@@ -556,134 +531,141 @@ fn drive(myself: &ActorRef<IndexerMsg>, state: &mut IndexerState) {
     }
 }
 
-/// Drop `urls` from the queue (a page not read yet is never added) and
-/// from the index: how many.
-async fn remove(
+/// Commit what was applied, then mark its entries done in the queue: the
+/// pages committed.
+async fn commit_and_mark(
     queue: &dyn IndexQueue,
     job: &JobSender,
-    urls: Vec<String>,
-) -> Result<usize, String> {
-    let keys: Vec<Document> = urls
-        .iter()
-        .map(|url| {
-            let mut key = Document::new();
-            key.insert("url".into(), url.as_str().into());
-            key
-        })
-        .collect();
-    queue.delete(&keys).await.map_err(|e| error_chain(&e))?;
-    let count = urls.len();
-    job.run(move |index| urls.iter().try_for_each(|url| index.remove(url)))
+    commit: Option<(u64, QueuePos)>,
+) -> Result<u64, String> {
+    job.run(|index| index.commit())
         .await
         .map_err(|gone| gone.to_string())?
         .map_err(|e| error_chain(&e))?;
-    Ok(count)
+    let Some((pages, upto)) = commit else {
+        return Ok(0);
+    };
+    queue.done(upto).await.map_err(|e| error_chain(&e))?;
+    Ok(pages)
 }
 
-/// Read the queue's next chunk after `after` and add its pages on the
-/// index thread: the keys of the pages read (unreadable ones included, so
-/// that the commit removes them), and how many records were read.
-async fn read_and_add(
+/// Read the queue's next chunk from `from` and apply it on the index
+/// thread, in order: pages added, pages to forget removed.
+async fn read_and_apply(
     queue: &dyn IndexQueue,
     job: &JobSender,
-    after: Option<Document>,
-) -> Result<(Vec<Document>, usize), String> {
-    let docs = queue
-        .first(after.as_ref(), CHUNK_PAGES)
+    from: Option<QueuePos>,
+) -> Result<ReadChunk, String> {
+    let read = queue
+        .read(from, CHUNK_PAGES)
         .await
         .map_err(|e| error_chain(&e))?;
-    let read = docs.len();
-    if read == 0 {
-        return Ok((Vec::new(), 0));
+    let (entries, next) = (read.entries.len(), read.next);
+    if entries == 0 {
+        return Ok(ReadChunk {
+            entries,
+            pages: 0,
+            next,
+        });
     }
-    let keys = job
+    let pages = job
         .run(move |index| {
-            let mut keys = Vec::with_capacity(docs.len());
-            for doc in docs {
-                let mut key = Document::new();
-                if let Some(url) = doc.get("url") {
-                    key.insert("url".into(), url.clone());
+            let mut pages = 0;
+            for entry in read.entries {
+                match entry {
+                    QueueEntry::Page(page) => match page.text() {
+                        Ok(text) => {
+                            index.add(&text)?;
+                            pages += 1;
+                        }
+                        Err(why) => {
+                            tracing::warn!(url = %page.url, %why, "a queued page cannot be read; it is dropped");
+                        }
+                    },
+                    QueueEntry::Forget(url) => index.remove(&url)?,
                 }
-                match PageText::from_document(&doc) {
-                    Ok(page) => index.add(&page)?,
-                    Err(why) => {
-                        tracing::warn!(%why, "a queued page cannot be read; it is dropped");
-                    }
-                }
-                keys.push(key);
             }
-            Ok::<_, IndexError>(keys)
+            Ok::<_, IndexError>(pages)
         })
         .await
         .map_err(|gone| gone.to_string())?
         .map_err(|e| error_chain(&e))?;
-    Ok((keys, read))
+    Ok(ReadChunk {
+        entries,
+        pages,
+        next,
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn key(url: &str) -> Document {
-        let mut k = Document::new();
-        k.insert("url".into(), url.into());
-        k
-    }
-
-    fn keys(n: usize) -> Vec<Document> {
-        (0..n).map(|i| key(&format!("http://h/{i:04}"))).collect()
+    /// A read of `entries` entries, all pages, ending at `next`.
+    fn chunk(entries: usize, next: QueuePos) -> ReadChunk {
+        ReadChunk {
+            entries,
+            pages: entries as u64,
+            next,
+        }
     }
 
     #[test]
     fn a_batch_commits_by_count_or_by_age() {
         let mut b = IndexBatch::new(3, 1_000);
         assert!(!b.due(0), "nothing to commit");
-        b.added(key("http://h/1"), 10);
-        b.added(key("http://h/2"), 500);
+        b.applied(chunk(1, 100), 10);
+        b.applied(chunk(1, 200), 500);
         assert!(!b.due(1_009));
         assert!(b.due(1_010), "the first page waited a second");
-        b.added(key("http://h/3"), 1_010);
-        let keys = b.take();
-        assert_eq!(keys.len(), 3);
-        assert_eq!(keys[2].get("url").unwrap(), "http://h/3");
+        b.applied(chunk(0, 200), 1_010);
+        assert_eq!(b.take(), Some((2, 200)), "an empty read adds nothing");
         assert!(b.is_empty() && !b.due(100_000), "a new batch starts empty");
-        for n in 0..3 {
-            b.added(key(&format!("http://h/{n}")), 0);
-        }
-        assert!(b.due(0), "three pages are a batch");
+        b.applied(chunk(3, 500), 0);
+        assert!(b.due(0), "three entries are a batch");
+        let forgets = ReadChunk {
+            entries: 2,
+            pages: 0,
+            next: 600,
+        };
+        let mut b = IndexBatch::new(10, 1_000);
+        b.applied(forgets, 0);
+        assert_eq!(
+            b.take(),
+            Some((0, 600)),
+            "removals are committed and done like pages"
+        );
     }
 
     #[test]
-    fn the_queue_is_read_on_from_the_last_key_until_a_commit() {
+    fn the_queue_is_read_on_in_order_across_commits() {
         let mut c = IndexCycle::new(IndexBatch::new(10_000, 2_000));
-        assert_eq!(c.next(0), Some(IndexStep::Read { after: None }));
+        assert_eq!(c.next(0), Some(IndexStep::Read { from: None }));
         assert_eq!(c.next(0), None, "one step at a time");
-        let chunk = keys(CHUNK_PAGES);
-        let last = chunk.last().cloned();
-        c.read_done(chunk, CHUNK_PAGES, 0);
+        c.read_done(chunk(CHUNK_PAGES, 1_000), 0);
         assert_eq!(
             c.next(10),
-            Some(IndexStep::Read { after: last }),
-            "a full chunk: read on after its last key"
+            Some(IndexStep::Read { from: Some(1_000) }),
+            "a full chunk: read on from where it ended"
         );
-        c.read_done(keys(3), 3, 10);
+        c.read_done(chunk(3, 1_030), 10);
         assert_eq!(c.next(1_000), None, "read to the end; no commit due yet");
         assert_eq!(
             c.next(2_000),
             Some(IndexStep::Commit),
             "due two seconds after the first page"
         );
-        assert_eq!(c.to_commit().len(), CHUNK_PAGES + 3);
+        assert_eq!(c.to_commit(), Some((CHUNK_PAGES as u64 + 3, 1_030)));
         c.commit_done();
-        assert_eq!(
-            c.next(2_001),
-            Some(IndexStep::Read { after: None }),
-            "after a commit the queue is read from its head again"
-        );
-        c.read_done(Vec::new(), 0, 2_001);
-        assert_eq!(c.next(5_000), None, "nothing queued, nothing to commit");
+        assert_eq!(c.next(2_001), None, "nothing queued since");
         c.queued();
-        assert!(matches!(c.next(5_000), Some(IndexStep::Read { .. })));
+        assert_eq!(
+            c.next(2_002),
+            Some(IndexStep::Read { from: Some(1_030) }),
+            "after a commit the queue is read on, not again from the start"
+        );
+        c.read_done(chunk(0, 1_030), 2_002);
+        assert_eq!(c.next(5_000), None, "nothing queued, nothing to commit");
     }
 
     #[test]
@@ -692,47 +674,22 @@ mod tests {
         c.catch_up();
         assert!(!c.caught_up());
         assert!(matches!(c.next(0), Some(IndexStep::Read { .. })));
-        c.read_done(keys(5), 5, 0);
+        c.read_done(chunk(5, 50), 0);
         assert!(!c.caught_up(), "added, not committed");
         assert_eq!(c.next(1), Some(IndexStep::Commit), "no wait for the age");
         c.to_commit();
+        assert!(!c.caught_up(), "the commit runs");
         c.commit_done();
-        assert!(!c.caught_up(), "the queue is read once more after a commit");
-        assert!(matches!(c.next(2), Some(IndexStep::Read { after: None })));
-        c.read_done(Vec::new(), 0, 2);
-        assert_eq!(c.next(3), None);
+        assert_eq!(c.next(2), None);
         assert!(c.caught_up(), "everything queued is committed");
         assert!(!c.caught_up(), "answered once");
-    }
-
-    #[test]
-    fn pages_removed_are_committed_by_age_with_no_queue_key() {
-        let mut c = IndexCycle::new(IndexBatch::new(10_000, 2_000));
-        assert!(matches!(c.next(0), Some(IndexStep::Read { .. })));
-        c.forget();
-        assert_eq!(
-            c.next(50),
-            None,
-            "after the read running: its pages are added first"
-        );
-        c.read_done(Vec::new(), 0, 50);
-        assert_eq!(c.next(100), Some(IndexStep::Remove));
-        assert_eq!(c.next(100), None, "one step at a time");
-        c.removed(1, 100);
-        assert_eq!(c.next(2_099), None, "not due yet");
-        assert_eq!(c.next(2_100), Some(IndexStep::Commit));
-        assert!(c.to_commit().is_empty(), "nothing to delete from the queue");
-        c.commit_done();
-        c.next(2_101);
-        c.read_done(Vec::new(), 0, 2_101);
-        assert_eq!(c.next(10_000), None, "committed: nothing left");
     }
 
     #[test]
     fn a_full_batch_commits_between_reads() {
         let mut c = IndexCycle::new(IndexBatch::new(CHUNK_PAGES, 60_000));
         c.next(0);
-        c.read_done(keys(CHUNK_PAGES), CHUNK_PAGES, 0);
+        c.read_done(chunk(CHUNK_PAGES, 10), 0);
         assert_eq!(
             c.next(1),
             Some(IndexStep::Commit),

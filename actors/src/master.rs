@@ -16,7 +16,7 @@ use crate::admission::{AddUrlReply, Admission, SeedReplies, answer_written};
 use crate::behaviour::Frontier;
 use crate::config::{Behaviours, CrawlConfig};
 use crate::cycle_end::{OnFailure, cycle_at_stop, cycle_done, cycle_failed};
-use crate::indexer::IndexProgress;
+use crate::indexer::ShardQueue;
 use crate::node_check::check_nodes;
 use crate::outage::StoreFailure;
 use crate::protocol::{self, IdleReason, MasterMsg, PoolMsg, SlaveReport, Status, SupMsg};
@@ -42,9 +42,8 @@ pub(crate) struct MasterArgs {
     /// How many times the supervisor restarted the master so far.
     pub(crate) restarts: u32,
     pub(crate) run: Arc<RunStats>,
-    /// The registered name of the indexer, when this tree keeps an index,
-    /// and the count of pages queued for it and indexed.
-    pub(crate) indexer: Option<(String, Arc<IndexProgress>)>,
+    /// This node's index queue and its counts, when it keeps an index.
+    pub(crate) indexer: Option<ShardQueue>,
 }
 
 #[derive(Debug)]
@@ -407,7 +406,6 @@ async fn finish_cycle(state: &mut MasterState) -> Result<(), ActorProcessingErr>
 /// more meanwhile.
 fn give_up(state: &mut MasterState, failure: StoreFailure) -> Result<(), ActorProcessingErr> {
     state.gave_up = true;
-    state.run.gave_up.set();
     tracing::debug!(%failure, "giving up on the store");
     let sup =
         ActorRef::<SupMsg>::where_is(state.cfg.sup_name()).ok_or_else(|| failure.to_string())?;
@@ -433,7 +431,7 @@ fn status(state: &MasterState, reply: RpcReplyPort<Status>) {
         elapsed_ms: state.run.elapsed_ms(),
         live: protocol::live_nodes(&state.cfg.pool_name()),
         last_counts: state.last_counts.read(),
-        index: (state.store_cycle.indexer.as_ref()).map(|(_, progress)| progress.counts()),
+        index: (state.store_cycle.indexer.as_ref()).map(|shard| shard.progress.counts()),
         gave_up: state.gave_up,
     };
     let draft = StatusDraft::new(&state.window, &state.rate, facts, now_ms());

@@ -5,18 +5,12 @@
 //! `now`: when a store that failed is asked again (backing off), when the
 //! wait is over ([`CrawlConfig::store_outage_limit`]), and the sentence the
 //! app stops with then ([`StoreFailure`]). The master follows it through its
-//! [`Window`](crate::window::Window); `PatientQueries` follows it for the
-//! indexer's reads and deletes.
+//! [`Window`](crate::window::Window).
 //!
 //! [`CrawlConfig::store_outage_limit`]: crate::CrawlConfig::store_outage_limit
 
-use crate::behaviour::{Document, PageQuery, Queries, StoreError, error_chain};
-use crate::types::{BrokenLink, HostRecord, Millis, PageRecord, PendingUrl, ProcessedUrl, now_ms};
-use async_trait::async_trait;
+use crate::types::Millis;
 use std::fmt;
-use std::future::Future;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 /// The first retry after a failure...
@@ -226,147 +220,6 @@ fn civil_from_days(days: i64) -> (i64, u32, u32) {
     let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
     let y = yoe + era * 400 + i64::from(m <= 2);
     (y, m, d)
-}
-
-// --- the indexer's side ---------------------------------------------------------
-
-/// Set once the app gave up on its store: the waits still running end at once.
-#[derive(Debug, Default)]
-pub(crate) struct GaveUp(AtomicBool);
-
-impl GaveUp {
-    pub(crate) fn set(&self) {
-        self.0.store(true, Ordering::SeqCst);
-    }
-
-    pub(crate) fn is_set(&self) -> bool {
-        self.0.load(Ordering::SeqCst)
-    }
-}
-
-/// [`Queries`] that wait out an unavailable store: a call that fails
-/// transiently is made again, backing off as the master does, until it
-/// succeeds, the outage limit passes or the app gives up on its store. The
-/// indexer reads and empties its queue through it, so that a database
-/// restart does not fail it (and, failing twice, exceed the supervisor's
-/// restart intensity): it waits with the master instead.
-#[derive(Debug)]
-pub(crate) struct PatientQueries {
-    inner: Arc<dyn Queries>,
-    limit: Duration,
-    gave_up: Arc<GaveUp>,
-}
-
-impl PatientQueries {
-    pub(crate) fn new(inner: Arc<dyn Queries>, limit: Duration, gave_up: Arc<GaveUp>) -> Self {
-        Self {
-            inner,
-            limit,
-            gave_up,
-        }
-    }
-
-    async fn patient<T, F, Fut>(&self, mut call: F) -> Result<T, StoreError>
-    where
-        F: FnMut() -> Fut + Send,
-        Fut: Future<Output = Result<T, StoreError>> + Send,
-        T: Send,
-    {
-        let mut health = StoreHealth::new(self.limit);
-        loop {
-            let started = now_ms();
-            match call().await {
-                Err(e) if e.is_transient() && !self.gave_up.is_set() => {
-                    let now = now_ms();
-                    match health.failed(started, now, error_chain(&e)) {
-                        Verdict::GiveUp(_) => return Err(e),
-                        Verdict::Began { retry_at } | Verdict::Continues { retry_at } => {
-                            tracing::debug!(error = %error_chain(&e), "store unavailable; asking again");
-                            let wait = (retry_at - now).max(0) as u64;
-                            tokio::time::sleep(Duration::from_millis(wait)).await;
-                        }
-                    }
-                }
-                other => return other,
-            }
-        }
-    }
-}
-
-#[async_trait]
-impl Queries for PatientQueries {
-    async fn processed(&self, query: PageQuery) -> Result<Vec<ProcessedUrl>, StoreError> {
-        self.patient(|| self.inner.processed(query.clone())).await
-    }
-
-    async fn processed_url(&self, url: &str) -> Result<Option<ProcessedUrl>, StoreError> {
-        self.patient(|| self.inner.processed_url(url)).await
-    }
-
-    async fn processed_after(
-        &self,
-        after: Option<&str>,
-        limit: usize,
-    ) -> Result<Vec<PageRecord>, StoreError> {
-        self.patient(|| self.inner.processed_after(after, limit))
-            .await
-    }
-
-    async fn pending(&self, limit: usize) -> Result<Vec<PendingUrl>, StoreError> {
-        self.patient(|| self.inner.pending(limit)).await
-    }
-
-    async fn records(
-        &self,
-        collection: &str,
-        filter: &Document,
-    ) -> Result<Vec<Document>, StoreError> {
-        self.patient(|| self.inner.records(collection, filter))
-            .await
-    }
-
-    async fn first_records(
-        &self,
-        collection: &str,
-        after: Option<&Document>,
-        limit: usize,
-    ) -> Result<Vec<Document>, StoreError> {
-        self.patient(|| self.inner.first_records(collection, after, limit))
-            .await
-    }
-
-    async fn delete_records(&self, collection: &str, keys: &[Document]) -> Result<u64, StoreError> {
-        self.patient(|| self.inner.delete_records(collection, keys))
-            .await
-    }
-
-    async fn broken_links(&self) -> Result<Vec<BrokenLink>, StoreError> {
-        self.patient(|| self.inner.broken_links()).await
-    }
-
-    async fn fetch_history(
-        &self,
-        query: crate::monitor::HistoryQuery,
-    ) -> Result<Vec<crate::monitor::FetchHistory>, StoreError> {
-        self.patient(|| self.inner.fetch_history(query.clone()))
-            .await
-    }
-
-    async fn hosts(&self) -> Result<Vec<HostRecord>, StoreError> {
-        self.patient(|| self.inner.hosts()).await
-    }
-
-    async fn status_histogram(&self) -> Result<Vec<(Option<u16>, u64)>, StoreError> {
-        self.patient(|| self.inner.status_histogram()).await
-    }
-
-    async fn pages_per_host(&self) -> Result<Vec<(String, u64)>, StoreError> {
-        self.patient(|| self.inner.pages_per_host()).await
-    }
-
-    async fn pages_per_node(&self) -> Result<Vec<(String, u64)>, StoreError> {
-        self.patient(|| self.inner.pages_per_node()).await
-    }
 }
 
 #[cfg(test)]

@@ -5,19 +5,18 @@
 //! attempt (the URL is retried, then recorded as failed).
 
 use crate::behaviour::Record;
-use crate::behaviour::index::{INDEX_QUEUE, IndexBacklog};
+use crate::behaviour::index::{INDEX_QUEUE, QueuedPage};
 use crate::config::{Behaviours, CrawlConfig};
 use crate::hosts::MAX_LIVE_HOSTS;
-use crate::indexer::IndexProgress;
+use crate::indexer::ShardQueue;
 use crate::metrics;
-use crate::protocol::{self, IndexerMsg, MasterMsg, PoolMsg, SlaveReport, SupMsg};
+use crate::protocol::{self, MasterMsg, PoolMsg, SlaveReport, SupMsg};
 use crate::runtime_settings::RuntimeSettings;
 use crate::scheduler::{Action, HostScheduler};
 use crate::slave::{PageWants, Slave, SlaveArgs, SlaveTask};
 use crate::types::{Job, Millis, now_ms};
 use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, SupervisionEvent};
 use std::collections::HashMap;
-use std::sync::Arc;
 use std::time::Duration;
 
 #[derive(Debug)]
@@ -25,18 +24,9 @@ pub(crate) struct PoolArgs {
     /// The node's settings: a restarted pool starts with what `set` made them.
     pub(crate) settings: RuntimeSettings,
     pub(crate) behaviours: Behaviours,
-    /// On a worker node that keeps an index shard: where its slaves' pages
-    /// wait for it (they are not sent to the master).
+    /// On a node that keeps an index shard: where its slaves' pages wait
+    /// for it (their text is not sent to the master).
     pub(crate) shard: Option<ShardQueue>,
-}
-
-/// A worker's index shard as its pool sees it: the backlog its slaves'
-/// pages wait in, and the counts `status` gives ("indexed N of M"), which
-/// the pool counts in and the node's indexer counts out.
-#[derive(Debug)]
-pub(crate) struct ShardQueue {
-    pub(crate) backlog: Arc<dyn IndexBacklog>,
-    pub(crate) progress: Arc<IndexProgress>,
 }
 
 #[derive(Debug)]
@@ -161,19 +151,14 @@ impl Actor for Pool {
             PoolMsg::Report(mut report) => {
                 if let Some(shard) = &state.args.shard {
                     // Queued here before the report leaves: a page the
-                    // master has processed is in this node's backlog (a
+                    // master has processed is in this node's queue (a
                     // failed write fails the pool, whose restart returns
                     // its URLs to pending).
-                    let pages = index_records(&mut report);
+                    let pages = index_pages(&mut report);
                     if !pages.is_empty() {
                         let queued = pages.len() as u64;
-                        shard.backlog.push(pages).await?;
-                        shard.progress.queued(queued);
-                        if let Some(indexer) =
-                            ActorRef::<IndexerMsg>::where_is(state.config.indexer_name())
-                        {
-                            let _ = indexer.cast(IndexerMsg::Queued);
-                        }
+                        shard.queue.push(pages).await?;
+                        shard.queued(queued, &state.config.indexer_name());
                     }
                 }
                 if let SlaveReport::Failed {
@@ -329,16 +314,26 @@ async fn pump(myself: &ActorRef<PoolMsg>, state: &mut PoolState) -> Result<(), A
     Ok(())
 }
 
-/// The [`INDEX_QUEUE`] records of a page's report, taken out of it.
-fn index_records(report: &mut SlaveReport) -> Vec<Record> {
+/// The pages for the index of a page's report ([`INDEX_QUEUE`] records),
+/// taken out of it.
+fn index_pages(report: &mut SlaveReport) -> Vec<QueuedPage> {
     let SlaveReport::Page { page, .. } = report else {
         return Vec::new();
     };
-    let (pages, rest) = std::mem::take(&mut page.records)
+    let (pages, rest): (Vec<Record>, _) = std::mem::take(&mut page.records)
         .into_iter()
         .partition(|r| r.collection == INDEX_QUEUE);
     page.records = rest;
     pages
+        .iter()
+        .filter_map(|r| {
+            QueuedPage::of_record(r)
+                .map_err(
+                    |why| tracing::warn!(%why, "a page's text cannot be read; it is not indexed"),
+                )
+                .ok()
+        })
+        .collect()
 }
 
 async fn spawn_slave(

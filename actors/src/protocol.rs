@@ -4,7 +4,7 @@
 //! other's internals (as an Erlang module's API is its exported messages).
 
 use crate::behaviour::index::{ShardPhase, ShardStats, ShardTop};
-use crate::behaviour::{Document, ProcessedPage, RobotsReport, WhyUnreachable};
+use crate::behaviour::{ProcessedPage, RobotsReport, WhyUnreachable};
 use crate::hosts::NodeHosts;
 use crate::types::{HostRecord, IndexCounts, Job, Millis, OperationSpec, StoreCounts};
 use ractor::message::{BoxedDowncastErr, SerializedMessage};
@@ -766,18 +766,15 @@ pub(crate) enum IndexerMsg {
     Queued,
     /// Commit if a commit is due.
     Tick,
-    /// A read of the queue is done: the keys of the pages added, and how
-    /// many records were read.
-    Read(Result<(Vec<Document>, usize), String>),
-    /// A commit is done: the keys of the pages it made durable.
-    Committed(Result<Vec<Document>, String>),
+    /// A read of the queue is done.
+    Read(Result<crate::indexer::ReadChunk, String>),
+    /// A commit is done: how many pages it made durable.
+    Committed(Result<u64, String>),
     /// Answer once everything queued is indexed and committed.
     CatchUp(RpcReplyPort<()>),
     /// Remove these pages from the shard: another shard holds a newer
     /// copy of each (its host moved). From any node.
     Forget(Vec<String>),
-    /// A removal is done: how many pages it removed.
-    Removed(Result<usize, String>),
     /// One step of a query across the cluster's shards, from any node (a
     /// call).
     Shard {

@@ -2,7 +2,6 @@
 //! so budgets and rates survive restarts, and the store cycle's turn, so a
 //! cycle of a killed master ends before its successor's first.
 
-use crate::outage::GaveUp;
 use crate::window::Window;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -20,8 +19,6 @@ pub(crate) struct RunStats {
     /// a claim that lands late is released too instead of waiting out its
     /// lease.
     pub(crate) store_cycle: Arc<tokio::sync::Mutex<()>>,
-    /// Set when a master gave up on the store: the indexer's waits end too.
-    pub(crate) gave_up: Arc<GaveUp>,
 }
 
 impl Default for RunStats {
@@ -31,7 +28,6 @@ impl Default for RunStats {
             fetched: AtomicU64::new(0),
             errors: AtomicU64::new(0),
             store_cycle: Arc::default(),
-            gave_up: Arc::default(),
         }
     }
 }

@@ -5,14 +5,13 @@
 //! error the work holds exactly what is left to do. `StoreCycle` carries
 //! the steps out against the [`Frontier`] on a task of their own.
 
-use crate::behaviour::index::INDEX_QUEUE;
+use crate::behaviour::index::{INDEX_QUEUE, QueuedPage};
 use crate::behaviour::{ClaimRequest, CommitBatch, CommitSummary, Frontier, HandOver, StoreError};
 use crate::departures::HandOverStep;
-use crate::indexer::IndexProgress;
-use crate::protocol::{IndexerMsg, MASTER_LOG};
+use crate::indexer::ShardQueue;
+use crate::protocol::MASTER_LOG;
 use crate::shards;
 use crate::types::{Job, Millis, StoreCounts, UrlKey, now_ms};
-use ractor::ActorRef;
 use std::sync::Arc;
 use std::time::Instant;
 use tokio::task::JoinHandle;
@@ -129,13 +128,14 @@ impl CycleWork {
 }
 
 /// What a master's store cycles run against: the store, the node whose
-/// leases they hold, the indexer told of pages queued for it, and the run's
-/// turn.
+/// leases they hold, this node's index queue, and the run's turn.
 #[derive(Clone, Debug)]
 pub(crate) struct StoreCycle {
     pub(crate) store: Arc<dyn Frontier>,
     pub(crate) owner: String,
-    pub(crate) indexer: Option<(String, Arc<IndexProgress>)>,
+    /// Pages a node without a shard of its own sent with their reports
+    /// are queued here (a node's pool queues its own).
+    pub(crate) indexer: Option<ShardQueue>,
     /// One cycle of the run at a time: a cycle outlives a killed master, and
     /// its successor's first (which releases the leases) waits for it, so
     /// a claim that lands late is released too.
@@ -218,18 +218,17 @@ async fn run_cycle(
     store: &dyn Frontier,
     owner: &str,
     work: &mut CycleWork,
-    indexer: Option<&(String, Arc<IndexProgress>)>,
+    indexer: Option<&ShardQueue>,
 ) -> Result<CycleResult, StoreError> {
     let started = Instant::now();
     let pages = work.batch.pages.len();
-    let to_index = pages_to_index(&mut work.batch, indexer.is_some());
-    // Pages another node fetched and indexed in its shard, should the
-    // commit find them content duplicates (which one index leaves out).
-    let fetched_elsewhere: Vec<(String, String)> = work
+    queue_for_index(&mut work.batch, indexer, owner).await?;
+    // The node that fetched each page (and queued it for its shard), should
+    // the commit find it a content duplicate (which one index leaves out).
+    let fetched_by: Vec<(String, String)> = work
         .batch
         .pages
         .iter()
-        .filter(|p| p.record.node != owner)
         .map(|p| (p.record.url.clone(), p.record.node.clone()))
         .collect();
     let mut result = CycleResult::default();
@@ -238,13 +237,9 @@ async fn run_cycle(
         match run_step(store, owner, &step).await {
             Ok(Done::Nothing) => {}
             Ok(Done::Committed(done, claimed)) => {
-                // The pages are in the store's queue (a duplicate is not
-                // queued); the indexer reads them from there, whenever it
-                // is up and has the CPU.
-                tell_indexer(indexer, to_index.saturating_sub(done.duplicates.len()));
                 shards::forget(
                     &format!("web_crawler_indexer@{owner}"),
-                    shards::duplicates_by_node(&fetched_elsewhere, &done.duplicates),
+                    shards::duplicates_by_node(&fetched_by, &done.duplicates),
                 );
                 (summary, result.claimed) = (done, claimed);
             }
@@ -320,34 +315,37 @@ async fn run_step(store: &dyn Frontier, owner: &str, step: &Step) -> Result<Done
     Ok(Done::Nothing)
 }
 
-fn tell_indexer(indexer: Option<&(String, Arc<IndexProgress>)>, queued: usize) {
-    if queued > 0
-        && let Some((name, progress)) = indexer
-    {
-        progress.queued(queued as u64);
-        if let Some(actor) = ActorRef::<IndexerMsg>::where_is(name.clone()) {
-            let _ = actor.cast(IndexerMsg::Queued);
+/// Queue for this node's index the pages of `batch` that came with their
+/// text (from a node that keeps no shard), and take the text out of the
+/// batch: the store never holds it. Without an index here it is dropped.
+async fn queue_for_index(
+    batch: &mut CommitBatch,
+    indexer: Option<&ShardQueue>,
+    owner: &str,
+) -> Result<(), StoreError> {
+    let records = batch
+        .pages
+        .iter()
+        .flat_map(|p| &p.records)
+        .filter(|r| r.collection == INDEX_QUEUE);
+    if let Some(shard) = indexer {
+        let pages: Vec<QueuedPage> = records
+            .filter_map(|r| {
+                QueuedPage::of_record(r)
+                    .map_err(|why| tracing::warn!(%why, "a page's text cannot be read; it is not indexed"))
+                    .ok()
+            })
+            .collect();
+        if !pages.is_empty() {
+            let queued = pages.len() as u64;
+            shard.queue.push(pages).await?;
+            shard.queued(queued, &format!("web_crawler_indexer@{owner}"));
         }
     }
-}
-
-/// How many pages of `batch` go to the index queue. Without an index their
-/// records are dropped, so that no queue grows that nobody reads (a worker
-/// node may index when its master does not).
-fn pages_to_index(batch: &mut CommitBatch, indexed: bool) -> usize {
-    let mut pages = 0;
     for page in &mut batch.pages {
-        if !indexed {
-            page.records.retain(|r| r.collection != INDEX_QUEUE);
-            continue;
-        }
-        pages += page
-            .records
-            .iter()
-            .filter(|r| r.collection == INDEX_QUEUE)
-            .count();
+        page.records.retain(|r| r.collection != INDEX_QUEUE);
     }
-    pages
+    Ok(())
 }
 
 #[cfg(test)]
@@ -490,14 +488,13 @@ mod tests {
         assert_eq!(names(&mut work), ["commit_and_claim", "counts"]);
     }
 
-    #[test]
-    fn index_records_are_counted_with_an_index_and_dropped_without() {
+    #[tokio::test]
+    async fn the_store_never_gets_a_pages_text() {
         let mut batch = CommitBatch {
             pages: vec![page(&[INDEX_QUEUE, "other"]), page(&["other"])],
             ..CommitBatch::default()
         };
-        assert_eq!(pages_to_index(&mut batch.clone(), true), 1);
-        assert_eq!(pages_to_index(&mut batch, false), 0);
+        queue_for_index(&mut batch, None, "n").await.unwrap();
         let kept: Vec<usize> = batch.pages.iter().map(|p| p.records.len()).collect();
         assert_eq!(kept, [1, 1]);
     }

@@ -5,13 +5,14 @@
 //! supervisor stops, taking the app down with the reason.
 
 use crate::behaviour::error_chain;
-use crate::behaviour::index::{IndexOpener, IndexQueue, Shard};
+use crate::behaviour::index::Shard;
 use crate::config::{Behaviours, CrawlConfig, Storage};
 use crate::control::{Control, ControlArgs};
-use crate::indexer::{IndexProgress, Indexer, IndexerArgs, StoreQueue};
+use crate::indexer::ShardQueue;
+use crate::indexer::{IndexProgress, Indexer, IndexerArgs};
 use crate::master::{Master, MasterArgs};
-use crate::outage::{PatientQueries, StoreFailure};
-use crate::pool::{Pool, PoolArgs, ShardQueue};
+use crate::outage::StoreFailure;
+use crate::pool::{Pool, PoolArgs};
 use crate::protocol::{self, ChildInfo, ChildRole, IndexerMsg, MasterMsg, SupMsg};
 use crate::restarts::RecentRestarts;
 use crate::run_stats::RunStats;
@@ -43,8 +44,8 @@ pub(crate) struct SupArgs {
     /// The store, on the node that runs the master; `None` on a worker node
     /// (a pool only).
     pub(crate) storage: Option<Storage>,
-    /// A worker node's index shard (the master's node's index is in its
-    /// `storage`).
+    /// The index shard this node keeps (on the master's node, its
+    /// `storage`'s).
     pub(crate) shard: Option<Shard>,
     pub(crate) behaviours: Behaviours,
     /// Where the reason the tree stopped is published.
@@ -105,7 +106,7 @@ impl Actor for Sup {
             start_child(&myself, &mut state, ChildRole::Master).await?;
             start_child(&myself, &mut state, ChildRole::Control).await?;
         }
-        if index_of(&state).is_some() {
+        if state.args.shard.is_some() {
             start_child(&myself, &mut state, ChildRole::Indexer).await?;
         }
         Ok(state)
@@ -247,25 +248,6 @@ impl Actor for Sup {
     }
 }
 
-/// The index this node keeps and the queue its pages wait in: the store's
-/// on the master's node (its reads and deletes wait out a store outage
-/// with the master, instead of failing the indexer), the shard's backlog
-/// on a worker.
-fn index_of(state: &SupState) -> Option<(Arc<dyn IndexOpener>, Arc<dyn IndexQueue>)> {
-    let args = &state.args;
-    if let Some(storage) = &args.storage {
-        let opener = storage.index_opener.clone()?;
-        let queries = PatientQueries::new(
-            Arc::clone(&storage.queries),
-            args.config.store_outage_limit,
-            Arc::clone(&state.run.gave_up),
-        );
-        return Some((opener, Arc::new(StoreQueue(Arc::new(queries)))));
-    }
-    let shard = args.shard.as_ref()?;
-    Some((Arc::clone(&shard.opener), shard.backlog.clone()))
-}
-
 /// Stop the children one role at a time, control first and the pool last
 /// (the master writes its last batch while the pool still runs). With
 /// `catch_up` the indexer first indexes what the master handed it: the
@@ -327,7 +309,7 @@ async fn start_child(
                 settings: state.settings.clone(),
                 behaviours: state.args.behaviours.clone(),
                 shard: state.args.shard.as_ref().map(|s| ShardQueue {
-                    backlog: Arc::clone(&s.backlog),
+                    queue: Arc::clone(&s.queue),
                     progress: state.index_progress.clone(),
                 }),
             };
@@ -348,10 +330,10 @@ async fn start_child(
                 behaviours: state.args.behaviours.clone(),
                 restarts: state.restarts.get(&role).copied().unwrap_or(0),
                 run: state.run.clone(),
-                indexer: storage
-                    .index_opener
-                    .is_some()
-                    .then(|| (cfg.indexer_name(), state.index_progress.clone())),
+                indexer: state.args.shard.as_ref().map(|s| ShardQueue {
+                    queue: Arc::clone(&s.queue),
+                    progress: state.index_progress.clone(),
+                }),
             };
             Actor::spawn_linked(Some(cfg.master_name()), Master, args, myself.get_cell())
                 .await?
@@ -359,11 +341,11 @@ async fn start_child(
                 .get_cell()
         }
         ChildRole::Indexer => {
-            let (opener, queue) = index_of(state).ok_or("no index to keep")?;
+            let shard = state.args.shard.as_ref().ok_or("no index to keep")?;
             let args = IndexerArgs {
                 progress: state.index_progress.clone(),
-                opener,
-                queue,
+                opener: Arc::clone(&shard.opener),
+                queue: Arc::clone(&shard.queue),
                 commit_every: cfg.index_commit_every,
                 commit_pages: cfg.index_commit_pages,
             };

@@ -1712,13 +1712,13 @@ async fn wait_for_answer(
     }
 }
 
-/// Issue 28: a worker's shard backlog is durable. Killed with -9 while it
+/// Issue 28: a worker's shard queue is durable. Killed with -9 while it
 /// fetches, the pages it reported and had not committed to its shard wait
-/// in its backlog file; started again, it indexes them.
+/// in its queue; started again, it indexes them.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_worker_killed_mid_crawl_indexes_its_backlog_when_started_again() {
     use web_crawler::search::SearchIndex;
-    use web_crawler::store::{IndexBacklogFile, backlog_path_for};
+    use web_crawler::store::{queue_dir_for, queue_waiting_bytes};
     let (servers, roots) = sharded_web(33, Duration::from_millis(40)).await;
     let mut cluster = Cluster::start_on(Ipv4Addr::new(127, 0, 34, 1), &[]).await;
     let mut w1 = cluster.worker("w1", Ipv4Addr::new(127, 0, 34, 2));
@@ -1749,19 +1749,19 @@ async fn a_worker_killed_mid_crawl_indexes_its_backlog_when_started_again() {
     // pending before a node of the same name is back (else those URLs wait
     // for their leases).
     tokio::time::sleep(Duration::from_secs(2)).await;
-    let backlog = IndexBacklogFile::open(&backlog_path_for(&shard)).unwrap();
-    let waiting = backlog.len().unwrap();
+    let queue = queue_dir_for(&shard);
+    let waiting = queue_waiting_bytes(&queue).unwrap();
     let indexed = SearchIndex::open_read_only(&shard).map_or(0, |s| s.page_count());
-    assert!(waiting > 0, "pages wait in the backlog ({indexed} indexed)");
+    assert!(waiting > 0, "pages wait in the queue ({indexed} indexed)");
 
     let _w1 = cluster.worker("w1", Ipv4Addr::new(127, 0, 34, 2));
     assert!(cluster.wait_nodes(2).await, "w1 is back");
     cluster.wait_idle().await;
     let drained = wait_for(Duration::from_secs(30), || {
-        backlog.is_empty().unwrap_or(false)
+        queue_waiting_bytes(&queue).is_ok_and(|bytes| bytes == 0)
     })
     .await;
-    assert!(drained, "the backlog is indexed");
+    assert!(drained, "the queue is indexed");
     let mine: HashSet<String> = store
         .processed(PageQuery::default())
         .await
@@ -1779,7 +1779,7 @@ async fn a_worker_killed_mid_crawl_indexes_its_backlog_when_started_again() {
     // are fetched again elsewhere, and are in its shard too.
     assert!(
         held >= mine.len() as u64,
-        "{held} pages in w1's shard: {indexed} committed at the kill, {waiting} waiting, {} fetched by w1",
+        "{held} pages in w1's shard: {indexed} committed at the kill, {waiting} bytes waiting, {} fetched by w1",
         mine.len()
     );
     drop(servers);

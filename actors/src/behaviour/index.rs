@@ -3,12 +3,13 @@
 //! [`PageIndex`] over tantivy.
 //!
 //! Indexing is an operation of every HTML page fetched while the crawl's
-//! `index_pages` setting is on: the slave turns the page into a [`PageText`] and
-//! reports it as a record of the [`INDEX_QUEUE`] collection, which the master
-//! writes with the page's processed row (one commit). The indexer reads that
-//! queue, adds the pages to the index, commits the index and only then
-//! deletes what it indexed from the queue: a page processed is indexed
-//! exactly when the queue says so, across crashes of either actor.
+//! `index_pages` setting is on: the slave turns the page into a [`PageText`]
+//! and reports it as a record of the [`INDEX_QUEUE`] collection, which the
+//! node's pool takes out of the report and appends to the node's
+//! [`IndexQueue`] before the report goes on. The indexer reads that queue,
+//! adds the pages to the index, commits the index and only then marks what
+//! it read done: a page processed is indexed exactly once across crashes
+//! of either (a page fetched again after a crash replaces its copy).
 
 use crate::behaviour::{Document, ExtractedPage, Record, StoreError};
 use serde::{Deserialize, Serialize};
@@ -101,34 +102,10 @@ impl PageText {
         }
     }
 
-    /// Read a queued record back (its key and fields merged).
-    pub fn from_document(doc: &Document) -> Result<Self, String> {
-        let mut page = Self::from_fields(doc)?;
-        page.url = Self::url_of(doc)?;
-        Ok(page)
-    }
-
-    /// Read an [`INDEX_QUEUE`] record back (what the master hands the
-    /// indexer), without copying it first.
-    pub fn from_record(record: &Record) -> Result<Self, String> {
-        let mut page = Self::from_fields(&record.fields)?;
-        page.url = Self::url_of(&record.key)?;
-        Ok(page)
-    }
-
     fn url_of(doc: &Document) -> Result<String, String> {
         match doc.get("url").and_then(serde_json::Value::as_str) {
             Some(url) if !url.is_empty() => Ok(url.to_string()),
             _ => Err("a queued page without a url".into()),
-        }
-    }
-
-    /// The page of a record's fields: packed, or (a queue left by an
-    /// earlier version) the page's fields themselves.
-    fn from_fields(fields: &Document) -> Result<Self, String> {
-        match fields.get(PACKED) {
-            Some(packed) => unpack(packed.as_str().ok_or("a queued page's packed text")?),
-            None => Self::deserialize(fields).map_err(|e| format!("a queued page: {e}")),
         }
     }
 }
@@ -136,22 +113,22 @@ impl PageText {
 /// The field of an [`INDEX_QUEUE`] record that holds the packed page.
 const PACKED: &str = "packed";
 
-/// base64 of the lz4-compressed postcard encoding of `page`: its strings
-/// are copied as they are (JSON escaped every byte of the text).
+/// base64 (a record's fields are text) of [`pack_bytes`].
 fn pack(page: &PageText) -> String {
     use base64::Engine;
-    // Encoding plain strings and numbers into a Vec cannot fail.
-    let bytes = postcard::to_stdvec(page).unwrap_or_default();
-    base64::engine::general_purpose::STANDARD_NO_PAD
-        .encode(lz4_flex::block::compress_prepend_size(&bytes))
+    base64::engine::general_purpose::STANDARD_NO_PAD.encode(pack_bytes(page))
 }
 
-fn unpack(packed: &str) -> Result<PageText, String> {
-    use base64::Engine;
-    let compressed = base64::engine::general_purpose::STANDARD_NO_PAD
-        .decode(packed)
-        .map_err(|e| format!("a queued page is not base64: {e}"))?;
-    let bytes = lz4_flex::block::decompress_size_prepended(&compressed)
+/// The lz4-compressed postcard encoding of `page`: its strings are copied
+/// as they are (JSON escaped every byte of the text).
+fn pack_bytes(page: &PageText) -> Vec<u8> {
+    // Encoding plain strings and numbers into a Vec cannot fail.
+    let bytes = postcard::to_stdvec(page).unwrap_or_default();
+    lz4_flex::block::compress_prepend_size(&bytes)
+}
+
+fn unpack_bytes(compressed: &[u8]) -> Result<PageText, String> {
+    let bytes = lz4_flex::block::decompress_size_prepended(compressed)
         .map_err(|e| format!("a queued page does not decompress: {e}"))?;
     postcard::from_bytes(&bytes).map_err(|e| format!("a queued page: {e}"))
 }
@@ -332,38 +309,98 @@ pub trait PageSearch: Send + Sync + 'static {
     fn top(&self, query: &str, limit: usize, stats: &ShardStats) -> Result<ShardTop, IndexError>;
 }
 
-/// Where pages wait for a node's index: read from its head by the
-/// indexer, which deletes what it committed. On the master's node it is
-/// the store's [`INDEX_QUEUE`] collection, written with the pages'
-/// processed rows.
+/// A position in a node's [`IndexQueue`]: entries are read in the order
+/// they were queued, each at a position after the one before.
+pub type QueuePos = u64;
+
+/// A page as it waits in an [`IndexQueue`]: its URL and its text packed
+/// (compressed; [`QueuedPage::text`] gives it back).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct QueuedPage {
+    pub url: String,
+    pub packed: Vec<u8>,
+}
+
+impl QueuedPage {
+    /// The page an [`INDEX_QUEUE`] record carries.
+    pub fn of_record(record: &Record) -> Result<Self, String> {
+        Self::of_parts(&record.key, &record.fields)
+    }
+
+    /// The page of an [`INDEX_QUEUE`] document as a store gives it back
+    /// (key and fields in one): what an earlier version queued in the store.
+    pub fn of_document(doc: &Document) -> Result<Self, String> {
+        Self::of_parts(doc, doc)
+    }
+
+    fn of_parts(key: &Document, fields: &Document) -> Result<Self, String> {
+        let url = PageText::url_of(key)?;
+        let packed = match fields.get(PACKED) {
+            Some(packed) => {
+                use base64::Engine;
+                base64::engine::general_purpose::STANDARD_NO_PAD
+                    .decode(packed.as_str().ok_or("a queued page's packed text")?)
+                    .map_err(|e| format!("a queued page is not base64: {e}"))?
+            }
+            // An earlier version queued the page's fields themselves.
+            None => pack_bytes(
+                &PageText::deserialize(fields).map_err(|e| format!("a queued page: {e}"))?,
+            ),
+        };
+        Ok(Self { url, packed })
+    }
+
+    /// The page's text, read back.
+    pub fn text(&self) -> Result<PageText, String> {
+        let mut page = unpack_bytes(&self.packed)?;
+        page.url.clone_from(&self.url);
+        Ok(page)
+    }
+}
+
+/// What waits in an [`IndexQueue`], in order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum QueueEntry {
+    /// Index this page (replacing an earlier version).
+    Page(QueuedPage),
+    /// Drop this page from the shard (its host moved to another node, or
+    /// it is a content duplicate): after the pages queued before it.
+    Forget(String),
+}
+
+/// Entries read from an [`IndexQueue`], and where the next read starts.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct QueueRead {
+    pub entries: Vec<QueueEntry>,
+    pub next: QueuePos,
+}
+
+/// Where pages wait for a node's index shard, on the node's own disk: an
+/// append-only log that the node's pool (and its master, for pages other
+/// nodes send without indexing them) writes before a page is reported,
+/// and that the indexer reads in order. What the indexer has committed
+/// it marks [`done`](IndexQueue::done); a restarted indexer reads on from
+/// there, so nothing queued is lost and nothing committed is read again.
 #[async_trait::async_trait]
 pub trait IndexQueue: Send + Sync + fmt::Debug + 'static {
-    /// The first `limit` pages after the one keyed `after`, in key order,
-    /// as documents (key and fields).
-    async fn first(
-        &self,
-        after: Option<&Document>,
-        limit: usize,
-    ) -> Result<Vec<Document>, StoreError>;
-    /// Remove the pages with these keys.
-    async fn delete(&self, keys: &[Document]) -> Result<u64, StoreError>;
+    /// Queue these pages, in order; kept once this returns (a process
+    /// killed after it finds them at its restart).
+    async fn push(&self, pages: Vec<QueuedPage>) -> Result<(), StoreError>;
+    /// Queue the removal of these pages, after everything queued before.
+    async fn forget(&self, urls: Vec<String>) -> Result<(), StoreError>;
+    /// At most `limit` entries from `from` on (`None`: the first entry not
+    /// done).
+    async fn read(&self, from: Option<QueuePos>, limit: usize) -> Result<QueueRead, StoreError>;
+    /// Every entry before `upto` is indexed and committed: the queue may
+    /// drop them.
+    async fn done(&self, upto: QueuePos) -> Result<(), StoreError>;
 }
 
-/// A worker node's durable queue of pages for its index shard (the node
-/// has no store: a file of its own beside the shard). The pool pushes
-/// what its slaves fetched before it reports them.
-#[async_trait::async_trait]
-pub trait IndexBacklog: IndexQueue {
-    /// Queue these [`INDEX_QUEUE`] records (a page queued again replaces
-    /// its earlier version).
-    async fn push(&self, records: Vec<Record>) -> Result<(), StoreError>;
-}
-
-/// A worker node's index shard: the index and its backlog.
+/// A node's index shard: the index and the queue its pages wait in.
 #[derive(Clone, Debug)]
 pub struct Shard {
     pub opener: Arc<dyn IndexOpener>,
-    pub backlog: Arc<dyn IndexBacklog>,
+    pub queue: Arc<dyn IndexQueue>,
 }
 
 /// Opens the index, at the indexer's start and at each restart.
@@ -415,12 +452,14 @@ mod tests {
         );
         let record = text.clone().into_record();
         assert_eq!(record.collection, INDEX_QUEUE);
-        assert_eq!(PageText::from_record(&record).unwrap(), text);
+        let queued = QueuedPage::of_record(&record).unwrap();
+        assert_eq!(queued.url, "http://h/");
+        assert_eq!(queued.text().unwrap(), text);
         let mut doc = record.key.clone();
         doc.extend(record.fields);
-        assert_eq!(PageText::from_document(&doc).unwrap(), text);
+        assert_eq!(QueuedPage::of_document(&doc).unwrap(), queued);
         doc.remove("url");
-        assert!(PageText::from_document(&doc).is_err());
+        assert!(QueuedPage::of_document(&doc).is_err());
     }
 
     #[test]
@@ -429,9 +468,9 @@ mod tests {
         let serde_json::Value::Object(mut doc) = serde_json::to_value(&text).unwrap() else {
             unreachable!()
         };
-        assert_eq!(PageText::from_document(&doc).unwrap(), text);
+        assert_eq!(QueuedPage::of_document(&doc).unwrap().text().unwrap(), text);
         doc.insert(PACKED.into(), "not base64!".into());
-        let err = PageText::from_document(&doc).unwrap_err();
+        let err = QueuedPage::of_document(&doc).unwrap_err();
         assert!(err.contains("base64"), "{err}");
     }
 
@@ -443,7 +482,10 @@ mod tests {
         let record = text.clone().into_record();
         let packed = record.fields[PACKED].as_str().unwrap();
         assert!(packed.len() < text.body.len() / 4, "{}", packed.len());
-        assert_eq!(PageText::from_record(&record).unwrap(), text);
+        assert_eq!(
+            QueuedPage::of_record(&record).unwrap().text().unwrap(),
+            text
+        );
     }
 
     #[test]

@@ -11,8 +11,8 @@ use mongodb::options::{IndexOptions, ReturnDocument};
 use std::collections::{HashMap, HashSet};
 use web_crawler_actors::frontier::{LinkDecision, decide_link, dedupe_by_content};
 use web_crawler_actors::{
-    CommitBatch, CommitSummary, INDEX_QUEUE, Millis, NewLink, OperationSpec, PageRecord,
-    ProcessedPage, Record, StoreError,
+    CommitBatch, CommitSummary, Millis, NewLink, OperationSpec, PageRecord, ProcessedPage, Record,
+    StoreError,
 };
 impl MongoStore {
     /// Apply a batch (see [`CommitBatch`]): each write is one idempotent
@@ -321,12 +321,7 @@ impl MongoStore {
             .map_err(backend)?;
         self.processed_now(&record.url, &op_key, processed, now)
             .await?;
-        // A duplicate is not indexed: the original stands for it.
-        for record in page
-            .records
-            .iter()
-            .filter(|r| duplicate_of.is_none() || r.collection != INDEX_QUEUE)
-        {
+        for record in &page.records {
             self.write_record(record, now).await?;
         }
         Ok(())

@@ -14,8 +14,7 @@ use crate::store::seen::{FileKeys, PendingRow, Seen, SeenWindow, key_hash};
 use rusqlite::{Connection, OptionalExtension, Transaction, params};
 use web_crawler_actors::frontier::{LinkDecision, decide_link, dedupe_by_content};
 use web_crawler_actors::{
-    CommitBatch, CommitSummary, Document, HandOver, INDEX_QUEUE, Millis, NewLink, ProcessedPage,
-    Record,
+    CommitBatch, CommitSummary, Document, HandOver, Millis, NewLink, ProcessedPage, Record,
 };
 
 /// Keys the file-key filter is sized for at least (about 1.2 MB at 1% false
@@ -308,12 +307,7 @@ pub(super) fn apply_commit(
             rec.check_every_ms,
         ])?;
         c.processed(rec)?;
-        // A duplicate is not indexed: the original stands for it.
-        for record in page
-            .records
-            .iter()
-            .filter(|r| dup.is_none() || r.collection != INDEX_QUEUE)
-        {
+        for record in &page.records {
             write_record(tx, record, now)?;
         }
     }
