@@ -136,6 +136,14 @@ pub struct CrawlConfig {
     /// ...or this long after the first page not committed.
     #[serde(rename = "index_commit_every_ms", with = "millis")]
     pub index_commit_every: Duration,
+    /// The indexer reads no more pages while fetching keeps the machine
+    /// busy (its threads at normal priority use over half the cores; on
+    /// Linux): they wait in the node's queue on disk, and the index
+    /// catches up once fetching leaves CPU or the crawl is done. Off, the
+    /// index runs beside fetching at nice 10: pages are searchable sooner
+    /// during a crawl as fast as the machine allows, and fetching is
+    /// slower.
+    pub index_yields_to_fetching: bool,
     pub restart_intensity: RestartIntensity,
     /// How long the master waits for a store that became unavailable (a
     /// database restart, an election, a network blip, a locked file) before
@@ -181,6 +189,7 @@ impl Default for CrawlConfig {
             index_pages: false,
             index_commit_pages: 2_000,
             index_commit_every: Duration::from_secs(2),
+            index_yields_to_fetching: true,
             restart_intensity: RestartIntensity::default(),
             store_outage_limit: Duration::from_secs(60),
             departed_after: Duration::from_secs(600),

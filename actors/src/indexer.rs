@@ -19,6 +19,7 @@
 //! every node's shard (`IndexerMsg::Shard`, a call from any node).
 
 use crate::behaviour::error_chain;
+use crate::fetch_load::{FetchLoad, fetching_cpu_ms};
 use crate::behaviour::index::{
     IndexError, IndexOpener, IndexQueue, PageIndex, PageSearch, QueueEntry, QueuePos,
 };
@@ -196,15 +197,18 @@ impl IndexCycle {
         self.more = true;
     }
 
-    /// The step to start now, if any (it is then running).
-    pub fn next(&mut self, now: Millis) -> Option<IndexStep> {
+    /// The step to start now, if any (it is then running). While fetching
+    /// is `yielded_to` (it keeps the machine busy), nothing more is read:
+    /// the pages wait in the queue until it calms down or a catch-up is
+    /// asked for.
+    pub fn next(&mut self, now: Millis, yielded_to: bool) -> Option<IndexStep> {
         if self.running {
             return None;
         }
         let drained = !self.more && (self.catching_up || self.batch.due(now));
         let step = if !self.batch.is_empty() && (self.batch.due(now) || drained) {
             IndexStep::Commit
-        } else if self.more {
+        } else if self.more && !(yielded_to && !self.catching_up) {
             IndexStep::Read { from: self.cursor }
         } else {
             return None;
@@ -365,6 +369,8 @@ pub(crate) struct IndexerArgs {
     pub(crate) queue: Arc<dyn IndexQueue>,
     pub(crate) commit_every: Duration,
     pub(crate) commit_pages: usize,
+    /// Read nothing more while fetching keeps the machine busy.
+    pub(crate) yield_to_fetching: bool,
 }
 
 impl std::fmt::Debug for IndexerArgs {
@@ -379,6 +385,8 @@ pub(crate) struct IndexerState {
     searcher: Arc<dyn PageSearch>,
     queue: Arc<dyn IndexQueue>,
     cycle: IndexCycle,
+    /// Sampled each tick when the indexer yields to fetching.
+    load: Option<FetchLoad>,
     waiting: Vec<RpcReplyPort<()>>,
 }
 
@@ -416,6 +424,9 @@ impl Actor for Indexer {
             searcher,
             queue: args.queue,
             cycle: IndexCycle::new(batch),
+            load: args
+                .yield_to_fetching
+                .then(|| FetchLoad::new(std::thread::available_parallelism().map_or(1, |n| n.get()))),
             waiting: Vec::new(),
         })
     }
@@ -428,7 +439,11 @@ impl Actor for Indexer {
     ) -> Result<(), ActorProcessingErr> {
         match msg {
             IndexerMsg::Queued => state.cycle.queued(),
-            IndexerMsg::Tick => {}
+            IndexerMsg::Tick => {
+                if let Some(load) = &mut state.load {
+                    load.observe(fetching_cpu_ms(), now_ms());
+                }
+            }
             IndexerMsg::Read(read) => {
                 let read = read.map_err(|e| -> ActorProcessingErr { e.into() })?;
                 state.cycle.read_done(read, now_ms());
@@ -502,7 +517,8 @@ fn answer(searcher: &dyn PageSearch, request: ShardRequest) -> Result<ShardAnswe
 /// Start the cycle's next step as a task that reports back, and answer
 /// the catch-up waiters once everything queued is searchable.
 fn drive(myself: &ActorRef<IndexerMsg>, state: &mut IndexerState) {
-    match state.cycle.next(now_ms()) {
+    let yielded_to = state.load.as_ref().is_some_and(FetchLoad::busy);
+    match state.cycle.next(now_ms(), yielded_to) {
         Some(IndexStep::Read { from }) => {
             let queue = state.queue.clone();
             let myself = myself.clone();
@@ -640,32 +656,32 @@ mod tests {
     #[test]
     fn the_queue_is_read_on_in_order_across_commits() {
         let mut c = IndexCycle::new(IndexBatch::new(10_000, 2_000));
-        assert_eq!(c.next(0), Some(IndexStep::Read { from: None }));
-        assert_eq!(c.next(0), None, "one step at a time");
+        assert_eq!(c.next(0, false), Some(IndexStep::Read { from: None }));
+        assert_eq!(c.next(0, false), None, "one step at a time");
         c.read_done(chunk(CHUNK_PAGES, 1_000), 0);
         assert_eq!(
-            c.next(10),
+            c.next(10, false),
             Some(IndexStep::Read { from: Some(1_000) }),
             "a full chunk: read on from where it ended"
         );
         c.read_done(chunk(3, 1_030), 10);
-        assert_eq!(c.next(1_000), None, "read to the end; no commit due yet");
+        assert_eq!(c.next(1_000, false), None, "read to the end; no commit due yet");
         assert_eq!(
-            c.next(2_000),
+            c.next(2_000, false),
             Some(IndexStep::Commit),
             "due two seconds after the first page"
         );
         assert_eq!(c.to_commit(), Some((CHUNK_PAGES as u64 + 3, 1_030)));
         c.commit_done();
-        assert_eq!(c.next(2_001), None, "nothing queued since");
+        assert_eq!(c.next(2_001, false), None, "nothing queued since");
         c.queued();
         assert_eq!(
-            c.next(2_002),
+            c.next(2_002, false),
             Some(IndexStep::Read { from: Some(1_030) }),
             "after a commit the queue is read on, not again from the start"
         );
         c.read_done(chunk(0, 1_030), 2_002);
-        assert_eq!(c.next(5_000), None, "nothing queued, nothing to commit");
+        assert_eq!(c.next(5_000, false), None, "nothing queued, nothing to commit");
     }
 
     #[test]
@@ -673,25 +689,43 @@ mod tests {
         let mut c = IndexCycle::new(IndexBatch::new(10_000, 60_000));
         c.catch_up();
         assert!(!c.caught_up());
-        assert!(matches!(c.next(0), Some(IndexStep::Read { .. })));
+        assert!(matches!(c.next(0, false), Some(IndexStep::Read { .. })));
         c.read_done(chunk(5, 50), 0);
         assert!(!c.caught_up(), "added, not committed");
-        assert_eq!(c.next(1), Some(IndexStep::Commit), "no wait for the age");
+        assert_eq!(c.next(1, false), Some(IndexStep::Commit), "no wait for the age");
         c.to_commit();
         assert!(!c.caught_up(), "the commit runs");
         c.commit_done();
-        assert_eq!(c.next(2), None);
+        assert_eq!(c.next(2, false), None);
         assert!(c.caught_up(), "everything queued is committed");
         assert!(!c.caught_up(), "answered once");
     }
 
     #[test]
+    fn while_fetching_is_busy_nothing_is_read_but_a_catch_up_reads_all() {
+        let mut c = IndexCycle::new(IndexBatch::new(10_000, 2_000));
+        assert_eq!(c.next(0, true), None, "fetching first");
+        assert_eq!(c.next(0, false), Some(IndexStep::Read { from: None }));
+        c.read_done(chunk(CHUNK_PAGES, 1_000), 0);
+        assert_eq!(c.next(2_000, true), Some(IndexStep::Commit), "what was read is committed");
+        c.to_commit();
+        c.commit_done();
+        assert_eq!(c.next(2_001, true), None);
+        c.catch_up();
+        assert_eq!(
+            c.next(2_002, true),
+            Some(IndexStep::Read { from: Some(1_000) }),
+            "a catch-up does not wait"
+        );
+    }
+
+    #[test]
     fn a_full_batch_commits_between_reads() {
         let mut c = IndexCycle::new(IndexBatch::new(CHUNK_PAGES, 60_000));
-        c.next(0);
+        c.next(0, false);
         c.read_done(chunk(CHUNK_PAGES, 10), 0);
         assert_eq!(
-            c.next(1),
+            c.next(1, false),
             Some(IndexStep::Commit),
             "by count, before reading on"
         );

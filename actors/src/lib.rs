@@ -8,6 +8,7 @@ mod config;
 mod control;
 mod cycle_end;
 mod departures;
+mod fetch_load;
 pub mod frontier;
 pub mod hosts;
 pub mod indexer;

@@ -348,6 +348,7 @@ async fn start_child(
                 queue: Arc::clone(&shard.queue),
                 commit_every: cfg.index_commit_every,
                 commit_pages: cfg.index_commit_pages,
+                yield_to_fetching: cfg.index_yields_to_fetching,
             };
             Actor::spawn_linked(Some(cfg.indexer_name()), Indexer, args, myself.get_cell())
                 .await?
