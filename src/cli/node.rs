@@ -65,8 +65,9 @@ pub(super) struct NodeArgs {
     #[arg(long, value_name = "SECONDS", default_value_t = 60)]
     master_grace: u64,
     /// This node's shard of the full-text index: the pages it fetches
-    /// (default: `NAME.index` in the working directory; their backlog is
-    /// `DIR.backlog` beside it). A query on any node asks every shard.
+    /// (default: `NAME.index` in the working directory; the pages waiting
+    /// for it are in `DIR.queue` beside it). A query on any node asks every
+    /// shard.
     #[arg(long, value_name = "DIR")]
     index: Option<PathBuf>,
     #[command(flatten)]
