@@ -19,10 +19,10 @@
 //! every node's shard (`IndexerMsg::Shard`, a call from any node).
 
 use crate::behaviour::error_chain;
-use crate::fetch_load::{FetchLoad, fetching_cpu_ms};
 use crate::behaviour::index::{
     IndexError, IndexOpener, IndexQueue, PageIndex, PageSearch, QueueEntry, QueuePos,
 };
+use crate::fetch_load::{FetchLoad, fetching_cpu_ms};
 use crate::protocol::{IndexerMsg, SHARD_GROUP, ShardAnswer, ShardRequest, ShardStep};
 use crate::types::{IndexCounts, Millis, now_ms};
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
@@ -75,7 +75,7 @@ impl ShardQueue {
     /// `pages` were queued: count them and tell the node's indexer.
     pub(crate) fn queued(&self, pages: u64, indexer: &str) {
         self.progress.queued(pages);
-        if let Some(actor) = ActorRef::<IndexerMsg>::where_is(indexer.to_string()) {
+        if let Some(actor) = ActorRef::<IndexerMsg>::where_is(indexer) {
             let _ = actor.cast(IndexerMsg::Queued);
         }
     }
@@ -208,7 +208,7 @@ impl IndexCycle {
         let drained = !self.more && (self.catching_up || self.batch.due(now));
         let step = if !self.batch.is_empty() && (self.batch.due(now) || drained) {
             IndexStep::Commit
-        } else if self.more && !(yielded_to && !self.catching_up) {
+        } else if self.more && (self.catching_up || !yielded_to) {
             IndexStep::Read { from: self.cursor }
         } else {
             return None;
@@ -424,9 +424,9 @@ impl Actor for Indexer {
             searcher,
             queue: args.queue,
             cycle: IndexCycle::new(batch),
-            load: args
-                .yield_to_fetching
-                .then(|| FetchLoad::new(std::thread::available_parallelism().map_or(1, |n| n.get()))),
+            load: args.yield_to_fetching.then(|| {
+                FetchLoad::new(std::thread::available_parallelism().map_or(1, |n| n.get()))
+            }),
             waiting: Vec::new(),
         })
     }
@@ -458,21 +458,16 @@ impl Actor for Indexer {
                 state.cycle.catch_up();
             }
             IndexerMsg::Forget(urls) => {
-                // Queued behind the pages queued before: a page read later
-                // is removed after it is added.
-                let queue = state.queue.clone();
-                let myself = myself.clone();
-                tokio::spawn(async move {
-                    match queue.forget(urls).await {
-                        Ok(()) => {
-                            let _ = myself.cast(IndexerMsg::Queued);
-                        }
-                        Err(e) => tracing::warn!(
-                            error = %error_chain(&e),
-                            "pages this shard was told to drop stay in it"
-                        ),
-                    }
-                });
+                // Queued behind the pages queued before (a page read later
+                // is removed after it is added), before a catch-up asked
+                // after this is answered.
+                match state.queue.forget(urls).await {
+                    Ok(()) => state.cycle.queued(),
+                    Err(e) => tracing::warn!(
+                        error = %error_chain(&e),
+                        "pages this shard was told to drop stay in it"
+                    ),
+                }
             }
             IndexerMsg::Shard { request, reply } => {
                 let searcher = state.searcher.clone();
@@ -665,7 +660,11 @@ mod tests {
             "a full chunk: read on from where it ended"
         );
         c.read_done(chunk(3, 1_030), 10);
-        assert_eq!(c.next(1_000, false), None, "read to the end; no commit due yet");
+        assert_eq!(
+            c.next(1_000, false),
+            None,
+            "read to the end; no commit due yet"
+        );
         assert_eq!(
             c.next(2_000, false),
             Some(IndexStep::Commit),
@@ -681,7 +680,11 @@ mod tests {
             "after a commit the queue is read on, not again from the start"
         );
         c.read_done(chunk(0, 1_030), 2_002);
-        assert_eq!(c.next(5_000, false), None, "nothing queued, nothing to commit");
+        assert_eq!(
+            c.next(5_000, false),
+            None,
+            "nothing queued, nothing to commit"
+        );
     }
 
     #[test]
@@ -692,7 +695,11 @@ mod tests {
         assert!(matches!(c.next(0, false), Some(IndexStep::Read { .. })));
         c.read_done(chunk(5, 50), 0);
         assert!(!c.caught_up(), "added, not committed");
-        assert_eq!(c.next(1, false), Some(IndexStep::Commit), "no wait for the age");
+        assert_eq!(
+            c.next(1, false),
+            Some(IndexStep::Commit),
+            "no wait for the age"
+        );
         c.to_commit();
         assert!(!c.caught_up(), "the commit runs");
         c.commit_done();
@@ -707,7 +714,11 @@ mod tests {
         assert_eq!(c.next(0, true), None, "fetching first");
         assert_eq!(c.next(0, false), Some(IndexStep::Read { from: None }));
         c.read_done(chunk(CHUNK_PAGES, 1_000), 0);
-        assert_eq!(c.next(2_000, true), Some(IndexStep::Commit), "what was read is committed");
+        assert_eq!(
+            c.next(2_000, true),
+            Some(IndexStep::Commit),
+            "what was read is committed"
+        );
         c.to_commit();
         c.commit_done();
         assert_eq!(c.next(2_001, true), None);

@@ -281,6 +281,12 @@ async fn stop_children(state: &SupState, catch_up: bool) {
     if let Some(storage) = &state.args.storage {
         storage.frontier.close().await;
     }
+    // After the pool: nothing is queued any more.
+    if let Some(shard) = &state.args.shard
+        && let Err(e) = shard.queue.close().await
+    {
+        tracing::warn!(error = %error_chain(&e), "the index queue could not be tidied");
+    }
 }
 
 /// Record a restart; `Some(reason)` when it exceeds the restart intensity.

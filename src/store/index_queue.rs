@@ -88,6 +88,8 @@ struct Log {
     end: QueuePos,
     /// The first entry not done.
     head: QueuePos,
+    /// Closed with nothing waiting: the files are gone until a push.
+    closed: bool,
 }
 
 impl IndexQueueLog {
@@ -133,6 +135,7 @@ impl IndexQueueLog {
             writer,
             end: last + whole,
             head: head.min(last + whole),
+            closed: false,
         };
         log.drop_done(dir).map_err(fail)?;
         Ok(Self {
@@ -156,6 +159,12 @@ impl IndexQueueLog {
             return Ok(());
         }
         let mut log = self.lock()?;
+        if log.closed {
+            fs::create_dir_all(&self.dir).map_err(|e| self.error(e))?;
+            log.segments.clear();
+            log.roll(&self.dir).map_err(|e| self.error(e))?;
+            log.closed = false;
+        }
         if log.end - log.segments.last().copied().unwrap_or(0) >= SEGMENT_BYTES {
             log.roll(&self.dir).map_err(|e| self.error(e))?;
         }
@@ -196,9 +205,20 @@ impl IndexQueueLog {
         Ok(QueueRead { entries, next: at })
     }
 
+    /// Remove the queue's files if nothing waits (see [`IndexQueue::close`]).
+    fn close_if_empty(&self) -> Result<(), StoreError> {
+        let mut log = self.lock()?;
+        if log.closed || log.head < log.end {
+            return Ok(());
+        }
+        fs::remove_dir_all(&self.dir).map_err(|e| self.error(e))?;
+        log.closed = true;
+        Ok(())
+    }
+
     fn mark_done(&self, upto: QueuePos) -> Result<(), StoreError> {
         let mut log = self.lock()?;
-        if upto <= log.head {
+        if log.closed || upto <= log.head {
             return Ok(());
         }
         log.head = upto.min(log.end);
@@ -359,6 +379,10 @@ impl IndexQueue for IndexQueueLog {
     async fn done(&self, upto: QueuePos) -> Result<(), StoreError> {
         self.mark_done(upto)
     }
+
+    async fn close(&self) -> Result<(), StoreError> {
+        self.close_if_empty()
+    }
 }
 
 #[cfg(test)]
@@ -420,6 +444,24 @@ mod tests {
         queue.done(again.next).await.unwrap();
         assert_eq!(queue_waiting_bytes(&path).unwrap(), 0);
         assert!(queue.read(None, 10).await.unwrap().entries.is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_closed_queue_with_nothing_waiting_leaves_no_files_until_a_push() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("x.index.queue");
+        let queue = IndexQueueLog::open(&path).unwrap();
+        queue.push(vec![page("http://h/1", "one")]).await.unwrap();
+        queue.close().await.unwrap();
+        assert!(path.exists(), "a page waits: the files stay");
+        let read = queue.read(None, 10).await.unwrap();
+        queue.done(read.next).await.unwrap();
+        queue.close().await.unwrap();
+        assert!(!path.exists(), "nothing waits: no files");
+        queue.push(vec![page("http://h/2", "two")]).await.unwrap();
+        drop(queue);
+        let queue = IndexQueueLog::open(&path).unwrap();
+        assert_eq!(urls(&queue.read(None, 10).await.unwrap()), ["http://h/2"]);
     }
 
     #[tokio::test]

@@ -394,6 +394,10 @@ pub trait IndexQueue: Send + Sync + fmt::Debug + 'static {
     /// Every entry before `upto` is indexed and committed: the queue may
     /// drop them.
     async fn done(&self, upto: QueuePos) -> Result<(), StoreError>;
+    /// The node stopped and nothing more is queued for now: a queue with
+    /// nothing waiting may remove its files (a clean exit leaves the store
+    /// and its index only). A push after it starts the queue again.
+    async fn close(&self) -> Result<(), StoreError>;
 }
 
 /// A node's index shard: the index and the queue its pages wait in.
