@@ -129,11 +129,11 @@ pub struct CrawlConfig {
     /// node keeps the index when its [`Storage`] has an index opener.
     #[serde(rename = "index")]
     pub index_pages: bool,
-    /// The indexer commits after this many pages (a commit waits until the
-    /// index library has taken every page added, so this bounds the pages
-    /// its queue holds in memory: ~25 KB of text each)...
+    /// The indexer commits after this many pages (what a crash makes it
+    /// index again; each commit stalls the index's threads a moment)...
     pub index_commit_pages: usize,
-    /// ...or this long after the first page not committed.
+    /// ...or this long after the first page not committed (not while
+    /// catching up: then by count only).
     #[serde(rename = "index_commit_every_ms", with = "millis")]
     pub index_commit_every: Duration,
     /// The indexer reads no more pages while fetching keeps the machine
@@ -187,7 +187,7 @@ impl Default for CrawlConfig {
             sitemaps: true,
             traps: Some(TrapSettings::default()),
             index_pages: false,
-            index_commit_pages: 2_000,
+            index_commit_pages: 10_000,
             index_commit_every: Duration::from_secs(2),
             index_yields_to_fetching: true,
             restart_intensity: RestartIntensity::default(),

@@ -69,10 +69,71 @@ const ANCHORS_WRITER_BYTES: usize = 16_000_000;
 const PAGES_MERGE_MAX_DOCS: u32 = 10_000;
 const ANCHORS_MERGE_MAX_DOCS: u32 = 1_000_000;
 
+/// Pages handed to the pages writer and not indexed yet, at most: tantivy
+/// queues up to 10,000 documents for its indexing thread, and ours adds
+/// them several times faster than it indexes (each holds its page's text,
+/// ~50 KB here). Beyond this, `add_page` waits: memory stays bounded
+/// without committing to drain the queue.
+const PAGES_IN_FLIGHT: usize = 256;
+
+/// A document as the writers take it: with a ticket for a page, which
+/// tantivy's indexing thread drops once it has indexed the page.
+struct QueuedDoc {
+    doc: TantivyDocument,
+    _ticket: Option<Ticket>,
+}
+
+impl tantivy::Document for QueuedDoc {
+    type Value<'a> = <TantivyDocument as tantivy::Document>::Value<'a>;
+    type FieldsValuesIter<'a> = <TantivyDocument as tantivy::Document>::FieldsValuesIter<'a>;
+
+    fn iter_fields_and_values(&self) -> Self::FieldsValuesIter<'_> {
+        self.doc.iter_fields_and_values()
+    }
+
+    fn into_tantivy_document(self) -> TantivyDocument {
+        self.doc
+    }
+}
+
+/// Counts the pages in the pages writer's queue (see [`PAGES_IN_FLIGHT`]).
+#[derive(Debug, Default)]
+struct InFlight {
+    state: std::sync::Mutex<(usize, bool)>,
+    taken: std::sync::Condvar,
+}
+
+/// One page in flight; dropped when indexed.
+struct Ticket(std::sync::Arc<InFlight>);
+
+impl InFlight {
+    /// Wait until fewer than `max` pages are in flight, then count one more.
+    fn issue(self: &std::sync::Arc<Self>, max: usize) -> Ticket {
+        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        while state.0 >= max {
+            state.1 = true;
+            state = self.taken.wait(state).unwrap_or_else(|p| p.into_inner());
+        }
+        state.0 += 1;
+        Ticket(std::sync::Arc::clone(self))
+    }
+}
+
+impl Drop for Ticket {
+    fn drop(&mut self) {
+        let mut state = self.0.state.lock().unwrap_or_else(|p| p.into_inner());
+        state.0 -= 1;
+        // Wake the adder only when it waits: most drops need no syscall.
+        if std::mem::take(&mut state.1) {
+            self.0.taken.notify_all();
+        }
+    }
+}
+
 /// One of the two tantivy indexes.
 struct Part<F> {
     reader: IndexReader,
-    writer: Option<IndexWriter>,
+    writer: Option<IndexWriter<QueuedDoc>>,
     fields: F,
 }
 
@@ -98,6 +159,7 @@ pub struct SearchIndex {
     pages: Part<PageFields>,
     anchors: Part<AnchorFields>,
     analyzers: QueryAnalyzers,
+    in_flight: std::sync::Arc<InFlight>,
 }
 
 impl fmt::Debug for SearchIndex {
@@ -208,7 +270,7 @@ fn open_part<F>(
                 .memory_budget_per_thread(bytes)
                 .num_merge_threads(1)
                 .build();
-            let writer: IndexWriter = index.writer_with_options(options).map_err(|e| match e {
+            let writer: IndexWriter<QueuedDoc> = index.writer_with_options(options).map_err(|e| match e {
                 TantivyError::LockFailure(..) => SearchError::Locked {
                     dir: dir.to_path_buf(),
                     source: Box::new(e),
@@ -271,6 +333,7 @@ impl SearchIndex {
             pages,
             anchors,
             analyzers: QueryAnalyzers::new(),
+            in_flight: Default::default(),
         })
     }
 
@@ -283,6 +346,7 @@ impl SearchIndex {
             pages: self.pages.read_only(),
             anchors: self.anchors.read_only(),
             analyzers: self.analyzers.clone(),
+            in_flight: Default::default(),
         }
     }
 
@@ -312,7 +376,13 @@ impl SearchIndex {
         d.add_u64(f.out_links, u64::from(doc.out_links));
         d.add_u64(f.words, word_count(body));
         writer.delete_term(Term::from_field_text(f.url, &doc.url));
-        writer.add_document(d).map_err(err("add a page"))?;
+        let ticket = self.in_flight.issue(PAGES_IN_FLIGHT);
+        writer
+            .add_document(QueuedDoc {
+                doc: d,
+                _ticket: Some(ticket),
+            })
+            .map_err(err("add a page"))?;
         Ok(())
     }
 
@@ -355,7 +425,12 @@ impl SearchIndex {
             {
                 d.add_text(field, &context);
             }
-            writer.add_document(d).map_err(err("add an anchor"))?;
+            writer
+                .add_document(QueuedDoc {
+                    doc: d,
+                    _ticket: None,
+                })
+                .map_err(err("add an anchor"))?;
         }
         Ok(())
     }
