@@ -128,16 +128,10 @@ impl IndexBatch {
     }
 
     pub fn due(&self, now: Millis) -> bool {
-        self.full() || self.aged(now)
-    }
-
-    fn full(&self) -> bool {
         self.entries >= self.max_pages
-    }
-
-    fn aged(&self, now: Millis) -> bool {
-        self.first_at
-            .is_some_and(|at| now.saturating_sub(at) >= self.max_wait_ms)
+            || self
+                .first_at
+                .is_some_and(|at| now.saturating_sub(at) >= self.max_wait_ms)
     }
 
     pub fn is_empty(&self) -> bool {
@@ -211,11 +205,8 @@ impl IndexCycle {
         if self.running {
             return None;
         }
-        // Catching up, nobody waits for a page's turn: commits go by count
-        // only (each commit stalls the index's threads for a moment).
-        let due = self.batch.full() || (!self.catching_up && self.batch.aged(now));
-        let drained = !self.more && (self.catching_up || due);
-        let step = if !self.batch.is_empty() && (due || drained) {
+        let drained = !self.more && (self.catching_up || self.batch.due(now));
+        let step = if !self.batch.is_empty() && (self.batch.due(now) || drained) {
             IndexStep::Commit
         } else if self.more && (self.catching_up || !yielded_to) {
             IndexStep::Read { from: self.cursor }
@@ -737,23 +728,6 @@ mod tests {
             Some(IndexStep::Read { from: Some(1_000) }),
             "a catch-up does not wait"
         );
-    }
-
-    #[test]
-    fn a_catch_up_commits_by_count_not_by_age() {
-        let mut c = IndexCycle::new(IndexBatch::new(3 * CHUNK_PAGES, 2_000));
-        c.catch_up();
-        c.next(0, false);
-        c.read_done(chunk(CHUNK_PAGES, 10), 0);
-        assert_eq!(
-            c.next(5_000, false),
-            Some(IndexStep::Read { from: Some(10) }),
-            "old enough, but more to read"
-        );
-        c.read_done(chunk(CHUNK_PAGES, 20), 5_000);
-        c.next(5_001, false);
-        c.read_done(chunk(CHUNK_PAGES, 30), 5_001);
-        assert_eq!(c.next(5_002, false), Some(IndexStep::Commit), "by count");
     }
 
     #[test]

@@ -270,13 +270,14 @@ fn open_part<F>(
                 .memory_budget_per_thread(bytes)
                 .num_merge_threads(1)
                 .build();
-            let writer: IndexWriter<QueuedDoc> = index.writer_with_options(options).map_err(|e| match e {
-                TantivyError::LockFailure(..) => SearchError::Locked {
-                    dir: dir.to_path_buf(),
-                    source: Box::new(e),
-                },
-                e => err("open for writing")(e),
-            })?;
+            let writer: IndexWriter<QueuedDoc> =
+                index.writer_with_options(options).map_err(|e| match e {
+                    TantivyError::LockFailure(..) => SearchError::Locked {
+                        dir: dir.to_path_buf(),
+                        source: Box::new(e),
+                    },
+                    e => err("open for writing")(e),
+                })?;
             writer.set_merge_policy(Box::new(super::merges::CappedMerges {
                 max_docs: merge_max_docs,
             }));
@@ -1949,6 +1950,31 @@ mod tests {
         assert_eq!(truncate("abc", 10), "abc");
         assert_eq!(truncate_chars("one two three", 9), "one two");
         assert_eq!(truncate_chars("short", 200), "short");
+    }
+
+    #[test]
+    fn pages_in_flight_wait_for_one_to_be_indexed() {
+        let in_flight = std::sync::Arc::new(InFlight::default());
+        let first = in_flight.issue(2);
+        let _second = in_flight.issue(2);
+        let (tx, rx) = std::sync::mpsc::channel();
+        let waiter = {
+            let in_flight = std::sync::Arc::clone(&in_flight);
+            std::thread::spawn(move || {
+                let third = in_flight.issue(2);
+                tx.send(()).unwrap();
+                third
+            })
+        };
+        assert!(
+            rx.recv_timeout(std::time::Duration::from_millis(100)).is_err(),
+            "two in flight: the third waits"
+        );
+        drop(first);
+        rx.recv_timeout(std::time::Duration::from_secs(5))
+            .expect("one indexed: the third goes");
+        drop(waiter.join().unwrap());
+        assert_eq!(in_flight.state.lock().unwrap().0, 1);
     }
 
     #[test]
