@@ -1967,7 +1967,8 @@ mod tests {
             })
         };
         assert!(
-            rx.recv_timeout(std::time::Duration::from_millis(100)).is_err(),
+            rx.recv_timeout(std::time::Duration::from_millis(100))
+                .is_err(),
             "two in flight: the third waits"
         );
         drop(first);
