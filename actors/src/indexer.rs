@@ -169,6 +169,9 @@ pub struct IndexCycle {
     cursor: Option<QueuePos>,
     /// The queue may hold entries not read yet.
     more: bool,
+    /// Entries were queued while a step ran: a read running then may
+    /// have read the queue before they were there.
+    queued_while_running: bool,
     running: bool,
     /// Asked to index everything queued: commit as soon as the queue is read.
     catching_up: bool,
@@ -181,6 +184,7 @@ impl IndexCycle {
             batch,
             cursor: None,
             more: true,
+            queued_while_running: false,
             running: false,
             catching_up: false,
         }
@@ -189,6 +193,7 @@ impl IndexCycle {
     /// Entries were queued.
     pub fn queued(&mut self) {
         self.more = true;
+        self.queued_while_running |= self.running;
     }
 
     /// Asked to make everything queued searchable.
@@ -221,7 +226,7 @@ impl IndexCycle {
     /// done at the commit all the same).
     pub(crate) fn read_done(&mut self, read: ReadChunk, now: Millis) {
         self.running = false;
-        self.more = read.entries >= CHUNK_PAGES;
+        self.more = read.entries >= CHUNK_PAGES || std::mem::take(&mut self.queued_while_running);
         self.cursor = Some(read.next);
         self.batch.applied(read, now);
     }
@@ -236,6 +241,8 @@ impl IndexCycle {
     /// read in order, and what is queued meanwhile comes after.
     pub fn commit_done(&mut self) {
         self.running = false;
+        // What was queued meanwhile is after the cursor, and `more` says so.
+        self.queued_while_running = false;
     }
 
     /// Nothing queued is left unindexed and nothing runs: answer those
@@ -728,6 +735,22 @@ mod tests {
             Some(IndexStep::Read { from: Some(1_000) }),
             "a catch-up does not wait"
         );
+    }
+
+    #[test]
+    fn pages_queued_while_a_read_runs_are_read_next() {
+        let mut c = IndexCycle::new(IndexBatch::new(10_000, 2_000));
+        assert!(matches!(c.next(0, false), Some(IndexStep::Read { .. })));
+        // The read took its look at the queue; a page is queued after it.
+        c.queued();
+        c.read_done(chunk(3, 30), 10);
+        assert_eq!(
+            c.next(20, false),
+            Some(IndexStep::Read { from: Some(30) }),
+            "a short read does not hide what was queued while it ran"
+        );
+        c.read_done(chunk(1, 40), 20);
+        assert_eq!(c.next(30, false), None, "now read to the end");
     }
 
     #[test]

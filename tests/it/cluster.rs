@@ -1496,7 +1496,12 @@ async fn a_cluster_searches_every_nodes_shard_as_one_index() {
             SearchIndex::open_read_only(&dir).is_ok_and(|s| s.page_count() == mine.len() as u64)
         })
         .await;
-        assert!(held, "{node}'s shard holds its {} pages", mine.len());
+        let count = SearchIndex::open_read_only(&dir).map(|s| s.page_count());
+        assert!(
+            held,
+            "{node}'s shard holds its {} pages: {count:?}",
+            mine.len()
+        );
     }
     let master_index =
         SearchIndex::open_read_only(&web_crawler::search::index_dir_for(&cluster.db())).unwrap();
