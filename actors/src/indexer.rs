@@ -448,7 +448,16 @@ impl Actor for Indexer {
             IndexerMsg::Queued => state.cycle.queued(),
             IndexerMsg::Tick => {
                 if let Some(load) = &mut state.load {
-                    load.observe(fetching_cpu_ms(), now_ms());
+                    let was = load.busy();
+                    match (was, load.observe(fetching_cpu_ms(), now_ms())) {
+                        (false, true) => tracing::info!(
+                            "fetching keeps the machine busy: the index waits (its pages wait in its queue)"
+                        ),
+                        (true, false) => {
+                            tracing::info!("fetching leaves CPU: the index catches up")
+                        }
+                        _ => {}
+                    }
                 }
             }
             IndexerMsg::Read(read) => {
