@@ -163,12 +163,13 @@ async fn move_earlier_queue(
             })
             .collect();
         queue.push(pages).await?;
+        // The queue's records are keyed by URL alone.
         let keys: Vec<web_crawler_actors::Document> = docs
             .iter()
             .map(|doc| {
-                doc.iter()
-                    .filter(|(k, _)| *k == "url")
-                    .map(|(k, v)| (k.clone(), v.clone()))
+                doc.get("url")
+                    .map(|url| ("url".to_string(), url.clone()))
+                    .into_iter()
                     .collect()
             })
             .collect();

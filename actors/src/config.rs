@@ -125,8 +125,9 @@ pub struct CrawlConfig {
     /// Crawler-trap defence ([`crate::traps`]); `None` turns it off.
     pub traps: Option<TrapSettings>,
     /// Hand every HTML page this node fetches to the full-text index (the
-    /// `index` operation, [`PageIndex`](crate::PageIndex)); the master's
-    /// node keeps the index when its [`Storage`] has an index opener.
+    /// `index` operation, [`PageIndex`](crate::PageIndex)); a node keeps
+    /// an index when it has a [`Shard`] (the master's node: its
+    /// [`Storage`]'s).
     #[serde(rename = "index")]
     pub index_pages: bool,
     /// The indexer commits after this many pages (what a crash makes it

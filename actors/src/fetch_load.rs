@@ -94,7 +94,7 @@ pub(crate) fn fetching_cpu_ms() -> Option<u64> {
 /// A thread's CPU ticks (user and system) and nice value, from its
 /// `/proc/.../stat` line.
 #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
-fn cpu_and_nice(stat: &str) -> Option<(u64, i64)> {
+pub(crate) fn cpu_and_nice(stat: &str) -> Option<(u64, i64)> {
     // The fields after the command's closing parenthesis (the command may
     // hold spaces and parentheses): state is the 1st of them, utime the
     // 12th, stime the 13th, nice the 17th.
@@ -135,14 +135,20 @@ mod tests {
 
     #[cfg(target_os = "linux")]
     #[test]
-    fn this_process_has_fetching_cpu() {
+    fn a_busy_thread_at_normal_priority_counts_as_fetching() {
         let before = fetching_cpu_ms().unwrap();
-        let start = std::time::Instant::now();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
         let mut x = 0u64;
-        while start.elapsed() < std::time::Duration::from_millis(60) {
-            x = x.wrapping_add(std::hint::black_box(1));
+        // Spin until the kernel has charged this thread a tick or more.
+        while fetching_cpu_ms().unwrap() <= before {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "this thread's CPU is not counted"
+            );
+            for _ in 0..100_000 {
+                x = x.wrapping_add(std::hint::black_box(1));
+            }
         }
         assert!(x > 0);
-        assert!(fetching_cpu_ms().unwrap() >= before);
     }
 }

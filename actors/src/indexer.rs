@@ -18,12 +18,13 @@
 //! process group [`SHARD_GROUP`], where a query across the cluster finds
 //! every node's shard (`IndexerMsg::Shard`, a call from any node).
 
-use crate::behaviour::error_chain;
 use crate::behaviour::index::{
-    IndexError, IndexOpener, IndexQueue, PageIndex, PageSearch, QueueEntry, QueuePos,
+    INDEX_QUEUE, IndexError, IndexOpener, IndexQueue, PageIndex, PageSearch, QueueEntry, QueuePos,
+    QueuedPage,
 };
+use crate::behaviour::{Record, StoreError, error_chain};
 use crate::fetch_load::{FetchLoad, fetching_cpu_ms};
-use crate::protocol::{IndexerMsg, SHARD_GROUP, ShardAnswer, ShardRequest, ShardStep};
+use crate::protocol::{IndexerMsg, ReadChunk, SHARD_GROUP, ShardAnswer, ShardRequest, ShardStep};
 use crate::types::{IndexCounts, Millis, now_ms};
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 use std::sync::Arc;
@@ -63,31 +64,44 @@ impl IndexProgress {
 }
 
 /// A node's index queue as its pool and master see it: where they queue
-/// pages, and the counts `status` gives ("indexed N of M"), which they
-/// count in and the node's indexer counts out.
+/// pages, the counts `status` gives ("indexed N of M"), which they count
+/// in and the node's indexer counts out, and the indexer they tell.
 #[derive(Clone, Debug)]
 pub(crate) struct ShardQueue {
     pub(crate) queue: Arc<dyn IndexQueue>,
     pub(crate) progress: Arc<IndexProgress>,
+    /// The registered name of the node's indexer.
+    pub(crate) indexer: String,
 }
 
 impl ShardQueue {
-    /// `pages` were queued: count them and tell the node's indexer.
-    pub(crate) fn queued(&self, pages: u64, indexer: &str) {
-        self.progress.queued(pages);
-        if let Some(actor) = ActorRef::<IndexerMsg>::where_is(indexer) {
+    /// Queue the pages that the [`INDEX_QUEUE`] records among `records`
+    /// carry (one that cannot be read is left out, with a warning), count
+    /// them in and tell the node's indexer.
+    pub(crate) async fn push_records<'a>(
+        &self,
+        records: impl IntoIterator<Item = &'a Record>,
+    ) -> Result<(), StoreError> {
+        let pages: Vec<QueuedPage> = records
+            .into_iter()
+            .filter(|r| r.collection == INDEX_QUEUE)
+            .filter_map(|r| {
+                QueuedPage::of_record(r)
+                    .map_err(|why| tracing::warn!(%why, "a page's text cannot be read; it is not indexed"))
+                    .ok()
+            })
+            .collect();
+        if pages.is_empty() {
+            return Ok(());
+        }
+        let queued = pages.len() as u64;
+        self.queue.push(pages).await?;
+        self.progress.queued(queued);
+        if let Some(actor) = ActorRef::<IndexerMsg>::where_is(self.indexer.clone()) {
             let _ = actor.cast(IndexerMsg::Queued);
         }
+        Ok(())
     }
-}
-
-/// What one read of the queue did: how many entries it read, how many
-/// pages it added and removed, and where the next read starts.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) struct ReadChunk {
-    entries: usize,
-    pages: u64,
-    next: QueuePos,
 }
 
 /// Entries applied but not committed, and when a commit is due.
@@ -421,7 +435,8 @@ impl Actor for Indexer {
         let (thread, searcher) = IndexThread::start(args.opener).await?;
         myself.send_interval(args.commit_every / 2, || IndexerMsg::Tick);
         let batch = IndexBatch::new(args.commit_pages, args.commit_every.as_millis() as Millis);
-        // The queue is read from its head: what an earlier indexer left.
+        // The queue is read from its first entry not done: what an earlier
+        // indexer left.
         myself.cast(IndexerMsg::Tick)?;
         // Queries across the cluster find this node's shard in the group.
         ractor::pg::join(SHARD_GROUP.to_string(), vec![myself.get_cell()]);
@@ -780,10 +795,7 @@ mod tests {
         let nice = std::thread::spawn(|| {
             lower_priority();
             let stat = std::fs::read_to_string("/proc/thread-self/stat").unwrap();
-            // The fields after the command's closing parenthesis; nice is
-            // the 19th field of the line, the 17th of these.
-            let rest = &stat[stat.rfind(')').unwrap() + 2..];
-            rest.split(' ').nth(16).unwrap().parse::<i32>().unwrap()
+            crate::fetch_load::cpu_and_nice(&stat).unwrap().1
         })
         .join()
         .unwrap();

@@ -5,7 +5,7 @@
 //! attempt (the URL is retried, then recorded as failed).
 
 use crate::behaviour::Record;
-use crate::behaviour::index::{INDEX_QUEUE, QueuedPage};
+use crate::behaviour::index::INDEX_QUEUE;
 use crate::config::{Behaviours, CrawlConfig};
 use crate::hosts::MAX_LIVE_HOSTS;
 use crate::indexer::ShardQueue;
@@ -154,12 +154,7 @@ impl Actor for Pool {
                     // master has processed is in this node's queue (a
                     // failed write fails the pool, whose restart returns
                     // its URLs to pending).
-                    let pages = index_pages(&mut report);
-                    if !pages.is_empty() {
-                        let queued = pages.len() as u64;
-                        shard.queue.push(pages).await?;
-                        shard.queued(queued, &state.config.indexer_name());
-                    }
+                    shard.push_records(&index_records(&mut report)).await?;
                 }
                 if let SlaveReport::Failed {
                     job,
@@ -314,26 +309,16 @@ async fn pump(myself: &ActorRef<PoolMsg>, state: &mut PoolState) -> Result<(), A
     Ok(())
 }
 
-/// The pages for the index of a page's report ([`INDEX_QUEUE`] records),
-/// taken out of it.
-fn index_pages(report: &mut SlaveReport) -> Vec<QueuedPage> {
+/// The [`INDEX_QUEUE`] records of a page's report, taken out of it.
+fn index_records(report: &mut SlaveReport) -> Vec<Record> {
     let SlaveReport::Page { page, .. } = report else {
         return Vec::new();
     };
-    let (pages, rest): (Vec<Record>, _) = std::mem::take(&mut page.records)
+    let (pages, rest) = std::mem::take(&mut page.records)
         .into_iter()
         .partition(|r| r.collection == INDEX_QUEUE);
     page.records = rest;
     pages
-        .iter()
-        .filter_map(|r| {
-            QueuedPage::of_record(r)
-                .map_err(
-                    |why| tracing::warn!(%why, "a page's text cannot be read; it is not indexed"),
-                )
-                .ok()
-        })
-        .collect()
 }
 
 async fn spawn_slave(

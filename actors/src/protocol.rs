@@ -3,7 +3,7 @@
 //! actors on other nodes. Actor modules depend on this file, not on each
 //! other's internals (as an Erlang module's API is its exported messages).
 
-use crate::behaviour::index::{ShardPhase, ShardStats, ShardTop};
+use crate::behaviour::index::{QueuePos, ShardPhase, ShardStats, ShardTop};
 use crate::behaviour::{ProcessedPage, RobotsReport, WhyUnreachable};
 use crate::hosts::NodeHosts;
 use crate::types::{HostRecord, IndexCounts, Job, Millis, OperationSpec, StoreCounts};
@@ -767,13 +767,14 @@ pub(crate) enum IndexerMsg {
     /// Commit if a commit is due.
     Tick,
     /// A read of the queue is done.
-    Read(Result<crate::indexer::ReadChunk, String>),
+    Read(Result<ReadChunk, String>),
     /// A commit is done: how many pages it made durable.
     Committed(Result<u64, String>),
     /// Answer once everything queued is indexed and committed.
     CatchUp(RpcReplyPort<()>),
     /// Remove these pages from the shard: another shard holds a newer
-    /// copy of each (its host moved). From any node.
+    /// copy of each (its host moved), or the master found them content
+    /// duplicates. From any node.
     Forget(Vec<String>),
     /// One step of a query across the cluster's shards, from any node (a
     /// call).
@@ -781,6 +782,15 @@ pub(crate) enum IndexerMsg {
         request: ShardRequest,
         reply: RpcReplyPort<Result<ShardAnswer, String>>,
     },
+}
+
+/// What one read of an indexer's queue did: how many entries it read, how
+/// many pages it added, and where the next read starts.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct ReadChunk {
+    pub(crate) entries: usize,
+    pub(crate) pages: u64,
+    pub(crate) next: QueuePos,
 }
 
 /// One step of a query asked of a shard.

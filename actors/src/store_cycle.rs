@@ -5,7 +5,7 @@
 //! error the work holds exactly what is left to do. `StoreCycle` carries
 //! the steps out against the [`Frontier`] on a task of their own.
 
-use crate::behaviour::index::{INDEX_QUEUE, QueuedPage};
+use crate::behaviour::index::INDEX_QUEUE;
 use crate::behaviour::{ClaimRequest, CommitBatch, CommitSummary, Frontier, HandOver, StoreError};
 use crate::departures::HandOverStep;
 use crate::indexer::ShardQueue;
@@ -222,7 +222,7 @@ async fn run_cycle(
 ) -> Result<CycleResult, StoreError> {
     let started = Instant::now();
     let pages = work.batch.pages.len();
-    queue_for_index(&mut work.batch, indexer, owner).await?;
+    queue_for_index(&mut work.batch, indexer).await?;
     // The node that fetched each page (and queued it for its shard), should
     // the commit find it a content duplicate (which one index leaves out).
     let fetched_by: Vec<(String, String)> = work
@@ -321,26 +321,11 @@ async fn run_step(store: &dyn Frontier, owner: &str, step: &Step) -> Result<Done
 async fn queue_for_index(
     batch: &mut CommitBatch,
     indexer: Option<&ShardQueue>,
-    owner: &str,
 ) -> Result<(), StoreError> {
-    let records = batch
-        .pages
-        .iter()
-        .flat_map(|p| &p.records)
-        .filter(|r| r.collection == INDEX_QUEUE);
     if let Some(shard) = indexer {
-        let pages: Vec<QueuedPage> = records
-            .filter_map(|r| {
-                QueuedPage::of_record(r)
-                    .map_err(|why| tracing::warn!(%why, "a page's text cannot be read; it is not indexed"))
-                    .ok()
-            })
-            .collect();
-        if !pages.is_empty() {
-            let queued = pages.len() as u64;
-            shard.queue.push(pages).await?;
-            shard.queued(queued, &format!("web_crawler_indexer@{owner}"));
-        }
+        shard
+            .push_records(batch.pages.iter().flat_map(|p| &p.records))
+            .await?;
     }
     for page in &mut batch.pages {
         page.records.retain(|r| r.collection != INDEX_QUEUE);
@@ -494,7 +479,7 @@ mod tests {
             pages: vec![page(&[INDEX_QUEUE, "other"]), page(&["other"])],
             ..CommitBatch::default()
         };
-        queue_for_index(&mut batch, None, "n").await.unwrap();
+        queue_for_index(&mut batch, None).await.unwrap();
         let kept: Vec<usize> = batch.pages.iter().map(|p| p.records.len()).collect();
         assert_eq!(kept, [1, 1]);
     }

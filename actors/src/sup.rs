@@ -8,8 +8,7 @@ use crate::behaviour::error_chain;
 use crate::behaviour::index::Shard;
 use crate::config::{Behaviours, CrawlConfig, Storage};
 use crate::control::{Control, ControlArgs};
-use crate::indexer::ShardQueue;
-use crate::indexer::{IndexProgress, Indexer, IndexerArgs};
+use crate::indexer::{IndexProgress, Indexer, IndexerArgs, ShardQueue};
 use crate::master::{Master, MasterArgs};
 use crate::outage::StoreFailure;
 use crate::pool::{Pool, PoolArgs};
@@ -250,10 +249,10 @@ impl Actor for Sup {
 
 /// Stop the children one role at a time, control first and the pool last
 /// (the master writes its last batch while the pool still runs). With
-/// `catch_up` the indexer first indexes what the master handed it: the
-/// master's last pages are in its mailbox, and what is not indexed then
-/// waits in the store's queue. Then the frontier is closed (its owner lease
-/// let go).
+/// `catch_up` the indexer first indexes what the node's queue holds; what
+/// the last slaves report after it stops waits in the queue for the next
+/// start. Then the frontier is closed (its owner lease let go) and the
+/// queue tidied.
 async fn stop_children(state: &SupState, catch_up: bool) {
     for role in [
         ChildRole::Control,
@@ -289,6 +288,15 @@ async fn stop_children(state: &SupState, catch_up: bool) {
     }
 }
 
+/// This node's index queue as the pool and the master queue pages in it.
+fn shard_queue(state: &SupState) -> Option<ShardQueue> {
+    state.args.shard.as_ref().map(|s| ShardQueue {
+        queue: Arc::clone(&s.queue),
+        progress: state.index_progress.clone(),
+        indexer: state.args.config.indexer_name(),
+    })
+}
+
 /// Record a restart; `Some(reason)` when it exceeds the restart intensity.
 fn note_restart(state: &mut SupState, role: ChildRole, why: &str) -> Option<String> {
     let intensity = state.args.config.restart_intensity;
@@ -314,10 +322,7 @@ async fn start_child(
             let args = PoolArgs {
                 settings: state.settings.clone(),
                 behaviours: state.args.behaviours.clone(),
-                shard: state.args.shard.as_ref().map(|s| ShardQueue {
-                    queue: Arc::clone(&s.queue),
-                    progress: state.index_progress.clone(),
-                }),
+                shard: shard_queue(state),
             };
             Actor::spawn_linked(Some(cfg.pool_name()), Pool, args, myself.get_cell())
                 .await?
@@ -336,10 +341,7 @@ async fn start_child(
                 behaviours: state.args.behaviours.clone(),
                 restarts: state.restarts.get(&role).copied().unwrap_or(0),
                 run: state.run.clone(),
-                indexer: state.args.shard.as_ref().map(|s| ShardQueue {
-                    queue: Arc::clone(&s.queue),
-                    progress: state.index_progress.clone(),
-                }),
+                indexer: shard_queue(state),
             };
             Actor::spawn_linked(Some(cfg.master_name()), Master, args, myself.get_cell())
                 .await?

@@ -46,29 +46,15 @@ pub fn queue_dir_for(index_dir: &Path) -> PathBuf {
 /// opening it (another process may be writing it): 0 for no queue.
 pub fn queue_waiting_bytes(dir: &Path) -> Result<u64, StoreError> {
     let fail = |e: io::Error| refused(dir, e);
-    let mut end = 0;
-    match fs::read_dir(dir) {
+    let segments = match segment_starts(dir) {
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(0),
-        Err(e) => return Err(fail(e)),
-        Ok(entries) => {
-            for entry in entries {
-                let entry = entry.map_err(fail)?;
-                let name = entry.file_name();
-                if let Some(start) = name
-                    .to_string_lossy()
-                    .strip_suffix(".log")
-                    .and_then(|n| n.parse::<QueuePos>().ok())
-                {
-                    end = end.max(start + entry.metadata().map_err(fail)?.len());
-                }
-            }
-        }
-    }
-    let head = match fs::read(dir.join("head")) {
-        Ok(bytes) => bytes.try_into().map(QueuePos::from_le_bytes).unwrap_or(0),
-        Err(_) => 0,
+        other => other.map_err(fail)?,
     };
-    Ok(end.saturating_sub(head))
+    let Some(&last) = segments.last() else {
+        return Ok(0);
+    };
+    let end = last + fs::metadata(segment_path(dir, last)).map_err(fail)?.len();
+    Ok(end.saturating_sub(head_in(dir)?.unwrap_or(0)))
 }
 
 /// A shard's queue (see the module doc).
@@ -98,33 +84,17 @@ impl IndexQueueLog {
     pub fn open(dir: &Path) -> Result<Self, StoreError> {
         let fail = |e: io::Error| refused(dir, e);
         fs::create_dir_all(dir).map_err(fail)?;
-        let mut segments = Vec::new();
-        for entry in fs::read_dir(dir).map_err(fail)? {
-            let name = entry.map_err(fail)?.file_name();
-            let name = name.to_string_lossy();
-            if let Some(start) = name.strip_suffix(".log").and_then(|n| n.parse().ok()) {
-                segments.push(start);
-            }
-        }
-        segments.sort_unstable();
-        let head = match fs::read(dir.join("head")) {
-            Ok(bytes) => bytes.try_into().map(QueuePos::from_le_bytes).map_err(|_| {
-                StoreError::Corrupt(format!("{}: head is not 8 bytes", dir.display()))
-            })?,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => segments.first().copied().unwrap_or(0),
-            Err(e) => return Err(fail(e)),
+        let mut segments = segment_starts(dir).map_err(fail)?;
+        let head = match head_in(dir)? {
+            Some(head) => head,
+            None => segments.first().copied().unwrap_or(0),
         };
         if segments.is_empty() {
             segments.push(head);
         }
         let last = *segments.last().unwrap_or(&head);
         let path = segment_path(dir, last);
-        let writer = OpenOptions::new()
-            .create(true)
-            .read(true)
-            .append(true)
-            .open(&path)
-            .map_err(fail)?;
+        let writer = open_segment(dir, last).map_err(fail)?;
         let whole = whole_frames(&writer).map_err(fail)?;
         if whole < writer.metadata().map_err(fail)?.len() {
             tracing::warn!(path = %path.display(), "the index queue ends in a frame cut short; it is cut off");
@@ -191,14 +161,16 @@ impl IndexQueueLog {
                 continue;
             }
             let file = File::open(segment_path(&self.dir, start)).map_err(|e| self.error(e))?;
-            while entries.len() < limit && at < seg_end.min(end) {
-                let (entry, len) = read_frame(&file, at - start).map_err(|e| self.error(e))?;
-                entries.push(entry.map_err(|why| {
-                    StoreError::Corrupt(format!(
-                        "the index queue {} at {at}: {why}",
-                        self.dir.display()
-                    ))
-                })?);
+            while entries.len() < limit && at < seg_end {
+                let (entry, len) = read_frame(&file, at - start, seg_end - start)
+                    .map_err(|e| self.error(e))?
+                    .map_err(|why| {
+                        StoreError::Corrupt(format!(
+                            "the index queue {} at {at}: {why}",
+                            self.dir.display()
+                        ))
+                    })?;
+                entries.push(entry);
                 at += len;
             }
         }
@@ -236,11 +208,7 @@ impl IndexQueueLog {
 impl Log {
     /// Close the segment being written and begin one at `end`.
     fn roll(&mut self, dir: &Path) -> io::Result<()> {
-        self.writer = OpenOptions::new()
-            .create(true)
-            .read(true)
-            .append(true)
-            .open(segment_path(dir, self.end))?;
+        self.writer = open_segment(dir, self.end)?;
         self.segments.push(self.end);
         Ok(())
     }
@@ -262,6 +230,45 @@ fn segment_path(dir: &Path, start: QueuePos) -> PathBuf {
     dir.join(format!("{start:020}.log"))
 }
 
+/// The segment starting at `start`, open for appending (created if absent).
+fn open_segment(dir: &Path, start: QueuePos) -> io::Result<File> {
+    OpenOptions::new()
+        .create(true)
+        .read(true)
+        .append(true)
+        .open(segment_path(dir, start))
+}
+
+/// The start positions of the segments in `dir`, oldest first.
+fn segment_starts(dir: &Path) -> io::Result<Vec<QueuePos>> {
+    let mut starts = Vec::new();
+    for entry in fs::read_dir(dir)? {
+        let name = entry?.file_name();
+        if let Some(start) = name
+            .to_string_lossy()
+            .strip_suffix(".log")
+            .and_then(|n| n.parse().ok())
+        {
+            starts.push(start);
+        }
+    }
+    starts.sort_unstable();
+    Ok(starts)
+}
+
+/// The first entry not done, as the `head` file in `dir` says (`None`:
+/// none marked done yet).
+fn head_in(dir: &Path) -> Result<Option<QueuePos>, StoreError> {
+    match fs::read(dir.join("head")) {
+        Ok(bytes) => bytes
+            .try_into()
+            .map(|b| Some(QueuePos::from_le_bytes(b)))
+            .map_err(|_| StoreError::Corrupt(format!("{}: head is not 8 bytes", dir.display()))),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(refused(dir, e)),
+    }
+}
+
 fn refused(dir: &Path, e: io::Error) -> StoreError {
     StoreError::refused(format!("the index queue {}", dir.display()), e)
 }
@@ -278,28 +285,38 @@ fn frame(out: &mut Vec<u8>, kind: u8, url: &str, packed: &[u8]) {
     out.extend_from_slice(&payload);
 }
 
-/// The frame at `offset` of a segment: its entry (or why it is not one)
-/// and its length.
-fn read_frame(file: &File, offset: u64) -> io::Result<(Result<QueueEntry, String>, u64)> {
+/// The frame at `offset` of a segment whose whole frames end at or
+/// before `size`: its entry and its length, or why it is not one.
+fn read_frame(
+    file: &File,
+    offset: u64,
+    size: u64,
+) -> io::Result<Result<(QueueEntry, u64), String>> {
+    Ok(match intact_payload(file, offset, size)? {
+        Some(payload) => {
+            let len = (HEADER + payload.len()) as u64;
+            entry_of(payload).map(|entry| (entry, len))
+        }
+        None => Err("a frame cut short or failing its checksum".into()),
+    })
+}
+
+/// The payload of the frame at `offset`, if the frame is whole (ends at
+/// or before `size`) and passes its checksum.
+fn intact_payload(file: &File, offset: u64, size: u64) -> io::Result<Option<Vec<u8>>> {
+    if offset + HEADER as u64 > size {
+        return Ok(None);
+    }
     let mut header = [0u8; HEADER];
     file.read_exact_at(&mut header, offset)?;
-    let (len, crc) = frame_header(&header);
-    if len > MAX_PAYLOAD {
-        return Ok((Err(format!("a frame of {len} bytes")), HEADER as u64));
+    let len = u32::from_le_bytes([header[0], header[1], header[2], header[3]]);
+    let crc = u32::from_le_bytes([header[4], header[5], header[6], header[7]]);
+    if len > MAX_PAYLOAD || offset + HEADER as u64 + u64::from(len) > size {
+        return Ok(None);
     }
     let mut payload = vec![0u8; len as usize];
     file.read_exact_at(&mut payload, offset + HEADER as u64)?;
-    let total = (HEADER + payload.len()) as u64;
-    if crc32fast::hash(&payload) != crc {
-        return Ok((Err("a frame fails its checksum".into()), total));
-    }
-    Ok((entry_of(payload), total))
-}
-
-fn frame_header(header: &[u8; HEADER]) -> (u32, u32) {
-    let len = u32::from_le_bytes([header[0], header[1], header[2], header[3]]);
-    let crc = u32::from_le_bytes([header[4], header[5], header[6], header[7]]);
-    (len, crc)
+    Ok((crc32fast::hash(&payload) == crc).then_some(payload))
 }
 
 fn entry_of(payload: Vec<u8>) -> Result<QueueEntry, String> {
@@ -327,20 +344,8 @@ fn entry_of(payload: Vec<u8>) -> Result<QueueEntry, String> {
 fn whole_frames(file: &File) -> io::Result<u64> {
     let size = file.metadata()?.len();
     let mut at = 0;
-    let mut header = [0u8; HEADER];
-    while at + HEADER as u64 <= size {
-        file.read_exact_at(&mut header, at)?;
-        let (len, crc) = frame_header(&header);
-        let next = at + HEADER as u64 + u64::from(len);
-        if len > MAX_PAYLOAD || next > size {
-            break;
-        }
-        let mut payload = vec![0u8; len as usize];
-        file.read_exact_at(&mut payload, at + HEADER as u64)?;
-        if crc32fast::hash(&payload) != crc {
-            break;
-        }
-        at = next;
+    while let Some(payload) = intact_payload(file, at, size)? {
+        at += (HEADER + payload.len()) as u64;
     }
     Ok(at)
 }
