@@ -12,7 +12,7 @@ use crate::indexer::{IndexProgress, Indexer, IndexerArgs, ShardQueue};
 use crate::master::{Master, MasterArgs};
 use crate::outage::StoreFailure;
 use crate::pool::{Pool, PoolArgs};
-use crate::protocol::{self, ChildInfo, ChildRole, IndexerMsg, MasterMsg, SupMsg};
+use crate::protocol::{self, ChildInfo, ChildRole, MasterMsg, SupMsg};
 use crate::restarts::RecentRestarts;
 use crate::run_stats::RunStats;
 use crate::runtime_settings::RuntimeSettings;
@@ -33,9 +33,6 @@ pub enum ExitReason {
     /// failed for good (a full disk, refused credentials).
     Store(StoreFailure),
 }
-
-/// How long a stop waits for the indexer to index what is queued.
-const CATCH_UP_MS: u64 = 60_000;
 
 #[derive(Debug)]
 pub(crate) struct SupArgs {
@@ -145,7 +142,7 @@ impl Actor for Sup {
             }
             SupMsg::Shutdown(reply) => {
                 state.shutting_down = true;
-                stop_children(state, true).await;
+                stop_children(state).await;
                 let _ = state.args.exit.send(Some(ExitReason::Requested));
                 let _ = reply.send(());
                 myself.stop(None);
@@ -160,7 +157,7 @@ impl Actor for Sup {
                 state.shutting_down = true;
                 let reason = failure.to_string();
                 let _ = state.args.exit.send(Some(ExitReason::Store(failure)));
-                stop_children(state, false).await;
+                stop_children(state).await;
                 myself.stop(Some(reason));
             }
         }
@@ -248,25 +245,19 @@ impl Actor for Sup {
 }
 
 /// Stop the children one role at a time, control first and the pool last
-/// (the master writes its last batch while the pool still runs). With
-/// `catch_up` the indexer first indexes what the node's queue holds; what
-/// the last slaves report after it stops waits in the queue for the next
-/// start. Then the frontier is closed (its owner lease let go) and the
-/// queue tidied.
-async fn stop_children(state: &SupState, catch_up: bool) {
+/// (the master writes its last batch while the pool still runs). The
+/// indexer does not index its backlog first: what its queue holds is on
+/// the node's disk and indexed at the node's next start, so a stop takes
+/// seconds however far behind the index is (`crawl` waits for the index
+/// before it stops; an embedder calls `AppHandle::flush_index`). Then the
+/// frontier is closed (its owner lease let go) and the queue tidied.
+async fn stop_children(state: &SupState) {
     for role in [
         ChildRole::Control,
         ChildRole::Master,
         ChildRole::Indexer,
         ChildRole::Pool,
     ] {
-        if catch_up
-            && role == ChildRole::Indexer
-            && let Some(indexer) =
-                ActorRef::<IndexerMsg>::where_is(state.args.config.indexer_name())
-        {
-            let _ = ractor::call_t!(indexer, IndexerMsg::CatchUp, CATCH_UP_MS);
-        }
         let cells: Vec<_> = state
             .children
             .values()

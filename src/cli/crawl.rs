@@ -240,7 +240,7 @@ fn nothing_fetched(fetched: u64, errors: u64) -> bool {
 
 /// Wait until everything queued for the index is committed (at once
 /// without an index).
-async fn index_caught_up(app: &AppHandle) -> Result<()> {
+pub(super) async fn index_caught_up(app: &AppHandle) -> Result<()> {
     if app.status().await?.index.is_none() {
         return Ok(());
     }

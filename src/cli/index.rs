@@ -128,10 +128,18 @@ async fn rebuild_index(
         }
     }
     let mut signals = StopSignals::new()?;
-    let idle = tokio::select! {
+    let mut idle = tokio::select! {
         r = app.wait_idle() => Ok(r?),
         code = signals.first() => Err(code),
     };
+    // A stop does not wait for the index: the pages fetched are indexed
+    // first (a signal stops at once; the rest stays queued on disk).
+    if idle.is_ok() {
+        tokio::select! {
+            r = super::crawl::index_caught_up(&app) => r?,
+            code = signals.first() => idle = Err(code),
+        }
+    }
     app.stop(Duration::from_secs(30)).await?;
     let indexed = SearchIndex::open_read_only(&dir)?.page_count();
     eprintln!(

@@ -252,6 +252,60 @@ async fn an_indexer_killed_mid_crawl_loses_no_page() {
     assert_eq!(reader.page_count(), PAGES as u64, "every page, once");
 }
 
+/// A stop does not wait for the index: with a backlog queued that takes
+/// many seconds to index, the tree stops with it still queued on disk, and
+/// the next start indexes every page of it, once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stop_leaves_the_index_backlog_queued_for_the_next_start() {
+    use web_crawler::actors::{IndexQueue, PageText, QueuedPage};
+    use web_crawler::store::{IndexQueueLog, queue_dir_for, queue_waiting_bytes};
+    const PAGES: usize = 8_000;
+    let backend = Backend::sqlite();
+    let index = tempfile::tempdir().unwrap();
+    let ix = index.path().join("ix");
+    // What a crawl stopped while its index was far behind leaves queued.
+    let queue = IndexQueueLog::open(&queue_dir_for(&ix)).unwrap();
+    let pages: Vec<QueuedPage> = (0..PAGES)
+        .map(|i| {
+            let text = PageText {
+                url: format!("http://127.0.12.9/p/{i}"),
+                title: format!("Page {}", word(i)),
+                body: format!("{} ", word(i)).repeat(20)
+                    + &"the backlog of an index is queued on disk ".repeat(60),
+                ..PageText::default()
+            };
+            QueuedPage::of_record(&text.into_record()).unwrap()
+        })
+        .collect();
+    queue.push(pages).await.unwrap();
+    queue.close().await.unwrap();
+    drop(queue);
+
+    let app = start(backend.open().await, settings(&ix)).await.unwrap();
+    app.stop(Duration::from_secs(5)).await.unwrap();
+    let held = SearchIndex::open_read_only(&ix).map_or(0, |s| s.page_count());
+    assert!(
+        held < PAGES as u64,
+        "the stop did not index the backlog: {held} of {PAGES}"
+    );
+    assert!(
+        queue_waiting_bytes(&queue_dir_for(&ix)).unwrap() > 0,
+        "what is not indexed stays queued"
+    );
+
+    let app = start(backend.open().await, settings(&ix)).await.unwrap();
+    app.flush_index().await.unwrap();
+    let answer = app.search(&word(PAGES - 1), 5).await.unwrap();
+    assert_eq!(
+        urls(&answer).first().map(String::as_str),
+        Some(format!("http://127.0.12.9/p/{}", PAGES - 1).as_str()),
+        "{answer:?}"
+    );
+    app.stop(Duration::from_secs(5)).await.unwrap();
+    let reader = SearchIndex::open_read_only(&ix).unwrap();
+    assert_eq!(reader.page_count(), PAGES as u64, "every page, once");
+}
+
 /// `kill -9` of a crawl while it indexes, three times over, then the same
 /// command to the end: every page it processed is searchable, and exactly
 /// once (a page indexed but not committed, or committed and still queued,
