@@ -12,7 +12,7 @@ use crate::indexer::{IndexProgress, Indexer, IndexerArgs, ShardQueue};
 use crate::master::{Master, MasterArgs};
 use crate::outage::StoreFailure;
 use crate::pool::{Pool, PoolArgs};
-use crate::protocol::{self, ChildInfo, ChildRole, MasterMsg, SupMsg};
+use crate::protocol::{self, ChildInfo, ChildRole, IndexerMsg, MasterMsg, SupMsg};
 use crate::restarts::RecentRestarts;
 use crate::run_stats::RunStats;
 use crate::runtime_settings::RuntimeSettings;
@@ -142,7 +142,7 @@ impl Actor for Sup {
             }
             SupMsg::Shutdown(reply) => {
                 state.shutting_down = true;
-                stop_children(state).await;
+                stop_children(state, true).await;
                 let _ = state.args.exit.send(Some(ExitReason::Requested));
                 let _ = reply.send(());
                 myself.stop(None);
@@ -157,7 +157,7 @@ impl Actor for Sup {
                 state.shutting_down = true;
                 let reason = failure.to_string();
                 let _ = state.args.exit.send(Some(ExitReason::Store(failure)));
-                stop_children(state).await;
+                stop_children(state, false).await;
                 myself.stop(Some(reason));
             }
         }
@@ -244,20 +244,32 @@ impl Actor for Sup {
     }
 }
 
+/// How long a requested stop lets the indexer index what its queue holds:
+/// a short backlog is indexed (and the queue's files go), a long one waits
+/// on the node's disk for its next start, so a stop takes seconds however
+/// far behind the index is.
+const STOP_INDEX_WAIT_MS: u64 = 2_000;
+
 /// Stop the children one role at a time, control first and the pool last
-/// (the master writes its last batch while the pool still runs). The
-/// indexer does not index its backlog first: what its queue holds is on
-/// the node's disk and indexed at the node's next start, so a stop takes
-/// seconds however far behind the index is (`crawl` waits for the index
-/// before it stops; an embedder calls `AppHandle::flush_index`). Then the
-/// frontier is closed (its owner lease let go) and the queue tidied.
-async fn stop_children(state: &SupState) {
+/// (the master writes its last batch while the pool still runs). With
+/// `index_first` the indexer first indexes its backlog for up to
+/// [`STOP_INDEX_WAIT_MS`] (`crawl` waits for the whole of it before it
+/// stops; an embedder calls `AppHandle::flush_index`). Then the frontier
+/// is closed (its owner lease let go) and the queue tidied.
+async fn stop_children(state: &SupState, index_first: bool) {
     for role in [
         ChildRole::Control,
         ChildRole::Master,
         ChildRole::Indexer,
         ChildRole::Pool,
     ] {
+        if index_first
+            && role == ChildRole::Indexer
+            && let Some(indexer) =
+                ActorRef::<IndexerMsg>::where_is(state.args.config.indexer_name())
+        {
+            let _ = ractor::call_t!(indexer, IndexerMsg::CatchUp, STOP_INDEX_WAIT_MS);
+        }
         let cells: Vec<_> = state
             .children
             .values()

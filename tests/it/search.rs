@@ -252,14 +252,15 @@ async fn an_indexer_killed_mid_crawl_loses_no_page() {
     assert_eq!(reader.page_count(), PAGES as u64, "every page, once");
 }
 
-/// A stop does not wait for the index: with a backlog queued that takes
-/// many seconds to index, the tree stops with it still queued on disk, and
-/// the next start indexes every page of it, once.
+/// A stop gives the index two seconds, not its whole backlog: with a
+/// backlog queued that takes many seconds to index, the tree stops with
+/// the rest still queued on disk, and the next start indexes every page of
+/// it, once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stop_leaves_the_index_backlog_queued_for_the_next_start() {
     use web_crawler::actors::{IndexQueue, PageText, QueuedPage};
     use web_crawler::store::{IndexQueueLog, queue_dir_for, queue_waiting_bytes};
-    const PAGES: usize = 8_000;
+    const PAGES: usize = 20_000;
     let backend = Backend::sqlite();
     let index = tempfile::tempdir().unwrap();
     let ix = index.path().join("ix");
