@@ -217,13 +217,14 @@ impl AppHandle {
         answer.map_err(|e| AppError::Rejected(e.to_string()))
     }
 
-    /// Index now what the store's queue holds for the index, so a search
-    /// sees every page processed so far.
+    /// Index now what this node's queue holds for the index, so a search
+    /// sees every page processed so far: as long as the backlog takes (a
+    /// fast crawl can leave minutes of it); `Stopped` if the indexer dies
+    /// meanwhile.
     pub async fn flush_index(&self) -> Result<(), AppError> {
         let indexer = ActorRef::<IndexerMsg>::where_is(self.config.indexer_name())
             .ok_or_else(|| AppError::Rejected("no index here".to_string()))?;
-        ractor::call_t!(indexer, IndexerMsg::CatchUp, 60_000)
-            .map_err(|e| AppError::Stopped(e.to_string()))
+        ractor::call!(indexer, IndexerMsg::CatchUp).map_err(|e| AppError::Stopped(e.to_string()))
     }
 
     /// Wait until nothing is pending or processing (or the page budget is

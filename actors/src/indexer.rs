@@ -181,11 +181,9 @@ pub struct IndexCycle {
     /// Where the next read starts (`None`: where the queue says the
     /// entries not done start, as at a restart).
     cursor: Option<QueuePos>,
-    /// The queue may hold entries not read yet.
+    /// The queue may hold entries not read yet (cleared when a read
+    /// starts: what is queued while it runs sets it again).
     more: bool,
-    /// Entries were queued while a step ran: a read running then may
-    /// have read the queue before they were there.
-    queued_while_running: bool,
     running: bool,
     /// Asked to index everything queued: commit as soon as the queue is read.
     catching_up: bool,
@@ -198,7 +196,6 @@ impl IndexCycle {
             batch,
             cursor: None,
             more: true,
-            queued_while_running: false,
             running: false,
             catching_up: false,
         }
@@ -207,7 +204,6 @@ impl IndexCycle {
     /// Entries were queued.
     pub fn queued(&mut self) {
         self.more = true;
-        self.queued_while_running |= self.running;
     }
 
     /// Asked to make everything queued searchable.
@@ -228,6 +224,7 @@ impl IndexCycle {
         let step = if !self.batch.is_empty() && (self.batch.due(now) || drained) {
             IndexStep::Commit
         } else if self.more && (self.catching_up || !yielded_to) {
+            self.more = false;
             IndexStep::Read { from: self.cursor }
         } else {
             return None;
@@ -240,7 +237,7 @@ impl IndexCycle {
     /// done at the commit all the same).
     pub(crate) fn read_done(&mut self, read: ReadChunk, now: Millis) {
         self.running = false;
-        self.more = read.entries >= CHUNK_PAGES || std::mem::take(&mut self.queued_while_running);
+        self.more |= read.entries >= CHUNK_PAGES;
         self.cursor = Some(read.next);
         self.batch.applied(read, now);
     }
@@ -255,8 +252,6 @@ impl IndexCycle {
     /// read in order, and what is queued meanwhile comes after.
     pub fn commit_done(&mut self) {
         self.running = false;
-        // What was queued meanwhile is after the cursor, and `more` says so.
-        self.queued_while_running = false;
     }
 
     /// Nothing queued is left unindexed and nothing runs: answer those

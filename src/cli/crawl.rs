@@ -244,7 +244,7 @@ pub(super) async fn index_caught_up(app: &AppHandle) -> Result<()> {
     if app.status().await?.index.is_none() {
         return Ok(());
     }
-    // Each wait is bounded; the indexer goes on between them.
+    // An indexer that died meanwhile is restarted and asked again.
     while let Err(e) = app.flush_index().await {
         if !matches!(e, AppError::Stopped(_)) {
             return Err(e.into());

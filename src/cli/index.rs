@@ -132,8 +132,8 @@ async fn rebuild_index(
         r = app.wait_idle() => Ok(r?),
         code = signals.first() => Err(code),
     };
-    // A stop does not wait for the index: the pages fetched are indexed
-    // first (a signal stops at once; the rest stays queued on disk).
+    // A stop gives the index 2 s, not its backlog: the pages fetched are
+    // indexed first (a signal stops at once; the rest stays queued on disk).
     if idle.is_ok() {
         tokio::select! {
             r = super::crawl::index_caught_up(&app) => r?,

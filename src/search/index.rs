@@ -99,8 +99,15 @@ impl tantivy::Document for QueuedDoc {
 /// Counts the pages in the pages writer's queue (see [`PAGES_IN_FLIGHT`]).
 #[derive(Debug, Default)]
 struct InFlight {
-    state: std::sync::Mutex<(usize, bool)>,
+    state: std::sync::Mutex<InFlightCount>,
     taken: std::sync::Condvar,
+}
+
+#[derive(Debug, Default)]
+struct InFlightCount {
+    pages: usize,
+    /// `add_page` waits for a page to be indexed.
+    adder_waits: bool,
 }
 
 /// One page in flight; dropped when indexed.
@@ -110,11 +117,11 @@ impl InFlight {
     /// Wait until fewer than `max` pages are in flight, then count one more.
     fn issue(self: &std::sync::Arc<Self>, max: usize) -> Ticket {
         let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
-        while state.0 >= max {
-            state.1 = true;
+        while state.pages >= max {
+            state.adder_waits = true;
             state = self.taken.wait(state).unwrap_or_else(|p| p.into_inner());
         }
-        state.0 += 1;
+        state.pages += 1;
         Ticket(std::sync::Arc::clone(self))
     }
 }
@@ -122,9 +129,9 @@ impl InFlight {
 impl Drop for Ticket {
     fn drop(&mut self) {
         let mut state = self.0.state.lock().unwrap_or_else(|p| p.into_inner());
-        state.0 -= 1;
+        state.pages -= 1;
         // Wake the adder only when it waits: most drops need no syscall.
-        if std::mem::take(&mut state.1) {
+        if std::mem::take(&mut state.adder_waits) {
             self.0.taken.notify_all();
         }
     }
@@ -1987,7 +1994,7 @@ mod tests {
         rx.recv_timeout(std::time::Duration::from_secs(5))
             .expect("one indexed: the third goes");
         drop(waiter.join().unwrap());
-        assert_eq!(in_flight.state.lock().unwrap().0, 1);
+        assert_eq!(in_flight.state.lock().unwrap().pages, 1);
     }
 
     #[test]
