@@ -278,8 +278,13 @@ pub trait Frontier: Send + Sync + fmt::Debug + 'static {
     /// Return exactly these URLs to pending.
     async fn release_keys(&self, keys: &[UrlKey]) -> Result<u64, StoreError>;
 
-    /// Counts over the store: the master's idle check and `status`.
+    /// Counts over the store, for `status`.
     async fn counts(&self) -> Result<StoreCounts, StoreError>;
+
+    /// Whether no URL is pending or leased: the master's idle check, asked
+    /// at every cycle that leaves its window empty while someone waits for
+    /// idleness, so it must cost an index probe, not a count.
+    async fn frontier_empty(&self) -> Result<bool, StoreError>;
 
     /// The app is done with the frontier (its tree has stopped): let go of
     /// what a crawling process holds, such as MongoDB's owner lease, so the

@@ -101,7 +101,7 @@ pub(crate) fn cycle_done(
         );
     }
     let claimed = std::mem::take(&mut result.claimed);
-    let after = window.cycle_done(claimed, result.counts.as_ref(), live, now);
+    let after = window.cycle_done(claimed, result.frontier_empty, live, now);
     if let Some(outage) = &after.recovered {
         let away = Duration::from_millis((now - outage.since).max(0) as u64);
         tracing::warn!(

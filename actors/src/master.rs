@@ -382,9 +382,6 @@ async fn finish_cycle(state: &mut MasterState) -> Result<(), ActorProcessingErr>
         }
     };
     answer_written(state.seeds.written());
-    if let Some(counts) = &result.counts {
-        state.last_counts.keep(counts.clone());
-    }
     let live = protocol::live_nodes(&state.cfg.pool_name());
     let after = cycle_done(&mut state.window, &mut result, &live, now);
     for (node, jobs) in after.dispatch {

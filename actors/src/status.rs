@@ -117,7 +117,7 @@ impl StatusDraft {
         let fresh = match counts {
             Some(Ok(counts)) => {
                 if self.holds_nothing {
-                    status.idle = idle_reason(self.budget_reached, &counts);
+                    status.idle = idle_reason(self.budget_reached, counts.frontier_empty());
                 }
                 status.store = counts.clone();
                 Some(counts)

@@ -11,7 +11,7 @@ use crate::departures::HandOverStep;
 use crate::indexer::ShardQueue;
 use crate::protocol::MASTER_LOG;
 use crate::shards;
-use crate::types::{Job, Millis, StoreCounts, UrlKey, now_ms};
+use crate::types::{Job, Millis, UrlKey, now_ms};
 use std::sync::Arc;
 use std::time::Instant;
 use tokio::task::JoinHandle;
@@ -20,8 +20,7 @@ use tokio::task::JoinHandle;
 /// renewals (after a long outage a lease that lapsed meanwhile is renewed
 /// before a claim could take its URL again); the sweep of watched URLs due
 /// again; the batch's writes and the claim (one call, so the results just
-/// written free their room before the claim is sized); the counts the idle
-/// check needs.
+/// written free their room before the claim is sized); the idle check.
 #[derive(Debug, Default)]
 pub struct CycleWork {
     /// Return every URL this node leased to pending except these: what a
@@ -33,8 +32,10 @@ pub struct CycleWork {
     pub claim: Option<ClaimRequest>,
     /// Push these leases forward to the given time.
     pub extend: Option<(Vec<UrlKey>, Millis)>,
-    /// Read the store's counts after the rest (someone waits for idleness).
-    pub counts: bool,
+    /// Ask the store whether its frontier is empty, after the rest
+    /// (someone waits for idleness, or the store is away and this is the
+    /// cheap question that finds it back).
+    pub idle_check: bool,
     /// Queue again up to this many watched URLs whose check is due
     /// (`Frontier::requeue_due`), before the claim.
     pub sweep: Option<usize>,
@@ -65,7 +66,7 @@ pub enum Step {
         batch: Arc<CommitBatch>,
         claim: Option<ClaimRequest>,
     },
-    Counts,
+    FrontierEmpty,
 }
 
 impl CycleWork {
@@ -75,7 +76,7 @@ impl CycleWork {
             && self.batch.is_empty()
             && self.claim.is_none()
             && self.extend.is_none()
-            && !self.counts
+            && !self.idle_check
             && self.sweep.is_none()
             && self.hand_over.is_none()
     }
@@ -103,8 +104,8 @@ impl CycleWork {
                 claim: self.claim.take(),
             });
         }
-        if std::mem::take(&mut self.counts) {
-            return Some(Step::Counts);
+        if std::mem::take(&mut self.idle_check) {
+            return Some(Step::FrontierEmpty);
         }
         None
     }
@@ -122,7 +123,7 @@ impl CycleWork {
                 self.batch = Arc::try_unwrap(batch).unwrap_or_else(|kept| (*kept).clone());
                 self.claim = claim;
             }
-            Step::Counts => self.counts = true,
+            Step::FrontierEmpty => self.idle_check = true,
         }
     }
 }
@@ -203,7 +204,8 @@ impl RunningCycle {
 #[derive(Debug, Default)]
 pub(crate) struct CycleResult {
     pub(crate) claimed: Vec<Job>,
-    pub(crate) counts: Option<StoreCounts>,
+    /// The idle check's answer, when it ran.
+    pub(crate) frontier_empty: Option<bool>,
     /// A departed node's hand-over step: the node, and what the store did.
     pub(crate) handed_over: Option<(String, HandOver)>,
     /// The nodes the store says fetched pages, read by a new master's
@@ -243,7 +245,7 @@ async fn run_cycle(
                 );
                 (summary, result.claimed) = (done, claimed);
             }
-            Ok(Done::Counted(counts)) => result.counts = Some(counts),
+            Ok(Done::FrontierEmpty(empty)) => result.frontier_empty = Some(empty),
             Ok(Done::HandedOver(node, done)) => result.handed_over = Some((node, done)),
             Ok(Done::Recovered(nodes)) => result.nodes_with_pages = Some(nodes),
             Err(e) => {
@@ -267,7 +269,7 @@ async fn run_cycle(
 enum Done {
     Nothing,
     Committed(CommitSummary, Vec<Job>),
-    Counted(StoreCounts),
+    FrontierEmpty(bool),
     HandedOver(String, HandOver),
     Recovered(Vec<String>),
 }
@@ -310,7 +312,7 @@ async fn run_step(store: &dyn Frontier, owner: &str, step: &Step) -> Result<Done
                 .await?;
             return Ok(Done::Committed(summary, claimed));
         }
-        Step::Counts => return Ok(Done::Counted(store.counts().await?)),
+        Step::FrontierEmpty => return Ok(Done::FrontierEmpty(store.frontier_empty().await?)),
     }
     Ok(Done::Nothing)
 }
@@ -337,6 +339,7 @@ async fn queue_for_index(
 mod tests {
     use super::*;
     use crate::behaviour::{ProcessedPage, Record};
+    use crate::types::StoreCounts;
     use std::sync::Mutex;
 
     const T0: Millis = 1_000_000;
@@ -385,7 +388,7 @@ mod tests {
             },
             claim: Some(claim()),
             extend: Some((vec![key("http://a/3")], T0 + 5_000)),
-            counts: true,
+            idle_check: true,
             sweep: Some(256),
             hand_over: Some(HandOverStep {
                 node: "w1".into(),
@@ -407,12 +410,12 @@ mod tests {
             Step::RequeueDue { .. } => "requeue_due",
             Step::HandOver { .. } => "hand_over",
             Step::CommitAndClaim { .. } => "commit_and_claim",
-            Step::Counts => "counts",
+            Step::FrontierEmpty => "frontier_empty",
         }
     }
 
     #[test]
-    fn steps_run_releases_then_leases_then_sweep_then_commit_then_counts() {
+    fn steps_run_releases_then_leases_then_sweep_then_commit_then_the_idle_check() {
         let mut work = full_work();
         assert_eq!(
             names(&mut work),
@@ -423,7 +426,7 @@ mod tests {
                 "requeue_due",
                 "hand_over",
                 "commit_and_claim",
-                "counts"
+                "frontier_empty"
             ]
         );
         assert!(work.is_empty(), "every step taken out: {work:?}");
@@ -433,7 +436,7 @@ mod tests {
     fn empty_parts_are_skipped_and_the_sweep_asks_at_now() {
         let mut work = CycleWork {
             sweep: Some(300),
-            counts: true,
+            idle_check: true,
             ..CycleWork::default()
         };
         assert!(matches!(
@@ -443,7 +446,7 @@ mod tests {
                 limit: 300
             })
         ));
-        assert!(matches!(work.take_step(T0), Some(Step::Counts)));
+        assert!(matches!(work.take_step(T0), Some(Step::FrontierEmpty)));
         assert!(work.take_step(T0).is_none());
         // A claim alone is a commit call too: one call claims.
         let mut work = CycleWork {
@@ -470,7 +473,7 @@ mod tests {
         assert_eq!(work.batch.pages.len(), 1);
         assert!(work.claim.is_some());
         assert_eq!(held_by_store.pages.len(), 1);
-        assert_eq!(names(&mut work), ["commit_and_claim", "counts"]);
+        assert_eq!(names(&mut work), ["commit_and_claim", "frontier_empty"]);
     }
 
     #[tokio::test]
@@ -522,6 +525,9 @@ mod tests {
         async fn counts(&self) -> Result<StoreCounts, StoreError> {
             self.call("counts").map(|()| StoreCounts::default())
         }
+        async fn frontier_empty(&self) -> Result<bool, StoreError> {
+            self.call("frontier_empty").map(|()| true)
+        }
         async fn requeue_due(&self, _: Millis, _: usize) -> Result<u64, StoreError> {
             self.call("requeue_due").map(|()| 0)
         }
@@ -545,7 +551,7 @@ mod tests {
         let store = Recording::default();
         let mut work = full_work();
         let result = run_cycle(&store, "n1", &mut work, None).await.unwrap();
-        assert!(result.counts.is_some());
+        assert!(result.frontier_empty.is_some());
         assert_eq!(
             *store.calls.lock().unwrap(),
             [
@@ -557,7 +563,7 @@ mod tests {
                 "hand_over",
                 "commit",
                 "claim",
-                "counts"
+                "frontier_empty"
             ]
         );
         assert_eq!(
@@ -580,6 +586,6 @@ mod tests {
         assert!(work.release_all_but.is_none() && work.release.is_empty());
         assert!(work.extend.is_none() && work.sweep.is_none() && work.hand_over.is_none());
         assert_eq!(work.batch.pages.len(), 1);
-        assert!(work.claim.is_some() && work.counts);
+        assert!(work.claim.is_some() && work.idle_check);
     }
 }

@@ -21,7 +21,7 @@ use crate::protocol::{IdleReason, NodeInfo, SlaveReport};
 use crate::refusals::{OnRefusal, REFUSED_RETRY_MS, Refusals};
 use crate::store_cycle::CycleWork;
 use crate::traps::TrapGuard;
-use crate::types::{Job, Millis, NewLink, PageRecord, ROBOTS_BLOCKED, StoreCounts, UrlKey};
+use crate::types::{Job, Millis, NewLink, PageRecord, ROBOTS_BLOCKED, UrlKey};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 /// How often availability monitoring looks for watched URLs due, and how
@@ -738,7 +738,7 @@ impl Window {
     /// come back should the store be unavailable, [`Window::cycle_failed`]),
     /// and a claim when `claim`, there is room and the store is reachable.
     /// `idle_waiters`: someone waits for the crawl to be idle, so a cycle
-    /// that leaves the window empty also reads the store's counts.
+    /// that leaves the window empty also asks whether the frontier is empty.
     pub fn start_cycle(
         &mut self,
         write: bool,
@@ -770,11 +770,11 @@ impl Window {
         // Not while draining: idleness no longer matters, and a count per
         // cycle kept a cycle running at every check, so the drain never
         // finished while anyone waited for idle.
-        work.counts = idle_waiters && self.drain.is_none() && self.holds_nothing_but_cycle();
+        work.idle_check = idle_waiters && self.drain.is_none() && self.holds_nothing_but_cycle();
         if self.store.outage().is_some() && work.is_empty() {
             // Nothing to write, but the store is away: ask it something
             // cheap, or nothing would find out that it is back.
-            work.counts = true;
+            work.idle_check = true;
         }
         if work.is_empty() {
             return None;
@@ -886,7 +886,7 @@ impl Window {
     pub fn cycle_done(
         &mut self,
         claimed: Vec<Job>,
-        counts: Option<&StoreCounts>,
+        frontier_empty: Option<bool>,
         live: &[String],
         now: Millis,
     ) -> AfterCycle {
@@ -907,9 +907,9 @@ impl Window {
         }
         if n == 0
             && self.holds_nothing()
-            && let Some(counts) = counts
+            && let Some(frontier_empty) = frontier_empty
         {
-            after.idle = idle_reason(self.budget_reached(), counts);
+            after.idle = idle_reason(self.budget_reached(), frontier_empty);
         }
         let write = self.write_deferred || self.write_due();
         if write
@@ -1208,10 +1208,10 @@ fn retry_at(cfg: &CrawlConfig, attempts: u32, retry_after: Option<Millis>, now: 
 }
 
 /// Why the crawl is idle, given that the master holds nothing.
-pub fn idle_reason(budget_reached: bool, store: &StoreCounts) -> Option<IdleReason> {
+pub fn idle_reason(budget_reached: bool, frontier_empty: bool) -> Option<IdleReason> {
     if budget_reached {
         Some(IdleReason::BudgetReached)
-    } else if store.frontier_empty() {
+    } else if frontier_empty {
         Some(IdleReason::FrontierEmpty)
     } else {
         None
@@ -1401,12 +1401,7 @@ mod tests {
         let work = w.start_cycle(true, true, false, T0).unwrap();
         assert_eq!(work.batch.pages.len(), 5);
         assert!(work.claim.is_none(), "the budget is spent");
-        let after = w.cycle_done(
-            Vec::new(),
-            Some(&StoreCounts::default()),
-            &nodes(&["a"]),
-            T0,
-        );
+        let after = w.cycle_done(Vec::new(), Some(true), &nodes(&["a"]), T0);
         assert_eq!(after.idle, Some(IdleReason::BudgetReached));
     }
 
@@ -1581,27 +1576,18 @@ mod tests {
         claim(&mut w, vec![j.clone()], &["a"]);
         let work = w.start_cycle(false, false, true, T0);
         assert!(
-            work.is_none_or(|w| !w.counts),
-            "a URL is out: no need to count"
+            work.is_none_or(|w| !w.idle_check),
+            "a URL is out: no need to ask"
         );
         w.on_report(page(&j), T0);
         let work = w.start_cycle(true, true, true, T0).unwrap();
-        assert!(work.counts, "the window empties with this write");
-        let busy = StoreCounts {
-            pending: 3,
-            ..StoreCounts::default()
-        };
-        let after = w.cycle_done(Vec::new(), Some(&busy), &nodes(&["a"]), T0);
+        assert!(work.idle_check, "the window empties with this write");
+        let after = w.cycle_done(Vec::new(), Some(false), &nodes(&["a"]), T0);
         assert_eq!(after.idle, None, "URLs wait for their retry time");
         w.start_cycle(false, true, true, T0).unwrap();
-        let after = w.cycle_done(
-            Vec::new(),
-            Some(&StoreCounts::default()),
-            &nodes(&["a"]),
-            T0,
-        );
+        let after = w.cycle_done(Vec::new(), Some(true), &nodes(&["a"]), T0);
         assert_eq!(after.idle, Some(IdleReason::FrontierEmpty));
-        assert_eq!(idle_reason(true, &busy), Some(IdleReason::BudgetReached));
+        assert_eq!(idle_reason(true, false), Some(IdleReason::BudgetReached));
     }
 
     #[test]
@@ -1641,7 +1627,7 @@ mod tests {
     #[test]
     fn a_drain_finishes_while_someone_waits_for_idle() {
         // `crawl` stopped by a signal leaves its wait for idleness behind:
-        // the drain must not keep reading counts (a cycle always running).
+        // the drain must not keep asking (a cycle always running).
         let mut w = running(cfg(), &["a"]);
         let j = job("h", "/1");
         claim(&mut w, vec![j.clone()], &["a"]);
@@ -1649,7 +1635,7 @@ mod tests {
         w.on_report(page(&j), T0);
         assert!(!w.drain_step(T0 + 1));
         let work = w.start_cycle(true, false, true, T0 + 1).unwrap();
-        assert!(!work.counts, "no counts while draining");
+        assert!(!work.idle_check, "no idle check while draining");
         w.cycle_done(Vec::new(), None, &nodes(&["a"]), T0 + 2);
         assert!(
             w.start_cycle(true, false, true, T0 + 3).is_none(),
@@ -2073,7 +2059,7 @@ mod tests {
     }
 
     #[test]
-    fn a_store_away_with_nothing_to_write_is_asked_for_its_counts() {
+    fn a_store_away_with_nothing_to_write_is_asked_the_idle_question() {
         let mut w = running(cfg(), &["a"]);
         let work = w.start_cycle(false, true, false, T0).unwrap();
         assert!(work.claim.is_some());
@@ -2094,7 +2080,10 @@ mod tests {
         w.start_cycle(false, false, false, T0 + 250).unwrap();
         w.cycle_failed(CycleWork::default(), T0 + 250, T0 + 250, "locked".into());
         let probe = w.start_cycle(false, false, false, T0 + 750).unwrap();
-        assert!(probe.counts && probe.batch.is_empty(), "a cheap question");
+        assert!(
+            probe.idle_check && probe.batch.is_empty(),
+            "a cheap question"
+        );
     }
 
     #[test]

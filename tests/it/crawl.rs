@@ -740,6 +740,10 @@ impl Frontier for FlakyStore {
         self.inner.counts().await
     }
 
+    async fn frontier_empty(&self) -> Result<bool, StoreError> {
+        self.inner.frontier_empty().await
+    }
+
     async fn requeue_due(&self, now: i64, limit: usize) -> Result<u64, StoreError> {
         self.inner.requeue_due(now, limit).await
     }

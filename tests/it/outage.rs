@@ -170,6 +170,11 @@ impl Frontier for Switched {
         self.inner.counts().await
     }
 
+    async fn frontier_empty(&self) -> Result<bool, StoreError> {
+        self.check()?;
+        self.inner.frontier_empty().await
+    }
+
     async fn requeue_due(&self, now: i64, limit: usize) -> Result<u64, StoreError> {
         self.check()?;
         self.inner.requeue_due(now, limit).await

@@ -288,6 +288,17 @@ impl Frontier for MongoStore {
         })
     }
 
+    async fn frontier_empty(&self) -> Result<bool, StoreError> {
+        // The index on (status, not_before, priority) answers it: no scan.
+        let any = self
+            .pending
+            .find_one(doc! { "status": { "$in": [PENDING, PROCESSING] } })
+            .projection(doc! { "_id": 1 })
+            .await
+            .map_err(backend)?;
+        Ok(any.is_none())
+    }
+
     async fn close(&self) {
         if let Some(owner) = &self.owner {
             owner.release().await;

@@ -401,6 +401,10 @@ impl Frontier for SqliteStore {
         self.read(|tx, _| rows::counts(tx)).await
     }
 
+    async fn frontier_empty(&self) -> Result<bool, StoreError> {
+        self.read(|tx, _| rows::frontier_empty(tx)).await
+    }
+
     async fn requeue_due(&self, now: Millis, limit: usize) -> Result<u64, StoreError> {
         self.write(move |tx, seen| commit::requeue_due(tx, seen, now, limit))
             .await

@@ -5,8 +5,9 @@ use super::columns::{int_col, json_col, json_err, operation_col, opt_int_col, te
 use super::errors::Fail;
 use super::referrals::referrals_of;
 use super::schema::{
-    BROKEN, COUNTS, HISTOGRAM, HISTORY_LIST, HOST_LIST, HOST_PAGES, NODE_AFTER, NODE_PAGES,
-    PENDING_LIST, PROCESSED_AFTER, PROCESSED_ONE, PROCESSED_PAGE, RECORD_HEAD, RECORD_LIST,
+    BROKEN, COUNTS, FRONTIER_EMPTY, HISTOGRAM, HISTORY_LIST, HOST_LIST, HOST_PAGES, NODE_AFTER,
+    NODE_PAGES, PENDING_LIST, PROCESSED_AFTER, PROCESSED_ONE, PROCESSED_PAGE, RECORD_HEAD,
+    RECORD_LIST,
 };
 use crate::store::seen::SeenWindow;
 use rusqlite::{OptionalExtension, Row, Transaction, named_params, params};
@@ -83,6 +84,12 @@ pub(super) fn counts(tx: &Transaction<'_>) -> Result<StoreCounts, Fail> {
         duplicates: counts[5],
         search_results: counts[6],
     })
+}
+
+pub(super) fn frontier_empty(tx: &Transaction<'_>) -> Result<bool, Fail> {
+    Ok(tx
+        .prepare_cached(FRONTIER_EMPTY)?
+        .query_row([], |row| row.get(0))?)
 }
 
 pub(super) fn processed(
@@ -490,6 +497,30 @@ mod tests {
                 duplicates: 1,
                 search_results: 1,
             }
+        );
+    }
+
+    #[tokio::test]
+    async fn the_frontier_is_empty_only_with_nothing_pending_or_leased() {
+        let (_dir, _path, store) = open_temp();
+        assert!(store.frontier_empty().await.unwrap(), "a new store");
+        store
+            .commit(seeds(1_000, vec![link("http://a/1", 0, 1.0)]).into())
+            .await
+            .unwrap();
+        assert!(!store.frontier_empty().await.unwrap(), "a URL pending");
+        let claimed = store.claim(claim_req(1_000, 1, 10)).await.unwrap();
+        assert_eq!(claimed.len(), 1);
+        assert!(!store.frontier_empty().await.unwrap(), "a URL leased");
+        let done = page("http://a/1", Some(200), Some(1), vec![]);
+        store
+            .commit(pages(2_000, None, vec![done]).into())
+            .await
+            .unwrap();
+        assert!(store.frontier_empty().await.unwrap(), "all processed");
+        assert!(
+            store.counts().await.unwrap().frontier_empty(),
+            "as counts say"
         );
     }
 

@@ -454,6 +454,11 @@ pub(super) const RELEASE_KEY: &str = "UPDATE pending_urls
     SET status = 'pending', lease_until = NULL, lease_owner = NULL, d_change = ?3
     WHERE url = ?1 AND operation = ?2 AND status = 'processing'";
 
+/// The idle check: an index probe on `pending_urls_claim`, however large
+/// the frontier or the processed table (COUNTS scans both).
+pub(super) const FRONTIER_EMPTY: &str =
+    "SELECT NOT EXISTS (SELECT 1 FROM pending_urls WHERE status IN ('pending', 'processing'))";
+
 pub(super) const COUNTS: &str = "SELECT
     (SELECT COUNT(*) FROM pending_urls WHERE status = 'pending'),
     (SELECT COUNT(*) FROM pending_urls WHERE status = 'processing'),
@@ -551,6 +556,7 @@ const ALL_STATEMENTS: &[&str] = &[
     RELEASE_ID,
     RELEASE_KEY,
     COUNTS,
+    FRONTIER_EMPTY,
     PROCESSED_PAGE,
     PROCESSED_AFTER,
     PROCESSED_ONE,
