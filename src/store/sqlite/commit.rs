@@ -74,8 +74,9 @@ impl Commit<'_> {
 
     /// Record `seen`; credit of keys that fall out of the window is written.
     fn remember(&mut self, key: u64, seen: Seen) -> Result<(), Fail> {
-        if let Some(dropped) = self.seen.insert(key, seen) {
-            write_credit(self.tx, dropped.values().filter_map(Seen::unsaved))?;
+        let fell_out = self.seen.insert(key, seen);
+        if !fell_out.is_empty() {
+            write_credit(self.tx, fell_out)?;
         }
         if self.seen.filter_is_full() {
             self.seen.refill(file_keys(self.tx)?);
