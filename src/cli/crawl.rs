@@ -14,9 +14,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 use web_crawler::actors::outage::utc_time;
-use web_crawler::actors::{
-    AppError, AppHandle, ControlRequest, IdleReason, OperationSpec, PageQuery, Store,
-};
+use web_crawler::actors::{AppHandle, ControlRequest, IdleReason, OperationSpec, PageQuery, Store};
 use web_crawler::operations::builtin_operations;
 use web_crawler::{Settings, start};
 
@@ -201,7 +199,7 @@ async fn crawl(
     let mut interrupted = None;
     if outcome.is_ok() {
         tokio::select! {
-            r = index_caught_up(&app) => r?,
+            r = super::index_caught_up(&app) => r?,
             _ = show_progress(&app, progress) => {}
             code = signals.first() => interrupted = Some(code),
         }
@@ -236,21 +234,6 @@ const NOTHING_FETCHED: u8 = 2;
 /// do (every page already processed) tried nothing, and is done.
 fn nothing_fetched(fetched: u64, errors: u64) -> bool {
     fetched == 0 && errors > 0
-}
-
-/// Wait until everything queued for the index is committed (at once
-/// without an index).
-pub(super) async fn index_caught_up(app: &AppHandle) -> Result<()> {
-    if app.status().await?.index.is_none() {
-        return Ok(());
-    }
-    // An indexer that died meanwhile is restarted and asked again.
-    while let Err(e) = app.flush_index().await {
-        if !matches!(e, AppError::Stopped(_)) {
-            return Err(e.into());
-        }
-    }
-    Ok(())
 }
 
 /// How long a crawl fetched, and how long it ran in all (the index

@@ -136,7 +136,7 @@ async fn rebuild_index(
     // indexed first (a signal stops at once; the rest stays queued on disk).
     if idle.is_ok() {
         tokio::select! {
-            r = super::crawl::index_caught_up(&app) => r?,
+            r = super::index_caught_up(&app) => r?,
             code = signals.first() => idle = Err(code),
         }
     }

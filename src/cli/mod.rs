@@ -30,7 +30,7 @@ mod signals;
 use anyhow::Result;
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
-use web_crawler::actors::{AppError, StoreFailureKind};
+use web_crawler::actors::{AppError, AppHandle, StoreFailureKind};
 
 /// Exit codes beyond 0 (success) and 1 (an error), for scripts.
 const EXIT_CODES: &str = "Exit codes: 0 done; 1 an error; 74 the store failed for good \
@@ -92,6 +92,21 @@ enum Command {
         #[command(subcommand)]
         what: report::Report,
     },
+}
+
+/// Wait until everything queued for the index is committed (at once
+/// without an index): what `crawl` and `index rebuild` do before they stop.
+async fn index_caught_up(app: &AppHandle) -> Result<()> {
+    if app.status().await?.index.is_none() {
+        return Ok(());
+    }
+    // An indexer that died meanwhile is restarted and asked again.
+    while let Err(e) = app.flush_index().await {
+        if !matches!(e, AppError::Stopped(_)) {
+            return Err(e.into());
+        }
+    }
+    Ok(())
 }
 
 /// The exit code and the one line an error ends the command with: a store

@@ -279,7 +279,11 @@ mod tests {
         assert!(w.get_mut(1).is_none() && w.get_mut(2).is_none());
         assert!(w.get_mut(3).is_some() && w.get_mut(4).is_some());
         assert_eq!(w.len(), 2);
-        assert_eq!(w.young.capacity(), table, "the old table, reused");
+        assert_eq!(
+            w.young.capacity(),
+            table,
+            "the young table at its full size from the first turn on"
+        );
     }
 
     #[test]
