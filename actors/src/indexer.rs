@@ -597,7 +597,7 @@ async fn read_and_apply(
         .read(from, CHUNK_PAGES)
         .await
         .map_err(|e| error_chain(&e))?;
-    let (entries, next) = (read.entries.len(), read.next);
+    let (entries, skipped, next) = (read.entries.len() + read.skipped, read.skipped, read.next);
     if entries == 0 {
         return Ok(ReadChunk {
             entries,
@@ -607,7 +607,8 @@ async fn read_and_apply(
     }
     let pages = job
         .run(move |index| {
-            let mut pages = 0;
+            // A page left out is done with, as one added is.
+            let mut pages = skipped as u64;
             for entry in read.entries {
                 match entry {
                     QueueEntry::Page(page) => match page.text() {

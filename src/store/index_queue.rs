@@ -17,6 +17,7 @@
 //! by a crash (or failing its checksum) ends the log: it is cut off at the
 //! next open.
 
+use std::collections::HashMap;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
 use std::os::unix::fs::FileExt;
@@ -76,6 +77,11 @@ struct Log {
     head: QueuePos,
     /// Closed with nothing waiting: the files are gone until a push.
     closed: bool,
+    /// URLs forgotten by entries not done yet, with the position after
+    /// the last such entry: a page queued before it is read and left out
+    /// (see [`QueueRead::skipped`]). In memory only: after a restart such a
+    /// page is added and then removed, as it would be without this.
+    forgotten: HashMap<String, QueuePos>,
 }
 
 impl IndexQueueLog {
@@ -106,6 +112,7 @@ impl IndexQueueLog {
             end: last + whole,
             head: head.min(last + whole),
             closed: false,
+            forgotten: HashMap::new(),
         };
         log.drop_done(dir).map_err(fail)?;
         Ok(Self {
@@ -124,7 +131,8 @@ impl IndexQueueLog {
         StoreError::backend(format!("the index queue {}", self.dir.display()), e)
     }
 
-    fn append(&self, frames: &[u8]) -> Result<(), StoreError> {
+    /// Append `frames`; those that forget pages forget `forgotten`.
+    fn append(&self, frames: &[u8], forgotten: Vec<String>) -> Result<(), StoreError> {
         if frames.is_empty() {
             return Ok(());
         }
@@ -141,7 +149,15 @@ impl IndexQueueLog {
         // One write: a crash keeps a prefix of it, whose whole frames count.
         log.writer.write_all(frames).map_err(|e| self.error(e))?;
         log.end += frames.len() as u64;
+        let end = log.end;
+        log.forgotten
+            .extend(forgotten.into_iter().map(|url| (url, end)));
         Ok(())
+    }
+
+    /// Whether the page of `url` queued at `at` is forgotten by a later entry.
+    fn forgotten_after(&self, url: &str, at: QueuePos) -> Result<bool, StoreError> {
+        Ok(self.lock()?.forgotten.get(url).is_some_and(|&f| f > at))
     }
 
     fn read_from(&self, from: Option<QueuePos>, limit: usize) -> Result<QueueRead, StoreError> {
@@ -151,7 +167,8 @@ impl IndexQueueLog {
         };
         let mut at = from.unwrap_or(head).max(head);
         let mut entries = Vec::new();
-        while entries.len() < limit && at < end {
+        let mut skipped = 0;
+        while entries.len() + skipped < limit && at < end {
             // The segment holding `at`: the last that starts at or before it.
             let i = segments.partition_point(|&s| s <= at).saturating_sub(1);
             let start = segments[i];
@@ -161,7 +178,7 @@ impl IndexQueueLog {
                 continue;
             }
             let file = File::open(segment_path(&self.dir, start)).map_err(|e| self.error(e))?;
-            while entries.len() < limit && at < seg_end {
+            while entries.len() + skipped < limit && at < seg_end {
                 let (entry, len) = read_frame(&file, at - start, seg_end - start)
                     .map_err(|e| self.error(e))?
                     .map_err(|why| {
@@ -170,11 +187,18 @@ impl IndexQueueLog {
                             self.dir.display()
                         ))
                     })?;
-                entries.push(entry);
+                match &entry {
+                    QueueEntry::Page(page) if self.forgotten_after(&page.url, at)? => skipped += 1,
+                    _ => entries.push(entry),
+                }
                 at += len;
             }
         }
-        Ok(QueueRead { entries, next: at })
+        Ok(QueueRead {
+            entries,
+            skipped,
+            next: at,
+        })
     }
 
     /// Remove the queue's files if nothing waits (see [`IndexQueue::close`]).
@@ -194,6 +218,8 @@ impl IndexQueueLog {
             return Ok(());
         }
         log.head = upto.min(log.end);
+        let head = log.head;
+        log.forgotten.retain(|_, &mut after| after > head);
         let tmp = self.dir.join("head.tmp");
         fs::write(&tmp, log.head.to_le_bytes()).map_err(|e| self.error(e))?;
         fs::rename(&tmp, self.dir.join("head")).map_err(|e| self.error(e))?;
@@ -363,7 +389,7 @@ impl IndexQueue for IndexQueueLog {
             frame(&mut frames, KIND_PAGE, &page.url, &page.packed);
         }
         // A write of a few KB to the page cache: not worth a thread hop.
-        self.append(&frames)
+        self.append(&frames, Vec::new())
     }
 
     async fn forget(&self, urls: Vec<String>) -> Result<(), StoreError> {
@@ -371,7 +397,7 @@ impl IndexQueue for IndexQueueLog {
         for url in &urls {
             frame(&mut frames, KIND_FORGET, url, &[]);
         }
-        self.append(&frames)
+        self.append(&frames, urls)
     }
 
     async fn read(&self, from: Option<QueuePos>, limit: usize) -> Result<QueueRead, StoreError> {
@@ -427,7 +453,11 @@ mod tests {
         queue.forget(vec!["http://h/b".into()]).await.unwrap();
         queue.push(vec![page("http://h/b", "again")]).await.unwrap();
         let first = queue.read(None, 2).await.unwrap();
-        assert_eq!(urls(&first), ["http://h/b", "http://h/a"]);
+        assert_eq!(urls(&first), ["http://h/a"]);
+        assert_eq!(
+            first.skipped, 1,
+            "the first b is forgotten by a later entry"
+        );
         let rest = queue.read(Some(first.next), 10).await.unwrap();
         assert_eq!(urls(&rest), ["forget http://h/b", "http://h/b"]);
         let QueueEntry::Page(last) = &rest.entries[1] else {
@@ -449,6 +479,68 @@ mod tests {
         queue.done(again.next).await.unwrap();
         assert_eq!(queue_waiting_bytes(&path).unwrap(), 0);
         assert!(queue.read(None, 10).await.unwrap().entries.is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_page_a_later_entry_forgets_is_left_out_while_the_queue_remembers_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let queue = IndexQueueLog::open(dir.path()).unwrap();
+        queue
+            .push(vec![page("http://h/early", "read")])
+            .await
+            .unwrap();
+        let early = queue.read(None, 10).await.unwrap();
+        assert_eq!(urls(&early), ["http://h/early"]);
+        queue
+            .push(vec![
+                page("http://h/dup", "one"),
+                page("http://h/kept", "two"),
+            ])
+            .await
+            .unwrap();
+        queue
+            .forget(vec!["http://h/early".into(), "http://h/dup".into()])
+            .await
+            .unwrap();
+        queue
+            .push(vec![page("http://h/dup", "again")])
+            .await
+            .unwrap();
+        let rest = queue.read(Some(early.next), 10).await.unwrap();
+        assert_eq!(
+            urls(&rest),
+            [
+                "http://h/kept",
+                "forget http://h/early",
+                "forget http://h/dup",
+                "http://h/dup"
+            ],
+            "the page read before its forget is removed by it; the one not read yet is left out; the one queued after stays"
+        );
+        assert_eq!(rest.skipped, 1);
+        drop(queue);
+        // A restart forgets what was forgotten: the page is read (and its
+        // removal after it), as it was before the queue left pages out.
+        let queue = IndexQueueLog::open(dir.path()).unwrap();
+        let again = queue.read(None, 10).await.unwrap();
+        assert_eq!(again.skipped, 0);
+        assert_eq!(
+            urls(&again)[..3],
+            ["http://h/early", "http://h/dup", "http://h/kept"]
+        );
+        queue.forget(vec!["http://h/kept".into()]).await.unwrap();
+        queue.done(again.next).await.unwrap();
+        assert_eq!(
+            queue.lock().unwrap().forgotten.len(),
+            1,
+            "a forget not done yet is remembered"
+        );
+        let last = queue.read(None, 10).await.unwrap();
+        queue.done(last.next).await.unwrap();
+        assert!(
+            queue.lock().unwrap().forgotten.is_empty(),
+            "done forgets are let go"
+        );
     }
 
     #[tokio::test]

@@ -372,6 +372,10 @@ pub enum QueueEntry {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct QueueRead {
     pub entries: Vec<QueueEntry>,
+    /// Pages read and left out, because a later entry of the queue forgets
+    /// them: added, they would only be deleted again (and a segment with a
+    /// deleted page has its stored text compressed anew at each merge).
+    pub skipped: usize,
     pub next: QueuePos,
 }
 
