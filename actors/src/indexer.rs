@@ -597,7 +597,9 @@ async fn read_and_apply(
         .read(from, CHUNK_PAGES)
         .await
         .map_err(|e| error_chain(&e))?;
-    let (entries, skipped, next) = (read.entries.len() + read.skipped, read.skipped, read.next);
+    let (skipped, next) = (read.skipped, read.next);
+    // Entries read, those left out among them.
+    let entries = read.entries.len() + skipped;
     if entries == 0 {
         return Ok(ReadChunk {
             entries,

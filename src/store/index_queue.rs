@@ -155,20 +155,15 @@ impl IndexQueueLog {
         Ok(())
     }
 
-    /// Whether the page of `url` queued at `at` is forgotten by a later entry.
-    fn forgotten_after(&self, url: &str, at: QueuePos) -> Result<bool, StoreError> {
-        Ok(self.lock()?.forgotten.get(url).is_some_and(|&f| f > at))
-    }
-
     fn read_from(&self, from: Option<QueuePos>, limit: usize) -> Result<QueueRead, StoreError> {
         let (segments, end, head) = {
             let log = self.lock()?;
             (log.segments.clone(), log.end, log.head)
         };
         let mut at = from.unwrap_or(head).max(head);
-        let mut entries = Vec::new();
-        let mut skipped = 0;
-        while entries.len() + skipped < limit && at < end {
+        // Each frame with its position, read without the lock (appends go on).
+        let mut frames = Vec::new();
+        while frames.len() < limit && at < end {
             // The segment holding `at`: the last that starts at or before it.
             let i = segments.partition_point(|&s| s <= at).saturating_sub(1);
             let start = segments[i];
@@ -178,7 +173,7 @@ impl IndexQueueLog {
                 continue;
             }
             let file = File::open(segment_path(&self.dir, start)).map_err(|e| self.error(e))?;
-            while entries.len() + skipped < limit && at < seg_end {
+            while frames.len() < limit && at < seg_end {
                 let (entry, len) = read_frame(&file, at - start, seg_end - start)
                     .map_err(|e| self.error(e))?
                     .map_err(|why| {
@@ -187,16 +182,25 @@ impl IndexQueueLog {
                             self.dir.display()
                         ))
                     })?;
-                match &entry {
-                    QueueEntry::Page(page) if self.forgotten_after(&page.url, at)? => skipped += 1,
-                    _ => entries.push(entry),
-                }
+                frames.push((at, entry));
                 at += len;
             }
         }
+        // Then, under the lock once, the pages a later entry forgets.
+        let log = self.lock()?;
+        let forgotten_later = |at: QueuePos, entry: &QueueEntry| match entry {
+            QueueEntry::Page(page) => log.forgotten.get(&page.url).is_some_and(|&f| f > at),
+            QueueEntry::Forget(_) => false,
+        };
+        let read = frames.len();
+        let entries: Vec<QueueEntry> = frames
+            .into_iter()
+            .filter(|(at, entry)| !forgotten_later(*at, entry))
+            .map(|(_, entry)| entry)
+            .collect();
         Ok(QueueRead {
+            skipped: read - entries.len(),
             entries,
-            skipped,
             next: at,
         })
     }
