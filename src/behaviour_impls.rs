@@ -102,26 +102,33 @@ mod index {
     }
 
     impl PageIndex for SearchIndex {
-        fn add(&mut self, page: &PageText) -> Result<(), IndexError> {
+        fn add(&mut self, page: PageText) -> Result<(), IndexError> {
+            let PageText {
+                url,
+                title,
+                headings,
+                body,
+                anchors,
+                links_found,
+            } = page;
             let doc = PageDoc {
-                url: page.url.clone(),
-                title: page.title.clone(),
-                headings: page.headings.clone(),
-                body: page.body.clone(),
-                out_links: page.links_found,
+                url,
+                title,
+                headings,
+                body,
+                out_links: links_found,
             };
             self.add_page(&doc).map_err(index_error)?;
-            let mut links: Vec<AnchorDoc> = page
-                .anchors
-                .iter()
+            let mut links: Vec<AnchorDoc> = anchors
+                .into_iter()
                 .map(|a| AnchorDoc {
-                    target: a.target.clone(),
-                    text: a.text.clone(),
+                    target: a.target,
+                    text: a.text,
                     context: String::new(),
                 })
                 .collect();
             crate::search::add_contexts(&doc, &mut links);
-            self.set_anchors(&page.url, &links).map_err(index_error)
+            self.set_anchors(&doc.url, &links).map_err(index_error)
         }
 
         fn remove(&mut self, url: &str) -> Result<(), IndexError> {

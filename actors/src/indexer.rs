@@ -615,7 +615,7 @@ async fn read_and_apply(
                 match entry {
                     QueueEntry::Page(page) => match page.text() {
                         Ok(text) => {
-                            index.add(&text)?;
+                            index.add(text)?;
                             pages += 1;
                         }
                         Err(why) => {

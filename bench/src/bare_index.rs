@@ -60,7 +60,7 @@ pub fn run(preset: Preset, dir: &std::path::Path, ours: bool) {
         drop(texts);
         let before = cpu();
         let mut index = web_crawler::search::SearchIndex::open(dir).expect("open the index");
-        for page in &pages {
+        for page in pages {
             PageIndex::add(&mut index, page).expect("add");
         }
         PageIndex::commit(&mut index).expect("commit");

@@ -188,7 +188,7 @@ fn index_from_archive(
         };
         let extracted = extractor.extract(&url, &page, INDEX_TEXT_BYTES);
         if let Some(text) = PageText::of(&url, &extracted) {
-            index.add(&text)?;
+            index.add(text)?;
         }
         indexed += 1;
     }

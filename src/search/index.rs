@@ -9,6 +9,7 @@ use super::shard::{
 };
 use super::typo::{self, Vocabulary};
 use super::{AnchorDoc, PageDoc, Ranking, SearchAnswer, SearchError, SearchHit, SearchOptions};
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt;
 use std::ops::Range;
@@ -385,19 +386,32 @@ impl SearchIndex {
         let f = self.pages.fields;
         let writer = self.pages.writer.as_mut().ok_or(SearchError::ReadOnly)?;
         let body = truncate(&doc.body, MAX_BODY_BYTES);
-        let mut d = TantivyDocument::new();
+        let start = truncate(body, SNIPPET_SCAN_BYTES);
+        let url_words = schema::url_words(&doc.url);
+        // The document holds its values in one buffer: sized at once, it
+        // is not grown (copied) six times over a page's body.
+        let headings: usize = doc.headings.iter().map(String::len).sum();
+        let mut d = TantivyDocument::with_capacity(
+            doc.url.len()
+                + doc.title.len()
+                + headings
+                + body.len()
+                + start.len()
+                + url_words.len()
+                + 64,
+        );
         d.add_text(f.url, &doc.url);
         d.add_text(f.title, &doc.title);
         for h in &doc.headings {
             d.add_text(f.headings, h);
         }
         d.add_text(f.body, body);
-        if let Some(start) = f.body_start {
-            d.add_text(start, truncate(body, SNIPPET_SCAN_BYTES));
+        if let Some(field) = f.body_start {
+            d.add_text(field, start);
         }
         // The words the text fields gave (see `schema::register_analyzers`).
         d.add_text(f.spell, schema::SPELL_FROM_TEXT);
-        d.add_text(f.url_words, schema::url_words(&doc.url));
+        d.add_text(f.url_words, url_words);
         d.add_u64(f.out_links, u64::from(doc.out_links));
         d.add_u64(f.words, word_count(body));
         writer.delete_term(Term::from_field_text(f.url, &doc.url));
@@ -420,27 +434,37 @@ impl SearchIndex {
         let f = self.anchors.fields;
         let writer = self.anchors.writer.as_mut().ok_or(SearchError::ReadOnly)?;
         writer.delete_term(Term::from_field_text(f.source, source));
-        let mut targets: Vec<(&str, String, String)> = Vec::new();
+        // Borrowed from `links`, copied only to join a second link's text.
+        let mut targets: Vec<(&str, Cow<'_, str>, Cow<'_, str>)> = Vec::new();
         let mut at: HashMap<&str, usize> = HashMap::new();
         for link in links.iter().filter(|l| l.target != source) {
             match at.get(link.target.as_str()) {
                 Some(&i) => {
                     let (_, text, context) = &mut targets[i];
+                    let text = text.to_mut();
                     text.push('\n');
                     text.push_str(&link.text);
                     if !link.context.is_empty() {
+                        let context = context.to_mut();
                         context.push('\n');
                         context.push_str(&link.context);
                     }
                 }
                 None => {
                     at.insert(&link.target, targets.len());
-                    targets.push((&link.target, link.text.clone(), link.context.clone()));
+                    targets.push((
+                        &link.target,
+                        Cow::Borrowed(&link.text),
+                        Cow::Borrowed(&link.context),
+                    ));
                 }
             }
         }
         for (target, text, context) in targets {
-            let mut d = TantivyDocument::new();
+            // Values are stored with a few bytes of address each.
+            let mut d = TantivyDocument::with_capacity(
+                source.len() + target.len() + 2 * text.len() + context.len() + 64,
+            );
             d.add_text(f.source, source);
             d.add_text(f.target, target);
             d.add_text(f.text, &text);

@@ -349,7 +349,7 @@ fn intact_payload(file: &File, offset: u64, size: u64) -> io::Result<Option<Vec<
     Ok((crc32fast::hash(&payload) == crc).then_some(payload))
 }
 
-fn entry_of(payload: Vec<u8>) -> Result<QueueEntry, String> {
+fn entry_of(mut payload: Vec<u8>) -> Result<QueueEntry, String> {
     let (&kind, rest) = payload.split_first().ok_or("an empty frame")?;
     let (len, rest) = rest
         .split_first_chunk::<4>()
@@ -358,13 +358,17 @@ fn entry_of(payload: Vec<u8>) -> Result<QueueEntry, String> {
     if rest.len() < len {
         return Err("a frame shorter than its URL".into());
     }
-    let (url, packed) = rest.split_at(len);
-    let url = String::from_utf8(url.to_vec()).map_err(|_| "a URL that is not UTF-8")?;
+    let url = String::from_utf8(rest[..len].to_vec()).map_err(|_| "a URL that is not UTF-8")?;
     match kind {
-        KIND_PAGE => Ok(QueueEntry::Page(QueuedPage {
-            url,
-            packed: packed.to_vec(),
-        })),
+        KIND_PAGE => {
+            // The packed page is the payload's tail: moved to its front in
+            // place rather than copied into a buffer of its own.
+            payload.drain(..1 + 4 + len);
+            Ok(QueueEntry::Page(QueuedPage {
+                url,
+                packed: payload,
+            }))
+        }
         KIND_FORGET => Ok(QueueEntry::Forget(url)),
         other => Err(format!("an entry of unknown kind {other}")),
     }

@@ -279,8 +279,10 @@ pub enum IndexError {
 /// priority, so that indexing takes only the CPU that fetching leaves.
 pub trait PageIndex: Send + 'static {
     /// Add `page`, replacing an earlier version of the same URL, and its
-    /// anchors, replacing those it gave before.
-    fn add(&mut self, page: &PageText) -> Result<(), IndexError>;
+    /// anchors, replacing those it gave before. The page is handed over:
+    /// its text (8–40 KB a page) moves into the index's document instead
+    /// of being copied once more.
+    fn add(&mut self, page: PageText) -> Result<(), IndexError>;
     /// Remove the page of `url` and the links it gave: another shard holds
     /// a newer copy. Seen by queries after the next commit.
     fn remove(&mut self, url: &str) -> Result<(), IndexError>;
