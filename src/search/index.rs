@@ -461,7 +461,7 @@ impl SearchIndex {
             }
         }
         for (target, text, context) in targets {
-            // Values are stored with a few bytes of address each.
+            // The link's text goes to two fields (`text`, `spell`).
             let mut d = TantivyDocument::with_capacity(
                 source.len() + target.len() + 2 * text.len() + context.len() + 64,
             );
