@@ -50,12 +50,13 @@ SIGNALS = [
     "headings_coverage",
     "anchor_coverage",
     "length",
+    "similarity",
 ]
 # learned.rs's HAND_SET: rank.rs's weights before any were learned.
 HAND_SET = {
     "fields": [0.6, 0.4, 1.0, 0.3, 0.5, 0.6],
     "text": 0.35,
-    "signals": [0.20, 0.20, 0.15, 0.05, -0.25, 0.0, 0.0, 0.0, 0.0],
+    "signals": [0.20, 0.20, 0.15, 0.05, -0.25, 0.0, 0.0, 0.0, 0.0, 0.2],
 }
 # The body's field weight stays 1: the text score is divided by the best
 # candidate's, so only the field weights' ratios matter.

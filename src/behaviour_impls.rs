@@ -164,9 +164,13 @@ mod index {
         }
     }
 
-    /// Opens (or creates) the index in a directory, for the indexer.
+    /// Opens (or creates) the index in a directory, for the indexer; with
+    /// a sentence model, the pages get vectors.
     #[derive(Clone, Debug)]
-    pub(crate) struct IndexDir(pub(crate) PathBuf);
+    pub(crate) struct IndexDir {
+        pub(crate) dir: PathBuf,
+        pub(crate) embedder: Option<Arc<crate::search::Embedder>>,
+    }
 
     /// How long to wait for the index's writer lock: a killed indexer's
     /// writer is released while its successor starts.
@@ -176,8 +180,13 @@ mod index {
         fn open(&self) -> Result<Box<dyn PageIndex>, IndexError> {
             let started = Instant::now();
             loop {
-                match SearchIndex::open(&self.0) {
-                    Ok(index) => return Ok(Box::new(index)),
+                match SearchIndex::open(&self.dir) {
+                    Ok(index) => {
+                        return Ok(Box::new(match &self.embedder {
+                            Some(embedder) => index.with_embedder(embedder.clone()),
+                            None => index,
+                        }));
+                    }
                     Err(SearchError::Locked { .. }) if started.elapsed() < LOCK_WAIT => {
                         std::thread::sleep(Duration::from_millis(50));
                     }

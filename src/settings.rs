@@ -46,6 +46,10 @@ pub struct Settings {
     /// `settings.index_dir = Some(web_crawler::search::index_dir_for(&db));`
     #[cfg(feature = "search")]
     pub index_dir: Option<std::path::PathBuf>,
+    /// Give the indexed pages vectors made by this sentence model, for
+    /// semantic retrieval (`crawl --semantic`); None by default.
+    #[cfg(feature = "search")]
+    pub embedder: Option<Arc<crate::search::Embedder>>,
     /// Where the node counts fetches, pool load and restarts (nothing by default).
     pub metrics: Arc<dyn Metrics>,
     /// Where this node archives responses (the `mirror` operation's, or
@@ -64,6 +68,8 @@ impl Default for Settings {
             notifier: None,
             #[cfg(feature = "search")]
             index_dir: None,
+            #[cfg(feature = "search")]
+            embedder: None,
             metrics: Arc::new(NoMetrics),
             archive: None,
         }
@@ -106,7 +112,7 @@ pub async fn start_on(storage: Storage, settings: Settings) -> Result<AppHandle,
     let (mut storage, mut crawl) = (storage, settings.crawl.clone());
     #[cfg(feature = "search")]
     if let Some(dir) = &settings.index_dir {
-        let shard = shard_in(dir)?;
+        let shard = shard_in(dir, settings.embedder.clone())?;
         move_earlier_queue(storage.queries.as_ref(), shard.queue.as_ref()).await?;
         storage = storage.with_index(shard);
         crawl.index_pages = true;
@@ -123,7 +129,7 @@ pub async fn start_worker(settings: Settings) -> Result<AppHandle, Error> {
     let (mut shard, mut crawl) = (None, settings.crawl.clone());
     #[cfg(feature = "search")]
     if let Some(dir) = &settings.index_dir {
-        shard = Some(shard_in(dir)?);
+        shard = Some(shard_in(dir, settings.embedder.clone())?);
         crawl.index_pages = true;
     }
     Ok(App::start_worker(crawl, shard, behaviours).await?)
@@ -131,10 +137,16 @@ pub async fn start_worker(settings: Settings) -> Result<AppHandle, Error> {
 
 /// The index shard in `dir` and its queue in `DIR.queue` beside it.
 #[cfg(feature = "search")]
-fn shard_in(dir: &Path) -> Result<web_crawler_actors::Shard, StoreError> {
+fn shard_in(
+    dir: &Path,
+    embedder: Option<Arc<crate::search::Embedder>>,
+) -> Result<web_crawler_actors::Shard, StoreError> {
     let queue = crate::store::IndexQueueLog::open(&crate::store::queue_dir_for(dir))?;
     Ok(web_crawler_actors::Shard {
-        opener: Arc::new(crate::behaviour_impls::IndexDir(dir.to_path_buf())),
+        opener: Arc::new(crate::behaviour_impls::IndexDir {
+            dir: dir.to_path_buf(),
+            embedder,
+        }),
         queue: Arc::new(queue),
     })
 }

@@ -167,10 +167,13 @@ fn index_from_archive(
     if archive.is_empty() {
         return Ok((0, urls));
     }
-    let extractor =
-        web_crawler::extract::HtmlExtractor::new(tuning.settings()?.policy.normalize.clone());
+    let settings = tuning.settings()?;
+    let extractor = web_crawler::extract::HtmlExtractor::new(settings.policy.normalize.clone());
     let mut index = SearchIndex::open(index_dir)
         .with_context(|| format!("cannot create the index at {}", index_dir.display()))?;
+    if let Some(embedder) = settings.embedder {
+        index = index.with_embedder(embedder);
+    }
     let (mut indexed, mut missing) = (0, Vec::new());
     for url in urls {
         let page = match archive.page(&url) {

@@ -1,6 +1,7 @@
 //! [`SearchIndex`]: the tantivy side — opening, writing, candidate
 //! generation, measuring candidates for `rank`, snippets.
 
+use super::embed::{self, Embedder};
 use super::query::{self, ParsedQuery, QueryAnalyzers, RankTerms};
 use super::rank::{self, Features};
 use super::schema::{self, AnchorFields, IndexPart, PageFields};
@@ -41,6 +42,10 @@ const PHRASE_BATCH: usize = 2 * CANDIDATES;
 /// A compound of two query words ("back up" → `backup`) joins the query
 /// when it is a word of at least this many documents.
 const COMPOUND_MIN_DF: u64 = 2;
+/// Pages gathered by the similarity of their vectors to the query's (when
+/// both have vectors), beside the candidates the words find: the pages
+/// that answer in other words.
+const NEIGHBOURS: usize = 20;
 /// Anchor documents gathered to find pages through the links to them (by
 /// anchor text, then as many by the words around the links).
 const ANCHOR_CANDIDATES: usize = 200;
@@ -173,6 +178,12 @@ pub struct SearchIndex {
     anchors: Part<AnchorFields>,
     analyzers: QueryAnalyzers,
     in_flight: std::sync::Arc<InFlight>,
+    /// The sentence model: given for writing by
+    /// [`with_embedder`](Self::with_embedder), else loaded by the first
+    /// query over an index that holds page vectors (shared by readers).
+    embedder: std::sync::Arc<std::sync::OnceLock<Option<std::sync::Arc<Embedder>>>>,
+    /// Pages get vectors (`crawl --semantic`).
+    embed_pages: bool,
 }
 
 impl fmt::Debug for SearchIndex {
@@ -360,6 +371,8 @@ impl SearchIndex {
             anchors,
             analyzers: QueryAnalyzers::new(),
             in_flight: Default::default(),
+            embedder: Default::default(),
+            embed_pages: false,
         })
     }
 
@@ -373,6 +386,18 @@ impl SearchIndex {
             anchors: self.anchors.read_only(),
             analyzers: self.analyzers.clone(),
             in_flight: Default::default(),
+            embedder: self.embedder.clone(),
+            embed_pages: false,
+        }
+    }
+
+    /// Give every page added from now on vectors of its passages, made by
+    /// `embedder` (which also embeds this index's queries).
+    pub fn with_embedder(self, embedder: std::sync::Arc<Embedder>) -> Self {
+        Self {
+            embedder: std::sync::Arc::new(std::sync::OnceLock::from(Some(embedder))),
+            embed_pages: true,
+            ..self
         }
     }
 
@@ -414,6 +439,12 @@ impl SearchIndex {
         d.add_text(f.url_words, url_words);
         d.add_u64(f.out_links, u64::from(doc.out_links));
         d.add_u64(f.words, word_count(body));
+        if let (Some(field), Some(Some(embedder))) = (f.vectors, self.embedder.get())
+            && self.embed_pages
+        {
+            let vectors = embedder.passages(&doc.title, body)?;
+            d.add_bytes(field, &embed::pack(&vectors));
+        }
         writer.delete_term(Term::from_field_text(f.url, &doc.url));
         let ticket = self.in_flight.issue(PAGES_IN_FLIGHT);
         writer
@@ -538,6 +569,10 @@ impl SearchIndex {
         if opts.ranking == Ranking::Full {
             (parsed, did_you_mean) = s.corrected(query, parsed, &mut analyzers);
         }
+        let s = match opts.ranking {
+            Ranking::Full => self.embed_query(s, query),
+            Ranking::PlainBm25 => s,
+        };
         if limit == 0 {
             return Ok(SearchAnswer {
                 results: Vec::new(),
@@ -597,6 +632,7 @@ impl SearchIndex {
             }
             ShardPhase::Candidates => {
                 let (parsed, _) = s.corrected(query, parsed, &mut analyzers);
+                let s = self.embed_query(s, query);
                 let terms = s.rank_terms(&parsed, &mut analyzers);
                 let ranked = s.full(&parsed, &terms, 1)?;
                 for (i, url) in ranked.candidates.iter().enumerate() {
@@ -628,6 +664,7 @@ impl SearchIndex {
         let parsed = query::parse(query, &mut analyzers)?;
         let s = self.searchers(Some(stats));
         let (parsed, did_you_mean) = s.corrected(query, parsed, &mut analyzers);
+        let s = self.embed_query(s, query);
         let mut top = ShardTop {
             did_you_mean,
             norm_weight: rank::TEXT_WEIGHT,
@@ -662,7 +699,33 @@ impl SearchIndex {
             pf: self.pages.fields,
             af: self.anchors.fields,
             global,
+            query_vector: None,
         }
+    }
+
+    /// `s` with the vector of `query` (as typed: a word the site lacks, which
+    /// the words' ranking corrects, is still a word to the model), when the
+    /// index holds page vectors:
+    /// the model is loaded by the first query that needs it, and a missing
+    /// model is said once and the ranking goes on without vectors.
+    fn embed_query<'g>(&self, mut s: Searchers<'g>, query: &str) -> Searchers<'g> {
+        if !s.has_vectors() {
+            return s;
+        }
+        let embedder = self.embedder.get_or_init(|| match Embedder::installed() {
+            Ok(embedder) => Some(std::sync::Arc::new(embedder)),
+            Err(why) => {
+                tracing::info!(%why, "the index holds page vectors; searching by words alone");
+                None
+            }
+        });
+        if let Some(embedder) = embedder {
+            s.query_vector = embedder
+                .query(query)
+                .map_err(|why| tracing::warn!(%why, "searching by words alone"))
+                .ok();
+        }
+        s
     }
 }
 
@@ -740,6 +803,64 @@ struct Searchers<'g> {
     pf: PageFields,
     af: AnchorFields,
     global: Option<&'g ShardStats>,
+    /// The query's vector, when the pages have vectors and the model is
+    /// at hand (see [`SearchIndex::embed_query`]).
+    query_vector: Option<Vec<f32>>,
+}
+
+impl Searchers<'_> {
+    /// Whether any page has vectors.
+    fn has_vectors(&self) -> bool {
+        self.pf.vectors.is_some()
+            && self.pages.segment_readers().iter().any(|segment| {
+                matches!(segment.fast_fields().bytes("vectors"), Ok(Some(v)) if v.num_terms() > 0)
+            })
+    }
+
+    /// The `n` live pages whose best passage is most similar to the query
+    /// (none without a query vector). Each segment's vectors are read once,
+    /// in their dictionary's order, then mapped to its pages.
+    fn vector_neighbours(&self, n: usize) -> Result<Vec<DocAddress>, SearchError> {
+        let Some(query) = &self.query_vector else {
+            return Ok(Vec::new());
+        };
+        let mut best: Vec<(f32, DocAddress)> = Vec::new();
+        for (ord, segment) in self.pages.segment_readers().iter().enumerate() {
+            let Some(vectors) = segment
+                .fast_fields()
+                .bytes("vectors")
+                .map_err(err("read"))?
+            else {
+                continue;
+            };
+            let mut by_ord = vec![0f32; vectors.num_terms()];
+            let mut stream = vectors.dictionary().stream().map_err(io_err("read"))?;
+            while stream.advance() {
+                if let Some(slot) = by_ord.get_mut(stream.term_ord() as usize) {
+                    *slot = embed::best_similarity(query, stream.key());
+                }
+            }
+            for doc in segment.doc_ids_alive() {
+                let Some(sim) = vectors
+                    .ords()
+                    .first(doc)
+                    .and_then(|o| by_ord.get(o as usize))
+                else {
+                    continue;
+                };
+                if *sim > 0.0 {
+                    best.push((*sim, DocAddress::new(ord as u32, doc)));
+                }
+            }
+            if best.len() > 4 * n {
+                best.sort_unstable_by(|a, b| b.0.total_cmp(&a.0));
+                best.truncate(n);
+            }
+        }
+        best.sort_unstable_by(|a, b| b.0.total_cmp(&a.0));
+        best.truncate(n);
+        Ok(best.into_iter().map(|(_, addr)| addr).collect())
+    }
 }
 
 fn term_query(field: Field, text: &str) -> Box<dyn Query> {
@@ -1310,6 +1431,13 @@ impl Searchers<'_> {
                 }
             }
         }
+        for addr in self.vector_neighbours(NEIGHBOURS)? {
+            if let std::collections::hash_map::Entry::Vacant(e) = seen.entry(addr) {
+                e.insert(candidates.len());
+                candidates.push(addr);
+                urls.push(None);
+            }
+        }
         let (features, urls) = self.measure(&candidates, &urls, rank_terms, &anchors)?;
         super::learned::dump(&urls, &features);
         let best_text = rank::best_text(&features);
@@ -1597,10 +1725,24 @@ impl Searchers<'_> {
             let fast = segment.fast_fields();
             let out_links = fast.u64("out_links").map_err(err("read"))?;
             let words = fast.u64("words").map_err(err("read"))?;
+            let vectors = match &self.query_vector {
+                Some(_) => fast.bytes("vectors").map_err(err("read"))?,
+                None => None,
+            };
+            let mut packed = Vec::new();
             for (j, (doc, i)) in docs.iter().enumerate() {
                 let feat = &mut feats[j];
                 feat.out_links = out_links.first(*doc).unwrap_or(0);
                 feat.words = words.first(*doc).unwrap_or(0);
+                if let (Some(query), Some(vectors)) = (&self.query_vector, &vectors) {
+                    packed.clear();
+                    if let Some(ord) = vectors.ords().first(*doc) {
+                        vectors
+                            .ord_to_bytes(ord, &mut packed)
+                            .map_err(io_err("read"))?;
+                    }
+                    feat.similarity = embed::best_similarity(query, &packed);
+                }
                 let anchor = anchors.get(urls[*i].as_str());
                 if let Some(a) = anchor {
                     feat.anchor = a.best;

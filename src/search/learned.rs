@@ -30,7 +30,7 @@ pub(crate) struct Model {
 }
 
 pub(crate) const FIELDS: usize = 6;
-pub(crate) const SIGNALS: usize = 9;
+pub(crate) const SIGNALS: usize = 10;
 
 /// Names of the [`signals`], in order (the training script's too).
 pub(crate) const SIGNAL_NAMES: [&str; SIGNALS] = [
@@ -43,6 +43,7 @@ pub(crate) const SIGNAL_NAMES: [&str; SIGNALS] = [
     "headings_coverage",
     "anchor_coverage",
     "length",
+    "similarity",
 ];
 
 /// The hand-set ranking of `rank.rs` before the model was learned, as a
@@ -57,7 +58,7 @@ pub(crate) const HAND_SET: Model = Model {
         rank::CONTEXT,
     ],
     text: 0.35,
-    signals: [0.20, 0.20, 0.15, 0.05, -0.25, 0.0, 0.0, 0.0, 0.0],
+    signals: [0.20, 0.20, 0.15, 0.05, -0.25, 0.0, 0.0, 0.0, 0.0, 0.2],
 };
 
 /// The weights in force: what `scripts/train-ranker.py` prints. Today the
@@ -82,6 +83,7 @@ pub(crate) fn signals(f: &Features) -> [f32; SIGNALS] {
         f.headings_coverage,
         f.anchor_coverage,
         length(f.words),
+        f.similarity,
     ]
 }
 

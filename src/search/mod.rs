@@ -67,6 +67,7 @@
 //! ```
 
 mod context;
+mod embed;
 mod index;
 mod learned;
 mod merges;
@@ -79,6 +80,7 @@ mod typo;
 #[cfg(test)]
 mod tests;
 
+pub use embed::{EmbedError, Embedder, model_dir};
 pub use index::SearchIndex;
 pub use shard::{ShardHit, ShardPhase, ShardStats, ShardTop};
 
@@ -221,6 +223,8 @@ pub enum SearchError {
         #[source]
         source: std::io::Error,
     },
+    #[error(transparent)]
+    Embed(#[from] EmbedError),
     #[error("search index: {context}")]
     Index {
         context: &'static str,

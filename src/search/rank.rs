@@ -61,6 +61,9 @@ pub(crate) struct Features {
     pub(crate) title_coverage: f32,
     pub(crate) headings_coverage: f32,
     pub(crate) anchor_coverage: f32,
+    /// The best cosine between the query's vector and the page's passages'
+    /// (0 without vectors).
+    pub(crate) similarity: f32,
 }
 
 impl Features {

@@ -342,6 +342,9 @@ pub(crate) struct PageFields {
     pub(crate) out_links: Field,
     /// Words of the page's own text (body), for the hub penalty.
     pub(crate) words: Field,
+    /// The page's passage vectors, packed (`crawl --semantic`); `None` in
+    /// an index made before them.
+    pub(crate) vectors: Option<Field>,
 }
 
 impl PageFields {
@@ -357,6 +360,7 @@ impl PageFields {
         b.add_text_field("spell", text(SPELL, IndexRecordOption::Basic));
         b.add_u64_field("out_links", FAST);
         b.add_u64_field("words", FAST);
+        b.add_bytes_field("vectors", FAST);
         b.build()
     }
 
@@ -377,6 +381,7 @@ impl PageFields {
             spell: f("spell")?,
             out_links: f("out_links")?,
             words: f("words")?,
+            vectors: schema.get_field("vectors").ok(),
         })
     }
 }

@@ -503,3 +503,117 @@ async fn snippets_carry_no_site_chrome() {
     assert_eq!(urls(&bugs), vec![server.url("/bugs.html")], "{bugs:?}");
     app.stop(Duration::from_secs(5)).await.unwrap();
 }
+
+/// The sentence model, installed by `scripts/models.sh` (which
+/// scripts/test.sh runs; run now if it has not). Never skipped.
+fn embedder() -> std::sync::Arc<web_crawler::search::Embedder> {
+    static MODEL: std::sync::OnceLock<std::sync::Arc<web_crawler::search::Embedder>> =
+        std::sync::OnceLock::new();
+    MODEL
+        .get_or_init(|| {
+            if !web_crawler::search::model_dir()
+                .join("model.safetensors")
+                .is_file()
+            {
+                let script = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/models.sh");
+                let out = std::process::Command::new("bash")
+                    .arg(script)
+                    .output()
+                    .expect("run scripts/models.sh");
+                assert!(
+                    out.status.success(),
+                    "this test needs the sentence model and it could not be installed:\n{}",
+                    String::from_utf8_lossy(&out.stderr)
+                );
+            }
+            std::sync::Arc::new(web_crawler::search::Embedder::installed().unwrap())
+        })
+        .clone()
+}
+
+/// A site whose pages answer questions in other words than the questions'.
+fn workshop() -> HashMap<String, Page> {
+    let page = |title: &str, body: &str| html(title, "", &format!("<h1>{title}</h1><p>{body}</p>"));
+    HashMap::from([
+        (
+            "/".to_string(),
+            page(
+                "Workshop notes",
+                "Notes: <a href=\"/garage\">garage</a>, <a href=\"/bread\">bread</a>, \
+                 <a href=\"/garden\">garden</a>, <a href=\"/kayak\">kayak</a>.",
+            ),
+        ),
+        (
+            "/garage".to_string(),
+            page(
+                "Garage",
+                "Mechanics mend engines, brakes and tyres of cars and trucks; bring the \
+                 vehicle in when the motor stalls or a warning light comes on.",
+            ),
+        ),
+        (
+            "/bread".to_string(),
+            page(
+                "Bread",
+                "Mix the sourdough starter with flour and water, knead, proof overnight \
+                 and bake in a hot oven for forty minutes.",
+            ),
+        ),
+        (
+            "/garden".to_string(),
+            page(
+                "Garden",
+                "Tomatoes want sun, deep watering twice a week and a stake to climb; \
+                 pinch out the side shoots.",
+            ),
+        ),
+        (
+            "/kayak".to_string(),
+            page(
+                "Kayak",
+                "Patch the hull with epoxy and fibreglass cloth, then sand it smooth \
+                 before the next paddle.",
+            ),
+        ),
+    ])
+}
+
+/// `crawl --semantic`: a question sharing no word with its answer finds
+/// it through the pages' vectors (nearest neighbours beside the words'
+/// candidates), first; the same crawl without vectors cannot find it, and
+/// a question the words answer is answered as before.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn semantic_search_finds_an_answer_in_other_words() {
+    let server = TestServer::start(Ipv4Addr::new(127, 0, 12, 5), workshop()).await;
+    let question = "who can repair my automobile";
+    for semantic in [true, false] {
+        let index = tempfile::tempdir().unwrap();
+        let mut settings = settings(&index.path().join("ix"));
+        if semantic {
+            settings.embedder = Some(embedder());
+        }
+        let backend = Backend::sqlite();
+        let app = start(backend.open().await, settings).await.unwrap();
+        crawl_and_flush(&app, &server.url("/")).await;
+        let answer = app.search(question, 10).await.unwrap();
+        if semantic {
+            assert_eq!(
+                answer.results.first().map(|h| h.url.as_str()),
+                Some(server.url("/garage").as_str()),
+                "{answer:?}"
+            );
+        } else {
+            assert!(
+                !urls(&answer).contains(&server.url("/garage")),
+                "no word of the question is on the page: {answer:?}"
+            );
+        }
+        let words = app.search("sourdough", 10).await.unwrap();
+        assert_eq!(
+            urls(&words).first(),
+            Some(&server.url("/bread")),
+            "{words:?}"
+        );
+        app.stop(Duration::from_secs(5)).await.unwrap();
+    }
+}

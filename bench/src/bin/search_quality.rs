@@ -83,6 +83,10 @@ struct Cli {
     /// Keep the temporary directory (crawl.db, its index, the crawl's log).
     #[arg(long)]
     keep: bool,
+    /// Crawl with `--semantic` (pages get vectors; needs
+    /// `scripts/models.sh`).
+    #[arg(long)]
+    semantic: bool,
 }
 
 // ---------------------------------------------------------------- queries
@@ -781,6 +785,9 @@ async fn main_inner(cli: Cli) -> Result<(), String> {
             .arg("--db")
             .arg(&db)
             .args(["--delay-ms", "0", "--quiet"]);
+        if cli.semantic {
+            cmd.arg("--semantic");
+        }
         let res = run_bounded(cmd, Duration::from_secs(cli.crawl_timeout)).await;
         let secs = started.elapsed().as_secs_f64();
         let (ok, out, err) = res.map_err(|e| format!("crawl: {e}"))?;
