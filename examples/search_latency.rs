@@ -13,6 +13,10 @@
 //! highlights, correction) to FILE if it does not exist, and otherwise
 //! compares them with FILE and fails on any difference: run it before and
 //! after a change to the engine to show the answers are the same.
+//! `QUERIES=FILE` takes the queries from a labelled set instead
+//! (`bench/search/queries.tsv`: the fourth tab-separated column), to time
+//! them over a real crawl's index given as DIR (e.g. one made with
+//! `crawl --semantic`: `full` then embeds each query; `words` does not).
 
 use std::time::{Duration, Instant};
 use web_crawler::search::{AnchorDoc, PageDoc, Ranking, SearchIndex, SearchOptions};
@@ -67,7 +71,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         eprintln!("indexed {pages} pages in {:.1?}", started.elapsed());
     }
     let q = |i: usize| words[i].clone();
-    let queries: Vec<String> = vec![
+    let labelled = std::env::var_os("QUERIES").map(std::fs::read_to_string).transpose()?;
+    let queries: Vec<String> = match &labelled {
+        Some(tsv) => tsv
+            .lines()
+            .filter(|l| !l.starts_with('#'))
+            .filter_map(|l| l.split('\t').nth(3))
+            .map(str::to_string)
+            .collect(),
+        None => vec![
         q(3),
         q(40),
         q(900),
@@ -80,9 +92,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         format!("{} {}", typo(&q(60)), q(700)),
         q(15_000),
         "zzzzqqqq".to_string(),
-    ];
+        ],
+    };
     let mut dump = String::new();
-    for ranking in [Ranking::Full, Ranking::PlainBm25] {
+    for ranking in [Ranking::Full, Ranking::Words, Ranking::PlainBm25] {
         let opts = SearchOptions::default().ranking(ranking);
         for query in &queries {
             let answer = index.search(query, &opts)?;

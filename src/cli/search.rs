@@ -30,7 +30,8 @@ pub(super) struct SearchArgs {
     /// Print one JSON document: {"results":[{url,title,snippet,score}...],"did_you_mean":...}.
     #[arg(long)]
     json: bool,
-    /// The ranking: `full`, or the plain BM25 baseline.
+    /// The ranking: `full`, `words` (full without the pages' vectors), or
+    /// the plain BM25 baseline.
     #[arg(long, value_enum, default_value_t = RankingArg::Full)]
     ranking: RankingArg,
     /// Ask the running node at HOST:PORT (its master's index) instead.
@@ -90,8 +91,11 @@ impl SearchArgs {
 /// `--ranking`.
 #[derive(Clone, Copy, Debug, ValueEnum)]
 enum RankingArg {
-    /// Typo correction, anchor text, proximity, link prior, hub penalty.
+    /// Typo correction, anchor text, proximity, link prior, hub penalty,
+    /// and the pages' vectors when the crawl made them (`--semantic`).
     Full,
+    /// `full` by the words alone, without the pages' vectors.
+    Words,
     /// tantivy's BM25 over title and body (the baseline).
     Bm25,
 }
@@ -100,6 +104,7 @@ impl From<RankingArg> for Ranking {
     fn from(arg: RankingArg) -> Self {
         match arg {
             RankingArg::Full => Ranking::Full,
+            RankingArg::Words => Ranking::Words,
             RankingArg::Bm25 => Ranking::PlainBm25,
         }
     }

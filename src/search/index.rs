@@ -566,12 +566,12 @@ impl SearchIndex {
         let limit = opts.limit.min(MAX_LIMIT);
         let s = self.searchers(None);
         let mut did_you_mean = None;
-        if opts.ranking == Ranking::Full {
+        if opts.ranking != Ranking::PlainBm25 {
             (parsed, did_you_mean) = s.corrected(query, parsed, &mut analyzers);
         }
         let s = match opts.ranking {
             Ranking::Full => self.embed_query(s, query),
-            Ranking::PlainBm25 => s,
+            Ranking::Words | Ranking::PlainBm25 => s,
         };
         if limit == 0 {
             return Ok(SearchAnswer {
@@ -581,7 +581,7 @@ impl SearchIndex {
             });
         }
         let ranked = match opts.ranking {
-            Ranking::Full => {
+            Ranking::Full | Ranking::Words => {
                 let terms = s.rank_terms(&parsed, &mut analyzers);
                 let ranked = s.full(&parsed, &terms, limit)?;
                 ranked.pages.iter().map(|p| (p.score, p.addr)).collect()

@@ -147,9 +147,13 @@ pub fn add_contexts(page: &PageDoc, links: &mut [AnchorDoc]) {
 /// How to rank results.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum Ranking {
-    /// Typo correction, anchors, and the re-ranking described in the module doc.
+    /// Typo correction, anchors, and the re-ranking described in the module
+    /// doc, with the pages' vectors when the index has them.
     #[default]
     Full,
+    /// [`Ranking::Full`] by the words alone, without the pages' vectors
+    /// (what `Full` is on an index without them).
+    Words,
     /// tantivy's BM25 over title and body: the baseline.
     PlainBm25,
 }

@@ -178,6 +178,23 @@ pub struct SearchOutput {
     pub did_you_mean: Option<String>,
     /// Why the search gave nothing usable (exit status, timeout, bad JSON).
     pub error: Option<String>,
+    /// The `web_crawler search` process's time, start to exit.
+    pub elapsed: Duration,
+}
+
+/// The p50 and p95 of a run's search times, in ms (nearest rank).
+fn latency_ms(outputs: &[SearchOutput]) -> (f64, f64) {
+    let mut ms: Vec<f64> = outputs
+        .iter()
+        .map(|o| o.elapsed.as_secs_f64() * 1e3)
+        .collect();
+    ms.sort_by(f64::total_cmp);
+    let at = |q: f64| {
+        ms.get(((q * ms.len() as f64).ceil() as usize).saturating_sub(1))
+            .copied()
+            .unwrap_or(0.0)
+    };
+    (at(0.5), at(0.95))
 }
 
 /// The corpus file a result URL stands for: its last path segment,
@@ -251,7 +268,7 @@ pub fn parse_search_json(s: &str) -> Result<SearchOutput, String> {
     Ok(SearchOutput {
         hits,
         did_you_mean,
-        error: None,
+        ..SearchOutput::default()
     })
 }
 
@@ -703,7 +720,10 @@ async fn search(
     if let Some(r) = ranking {
         cmd.args(["--ranking", r]);
     }
-    match run_bounded(cmd, limit).await {
+    let started = Instant::now();
+    let out = run_bounded(cmd, limit).await;
+    let elapsed = started.elapsed();
+    let out = match out {
         Err(e) => SearchOutput {
             error: Some(e),
             ..Default::default()
@@ -716,7 +736,8 @@ async fn search(
             error: Some(e),
             ..Default::default()
         }),
-    }
+    };
+    SearchOutput { elapsed, ..out }
 }
 
 async fn main_inner(cli: Cli) -> Result<(), String> {
@@ -860,6 +881,10 @@ async fn main_inner(cli: Cli) -> Result<(), String> {
             "files_served": served_count,
             "queries": queries.len(),
             "crawler": crawler.display().to_string(),
+            "cli_latency_ms": {
+                "full": latency_ms(&full.outputs),
+                "baseline": latency_ms(&base.outputs),
+            },
         });
         println!(
             "{}",
@@ -877,6 +902,13 @@ async fn main_inner(cli: Cli) -> Result<(), String> {
             "\nSnippets of the `full` results carrying the site's navigation text: {chrome} of {}",
             snippets.len()
         );
+        for run in [&full, &base] {
+            let (p50, p95) = latency_ms(&run.outputs);
+            println!(
+                "`{}`: `web_crawler search` p50 {p50:.1} ms, p95 {p95:.1} ms (the process, start to exit)",
+                run.name
+            );
+        }
     }
     if cli.keep {
         let kept = tmp.keep();
