@@ -71,7 +71,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         eprintln!("indexed {pages} pages in {:.1?}", started.elapsed());
     }
     let q = |i: usize| words[i].clone();
-    let labelled = std::env::var_os("QUERIES").map(std::fs::read_to_string).transpose()?;
+    let labelled = std::env::var_os("QUERIES")
+        .map(std::fs::read_to_string)
+        .transpose()?;
     let queries: Vec<String> = match &labelled {
         Some(tsv) => tsv
             .lines()
@@ -80,18 +82,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .map(str::to_string)
             .collect(),
         None => vec![
-        q(3),
-        q(40),
-        q(900),
-        format!("{} {}", q(10), q(200)),
-        format!("{} {} {}", q(5), q(50), q(500)),
-        format!("{} {} {} {}", q(2), q(30), q(300), q(3000)),
-        format!("\"{} {}\"", q(1), q(2)),
-        format!("{} \"{} {}\"", q(100), q(4), q(6)),
-        typo(&q(120)),
-        format!("{} {}", typo(&q(60)), q(700)),
-        q(15_000),
-        "zzzzqqqq".to_string(),
+            q(3),
+            q(40),
+            q(900),
+            format!("{} {}", q(10), q(200)),
+            format!("{} {} {}", q(5), q(50), q(500)),
+            format!("{} {} {} {}", q(2), q(30), q(300), q(3000)),
+            format!("\"{} {}\"", q(1), q(2)),
+            format!("{} \"{} {}\"", q(100), q(4), q(6)),
+            typo(&q(120)),
+            format!("{} {}", typo(&q(60)), q(700)),
+            q(15_000),
+            "zzzzqqqq".to_string(),
         ],
     };
     let mut dump = String::new();

