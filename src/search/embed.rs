@@ -224,7 +224,7 @@ pub(crate) fn pack(vectors: &[Vec<f32>]) -> Vec<u8> {
 }
 
 /// The best cosine between `query` (unit length) and the packed passage
-/// vectors, 0 when there are none or none is similar.
+/// vectors, 0 when there are none or none is similar; at most 1.
 pub(crate) fn best_similarity(query: &[f32], packed: &[u8]) -> f32 {
     if query.len() != DIMS {
         return 0.0;
@@ -241,6 +241,8 @@ pub(crate) fn best_similarity(query: &[f32], packed: &[u8]) -> f32 {
             dot * scale
         })
         .fold(0f32, f32::max)
+        // Rounding may pass 1 by a hair; a signal stays within 0..=1.
+        .min(1.0)
 }
 
 #[cfg(test)]

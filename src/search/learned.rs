@@ -186,6 +186,7 @@ mod tests {
             in_links: u64::MAX,
             out_links: u64::MAX,
             words: u64::MAX,
+            similarity: 1.0,
             ..Features::default()
         };
         for s in signals(&extreme)

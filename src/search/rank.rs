@@ -10,6 +10,7 @@
 //!       + 0.15 · proximity   how tightly the terms sit together
 //!       + 0.05 · prior       log in-links, saturating at 1,000
 //!       − 0.25 · hub         many links, little text of its own
+//!       + 0.20 · similarity  the query's vector and the page's best passage's (with vectors)
 //! ```
 //!
 //! (The weights in force are `learned::LEARNED`; these are its values.)
