@@ -707,7 +707,7 @@ impl SearchIndex {
     /// the words' ranking corrects, is still a word to the model), when the
     /// index holds page vectors:
     /// the model is loaded by the first query that needs it, and a missing
-    /// model is said once and the ranking goes on without vectors.
+    /// model is warned of once and the ranking goes on without vectors.
     fn embed_query<'g>(&self, mut s: Searchers<'g>, query: &str) -> Searchers<'g> {
         if !s.has_vectors() {
             return s;
@@ -715,7 +715,7 @@ impl SearchIndex {
         let embedder = self.embedder.get_or_init(|| match Embedder::installed() {
             Ok(embedder) => Some(std::sync::Arc::new(embedder)),
             Err(why) => {
-                tracing::info!(%why, "the index holds page vectors; searching by words alone");
+                tracing::warn!(%why, "the index holds page vectors; searching by words alone");
                 None
             }
         });
