@@ -46,6 +46,12 @@
 //! (fitted by `scripts/train-ranker.py`, kept hand-set while fitting
 //! does not beat them).
 //!
+//! With vectors (pages indexed through [`SearchIndex::with_embedder`], a
+//! `crawl --semantic`), the query as typed is embedded too ([`Embedder`]):
+//! the pages whose best passage is nearest to it join the candidates, and
+//! that cosine is one more signal. [`Ranking::Words`] is the same ranking
+//! without them.
+//!
 //! [`Ranking::PlainBm25`] is the baseline the project measures against:
 //! tantivy's BM25 over title and body with the same query words and
 //! phrases, nothing else, no typo correction.
