@@ -442,8 +442,12 @@ impl SearchIndex {
         if let (Some(field), Some(Some(embedder))) = (f.vectors, self.embedder.get())
             && self.embed_pages
         {
-            let vectors = embedder.passages(&doc.title, body)?;
-            d.add_bytes(field, &embed::pack(&vectors));
+            // A page the model fails on is still a page: indexed without
+            // vectors and a warning, never a crash (the indexer would retry it).
+            match embedder.passages(&doc.title, body) {
+                Ok(vectors) => d.add_bytes(field, &embed::pack(&vectors)),
+                Err(why) => tracing::warn!(url = %doc.url, %why, "indexed without vectors"),
+            }
         }
         writer.delete_term(Term::from_field_text(f.url, &doc.url));
         let ticket = self.in_flight.issue(PAGES_IN_FLIGHT);

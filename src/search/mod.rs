@@ -233,8 +233,6 @@ pub enum SearchError {
         #[source]
         source: std::io::Error,
     },
-    #[error(transparent)]
-    Embed(#[from] EmbedError),
     #[error("search index: {context}")]
     Index {
         context: &'static str,
