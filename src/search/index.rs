@@ -394,6 +394,13 @@ impl SearchIndex {
     /// Give every page added from now on vectors of its passages, made by
     /// `embedder` (which also embeds this index's queries).
     pub fn with_embedder(self, embedder: std::sync::Arc<Embedder>) -> Self {
+        if self.pages.fields.vectors.is_none() {
+            tracing::warn!(
+                dir = %self.dir.display(),
+                "this index was made before page vectors: its pages get none \
+                 (`web_crawler index rebuild --semantic` makes it again with them)"
+            );
+        }
         Self {
             embedder: std::sync::Arc::new(std::sync::OnceLock::from(Some(embedder))),
             embed_pages: true,
