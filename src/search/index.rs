@@ -9,7 +9,10 @@ use super::shard::{
     self, GlobalVocabulary, ShardHit, ShardPhase, ShardStats, ShardTop, Side, Stats, compound_key,
 };
 use super::typo::{self, Vocabulary};
-use super::{AnchorDoc, PageDoc, Ranking, SearchAnswer, SearchError, SearchHit, SearchOptions};
+use super::{
+    AnchorDoc, PageDoc, Ranking, SearchAnswer, SearchError, SearchHit, SearchOptions,
+    on_two_threads,
+};
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt;
@@ -767,42 +770,6 @@ pub(super) fn word_count(text: &str) -> u64 {
 
 fn truncate(text: &str, max: usize) -> &str {
     &text[..text.floor_char_boundary(max)]
-}
-
-/// `task(0)` … `task(n - 1)` shared by this thread and one more (when
-/// there are two cores and two tasks), their results in task order. A
-/// query's per-segment work is independent: two cores answer it sooner.
-fn on_two_threads<T: Send>(n: usize, task: impl Fn(usize) -> T + Sync) -> Vec<T> {
-    // Asked once: on Linux the answer reads the cgroup's files.
-    static CORES: std::sync::LazyLock<usize> =
-        std::sync::LazyLock::new(|| std::thread::available_parallelism().map_or(1, |p| p.get()));
-    if n < 2 || *CORES < 2 {
-        return (0..n).map(task).collect();
-    }
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let work = || {
-        let mut done = Vec::new();
-        loop {
-            let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            if i >= n {
-                return done;
-            }
-            done.push((i, task(i)));
-        }
-    };
-    let mut all = std::thread::scope(|scope| {
-        let other = scope.spawn(work);
-        let mut mine = work();
-        // A panic there is a bug: it carries on here.
-        mine.extend(
-            other
-                .join()
-                .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
-        );
-        mine
-    });
-    all.sort_unstable_by_key(|(i, _)| *i);
-    all.into_iter().map(|(_, t)| t).collect()
 }
 
 /// One search's view of both indexes, scored with the cluster's
