@@ -819,8 +819,10 @@ async fn main_inner(cli: Cli) -> Result<(), String> {
         let served = server.served.lock().unwrap().len();
         served_count = Some(served);
         crawl_note = format!(
-            "{served} of {} files served in {secs:.1} s",
-            corpus_files.len()
+            "{served} of {} files served in {secs:.1} s, {:.0} ms a file{}",
+            corpus_files.len(),
+            1e3 * secs / served.max(1) as f64,
+            if cli.semantic { " with --semantic" } else { "" }
         );
         eprintln!("search_quality: crawl done, {crawl_note}");
     }
