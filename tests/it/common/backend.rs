@@ -107,33 +107,13 @@ pub fn mongo_uri() -> String {
     use std::sync::OnceLock;
     static URI: OnceLock<String> = OnceLock::new();
     URI.get_or_init(|| {
-        from_env_or_script(
+        super::from_env_or_script(
             "WEB_CRAWLER_TEST_MONGODB_URI",
-            "start",
+            &["mongo-server.sh", "start"],
             "these tests need a MongoDB-wire server and none could be started",
         )
     })
     .clone()
-}
-
-/// `var`'s value if it is set, else what `scripts/mongo-server.sh
-/// command` prints; panics with `need` if the script fails.
-#[cfg(feature = "mongodb")]
-pub fn from_env_or_script(var: &str, command: &str, need: &str) -> String {
-    if let Ok(value) = std::env::var(var) {
-        return value;
-    }
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/mongo-server.sh");
-    let out = std::process::Command::new("bash")
-        .args([script, command])
-        .output()
-        .expect("run scripts/mongo-server.sh");
-    assert!(
-        out.status.success(),
-        "{need}:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap().trim().to_string()
 }
 
 /// One test body, run on both backends: `on_both_backends!(name, body_fn)`

@@ -9,6 +9,29 @@ pub mod web;
 
 use std::time::Duration;
 
+/// `var`'s value if it is set (scripts/test.sh sets it), else what
+/// `scripts/SCRIPT ARGS…` prints (`script_args`: the script's name under
+/// `scripts/`, then its arguments), installing or starting what the tests
+/// need; panics with `need` if the script fails. Never skipped.
+pub fn from_env_or_script(var: &str, script_args: &[&str], need: &str) -> String {
+    if let Ok(value) = std::env::var(var) {
+        return value;
+    }
+    let (script, args) = script_args.split_first().expect("a script");
+    let path = format!("{}/scripts/{script}", env!("CARGO_MANIFEST_DIR"));
+    let out = std::process::Command::new("bash")
+        .arg(&path)
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("run scripts/{script}: {e}"));
+    assert!(
+        out.status.success(),
+        "{need}:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
+
 /// Poll `cond` until it holds or `timeout` passes.
 pub async fn wait_for(timeout: Duration, mut cond: impl FnMut() -> bool) -> bool {
     let deadline = tokio::time::Instant::now() + timeout;

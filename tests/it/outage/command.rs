@@ -2,8 +2,9 @@
 //! real MongoDB-wire server stopped and started again under a running crawl.
 
 use super::{db_path, each_page_fetched_once, eventually, processed, slow_chain};
-use crate::common::backend::{Backend, from_env_or_script};
+use crate::common::backend::Backend;
 use crate::common::bin;
+use crate::common::from_env_or_script;
 use std::net::Ipv4Addr;
 use std::path::PathBuf;
 use std::process::{Output, Stdio};
@@ -102,7 +103,7 @@ async fn a_full_disk_stops_the_crawl_with_one_line_and_exit_74_then_it_resumes()
 fn nx_27017() -> PathBuf {
     PathBuf::from(from_env_or_script(
         "WEB_CRAWLER_TEST_NX27017",
-        "bin",
+        &["mongo-server.sh", "bin"],
         "the outage tests need nx-27017 and it could not be installed",
     ))
 }
