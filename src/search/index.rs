@@ -181,12 +181,13 @@ pub struct SearchIndex {
     anchors: Part<AnchorFields>,
     analyzers: QueryAnalyzers,
     in_flight: std::sync::Arc<InFlight>,
-    /// The sentence model: given for writing by
-    /// [`with_embedder`](Self::with_embedder), else loaded by the first
-    /// query over an index that holds page vectors (shared by readers).
-    embedder: std::sync::Arc<std::sync::OnceLock<Option<std::sync::Arc<Embedder>>>>,
-    /// Pages get vectors (`crawl --semantic`).
-    embed_pages: bool,
+    /// What gives the pages added vectors (`crawl --semantic`, see
+    /// [`with_embedder`](Self::with_embedder)); none by default.
+    page_embedder: Option<std::sync::Arc<Embedder>>,
+    /// What embeds queries over an index that holds page vectors: the page
+    /// embedder, else the installed model, loaded by the first such query
+    /// (shared by readers).
+    query_embedder: std::sync::Arc<std::sync::OnceLock<Option<std::sync::Arc<Embedder>>>>,
 }
 
 impl fmt::Debug for SearchIndex {
@@ -374,8 +375,8 @@ impl SearchIndex {
             anchors,
             analyzers: QueryAnalyzers::new(),
             in_flight: Default::default(),
-            embedder: Default::default(),
-            embed_pages: false,
+            page_embedder: None,
+            query_embedder: Default::default(),
         })
     }
 
@@ -389,8 +390,8 @@ impl SearchIndex {
             anchors: self.anchors.read_only(),
             analyzers: self.analyzers.clone(),
             in_flight: Default::default(),
-            embedder: self.embedder.clone(),
-            embed_pages: false,
+            page_embedder: None,
+            query_embedder: self.query_embedder.clone(),
         }
     }
 
@@ -405,8 +406,8 @@ impl SearchIndex {
             );
         }
         Self {
-            embedder: std::sync::Arc::new(std::sync::OnceLock::from(Some(embedder))),
-            embed_pages: true,
+            query_embedder: std::sync::Arc::new(std::sync::OnceLock::from(Some(embedder.clone()))),
+            page_embedder: Some(embedder),
             ..self
         }
     }
@@ -449,9 +450,7 @@ impl SearchIndex {
         d.add_text(f.url_words, url_words);
         d.add_u64(f.out_links, u64::from(doc.out_links));
         d.add_u64(f.words, word_count(body));
-        if let (Some(field), Some(Some(embedder))) = (f.vectors, self.embedder.get())
-            && self.embed_pages
-        {
+        if let (Some(field), Some(embedder)) = (f.vectors, &self.page_embedder) {
             // A page the model fails on is still a page: indexed without
             // vectors and a warning, never a crash (the indexer would retry it).
             match embedder.passages(&doc.title, body) {
@@ -726,13 +725,15 @@ impl SearchIndex {
         if !s.has_vectors() {
             return s;
         }
-        let embedder = self.embedder.get_or_init(|| match Embedder::installed() {
-            Ok(embedder) => Some(std::sync::Arc::new(embedder)),
-            Err(why) => {
-                tracing::warn!(%why, "the index holds page vectors; searching by words alone");
-                None
-            }
-        });
+        let embedder = self
+            .query_embedder
+            .get_or_init(|| match Embedder::installed() {
+                Ok(embedder) => Some(std::sync::Arc::new(embedder)),
+                Err(why) => {
+                    tracing::warn!(%why, "the index holds page vectors; searching by words alone");
+                    None
+                }
+            });
         if let Some(embedder) = embedder {
             s.query_vector = embedder
                 .query(query)
