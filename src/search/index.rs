@@ -188,7 +188,14 @@ pub struct SearchIndex {
     /// embedder, else the installed model, loaded by the first such query
     /// (shared by readers).
     query_embedder: std::sync::Arc<std::sync::OnceLock<Option<std::sync::Arc<Embedder>>>>,
+    /// The last query embedded and its vector (shared by readers): a query
+    /// across the cluster asks each shard twice (its candidates, then its
+    /// top pages), and a pass is most of a query's time.
+    last_query: std::sync::Arc<std::sync::Mutex<Option<EmbeddedQuery>>>,
 }
+
+/// A query and its vector.
+type EmbeddedQuery = (String, Vec<f32>);
 
 impl fmt::Debug for SearchIndex {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -377,6 +384,7 @@ impl SearchIndex {
             in_flight: Default::default(),
             page_embedder: None,
             query_embedder: Default::default(),
+            last_query: Default::default(),
         })
     }
 
@@ -392,6 +400,7 @@ impl SearchIndex {
             in_flight: Default::default(),
             page_embedder: None,
             query_embedder: self.query_embedder.clone(),
+            last_query: self.last_query.clone(),
         }
     }
 
@@ -734,11 +743,27 @@ impl SearchIndex {
                     None
                 }
             });
-        if let Some(embedder) = embedder {
-            s.query_vector = embedder
-                .query(query)
-                .map_err(|why| tracing::warn!(%why, "searching by words alone"))
-                .ok();
+        let Some(embedder) = embedder else {
+            return s;
+        };
+        let last = || {
+            self.last_query
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+        };
+        if let Some((q, vector)) = last().as_ref()
+            && q == query
+        {
+            s.query_vector = Some(vector.clone());
+            return s;
+        }
+        // Not under the lock: another query may be embedded meanwhile.
+        s.query_vector = embedder
+            .query(query)
+            .map_err(|why| tracing::warn!(%why, "searching by words alone"))
+            .ok();
+        if let Some(vector) = &s.query_vector {
+            *last() = Some((query.to_string(), vector.clone()));
         }
         s
     }
