@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use web_crawler::actors::{OperationSpec, PageQuery};
 use web_crawler::archive::ArchiveReader;
 use web_crawler::search::SearchIndex;
-use web_crawler::start;
+use web_crawler::{Settings, start};
 
 #[derive(Debug, Subcommand)]
 pub(super) enum IndexAction {
@@ -90,14 +90,15 @@ async fn rebuild_index(
         .clone()
         .unwrap_or_else(|| store_opts.archive_dir());
     let started = Instant::now();
-    let (from_archive, urls) = index_from_archive(&archive_dir, &dir, urls, tuning)?;
+    // Made once: with --semantic they hold the sentence model, loaded once.
+    let mut settings = tuning.settings()?;
+    let (from_archive, urls) = index_from_archive(&archive_dir, &dir, urls, &settings)?;
     if from_archive > 0 {
         eprintln!(
             "{from_archive} pages read from the archive at {}",
             archive_dir.display()
         );
     }
-    let mut settings = tuning.settings()?;
     if let Some(node) = node {
         settings.crawl.node_name = node.to_string();
     }
@@ -159,7 +160,7 @@ fn index_from_archive(
     archive_dir: &Path,
     index_dir: &Path,
     urls: Vec<String>,
-    tuning: &TuningOpts,
+    settings: &Settings,
 ) -> Result<(usize, Vec<String>)> {
     use web_crawler::actors::INDEX_TEXT_BYTES;
     use web_crawler::actors::{Extractor, PageIndex, PageText};
@@ -167,12 +168,11 @@ fn index_from_archive(
     if archive.is_empty() {
         return Ok((0, urls));
     }
-    let settings = tuning.settings()?;
     let extractor = web_crawler::extract::HtmlExtractor::new(settings.policy.normalize.clone());
     let mut index = SearchIndex::open(index_dir)
         .with_context(|| format!("cannot create the index at {}", index_dir.display()))?;
-    if let Some(embedder) = settings.embedder {
-        index = index.with_embedder(embedder);
+    if let Some(embedder) = &settings.embedder {
+        index = index.with_embedder(embedder.clone());
     }
     let (mut indexed, mut missing) = (0, Vec::new());
     for url in urls {
