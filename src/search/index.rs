@@ -11,7 +11,7 @@ use super::shard::{
 use super::typo::{self, Vocabulary};
 use super::{
     AnchorDoc, PageDoc, Ranking, SearchAnswer, SearchError, SearchHit, SearchOptions,
-    on_two_threads,
+    on_two_threads, truncate,
 };
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -792,10 +792,6 @@ pub(super) fn word_count(text: &str) -> u64 {
         starts += u64::from(run);
     }
     starts
-}
-
-fn truncate(text: &str, max: usize) -> &str {
-    &text[..text.floor_char_boundary(max)]
 }
 
 /// One search's view of both indexes, scored with the cluster's

@@ -267,6 +267,11 @@ pub fn index_dir_for(db: &Path) -> PathBuf {
     PathBuf::from(dir)
 }
 
+/// The first `max` bytes of `text`, or fewer, cut at a char boundary.
+pub(crate) fn truncate(text: &str, max: usize) -> &str {
+    &text[..text.floor_char_boundary(max)]
+}
+
 /// `task(0)` … `task(n - 1)` shared by this thread and one more (when
 /// there are two cores and two tasks), their results in task order. A
 /// query's per-segment work is independent, and so are a page's passages:
