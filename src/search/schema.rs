@@ -8,7 +8,7 @@ use tantivy::schema::{
 };
 use tantivy::tokenizer::{
     AsciiFoldingFilter, LowerCaser, RemoveLongFilter, SimpleTokenizer, StopWordFilter,
-    TextAnalyzer, Token, TokenFilter, TokenStream, Tokenizer,
+    TextAnalyzer, Token, TokenStream, Tokenizer,
 };
 
 /// Analyzer of every ranked text field: words, lower-cased, ASCII-folded,
@@ -56,101 +56,135 @@ pub(crate) fn english_analyzer() -> TextAnalyzer {
     english(false)
 }
 
-/// Words, lower-cased, ASCII-folded, then [`EnglishWords`]: stop words
-/// dropped and the rest stemmed; with `gather`, each word (unstemmed) is
-/// also gathered into [`PAGE_WORDS`].
+/// [`words_analyzer`], then stop words dropped and the rest stemmed; with
+/// `gather`, each word (unstemmed) is also gathered into [`PAGE_WORDS`].
 fn english(gather: bool) -> TextAnalyzer {
-    TextAnalyzer::builder(SimpleTokenizer::default())
-        .filter(RemoveLongFilter::limit(MAX_TOKEN_LEN))
-        .filter(LowerCaser)
-        .filter(AsciiFoldingFilter)
-        .filter(EnglishWords { gather })
-        .build()
+    TextAnalyzer::from(EnglishWords {
+        gather,
+        stemmer: frostem::Stemmer::new(frostem::Algorithm::English),
+        fold: words_analyzer(),
+        cache: FxHashMap::default(),
+        token: Token::default(),
+    })
 }
 
-/// Stop words and stemming in one step, from a cache of the words seen:
-/// one lookup per token answers whether it is a stop word, what its stem
-/// is and whether this page gave it already. Stemming was a third of the
-/// indexer's CPU, and three lookups a token (stop words, the page's words,
-/// the stems) a tenth; a page's words repeat, and so do a site's, so most
-/// tokens are found in the cache. Each analyzer clone (one per field and
+/// [`words_analyzer`] with stop words and stemming, in one pass over the
+/// text from a cache of the words seen: a word (as written) is looked up
+/// once and the cache answers whether it is kept, what it folds to and
+/// what its stem is, and whether this page gave it already. The filter
+/// chain this replaced copied each token three times and looked it up
+/// once per filter; tokenizing was a fifth of the indexing CPU, stemming
+/// a third before the cache. Each analyzer clone (one per field and
 /// indexing thread) has its own cache, emptied when it reaches
 /// [`STEM_CACHE_WORDS`].
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone)]
 struct EnglishWords {
     gather: bool,
+    stemmer: frostem::Stemmer,
+    /// Lower-cases and folds a word the cache lacks (the rare path).
+    fold: TextAnalyzer,
+    cache: FxHashMap<String, KnownWord>,
+    token: Token,
 }
 
 /// At most this many words per cache (a few MB).
 const STEM_CACHE_WORDS: usize = 100_000;
 
-/// What the cache knows of a word.
+/// What the cache knows of a word as written.
 #[derive(Clone, Debug)]
 struct KnownWord {
+    /// The word lower-cased and folded (what the spelling vocabulary gets).
+    word: String,
     /// `None` for a stop word.
     stem: Option<String>,
     /// The [`PAGE_EPOCH`] of the page that last gave the word.
     page: u64,
 }
 
-impl TokenFilter for EnglishWords {
-    type Tokenizer<T: Tokenizer> = EnglishWordsFilter<T>;
-
-    fn transform<T: Tokenizer>(self, inner: T) -> EnglishWordsFilter<T> {
-        EnglishWordsFilter {
-            inner,
-            gather: self.gather,
-            stemmer: frostem::Stemmer::new(frostem::Algorithm::English),
-            cache: FxHashMap::default(),
-        }
-    }
-}
-
-#[derive(Clone)]
-struct EnglishWordsFilter<T> {
-    inner: T,
-    gather: bool,
-    stemmer: frostem::Stemmer,
-    cache: FxHashMap<String, KnownWord>,
-}
-
-impl<T: Tokenizer> Tokenizer for EnglishWordsFilter<T> {
-    type TokenStream<'a> = EnglishWordsStream<'a, T::TokenStream<'a>>;
+impl Tokenizer for EnglishWords {
+    type TokenStream<'a> = EnglishWordsStream<'a>;
 
     fn token_stream<'a>(&'a mut self, text: &'a str) -> Self::TokenStream<'a> {
         if self.cache.len() >= STEM_CACHE_WORDS {
             self.cache.clear();
         }
+        self.token.reset();
         EnglishWordsStream {
-            tail: self.inner.token_stream(text),
+            text,
+            at: 0,
             // A field's text is one page's: the epoch holds while it is read.
             page: self.gather.then(|| PAGE_EPOCH.get()),
-            stemmer: &self.stemmer,
-            cache: &mut self.cache,
+            words: self,
         }
     }
 }
 
-struct EnglishWordsStream<'a, T> {
-    tail: T,
+struct EnglishWordsStream<'a> {
+    text: &'a str,
+    /// Where the next word is looked for.
+    at: usize,
     /// The page's epoch when gathering its words.
     page: Option<u64>,
-    stemmer: &'a frostem::Stemmer,
-    cache: &'a mut FxHashMap<String, KnownWord>,
+    words: &'a mut EnglishWords,
 }
 
-impl<T: TokenStream> TokenStream for EnglishWordsStream<'_, T> {
+/// The next run of alphanumeric chars in `text` from byte `at`, as
+/// tantivy's `SimpleTokenizer` splits: ASCII by byte, the rest by char.
+fn next_word(text: &str, mut at: usize) -> Option<(usize, usize)> {
+    let bytes = text.as_bytes();
+    let alnum_at = |i: usize| -> (bool, usize) {
+        let b = bytes[i];
+        if b.is_ascii() {
+            (b.is_ascii_alphanumeric(), 1)
+        } else {
+            let c = text[i..].chars().next().unwrap_or(' ');
+            (c.is_alphanumeric(), c.len_utf8())
+        }
+    };
+    while at < bytes.len() {
+        let (alnum, len) = alnum_at(at);
+        if alnum {
+            let from = at;
+            at += len;
+            while at < bytes.len() {
+                let (alnum, len) = alnum_at(at);
+                if !alnum {
+                    break;
+                }
+                at += len;
+            }
+            return Some((from, at));
+        }
+        at += len;
+    }
+    None
+}
+
+impl TokenStream for EnglishWordsStream<'_> {
     fn advance(&mut self) -> bool {
-        while self.tail.advance() {
-            let token = self.tail.token_mut();
-            let known = match self.cache.get_mut(token.text.as_str()) {
+        let w = &mut *self.words;
+        while let Some((from, to)) = next_word(self.text, self.at) {
+            self.at = to;
+            // Every word counts for positions, kept or not, as in tantivy's
+            // filters (phrases still line up).
+            w.token.position = w.token.position.wrapping_add(1);
+            if to - from >= MAX_TOKEN_LEN {
+                continue;
+            }
+            let raw = &self.text[from..to];
+            let known = match w.cache.get_mut(raw) {
                 Some(known) => known,
                 None => {
-                    let stem = (!STOP_WORDS.contains(&token.text.as_str()))
-                        .then(|| self.stemmer.stem(&token.text).into_owned());
-                    self.cache
-                        .entry(token.text.clone())
-                        .or_insert(KnownWord { stem, page: 0 })
+                    let mut stream = w.fold.token_stream(raw);
+                    let word = stream.next().map(|t| t.text.clone()).unwrap_or_default();
+                    drop(stream);
+                    let stem = (!word.is_empty() && !STOP_WORDS.contains(&word.as_str()))
+                        .then(|| w.stemmer.stem(&word).into_owned());
+                    w.cache.entry(raw.to_string()).or_insert(KnownWord {
+                        word,
+                        stem,
+                        page: 0,
+                    })
                 }
             };
             let Some(stem) = &known.stem else {
@@ -160,21 +194,24 @@ impl<T: TokenStream> TokenStream for EnglishWordsStream<'_, T> {
                 && known.page != page
             {
                 known.page = page;
-                PAGE_WORDS.with_borrow_mut(|words| words.push(token.text.clone()));
+                let word = known.word.clone();
+                PAGE_WORDS.with_borrow_mut(|words| words.push(word));
             }
-            token.text.clear();
-            token.text.push_str(stem);
+            w.token.text.clear();
+            w.token.text.push_str(stem);
+            w.token.offset_from = from;
+            w.token.offset_to = to;
             return true;
         }
         false
     }
 
     fn token(&self) -> &Token {
-        self.tail.token()
+        &self.words.token
     }
 
     fn token_mut(&mut self) -> &mut Token {
-        self.tail.token_mut()
+        &mut self.words.token
     }
 }
 
@@ -559,6 +596,43 @@ mod tests {
             out.push(t.text.clone());
         }
         assert_eq!(out, [expected.clone(), expected].concat());
+    }
+
+    /// Tokens as (text, position, offsets).
+    fn full_tokens(mut a: TextAnalyzer, text: &str) -> Vec<(String, usize, usize, usize)> {
+        let mut out = Vec::new();
+        let mut stream = a.token_stream(text);
+        while let Some(t) = stream.next() {
+            out.push((t.text.clone(), t.position, t.offset_from, t.offset_to));
+        }
+        out
+    }
+
+    #[test]
+    fn english_words_are_tantivys_filters_stop_words_and_stems() {
+        // What the one-pass tokenizer stands for: tantivy's filter chain,
+        // then stop words dropped and the rest stemmed.
+        let text = format!(
+            "The Quick-brown FOX's naïve café: Ünïcode ÆON straße, x86_64 \
+             and 42nd {long} {long}s ﬁne 東京 tower; don't Running runs \
+             the THE Émigré émigré ä{edge}",
+            long = "a".repeat(MAX_TOKEN_LEN),
+            edge = "b".repeat(MAX_TOKEN_LEN - 2),
+        );
+        let stemmer = frostem::Stemmer::new(frostem::Algorithm::English);
+        let expected: Vec<_> = full_tokens(words_analyzer(), &text)
+            .into_iter()
+            .filter(|(t, ..)| !STOP_WORDS.contains(&t.as_str()))
+            .map(|(t, p, from, to)| (stemmer.stem(&t).into_owned(), p, from, to))
+            .collect();
+        assert!(expected.len() > 20, "{expected:?}");
+        let a = english_analyzer();
+        assert_eq!(full_tokens(a.clone(), &text), expected);
+        // Answered from the cache the second time.
+        let twice = full_tokens(a.clone(), &format!("{text} {text}"));
+        assert_eq!(twice[..expected.len()], expected[..]);
+        assert_eq!(twice.len(), 2 * expected.len());
+        assert_eq!(full_tokens(a, "").len(), 0);
     }
 
     #[test]
