@@ -175,9 +175,12 @@ impl TokenStream for EnglishWordsStream<'_> {
             let known = match w.cache.get_mut(raw) {
                 Some(known) => known,
                 None => {
-                    let mut stream = w.fold.token_stream(raw);
-                    let word = stream.next().map(|t| t.text.clone()).unwrap_or_default();
-                    drop(stream);
+                    let word = w
+                        .fold
+                        .token_stream(raw)
+                        .next()
+                        .map(|t| t.text.clone())
+                        .unwrap_or_default();
                     let stem = (!word.is_empty() && !STOP_WORDS.contains(&word.as_str()))
                         .then(|| w.stemmer.stem(&word).into_owned());
                     w.cache.entry(raw.to_string()).or_insert(KnownWord {
