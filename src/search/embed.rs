@@ -117,8 +117,8 @@ impl Embedder {
         tokenizer
             .with_truncation(None)
             .map_err(|e| load_err(format!("tokenizer.json: {e}")))?;
-        let tensors = candle_core::safetensors::load(&weights, &Device::Cpu)
-            .map_err(|e| load_err(format!("model.safetensors: {e}")))?;
+        let tensors =
+            read_weights(&weights).map_err(|e| load_err(format!("model.safetensors: {e}")))?;
         let vars = VarBuilder::from_tensors(tensors, DType::F32, &Device::Cpu);
         let model = BertModel::load(vars, &config)
             .map_err(|e| load_err(format!("model.safetensors: {e}")))?;
@@ -201,6 +201,104 @@ impl Embedder {
             .token_to_id(token)
             .ok_or_else(|| EmbedError::Run(format!("the tokenizer has no {token}")))
     }
+}
+
+/// Bytes a safetensors header may take (all-MiniLM-L6-v2's takes 8 KB):
+/// a corrupt length is refused before it is allocated.
+const MAX_HEADER_BYTES: u64 = 16 << 20;
+
+/// One tensor of a safetensors file, as its header describes it.
+#[derive(Debug, PartialEq)]
+struct TensorEntry {
+    name: String,
+    shape: Vec<usize>,
+    /// Where its bytes are, from the end of the header.
+    start: u64,
+    end: u64,
+}
+
+/// The `F32` tensors of a safetensors header (its JSON, after the
+/// length), in file order. The model's weights are shipped so; the file
+/// also holds `embeddings.position_ids` (I64), which candle's BERT does
+/// not read, so other types are left out (a weight missing for that
+/// reason is named by the model's loader).
+fn tensor_entries(header: &[u8]) -> Result<Vec<TensorEntry>, String> {
+    #[derive(serde::Deserialize)]
+    struct Info {
+        dtype: String,
+        shape: Vec<usize>,
+        data_offsets: [u64; 2],
+    }
+    let all: std::collections::HashMap<String, serde_json::Value> =
+        serde_json::from_slice(header).map_err(|e| format!("header: {e}"))?;
+    let mut entries = Vec::with_capacity(all.len());
+    for (name, value) in all {
+        if name == "__metadata__" {
+            continue;
+        }
+        let info: Info =
+            serde_json::from_value(value).map_err(|e| format!("tensor {name}: {e}"))?;
+        if info.dtype != "F32" {
+            continue;
+        }
+        let [start, end] = info.data_offsets;
+        let elements: usize = info.shape.iter().product();
+        if end < start || end - start != elements as u64 * 4 {
+            return Err(format!(
+                "tensor {name}: {} bytes for shape {:?}",
+                end.saturating_sub(start),
+                info.shape
+            ));
+        }
+        entries.push(TensorEntry {
+            name,
+            shape: info.shape,
+            start,
+            end,
+        });
+    }
+    entries.sort_by_key(|e| e.start);
+    if entries.windows(2).any(|w| w[1].start < w[0].end) {
+        return Err("tensors overlap".into());
+    }
+    Ok(entries)
+}
+
+/// The tensors of a safetensors file, each read from the file straight
+/// into its own buffer. candle's loader reads the whole file and then
+/// copies every tensor out of it: two passes over 90 MB and twice the
+/// memory, most of a search process's start (mapping the file instead
+/// takes `unsafe`).
+fn read_weights(path: &Path) -> Result<std::collections::HashMap<String, Tensor>, String> {
+    use std::io::{Read, Seek, SeekFrom};
+    let io = |e: std::io::Error| e.to_string();
+    let mut file = std::io::BufReader::new(std::fs::File::open(path).map_err(io)?);
+    let mut len = [0u8; 8];
+    file.read_exact(&mut len).map_err(io)?;
+    let header_len = u64::from_le_bytes(len);
+    if header_len > MAX_HEADER_BYTES {
+        return Err(format!("a header of {header_len} bytes"));
+    }
+    let mut header = vec![0; header_len as usize];
+    file.read_exact(&mut header).map_err(io)?;
+    let mut at = 0;
+    let mut out = std::collections::HashMap::new();
+    for entry in tensor_entries(&header)? {
+        if entry.start != at {
+            file.seek(SeekFrom::Start(8 + header_len + entry.start))
+                .map_err(io)?;
+        }
+        let mut data = vec![0f32; ((entry.end - entry.start) / 4) as usize];
+        file.read_exact(bytemuck::cast_slice_mut(&mut data))
+            .map_err(|e| format!("tensor {}: {e}", entry.name))?;
+        // The file is little-endian (a no-op on such machines).
+        data.iter_mut()
+            .for_each(|x| *x = f32::from_bits(u32::from_le(x.to_bits())));
+        at = entry.end;
+        let tensor = Tensor::from_vec(data, entry.shape, &Device::Cpu).map_err(|e| e.to_string())?;
+        out.insert(entry.name, tensor);
+    }
+    Ok(out)
 }
 
 /// `v` scaled to unit length (a zero vector stays zero).
@@ -293,6 +391,74 @@ mod tests {
         assert!(pack(&[vec![1.0; 3]]).is_empty());
         assert_eq!(best_similarity(&[1.0; 3], &both), 0.0);
         assert_eq!(best_similarity(&a, &both[..PACKED - 1]), 0.0);
+    }
+
+    #[test]
+    fn weights_read_as_candle_reads_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("model.safetensors");
+        let a = Tensor::from_vec(
+            (0..6).map(|i| i as f32 * 0.5).collect(),
+            (2, 3),
+            &Device::Cpu,
+        )
+        .unwrap();
+        let b = Tensor::from_vec(vec![-1.5f32, 2.25], 2, &Device::Cpu).unwrap();
+        let tensors = std::collections::HashMap::from([("b".to_string(), b), ("a".to_string(), a)]);
+        candle_core::safetensors::save(&tensors, &path).unwrap();
+        let ours = read_weights(&path).unwrap();
+        let candle = candle_core::safetensors::load(&path, &Device::Cpu).unwrap();
+        assert_eq!(ours.len(), 2);
+        for (name, tensor) in &candle {
+            let mine = &ours[name];
+            assert_eq!(mine.dims(), tensor.dims(), "{name}");
+            let flat = |t: &Tensor| t.flatten_all().unwrap().to_vec1::<f32>().unwrap();
+            assert_eq!(flat(mine), flat(tensor), "{name}");
+        }
+    }
+
+    #[test]
+    fn a_bad_safetensors_header_is_refused_by_name() {
+        let entry = |dtype: &str, shape: &str, offsets: &str| {
+            format!(
+                r#"{{"__metadata__":{{"format":"pt"}},"w":{{"dtype":"{dtype}","shape":{shape},"data_offsets":{offsets}}}}}"#
+            )
+        };
+        let ok = tensor_entries(entry("F32", "[2,2]", "[0,16]").as_bytes()).unwrap();
+        assert_eq!(
+            ok,
+            [TensorEntry {
+                name: "w".into(),
+                shape: vec![2, 2],
+                start: 0,
+                end: 16
+            }]
+        );
+        let err = |h: String| tensor_entries(h.as_bytes()).unwrap_err();
+        let other = r#"{"i":{"dtype":"I64","shape":[2],"data_offsets":[0,16]},
+                        "w":{"dtype":"F32","shape":[2],"data_offsets":[16,24]}}"#;
+        let names: Vec<String> = tensor_entries(other.as_bytes())
+            .unwrap()
+            .into_iter()
+            .map(|e| e.name)
+            .collect();
+        assert_eq!(names, ["w"]);
+        assert!(err(entry("F32", "[2,2]", "[0,12]")).contains("12 bytes"));
+        assert!(err(entry("F32", "[2,2]", "[16,0]")).contains("shape"));
+        assert!(err("not json".into()).contains("header"));
+        let overlap = r#"{"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},
+                          "b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}}"#;
+        assert!(
+            tensor_entries(overlap.as_bytes())
+                .unwrap_err()
+                .contains("overlap")
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("huge.safetensors");
+        std::fs::write(&path, u64::MAX.to_le_bytes()).unwrap();
+        assert!(read_weights(&path).unwrap_err().contains("header"));
+        std::fs::write(&path, [1u8, 2]).unwrap();
+        assert!(read_weights(&path).is_err());
     }
 
     #[test]
