@@ -295,7 +295,8 @@ fn read_weights(path: &Path) -> Result<std::collections::HashMap<String, Tensor>
         data.iter_mut()
             .for_each(|x| *x = f32::from_bits(u32::from_le(x.to_bits())));
         at = entry.end;
-        let tensor = Tensor::from_vec(data, entry.shape, &Device::Cpu).map_err(|e| e.to_string())?;
+        let tensor =
+            Tensor::from_vec(data, entry.shape, &Device::Cpu).map_err(|e| e.to_string())?;
         out.insert(entry.name, tensor);
     }
     Ok(out)
