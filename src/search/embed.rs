@@ -242,8 +242,11 @@ fn tensor_entries(header: &[u8]) -> Result<Vec<TensorEntry>, String> {
             continue;
         }
         let [start, end] = info.data_offsets;
-        let elements: usize = info.shape.iter().product();
-        if end < start || end - start != elements as u64 * 4 {
+        let bytes = info
+            .shape
+            .iter()
+            .try_fold(4u64, |n, &d| n.checked_mul(d as u64));
+        if end < start || Some(end - start) != bytes {
             return Err(format!(
                 "tensor {name}: {} bytes for shape {:?}",
                 end.saturating_sub(start),
@@ -281,9 +284,15 @@ fn read_weights(path: &Path) -> Result<std::collections::HashMap<String, Tensor>
     }
     let mut header = vec![0; header_len as usize];
     file.read_exact(&mut header).map_err(io)?;
+    let data_bytes = (file.get_ref().metadata().map_err(io)?.len()).saturating_sub(8 + header_len);
     let mut at = 0;
     let mut out = std::collections::HashMap::new();
     for entry in tensor_entries(&header)? {
+        // Checked before its buffer is allocated: a corrupt header may
+        // claim any size.
+        if entry.end > data_bytes {
+            return Err(format!("the file ends before tensor {}", entry.name));
+        }
         if entry.start != at {
             file.seek(SeekFrom::Start(8 + header_len + entry.start))
                 .map_err(io)?;
@@ -460,6 +469,19 @@ mod tests {
         assert!(read_weights(&path).unwrap_err().contains("header"));
         std::fs::write(&path, [1u8, 2]).unwrap();
         assert!(read_weights(&path).is_err());
+        // A header claiming more data than the file holds.
+        let header = entry("F32", "[1000000,1000000]", "[0,4000000000000]");
+        let mut file = (header.len() as u64).to_le_bytes().to_vec();
+        file.extend_from_slice(header.as_bytes());
+        file.extend_from_slice(&[0; 16]);
+        std::fs::write(&path, file).unwrap();
+        assert!(
+            read_weights(&path)
+                .unwrap_err()
+                .contains("ends before tensor w")
+        );
+        // A shape whose size overflows.
+        assert!(err(entry("F32", "[18446744073709551615,2]", "[0,8]")).contains("shape"));
     }
 
     #[test]
