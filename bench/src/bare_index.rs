@@ -50,17 +50,32 @@ pub fn pages(preset: Preset) -> Vec<(String, PageText)> {
         .collect()
 }
 
-/// Child: index the pages, with `ours` through web_crawler's own index
-/// (title, headings, body, URL words, anchors), else as (i); print
+/// What the child indexes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Indexed {
+    /// (i): the visible text into one field.
+    Bare,
+    /// web_crawler's own index: title, headings, body, URL words, and the
+    /// links (their text and context).
+    Ours,
+    /// web_crawler's own index of the pages alone: what the links cost is
+    /// `Ours` less this.
+    OursWithoutLinks,
+}
+
+/// Child: index the pages as `what` says; print
 /// `bare-index TEXT_BYTES CPU_SECONDS`.
-pub fn run(preset: Preset, dir: &std::path::Path, ours: bool) {
+pub fn run(preset: Preset, dir: &std::path::Path, what: Indexed) {
     let (texts, pages): (Vec<String>, Vec<PageText>) = pages(preset).into_iter().unzip();
     let bytes: usize = texts.iter().map(String::len).sum();
-    if ours {
+    if what != Indexed::Bare {
         drop(texts);
         let before = cpu();
         let mut index = web_crawler::search::SearchIndex::open(dir).expect("open the index");
-        for page in pages {
+        for mut page in pages {
+            if what == Indexed::OursWithoutLinks {
+                page.anchors.clear();
+            }
             PageIndex::add(&mut index, page).expect("add");
         }
         PageIndex::commit(&mut index).expect("commit");

@@ -105,6 +105,10 @@ enum Cmd {
         /// a crawl: for profiling it).
         #[arg(long)]
         ours: bool,
+        /// With `--ours`: the pages without their links (no anchors index,
+        /// no anchor context), to price the links apart.
+        #[arg(long, requires = "ours")]
+        no_links: bool,
     },
     /// Child: spider-rs crawling from the seed over the listed hosts.
     Spider {
@@ -165,9 +169,19 @@ async fn main() {
             let inp = latency::in_process(&index, &queries);
             latency::print(&queries, &inp, None);
         }
-        Cmd::BareIndex { preset, dir, ours } => {
+        Cmd::BareIndex {
+            preset,
+            dir,
+            ours,
+            no_links,
+        } => {
             let preset = web::Preset::named(&preset).expect("a preset");
-            bare_index::run(preset, &dir, ours);
+            let what = match (ours, no_links) {
+                (false, _) => bare_index::Indexed::Bare,
+                (true, false) => bare_index::Indexed::Ours,
+                (true, true) => bare_index::Indexed::OursWithoutLinks,
+            };
+            bare_index::run(preset, &dir, what);
         }
         Cmd::FetchLoop {
             urls,
