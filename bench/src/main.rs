@@ -616,14 +616,14 @@ async fn run(preset_name: &str, preset: web::Preset, contenders: Contenders) {
             |args: &'static [&'static str]| index_alone(&me, preset_name, work, args, timeout);
         let ceiling = alone(&[]).await;
         eprintln!("done: (i)");
-        let ours = alone(&["--ours"]).await.map(|(_, cpu)| cpu);
+        let with_links = alone(&["--ours"]).await.map(|(_, cpu)| cpu);
         let without_links = alone(&["--ours", "--no-links"]).await.map(|(_, cpu)| cpu);
         eprintln!("done: web_crawler's index alone");
         bare = ceiling.map(|(text_bytes, cpu)| Ceiling {
             text_bytes,
             cpu,
-            ours,
-            without_links,
+            alone: with_links,
+            alone_without_links: without_links,
         });
     }
     let latency = if no_query_latency {
@@ -721,8 +721,10 @@ fn pages_per_s(r: &Row) -> f64 {
 struct Ceiling {
     text_bytes: f64,
     cpu: f64,
-    ours: Option<f64>,
-    without_links: Option<f64>,
+    /// `bare-index --ours`: CPU seconds.
+    alone: Option<f64>,
+    /// `bare-index --ours --no-links`: CPU seconds.
+    alone_without_links: Option<f64>,
 }
 
 /// A `bare-index` child over the preset's pages with `args`, in a
@@ -781,8 +783,8 @@ fn print_index_cost(rows: &[Row], bare: Option<Ceiling>) {
         Some(Ceiling {
             text_bytes,
             cpu,
-            ours: alone,
-            without_links,
+            alone,
+            alone_without_links,
         }) => {
             let text_mb = text_bytes / 1e6;
             let ceiling = text_mb / cpu.max(1e-9);
@@ -797,7 +799,7 @@ fn print_index_cost(rows: &[Row], bare: Option<Ceiling>) {
                 ),
                 (
                     "web_crawler's index alone, no crawl, pages without links",
-                    without_links,
+                    alone_without_links,
                 ),
             ] {
                 if let Some(cpu) = cpu {
