@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # The benchmark:
-#   scripts/bench.sh [small|large][-traps|-text-traps] [extra flags for `bench run`]
+#   scripts/bench.sh [small|large][-traps|-text-traps|-shared-text] [extra flags for `bench run`]
 # Builds web_crawler and the benchmark (its own workspace, with the peer
 # crawler spider-rs) in release mode, starts the MongoDB-wire test server,
 # and prints the table: besides speed and memory, the trap pages each
 # contender fetched (trap reqs, trap %), when it had every real page (all
 # real at s) and when it finished (wall s). The -traps presets are the same
 # webs with crawler traps (-text-traps: text-rich ones, whose pages are
-# excerpts of the host's real pages); give them a shorter --timeout
+# excerpts of the host's real pages; -shared-text: another web, whose real
+# pages share their paragraphs, beside the same); give them a shorter --timeout
 # (spider-rs never finishes there). Loopback only; every run is bounded.
 #   --cluster adds the row (b3): web_crawler as a three-node cluster on this
 #   machine (`start` with the embedded store + two `node --join` workers),

@@ -1,4 +1,4 @@
-//! The benchmark (run it with `scripts/bench.sh [small|large][-traps|-text-traps]`):
+//! The benchmark (run it with `scripts/bench.sh [small|large][-traps|-text-traps|-shared-text]`):
 //! serves a synthetic web on loopback and measures, in one run, the
 //! machine's ceilings (a bare fetch loop; the same loop extracting links),
 //! web_crawler on the embedded store, as a three-node cluster (`--cluster`)
@@ -514,14 +514,21 @@ async fn run(preset_name: &str, preset: web::Preset, contenders: Contenders) {
         "web: {} hosts x {} pages ({} canonical pages), concurrency {concurrency}",
         preset.hosts, preset.pages, total
     );
-    if preset.traps {
+    if preset.shared {
         eprintln!(
-            "product section: host {} ({}), {} list pages + {} products (counted in the canonical pages)",
-            web::PRODUCT_HOST,
-            web.ips[web::PRODUCT_HOST],
-            preset.product_lists(),
-            preset.products()
+            "shared text: every host's pages share paragraphs; roots, section indexes and content pages are the canonical pages"
         );
+    }
+    if preset.traps {
+        if preset.products() > 0 {
+            eprintln!(
+                "product section: host {} ({}), {} list pages + {} products (counted in the canonical pages)",
+                web::PRODUCT_HOST,
+                web.ips[web::PRODUCT_HOST],
+                preset.product_lists(),
+                preset.products()
+            );
+        }
         for h in preset.trap_hosts() {
             let families: Vec<_> = web.families(h).iter().map(|f| f.name()).collect();
             eprintln!("traps: host {h} ({}): {}", web.ips[h], families.join(", "));
@@ -626,7 +633,9 @@ async fn run(preset_name: &str, preset: web::Preset, contenders: Contenders) {
             alone_without_links: without_links,
         });
     }
-    let latency = if no_query_latency {
+    // The queries are words of the `/p/N` web, which the shared-text web
+    // does not use.
+    let latency = if no_query_latency || preset.shared {
         None
     } else {
         // The crawl's index is `DB.index`, beside its store.

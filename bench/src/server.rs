@@ -38,13 +38,9 @@ impl Hits {
     /// Counters for every static page of `web`, all at zero.
     pub fn new(web: &Web) -> Hits {
         let mut known = HashMap::new();
-        for (h, site) in web.pages.iter().enumerate() {
-            for path in site.keys() {
-                known.insert(
-                    (h, path.clone()),
-                    (AtomicU32::new(0), web.classify(h, path)),
-                );
-            }
+        for (h, path) in web.static_paths() {
+            let class = web.classify(h, &path);
+            known.insert((h, path), (AtomicU32::new(0), class));
         }
         let real_total = known.values().filter(|(_, c)| *c == Class::Real).count();
         Hits {
@@ -222,6 +218,7 @@ mod tests {
             pages: 20,
             traps: true,
             text: false,
+            shared: false,
         };
         Web::generate(preset, 8080, 42)
     }

@@ -33,7 +33,7 @@ fn addr(ip: Ipv4Addr) -> SocketAddr {
     }
 }
 
-struct Cluster {
+pub(crate) struct Cluster {
     dir: tempfile::TempDir,
     cookie: PathBuf,
     master_addr: SocketAddr,
@@ -62,7 +62,7 @@ impl Cluster {
     /// A master node on `ip`: a test that restarts its master on the same
     /// port has an address of its own, which no other test's free-port
     /// pick can take while the master is down.
-    async fn start_on(ip: Ipv4Addr, extra: &[&str]) -> Cluster {
+    pub(crate) async fn start_on(ip: Ipv4Addr, extra: &[&str]) -> Cluster {
         let dir = tempfile::tempdir().unwrap();
         let cookie = dir.path().join("cookie");
         std::fs::write(&cookie, "shared-secret-for-tests\n").unwrap();
@@ -105,7 +105,7 @@ impl Cluster {
             Self::spawn_master(self.dir.path(), &self.cookie, self.master_addr, &self.extra);
     }
 
-    fn db(&self) -> PathBuf {
+    pub(crate) fn db(&self) -> PathBuf {
         self.dir.path().join("master.db")
     }
 
@@ -114,7 +114,13 @@ impl Cluster {
         self.worker_with(name, ip, &[], Stdio::null())
     }
 
-    fn worker_with(&self, name: &str, ip: Ipv4Addr, extra: &[&str], stderr: Stdio) -> Child {
+    pub(crate) fn worker_with(
+        &self,
+        name: &str,
+        ip: Ipv4Addr,
+        extra: &[&str],
+        stderr: Stdio,
+    ) -> Child {
         let listen = addr(ip);
         bin()
             // Its index shard, NAME.index, is made in the working directory.
@@ -170,12 +176,12 @@ impl Cluster {
     }
 
     /// `add-url` through the command line; it must succeed.
-    async fn add_url(&self, url: &str) {
+    pub(crate) async fn add_url(&self, url: &str) {
         let out = self.cli(&["add-url", url]).await;
         assert!(out.status.success(), "add-url {url}: {out:?}");
     }
 
-    async fn status(&self) -> Option<serde_json::Value> {
+    pub(crate) async fn status(&self) -> Option<serde_json::Value> {
         let out = self.cli(&["status", "--json"]).await;
         if !out.status.success() {
             return None;
@@ -184,7 +190,7 @@ impl Cluster {
     }
 
     /// Wait until the master sees `n` live pools.
-    async fn wait_nodes(&mut self, n: usize) -> bool {
+    pub(crate) async fn wait_nodes(&mut self, n: usize) -> bool {
         for _ in 0..100 {
             if let Some(s) = self.status().await
                 && s["nodes"].as_array().map(Vec::len) == Some(n)

@@ -25,5 +25,6 @@ mod outage;
 mod reports;
 #[cfg(feature = "search")]
 mod search;
+mod shared_text;
 mod store_conformance;
 mod text_traps;

@@ -8,6 +8,9 @@
 //!   the requests per target.
 //! - [`raw`]: behaviours below HTTP (raw TCP replies, silent, endless or
 //!   trickling responses, a closed port).
+//! - [`shared_text`]: a generated multi-host web whose pages share their
+//!   paragraphs, beside text-rich URL generators (no server: the tests and
+//!   the benchmark serve it).
 //!
 //! Everything listens on loopback (127.0.0.0/8) only. Each accept loop takes
 //! at most [`MAX_CONNECTIONS`] connections and is aborted, with the
@@ -15,6 +18,7 @@
 //! runtime), so no test can hang on a server or leave one behind.
 
 pub mod raw;
+pub mod shared_text;
 
 use bytes::Bytes;
 use http_body_util::Full;
