@@ -221,6 +221,9 @@ pub(super) struct TrapOpts {
     /// A directory (`/tag/`, `/search?`) closes after this many copies that link nowhere new.
     #[arg(long, value_name = "PAGES", default_value_t = TrapSettings::default().stale_budget)]
     trap_stale_budget: u32,
+    /// ... and only while this % of its recent pages link new URLs of it (0: whether or not).
+    #[arg(long, value_name = "PCT", default_value_t = TrapSettings::default().growing_pct)]
+    trap_growing_pct: u32,
 }
 
 impl TrapOpts {
@@ -237,6 +240,7 @@ impl TrapOpts {
         t.host_dup_run = self.trap_host_dup_run;
         t.copy_pct = self.trap_copy_pct;
         t.stale_budget = self.trap_stale_budget;
+        t.growing_pct = self.trap_growing_pct;
         Some(t)
     }
 }

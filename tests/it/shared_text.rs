@@ -192,7 +192,6 @@ async fn crawl_in_process(name: &str, served: &Served, store: Arc<dyn Store>, s:
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "issue #44: rule 6 closes real sections; un-ignore with the fix"]
 async fn twenty_hosts_whose_pages_share_paragraphs_are_crawled_whole() {
     let served = Served::start(44, 20, 250, 44).await;
     assert_eq!(served.web.real_count(), 20 * (1 + 10 + 250));
@@ -204,7 +203,6 @@ async fn twenty_hosts_whose_pages_share_paragraphs_are_crawled_whole() {
 
 #[cfg(feature = "mongodb")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "issue #44: rule 6 closes real sections; un-ignore with the fix"]
 async fn pages_sharing_paragraphs_are_crawled_whole_on_mongodb() {
     use crate::common::backend::Backend;
     let served = Served::start(45, 6, 150, 45).await;
@@ -215,7 +213,6 @@ async fn pages_sharing_paragraphs_are_crawled_whole_on_mongodb() {
 
 #[cfg(feature = "cli")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "issue #44: rule 6 closes real sections; un-ignore with the fix"]
 async fn pages_sharing_paragraphs_are_crawled_whole_by_a_three_node_cluster() {
     use crate::cluster::Cluster;
     let served = Served::start(46, 6, 150, 46).await;
