@@ -132,7 +132,7 @@ pub struct ProcessedPage {
     /// [`simhash`](crate::traps::simhash) of the page's visible text, for
     /// the trap defence (a fetched HTML page, when it is on). Not stored.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub simhash: Option<u64>,
+    pub simhash: Option<crate::traps::PageSimhash>,
     /// Sampled [`shingles`](crate::traps::shingles) of the page's visible
     /// text, for the trap defence's rule 6 (a first fetch only). Not stored.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

@@ -435,7 +435,7 @@ pub(crate) enum MasterMsg {
     /// whose text has `simhash`: its soft 404.
     Soft404 {
         probe_url: String,
-        simhash: u64,
+        simhash: crate::traps::PageSimhash,
     },
     /// A host's sitemaps, found when its robots.txt was read: queued as
     /// links of `referrer` (a URL of the host), so scope and filters apply.
@@ -492,7 +492,7 @@ enum MasterWire {
     },
     Soft404 {
         probe_url: String,
-        simhash: u64,
+        simhash: crate::traps::PageSimhash,
     },
     Sitemaps {
         referrer: Job,
@@ -618,7 +618,7 @@ pub(crate) enum PoolMsg {
     RobotsFetched {
         host: String,
         report: Box<RobotsReport>,
-        soft_404: Option<(String, u64)>,
+        soft_404: Option<(String, crate::traps::PageSimhash)>,
         /// URLs to queue from the host's sitemaps.
         sitemaps: Vec<String>,
     },

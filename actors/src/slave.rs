@@ -177,7 +177,7 @@ async fn probe_soft_404(
     scheme: &str,
     host: &str,
     rules: &dyn crate::behaviour::RobotsRules,
-) -> Option<(String, u64)> {
+) -> Option<(String, crate::traps::PageSimhash)> {
     let nonce = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.subsec_nanos());
@@ -193,9 +193,10 @@ async fn probe_soft_404(
         .b
         .extractor
         .extract(&url, &page, crate::traps::SIMHASH_TEXT_BYTES);
-    extracted
-        .is_html
-        .then(|| (url, crate::traps::simhash(&extracted.visible_head)))
+    extracted.is_html.then(|| {
+        let simhash = crate::traps::PageSimhash::of(&extracted.visible_head, &extracted.text);
+        (url, simhash)
+    })
 }
 
 /// What to queue from a host's sitemaps: the ones its robots.txt names;
@@ -340,7 +341,10 @@ pub(crate) async fn process(
         };
         let extracted = b.extractor.extract(&job.url, &page, text_limit);
         if wants.simhash && extracted.is_html && (200..300).contains(&page.status) {
-            simhash = Some(crate::traps::simhash(&extracted.visible_head));
+            simhash = Some(crate::traps::PageSimhash::of(
+                &extracted.visible_head,
+                &extracted.text,
+            ));
             // A re-check's text is not new by definition: rule 6 judges
             // first fetches.
             if job.last.is_none() {

@@ -11,9 +11,11 @@
 //! `/cal/2024/05/` and `/cal/1999/12/` are one pattern; `/blog/hello-world`
 //! and `/blog/other-post` are two (word slugs are content).
 //!
-//! **Novelty.** A page is a *near-duplicate* of its pattern when its
-//! [`simhash`] is within [`TrapSettings::near_dup_bits`] of a page the
-//! pattern kept; it is *barren* when it is a near-duplicate and links to
+//! **Novelty.** A page is a *near-duplicate* of its pattern when both its
+//! simhashes ([`PageSimhash`]: what it shows, and its own words) are within
+//! [`TrapSettings::near_dup_bits`] of a page the pattern kept (pages that
+//! open with one large menu show alike; list pages whose own words are
+//! "Catalogue, page N" read alike; neither are); it is *barren* when it is a near-duplicate and links to
 //! nothing outside its pattern's family (the path up to the first abstracted
 //! segment: `/cal/` for `/cal/{n}/{n}/`) that the pattern had not linked to
 //! before. The rules:
@@ -77,7 +79,7 @@
 //! closed). Rule 6's two sketches (text shingles by host, and URLs linked
 //! to) start at 8 KB and grow to [`TrapSettings::sketch_bytes`] a
 //! generation, two generations each. With the defaults that is at most
-//! ~35 MB for patterns, ~45 MB for hosts and 32 MB for the sketches;
+//! ~45 MB for patterns, ~47 MB for hosts and 32 MB for the sketches;
 //! records only grow as far as they are filled, so a typical crawl uses a
 //! small fraction of it.
 
@@ -141,7 +143,7 @@ pub struct TrapSettings {
     /// soft-404 host makes every path a new pattern, so only the host sees
     /// the repetition; 64 keeps such a host under ~100 fetches.
     pub host_dup_run: u32,
-    /// Simhashes of novel pages kept per pattern and per host (8 bytes
+    /// Simhashes of novel pages kept per pattern and per host (16 bytes
     /// each); the oldest is dropped. A calendar has 12 kinds of month
     /// page; real sections are judged against their recent pages.
     pub kept_hashes: usize,
@@ -161,7 +163,7 @@ pub struct TrapSettings {
     /// ids; 0 turns that off. Beyond this many, copies fall to the rules
     /// above, which bound them.
     pub kept_session_urls: usize,
-    /// Patterns tracked (including query spaces), ~0.7 KB each at most.
+    /// Patterns tracked (including query spaces), ~0.9 KB each at most.
     pub max_patterns: usize,
     /// Hosts tracked, ~11 KB each at most.
     pub max_hosts: usize,
@@ -319,7 +321,7 @@ pub struct TrapGuard {
     hosts: HashMap<u64, HostState>,
     /// Per host, the simhash of what it answers for a path that cannot
     /// exist (see [`TrapGuard::soft_404_probe`]); at most `max_hosts`.
-    soft_404s: HashMap<u64, u64>,
+    soft_404s: HashMap<u64, PageSimhash>,
     /// Rule 6: sampled shingles by host, and URLs pages linked to.
     text_seen: SeenSketch,
     links_seen: SeenSketch,
@@ -348,7 +350,7 @@ impl TrapGuard {
     /// The host of `probe_url`, a path that cannot exist, answered it with
     /// a 2xx page whose visible text has `simhash`: the host serves soft
     /// 404s, and a page near that hash is one.
-    pub fn soft_404_probe(&mut self, probe_url: &str, simhash: u64) {
+    pub fn soft_404_probe(&mut self, probe_url: &str, simhash: PageSimhash) {
         if self.soft_404s.len() >= self.cfg.max_hosts.max(1) {
             // Bounded: forget an arbitrary host (it then only loses the
             // shortcut; the other rules still hold).
@@ -361,12 +363,14 @@ impl TrapGuard {
     }
 
     /// Whether a fetched page is its host's soft 404 (near the probe's page).
-    pub fn soft_404(&self, url: &str, simhash: u64) -> Option<TrapReason> {
+    pub fn soft_404(&self, url: &str, simhash: PageSimhash) -> Option<TrapReason> {
         let parts = Parts::of(url);
         let probe = self.soft_404s.get(&key(KEY_HOST, parts.host()))?;
-        (hamming(*probe, simhash) <= self.cfg.near_dup_bits).then(|| TrapReason::Soft404 {
-            host: parts.host().to_string(),
-        })
+        probe
+            .near(simhash, self.cfg.near_dup_bits)
+            .then(|| TrapReason::Soft404 {
+                host: parts.host().to_string(),
+            })
     }
 
     /// Patterns and query spaces tracked now (at most `max_patterns`).
@@ -379,15 +383,15 @@ impl TrapGuard {
         self.hosts.len()
     }
 
-    /// A page of `url` was fetched: `simhash` of its visible text (see
-    /// [`simhash`]), its sampled [`shingles`] (empty for a re-check, which
+    /// A page of `url` was fetched: the simhashes of its text (see
+    /// [`PageSimhash`]), its sampled [`shingles`] (empty for a re-check, which
     /// rule 6 does not judge) and the absolute URLs it links to. Returns
     /// the first closure this page caused, if any (for a log line; the URLs
     /// it affects are refused by [`admit`](Self::admit) from now on).
     pub fn observe<I, S>(
         &mut self,
         url: &str,
-        simhash: u64,
+        simhash: PageSimhash,
         shingles: &[u32],
         links: I,
         now: Millis,
@@ -796,9 +800,9 @@ impl Closure {
 #[derive(Debug, Default)]
 struct Tracked {
     /// Simhashes of the novel pages (one per kind of page).
-    kept: Ring,
+    kept: Ring<PageSimhash>,
     /// Outward link patterns already yielded.
-    outward: Ring,
+    outward: Ring<u64>,
     pages: u32,
     novel: u32,
     near_dups: u32,
@@ -843,7 +847,7 @@ impl Tracked {
 
 #[derive(Debug, Default)]
 struct HostState {
-    kept: Ring,
+    kept: Ring<PageSimhash>,
     /// Sections, by how many pages new to the host they yielded.
     sections: Counts,
     /// Fetched URLs that had a session id, by their key without it.
@@ -863,29 +867,40 @@ impl HostState {
     }
 }
 
-/// A bounded set of u64, replacing the oldest when full.
-#[derive(Debug, Default)]
-struct Ring {
-    items: Vec<u64>,
+/// A bounded set, replacing the oldest when full.
+#[derive(Debug)]
+struct Ring<T> {
+    items: Vec<T>,
     next: usize,
 }
 
-impl Ring {
-    fn contains(&self, x: u64) -> bool {
+impl<T> Default for Ring<T> {
+    fn default() -> Self {
+        Self {
+            items: Vec::new(),
+            next: 0,
+        }
+    }
+}
+
+impl<T: Copy + PartialEq> Ring<T> {
+    fn contains(&self, x: T) -> bool {
         self.items.contains(&x)
     }
 
-    fn near(&self, hash: u64, bits: u32) -> bool {
-        self.items.iter().any(|&h| hamming(h, hash) <= bits)
-    }
-
-    fn push(&mut self, x: u64, cap: usize) {
+    fn push(&mut self, x: T, cap: usize) {
         if self.items.len() < cap {
             self.items.push(x);
         } else if cap > 0 {
             self.items[self.next % cap] = x;
             self.next = (self.next + 1) % cap;
         }
+    }
+}
+
+impl Ring<PageSimhash> {
+    fn near(&self, hash: PageSimhash, bits: u32) -> bool {
+        self.items.iter().any(|&h| h.near(hash, bits))
     }
 }
 
@@ -1369,6 +1384,41 @@ fn abstract_token(token: &str, out: &mut String) {
 
 // ----------------------------------------------------------------- simhash
 
+/// What the near-duplicate rules compare of a page: the [`simhash`] of
+/// what it shows (the start of its visible text, menus and link lists
+/// included: a catalogue's list pages differ by their lists) and of its own
+/// words (its main text, chrome left out: pages that open with one large
+/// menu differ there). Two pages are alike only when both are.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct PageSimhash {
+    pub shown: u64,
+    pub own: u64,
+}
+
+#[cfg(test)]
+impl From<u64> for PageSimhash {
+    /// The same hash for both (a test's page whose text is all its own).
+    fn from(x: u64) -> Self {
+        Self { shown: x, own: x }
+    }
+}
+
+impl PageSimhash {
+    /// The simhashes of a page's `shown` text (see
+    /// `ExtractedPage::visible_head`) and of the start of its own text.
+    pub fn of(shown: &str, own: &str) -> Self {
+        Self {
+            shown: simhash(shown),
+            own: simhash(&own[..own.floor_char_boundary(SIMHASH_TEXT_BYTES)]),
+        }
+    }
+
+    /// Both within `bits` of `other`'s.
+    pub fn near(self, other: Self, bits: u32) -> bool {
+        hamming(self.shown, other.shown) <= bits && hamming(self.own, other.own) <= bits
+    }
+}
+
 /// Words per shingle: three keep word order without making one changed
 /// word disturb more than three features.
 const SHINGLE: usize = 3;
@@ -1659,6 +1709,11 @@ pub fn hamming(a: u64, b: u64) -> u32 {
 
 #[cfg(test)]
 mod tests {
+    /// A test page's hashes: all its text is its own.
+    fn both(text: &str) -> PageSimhash {
+        PageSimhash::of(text, text)
+    }
+
     use super::*;
     use std::collections::{HashSet, VecDeque};
 
@@ -1866,7 +1921,7 @@ mod tests {
         for n in 0..24 {
             g.observe(
                 &format!("http://t.test/item/{n}"),
-                42,
+                42.into(),
                 &[],
                 [] as [&str; 0],
                 T0,
@@ -1916,9 +1971,9 @@ mod tests {
             };
             c.fetched.push(url.clone());
             assert!(c.fetched.len() < 50_000, "the crawl does not end");
-            if let Some(reason) =
-                c.guard
-                    .observe(&url, simhash(&text), &shingles(&text), &links, now)
+            if let Some(reason) = c
+                .guard
+                .observe(&url, both(&text), &shingles(&text), &links, now)
             {
                 c.closures.push(reason);
             }
@@ -2099,6 +2154,32 @@ mod tests {
         assert!((28..=36).contains(&far[50]), "median unrelated {}", far[50]);
     }
 
+    /// Pages that open with one large menu show alike and are not; list
+    /// pages whose own words are alike ("Catalogue, page N") show their
+    /// lists and are not either. Alike means both.
+    #[test]
+    fn pages_are_alike_only_when_what_they_show_and_their_own_words_are() {
+        let mut rng = Rng(12);
+        let vocab = vocabulary(&mut rng, 2000);
+        let menu = words(&mut rng, &vocab, 1500);
+        let own = [words(&mut rng, &vocab, 200), words(&mut rng, &vocab, 200)];
+        let shown = |own: &str| format!("{menu} {own}");
+        let a = PageSimhash::of(&shown(&own[0]), &own[0]);
+        let b = PageSimhash::of(&shown(&own[1]), &own[1]);
+        assert!(
+            hamming(a.shown, b.shown) <= 8,
+            "the menu is what they show first"
+        );
+        assert!(!a.near(b, 8));
+        let lists = [words(&mut rng, &vocab, 300), words(&mut rng, &vocab, 300)];
+        let c = PageSimhash::of(&lists[0], "Catalogue, page 1");
+        let d = PageSimhash::of(&lists[1], "Catalogue, page 2");
+        assert!(hamming(c.own, d.own) <= 8);
+        assert!(!c.near(d, 8));
+        let e = PageSimhash::of(&format!("{} 2024", lists[0]), "Catalogue, page 3");
+        assert!(c.near(e, 8), "the same list under another number");
+    }
+
     #[test]
     fn simhash_ignores_numbers_case_and_punctuation() {
         assert_eq!(
@@ -2141,7 +2222,7 @@ mod tests {
             let url = format!("http://soft.test/item/{}", 1000 + n * 7);
             assert_eq!(g.admit(&url, T0), Ok(()), "{url}");
             let links = [format!("http://soft.test/go/fresh-target-{}", words_for(n))];
-            let closed = g.observe(&url, simhash(text), &shingles(text), &links, T0);
+            let closed = g.observe(&url, both(text), &shingles(text), &links, T0);
             assert_eq!(closed.is_some(), n + 1 == window, "page {n}: {closed:?}");
         }
         let err = g.admit("http://soft.test/item/5", T0).unwrap_err();
@@ -2195,7 +2276,7 @@ mod tests {
             links.push("http://shop.test/cart".to_string());
             let closed = g.observe(
                 &url,
-                simhash(&text),
+                both(&text),
                 &shingles(&text),
                 &links,
                 T0 + i64::from(n),
@@ -2290,7 +2371,7 @@ mod tests {
             let url = format!("http://h/tag/{n}");
             let links = [format!("http://h/article/{}", words_for(n))];
             assert_eq!(
-                g.observe(&url, simhash(&text), &shingles(&text), &links, T0),
+                g.observe(&url, both(&text), &shingles(&text), &links, T0),
                 None
             );
         }
@@ -2617,7 +2698,7 @@ mod tests {
             let links: Vec<String> = (0..8)
                 .map(|k| format!("http://o.test/{}", words_for(k * 1000 + i as u32)))
                 .collect();
-            g.observe(&url, rng.next(), &[], &links, T0);
+            g.observe(&url, PageSimhash::from(rng.next()), &[], &links, T0);
             // The trap keeps being linked to, so it keeps being asked about.
             assert!(g.admit("http://t.test/item/77", T0).is_err());
             assert!(g.tracked_patterns() <= 64);
@@ -2643,7 +2724,7 @@ mod tests {
         let closes = (0..24).position(|n| {
             g.observe(
                 &format!("http://t.test/item/{}", 100 + n),
-                42,
+                42.into(),
                 &[],
                 [] as [&str; 0],
                 later,
@@ -2676,7 +2757,10 @@ mod tests {
         for n in 0..500 {
             let url = format!("http://t.test/item/{}?sid=x{n}&sort=a{n}", n % 5);
             assert_eq!(g.admit(&url, T0), Ok(()));
-            assert_eq!(g.observe(&url, 42, &shingles(&text), [&url], T0), None);
+            assert_eq!(
+                g.observe(&url, 42.into(), &shingles(&text), [&url], T0),
+                None
+            );
         }
     }
 
@@ -2735,9 +2819,8 @@ mod tests {
     #[test]
     fn a_probed_soft_404_page_is_recognised_on_its_host_only() {
         let mut g = TrapGuard::new(TrapSettings::default());
-        let not_found =
-            simhash("Sorry, we could not find that page. Try the search box or go home.");
-        let real = simhash("The river runs past the old stone garden and the copper engine works.");
+        let not_found = both("Sorry, we could not find that page. Try the search box or go home.");
+        let real = both("The river runs past the old stone garden and the copper engine works.");
         assert_eq!(
             g.soft_404("http://h/any/", not_found),
             None,
@@ -3172,7 +3255,7 @@ mod tests {
                 .collect();
             g.observe(
                 &format!("http://m.test/p/{n}"),
-                rng.next(),
+                PageSimhash::from(rng.next()),
                 &shingles(&text),
                 &links,
                 T0,

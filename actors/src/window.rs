@@ -577,7 +577,7 @@ impl Window {
     }
 
     /// A host answered a path that cannot exist with a page: its soft 404.
-    pub fn soft_404_probe(&mut self, probe_url: &str, simhash: u64) {
+    pub fn soft_404_probe(&mut self, probe_url: &str, simhash: crate::traps::PageSimhash) {
         if let Some(traps) = &mut self.traps {
             traps.soft_404_probe(probe_url, simhash);
         }
@@ -1246,7 +1246,11 @@ mod tests {
     }
 
     /// A fetched page of `job` with these links and text simhash.
-    fn page_with(job: &Job, links: Vec<NewLink>, simhash: Option<u64>) -> SlaveReport {
+    fn page_with(
+        job: &Job,
+        links: Vec<NewLink>,
+        simhash: Option<crate::traps::PageSimhash>,
+    ) -> SlaveReport {
         SlaveReport::Page {
             job: job.clone(),
             page: Box::new(ProcessedPage {
@@ -1850,7 +1854,14 @@ mod tests {
             link(&format!("http://h/cal/2024/{:02}/", month + 1)),
             link(&format!("http://h/cal/2025/{month:02}/")),
         ];
-        page_with(job, links, Some(0x5eed_cafe_f00d_beef))
+        page_with(
+            job,
+            links,
+            Some(crate::traps::PageSimhash {
+                shown: 0x5eed_cafe_f00d_beef,
+                own: 0x5eed_cafe_f00d_beef,
+            }),
+        )
     }
 
     #[test]

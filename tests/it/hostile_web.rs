@@ -683,3 +683,52 @@ async fn unreachable_robots_txt_does_not_hold_a_crawl_for_long() {
     }
     accept.abort();
 }
+
+/// A shop whose every page opens with the same mega-menu (300 categories,
+/// ~10 KB of text before the page's own words), as large shops and news
+/// sites do: the start of every page reads alike, the pages are not alike.
+/// All 400 are crawled, none recorded as a trap.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pages_that_open_with_one_large_menu_are_all_crawled() {
+    let mut rng = fastrand::Rng::with_seed(7);
+    let menu: String = (0..300)
+        .map(|c| {
+            format!(
+                "<li><a href=\"/category/{c}\">{}</a></li>",
+                prose(&mut rng, 4)
+            )
+        })
+        .collect();
+    let page = |title: &str, text: &str, links: &[String]| {
+        let links: String = links
+            .iter()
+            .map(|l| format!("<li><a href=\"{l}\">{l}</a></li>"))
+            .collect();
+        Page::html(format!(
+            "<!doctype html><html><head><title>{title}</title></head><body>\
+             <div class=\"menu\"><ul>{menu}</ul></div><h1>{title}</h1><p>{text}</p><ul>{links}</ul>\
+             </body></html>"
+        ))
+    };
+    let mut pages = HashMap::new();
+    let items: Vec<String> = (0..400).map(|n| format!("/item/{n}")).collect();
+    pages.insert("/".to_string(), page("Shop", "Welcome.", &items[..1]));
+    for n in 0..400 {
+        let mut links = vec![items[(n + 1) % 400].clone()];
+        links.extend((0..3).map(|_| items[rng.usize(..400)].clone()));
+        let text = prose(&mut rng, 150);
+        pages.insert(items[n].clone(), page(&format!("Item {n}"), &text, &links));
+    }
+    let server = TestServer::start(Ipv4Addr::new(127, 0, 5, 14), pages).await;
+    let mut s = settings();
+    s.crawl.per_host = 4;
+    let (_dir, store, _) = crawl(&server, s).await;
+    let missing: Vec<&String> = items.iter().filter(|i| server.hits_of(i) == 0).collect();
+    assert!(
+        missing.is_empty(),
+        "{} items not crawled: {:?}; trapped: {:?}",
+        missing.len(),
+        &missing[..missing.len().min(10)],
+        &trapped(store.as_ref()).await[..]
+    );
+}
