@@ -362,9 +362,15 @@ impl TrapGuard {
         self.soft_404s.insert(key(KEY_HOST, parts.host()), simhash);
     }
 
-    /// Whether a fetched page is its host's soft 404 (near the probe's page).
+    /// Whether a fetched page is its host's soft 404 (near the probe's
+    /// page). Never the host's root: a host that answers unknown paths
+    /// with its home page (single-page apps, catch-all rewrites) still has
+    /// a home page, and its links are the site.
     pub fn soft_404(&self, url: &str, simhash: PageSimhash) -> Option<TrapReason> {
         let parts = Parts::of(url);
+        if parts.pattern.len() == parts.host_end + 1 {
+            return None;
+        }
         let probe = self.soft_404s.get(&key(KEY_HOST, parts.host()))?;
         probe
             .near(simhash, self.cfg.near_dup_bits)
@@ -2837,6 +2843,11 @@ mod tests {
             g.soft_404("http://other/x/", not_found),
             None,
             "another host"
+        );
+        assert_eq!(
+            g.soft_404("http://h/", not_found),
+            None,
+            "a host's root is its home page, whatever unknown paths answer"
         );
     }
 

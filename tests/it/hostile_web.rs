@@ -732,3 +732,29 @@ async fn pages_that_open_with_one_large_menu_are_all_crawled() {
         &trapped(store.as_ref()).await[..]
     );
 }
+
+/// A host that answers every unknown path with its home page (200), as
+/// many single-page-app and misconfigured servers do: the probe for a
+/// path that cannot exist gets the home page, and the home page is still
+/// a real page whose links are followed. All its pages are crawled.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_host_answering_unknown_paths_with_its_home_page_is_crawled_whole() {
+    let mut rng = fastrand::Rng::with_seed(8);
+    let pages = real_pages(&mut rng, 60, &[]);
+    let home = pages["/"].clone();
+    let server = TestServer::serve_fn(reserve(Ipv4Addr::new(127, 0, 5, 15)), move |req| {
+        let target = req.uri().path_and_query().map_or("/", |p| p.as_str());
+        pages.get(target).cloned().unwrap_or_else(|| home.clone())
+    })
+    .await;
+    let (_dir, store, _) = crawl(&server, settings()).await;
+    let missing: Vec<usize> = (0..60)
+        .filter(|i| server.hits_of(&format!("/p/{i}")) == 0)
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "{} pages not fetched: {missing:?}; trapped: {:?}",
+        missing.len(),
+        trapped(store.as_ref()).await
+    );
+}
