@@ -1233,7 +1233,10 @@ fn split_absolute(url: &str) -> Option<(&str, &str, Option<&str>)> {
 }
 
 fn without_session(host: &str, path: &str, query: Option<&str>) -> Option<u64> {
-    let is_session = |name: &str| SESSION_PARAMS.iter().any(|p| p.eq_ignore_ascii_case(name));
+    let is_session = |pair: &str| {
+        let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
+        is_session_param(name, value)
+    };
     let mut plain = String::with_capacity(host.len() + path.len() + 8);
     let mut found = false;
     plain.push_str(host);
@@ -1244,7 +1247,7 @@ fn without_session(host: &str, path: &str, query: Option<&str>) -> Option<u64> {
         let mut params = segment.split(';');
         plain.push_str(params.next().unwrap_or(""));
         for param in params {
-            if is_session(param.split('=').next().unwrap_or("")) {
+            if is_session(param) {
                 found = true;
             } else {
                 plain.push(';');
@@ -1256,7 +1259,7 @@ fn without_session(host: &str, path: &str, query: Option<&str>) -> Option<u64> {
         let kept: Vec<&str> = query
             .split('&')
             .filter(|pair| {
-                let session = is_session(pair.split('=').next().unwrap_or(""));
+                let session = is_session(pair);
                 found |= session;
                 !session && !pair.is_empty()
             })
@@ -1269,7 +1272,19 @@ fn without_session(host: &str, path: &str, query: Option<&str>) -> Option<u64> {
     found.then(|| key(KEY_PLAIN_URL, &plain))
 }
 
-/// Query parameter names whose value is a session, whatever it looks like.
+/// Whether `name=value` carries a session: a session parameter's name,
+/// and for the names that also mean something else (`sid` is a story id
+/// on many news sites, `session` a conference's), a value that looks like
+/// an id (`sid=a81f3c9d0e`, not `sid=1234` or `sid=04/05/12/1234`).
+fn is_session_param(name: &str, value: &str) -> bool {
+    SESSION_PARAMS.iter().any(|p| p.eq_ignore_ascii_case(name))
+        && (!AMBIGUOUS_SESSION_PARAMS
+            .iter()
+            .any(|p| p.eq_ignore_ascii_case(name))
+            || is_id(value))
+}
+
+/// Names of parameters (query or path) that carry a session.
 const SESSION_PARAMS: &[&str] = &[
     "jsessionid",
     "phpsessid",
@@ -1285,6 +1300,9 @@ const SESSION_PARAMS: &[&str] = &[
     "cftoken",
 ];
 
+/// Of [`SESSION_PARAMS`], those a site may use for other things.
+const AMBIGUOUS_SESSION_PARAMS: &[&str] = &["session", "sid"];
+
 fn abstract_query(query: &str, out: &mut String) {
     let mut pairs: Vec<String> = query
         .split('&')
@@ -1295,7 +1313,7 @@ fn abstract_query(query: &str, out: &mut String) {
                 Some((name, value)) => {
                     abstract_value(name, &mut s);
                     s.push('=');
-                    if SESSION_PARAMS.iter().any(|p| p.eq_ignore_ascii_case(name)) {
+                    if is_session_param(name, value) {
                         s.push_str("{id}");
                     } else {
                         abstract_value(value, &mut s);
@@ -2065,10 +2083,29 @@ mod tests {
         assert_eq!(a, url_pattern("http://h/cart;jsessionid=zzTopSecret"));
         let b = url_pattern("http://h/(S(x3k4m5n6p7q8r9s0))/page.aspx");
         assert_eq!(b, url_pattern("http://h/(S(a1b2c3d4e5f6g7h8))/page.aspx"));
-        // …and in the query, whatever the value looks like.
-        let q = url_pattern("http://h/page?sid=abc&x=1");
-        assert_eq!(q, "h/page?sid={id}&x={n}");
-        assert_eq!(q, url_pattern("http://h/page?x=22&sid=someotherword"));
+        // …and in the query, whatever the value looks like…
+        let q = url_pattern("http://h/page?phpsessid=abc&x=1");
+        assert_eq!(q, "h/page?phpsessid={id}&x={n}");
+        assert_eq!(q, url_pattern("http://h/page?x=22&phpsessid=someotherword"));
+        // …but for names that also mean something else only when the value
+        // looks like an id: `sid` is a story id on many news sites.
+        assert_eq!(
+            url_pattern("http://h/page?sid=a81f3c9d0e"),
+            "h/page?sid={id}"
+        );
+        assert_eq!(
+            url_pattern("http://h/article.pl?sid=1234"),
+            "h/article.pl?sid={n}"
+        );
+        assert_eq!(
+            Parts::of("http://h/article.pl?sid=04/05/12/1234").without_session,
+            None
+        );
+        assert!(
+            Parts::of("http://h/page?sid=a81f3c9d0e")
+                .without_session
+                .is_some()
+        );
         assert_eq!(
             url_pattern("http://h/p?PHPSESSID=q8fj3k2l1m"),
             url_pattern("http://h/p?PHPSESSID=zz")
@@ -2562,7 +2599,7 @@ mod tests {
                     .collect()
             })
             .collect();
-        let c = crawl(guard(), &["http://sid.test/p0?sid=start"], |url| {
+        let c = crawl(guard(), &["http://sid.test/p0?sid=5ea1ed0a11"], |url| {
             let u = url::Url::parse(url).ok()?;
             let i: usize = u.path().strip_prefix("/p")?.parse().ok()?;
             let fresh = fmix64(fnv1a(FNV_OFFSET, url.as_bytes()));
@@ -2608,18 +2645,24 @@ mod tests {
     #[test]
     fn a_dispatched_session_url_refuses_its_copies_before_it_is_fetched() {
         let mut g = guard();
-        let first = "http://sid.test/member/7?sid=aa11";
+        let first = "http://sid.test/member/7?sid=aa11f3c9d0";
         assert_eq!(g.admit(first, T0), Ok(()));
         g.dispatched(first);
         assert!(matches!(
-            g.admit("http://sid.test/member/7?sid=bb22", T0),
+            g.admit("http://sid.test/member/7?sid=bb22e4d5c6", T0),
             Err(TrapReason::SessionCopy { .. })
         ));
         assert_eq!(g.admit(first, T0), Ok(()), "a retry is no copy");
-        assert_eq!(g.admit("http://sid.test/member/8?sid=bb22", T0), Ok(()));
+        assert_eq!(
+            g.admit("http://sid.test/member/8?sid=bb22e4d5c6", T0),
+            Ok(())
+        );
         // Without a session id, dispatching records nothing.
         g.dispatched("http://sid.test/member/9");
-        assert_eq!(g.admit("http://sid.test/member/9?sid=cc33", T0), Ok(()));
+        assert_eq!(
+            g.admit("http://sid.test/member/9?sid=cc33a7b8e9", T0),
+            Ok(())
+        );
     }
 
     /// The benchmark in miniature: hosts of real pages (benchmark

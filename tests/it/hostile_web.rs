@@ -276,8 +276,11 @@ async fn faceted_navigation_is_cut_and_the_real_pages_are_not() {
 /// Every page links to the others with a session id made for that link:
 /// the 40 pages have 1,600 URLs.
 fn sessions(rng: &mut fastrand::Rng) -> HashMap<String, Page> {
-    let sid =
-        |from: usize, to: usize| format!("{:016x}", (from * 7919 + to * 104_729) as u64 ^ 0x5eed);
+    // Session ids look like session ids: long, random, hex.
+    let sid = |from: usize, to: usize| {
+        let h = ((from * 7919 + to * 104_729) as u64 ^ 0x5eed).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        format!("a{:015x}", h >> 4)
+    };
     let texts: Vec<String> = (0..40).map(|_| prose(rng, 120)).collect();
     let mut pages = HashMap::new();
     for from in 0..40 {
@@ -297,9 +300,13 @@ fn sessions(rng: &mut fastrand::Rng) -> HashMap<String, Page> {
 async fn session_ids_do_not_multiply_pages() {
     let mut rng = fastrand::Rng::with_seed(3);
     let mut pages = real_pages(&mut rng, 20, &[]);
-    let entry = "/s/0?sid=entry";
+    let entry = "/s/0?sid=e0e0e0e0e1f2";
     let mut sessions = sessions(&mut rng);
-    let first = sessions.get("/s/0?sid=0000000000005eed").cloned().unwrap();
+    let first = sessions
+        .iter()
+        .find(|(target, _)| target.starts_with("/s/0?"))
+        .map(|(_, page)| page.clone())
+        .unwrap();
     sessions.insert(entry.to_string(), first);
     pages.extend(sessions);
     let root = pages.get_mut("/").unwrap();
@@ -756,5 +763,40 @@ async fn a_host_answering_unknown_paths_with_its_home_page_is_crawled_whole() {
         "{} pages not fetched: {missing:?}; trapped: {:?}",
         missing.len(),
         trapped(store.as_ref()).await
+    );
+}
+
+/// A news site whose stories are `/article.php?sid=N`: `sid` is a story
+/// id here, not a session, and every story is crawled.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stories_numbered_by_sid_are_not_session_copies() {
+    let mut rng = fastrand::Rng::with_seed(9);
+    let stories: Vec<String> = (0..120)
+        .map(|n| format!("/article.php?sid={}", 1000 + n))
+        .collect();
+    let mut pages = HashMap::new();
+    pages.insert(
+        "/".to_string(),
+        html("News", &prose(&mut rng, 50), &stories[..10]),
+    );
+    for (n, story) in stories.iter().enumerate() {
+        let links = [
+            stories[(n + 1) % stories.len()].clone(),
+            stories[rng.usize(..stories.len())].clone(),
+        ];
+        pages.insert(
+            story.clone(),
+            html(&format!("Story {n}"), &prose(&mut rng, 150), &links),
+        );
+    }
+    let server = TestServer::start(Ipv4Addr::new(127, 0, 5, 16), pages).await;
+    let (_dir, store, _) = crawl(&server, settings()).await;
+    let missing: Vec<&String> = stories.iter().filter(|s| server.hits_of(s) == 0).collect();
+    assert!(
+        missing.is_empty(),
+        "{} stories not fetched: {:?}; trapped: {:?}",
+        missing.len(),
+        &missing[..missing.len().min(5)],
+        &trapped(store.as_ref()).await[..]
     );
 }
