@@ -21,7 +21,10 @@
 //! before. The rules:
 //!
 //! 1. a pattern whose recent pages are nearly all near-duplicates is closed
-//!    (soft-404s, calendars whose months all look alike);
+//!    (soft-404s, calendars whose months all look alike); a near-duplicate
+//!    that links a URL the crawl has not seen of another pattern is not
+//!    counted, for this rule or rule 3: a section's index pages read alike
+//!    and are how the crawl reaches what they list;
 //! 2. a pattern whose pages keep being new stays open, however large;
 //! 3. a pattern with a budget of barren pages, most of its recent ones, is
 //!    closed earlier (calendars: same template, links only to more calendar);
@@ -411,7 +414,7 @@ impl TrapGuard {
             .into_iter()
             .map(|l| (key(KEY_URL, l.as_ref()), Parts::of(l.as_ref())))
             .collect();
-        let stale = self.stale(&parts, shingles, &links);
+        let (stale, new_pages) = self.stale(&parts, shingles, &links);
         let family = parts.family();
         // Links leaving the family, by pattern: links back into it are what
         // a trap yields forever.
@@ -451,8 +454,12 @@ impl TrapGuard {
                 leads_out = true;
             }
         }
-        let barren = near_dup && !leads_out;
-        rec.record(near_dup, barren);
+        // A near-duplicate that leads to pages the crawl has not seen (a
+        // section's index, a list) counts for neither rule 1 nor rule 3,
+        // whatever its links' patterns: its pages read alike, and it is how
+        // the crawl reaches what they list.
+        let barren = near_dup && !leads_out && !new_pages;
+        rec.record(near_dup && !new_pages, barren);
         if rec.closed.is_none() {
             let reason = if cfg.near_dup_pct > 0
                 && rec.pages >= window
@@ -569,7 +576,15 @@ impl TrapGuard {
     /// served and whether it leads anywhere new; `None` when the page is
     /// not judged (rule off, a re-check, too little text). Learns the
     /// page's shingles and links either way.
-    fn stale(&mut self, parts: &Parts, shingles: &[u32], links: &[(u64, Parts)]) -> Option<Stale> {
+    ///
+    /// Also says whether the page links a URL the crawl had not seen of
+    /// another pattern than its own (a new page, not the next of a series).
+    fn stale(
+        &mut self,
+        parts: &Parts,
+        shingles: &[u32],
+        links: &[(u64, Parts)],
+    ) -> (Option<Stale>, bool) {
         let host = key(KEY_HOST, parts.host());
         let directory = parts.directory_key();
         // Each shingle and link is looked up once: what is new is judged
@@ -613,10 +628,11 @@ impl TrapGuard {
                 self.text_seen.insert_new(text_key(directory, s));
             }
         }
+        let new_pages = unseen.iter().any(|(_, l)| l.pattern != parts.pattern);
         for (url, _) in unseen {
             self.links_seen.insert_new(url);
         }
-        verdict
+        (verdict, new_pages)
     }
 
     /// Whether most of what a page copied (its `shingles` but the `new`
@@ -2257,14 +2273,21 @@ mod tests {
     /// window of pages.
     #[test]
     fn near_duplicate_pattern_closes() {
-        let mut g = guard();
+        // Rule 1 alone (rule 3 would close these sooner).
+        let mut g = TrapGuard::new(TrapSettings {
+            barren_budget: 0,
+            ..TrapSettings::default()
+        });
         let window = g.settings().pattern_window;
         let text = "Sorry, we could not find that item. Try the search box or browse \
                     our categories; the item you are looking for may have moved.";
         for n in 0..window {
             let url = format!("http://soft.test/item/{}", 1000 + n * 7);
             assert_eq!(g.admit(&url, T0), Ok(()), "{url}");
-            let links = [format!("http://soft.test/go/fresh-target-{}", words_for(n))];
+            // More items that do not exist (near-duplicates that lead to new
+            // pages of other patterns are not counted: an index's pages read
+            // alike too; see `alike_index_pages_leading_to_new_pages_stay_open`).
+            let links = [format!("http://soft.test/item/{}", 5000 + n)];
             let closed = g.observe(&url, both(text), &shingles(text), &links, T0);
             assert_eq!(closed.is_some(), n + 1 == window, "page {n}: {closed:?}");
         }
@@ -2419,6 +2442,43 @@ mod tests {
             );
         }
         assert_eq!(g.admit("http://h/tag/99", T0), Ok(()));
+    }
+
+    /// Section index pages that read alike (a heading and a few titles
+    /// whose numbers differ) under one pattern, `/section-{n}/`, each
+    /// leading to pages the crawl has not seen: they lead somewhere, so
+    /// rule 3 does not call them barren, and every page is fetched.
+    #[test]
+    fn alike_index_pages_leading_to_new_pages_stay_open() {
+        let mut rng = Rng(13);
+        let vocab = vocabulary(&mut rng, 2000);
+        let articles: Vec<String> = (0..40 * 4).map(|_| words(&mut rng, &vocab, 200)).collect();
+        let web = |url: &str| -> Option<(String, Vec<String>)> {
+            let path = url.strip_prefix("http://ix.test")?;
+            if path == "/" {
+                let links = (0..40)
+                    .map(|k| format!("http://ix.test/section-{k}/"))
+                    .collect();
+                return Some(("Sections of the site.".into(), links));
+            }
+            let rest = path.strip_prefix("/section-")?;
+            let (k, page) = rest.split_once('/')?;
+            let k: usize = k.parse().ok()?;
+            if page.is_empty() {
+                let text = format!("Section {k}. Read more: page 1, page 2, page 3, page 4.");
+                let links = (0..4)
+                    .map(|n| format!("http://ix.test/section-{k}/{n}.html"))
+                    .collect();
+                return Some((text, links));
+            }
+            let n: usize = page.strip_suffix(".html")?.parse().ok()?;
+            Some((
+                articles.get(k * 4 + n)?.clone(),
+                vec!["http://ix.test/".into()],
+            ))
+        };
+        let c = crawl(guard(), &["http://ix.test/"], web);
+        assert_eq!(c.fetched.len(), 1 + 40 + 160, "{:?}", c.closures);
     }
 
     /// Rule 4: facets (colour × size × sort, every page linking to more
