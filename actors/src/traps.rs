@@ -90,7 +90,10 @@ use crate::types::Millis;
 use std::collections::HashMap;
 use std::fmt;
 
+mod families;
 mod novelty;
+use families::Closings;
+pub use families::{TrapClosure, TrapRule, TrapScope};
 use novelty::SeenSketch;
 pub use novelty::{SHINGLE_TEXT_BYTES, shingles};
 
@@ -227,8 +230,11 @@ impl Default for TrapSettings {
     }
 }
 
-/// Why a URL is not fetched. Its text starts with `trap: `.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// Why a URL is not fetched. Its text starts with `trap: `; its rule
+/// ([`TrapReason::rule`]) and the family it closed
+/// ([`TrapReason::family`]) are what the store keeps.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "rule", rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum TrapReason {
     /// Rule 1: the pattern's recent pages were nearly all near-duplicates.
@@ -249,11 +255,13 @@ pub enum TrapReason {
     QuerySpace { path: String, near_dups: u32 },
     /// Rule 5: the host served a run of near-duplicates and the URL is
     /// outside the sections that yielded new content.
+    #[serde(rename = "host_probation")]
     Host { host: String, run: u32 },
     /// The URL is a fetched page under another session id.
     SessionCopy { pattern: String },
     /// The page is the host's answer to any unknown path (a soft 404):
     /// the links it hands out lead nowhere real.
+    #[serde(rename = "soft_404")]
     Soft404 { host: String },
     /// Rule 6: the directory's recent pages repeated text its host had
     /// already served and linked nowhere new.
@@ -328,6 +336,8 @@ pub struct TrapGuard {
     /// Rule 6: sampled shingles by host, and URLs pages linked to.
     text_seen: SeenSketch,
     links_seen: SeenSketch,
+    /// Families an operator allowed, and closures not yet taken.
+    closings: Closings,
     /// Logical clock for least-recently-used eviction; every touch gets its
     /// own tick, so eviction order never ties.
     tick: u64,
@@ -341,6 +351,7 @@ impl TrapGuard {
             soft_404s: HashMap::new(),
             text_seen: SeenSketch::new(cfg.sketch_bytes),
             links_seen: SeenSketch::new(cfg.sketch_bytes),
+            closings: Closings::default(),
             tick: 0,
             cfg,
         }
@@ -375,6 +386,9 @@ impl TrapGuard {
             return None;
         }
         let probe = self.soft_404s.get(&key(KEY_HOST, parts.host()))?;
+        if self.closings.allows(parts.host()) {
+            return None;
+        }
         probe
             .near(simhash, self.cfg.near_dup_bits)
             .then(|| TrapReason::Soft404 {
@@ -483,7 +497,9 @@ impl TrapGuard {
             } else {
                 None
             };
-            if let Some(reason) = reason {
+            if let Some(reason) = reason
+                && self.closings.close(&reason, rec.pages, now)
+            {
                 closed = Some(reason.clone());
                 rec.close(reason, now, cfg.reopen_after_ms);
             }
@@ -510,8 +526,10 @@ impl TrapGuard {
                     path: parts.path().to_string(),
                     near_dups: space.near_dups,
                 };
-                closed.get_or_insert(reason.clone());
-                space.close(reason, now, cfg.reopen_after_ms);
+                if self.closings.close(&reason, space.pages, now) {
+                    closed.get_or_insert(reason.clone());
+                    space.close(reason, now, cfg.reopen_after_ms);
+                }
             }
         }
 
@@ -525,8 +543,10 @@ impl TrapGuard {
                     host: parts.host().to_string(),
                     run: host.run,
                 };
-                closed.get_or_insert(reason.clone());
-                host.probation = Some(Closure::new(reason, now, cfg.reopen_after_ms));
+                if self.closings.close(&reason, host.run, now) {
+                    closed.get_or_insert(reason.clone());
+                    host.probation = Some(Closure::new(reason, now, cfg.reopen_after_ms));
+                }
             }
         } else {
             host.kept.push(simhash, cfg.kept_hashes);
@@ -562,8 +582,10 @@ impl TrapGuard {
                     stale: rec.barren,
                     pages: rec.pages,
                 };
-                closed.get_or_insert(reason.clone());
-                rec.close(reason, now, cfg.reopen_after_ms);
+                if self.closings.close(&reason, rec.pages, now) {
+                    closed.get_or_insert(reason.clone());
+                    rec.close(reason, now, cfg.reopen_after_ms);
+                }
             }
         }
 
@@ -715,6 +737,7 @@ impl TrapGuard {
                     .session_urls
                     .holder(plain)
                     .is_some_and(|holder| holder != key(KEY_URL, url))
+                && !self.closings.allows(&parts.pattern)
             {
                 return Err(TrapReason::SessionCopy {
                     pattern: parts.pattern,
@@ -856,14 +879,19 @@ impl Tracked {
     /// stay, so a trap is recognised again within a window.
     fn expire(&mut self, now: Millis) {
         if self.closed.as_ref().is_some_and(|c| c.expired(now)) {
-            self.closed = None;
-            self.pages = 0;
-            self.near_dups = 0;
-            self.barren = 0;
-            self.recent_dups = 0;
-            self.recent_barren = 0;
-            self.recent_new = 0;
+            self.lift();
         }
+    }
+
+    /// Lift its closure and start counting afresh.
+    fn lift(&mut self) {
+        self.closed = None;
+        self.pages = 0;
+        self.near_dups = 0;
+        self.barren = 0;
+        self.recent_dups = 0;
+        self.recent_barren = 0;
+        self.recent_new = 0;
     }
 }
 
