@@ -10,6 +10,7 @@ pub(crate) mod index;
 
 use crate::hosts::HostSummary;
 use crate::monitor::{FetchHistory, HistoryQuery, StatusEvent};
+use crate::traps::TrapClosure;
 use crate::types::*;
 use async_trait::async_trait;
 use std::collections::HashMap;
@@ -129,6 +130,11 @@ pub struct ProcessedPage {
     pub links: Vec<NewLink>,
     /// What the page's operation asks the store to keep.
     pub records: Vec<Record>,
+    /// Links the trap defence refused: each kept in `pending_urls` as
+    /// `trapped` when the store holds nothing of its URL (its referral
+    /// recorded as the others'), not followed. Set by the master.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub trapped: Vec<TrappedLink>,
     /// [`simhash`](crate::traps::simhash) of the page's visible text, for
     /// the trap defence (a fetched HTML page, when it is on). Not stored.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -161,6 +167,21 @@ impl ProcessedPage {
     }
 }
 
+/// A link the trap defence refused, and why.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct TrappedLink {
+    pub link: NewLink,
+    pub trap: TrapMark,
+}
+
+/// A claimed URL the trap defence refused: its row goes from `processing`
+/// to `trapped`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TrappedClaim {
+    pub key: UrlKey,
+    pub trap: TrapMark,
+}
+
 /// A URL going back to pending for another attempt.
 #[derive(Clone, Debug)]
 pub struct Retry {
@@ -170,8 +191,10 @@ pub struct Retry {
 }
 
 /// Everything the master writes in one batch. A backend applies it in this
-/// order — seeds, then per page its links before the page itself, retries,
-/// hosts — so that a crash part-way re-processes a page instead of losing a link.
+/// order — trap closures, refused claims, refused links, seeds, then per
+/// page its links before the page itself, retries, hosts — so that a crash
+/// part-way re-processes a page instead of losing a link, and a family's
+/// closure is stored before the URLs it refused.
 #[derive(Clone, Debug, Default)]
 pub struct CommitBatch {
     pub now: Millis,
@@ -185,6 +208,14 @@ pub struct CommitBatch {
     pub pages: Vec<ProcessedPage>,
     pub retries: Vec<Retry>,
     pub hosts: Vec<HostRecord>,
+    /// Families the trap defence closed: each stored unless the store
+    /// has one of that name already (`trap_closures`).
+    pub closures: Vec<TrapClosure>,
+    /// Claimed URLs the trap defence refused: `processing` → `trapped`.
+    pub trapped_claims: Vec<TrappedClaim>,
+    /// Links found outside a page (a sitemap's) it refused: kept as
+    /// `trapped` when the store holds nothing of their URL.
+    pub trapped: Vec<TrappedLink>,
 }
 
 impl CommitBatch {
@@ -195,6 +226,9 @@ impl CommitBatch {
         self.pages.extend(later.pages);
         self.retries.extend(later.retries);
         self.hosts.extend(later.hosts);
+        self.closures.extend(later.closures);
+        self.trapped_claims.extend(later.trapped_claims);
+        self.trapped.extend(later.trapped);
     }
 
     pub fn is_empty(&self) -> bool {
@@ -202,6 +236,9 @@ impl CommitBatch {
             && self.pages.is_empty()
             && self.retries.is_empty()
             && self.hosts.is_empty()
+            && self.closures.is_empty()
+            && self.trapped_claims.is_empty()
+            && self.trapped.is_empty()
     }
 }
 
@@ -321,6 +358,23 @@ pub trait Frontier: Send + Sync + fmt::Debug + 'static {
     /// handed over too. Found by the index on the pages' node, one look-up
     /// a node.
     async fn nodes_with_pages(&self) -> Result<Vec<String>, StoreError>;
+
+    /// Every family the trap defence closed on this store, by name: what a
+    /// starting master gives its guard back (closed ones refuse at once,
+    /// allowed ones stay open).
+    async fn trap_closures(&self) -> Result<Vec<ClosedFamily>, StoreError>;
+
+    /// An operator reopens the family `family` at `now`: its closure is
+    /// marked reopened and allowed (never closed again on this store) and
+    /// the URLs it holds `trapped` go back to pending. Returns how many;
+    /// `None` when the store knows no family of that name (no closure and
+    /// no URL refused under it). Reopening again releases what was
+    /// refused since, if anything.
+    async fn reopen_trap_family(
+        &self,
+        family: &str,
+        now: Millis,
+    ) -> Result<Option<u64>, StoreError>;
 }
 
 /// What one call of [`Frontier::hand_over`] did.
@@ -399,6 +453,10 @@ pub trait Queries: Send + Sync + fmt::Debug + 'static {
     }
 
     async fn broken_links(&self) -> Result<Vec<BrokenLink>, StoreError>;
+
+    /// Every family the trap defence closed, by host then name, with how
+    /// many URLs it holds `trapped` now and the first `samples` of them.
+    async fn trap_families(&self, samples: usize) -> Result<Vec<TrapFamily>, StoreError>;
 
     /// `fetch_history` entries, by URL then time.
     async fn fetch_history(&self, query: HistoryQuery) -> Result<Vec<FetchHistory>, StoreError>;

@@ -15,11 +15,11 @@ use crate::protocol::{
 };
 use crate::reply::{
     ActorState, ControlError, ControlReply, HostPaused, Intensity, Listing, NodeStopping, Paused,
-    PoolInfo, RestartStrategy, Restarted, SettingChanged, SupSummary, Tree, to_wire,
+    PoolInfo, RestartStrategy, Restarted, SettingChanged, SupSummary, TrapReopened, Tree, to_wire,
 };
 use crate::runtime_settings::RuntimeSettings;
 use crate::shards::{self, ShardRoster};
-use crate::types::{Millis, now_ms};
+use crate::types::{Millis, TRAP_SAMPLES, now_ms};
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -278,6 +278,13 @@ async fn answer(
                 stored?, answers, silent, limit,
             )))
         }
+        ControlRequest::Traps { limit } => {
+            let families = state.queries.trap_families(TRAP_SAMPLES).await?;
+            Ok(ControlReply::Traps(Listing::first(families, limit)))
+        }
+        ControlRequest::ReopenTrap { family } => {
+            Ok(ControlReply::TrapReopened(reopen_trap(cfg, family).await?))
+        }
         ControlRequest::RestartMaster => {
             let restarted = ractor::call_t!(
                 sup(cfg)?,
@@ -292,6 +299,34 @@ async fn answer(
                 child: ChildRole::Master,
             }))
         }
+    }
+}
+
+/// Reopen the trap family `family` (an operator says it is real): the
+/// master's guard lifts it and never closes it again on this store, and
+/// the URLs it refused go back to pending, so the running crawl fetches
+/// them. One function for every entry point (the console's `reopen-trap`,
+/// an embedding program's [`ControlClient::reopen_trap`](crate::ControlClient::reopen_trap)).
+pub(crate) async fn reopen_trap(
+    cfg: &CrawlConfig,
+    family: String,
+) -> Result<TrapReopened, ControlError> {
+    let family = family.trim().to_string();
+    if family.is_empty() {
+        return Err(ControlError::NoSuchTrapFamily { family });
+    }
+    let released = ractor::call_t!(
+        master(cfg)?,
+        |reply| MasterMsg::ReopenTrap {
+            family: family.clone(),
+            reply
+        },
+        MASTER_TIMEOUT_MS
+    )
+    .map_err(unanswered("master"))?;
+    match released {
+        Some(released) => Ok(TrapReopened { family, released }),
+        None => Err(ControlError::NoSuchTrapFamily { family }),
     }
 }
 

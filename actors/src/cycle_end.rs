@@ -100,8 +100,23 @@ pub(crate) fn cycle_done(
             "node {node}'s pages are handed over: each was fetched again by its host's new owner"
         );
     }
+    // Before what it claimed is judged.
+    if let Some(closures) = result.closures.take() {
+        window.restore_traps(&closures, now);
+    }
+    let mut released = 0;
+    for (family, reopened) in &result.reopened {
+        match reopened {
+            Some(n) => released += n,
+            None => window.no_such_trap(family),
+        }
+    }
     let claimed = std::mem::take(&mut result.claimed);
-    let after = window.cycle_done(claimed, result.frontier_empty, live, now);
+    let mut after = window.cycle_done(claimed, result.frontier_empty, live, now);
+    if released > 0 {
+        // Reopened families' URLs are pending again: claim them.
+        after.next.get_or_insert(false);
+    }
     if let Some(outage) = &after.recovered {
         let away = Duration::from_millis((now - outage.since).max(0) as u64);
         tracing::warn!(

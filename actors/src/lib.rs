@@ -49,7 +49,7 @@ pub use behaviour::{
     ExtractedPage, Extractor, FetchFailure, FetchedPage, Fetcher, Frontier, HandOver, LinkPolicy,
     Notifier, Operation, OperationError, OperationOutput, Operations, PageContext, PageQuery,
     ProcessedPage, Queries, Record, Rejection, Retry, RobotsReport, RobotsRules, Store, StoreError,
-    WhyUnreachable, error_chain,
+    TrappedClaim, TrappedLink, WhyUnreachable, error_chain,
 };
 pub use config::{Behaviours, CrawlConfig, RestartIntensity, Storage};
 pub use hosts::{HostListing, HostSummary, LiveHost, LiveRobots, NodeHosts};
@@ -62,12 +62,13 @@ pub use protocol::{
 pub use remote::{ControlClient, Remote};
 pub use reply::{
     ActorState, ControlError, ControlReply, HostPaused, Intensity, Listing, NodeStopping, Paused,
-    PoolInfo, RestartStrategy, Restarted, SettingChanged, SupSummary, Tree,
+    PoolInfo, RestartStrategy, Restarted, SettingChanged, SupSummary, TrapReopened, Tree,
 };
 pub use shards::SHARD_DEADLINE;
 pub use sup::ExitReason;
 pub use types::{
-    BrokenLink, HostRecord, IndexCounts, Job, LastFetch, Millis, NewLink, OperationSpec,
-    PageRecord, PendingUrl, ProcessedUrl, ROBOTS_BLOCKED, RobotsStatus, SEARCH_EXACT,
-    SEARCH_OPERATION, SEARCH_RESULTS, SearchResult, StoreCounts, UrlKey, now_ms,
+    BrokenLink, ClosedFamily, HostRecord, IndexCounts, Job, LastFetch, Millis, NewLink,
+    OperationSpec, PageRecord, PendingUrl, ProcessedUrl, ROBOTS_BLOCKED, RobotsStatus,
+    SEARCH_EXACT, SEARCH_OPERATION, SEARCH_RESULTS, SearchResult, StoreCounts, TRAP_SAMPLES,
+    TRAPPED, TrapFamily, TrapMark, UrlKey, now_ms,
 };

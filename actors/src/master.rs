@@ -72,6 +72,9 @@ pub(crate) struct MasterState {
     seeds: SeedReplies<AddUrlReply>,
     idle_waiters: Vec<RpcReplyPort<IdleReason>>,
     drain_waiters: Vec<RpcReplyPort<()>>,
+    /// Operators who reopened a trap family, answered once the store has
+    /// released its URLs.
+    reopen_waiters: Vec<(String, RpcReplyPort<Option<u64>>)>,
 }
 
 #[derive(Debug)]
@@ -116,6 +119,7 @@ impl Actor for Master {
             seeds: SeedReplies::default(),
             idle_waiters: Vec::new(),
             drain_waiters: Vec::new(),
+            reopen_waiters: Vec::new(),
         })
     }
 
@@ -212,6 +216,12 @@ impl Actor for Master {
                 cycle(state, false, true);
             }
             MasterMsg::NodeStopping { node } => state.window.departures.stopping(&node),
+            MasterMsg::ReopenTrap { family, reply } => {
+                let lifted = state.window.reopen_trap(&family);
+                tracing::debug!(%family, lifted, "an operator reopens a trap family");
+                state.reopen_waiters.push((family, reply));
+                cycle(state, true, true);
+            }
             MasterMsg::Drain { timeout, reply } => drain(state, timeout, reply, now),
         }
         if state.window.draining() {
@@ -384,6 +394,15 @@ async fn finish_cycle(state: &mut MasterState) -> Result<(), ActorProcessingErr>
     answer_written(state.seeds.written());
     let live = protocol::live_nodes(&state.cfg.pool_name());
     let after = cycle_done(&mut state.window, &mut result, &live, now);
+    for (family, released) in &result.reopened {
+        let (answered, waiting) = std::mem::take(&mut state.reopen_waiters)
+            .into_iter()
+            .partition(|(f, _)| f == family);
+        state.reopen_waiters = waiting;
+        for (_, reply) in answered {
+            let _ = reply.send(*released);
+        }
+    }
     for (node, jobs) in after.dispatch {
         protocol::send_to_pool(&state.cfg.pool_name(), &node, PoolMsg::Dispatch(jobs));
     }

@@ -322,10 +322,6 @@ pub struct Status {
     /// Pages fetched since the app started (across master restarts).
     pub fetched_this_run: u64,
     pub errors_this_run: u64,
-    /// Links and claimed URLs the trap defence refused since the master
-    /// started.
-    #[serde(default)]
-    pub trapped: u64,
     /// The run's average: pages fetched this run over `elapsed_ms`. It
     /// falls slowly while the crawl is idle; the rate now is
     /// `recent_pages_per_sec`.
@@ -458,6 +454,13 @@ pub(crate) enum MasterMsg {
     /// are handed over ([`crate::departures`]).
     NodeStopping {
         node: String,
+    },
+    /// An operator reopens a trap family (from this node's control actor):
+    /// the guard lifts it for good and the store releases its URLs; the
+    /// answer is how many (`None`: the store knows no family of that name).
+    ReopenTrap {
+        family: String,
+        reply: RpcReplyPort<Option<u64>>,
     },
     /// Graceful stop: stop claiming, let running slaves finish (up to the
     /// timeout), write everything, return unstarted URLs to pending.
@@ -1004,6 +1007,17 @@ pub enum ControlRequest {
     Changes {
         host: Option<String>,
         limit: usize,
+    },
+    /// The families the trap defence closed (`TrapFamily`: host, name,
+    /// rule, when, pages judged, URLs refused and a few of them), by host
+    /// then name, as `{"total", "items": [the first `limit`]}`.
+    Traps {
+        limit: usize,
+    },
+    /// Reopen a trap family: it is never closed again on this store, and
+    /// the URLs it refused go back to pending (`TrapReopened`).
+    ReopenTrap {
+        family: String,
     },
 }
 

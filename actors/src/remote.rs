@@ -7,8 +7,8 @@ use crate::cluster::{ClusterError, join, start_node};
 use crate::hosts::HostListing;
 use crate::monitor::{Availability, StatusEvent};
 use crate::protocol::{CONTROL_GROUP, ControlMsg, ControlRequest, MAX_REQUEST_BYTES, Status};
-use crate::reply::{ControlError, ControlReply, Listing, from_wire};
-use crate::types::{Millis, OperationSpec, PendingUrl, ProcessedUrl, SearchResult};
+use crate::reply::{ControlError, ControlReply, Listing, TrapReopened, from_wire};
+use crate::types::{Millis, OperationSpec, PendingUrl, ProcessedUrl, SearchResult, TrapFamily};
 use ractor::ActorRef;
 use ractor_cluster::NodeServerMessage;
 use serde::de::DeserializeOwned;
@@ -78,6 +78,21 @@ impl ControlClient {
         request: &ControlRequest,
     ) -> Result<T, ControlError> {
         serde_json::from_value(self.call(request).await?).map_err(ControlError::BadReply)
+    }
+
+    /// The families the trap defence closed, the first `limit` (see
+    /// [`ControlRequest::Traps`]).
+    pub async fn traps(&self, limit: usize) -> Result<Listing<TrapFamily>, ControlError> {
+        self.typed(&ControlRequest::Traps { limit }).await
+    }
+
+    /// Reopen a trap family: never closed again on this store, and the
+    /// URLs it refused go back to pending (see [`ControlRequest::ReopenTrap`]).
+    pub async fn reopen_trap(&self, family: &str) -> Result<TrapReopened, ControlError> {
+        let request = ControlRequest::ReopenTrap {
+            family: family.to_string(),
+        };
+        self.typed(&request).await
     }
 
     /// `add_url` on the master; returns the normalized URL. A URL already

@@ -15,7 +15,7 @@ use crate::outage::utc_time;
 use crate::protocol::{
     AddUrlError, ChildInfo, ChildRole, ControlRequest, NodeInfo, Setting, Status,
 };
-use crate::types::{Millis, PendingUrl, ProcessedUrl, SearchResult};
+use crate::types::{Millis, PendingUrl, ProcessedUrl, SearchResult, TrapFamily};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -44,6 +44,8 @@ pub enum ControlReply {
     Availability(Listing<Availability>),
     Changes(Listing<StatusEvent>),
     Hosts(HostListing),
+    Traps(Listing<TrapFamily>),
+    TrapReopened(TrapReopened),
 }
 
 impl ControlReply {
@@ -78,6 +80,8 @@ impl ControlReply {
             ControlRequest::Availability { .. } => Self::Availability(as_(value)?),
             ControlRequest::Changes { .. } => Self::Changes(as_(value)?),
             ControlRequest::Hosts { .. } => Self::Hosts(as_(value)?),
+            ControlRequest::Traps { .. } => Self::Traps(as_(value)?),
+            ControlRequest::ReopenTrap { .. } => Self::TrapReopened(as_(value)?),
         })
     }
 }
@@ -178,6 +182,14 @@ pub struct Restarted {
     pub child: ChildRole,
 }
 
+/// `reopen-trap FAMILY`: the family, now allowed for good on this store,
+/// and how many of the URLs it refused went back to pending.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TrapReopened {
+    pub family: String,
+    pub released: u64,
+}
+
 /// The first rows of a listing, and how many there are in all.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Listing<T> {
@@ -233,6 +245,12 @@ pub enum ControlError {
     NoSuchNode { node: String, live: Vec<String> },
     #[error("no actor {0:?}: try master, sup or config")]
     NoSuchActor(String),
+    /// `reopen-trap` of a name the store knows no trap family by.
+    #[error(
+        "no trap family {family:?} in this store: `traps` (console) or `report traps` (CLI) \
+         lists them by name"
+    )]
+    NoSuchTrapFamily { family: String },
     #[error(transparent)]
     AddUrl(#[from] AddUrlError),
     #[error(transparent)]

@@ -73,7 +73,6 @@ impl StatusDraft {
             requests_in_flight: 0,
             fetched_this_run: fetched,
             errors_this_run: window.errors(),
-            trapped: window.trapped(),
             pages_per_sec: average_per_sec(fetched, facts.elapsed_ms),
             recent_pages_per_sec: rate.per_sec(now, fetched),
             elapsed_ms: facts.elapsed_ms,

@@ -11,16 +11,19 @@ use crate::departures::HandOverStep;
 use crate::indexer::ShardQueue;
 use crate::protocol::MASTER_LOG;
 use crate::shards;
-use crate::types::{Job, Millis, UrlKey, now_ms};
+use crate::types::{ClosedFamily, Job, Millis, UrlKey, now_ms};
 use std::sync::Arc;
 use std::time::Instant;
 use tokio::task::JoinHandle;
 
-/// One store cycle's work. Its steps run in this order: releases; lease
-/// renewals (after a long outage a lease that lapsed meanwhile is renewed
-/// before a claim could take its URL again); the sweep of watched URLs due
-/// again; the batch's writes and the claim (one call, so the results just
-/// written free their room before the claim is sized); the idle check.
+/// One store cycle's work. Its steps run in this order: the trap closures
+/// a new master restores (before anything it claims is judged); releases;
+/// lease renewals (after a long outage a lease that lapsed meanwhile is
+/// renewed before a claim could take its URL again); the sweep of watched
+/// URLs due again; the batch's writes and the claim (one call, so the
+/// results just written free their room before the claim is sized); the
+/// trap families an operator reopened (after the batch, which may hold
+/// URLs they refused); the idle check.
 #[derive(Debug, Default)]
 pub struct CycleWork {
     /// Return every URL this node leased to pending except these: what a
@@ -42,6 +45,11 @@ pub struct CycleWork {
     /// A step of a departed node's hand-over (`Frontier::hand_over`),
     /// before the claim, so that the pages it queues can be claimed.
     pub hand_over: Option<HandOverStep>,
+    /// Read the store's trap closures (`Frontier::trap_closures`): a
+    /// master's first cycle, with the trap defence on.
+    pub load_closures: bool,
+    /// Trap families an operator reopened (`Frontier::reopen_trap_family`).
+    pub reopen: Vec<String>,
 }
 
 /// One store call of a cycle, with what it needs taken out of the work.
@@ -61,6 +69,11 @@ pub enum Step {
         now: Millis,
         step: HandOverStep,
     },
+    LoadClosures,
+    Reopen {
+        now: Millis,
+        families: Vec<String>,
+    },
     /// Shared with the store, which may keep it while it retries.
     CommitAndClaim {
         batch: Arc<CommitBatch>,
@@ -79,10 +92,15 @@ impl CycleWork {
             && !self.idle_check
             && self.sweep.is_none()
             && self.hand_over.is_none()
+            && !self.load_closures
+            && self.reopen.is_empty()
     }
 
     /// The next step, taken out of the work; `None` once all are done.
     pub fn take_step(&mut self, now: Millis) -> Option<Step> {
+        if std::mem::take(&mut self.load_closures) {
+            return Some(Step::LoadClosures);
+        }
         if let Some(keep) = self.release_all_but.take() {
             return Some(Step::ReleaseAllBut(keep));
         }
@@ -104,6 +122,12 @@ impl CycleWork {
                 claim: self.claim.take(),
             });
         }
+        if !self.reopen.is_empty() {
+            return Some(Step::Reopen {
+                now,
+                families: std::mem::take(&mut self.reopen),
+            });
+        }
         if std::mem::take(&mut self.idle_check) {
             return Some(Step::FrontierEmpty);
         }
@@ -119,6 +143,8 @@ impl CycleWork {
             Step::ExtendLeases { keys, until } => self.extend = Some((keys, until)),
             Step::RequeueDue { limit, .. } => self.sweep = Some(limit),
             Step::HandOver { step, .. } => self.hand_over = Some(step),
+            Step::LoadClosures => self.load_closures = true,
+            Step::Reopen { families, .. } => self.reopen = families,
             Step::CommitAndClaim { batch, claim } => {
                 self.batch = Arc::try_unwrap(batch).unwrap_or_else(|kept| (*kept).clone());
                 self.claim = claim;
@@ -211,6 +237,11 @@ pub(crate) struct CycleResult {
     /// The nodes the store says fetched pages, read by a new master's
     /// first cycle (after releasing its predecessor's leases).
     pub(crate) nodes_with_pages: Option<Vec<String>>,
+    /// The store's trap closures, read by a new master's first cycle.
+    pub(crate) closures: Option<Vec<ClosedFamily>>,
+    /// The trap families reopened, and how many URLs each released
+    /// (`None`: the store knows no family of that name).
+    pub(crate) reopened: Vec<(String, Option<u64>)>,
 }
 
 /// Run `work`'s steps against `store` for the node `owner`; then the
@@ -248,6 +279,8 @@ async fn run_cycle(
             Ok(Done::FrontierEmpty(empty)) => result.frontier_empty = Some(empty),
             Ok(Done::HandedOver(node, done)) => result.handed_over = Some((node, done)),
             Ok(Done::Recovered(nodes)) => result.nodes_with_pages = Some(nodes),
+            Ok(Done::Closures(closures)) => result.closures = Some(closures),
+            Ok(Done::Reopened(reopened)) => result.reopened = reopened,
             Err(e) => {
                 work.put_back(step);
                 return Err(e);
@@ -272,6 +305,8 @@ enum Done {
     FrontierEmpty(bool),
     HandedOver(String, HandOver),
     Recovered(Vec<String>),
+    Closures(Vec<ClosedFamily>),
+    Reopened(Vec<(String, Option<u64>)>),
 }
 
 async fn run_step(store: &dyn Frontier, owner: &str, step: &Step) -> Result<Done, StoreError> {
@@ -313,6 +348,18 @@ async fn run_step(store: &dyn Frontier, owner: &str, step: &Step) -> Result<Done
             return Ok(Done::Committed(summary, claimed));
         }
         Step::FrontierEmpty => return Ok(Done::FrontierEmpty(store.frontier_empty().await?)),
+        Step::LoadClosures => return Ok(Done::Closures(store.trap_closures().await?)),
+        Step::Reopen { now, families } => {
+            let mut reopened = Vec::with_capacity(families.len());
+            for family in families {
+                let released = store.reopen_trap_family(family, *now).await?;
+                if let Some(released) = released {
+                    tracing::info!(target: MASTER_LOG, %family, released, "trap family reopened");
+                }
+                reopened.push((family.clone(), released));
+            }
+            return Ok(Done::Reopened(reopened));
+        }
     }
     Ok(Done::Nothing)
 }
@@ -395,6 +442,8 @@ mod tests {
                 after: None,
                 limit: 10,
             }),
+            load_closures: true,
+            reopen: vec!["h/cal/{n}/".into()],
         }
     }
 
@@ -411,6 +460,8 @@ mod tests {
             Step::HandOver { .. } => "hand_over",
             Step::CommitAndClaim { .. } => "commit_and_claim",
             Step::FrontierEmpty => "frontier_empty",
+            Step::LoadClosures => "trap_closures",
+            Step::Reopen { .. } => "reopen",
         }
     }
 
@@ -420,12 +471,14 @@ mod tests {
         assert_eq!(
             names(&mut work),
             [
+                "trap_closures",
                 "release_all_but",
                 "release",
                 "extend",
                 "requeue_due",
                 "hand_over",
                 "commit_and_claim",
+                "reopen",
                 "frontier_empty"
             ]
         );
@@ -459,7 +512,7 @@ mod tests {
     #[test]
     fn a_step_put_back_is_the_next_again_with_its_batch_whole() {
         let mut work = full_work();
-        for _ in 0..5 {
+        for _ in 0..6 {
             work.take_step(T0);
         }
         let step = work.take_step(T0).unwrap();
@@ -473,7 +526,10 @@ mod tests {
         assert_eq!(work.batch.pages.len(), 1);
         assert!(work.claim.is_some());
         assert_eq!(held_by_store.pages.len(), 1);
-        assert_eq!(names(&mut work), ["commit_and_claim", "frontier_empty"]);
+        assert_eq!(
+            names(&mut work),
+            ["commit_and_claim", "reopen", "frontier_empty"]
+        );
     }
 
     #[tokio::test]
@@ -544,6 +600,12 @@ mod tests {
             self.call("nodes_with_pages")
                 .map(|()| vec!["gone".to_string()])
         }
+        async fn trap_closures(&self) -> Result<Vec<ClosedFamily>, StoreError> {
+            self.call("trap_closures").map(|()| Vec::new())
+        }
+        async fn reopen_trap_family(&self, _: &str, _: Millis) -> Result<Option<u64>, StoreError> {
+            self.call("reopen").map(|()| Some(3))
+        }
     }
 
     #[tokio::test]
@@ -555,6 +617,7 @@ mod tests {
         assert_eq!(
             *store.calls.lock().unwrap(),
             [
+                "trap_closures",
                 "release_all_but",
                 "nodes_with_pages",
                 "release",
@@ -563,9 +626,12 @@ mod tests {
                 "hand_over",
                 "commit",
                 "claim",
+                "reopen",
                 "frontier_empty"
             ]
         );
+        assert_eq!(result.closures, Some(Vec::new()));
+        assert_eq!(result.reopened, [("h/cal/{n}/".to_string(), Some(3))]);
         assert_eq!(
             result.handed_over,
             Some(("w1".to_string(), HandOver::default()))
@@ -578,11 +644,13 @@ mod tests {
         // The commit fails: the releases, the renewal, the sweep and the
         // hand-over are done.
         let store = Recording {
-            fail_at: Some(7),
+            fail_at: Some(8),
             ..Recording::default()
         };
         let mut work = full_work();
         assert!(run_cycle(&store, "n1", &mut work, None).await.is_err());
+        assert!(!work.load_closures, "the closures were read");
+        assert_eq!(work.reopen.len(), 1, "the reopen is still to do");
         assert!(work.release_all_but.is_none() && work.release.is_empty());
         assert!(work.extend.is_none() && work.sweep.is_none() && work.hand_over.is_none());
         assert_eq!(work.batch.pages.len(), 1);

@@ -1,6 +1,8 @@
 //! Plain data that travels between actors and into the store.
 
+use crate::traps::{TrapClosure, TrapReason, TrapRule, TrapScope};
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use std::fmt;
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -341,7 +343,102 @@ pub struct PendingUrl {
     /// The URL's own watch interval (`add_url … every`; 0: `off`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub check_every_ms: Option<Millis>,
+    /// Status `trapped`: the rule that refused it and the family it names.
+    #[serde(default, flatten, skip_serializing_if = "Option::is_none")]
+    pub trap: Option<TrapMark>,
 }
+
+/// The `status` of a URL in `pending_urls` the trap defence refused: kept,
+/// with what a later fetch needs, but neither pending nor processing.
+pub const TRAPPED: &str = "trapped";
+
+/// Why the trap defence refused a URL, as its `pending_urls` row keeps it:
+/// the rule's code and the family's name (`trap_rule`, `trap_family`).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct TrapMark {
+    #[serde(rename = "trap_rule")]
+    pub rule: TrapRule,
+    #[serde(rename = "trap_family")]
+    pub family: String,
+}
+
+impl TrapMark {
+    pub fn of(reason: &TrapReason) -> Self {
+        Self {
+            rule: reason.rule(),
+            family: reason.family(),
+        }
+    }
+}
+
+/// A family the trap defence closed, as the store keeps it
+/// (`trap_closures`, keyed by `family`): what closed it and when, and
+/// whether an operator reopened it (an allowed family is never closed
+/// again on this store).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ClosedFamily {
+    /// Its name and key: a pattern, a path's query space (`h/shop?`), a
+    /// host or a directory ([`TrapReason::family`]).
+    pub family: String,
+    pub host: String,
+    pub rule: TrapRule,
+    pub scope: TrapScope,
+    /// Why, in words (`trap: …`).
+    pub reason: String,
+    /// Why, as the guard says it (what a restarted master restores).
+    pub detail: TrapReason,
+    pub closed_at: Millis,
+    /// Pages of the family judged before it closed.
+    pub pages: u32,
+    /// When an operator reopened it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reopened_at: Option<Millis>,
+    /// Reopened by an operator: never closed again on this store.
+    #[serde(default)]
+    pub allowed: bool,
+}
+
+impl ClosedFamily {
+    pub fn of(closure: &TrapClosure) -> Self {
+        let reason = &closure.reason;
+        Self {
+            family: reason.family(),
+            host: reason.host().to_string(),
+            rule: reason.rule(),
+            scope: reason.rule().scope(),
+            reason: reason.to_string(),
+            detail: reason.clone(),
+            closed_at: closure.closed_at,
+            pages: closure.pages,
+            reopened_at: None,
+            allowed: false,
+        }
+    }
+
+    /// The closure, for a master to restore.
+    pub fn closure(&self) -> TrapClosure {
+        TrapClosure {
+            reason: self.detail.clone(),
+            closed_at: self.closed_at,
+            pages: self.pages,
+        }
+    }
+}
+
+/// A closed family as `report traps` lists it: its closure, how many URLs
+/// it holds refused now, and the first of them.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TrapFamily {
+    #[serde(flatten)]
+    pub closed: ClosedFamily,
+    /// URLs in `pending_urls` with status `trapped` under this family.
+    pub refused: u64,
+    /// The first few of them, oldest first.
+    pub samples: Vec<String>,
+}
+
+/// Sample URLs `report traps` lists per family.
+pub const TRAP_SAMPLES: usize = 5;
 
 /// A page that answered 4xx/5xx or could not be fetched, with who links to it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -365,6 +462,13 @@ pub struct StoreCounts {
     pub robots_blocked: u64,
     pub duplicates: u64,
     pub search_results: u64,
+    /// Left out by the trap defence (`pending_urls` rows with status
+    /// `trapped`): neither pending nor processing.
+    #[serde(default)]
+    pub trapped: u64,
+    /// The same by the rule that refused them (only rules with some).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub trapped_by_rule: BTreeMap<TrapRule, u64>,
 }
 
 impl StoreCounts {

@@ -8,7 +8,9 @@
 //! `Master` actor feeds it messages and carries out the
 //! [`CycleWork`] it hands out, one store cycle at a time.
 
-use crate::behaviour::{ClaimRequest, CommitBatch, ProcessedPage, Retry, WhyUnreachable};
+use crate::behaviour::{
+    ClaimRequest, CommitBatch, ProcessedPage, Retry, TrappedClaim, TrappedLink, WhyUnreachable,
+};
 use crate::cluster::{HostHold, Move, choose_node, rebalance};
 use crate::config::CrawlConfig;
 use crate::departures::{Departures, HandOverStep};
@@ -20,14 +22,20 @@ use crate::outage::{Outage, StoreHealth, Verdict};
 use crate::protocol::{IdleReason, NodeInfo, SlaveReport};
 use crate::refusals::{OnRefusal, REFUSED_RETRY_MS, Refusals};
 use crate::store_cycle::CycleWork;
-use crate::traps::TrapGuard;
-use crate::types::{Job, Millis, NewLink, PageRecord, ROBOTS_BLOCKED, UrlKey};
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use crate::traps::{TrapClosure, TrapGuard, TrapReason, TrapRule};
+use crate::types::{
+    ClosedFamily, Job, Millis, NewLink, PageRecord, ROBOTS_BLOCKED, TrapMark, UrlKey,
+};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 /// How often availability monitoring looks for watched URLs due, and how
 /// many it queues at least each time (else a window's worth).
 const SWEEP_EVERY_MS: Millis = 1_000;
 const SWEEP_MIN: usize = 256;
+
+/// Soft-404 hosts and session-copy patterns a master remembers having
+/// stored the closure of (see `Window::announce`).
+const ANNOUNCED_MAX: usize = 10_000;
 
 /// How long a starting master waits for pools to answer `Resync`.
 pub const RECOVERY_WAIT_MS: Millis = 3_000;
@@ -141,11 +149,23 @@ pub struct Window {
     fetched: u64,
     errors: u64,
     /// The trap defence, when on: fed every fetched page, asked about every
-    /// link and every claimed URL. Its memory is rebuilt by a restarted
-    /// master from the pages it sees.
+    /// link and every claimed URL. The closures it makes are written with
+    /// the batch; a restarted master gets them back from the store
+    /// ([`Window::restore_traps`]) and learns the rest again from the
+    /// pages it sees.
     traps: Option<TrapGuard>,
     /// Links and claimed URLs the trap defence refused.
     trapped: u64,
+    /// Whether the store's trap closures were asked for (a master's first
+    /// cycle does, with the trap defence on).
+    closures_asked: bool,
+    /// Soft-404 hosts and session-copy patterns whose closure this master
+    /// wrote: the first URL either refuses stores it (they close nothing
+    /// the guard keeps). Bounded: emptied past [`ANNOUNCED_MAX`].
+    announced: HashSet<String>,
+    /// Families an operator reopened: the store releases their URLs in
+    /// the next cycle, after the batch in hand.
+    reopen: Vec<String>,
     /// Whether every host of this run refused its connection (a one-shot
     /// crawl then ends at once rather than after its retries).
     refusals: Refusals,
@@ -172,6 +192,9 @@ impl Window {
         Self {
             traps: cfg.traps.clone().map(TrapGuard::new),
             trapped: 0,
+            closures_asked: false,
+            announced: HashSet::new(),
+            reopen: Vec::new(),
             refusals: Refusals::new(!cfg.keep_retrying_robots),
             store: StoreHealth::new(cfg.store_outage_limit),
             cfg,
@@ -583,9 +606,10 @@ impl Window {
         }
     }
 
-    /// Trap defence for a fetched page: learn from it, and drop the links
-    /// it refuses (they never enter the frontier). A soft 404 is recorded
-    /// as such, and none of its links are followed.
+    /// Trap defence for a fetched page: learn from it, and take out the
+    /// links it refuses: the page carries them apart (`trapped`), and the
+    /// store keeps each with its rule and family, not to be fetched. A
+    /// soft 404 is recorded as such, and none of its links are followed.
     fn guard_links(&mut self, page: &mut ProcessedPage, now: Millis) {
         let Some(traps) = &mut self.traps else {
             return;
@@ -594,28 +618,50 @@ impl Window {
             && let Some(soft) = traps.soft_404(&page.record.url, hash)
         {
             self.trapped += page.links.len() as u64;
-            page.links.clear();
+            let trap = TrapMark::of(&soft);
+            page.trapped = (page.links.drain(..))
+                .map(|link| TrappedLink {
+                    link,
+                    trap: trap.clone(),
+                })
+                .collect();
             page.record.error = Some(soft.to_string());
+            self.announce(&soft, now);
             return;
         }
-        if let Some(hash) = page.simhash
-            && let Some(closed) = traps.observe(
+        if let Some(hash) = page.simhash {
+            traps.observe(
                 &page.record.url,
                 hash,
                 &page.shingles,
                 page.links.iter().map(|l| l.url.as_str()),
                 now,
-            )
-        {
-            tracing::info!(reason = %closed, "crawler trap closed");
+            );
+            for closure in traps.take_closures() {
+                tracing::info!(reason = %closure.reason, "crawler trap closed");
+                self.batch.closures.push(closure);
+            }
         }
-        let before = page.links.len();
-        page.links.retain(|l| traps.admit(&l.url, now).is_ok());
-        self.trapped += (before - page.links.len()) as u64;
+        let mut reasons = Vec::new();
+        let refused: Vec<NewLink> = (page.links)
+            .extract_if(.., |l| match traps.admit(&l.url, now) {
+                Ok(()) => false,
+                Err(reason) => {
+                    reasons.push(reason);
+                    true
+                }
+            })
+            .collect();
+        self.trapped += refused.len() as u64;
+        for (link, reason) in refused.into_iter().zip(reasons) {
+            self.announce(&reason, now);
+            let trap = TrapMark::of(&reason);
+            page.trapped.push(TrappedLink { link, trap });
+        }
     }
 
-    /// Trap defence for claimed URLs: those it refuses are recorded as
-    /// processed with the reason instead of being fetched.
+    /// Trap defence for claimed URLs: those it refuses are not fetched;
+    /// their rows become `trapped`, with the rule and the family.
     fn guard_claimed(&mut self, claimed: Vec<Job>, now: Millis) -> Vec<Job> {
         let Some(traps) = &mut self.traps else {
             return claimed;
@@ -636,11 +682,77 @@ impl Window {
             .collect();
         for (job, reason) in refused {
             self.trapped += 1;
-            self.reported.push(job.clone());
-            let page = self.failed_page(job, None, reason.to_string());
-            self.batch.pages.push(page);
+            self.announce(&reason, now);
+            self.batch.trapped_claims.push(TrappedClaim {
+                key: job.key(),
+                trap: TrapMark::of(&reason),
+            });
+            self.reported.push(job);
         }
         admitted
+    }
+
+    /// A refusal by a rule that closes nothing the guard keeps (a soft-404
+    /// host, a session copy): the first one of its family this master sees
+    /// stores its closure, so `report traps` lists the family (the store
+    /// keeps the first it is given).
+    fn announce(&mut self, reason: &TrapReason, now: Millis) {
+        if !matches!(reason.rule(), TrapRule::Soft404 | TrapRule::SessionCopy) {
+            return;
+        }
+        if self.announced.len() >= ANNOUNCED_MAX {
+            self.announced.clear();
+        }
+        if self.announced.insert(reason.family()) {
+            self.batch.closures.push(TrapClosure {
+                reason: reason.clone(),
+                closed_at: now,
+                pages: 1,
+            });
+        }
+    }
+
+    /// The trap closures the store kept, at a master's start: closed ones
+    /// refuse at once (until they would have lifted), allowed ones stay
+    /// open for good.
+    pub fn restore_traps(&mut self, closures: &[ClosedFamily], now: Millis) {
+        let Some(traps) = &mut self.traps else {
+            return;
+        };
+        let mut allowed = 0;
+        for closed in closures {
+            if closed.allowed {
+                traps.allow(&closed.family);
+                allowed += 1;
+            } else {
+                traps.restore(&closed.closure(), now);
+            }
+        }
+        if !closures.is_empty() {
+            tracing::info!(
+                closed = closures.len() - allowed,
+                allowed,
+                "trap closures read from the store"
+            );
+        }
+    }
+
+    /// An operator reopens the trap family `family`: the guard lifts it
+    /// and never closes it again, and the next cycle has the store release
+    /// its URLs (after the batch in hand, which may hold some it refused).
+    /// Returns whether the guard had it closed.
+    pub fn reopen_trap(&mut self, family: &str) -> bool {
+        let lifted = self.traps.as_mut().is_some_and(|t| t.allow(family));
+        self.reopen.push(family.to_string());
+        lifted
+    }
+
+    /// The store knows no trap family `family`: the guard takes back its
+    /// allow (a typo must not keep a future trap open).
+    pub fn no_such_trap(&mut self, family: &str) {
+        if let Some(traps) = &mut self.traps {
+            traps.disallow(family);
+        }
     }
 
     fn failed_page(&self, job: Job, status: Option<u16>, error: String) -> ProcessedPage {
@@ -707,12 +819,15 @@ impl Window {
     }
 
     /// A link found outside a page (a host's sitemap): written in the next
-    /// cycle like a seed, unless the trap defence refuses it.
+    /// cycle like a seed; one the trap defence refuses is kept `trapped`.
     pub fn add_link(&mut self, link: NewLink, now: Millis) {
         if let Some(traps) = &mut self.traps
-            && traps.admit(&link.url, now).is_err()
+            && let Err(reason) = traps.admit(&link.url, now)
         {
             self.trapped += 1;
+            self.announce(&reason, now);
+            let trap = TrapMark::of(&reason);
+            self.batch.trapped.push(TrappedLink { link, trap });
             return;
         }
         self.batch.seeds.push(link);
@@ -759,8 +874,15 @@ impl Window {
             extend: self.leases_due(now),
             ..CycleWork::default()
         };
-        if write || !self.batch.seeds.is_empty() {
+        // A reopened family's URLs are released after the batch in hand
+        // is written: it may hold some the family refused.
+        if write || !self.batch.seeds.is_empty() || !self.reopen.is_empty() {
             work.batch = self.take_batch(now);
+        }
+        work.reopen = std::mem::take(&mut self.reopen);
+        if self.traps.is_some() && !self.closures_asked {
+            work.load_closures = true;
+            self.closures_asked = true;
         }
         if claim {
             work.claim = self.claim_request(now);
@@ -853,6 +975,12 @@ impl Window {
         let mut release = work.release;
         release.append(&mut self.release);
         self.release = release;
+        let mut reopen = work.reopen;
+        reopen.append(&mut self.reopen);
+        self.reopen = reopen;
+        if work.load_closures {
+            self.closures_asked = false;
+        }
         if work.release_all_but.is_some() || work.claim.is_some() {
             self.release_all_but = Some(self.outstanding.keys().cloned().collect());
         }
@@ -1038,6 +1166,7 @@ impl Window {
             && self.release.is_empty()
             && self.release_all_but.is_none()
             && self.recovery.is_none()
+            && self.reopen.is_empty()
     }
 
     pub fn pause(&mut self, paused: bool) {
@@ -1099,6 +1228,8 @@ impl Window {
         self.errors
     }
 
+    /// Links and claimed URLs the trap defence refused (a URL refused
+    /// twice counts twice); the store counts the URLs.
     pub fn trapped(&self) -> u64 {
         self.trapped
     }
@@ -1361,6 +1492,10 @@ mod tests {
     fn nothing_is_claimed_while_recovering_paused_draining_or_without_pools() {
         let mut w = Window::new(cfg(), 0, 0, T0);
         w.begin_recovery(&nodes(&["a"]), T0);
+        // The trap closures are read at once; nothing is claimed.
+        let work = w.start_cycle(false, true, false, T0).unwrap();
+        assert!(work.load_closures && work.claim.is_none() && work.release_all_but.is_none());
+        w.cycle_done(Vec::new(), None, &nodes(&["a"]), T0);
         assert!(
             w.start_cycle(false, true, false, T0).is_none(),
             "recovering"
@@ -1864,34 +1999,67 @@ mod tests {
         )
     }
 
-    #[test]
-    fn trap_defence_drops_links_into_a_closed_pattern_and_records_claimed_ones() {
-        let mut w = running(cfg(), &["a"]);
+    /// Fetch calendar months until the trap defence refuses something;
+    /// returns the batch of the last cycle (which refused it).
+    fn crawl_calendar(w: &mut Window) -> CommitBatch {
         let mut month = 0;
-        while w.trapped() == 0 {
+        let mut closures = Vec::new();
+        loop {
             month += 1;
             assert!(month < 200, "the calendar never closed");
             let j = job(
                 "h",
                 &format!("/cal/{}/{:02}/", 2000 + month / 12, month % 12 + 1),
             );
-            claim(&mut w, vec![j.clone()], &["a"]);
+            claim(w, vec![j.clone()], &["a"]);
             w.on_report(calendar_page(&j, month % 12 + 1), T0);
-            w.start_cycle(true, false, false, T0).unwrap();
+            let mut batch = w.start_cycle(true, false, false, T0).unwrap().batch;
             w.cycle_done(Vec::new(), None, &nodes(&["a"]), T0);
+            closures.append(&mut batch.closures);
+            if w.trapped() > 0 {
+                assert!(month <= 40, "closed after {month} calendar pages");
+                batch.closures = closures;
+                return batch;
+            }
         }
-        assert!(month <= 40, "closed after {month} calendar pages");
-        // A claimed calendar URL is recorded with the reason, not fetched.
+    }
+
+    #[test]
+    fn trap_defence_keeps_refused_links_and_claims_with_their_rule_and_family() {
+        let mut w = running(cfg(), &["a"]);
+        let batch = crawl_calendar(&mut w);
+        // The closure is written, and so is every link it refused, apart
+        // from the links followed, with its rule and family.
+        assert_eq!(batch.closures.len(), 1, "{:?}", batch.closures);
+        let closure = &batch.closures[0];
+        let family = closure.family();
+        assert_eq!(family, "h/cal/{n}/{n}/");
+        let page = batch.pages.last().unwrap();
+        assert!(!page.trapped.is_empty());
+        for refused in &page.trapped {
+            assert!(refused.link.url.starts_with("http://h/cal/"), "{refused:?}");
+            assert_eq!(refused.trap.family, family);
+            assert_eq!(refused.trap.rule, closure.rule());
+        }
+        assert!(page.links.iter().all(|l| !l.url.contains("/cal/")));
+        // A claimed calendar URL is not fetched: its row becomes trapped.
         w.start_cycle(false, true, false, T0).unwrap();
         let cal = job("h", "/cal/1999/07/");
         let real = job("h", "/about");
         let after = w.cycle_done(vec![cal.clone(), real.clone()], None, &nodes(&["a"]), T0);
         assert_eq!(after.dispatch, vec![("a".to_string(), vec![real])]);
         let batch = w.start_cycle(true, false, false, T0).unwrap().batch;
-        assert_eq!(batch.pages.len(), 1);
-        assert_eq!(batch.pages[0].record.url, cal.url);
-        let error = batch.pages[0].record.error.clone().unwrap();
-        assert!(error.starts_with("trap: "), "{error}");
+        assert!(batch.pages.is_empty());
+        assert_eq!(
+            batch.trapped_claims,
+            [TrappedClaim {
+                key: cal.key(),
+                trap: TrapMark {
+                    rule: closure.rule(),
+                    family: family.clone()
+                }
+            }]
+        );
         // Trap defence off: nothing is refused.
         let mut off = cfg();
         off.traps = None;
@@ -1900,6 +2068,93 @@ mod tests {
         let after = w.cycle_done(vec![cal.clone()], None, &nodes(&["a"]), T0);
         assert_eq!(after.dispatch.len(), 1);
         assert_eq!(w.trapped(), 0);
+    }
+
+    #[test]
+    fn a_soft_404s_links_are_kept_trapped_and_its_host_closed_once() {
+        let mut w = running(cfg(), &["a"]);
+        w.soft_404_probe("http://h/no-such-page-x7", 0xabcd);
+        for n in 0..2 {
+            let j = job("h", &format!("/gone{n}"));
+            claim(&mut w, vec![j.clone()], &["a"]);
+            let links = vec![link("http://h/a"), link("http://h/b")];
+            w.on_report(page_with(&j, links, Some(0xabcd)), T0);
+        }
+        let batch = w.start_cycle(true, false, false, T0).unwrap().batch;
+        let trapped: Vec<(&str, TrapRule, &str)> = (batch.pages.iter())
+            .flat_map(|p| &p.trapped)
+            .map(|t| (t.link.url.as_str(), t.trap.rule, t.trap.family.as_str()))
+            .collect();
+        assert_eq!(trapped.len(), 4);
+        assert!(trapped.iter().all(|(_, rule, family)| *rule == TrapRule::Soft404 && *family == "h"));
+        assert!(batch.pages.iter().all(|p| p.links.is_empty()));
+        assert_eq!(batch.closures.len(), 1, "the soft-404 host is stored once");
+        assert_eq!(batch.closures[0].family(), "h");
+        // A sitemap's link it refuses is kept too.
+        w.cycle_done(Vec::new(), None, &nodes(&["a"]), T0);
+    }
+
+    #[test]
+    fn a_master_restores_the_stores_closures_and_allowed_families() {
+        let mut first = running(cfg(), &["a"]);
+        let closure = crawl_calendar(&mut first).closures.remove(0);
+        let stored = ClosedFamily::of(&closure);
+        let mut w = Window::new(cfg(), 0, 0, T0);
+        w.begin_recovery(&nodes(&["a"]), T0);
+        w.adopt("a", Vec::new());
+        assert!(w.end_recovery_if_due(T0));
+        let work = w.start_cycle(false, true, false, T0).unwrap();
+        assert!(work.load_closures, "a new master's first cycle reads them");
+        w.restore_traps(std::slice::from_ref(&stored), T0);
+        let cal = job("h", "/cal/1999/07/");
+        let after = w.cycle_done(vec![cal.clone()], None, &nodes(&["a"]), T0);
+        assert!(after.dispatch.is_empty(), "refused at once");
+        let next = w.start_cycle(true, true, false, T0).unwrap();
+        assert!(!next.load_closures, "read once");
+        assert_eq!(next.batch.trapped_claims.len(), 1);
+        assert!(next.batch.closures.is_empty(), "not written again");
+        // Allowed in the store: open for good.
+        let mut w = running(cfg(), &["a"]);
+        let allowed = ClosedFamily {
+            allowed: true,
+            ..stored
+        };
+        w.restore_traps(&[allowed], T0);
+        w.start_cycle(false, true, false, T0).unwrap();
+        let after = w.cycle_done(vec![cal], None, &nodes(&["a"]), T0);
+        assert_eq!(after.dispatch.len(), 1);
+    }
+
+    #[test]
+    fn a_reopened_family_is_released_after_the_batch_in_hand() {
+        let mut w = running(cfg(), &["a"]);
+        let closure = crawl_calendar(&mut w).closures.remove(0);
+        let family = closure.family();
+        // A refused claim waits in the batch when the operator reopens.
+        w.start_cycle(false, true, false, T0).unwrap();
+        let cal = job("h", "/cal/1999/07/");
+        w.cycle_done(vec![cal.clone()], None, &nodes(&["a"]), T0);
+        assert!(w.reopen_trap(&family), "the guard had it closed");
+        assert!(!w.holds_nothing(), "a reopen to do");
+        // The next cycle, write or not, writes the batch, then reopens.
+        let work = w.start_cycle(false, true, false, T0).unwrap();
+        assert_eq!(work.batch.trapped_claims.len(), 1);
+        assert_eq!(work.reopen, [family.clone()]);
+        // The store was away: the reopen is done by the next cycle.
+        let verdict = w.cycle_failed(work, T0, T0, "away".into());
+        assert!(matches!(verdict, Verdict::Began { .. }), "{verdict:?}");
+        let work = w.start_cycle(false, true, false, T0 + 60_000).unwrap();
+        assert_eq!(work.reopen, [family.clone()]);
+        assert_eq!(work.batch.trapped_claims.len(), 1);
+        w.cycle_done(Vec::new(), None, &nodes(&["a"]), T0 + 60_000);
+        // Fetched now, and never closed again however alike its pages.
+        w.start_cycle(false, true, false, T0).unwrap();
+        let after = w.cycle_done(vec![cal], None, &nodes(&["a"]), T0);
+        assert_eq!(after.dispatch.len(), 1);
+        // A name the store does not know: the guard forgets the allow.
+        w.reopen_trap("h/nothing/{n}/");
+        w.no_such_trap("h/nothing/{n}/");
+        assert!(!w.traps.as_ref().unwrap().allows("h/nothing/{n}/"));
     }
 
     #[test]
