@@ -2086,7 +2086,11 @@ mod tests {
             .map(|t| (t.link.url.as_str(), t.trap.rule, t.trap.family.as_str()))
             .collect();
         assert_eq!(trapped.len(), 4);
-        assert!(trapped.iter().all(|(_, rule, family)| *rule == TrapRule::Soft404 && *family == "h"));
+        assert!(
+            trapped
+                .iter()
+                .all(|(_, rule, family)| *rule == TrapRule::Soft404 && *family == "h")
+        );
         assert!(batch.pages.iter().all(|p| p.links.is_empty()));
         assert_eq!(batch.closures.len(), 1, "the soft-404 host is stored once");
         assert_eq!(batch.closures[0].family(), "h");

@@ -4,8 +4,8 @@
 
 use super::parse::parse_watch;
 use super::rows::{
-    AVAILABILITY_HEADER, CHANGES_HEADER, LIVE_HOSTS_HEADER, availability_row, change_row,
-    live_host_row, requests,
+    AVAILABILITY_HEADER, CHANGES_HEADER, LIVE_HOSTS_HEADER, TRAPS_HEADER, availability_row,
+    change_row, live_host_row, requests, trap_row, trapped_by_rule,
 };
 use anyhow::{Context, Result, bail};
 use serde_json::Value;
@@ -57,6 +57,10 @@ commands:
                               in flight, robots.txt, backoff, crawl delay, pages, sitemaps
   availability [HOST] [N]     watched URLs: checks, uptime, last failure, response times
   changes [HOST] [N]          watched URLs' changes (down, up, another body), newest first
+  traps [N]                   the families the trap defence closed: host, pattern or directory,
+                              rule, when, pages judged, URLs refused and a few of them
+  reopen_trap FAMILY          reopen a family (its name as `traps` lists it): never closed
+                              again on this store; the URLs it refused are fetched now
   pause | resume              stop/start handing out URLs
   pause HOST | resume HOST    stop/start fetching one host (host[:port], as `hosts` lists it)
   set delay MS                minimum delay between requests to a host (500, 500ms, 2s)
@@ -174,6 +178,14 @@ fn parse_line(line: &str) -> Result<Line> {
                 .first()
                 .map_or(Ok(LISTED), |n| n.parse().context("N must be a number"))?,
         },
+        ["traps", rest @ ..] if rest.len() <= 1 => ControlRequest::Traps {
+            limit: rest
+                .first()
+                .map_or(Ok(LISTED), |n| n.parse().context("N must be a number"))?,
+        },
+        ["reopen_trap", family] => ControlRequest::ReopenTrap {
+            family: family.to_string(),
+        },
         ["pause"] => ControlRequest::Pause,
         ["resume"] => ControlRequest::Resume,
         [cmd @ ("pause" | "resume"), host] => ControlRequest::PauseHost {
@@ -228,6 +240,12 @@ const USAGE: &[(&str, Option<&str>, &str)] = &[
     ("hosts", None, "hosts [N]"),
     ("availability", None, "availability [HOST] [N]"),
     ("changes", None, "changes [HOST] [N]"),
+    ("traps", None, "traps [N]"),
+    (
+        "reopen_trap",
+        Some("one family's name, as `traps` lists it"),
+        "reopen_trap FAMILY",
+    ),
     ("pause", None, "pause [HOST]"),
     ("resume", None, "resume [HOST]"),
     (
@@ -264,6 +282,13 @@ fn store_away(s: &Status) -> String {
         ),
         None => String::new(),
     }
+}
+
+/// `status`'s word on what the trap rules left out, by rule.
+fn trapped_line(s: &Status) -> String {
+    trapped_by_rule(&s.store)
+        .map(|line| format!("\nleft out by the trap defence: {line}"))
+        .unwrap_or_default()
 }
 
 /// `status`'s word on nodes that left for good: how many of their pages
@@ -316,7 +341,7 @@ pub(crate) fn rates(s: &Status) -> String {
 pub(crate) fn render(reply: &ControlReply) -> String {
     match reply {
         ControlReply::Status(s) => format!(
-            "node {}: {} processed, {} pending, {} claimed, {} failed, {} in flight, {}{}{}{}{}",
+            "node {}: {} processed, {} pending, {} claimed, {} failed, {} in flight, {}{}{}{}{}{}",
             s.node,
             s.store.processed,
             s.store.pending,
@@ -325,6 +350,7 @@ pub(crate) fn render(reply: &ControlReply) -> String {
             requests(s.requests_in_flight),
             rates(s),
             if s.paused { " (paused)" } else { "" },
+            trapped_line(s),
             index_line(s),
             store_away(s),
             handing_over(s)
@@ -366,7 +392,15 @@ pub(crate) fn render(reply: &ControlReply) -> String {
                 }
                 None => String::new(),
             };
-            format!("{}\t{}\tattempts {}{watch}", p.status, p.url, p.attempts)
+            let trap = p
+                .trap
+                .as_ref()
+                .map(|t| format!("\t{} {}", t.rule, t.family))
+                .unwrap_or_default();
+            format!(
+                "{}\t{}\tattempts {}{watch}{trap}",
+                p.status, p.url, p.attempts
+            )
         }),
         ControlReply::Pages(pages) => list(pages, |p| {
             let r = &p.record;
@@ -400,6 +434,11 @@ pub(crate) fn render(reply: &ControlReply) -> String {
             format!("{}\t{:?}\t{}", r.url, r.text, positions.join(","))
         }),
         ControlReply::Hosts(hosts) => hosts_listing(hosts),
+        ControlReply::Traps(traps) => format!("{TRAPS_HEADER}\n{}", counted(traps, trap_row)),
+        ControlReply::TrapReopened(r) => format!(
+            "reopened {}: {} URL(s) back to pending; it is never closed again on this store",
+            r.family, r.released
+        ),
         ControlReply::Availability(rows) => {
             format!("{AVAILABILITY_HEADER}\n{}", counted(rows, availability_row))
         }
@@ -800,6 +839,21 @@ mod tests {
         );
         assert!(parse_line("hosts many").is_err());
         assert_eq!(
+            parse_line("traps").unwrap(),
+            Line::Request(ControlRequest::Traps { limit: LISTED })
+        );
+        assert_eq!(
+            parse_line("reopen_trap 127.0.0.1:8080/cal/{n}/{n}/").unwrap(),
+            Line::Request(ControlRequest::ReopenTrap {
+                family: "127.0.0.1:8080/cal/{n}/{n}/".into()
+            })
+        );
+        assert_eq!(
+            parse_line("reopen_trap").unwrap_err().to_string(),
+            "reopen_trap needs one family's name, as `traps` lists it: reopen_trap FAMILY"
+        );
+        assert!(parse_line("reopen_trap a b").is_err());
+        assert_eq!(
             parse_line("availability 127.0.0.1:8080 5").unwrap(),
             Line::Request(ControlRequest::Availability {
                 host: Some("127.0.0.1:8080".into()),
@@ -959,6 +1013,7 @@ mod tests {
             lease_until: None,
             last_error: None,
             check_every_ms,
+            trap: None,
         };
         let pending = ControlReply::Pending(vec![
             row("http://a/", "pending", 0, Some(600_000)),
@@ -970,6 +1025,65 @@ mod tests {
             "pending\thttp://a/\tattempts 0\tevery 10min\n\
              processing\thttp://b/\tattempts 1\twatch off\n\
              pending\thttp://c/\tattempts 0"
+        );
+    }
+
+    #[test]
+    fn traps_render_each_family_with_why_and_what_it_refused() {
+        let traps = serde_json::json!({"total": 2, "items": [{
+            "family": "h:81/cal/{n}/{n}/", "host": "h:81", "rule": "barren",
+            "scope": "pattern",
+            "reason": "trap: pattern h:81/cal/{n}/{n}/ yields near-duplicate pages linking only back into h:81/cal/ (16 of 17)",
+            "detail": {"rule": "barren", "pattern": "h:81/cal/{n}/{n}/", "family": "h:81/cal/",
+                       "barren": 16, "pages": 17},
+            "closed_at": 1_748_779_384_000_i64, "pages": 17, "allowed": false,
+            "refused": 3, "samples": ["http://h:81/cal/2024/07/", "http://h:81/cal/2025/06/"],
+        }]});
+        let text = rendered(&ControlRequest::Traps { limit: 1 }, traps);
+        assert_eq!(
+            text,
+            "host\tfamily\trule\tclosed\tpages\trefused\tstate\n\
+             h:81\th:81/cal/{n}/{n}/\tbarren\t2025-06-01 12:03:04 UTC\t17\t3\tclosed\n\
+             \ttrap: pattern h:81/cal/{n}/{n}/ yields near-duplicate pages linking only back into h:81/cal/ (16 of 17)\n\
+             \thttp://h:81/cal/2024/07/\n\
+             \thttp://h:81/cal/2025/06/\n\
+             \t... 1 more\n\
+             ... 1 more (2 in all)"
+        );
+        let reopened = rendered(
+            &ControlRequest::ReopenTrap {
+                family: "h:81/cal/{n}/{n}/".into(),
+            },
+            serde_json::json!({"family": "h:81/cal/{n}/{n}/", "released": 3}),
+        );
+        assert_eq!(
+            reopened,
+            "reopened h:81/cal/{n}/{n}/: 3 URL(s) back to pending; it is never closed again on this store"
+        );
+    }
+
+    #[test]
+    fn status_and_pending_say_what_the_trap_rules_left_out() {
+        let mut s = Status::default();
+        s.store.trapped = 5;
+        s.store.trapped_by_rule = [
+            (web_crawler::actors::traps::TrapRule::Stale, 3),
+            (web_crawler::actors::traps::TrapRule::Barren, 2),
+        ]
+        .into();
+        assert!(
+            render(&ControlReply::Status(s))
+                .ends_with("\nleft out by the trap defence: 5 URLs (barren 2, stale 3)")
+        );
+        let json = serde_json::json!([{
+            "url": "http://a/tag/x/", "operation": [], "host": "a", "status": "trapped",
+            "depth": 2, "priority": 0.5, "attempts": 0, "referral_list": [], "d_change": 0,
+            "not_before": 0, "lease_until": null, "last_error": null,
+            "trap_rule": "stale", "trap_family": "a/tag/",
+        }]);
+        assert_eq!(
+            rendered(&ControlRequest::Pending { limit: 1 }, json),
+            "trapped\thttp://a/tag/x/\tattempts 0\tstale a/tag/"
         );
     }
 

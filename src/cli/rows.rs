@@ -3,7 +3,7 @@
 //! progress line borrows.
 
 use web_crawler::actors::outage::utc_time;
-use web_crawler::actors::{HostSummary, LiveRobots};
+use web_crawler::actors::{HostSummary, LiveRobots, TrapFamily};
 
 /// Requests running now, counted in words: `1 request`, `3 requests`.
 /// URLs claimed from the store are another number (`claimed`): at
@@ -14,6 +14,52 @@ pub(super) fn requests(n: u64) -> String {
         1 => "1 request".to_string(),
         n => format!("{n} requests"),
     }
+}
+
+/// The columns of `report traps` and the console's `traps`.
+pub(super) const TRAPS_HEADER: &str = "host\tfamily\trule\tclosed\tpages\trefused\tstate";
+
+/// One closed family: its row, then why, and the sample URLs it refused,
+/// each on a line of its own (indented).
+pub(super) fn trap_row(t: &TrapFamily) -> String {
+    let c = &t.closed;
+    let state = match (c.allowed, c.reopened_at) {
+        (true, Some(at)) => format!("reopened {}", utc_time(at)),
+        (true, None) => "allowed".to_string(),
+        (false, _) => "closed".to_string(),
+    };
+    let mut out = format!(
+        "{}\t{}\t{}\t{}\t{}\t{}\t{state}\n\t{}",
+        c.host,
+        c.family,
+        c.rule,
+        utc_time(c.closed_at),
+        c.pages,
+        t.refused,
+        c.reason
+    );
+    for url in &t.samples {
+        out.push_str(&format!("\n\t{url}"));
+    }
+    if t.refused > t.samples.len() as u64 {
+        out.push_str(&format!(
+            "\n\t... {} more",
+            t.refused - t.samples.len() as u64
+        ));
+    }
+    out
+}
+
+/// The line saying how many URLs the trap rules left out, by rule (`None`
+/// when none): `340 URLs (near_duplicates 200, stale 140)`.
+pub(super) fn trapped_by_rule(counts: &web_crawler::actors::StoreCounts) -> Option<String> {
+    if counts.trapped == 0 {
+        return None;
+    }
+    let rules: Vec<String> = (counts.trapped_by_rule.iter())
+        .map(|(rule, n)| format!("{rule} {n}"))
+        .collect();
+    Some(format!("{} URLs ({})", counts.trapped, rules.join(", ")))
 }
 
 /// The columns of `report availability`.

@@ -19,7 +19,14 @@ use xxhash_rust::xxh3::Xxh3;
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(crate) enum Seen {
     Pending(PendingRow),
-    Processed { at: Millis },
+    /// A pending_urls row the trap defence refused (status `trapped`): a
+    /// link it admits makes it pending again. One the store released
+    /// since (an operator reopened its family) may still be known here
+    /// as trapped: making it pending again then changes nothing.
+    Trapped(PendingRow),
+    Processed {
+        at: Millis,
+    },
 }
 
 /// A pending_urls row as the window knows it.
@@ -56,7 +63,9 @@ impl Seen {
     /// The row and the credit merged into it but not yet written, if any.
     pub(crate) fn unsaved(&self) -> Option<(i64, f64)> {
         match self {
-            Seen::Pending(row) if row.unsaved > 0.0 => Some((row.id, row.unsaved)),
+            Seen::Pending(row) | Seen::Trapped(row) if row.unsaved > 0.0 => {
+                Some((row.id, row.unsaved))
+            }
             _ => None,
         }
     }

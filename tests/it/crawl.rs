@@ -761,6 +761,16 @@ impl Frontier for FlakyStore {
     async fn nodes_with_pages(&self) -> Result<Vec<String>, StoreError> {
         self.inner.nodes_with_pages().await
     }
+    async fn trap_closures(&self) -> Result<Vec<web_crawler::actors::ClosedFamily>, StoreError> {
+        self.inner.trap_closures().await
+    }
+    async fn reopen_trap_family(
+        &self,
+        family: &str,
+        now: web_crawler::actors::Millis,
+    ) -> Result<Option<u64>, StoreError> {
+        self.inner.reopen_trap_family(family, now).await
+    }
 }
 
 fn chain_web(n: usize) -> HashMap<String, Page> {

@@ -11,7 +11,7 @@ use std::net::Ipv4Addr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
-use web_crawler::actors::{PageQuery, Store};
+use web_crawler::actors::{PageQuery, Store, TRAPPED};
 use web_crawler::policy::Scope;
 use web_crawler::store::SqliteStore;
 use web_crawler::{IdleReason, Settings, start};
@@ -83,8 +83,8 @@ pub(crate) fn settings() -> Settings {
 }
 
 /// Crawl `server` from `/` to its end (no page budget) and return the
-/// store and how many links and URLs the trap defence refused; fails if
-/// the crawl does not end by itself.
+/// store and how many URLs the trap defence left out (kept `trapped`);
+/// fails if the crawl does not end by itself.
 async fn crawl(
     server: &TestServer,
     settings: Settings,
@@ -98,7 +98,7 @@ async fn crawl(
         .expect("the crawl ends by itself")
         .unwrap();
     assert_eq!(idle, IdleReason::FrontierEmpty);
-    let refused = app.status().await.unwrap().trapped;
+    let refused = app.status().await.unwrap().store.trapped;
     app.stop(Duration::from_secs(5)).await.unwrap();
     (dir, store, refused)
 }
@@ -119,16 +119,18 @@ fn assert_real_pages_fetched(server: &TestServer, count: usize) {
     }
 }
 
-/// Pages recorded as left out, with their reasons.
+/// URLs the trap defence left out (kept in `pending_urls` as `trapped`),
+/// each with the rule and the family that refused it (`stale h/tag/`).
 pub(crate) async fn trapped(store: &dyn Store) -> Vec<(String, String)> {
     store
-        .processed(PageQuery::default())
+        .pending(usize::MAX >> 1)
         .await
         .unwrap()
         .into_iter()
-        .filter_map(|p| {
-            let error = p.record.error?;
-            error.starts_with("trap: ").then_some((p.record.url, error))
+        .filter(|p| p.status == TRAPPED)
+        .map(|p| {
+            let trap = p.trap.expect("a trapped URL says what refused it");
+            (p.url, format!("{} {}", trap.rule, trap.family))
         })
         .collect()
 }
@@ -187,12 +189,15 @@ async fn an_endless_calendar_does_not_keep_the_crawl_alive() {
     let calendar = hits_under(&server, "/cal/");
     assert!(calendar <= 80, "{calendar} of 2,400 calendar pages fetched");
     assert!(refused > 0, "the defence refused calendar links");
-    // Links refused at once never enter the frontier; URLs refused when
-    // claimed (already queued when the calendar closed: how many depends
-    // on timing) are recorded, and only calendar URLs are.
+    // Every URL refused (a link found, or a URL claimed before the
+    // calendar closed) is kept with the rule and the family, and only
+    // calendar URLs are.
     let left_out = trapped(store.as_ref()).await;
+    assert_eq!(left_out.len() as u64, refused);
     assert!(
-        left_out.iter().all(|(url, _)| url.contains("/cal/")),
+        left_out
+            .iter()
+            .all(|(url, why)| url.contains("/cal/") && why.ends_with("/cal/{n}/{n}/")),
         "only calendar URLs are left out: {left_out:?}"
     );
 }
@@ -397,10 +402,21 @@ async fn a_soft_404_host_is_left_after_a_bounded_number_of_pages() {
     );
     let recorded = trapped(store.as_ref()).await;
     assert!(
-        recorded
-            .iter()
-            .any(|(_, why)| why.starts_with("trap: soft 404")),
-        "soft 404s are recorded as such: {recorded:?}"
+        recorded.iter().any(|(_, why)| why.starts_with("soft_404 ")),
+        "the links of soft 404s are kept as such: {recorded:?}"
+    );
+    let soft_pages = store
+        .processed(PageQuery::default())
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|p| (p.record.error.as_deref()).is_some_and(|e| e.starts_with("trap: soft 404")))
+        .count();
+    assert!(soft_pages > 0, "a soft 404 fetched is recorded as such");
+    // No real page is left out, though the soft 404s link to the home page.
+    assert!(
+        recorded.iter().all(|(url, _)| !url.contains("/p/")),
+        "{recorded:?}"
     );
 }
 

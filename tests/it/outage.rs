@@ -195,6 +195,18 @@ impl Frontier for Switched {
         self.check()?;
         self.inner.nodes_with_pages().await
     }
+    async fn trap_closures(&self) -> Result<Vec<web_crawler::actors::ClosedFamily>, StoreError> {
+        self.check()?;
+        self.inner.trap_closures().await
+    }
+    async fn reopen_trap_family(
+        &self,
+        family: &str,
+        now: web_crawler::actors::Millis,
+    ) -> Result<Option<u64>, StoreError> {
+        self.check()?;
+        self.inner.reopen_trap_family(family, now).await
+    }
 }
 
 /// The app's status once it says the store is unreachable.

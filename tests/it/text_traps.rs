@@ -759,7 +759,7 @@ async fn crawl_site(name: &str, ip: Ipv4Addr, site: Site, s: Settings, bound: u3
         .ok()
         .map(Result::unwrap);
     let elapsed = started.elapsed();
-    let refused = app.status().await.unwrap().trapped;
+    let refused = app.status().await.unwrap().store.trapped;
     app.stop(Duration::from_secs(5)).await.unwrap();
 
     let per_family: Vec<(&str, u32)> = GENERATORS

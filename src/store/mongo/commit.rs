@@ -1,18 +1,21 @@
 //! A batch's writes (see [`CommitBatch`]): each one idempotent single-document
 //! operation, in the batch's order.
 
-use super::documents::{bson_doc, history_doc, host_doc, millis, processed_doc, strings};
+use super::documents::{
+    bson_doc, closure_doc, history_doc, host_doc, millis, processed_doc, strings,
+};
 use super::errors::{backend, corrupt, is_duplicate_key};
-use super::{MongoStore, PENDING};
+use super::{MongoStore, PENDING, PROCESSING, TRAPPED};
 use futures_util::TryStreamExt;
 use mongodb::IndexModel;
 use mongodb::bson::{Bson, DateTime, Document, doc};
 use mongodb::options::{IndexOptions, ReturnDocument};
 use std::collections::{HashMap, HashSet};
 use web_crawler_actors::frontier::{LinkDecision, decide_link, dedupe_by_content};
+use web_crawler_actors::traps::TrapClosure;
 use web_crawler_actors::{
-    CommitBatch, CommitSummary, Millis, NewLink, OperationSpec, PageRecord, ProcessedPage, Record,
-    StoreError,
+    ClosedFamily, CommitBatch, CommitSummary, Millis, NewLink, OperationSpec, PageRecord,
+    ProcessedPage, Record, StoreError, TrappedClaim, TrappedLink,
 };
 impl MongoStore {
     /// Apply a batch (see [`CommitBatch`]): each write is one idempotent
@@ -24,12 +27,25 @@ impl MongoStore {
         let mut summary = CommitSummary::default();
         let now = batch.now;
         let mut urls: Vec<&str> = batch.seeds.iter().map(|l| l.url.as_str()).collect();
+        urls.extend(batch.trapped.iter().map(|t| t.link.url.as_str()));
         for page in &batch.pages {
             urls.extend(page.links.iter().map(|l| l.url.as_str()));
+            urls.extend(page.trapped.iter().map(|t| t.link.url.as_str()));
         }
         urls.sort_unstable();
         urls.dedup();
         let mut processed = self.processed_states(urls).await?;
+        // A family's closure before the URLs it refused.
+        for closure in &batch.closures {
+            self.write_closure(closure).await?;
+        }
+        for claim in &batch.trapped_claims {
+            self.trap_claimed(claim, now).await?;
+        }
+        for trapped in &batch.trapped {
+            self.keep_trapped(trapped, None, &processed, now).await?;
+        }
+        self.untrap(&batch.seeds, now, &mut summary).await?;
         for link in merge_links(&batch.seeds) {
             self.upsert_link(
                 &link,
@@ -78,6 +94,135 @@ impl MongoStore {
                 .map_err(backend)?;
         }
         Ok(summary)
+    }
+
+    /// The first closure of a family is kept (`trap_closures`, by name).
+    async fn write_closure(&self, closure: &TrapClosure) -> Result<(), StoreError> {
+        let document = closure_doc(&ClosedFamily::of(closure))?;
+        let family = closure.family();
+        match self
+            .closures
+            .update_one(doc! { "_id": &family }, doc! { "$setOnInsert": document })
+            .upsert(true)
+            .await
+        {
+            // Another writer stored it first: it is kept.
+            Err(e) if is_duplicate_key(&e) => Ok(()),
+            other => other.map(drop).map_err(backend),
+        }
+    }
+
+    /// A claimed URL the trap defence refused: `processing` → `trapped`.
+    async fn trap_claimed(&self, claim: &TrappedClaim, now: Millis) -> Result<(), StoreError> {
+        self.pending
+            .update_one(
+                doc! {
+                    "url": &claim.key.url,
+                    "op_key": claim.key.operation.key(),
+                    "status": PROCESSING,
+                },
+                doc! {
+                    "$set": {
+                        "status": TRAPPED,
+                        "trap_rule": claim.trap.rule.code(),
+                        "trap_family": &claim.trap.family,
+                        "d_change": now,
+                    },
+                    "$unset": { "lease_until": "", "lease_owner": "", "claim_token": "" },
+                },
+            )
+            .await
+            .map_err(backend)?;
+        Ok(())
+    }
+
+    /// A link the trap defence refused (found on `referrer`, if any): kept
+    /// `trapped` with its rule and family when the store holds nothing of
+    /// its URL; a pending, processing or trapped URL only gains the
+    /// referral, a processed one too (never a trapped copy).
+    async fn keep_trapped(
+        &self,
+        trapped: &TrappedLink,
+        referrer: Option<&str>,
+        processed: &HashMap<String, ProcessedState>,
+        now: Millis,
+    ) -> Result<(), StoreError> {
+        let link = &trapped.link;
+        let op_key = link.operation.key();
+        if processed.get(&link.url).is_some_and(|p| p.op_key == op_key) {
+            if let Some(referrer) = referrer {
+                self.add_processed_referral(&link.url, referrer).await?;
+            }
+            return Ok(());
+        }
+        let mut insert = doc! {
+            "operation": &link.operation.0,
+            "host": &link.host,
+            "status": TRAPPED,
+            "trap_rule": trapped.trap.rule.code(),
+            "trap_family": &trapped.trap.family,
+            "d_change": now,
+            "attempts": 0_i32,
+            "not_before": 0_i64,
+            "priority": link.priority,
+            "depth": link.depth as i32,
+            "redirect_hops": link.redirect_hops as i32,
+        };
+        if let Some(every) = link.check_every_ms {
+            insert.insert("check_every_ms", every);
+        }
+        let referrals: Vec<&str> = referrer.into_iter().collect();
+        let filter = doc! { "url": &link.url, "op_key": &op_key };
+        let update = doc! {
+            "$setOnInsert": insert,
+            "$addToSet": { "referral_list": { "$each": referrals } },
+        };
+        match self
+            .pending
+            .update_one(filter.clone(), update.clone())
+            .upsert(true)
+            .await
+        {
+            Err(e) if is_duplicate_key(&e) => {
+                self.pending
+                    .update_one(filter, update)
+                    .upsert(true)
+                    .await
+                    .map_err(backend)?;
+            }
+            other => {
+                other.map_err(backend)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Admitted links whose URLs are kept `trapped` (their family lifted,
+    /// or the refusal was their referrer's, a soft 404's): pending again,
+    /// in one call.
+    async fn untrap(
+        &self,
+        links: &[NewLink],
+        now: Millis,
+        summary: &mut CommitSummary,
+    ) -> Result<(), StoreError> {
+        if links.is_empty() {
+            return Ok(());
+        }
+        let urls: Vec<&str> = links.iter().map(|l| l.url.as_str()).collect();
+        let result = self
+            .pending
+            .update_many(
+                doc! { "url": { "$in": urls }, "status": TRAPPED },
+                doc! {
+                    "$set": { "status": PENDING, "d_change": now },
+                    "$unset": { "trap_rule": "", "trap_family": "" },
+                },
+            )
+            .await
+            .map_err(backend)?;
+        summary.queued += result.modified_count;
+        Ok(())
     }
 
     /// `url` is processed (now): its pending document goes, and the batch
@@ -279,6 +424,7 @@ impl MongoStore {
         if duplicate_of.is_some() {
             summary.duplicates.push(record.url.clone());
         } else {
+            self.untrap(&page.links, now, summary).await?;
             for link in merge_links(&page.links) {
                 self.upsert_link(
                     &link,
@@ -289,6 +435,10 @@ impl MongoStore {
                     summary,
                 )
                 .await?;
+            }
+            for trapped in &page.trapped {
+                self.keep_trapped(trapped, Some(&record.url), processed, now)
+                    .await?;
             }
         }
         // The pending document carries the referrals gathered while it waited.

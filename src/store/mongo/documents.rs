@@ -4,9 +4,10 @@
 use super::errors::corrupt;
 use mongodb::bson::{Bson, DateTime, Document, doc};
 use web_crawler_actors::monitor::FetchHistory;
+use web_crawler_actors::traps::{TrapRule, TrapScope};
 use web_crawler_actors::{
-    BrokenLink, Document as JsonDoc, HostRecord, Job, LastFetch, Millis, OperationSpec, PageRecord,
-    PendingUrl, ProcessedPage, ProcessedUrl, StoreError,
+    BrokenLink, ClosedFamily, Document as JsonDoc, HostRecord, Job, LastFetch, Millis,
+    OperationSpec, PageRecord, PendingUrl, ProcessedPage, ProcessedUrl, StoreError, TrapMark,
 };
 
 /// Records as operations wrote them: their key and fields, without `_id`.
@@ -322,6 +323,75 @@ pub(super) fn pending_of(d: &Document) -> Result<PendingUrl, StoreError> {
         lease_until: int(d, "lease_until"),
         last_error: text(d, "last_error"),
         check_every_ms: job.check_every_ms,
+        trap: match text(d, "trap_family") {
+            Some(family) => Some(TrapMark {
+                rule: rule_of(d, "trap_rule")?,
+                family,
+            }),
+            None => None,
+        },
+    })
+}
+
+/// A trap rule's stored code.
+fn rule_of(d: &Document, key: &str) -> Result<TrapRule, StoreError> {
+    text(d, key)
+        .unwrap_or_default()
+        .parse()
+        .map_err(|e| corrupt(format!("{key}: {e}")))
+}
+
+/// A `trap_closures` document: keyed by the family's name, the guard's
+/// reason kept whole as `detail`.
+pub(super) fn closure_doc(c: &ClosedFamily) -> Result<Document, StoreError> {
+    let detail = mongodb::bson::to_document(&c.detail)
+        .map_err(|e| StoreError::Invalid(format!("a trap closure BSON cannot hold: {e}")))?;
+    let mut d = doc! {
+        "_id": &c.family,
+        "host": &c.host,
+        "rule": c.rule.code(),
+        "scope": c.scope.code(),
+        "reason": &c.reason,
+        "detail": detail,
+        "closed_at": c.closed_at,
+        "pages": i64::from(c.pages),
+        "allowed": c.allowed,
+    };
+    if let Some(at) = c.reopened_at {
+        d.insert("reopened_at", at);
+    }
+    Ok(d)
+}
+
+pub(super) fn closed_family_of(d: &Document) -> Result<ClosedFamily, StoreError> {
+    let family = d.get_str("_id").map_err(corrupt)?.to_string();
+    let scope = match text(d, "scope").as_deref() {
+        Some("pattern") => TrapScope::Pattern,
+        Some("query_space") => TrapScope::QuerySpace,
+        Some("host") => TrapScope::Host,
+        Some("directory") => TrapScope::Directory,
+        other => {
+            return Err(corrupt(format!(
+                "trap_closures {family:?}: scope {other:?}"
+            )));
+        }
+    };
+    let detail = d
+        .get_document("detail")
+        .map_err(|e| corrupt(format!("trap_closures {family:?}: {e}")))?;
+    let detail = mongodb::bson::from_document(detail.clone())
+        .map_err(|e| corrupt(format!("trap_closures {family:?}: detail: {e}")))?;
+    Ok(ClosedFamily {
+        host: text(d, "host").unwrap_or_default(),
+        rule: rule_of(d, "rule")?,
+        scope,
+        reason: text(d, "reason").unwrap_or_default(),
+        detail,
+        closed_at: millis(d, "closed_at"),
+        pages: int(d, "pages").unwrap_or(0).clamp(0, i64::from(u32::MAX)) as u32,
+        reopened_at: int(d, "reopened_at"),
+        allowed: d.get_bool("allowed").unwrap_or(false),
+        family,
     })
 }
 

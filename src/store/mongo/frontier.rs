@@ -3,18 +3,19 @@
 //! and watched URLs queued again when due.
 
 use super::commit::merge_links;
-use super::documents::{int, job_of, last_fetch_of, operation_of, text};
+use super::documents::{closed_family_of, int, job_of, last_fetch_of, operation_of, text};
 use super::errors::{backend, corrupt};
-use super::{MongoStore, PENDING, PROCESSING};
+use super::{MongoStore, PENDING, PROCESSING, TRAPPED};
 use async_trait::async_trait;
 use futures_util::TryStreamExt;
 use mongodb::Collection;
 use mongodb::bson::{Bson, Document, doc, oid::ObjectId};
+use std::collections::BTreeMap;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use web_crawler_actors::{
-    ClaimRequest, CommitBatch, CommitSummary, Frontier, HandOver, Job, Millis, NewLink,
-    ROBOTS_BLOCKED, SEARCH_RESULTS, StoreCounts, StoreError, UrlKey,
+    ClaimRequest, ClosedFamily, CommitBatch, CommitSummary, Frontier, HandOver, Job, Millis,
+    NewLink, ROBOTS_BLOCKED, SEARCH_RESULTS, StoreCounts, StoreError, UrlKey,
 };
 impl MongoStore {
     /// Up to `limit` processed pages matching `filter`, in `sort` order, as
@@ -273,7 +274,25 @@ impl Frontier for MongoStore {
             let c = c.clone();
             async move { c.count_documents(f).await.map_err(backend) }
         };
+        let mut trapped_by_rule = BTreeMap::new();
+        let mut cursor = self
+            .pending
+            .aggregate(vec![
+                doc! { "$match": { "status": TRAPPED } },
+                doc! { "$group": { "_id": "$trap_rule", "n": { "$sum": 1 } } },
+            ])
+            .await
+            .map_err(backend)?;
+        while let Some(d) = cursor.try_next().await.map_err(backend)? {
+            let code = text(&d, "_id").unwrap_or_default();
+            let rule = code
+                .parse()
+                .map_err(|e| corrupt(format!("pending_urls.trap_rule: {e}")))?;
+            trapped_by_rule.insert(rule, int(&d, "n").unwrap_or(0) as u64);
+        }
         Ok(StoreCounts {
+            trapped: trapped_by_rule.values().sum(),
+            trapped_by_rule,
             pending: count(&self.pending, doc! { "status": PENDING }).await?,
             processing: count(&self.pending, doc! { "status": PROCESSING }).await?,
             processed: count(&self.processed, doc! {}).await?,
@@ -377,6 +396,50 @@ impl Frontier for MongoStore {
             last,
             waiting,
         })
+    }
+
+    async fn trap_closures(&self) -> Result<Vec<ClosedFamily>, StoreError> {
+        let docs: Vec<Document> = self
+            .closures
+            .find(doc! {})
+            .sort(doc! { "host": 1, "_id": 1 })
+            .await
+            .map_err(backend)?
+            .try_collect()
+            .await
+            .map_err(backend)?;
+        docs.iter().map(closed_family_of).collect()
+    }
+
+    async fn reopen_trap_family(
+        &self,
+        family: &str,
+        now: Millis,
+    ) -> Result<Option<u64>, StoreError> {
+        self.check_owner()?;
+        // The closure first: a crash in between leaves it allowed, and
+        // reopening again releases the URLs.
+        let closure = self
+            .closures
+            .update_one(
+                doc! { "_id": family },
+                doc! { "$set": { "reopened_at": now, "allowed": true } },
+            )
+            .await
+            .map_err(backend)?;
+        let released = self
+            .pending
+            .update_many(
+                doc! { "status": TRAPPED, "trap_family": family },
+                doc! {
+                    "$set": { "status": PENDING, "not_before": 0_i64, "d_change": now },
+                    "$unset": { "trap_rule": "", "trap_family": "" },
+                },
+            )
+            .await
+            .map_err(backend)?
+            .modified_count;
+        Ok((closure.matched_count > 0 || released > 0).then_some(released))
     }
 
     async fn nodes_with_pages(&self) -> Result<Vec<String>, StoreError> {

@@ -1,6 +1,7 @@
 //! The MongoDB store: the paper's `crawler` database with its collections
 //! `pending_urls`, `processed_urls` and `search_results` (listings 1–3), plus
-//! `hosts` and `fetch_history`, through the official `mongodb` driver.
+//! `hosts`, `fetch_history` and `trap_closures`, through the official
+//! `mongodb` driver.
 //!
 //! Every write is a single-document atomic operation made idempotent; there
 //! are no multi-document transactions, so it runs on a standalone server as
@@ -38,6 +39,7 @@ pub const DEFAULT_DATABASE: &str = "crawler";
 
 const PENDING: &str = "pending";
 const PROCESSING: &str = "processing";
+use web_crawler_actors::TRAPPED;
 
 /// The store behaviours over a MongoDB deployment.
 #[derive(Clone, Debug)]
@@ -47,6 +49,8 @@ pub struct MongoStore {
     processed: Collection<Document>,
     hosts: Collection<Document>,
     history: Collection<Document>,
+    /// The families the trap defence closed, by name (`_id`).
+    closures: Collection<Document>,
     /// Collections of operation records whose key index exists.
     record_indexes: Arc<Mutex<HashSet<String>>>,
     /// Held by a store opened to crawl ([`MongoStore::connect_for_crawl`]).
@@ -79,6 +83,7 @@ impl MongoStore {
             processed: db.collection("processed_urls"),
             hosts: db.collection("hosts"),
             history: db.collection("fetch_history"),
+            closures: db.collection("trap_closures"),
             record_indexes: Arc::default(),
             owner: None,
             db,
@@ -133,6 +138,7 @@ impl MongoStore {
             ),
             (&self.pending, doc! { "status": 1, "lease_until": 1 }, None),
             (&self.pending, doc! { "claim_token": 1 }, None),
+            (&self.pending, doc! { "trap_family": 1 }, None),
             (&self.processed, doc! { "content_hash": 1 }, None),
             (&self.processed, doc! { "d_next_check": 1 }, None),
             (&self.processed, doc! { "node": 1 }, None),

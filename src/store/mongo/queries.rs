@@ -1,6 +1,7 @@
 //! The store's reads: reports, listings and operation records.
 
 use super::MongoStore;
+use super::TRAPPED;
 use super::documents::{
     broken_link_of, bson_doc, history_of, host_of, int, pending_of, processed_of, record_documents,
     text,
@@ -11,10 +12,11 @@ use async_trait::async_trait;
 use futures_util::TryStreamExt;
 use mongodb::Collection;
 use mongodb::bson::{Document, doc};
+use std::collections::HashMap;
 use web_crawler_actors::monitor::{FetchHistory, HistoryQuery};
 use web_crawler_actors::{
-    BrokenLink, Document as JsonDoc, HostRecord, PageQuery, PageRecord, PendingUrl, ProcessedUrl,
-    Queries, StoreError,
+    BrokenLink, Document as JsonDoc, Frontier, HostRecord, PageQuery, PageRecord, PendingUrl,
+    ProcessedUrl, Queries, StoreError, TrapFamily,
 };
 impl MongoStore {
     async fn collect(
@@ -171,6 +173,49 @@ impl Queries for MongoStore {
             .iter()
             .map(host_of)
             .collect()
+    }
+
+    async fn trap_families(&self, samples: usize) -> Result<Vec<TrapFamily>, StoreError> {
+        let mut refused: HashMap<String, u64> = HashMap::new();
+        let mut cursor = self
+            .pending
+            .aggregate(vec![
+                doc! { "$match": { "status": TRAPPED } },
+                doc! { "$group": { "_id": "$trap_family", "n": { "$sum": 1 } } },
+            ])
+            .await
+            .map_err(backend)?;
+        while let Some(d) = cursor.try_next().await.map_err(backend)? {
+            refused.insert(
+                text(&d, "_id").unwrap_or_default(),
+                int(&d, "n").unwrap_or(0) as u64,
+            );
+        }
+        let mut families = Vec::new();
+        for closed in self.trap_closures().await? {
+            let refused = refused.get(&closed.family).copied().unwrap_or(0);
+            let samples = if refused > 0 && samples > 0 {
+                self.collect(
+                    &self.pending,
+                    doc! { "status": TRAPPED, "trap_family": &closed.family },
+                    doc! { "d_change": 1, "_id": 1 },
+                    Some(samples),
+                    0,
+                )
+                .await?
+                .iter()
+                .filter_map(|d| text(d, "url"))
+                .collect()
+            } else {
+                Vec::new()
+            };
+            families.push(TrapFamily {
+                closed,
+                refused,
+                samples,
+            });
+        }
+        Ok(families)
     }
 
     async fn status_histogram(&self) -> Result<Vec<(Option<u16>, u64)>, StoreError> {

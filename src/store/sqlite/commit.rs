@@ -5,16 +5,19 @@ use super::errors::Fail;
 use super::referrals::write_referrals;
 use super::rows::record_key;
 use super::schema::{
-    CLEAR_CHECK, CLEAR_VALIDATORS, DELETE_PENDING, DUE_CHECKS, INSERT_PENDING, MERGE_PENDING,
-    NODE_PAGE_COUNT, NODE_PAGES_AFTER, PENDING_AT, PROCESSED_AT, RECORD_DELETE, RETRY,
-    SAME_CONTENT, SET_CHECK_EVERY, TOUCH_PROCESSED, TRIM_HISTORY, WRITE_HISTORY, WRITE_HOST,
-    WRITE_PROCESSED, WRITE_RECORD,
+    CLEAR_CHECK, CLEAR_VALIDATORS, DELETE_PENDING, DUE_CHECKS, INSERT_PENDING, INSERT_TRAPPED,
+    MERGE_PENDING, NODE_PAGE_COUNT, NODE_PAGES_AFTER, PENDING_AT, PROCESSED_AT, RECORD_DELETE,
+    REOPEN_CLOSURE, REOPEN_TRAPPED, RETRY, SAME_CONTENT, SET_CHECK_EVERY, TOUCH_PROCESSED,
+    TRAP_CLAIMED, TRIM_HISTORY, UNTRAP, WRITE_CLOSURE, WRITE_HISTORY, WRITE_HOST, WRITE_PROCESSED,
+    WRITE_RECORD,
 };
 use crate::store::seen::{FileKeys, PendingRow, Seen, SeenWindow, key_hash};
 use rusqlite::{Connection, OptionalExtension, Transaction, params};
 use web_crawler_actors::frontier::{LinkDecision, decide_link, dedupe_by_content};
+use web_crawler_actors::traps::TrapClosure;
 use web_crawler_actors::{
-    CommitBatch, CommitSummary, Document, HandOver, Millis, NewLink, ProcessedPage, Record,
+    ClosedFamily, CommitBatch, CommitSummary, Document, HandOver, Millis, NewLink, ProcessedPage,
+    Record, TrappedClaim, TrappedLink,
 };
 
 /// Keys the file-key filter is sized for at least (about 1.2 MB at 1% false
@@ -40,13 +43,18 @@ impl Commit<'_> {
             .tx
             .prepare_cached(PENDING_AT)?
             .query_row(params![url, operation], |row| {
-                Ok(Seen::Pending(PendingRow {
+                let pending = PendingRow {
                     id: row.get(0)?,
                     stored: row.get::<_, Option<f64>>(1)?.unwrap_or(0.0),
                     unsaved: 0.0,
                     depth: row.get(2)?,
                     redirect_hops: row.get(3)?,
-                }))
+                };
+                Ok(if row.get(4)? {
+                    Seen::Trapped(pending)
+                } else {
+                    Seen::Pending(pending)
+                })
             })
             .optional()?;
         if pending.is_some() {
@@ -84,18 +92,32 @@ impl Commit<'_> {
         Ok(())
     }
 
-    /// The paper's `add_pending_url` for one link, as [`decide_link`] rules
-    /// it (the referral itself is the referrer's list: [`write_referrals`]).
-    fn upsert_link(&mut self, link: &NewLink) -> Result<(), Fail> {
-        let key = key_hash(&link.url, &link.operation);
+    /// What the window or the file holds for `link`'s key, now in the
+    /// window.
+    fn known(&mut self, key: u64, link: &NewLink) -> Result<(), Fail> {
         if self.seen.get(key).is_none()
             && self.seen.may_be_in_file(key)
             && let Some(found) = self.lookup(&link.url, &link.operation.key())?
         {
             self.remember(key, found)?;
         }
+        Ok(())
+    }
+
+    /// The paper's `add_pending_url` for one link, as [`decide_link`] rules
+    /// it (the referral itself is the referrer's list: [`write_referrals`]).
+    /// A URL kept `trapped` is pending again: the trap defence admitted
+    /// this link to it.
+    fn upsert_link(&mut self, link: &NewLink) -> Result<(), Fail> {
+        let key = key_hash(&link.url, &link.operation);
+        self.known(key, link)?;
+        if let Some(Seen::Trapped(row)) = self.seen.get(key).copied() {
+            self.seen.insert(key, Seen::Pending(row));
+            let untrapped = (self.tx.prepare_cached(UNTRAP)?).execute(params![row.id, self.now])?;
+            self.summary.queued += untrapped as u64;
+        }
         match self.seen.get_mut(key) {
-            Some(Seen::Pending(row)) => {
+            Some(Seen::Pending(row) | Seen::Trapped(row)) => {
                 self.summary.merged += 1;
                 if let Some(every) = link.check_every_ms {
                     self.tx
@@ -146,6 +168,101 @@ impl Commit<'_> {
             }
         }
     }
+}
+
+impl Commit<'_> {
+    /// A link the trap defence refused: kept `trapped`, with its rule and
+    /// family, when the store holds nothing of its URL (a pending,
+    /// processing or processed URL, or one refused already, stays as it
+    /// is).
+    fn keep_trapped(&mut self, trapped: &TrappedLink) -> Result<(), Fail> {
+        let link = &trapped.link;
+        let key = key_hash(&link.url, &link.operation);
+        self.known(key, link)?;
+        if self.seen.get(key).is_some() {
+            return Ok(());
+        }
+        let inserted = self.tx.prepare_cached(INSERT_TRAPPED)?.execute(params![
+            link.url,
+            link.operation.key(),
+            link.host,
+            self.now,
+            link.depth,
+            link.priority,
+            link.redirect_hops,
+            link.check_every_ms,
+            trapped.trap.rule.code(),
+            trapped.trap.family,
+        ])?;
+        if inserted == 0 {
+            // Known to the file after all (the window forgot it).
+            return Ok(());
+        }
+        let id = self.tx.last_insert_rowid();
+        self.remember(
+            key,
+            Seen::Trapped(PendingRow {
+                id,
+                stored: link.priority,
+                unsaved: 0.0,
+                depth: link.depth,
+                redirect_hops: link.redirect_hops,
+            }),
+        )
+    }
+
+    /// A claimed URL the trap defence refused: `processing` → `trapped`.
+    fn trap_claimed(&mut self, claim: &TrappedClaim) -> Result<(), Fail> {
+        let changed = self.tx.prepare_cached(TRAP_CLAIMED)?.execute(params![
+            claim.key.url,
+            claim.key.operation.key(),
+            claim.trap.rule.code(),
+            claim.trap.family,
+            self.now,
+        ])?;
+        let key = key_hash(&claim.key.url, &claim.key.operation);
+        if changed > 0
+            && let Some(Seen::Pending(row)) = self.seen.get(key).copied()
+        {
+            self.seen.insert(key, Seen::Trapped(row));
+        }
+        Ok(())
+    }
+}
+
+/// A family the trap defence closed: its first closure is kept.
+fn write_closure(tx: &Transaction<'_>, closure: &TrapClosure) -> Result<(), Fail> {
+    let closed = ClosedFamily::of(closure);
+    let detail = serde_json::to_string(&closed.detail).map_err(json_err)?;
+    tx.prepare_cached(WRITE_CLOSURE)?.execute(params![
+        closed.family,
+        closed.host,
+        closed.rule.code(),
+        closed.scope.code(),
+        closed.reason,
+        detail,
+        closed.closed_at,
+        closed.pages,
+    ])?;
+    Ok(())
+}
+
+/// An operator reopens `family` at `now`: its closure is allowed for good
+/// and its trapped URLs are pending again; how many (`None`: the file
+/// knows no family of that name). The seen window may still know some of
+/// them as trapped: a link to one makes it pending again, which it is.
+pub(super) fn reopen_trap_family(
+    tx: &Transaction<'_>,
+    family: &str,
+    now: Millis,
+) -> Result<Option<u64>, Fail> {
+    let closures = tx
+        .prepare_cached(REOPEN_CLOSURE)?
+        .execute(params![family, now])?;
+    let released = tx
+        .prepare_cached(REOPEN_TRAPPED)?
+        .execute(params![family, now])?;
+    Ok((closures > 0 || released > 0).then_some(released as u64))
 }
 
 /// A filter of every key the file holds (the writes of an open transaction
@@ -243,6 +360,15 @@ pub(super) fn apply_commit(
         reprocess_after_ms: batch.reprocess_after_ms,
         summary: CommitSummary::default(),
     };
+    for closure in &batch.closures {
+        write_closure(tx, closure)?;
+    }
+    for claim in &batch.trapped_claims {
+        c.trap_claimed(claim)?;
+    }
+    for trapped in &batch.trapped {
+        c.keep_trapped(trapped)?;
+    }
     for link in &batch.seeds {
         c.upsert_link(link)?;
     }
@@ -277,7 +403,16 @@ pub(super) fn apply_commit(
             for link in &page.links {
                 c.upsert_link(link)?;
             }
-            write_referrals(tx, &rec.url, &page.links)?;
+            for trapped in &page.trapped {
+                c.keep_trapped(trapped)?;
+            }
+            write_referrals(
+                tx,
+                &rec.url,
+                page.links
+                    .iter()
+                    .chain(page.trapped.iter().map(|t| &t.link)),
+            )?;
         }
         let operation = rec.operation.key();
         let out_links = serde_json::to_string(&page.out_links()).map_err(json_err)?;

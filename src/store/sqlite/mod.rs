@@ -38,9 +38,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use web_crawler_actors::monitor::{FetchHistory, HistoryQuery};
 use web_crawler_actors::{
-    BrokenLink, ClaimRequest, CommitBatch, CommitSummary, Document, Frontier, HandOver, HostRecord,
-    Job, Millis, PageQuery, PageRecord, PendingUrl, ProcessedUrl, Queries, StoreCounts, StoreError,
-    UrlKey,
+    BrokenLink, ClaimRequest, ClosedFamily, CommitBatch, CommitSummary, Document, Frontier,
+    HandOver, HostRecord, Job, Millis, PageQuery, PageRecord, PendingUrl, ProcessedUrl, Queries,
+    StoreCounts, StoreError, TrapFamily, UrlKey,
 };
 
 /// Keys the seen window holds: two generations of half as many, each table
@@ -425,6 +425,20 @@ impl Frontier for SqliteStore {
     async fn nodes_with_pages(&self) -> Result<Vec<String>, StoreError> {
         self.read(|tx, _| rows::nodes_with_pages(tx)).await
     }
+
+    async fn trap_closures(&self) -> Result<Vec<ClosedFamily>, StoreError> {
+        self.read(|tx, _| rows::trap_closures(tx)).await
+    }
+
+    async fn reopen_trap_family(
+        &self,
+        family: &str,
+        now: Millis,
+    ) -> Result<Option<u64>, StoreError> {
+        let family = family.to_string();
+        self.write(move |tx, _| commit::reopen_trap_family(tx, &family, now))
+            .await
+    }
 }
 
 #[async_trait]
@@ -485,6 +499,11 @@ impl Queries for SqliteStore {
 
     async fn broken_links(&self) -> Result<Vec<BrokenLink>, StoreError> {
         self.read(|tx, _| rows::broken_links(tx)).await
+    }
+
+    async fn trap_families(&self, samples: usize) -> Result<Vec<TrapFamily>, StoreError> {
+        self.read(move |tx, _| rows::trap_families(tx, samples))
+            .await
     }
 
     async fn fetch_history(&self, query: HistoryQuery) -> Result<Vec<FetchHistory>, StoreError> {

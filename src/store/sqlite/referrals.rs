@@ -34,15 +34,15 @@ fn encode_links(mut hashes: Vec<i64>) -> Vec<u8> {
 }
 
 /// Add the URLs of `links` to `referrer`'s list.
-pub(super) fn write_referrals(
+pub(super) fn write_referrals<'a>(
     tx: &Transaction<'_>,
     referrer: &str,
-    links: &[NewLink],
+    links: impl IntoIterator<Item = &'a NewLink>,
 ) -> Result<(), Fail> {
-    if links.is_empty() {
+    let mut hashes: Vec<i64> = links.into_iter().map(|link| url_hash(&link.url)).collect();
+    if hashes.is_empty() {
         return Ok(());
     }
-    let mut hashes: Vec<i64> = links.iter().map(|link| url_hash(&link.url)).collect();
     let existing: Option<(i64, Vec<u8>)> = tx
         .prepare_cached(REFERRER_LINKS)?
         .query_row([referrer], |row| Ok((row.get(0)?, row.get(1)?)))

@@ -5,16 +5,18 @@ use super::columns::{int_col, json_col, json_err, operation_col, opt_int_col, te
 use super::errors::Fail;
 use super::referrals::referrals_of;
 use super::schema::{
-    BROKEN, COUNTS, FRONTIER_EMPTY, HISTOGRAM, HISTORY_LIST, HOST_LIST, HOST_PAGES, NODE_AFTER,
-    NODE_PAGES, PENDING_LIST, PROCESSED_AFTER, PROCESSED_ONE, PROCESSED_PAGE, RECORD_HEAD,
-    RECORD_LIST,
+    BROKEN, CLOSURE_LIST, COUNTS, FRONTIER_EMPTY, HISTOGRAM, HISTORY_LIST, HOST_LIST, HOST_PAGES,
+    NODE_AFTER, NODE_PAGES, PENDING_LIST, PROCESSED_AFTER, PROCESSED_ONE, PROCESSED_PAGE,
+    RECORD_HEAD, RECORD_LIST, TRAPPED_BY_FAMILY, TRAPPED_BY_RULE, TRAPPED_OF_FAMILY,
 };
 use crate::store::seen::SeenWindow;
 use rusqlite::{OptionalExtension, Row, Transaction, named_params, params};
+use std::collections::{BTreeMap, HashMap};
 use web_crawler_actors::monitor::{FetchHistory, HistoryQuery};
+use web_crawler_actors::traps::{TrapReason, TrapRule, TrapScope};
 use web_crawler_actors::{
-    BrokenLink, Document, HostRecord, PageQuery, PageRecord, PendingUrl, ProcessedUrl,
-    ROBOTS_BLOCKED, SEARCH_RESULTS, StoreCounts,
+    BrokenLink, ClosedFamily, Document, HostRecord, PageQuery, PageRecord, PendingUrl,
+    ProcessedUrl, ROBOTS_BLOCKED, SEARCH_RESULTS, StoreCounts, TrapFamily, TrapMark,
 };
 
 fn read_processed(row: &Row<'_>) -> Result<ProcessedUrl, Fail> {
@@ -75,6 +77,18 @@ pub(super) fn counts(tx: &Transaction<'_>) -> Result<StoreCounts, Fail> {
             ])
         })?
         .map(i64::cast_unsigned);
+    let mut trapped_by_rule = BTreeMap::new();
+    {
+        let mut stmt = tx.prepare_cached(TRAPPED_BY_RULE)?;
+        let mut rows = stmt.query([])?;
+        while let Some(row) = rows.next()? {
+            let n: i64 = row.get(1)?;
+            trapped_by_rule.insert(
+                rule_col(row, 0, "pending_urls.trap_rule")?,
+                n.cast_unsigned(),
+            );
+        }
+    }
     Ok(StoreCounts {
         pending: counts[0],
         processing: counts[1],
@@ -83,7 +97,86 @@ pub(super) fn counts(tx: &Transaction<'_>) -> Result<StoreCounts, Fail> {
         robots_blocked: counts[4],
         duplicates: counts[5],
         search_results: counts[6],
+        trapped: trapped_by_rule.values().sum(),
+        trapped_by_rule,
     })
+}
+
+/// A trap rule's stored code.
+fn rule_col(row: &Row<'_>, idx: usize, what: &str) -> Result<TrapRule, Fail> {
+    let code = text_col(row, idx)?;
+    code.parse()
+        .map_err(|e| Fail::Corrupt(format!("{what}: {e}")))
+}
+
+/// The families the trap defence closed, by host then name.
+pub(super) fn trap_closures(tx: &Transaction<'_>) -> Result<Vec<ClosedFamily>, Fail> {
+    let mut stmt = tx.prepare_cached(CLOSURE_LIST)?;
+    let mut rows = stmt.query([])?;
+    let mut list = Vec::new();
+    while let Some(row) = rows.next()? {
+        let family: String = row.get(0)?;
+        let what = |column: &str| format!("trap_closures.{column} of {family:?}");
+        let scope: String = row.get(3)?;
+        let scope = match scope.as_str() {
+            "pattern" => TrapScope::Pattern,
+            "query_space" => TrapScope::QuerySpace,
+            "host" => TrapScope::Host,
+            "directory" => TrapScope::Directory,
+            other => return Err(Fail::Corrupt(format!("{}: {other:?}", what("scope")))),
+        };
+        let detail: String = row.get(5)?;
+        let detail: TrapReason = serde_json::from_str(&detail)
+            .map_err(|e| Fail::Corrupt(format!("{}: {e}", what("detail"))))?;
+        list.push(ClosedFamily {
+            host: text_col(row, 1)?,
+            rule: rule_col(row, 2, &what("rule"))?,
+            scope,
+            reason: text_col(row, 4)?,
+            detail,
+            closed_at: int_col(row, 6, "closed_at")?,
+            pages: int_col(row, 7, "pages")?,
+            reopened_at: row.get(8)?,
+            allowed: int_col::<i64>(row, 9, "allowed")? != 0,
+            family,
+        });
+    }
+    Ok(list)
+}
+
+/// Every closed family with how many URLs it holds trapped now and the
+/// first `samples` of them.
+pub(super) fn trap_families(tx: &Transaction<'_>, samples: usize) -> Result<Vec<TrapFamily>, Fail> {
+    let mut refused: HashMap<String, u64> = HashMap::new();
+    {
+        let mut stmt = tx.prepare_cached(TRAPPED_BY_FAMILY)?;
+        let mut rows = stmt.query([])?;
+        while let Some(row) = rows.next()? {
+            let n: i64 = row.get(1)?;
+            refused.insert(text_col(row, 0)?, n.cast_unsigned());
+        }
+    }
+    let mut of_family = tx.prepare_cached(TRAPPED_OF_FAMILY)?;
+    trap_closures(tx)?
+        .into_iter()
+        .map(|closed| {
+            let mut urls = Vec::new();
+            let refused = refused.get(&closed.family).copied().unwrap_or(0);
+            if refused > 0 {
+                let mut rows = of_family.query([&closed.family])?;
+                while urls.len() < samples
+                    && let Some(row) = rows.next()?
+                {
+                    urls.push(row.get(0)?);
+                }
+            }
+            Ok(TrapFamily {
+                closed,
+                refused,
+                samples: urls,
+            })
+        })
+        .collect()
 }
 
 pub(super) fn frontier_empty(tx: &Transaction<'_>) -> Result<bool, Fail> {
@@ -186,6 +279,13 @@ pub(super) fn pending(
                 lease_until: row.get(9)?,
                 last_error: row.get(10)?,
                 check_every_ms: row.get(11)?,
+                trap: match row.get::<_, Option<String>>(13)? {
+                    Some(family) => Some(TrapMark {
+                        rule: rule_col(row, 12, "pending_urls.trap_rule")?,
+                        family,
+                    }),
+                    None => None,
+                },
             });
         }
     }
@@ -482,6 +582,15 @@ mod tests {
                 blocked,
                 gave_up,
             ],
+            trapped: (0..2)
+                .map(|i| web_crawler_actors::TrappedLink {
+                    link: link(&format!("http://q/tag/{i}/"), 1, 0.5),
+                    trap: TrapMark {
+                        rule: TrapRule::Stale,
+                        family: "q/tag/".into(),
+                    },
+                })
+                .collect(),
             ..CommitBatch::default()
         };
         store.commit(batch.into()).await.unwrap();
@@ -496,8 +605,11 @@ mod tests {
                 robots_blocked: 1,
                 duplicates: 1,
                 search_results: 1,
+                trapped: 2,
+                trapped_by_rule: [(TrapRule::Stale, 2)].into(),
             }
         );
+        assert!(!store.counts().await.unwrap().frontier_empty());
     }
 
     #[tokio::test]

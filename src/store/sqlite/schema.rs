@@ -7,7 +7,7 @@ use std::time::Duration;
 
 /// Version of the table layout below; a file with another version is refused
 /// rather than misread.
-const SCHEMA_VERSION: i64 = 5;
+const SCHEMA_VERSION: i64 = 6;
 
 /// Idempotent: `open` runs it on every start. `pending_urls.id` aliases the
 /// rowid explicitly so that VACUUM cannot renumber it (it is the FIFO order).
@@ -32,6 +32,8 @@ CREATE TABLE IF NOT EXISTS pending_urls (
     redirect_hops INTEGER NOT NULL DEFAULT 0,
     last_error    TEXT,
     check_every_ms INTEGER,
+    trap_rule     TEXT,
+    trap_family   TEXT,
     UNIQUE (url, operation)
 );
 CREATE INDEX IF NOT EXISTS pending_urls_claim ON pending_urls (status, host, priority DESC);
@@ -87,6 +89,18 @@ CREATE TABLE IF NOT EXISTS fetch_history (
     error            TEXT
 );
 CREATE INDEX IF NOT EXISTS fetch_history_url ON fetch_history (url, id);
+CREATE TABLE IF NOT EXISTS trap_closures (
+    family      TEXT PRIMARY KEY,
+    host        TEXT    NOT NULL,
+    rule        TEXT    NOT NULL,
+    scope       TEXT    NOT NULL,
+    reason      TEXT    NOT NULL,
+    detail      TEXT    NOT NULL,
+    closed_at   INTEGER NOT NULL,
+    pages       INTEGER NOT NULL DEFAULT 0,
+    reopened_at INTEGER,
+    allowed     INTEGER NOT NULL DEFAULT 0
+);
 CREATE TABLE IF NOT EXISTS hosts (
     host              TEXT PRIMARY KEY,
     robots_status     TEXT    NOT NULL,
@@ -136,11 +150,16 @@ pub(super) fn init(conn: &mut Connection) -> Result<(), Fail> {
     if matches!(version, Some(2..=4)) {
         migrate_4_to_5(&tx)?;
     }
+    if matches!(version, Some(2..=5)) {
+        migrate_5_to_6(&tx)?;
+    }
     // After the migrations: the column is new in version 4.
     tx.execute_batch(
         "CREATE INDEX IF NOT EXISTS processed_urls_next_check
              ON processed_urls (d_next_check) WHERE d_next_check IS NOT NULL;
-         CREATE INDEX IF NOT EXISTS processed_urls_node ON processed_urls (node, url);",
+         CREATE INDEX IF NOT EXISTS processed_urls_node ON processed_urls (node, url);
+         CREATE INDEX IF NOT EXISTS pending_urls_trapped
+             ON pending_urls (trap_family, trap_rule) WHERE status = 'trapped';",
     )?;
     tx.execute(
         "INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', ?1)",
@@ -197,6 +216,19 @@ fn migrate_4_to_5(tx: &rusqlite::Transaction<'_>) -> Result<(), Fail> {
     Ok(())
 }
 
+/// Version 6 keeps what the trap defence refuses: a `pending_urls` row
+/// with status `trapped` says which rule and family refused it, and
+/// `trap_closures` (created by [`SCHEMA`]) the families it closed.
+fn migrate_5_to_6(tx: &rusqlite::Transaction<'_>) -> Result<(), Fail> {
+    add_columns(
+        tx,
+        "pending_urls",
+        &[("trap_rule", "TEXT"), ("trap_family", "TEXT")],
+    )?;
+    tx.execute("UPDATE meta SET value = 6 WHERE key = 'schema_version'", [])?;
+    Ok(())
+}
+
 /// Add those of `columns` (name, type) that `table` does not have yet.
 fn add_columns(
     tx: &rusqlite::Transaction<'_>,
@@ -242,7 +274,7 @@ fn check_identity(conn: &Connection) -> Result<Option<i64>, Fail> {
             _ => None,
         };
         match number {
-            Some(v @ (2..=4 | SCHEMA_VERSION)) => Ok(Some(v)),
+            Some(v @ (2..=5 | SCHEMA_VERSION)) => Ok(Some(v)),
             _ => Err(Fail::Corrupt(format!(
                 "schema_version is {version:?}, this build reads versions 2 to {SCHEMA_VERSION}"
             ))),
@@ -314,8 +346,9 @@ pub(super) const CLAIM_UPDATE: &str = "UPDATE pending_urls
 pub(super) const PROCESSED_AT: &str =
     "SELECT d_processed FROM processed_urls WHERE url = ?1 AND operation = ?2";
 
-pub(super) const PENDING_AT: &str = "SELECT id, priority, depth, redirect_hops FROM pending_urls
-    WHERE url = ?1 AND operation = ?2";
+pub(super) const PENDING_AT: &str = "SELECT id, priority, depth, redirect_hops,
+        status = 'trapped'
+    FROM pending_urls WHERE url = ?1 AND operation = ?2";
 
 /// A referrer's link list: the sorted, distinct `referrals::url_hash`es of the
 /// URLs it links to, 8 bytes each (little-endian). One row per referring page
@@ -337,6 +370,54 @@ pub(super) const INSERT_PENDING: &str = "INSERT INTO pending_urls
          redirect_hops, check_every_ms)
     VALUES (?1, ?2, ?3, 'pending', ?4, ?5, ?6, 0, 0, ?7, ?8)
     ON CONFLICT (url, operation) DO NOTHING";
+
+/// A link the trap defence refused, kept if the file holds nothing of its
+/// URL: never fetched while `trapped`.
+pub(super) const INSERT_TRAPPED: &str = "INSERT INTO pending_urls
+        (url, operation, host, status, d_change, depth, priority, attempts, not_before,
+         redirect_hops, check_every_ms, trap_rule, trap_family)
+    VALUES (?1, ?2, ?3, 'trapped', ?4, ?5, ?6, 0, 0, ?7, ?8, ?9, ?10)
+    ON CONFLICT (url, operation) DO NOTHING";
+
+/// A claimed URL the trap defence refused: not fetched, kept `trapped`.
+pub(super) const TRAP_CLAIMED: &str = "UPDATE pending_urls
+    SET status = 'trapped', trap_rule = ?3, trap_family = ?4, lease_until = NULL,
+        lease_owner = NULL, d_change = ?5
+    WHERE url = ?1 AND operation = ?2 AND status = 'processing'";
+
+/// A trapped URL a link the trap defence admitted leads to (its family
+/// lifted, or the refusal was its referrer's, a soft 404): pending again.
+pub(super) const UNTRAP: &str = "UPDATE pending_urls
+    SET status = 'pending', trap_rule = NULL, trap_family = NULL, d_change = ?2
+    WHERE id = ?1 AND status = 'trapped'";
+
+/// The first closure of a family is kept.
+pub(super) const WRITE_CLOSURE: &str = "INSERT INTO trap_closures
+        (family, host, rule, scope, reason, detail, closed_at, pages)
+    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+    ON CONFLICT (family) DO NOTHING";
+
+pub(super) const CLOSURE_LIST: &str = "SELECT family, host, rule, scope, reason, detail,
+        closed_at, pages, reopened_at, allowed
+    FROM trap_closures ORDER BY host, family";
+
+pub(super) const REOPEN_CLOSURE: &str =
+    "UPDATE trap_closures SET reopened_at = ?2, allowed = 1 WHERE family = ?1";
+
+/// A reopened family's URLs, through the partial index on trapped rows.
+pub(super) const REOPEN_TRAPPED: &str = "UPDATE pending_urls
+    SET status = 'pending', trap_rule = NULL, trap_family = NULL, not_before = 0, d_change = ?2
+    WHERE status = 'trapped' AND trap_family = ?1";
+
+pub(super) const TRAPPED_BY_FAMILY: &str = "SELECT trap_family, COUNT(*) FROM pending_urls
+    WHERE status = 'trapped' GROUP BY trap_family";
+
+/// A family's trapped URLs, oldest first (read as far as wanted).
+pub(super) const TRAPPED_OF_FAMILY: &str = "SELECT url FROM pending_urls
+    WHERE status = 'trapped' AND trap_family = ?1 ORDER BY id";
+
+pub(super) const TRAPPED_BY_RULE: &str = "SELECT trap_rule, COUNT(*) FROM pending_urls
+    WHERE status = 'trapped' GROUP BY trap_rule";
 
 /// A URL added with an interval of its own while it waits: it takes it.
 pub(super) const SET_CHECK_EVERY: &str =
@@ -502,7 +583,7 @@ pub(super) const PROCESSED_ONE: &str = concat!(
 
 pub(super) const PENDING_LIST: &str =
     "SELECT url, operation, host, status, depth, priority, attempts,
-        d_change, not_before, lease_until, last_error, check_every_ms
+        d_change, not_before, lease_until, last_error, check_every_ms, trap_rule, trap_family
     FROM pending_urls ORDER BY id LIMIT ?1";
 
 pub(super) const RECORD_LIST: &str =
@@ -578,6 +659,16 @@ const ALL_STATEMENTS: &[&str] = &[
     CLEAR_CHECK,
     LAST_FETCH,
     HISTORY_LIST,
+    INSERT_TRAPPED,
+    TRAP_CLAIMED,
+    UNTRAP,
+    WRITE_CLOSURE,
+    CLOSURE_LIST,
+    REOPEN_CLOSURE,
+    REOPEN_TRAPPED,
+    TRAPPED_BY_FAMILY,
+    TRAPPED_OF_FAMILY,
+    TRAPPED_BY_RULE,
 ];
 
 #[cfg(test)]
@@ -680,7 +771,7 @@ mod tests {
         drop(SqliteStore::open(&newer).unwrap());
         Connection::open(&newer)
             .unwrap()
-            .execute("UPDATE meta SET value = 6 WHERE key = 'schema_version'", [])
+            .execute("UPDATE meta SET value = 7 WHERE key = 'schema_version'", [])
             .unwrap();
         let msg = SqliteStore::open(&newer).unwrap_err().to_string();
         assert!(msg.contains("schema_version"), "{msg}");
