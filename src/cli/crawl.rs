@@ -1,11 +1,11 @@
 //! `crawl` and `search-text`: a crawl from seeds to the end (or a
 //! budget, or a signal), with a live progress line and a summary.
 
-use super::opts::{StoreOpts, SupervisionOpts, TuningOpts, check_seeds};
+use super::opts::{StoreOpts, SupervisionOpts, TrapAllowOpts, TuningOpts, check_seeds};
 use super::parse::parse_duration;
 use super::prometheus;
 use super::remote::{RemoteOpts, one_shot};
-use super::rows::requests;
+use super::rows::{requests, trapped_by_rule};
 use super::signals::StopSignals;
 use anyhow::{Result, bail};
 use clap::Args;
@@ -118,6 +118,8 @@ pub(super) struct CrawlOpts {
     store: StoreOpts,
     #[command(flatten)]
     tuning: TuningOpts,
+    #[command(flatten)]
+    trap_allow: TrapAllowOpts,
     /// No live progress line.
     #[arg(long)]
     quiet: bool,
@@ -171,6 +173,7 @@ async fn crawl(
         .archive(opts.store.archive_dir(), &settings.crawl.node_name);
     settings.archive = Some(archive.clone());
     let store = opts.store.open_for_crawl().await?;
+    opts.trap_allow.reopen(store.as_ref()).await?;
     let started = Instant::now();
     let app = start(store.clone(), settings).await?;
     for (url, op) in seeds {
@@ -447,6 +450,13 @@ fn summary_text(
         "  processed {}  failed {}  duplicates skipped {}  robots-blocked {}  still pending {}",
         counts.processed, counts.failed, counts.duplicates, counts.robots_blocked, counts.pending
     );
+    if let Some(trapped) = trapped_by_rule(counts) {
+        let _ = writeln!(
+            out,
+            "  left out by the trap defence: {trapped} (web_crawler report traps; \
+             --trap-allow FAMILY fetches a family's)"
+        );
+    }
     for (url, why) in failed {
         let _ = writeln!(out, "  failed  {url}  {why}");
     }
@@ -575,6 +585,33 @@ mod tests {
              \x20 processed 529  failed 1  duplicates skipped 0  robots-blocked 0  still pending 0\n\
              \x20 failed  http://a/gone  HTTP 404\n"
         );
+    }
+
+    #[test]
+    fn the_summary_says_what_the_trap_rules_left_out_by_rule() {
+        use web_crawler::actors::traps::TrapRule;
+        let counts = web_crawler::actors::StoreCounts {
+            processed: 40,
+            trapped: 130,
+            trapped_by_rule: [(TrapRule::Barren, 120), (TrapRule::Soft404, 10)].into(),
+            ..Default::default()
+        };
+        let text = summary_text(
+            &run_facts(Ended::NothingLeft, 40),
+            &[(Some(200), 40)],
+            &counts,
+            &[],
+        );
+        assert!(
+            text.ends_with(
+                "\x20 left out by the trap defence: 130 URLs (barren 120, soft_404 10) \
+                 (web_crawler report traps; --trap-allow FAMILY fetches a family's)\n"
+            ),
+            "{text}"
+        );
+        let none = web_crawler::actors::StoreCounts::default();
+        let text = summary_text(&run_facts(Ended::NothingLeft, 0), &[], &none, &[]);
+        assert!(!text.contains("trap"), "{text}");
     }
 
     #[test]

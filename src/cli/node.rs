@@ -1,7 +1,7 @@
 //! `start` and `node`: a node of a cluster (like `erl -sname NAME` and
 //! the application), the master's or a worker, until it is stopped.
 
-use super::opts::{StoreOpts, SupervisionOpts, TuningOpts, check_seeds};
+use super::opts::{StoreOpts, SupervisionOpts, TrapAllowOpts, TuningOpts, check_seeds};
 use super::parse::{parse_duration, user_url};
 use super::prometheus;
 use super::remote::read_cookie;
@@ -29,6 +29,8 @@ pub(super) struct StartArgs {
     store: StoreOpts,
     #[command(flatten)]
     tuning: TuningOpts,
+    #[command(flatten)]
+    trap_allow: TrapAllowOpts,
     /// How long the node waits for a store that became unreachable
     /// (a database restart, an election) before it stops, with exit code 75.
     #[arg(long, value_name = "DURATION", default_value = "10min", value_parser = parse_duration)]
@@ -47,6 +49,7 @@ impl StartArgs {
             store_outage_limit: self.store_outage_limit,
             intensity: self.supervision.intensity(),
             monitor: &self.monitor,
+            trap_allow: &self.trap_allow,
         });
         serve_node(&self.node, master, &self.tuning, None).await
     }
@@ -162,6 +165,7 @@ struct MasterOpts<'a> {
     store_outage_limit: Duration,
     intensity: RestartIntensity,
     monitor: &'a MonitorOpts,
+    trap_allow: &'a TrapAllowOpts,
 }
 
 /// Run a node until Ctrl-C / SIGTERM, or until its tree stops by itself.
@@ -206,11 +210,9 @@ async fn serve_node(
     let server = cluster::start_node(&node.name, node.listen, &cookie, true).await?;
     let app = match &master {
         Some(m) => {
-            start(
-                m.store.open_for_crawl().await?,
-                m.store.with_index(settings),
-            )
-            .await?
+            let store = m.store.open_for_crawl().await?;
+            m.trap_allow.reopen(store.as_ref()).await?;
+            start(store, m.store.with_index(settings)).await?
         }
         None => {
             if let Some(w) = &worker

@@ -12,7 +12,7 @@ use std::time::Duration;
 use web_crawler::Settings;
 use web_crawler::actors::LinkPolicy;
 use web_crawler::actors::traps::TrapSettings;
-use web_crawler::actors::{OperationSpec, RestartIntensity, Store};
+use web_crawler::actors::{OperationSpec, RestartIntensity, Store, now_ms};
 use web_crawler::archive::WarcArchive;
 use web_crawler::policy::{CrawlPolicy, Scope};
 use web_crawler::search::index_dir_for;
@@ -242,6 +242,38 @@ impl TrapOpts {
         t.stale_budget = self.trap_stale_budget;
         t.growing_pct = self.trap_growing_pct;
         Some(t)
+    }
+}
+
+/// Trap families to reopen before the crawl starts.
+#[derive(Debug, Args)]
+pub(super) struct TrapAllowOpts {
+    /// Reopen this trap family before the crawl starts (repeatable): its
+    /// name as `report traps` lists it (a pattern such as
+    /// `example.com/cal/{n}/{n}/`, a directory `example.com/tag/`, a query
+    /// space `example.com/shop?` or a host). It is never closed again on
+    /// this store, and the URLs it refused are fetched by this run.
+    #[arg(long, value_name = "FAMILY")]
+    pub(super) trap_allow: Vec<String>,
+}
+
+impl TrapAllowOpts {
+    /// Reopen each family in `store`, saying how many URLs it released; a
+    /// name the store knows no family by is an error (a typo must not
+    /// pass for a reopened family).
+    pub(super) async fn reopen(&self, store: &dyn Store) -> Result<()> {
+        for family in &self.trap_allow {
+            match store.reopen_trap_family(family, now_ms()).await? {
+                Some(released) => eprintln!(
+                    "trap family {family} reopened: {released} URL(s) it refused go back to pending"
+                ),
+                None => anyhow::bail!(
+                    "--trap-allow {family:?}: this store knows no trap family by that name \
+                     (`web_crawler report traps` lists them)"
+                ),
+            }
+        }
+        Ok(())
     }
 }
 

@@ -16,6 +16,7 @@ use prometheus_client::registry::Registry;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
+use web_crawler::actors::traps::TrapRule;
 use web_crawler::actors::{ChildRole, Metrics, Status};
 use web_crawler::{AppHandle, Settings};
 
@@ -38,6 +39,11 @@ struct ChildLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RuleLabel {
+    rule: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct StateLabel {
     state: String,
 }
@@ -53,6 +59,7 @@ pub(crate) struct NodeMetrics {
     running: Family<NodeLabel, Gauge>,
     restarts: Family<ChildLabels, Counter>,
     frontier: Family<StateLabel, Gauge>,
+    trapped: Family<RuleLabel, Gauge>,
     in_flight: Gauge,
     node_load: Family<NodeLabel, Gauge>,
     node_hosts: Family<NodeLabel, Gauge>,
@@ -71,6 +78,7 @@ impl NodeMetrics {
             running: Family::default(),
             restarts: Family::default(),
             frontier: Family::default(),
+            trapped: Family::default(),
             in_flight: Gauge::default(),
             node_load: Family::default(),
             node_hosts: Family::default(),
@@ -106,6 +114,11 @@ impl NodeMetrics {
             "frontier_urls",
             "URLs in the store by state (the master's node; refreshed each second)",
             m.frontier.clone(),
+        );
+        m.registry.register(
+            "trapped_urls",
+            "URLs the trap defence left out, by the rule that refused them (the master's node)",
+            m.trapped.clone(),
         );
         m.registry.register(
             "in_flight",
@@ -144,11 +157,20 @@ impl NodeMetrics {
             ("processing", s.store.processing),
             ("processed", s.store.processed),
             ("failed", s.store.failed),
+            ("trapped", s.store.trapped),
         ] {
             let label = StateLabel {
                 state: state.to_string(),
             };
             self.frontier.get_or_create(&label).set(gauge(n));
+        }
+        // Every rule, at 0 until it refuses something.
+        for rule in TrapRule::ALL {
+            let label = RuleLabel {
+                rule: rule.code().to_string(),
+            };
+            let n = s.store.trapped_by_rule.get(&rule).copied().unwrap_or(0);
+            self.trapped.get_or_create(&label).set(gauge(n));
         }
         self.in_flight.set(gauge(s.in_flight));
         self.store_unreachable
@@ -301,6 +323,28 @@ mod tests {
             assert!(text.lines().any(|l| l == line), "{line} in\n{text}");
         }
         assert!(text.ends_with("# EOF\n"), "{text}");
+    }
+
+    #[test]
+    fn the_trapped_urls_are_counted_by_rule() {
+        let m = NodeMetrics::new("n1");
+        let mut s = Status::default();
+        s.store.trapped = 7;
+        s.store.trapped_by_rule = [(TrapRule::Stale, 5), (TrapRule::Soft404, 2)].into();
+        m.observe(&s);
+        let text = m.render();
+        for line in [
+            r#"web_crawler_frontier_urls{state="trapped"} 7"#,
+            r#"web_crawler_trapped_urls{rule="stale"} 5"#,
+            r#"web_crawler_trapped_urls{rule="soft_404"} 2"#,
+            r#"web_crawler_trapped_urls{rule="barren"} 0"#,
+        ] {
+            assert!(
+                text.lines().any(|l| l == line),
+                "{line} in
+{text}"
+            );
+        }
     }
 
     #[test]

@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 use web_crawler::actors::monitor::{FetchHistory, HistoryQuery, availability, changes};
-use web_crawler::actors::{PageQuery, now_ms};
+use web_crawler::actors::{PageQuery, TRAP_SAMPLES, now_ms};
 use web_crawler::graph;
 
 /// `report ...`: listings read from the store (offline; works while a crawl writes).
@@ -42,6 +42,14 @@ pub(super) enum Report {
     },
     /// Hosts: robots.txt status, crawl delay, sitemaps, pages processed.
     Hosts {
+        #[command(flatten)]
+        list: ListOpts,
+    },
+    /// The families the trap defence closed: host, pattern or directory,
+    /// rule, when, pages judged before closing, URLs refused and a few of
+    /// them. `crawl --trap-allow FAMILY` (or the console's `reopen_trap`)
+    /// reopens one.
+    Traps {
         #[command(flatten)]
         list: ListOpts,
     },
@@ -127,6 +135,7 @@ impl Report {
                 list.bound(&mut hosts);
                 table(&hosts, list.json, rows::HOSTS_HEADER, rows::host_row)
             }
+            Report::Traps { list } => report_traps(&list).await,
             Report::Availability { history } => {
                 let mut rows = availability(&history.read().await?);
                 history.list.bound(&mut rows);
@@ -301,6 +310,25 @@ async fn report_pages(list: &ListOpts) -> Result<()> {
     Ok(())
 }
 
+/// `report traps`: each closed family, why and when, and what it refused;
+/// then how many URLs are left out in all, by rule.
+async fn report_traps(list: &ListOpts) -> Result<()> {
+    let store = list.store.open().await?;
+    let mut families = store.trap_families(TRAP_SAMPLES).await?;
+    list.bound(&mut families);
+    if list.json {
+        return table(&families, true, rows::TRAPS_HEADER, rows::trap_row);
+    }
+    table(&families, false, rows::TRAPS_HEADER, rows::trap_row)?;
+    let counts = store.counts().await?;
+    let mut out = std::io::stdout().lock();
+    match rows::trapped_by_rule(&counts) {
+        Some(line) => writeln!(out, "left out by the trap defence: {line}")?,
+        None => writeln!(out, "no URL is left out by the trap defence")?,
+    }
+    Ok(())
+}
+
 /// Rows to stdout: as a JSON array with `--json`, else the header and one
 /// tab-separated line per row (the console renders the same rows).
 fn table<T: serde::Serialize>(
@@ -360,6 +388,10 @@ mod tests {
             Report::SearchResults { text: None, .. }
         ));
         assert!(matches!(parse(&["hosts"]).unwrap(), Report::Hosts { .. }));
+        match parse(&["traps", "--json", "--limit", "2"]).unwrap() {
+            Report::Traps { list } => assert_eq!((list.json, list.limit), (true, Some(2))),
+            other => panic!("{other:?}"),
+        }
         match parse(&[
             "graph", "--format", "graphml", "--host", "a:8080", "-o", "g.xml",
         ])
