@@ -6,9 +6,11 @@ use serde_json::json;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use web_crawler::actors::monitor::HistoryQuery;
+use web_crawler::actors::traps::{TrapClosure, TrapReason, TrapRule, TrapScope};
 use web_crawler::actors::{
     ClaimRequest, CommitBatch, Document, HostRecord, Job, NewLink, OperationSpec, PageQuery,
-    PageRecord, ProcessedPage, Record, Retry, SEARCH_RESULTS, Store, UrlKey,
+    PageRecord, PendingUrl, ProcessedPage, Record, Retry, SEARCH_RESULTS, Store, TRAPPED, TrapMark,
+    TrappedClaim, TrappedLink, UrlKey,
 };
 
 const NOW: i64 = 1_700_000_000_000;
@@ -134,6 +136,267 @@ async fn upsert_and_referral_merge(b: Backend) {
         .await
         .unwrap();
     assert_eq!(store.pending(10).await.unwrap().len(), 2);
+}
+
+/// A directory the trap defence closed: `a/tag/` under rule 6.
+fn stale_tags(at: i64, pages: u32) -> TrapClosure {
+    TrapClosure {
+        reason: TrapReason::Stale {
+            directory: "a/tag/".into(),
+            stale: 24,
+            pages,
+        },
+        closed_at: at,
+        pages,
+    }
+}
+
+fn refused(url: &str, rule: TrapRule, family: &str) -> TrappedLink {
+    TrappedLink {
+        link: link(url, 2, 0.25),
+        trap: TrapMark {
+            rule,
+            family: family.into(),
+        },
+    }
+}
+
+/// The row of `url` in pending_urls, if any.
+async fn pending_row(store: &dyn Store, url: &str) -> Option<PendingUrl> {
+    (store.pending(10_000).await.unwrap())
+        .into_iter()
+        .find(|p| p.url == url)
+}
+
+async fn refused_urls_are_kept_with_their_family_and_released_by_it(b: Backend) {
+    let store = b.open().await;
+    // Known already: a pending URL and a processed page.
+    store
+        .commit((seeds(NOW, vec![link("http://a/waiting", 0, 1.0)])).into())
+        .await
+        .unwrap();
+    store
+        .commit((pages(NOW, None, vec![page("http://a/done", 200, Some(1), vec![])])).into())
+        .await
+        .unwrap();
+    // A page whose links the directory's closure refused; a sitemap's link
+    // refused too; and links to known URLs refused, which stay as they are.
+    let mut home = page(
+        "http://a/",
+        200,
+        Some(2),
+        vec![link("http://a/about", 1, 0.5)],
+    );
+    home.trapped = vec![
+        refused("http://a/tag/x+y/", TrapRule::Stale, "a/tag/"),
+        refused("http://a/tag/x+z/", TrapRule::Stale, "a/tag/"),
+        refused("http://a/waiting", TrapRule::Stale, "a/tag/"),
+        refused("http://a/done", TrapRule::Stale, "a/tag/"),
+    ];
+    let batch = CommitBatch {
+        now: NOW + 1,
+        pages: vec![home],
+        trapped: vec![refused("http://a/tag/q/", TrapRule::Stale, "a/tag/")],
+        closures: vec![stale_tags(NOW + 1, 30)],
+        ..CommitBatch::default()
+    };
+    store.commit(batch.into()).await.unwrap();
+    let row = pending_row(store.as_ref(), "http://a/tag/x+y/")
+        .await
+        .unwrap();
+    assert_eq!(row.status, TRAPPED);
+    assert_eq!(
+        row.trap,
+        Some(TrapMark {
+            rule: TrapRule::Stale,
+            family: "a/tag/".into()
+        })
+    );
+    assert_eq!(
+        (row.depth, row.priority),
+        (2, 0.25),
+        "kept to be fetched later"
+    );
+    assert_eq!(row.referral_list, ["http://a/"], "its referral too");
+    let waiting = pending_row(store.as_ref(), "http://a/waiting")
+        .await
+        .unwrap();
+    assert_eq!((waiting.status.as_str(), waiting.trap), ("pending", None));
+    assert!(pending_row(store.as_ref(), "http://a/done").await.is_none());
+    let counts = store.counts().await.unwrap();
+    assert_eq!((counts.pending, counts.trapped), (2, 3));
+    assert_eq!(counts.trapped_by_rule, [(TrapRule::Stale, 3)].into());
+
+    // Neither pending nor processing: never claimed, and a frontier
+    // holding only trapped URLs is empty (a one-shot crawl ends).
+    let mut claimed: Vec<String> = (store.claim(claim_req(NOW + 2, 100, 100)).await.unwrap())
+        .into_iter()
+        .map(|j| j.url)
+        .collect();
+    claimed.sort();
+    assert_eq!(claimed, ["http://a/about", "http://a/waiting"]);
+    // The claimed page the guard refused becomes trapped; a key not
+    // being processed is left as it is.
+    let batch = CommitBatch {
+        now: NOW + 3,
+        pages: vec![page("http://a/about", 200, Some(3), vec![])],
+        trapped_claims: vec![
+            TrappedClaim {
+                key: UrlKey {
+                    url: "http://a/waiting".into(),
+                    operation: OperationSpec::crawl(),
+                },
+                trap: TrapMark {
+                    rule: TrapRule::HostProbation,
+                    family: "a".into(),
+                },
+            },
+            TrappedClaim {
+                key: UrlKey {
+                    url: "http://a/nowhere".into(),
+                    operation: OperationSpec::crawl(),
+                },
+                trap: TrapMark {
+                    rule: TrapRule::HostProbation,
+                    family: "a".into(),
+                },
+            },
+        ],
+        closures: vec![
+            // The family's first closure is kept.
+            stale_tags(NOW + 3, 99),
+            TrapClosure {
+                reason: TrapReason::Host {
+                    host: "a".into(),
+                    run: 64,
+                },
+                closed_at: NOW + 3,
+                pages: 64,
+            },
+        ],
+        ..CommitBatch::default()
+    };
+    store.commit(batch.into()).await.unwrap();
+    let waiting = pending_row(store.as_ref(), "http://a/waiting")
+        .await
+        .unwrap();
+    assert_eq!(waiting.status, TRAPPED);
+    assert_eq!(waiting.trap.unwrap().rule, TrapRule::HostProbation);
+    assert!(
+        pending_row(store.as_ref(), "http://a/nowhere")
+            .await
+            .is_none()
+    );
+    assert!(
+        store.frontier_empty().await.unwrap(),
+        "only trapped URLs left"
+    );
+    let counts = store.counts().await.unwrap();
+    assert_eq!(
+        (counts.pending, counts.processing, counts.trapped),
+        (0, 0, 4)
+    );
+    assert!(counts.frontier_empty());
+
+    // The closures, as a starting master reads them.
+    let closures = store.trap_closures().await.unwrap();
+    assert_eq!(closures.len(), 2);
+    let host = &closures[0];
+    assert_eq!(
+        (host.family.as_str(), host.rule),
+        ("a", TrapRule::HostProbation)
+    );
+    let tags = &closures[1];
+    assert_eq!(tags.family, "a/tag/");
+    assert_eq!(tags.host, "a");
+    assert_eq!(
+        (tags.rule, tags.scope),
+        (TrapRule::Stale, TrapScope::Directory)
+    );
+    assert_eq!((tags.closed_at, tags.pages), (NOW + 1, 30));
+    assert_eq!(tags.closure(), stale_tags(NOW + 1, 30));
+    assert!(
+        tags.reason.starts_with("trap: pages under a/tag/"),
+        "{}",
+        tags.reason
+    );
+    assert_eq!((tags.reopened_at, tags.allowed), (None, false));
+    // `report traps`: by host then name, with counts and samples.
+    let families = store.trap_families(2).await.unwrap();
+    let listed: Vec<(&str, u64, usize)> = families
+        .iter()
+        .map(|f| (f.closed.family.as_str(), f.refused, f.samples.len()))
+        .collect();
+    assert_eq!(listed, [("a", 1, 1), ("a/tag/", 3, 2)]);
+    assert!(
+        families[1]
+            .samples
+            .iter()
+            .all(|u| u.starts_with("http://a/tag/"))
+    );
+
+    // A link the guard admits to a trapped URL (the refusal was its
+    // referrer's, or the family lifted) makes it pending again.
+    let batch = pages(
+        NOW + 4,
+        None,
+        vec![page(
+            "http://a/elsewhere",
+            200,
+            Some(4),
+            vec![link("http://a/tag/q/", 1, 1.0)],
+        )],
+    );
+    store.commit(batch.into()).await.unwrap();
+    let q = pending_row(store.as_ref(), "http://a/tag/q/")
+        .await
+        .unwrap();
+    assert_eq!((q.status.as_str(), q.trap), ("pending", None));
+    assert_eq!(store.counts().await.unwrap().trapped, 3);
+
+    // An operator reopens the directory: its URLs go back to pending, its
+    // closure is allowed for good; on this store, as any process opens it.
+    assert_eq!(
+        store.reopen_trap_family("a/tag/", NOW + 5).await.unwrap(),
+        Some(2)
+    );
+    let store = b.open().await;
+    let row = pending_row(store.as_ref(), "http://a/tag/x+y/")
+        .await
+        .unwrap();
+    assert_eq!((row.status.as_str(), row.trap), ("pending", None));
+    let tags = (store.trap_closures().await.unwrap())
+        .into_iter()
+        .find(|c| c.family == "a/tag/")
+        .unwrap();
+    assert_eq!((tags.reopened_at, tags.allowed), (Some(NOW + 5), true));
+    let counts = store.counts().await.unwrap();
+    assert_eq!((counts.pending, counts.trapped), (3, 1));
+    assert_eq!(
+        counts.trapped_by_rule,
+        [(TrapRule::HostProbation, 1)].into()
+    );
+    let mut claimed: Vec<String> = (store.claim(claim_req(NOW + 6, 100, 100)).await.unwrap())
+        .into_iter()
+        .map(|j| j.url)
+        .collect();
+    claimed.sort();
+    assert_eq!(
+        claimed,
+        ["http://a/tag/q/", "http://a/tag/x+y/", "http://a/tag/x+z/"]
+    );
+    // Again: nothing more to release; a name it knows nothing of: None.
+    assert_eq!(
+        store.reopen_trap_family("a/tag/", NOW + 7).await.unwrap(),
+        Some(0)
+    );
+    assert_eq!(
+        store
+            .reopen_trap_family("a/nothing/", NOW + 7)
+            .await
+            .unwrap(),
+        None
+    );
 }
 
 async fn claim_respects_per_host_caps_round_robin(b: Backend) {
@@ -1095,6 +1358,10 @@ async fn a_departed_nodes_pages_are_handed_over(b: Backend) {
 }
 
 on_both_backends!(upsert_and_referral_merge_, upsert_and_referral_merge);
+on_both_backends!(
+    trapped_urls,
+    refused_urls_are_kept_with_their_family_and_released_by_it
+);
 on_both_backends!(hand_over, a_departed_nodes_pages_are_handed_over);
 on_both_backends!(
     watched_urls,

@@ -333,6 +333,16 @@ pub(super) fn pending_of(d: &Document) -> Result<PendingUrl, StoreError> {
     })
 }
 
+/// A boolean field (written as a boolean; a server that keeps it as a
+/// number reads back the same).
+fn flag(d: &Document, key: &str) -> bool {
+    match d.get(key) {
+        Some(Bson::Boolean(b)) => *b,
+        Some(_) => int(d, key).is_some_and(|n| n != 0),
+        None => false,
+    }
+}
+
 /// A trap rule's stored code.
 fn rule_of(d: &Document, key: &str) -> Result<TrapRule, StoreError> {
     text(d, key)
@@ -390,7 +400,7 @@ pub(super) fn closed_family_of(d: &Document) -> Result<ClosedFamily, StoreError>
         closed_at: millis(d, "closed_at"),
         pages: int(d, "pages").unwrap_or(0).clamp(0, i64::from(u32::MAX)) as u32,
         reopened_at: int(d, "reopened_at"),
-        allowed: d.get_bool("allowed").unwrap_or(false),
+        allowed: flag(d, "allowed"),
         family,
     })
 }

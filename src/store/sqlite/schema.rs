@@ -823,6 +823,57 @@ mod tests {
         assert_eq!(version, SCHEMA_VERSION);
     }
 
+    /// A version 5 file gains what keeps the trap defence's refusals: the
+    /// pending rows' rule and family, and the closures' table.
+    #[tokio::test]
+    async fn a_version_5_file_is_migrated() {
+        let (_dir, path, store) = open_temp();
+        store
+            .commit((seeds(0, vec![link("http://a/old", 0, 1.0)])).into())
+            .await
+            .unwrap();
+        drop(store);
+        Connection::open(&path)
+            .unwrap()
+            .execute_batch(
+                "DROP INDEX pending_urls_trapped;
+                 ALTER TABLE pending_urls DROP COLUMN trap_rule;
+                 ALTER TABLE pending_urls DROP COLUMN trap_family;
+                 DROP TABLE trap_closures;
+                 UPDATE meta SET value = 5 WHERE key = 'schema_version';",
+            )
+            .unwrap();
+        let store = SqliteStore::open(&path).unwrap();
+        let batch = CommitBatch {
+            now: 1,
+            trapped: vec![web_crawler_actors::TrappedLink {
+                link: link("http://a/cal/1999/01/", 1, 0.5),
+                trap: web_crawler_actors::TrapMark {
+                    rule: web_crawler_actors::traps::TrapRule::Barren,
+                    family: "a/cal/{n}/{n}/".into(),
+                },
+            }],
+            ..CommitBatch::default()
+        };
+        store.commit(batch.into()).await.unwrap();
+        let counts = store.counts().await.unwrap();
+        assert_eq!((counts.pending, counts.trapped), (1, 1));
+        assert_eq!(
+            store.reopen_trap_family("a/cal/{n}/{n}/", 2).await.unwrap(),
+            Some(1)
+        );
+        drop(store);
+        let version: i64 = Connection::open(&path)
+            .unwrap()
+            .query_row(
+                "SELECT value FROM meta WHERE key = 'schema_version'",
+                [],
+                |row| row.get(0),
+            )
+            .unwrap();
+        assert_eq!(version, SCHEMA_VERSION);
+    }
+
     /// A version 2 file's search results become records, keyed as a record
     /// written now would be (so a re-processed page replaces, not adds).
     #[tokio::test]
