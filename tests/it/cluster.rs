@@ -138,7 +138,7 @@ impl Cluster {
 
     /// A console attached to the master's node, fed `script` on a pipe
     /// until it ends: its whole output.
-    async fn console(&self, extra: &[&str], script: &str) -> Output {
+    pub(crate) async fn console(&self, extra: &[&str], script: &str) -> Output {
         let mut console = bin()
             .args(["console", "--connect", &self.master_addr.to_string()])
             .arg("--cookie-file")

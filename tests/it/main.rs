@@ -21,6 +21,7 @@ mod mongo;
 #[cfg(feature = "cli")]
 mod monitor;
 mod outage;
+mod refusals;
 #[cfg(feature = "cli")]
 mod reports;
 #[cfg(feature = "search")]
