@@ -69,7 +69,10 @@
 //! duplicates is never cut, while a trap is cut about one window after it
 //! starts. Closures are lifted after [`TrapSettings::reopen_after_ms`], so a
 //! long-running service looks again; a one-shot crawl never re-queues a
-//! refused URL, so it still ends.
+//! refused URL, so it still ends. Each refusal names its rule and family
+//! ([`TrapRule`], [`TrapReason::family`]); closures are handed out to be
+//! stored, restored by a new master, and lifted for good by an operator
+//! ([`TrapGuard::allow`]): see `families`.
 //!
 //! Memory is bounded: each pattern keeps at most
 //! [`TrapSettings::kept_hashes`] simhashes and [`TrapSettings::kept_links`]

@@ -2143,12 +2143,12 @@ mod tests {
         // The next cycle, write or not, writes the batch, then reopens.
         let work = w.start_cycle(false, true, false, T0).unwrap();
         assert_eq!(work.batch.trapped_claims.len(), 1);
-        assert_eq!(work.reopen, [family.clone()]);
+        assert_eq!(work.reopen, std::slice::from_ref(&family));
         // The store was away: the reopen is done by the next cycle.
         let verdict = w.cycle_failed(work, T0, T0, "away".into());
         assert!(matches!(verdict, Verdict::Began { .. }), "{verdict:?}");
         let work = w.start_cycle(false, true, false, T0 + 60_000).unwrap();
-        assert_eq!(work.reopen, [family.clone()]);
+        assert_eq!(work.reopen, std::slice::from_ref(&family));
         assert_eq!(work.batch.trapped_claims.len(), 1);
         w.cycle_done(Vec::new(), None, &nodes(&["a"]), T0 + 60_000);
         // Fetched now, and never closed again however alike its pages.
