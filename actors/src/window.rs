@@ -2073,12 +2073,12 @@ mod tests {
     #[test]
     fn a_soft_404s_links_are_kept_trapped_and_its_host_closed_once() {
         let mut w = running(cfg(), &["a"]);
-        w.soft_404_probe("http://h/no-such-page-x7", 0xabcd);
+        w.soft_404_probe("http://h/no-such-page-x7", 0xabcd.into());
         for n in 0..2 {
             let j = job("h", &format!("/gone{n}"));
             claim(&mut w, vec![j.clone()], &["a"]);
             let links = vec![link("http://h/a"), link("http://h/b")];
-            w.on_report(page_with(&j, links, Some(0xabcd)), T0);
+            w.on_report(page_with(&j, links, Some(0xabcd.into())), T0);
         }
         let batch = w.start_cycle(true, false, false, T0).unwrap().batch;
         let trapped: Vec<(&str, TrapRule, &str)> = (batch.pages.iter())

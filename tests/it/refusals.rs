@@ -113,7 +113,10 @@ async fn a_restarted_crawl_refuses_a_closed_family_at_once() {
     };
     crawl(&server.url("/")).await;
     let family = calendar_family(&server);
-    assert!(!months_not_fetched(&server).is_empty(), "the calendar closed");
+    assert!(
+        !months_not_fetched(&server).is_empty(),
+        "the calendar closed"
+    );
     let left_out = trapped(store.as_ref()).await;
     assert!(!left_out.is_empty(), "its refused URLs are kept");
     assert!(
