@@ -193,6 +193,10 @@ impl Actor for Master {
                 state.window.unstarted(&jobs);
                 cycle(state, false, true);
             }
+            MasterMsg::Withdrawn(jobs) => {
+                state.window.withdrawn(jobs, now);
+                schedule_flush(state);
+            }
             MasterMsg::CycleDone => finish_cycle(state).await?,
             MasterMsg::Flush => {
                 state.flush_scheduled = false;
@@ -287,6 +291,9 @@ fn add_url(
 /// within `flush_every`.
 fn on_report(state: &mut MasterState, report: SlaveReport, now: Millis) {
     let due = state.window.on_report(report, now);
+    for (node, keys) in state.window.take_withdrawals() {
+        protocol::send_to_pool(&state.cfg.pool_name(), &node, PoolMsg::Withdraw(keys));
+    }
     for event in state.window.take_events() {
         state.b.notify(event);
     }

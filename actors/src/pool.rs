@@ -92,6 +92,13 @@ impl Actor for Pool {
                     state.scheduler.push(job);
                 }
             }
+            PoolMsg::Withdraw(keys) => {
+                let keys = keys.into_iter().collect();
+                let jobs = state.scheduler.withdraw(&keys);
+                if !jobs.is_empty() {
+                    protocol::cast(&state.master, MasterMsg::Withdrawn(jobs));
+                }
+            }
             PoolMsg::Resync => protocol::cast(
                 &state.master,
                 MasterMsg::Adopt {

@@ -6,7 +6,7 @@
 use crate::behaviour::index::{QueuePos, ShardPhase, ShardStats, ShardTop};
 use crate::behaviour::{ProcessedPage, RobotsReport, WhyUnreachable};
 use crate::hosts::NodeHosts;
-use crate::types::{HostRecord, IndexCounts, Job, Millis, OperationSpec, StoreCounts};
+use crate::types::{HostRecord, IndexCounts, Job, Millis, OperationSpec, StoreCounts, UrlKey};
 use ractor::message::{BoxedDowncastErr, SerializedMessage};
 use ractor::{ActorCell, ActorRef, RpcReplyPort};
 use ractor_cluster::RactorClusterMessage;
@@ -418,6 +418,8 @@ pub(crate) enum MasterMsg {
     },
     /// A draining pool's queued jobs: they go back to pending.
     Unstarted(Vec<Job>),
+    /// A pool's answer to `PoolMsg::Withdraw`: the jobs it had not started.
+    Withdrawn(Vec<Job>),
     /// A pool's answer to `PoolMsg::Release`, once nothing of `host` runs
     /// there: its queued jobs, for the node it moves to, which waits
     /// `wait_ms` before its first request.
@@ -487,6 +489,7 @@ enum MasterWire {
         jobs: Vec<Job>,
     },
     Unstarted(Vec<Job>),
+    Withdrawn(Vec<Job>),
     Released {
         node: String,
         host: String,
@@ -517,6 +520,7 @@ impl ractor::Message for MasterMsg {
             MasterMsg::HostRecord(h) => MasterWire::HostRecord(h),
             MasterMsg::Adopt { node, jobs } => MasterWire::Adopt { node, jobs },
             MasterMsg::Unstarted(jobs) => MasterWire::Unstarted(jobs),
+            MasterMsg::Withdrawn(jobs) => MasterWire::Withdrawn(jobs),
             MasterMsg::Released {
                 node,
                 host,
@@ -542,6 +546,7 @@ impl ractor::Message for MasterMsg {
             MasterWire::HostRecord(h) => MasterMsg::HostRecord(h),
             MasterWire::Adopt { node, jobs } => MasterMsg::Adopt { node, jobs },
             MasterWire::Unstarted(jobs) => MasterMsg::Unstarted(jobs),
+            MasterWire::Withdrawn(jobs) => MasterMsg::Withdrawn(jobs),
             MasterWire::Released {
                 node,
                 host,
@@ -603,6 +608,9 @@ pub(crate) enum PoolMsg {
     /// A (re)started master asks what this pool holds: the pool answers with
     /// `MasterMsg::Adopt`.
     Resync,
+    /// The master no longer wants these fetched (a trap closed on them):
+    /// hand back those not started yet (`MasterMsg::Withdrawn`).
+    Withdraw(Vec<UrlKey>),
     /// Stop starting slaves; hand the queued jobs back (`MasterMsg::Unstarted`);
     /// running ones finish.
     Drain,
@@ -672,6 +680,7 @@ pub enum Setting {
 #[derive(Serialize, Deserialize)]
 enum PoolWire {
     Dispatch(Vec<Job>),
+    Withdraw(Vec<UrlKey>),
     Resync,
     Drain,
     Release(Vec<String>),
@@ -696,6 +705,7 @@ impl ractor::Message for PoolMsg {
     fn serialize(self) -> Result<SerializedMessage, BoxedDowncastErr> {
         let wire = match self {
             PoolMsg::Dispatch(jobs) => PoolWire::Dispatch(jobs),
+            PoolMsg::Withdraw(keys) => PoolWire::Withdraw(keys),
             PoolMsg::Resync => PoolWire::Resync,
             PoolMsg::Drain => PoolWire::Drain,
             PoolMsg::Release(hosts) => PoolWire::Release(hosts),
@@ -742,6 +752,7 @@ impl ractor::Message for PoolMsg {
         }
         Ok(match from_wire(msg)? {
             PoolWire::Dispatch(jobs) => PoolMsg::Dispatch(jobs),
+            PoolWire::Withdraw(keys) => PoolMsg::Withdraw(keys),
             PoolWire::Resync => PoolMsg::Resync,
             PoolWire::Drain => PoolMsg::Drain,
             PoolWire::Release(hosts) => PoolMsg::Release(hosts),

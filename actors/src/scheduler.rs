@@ -368,6 +368,26 @@ impl HostScheduler {
 
     /// Take every queued (not running) job out, e.g. to hand it back on
     /// drain; a move in progress ends with it.
+    /// Take the queued jobs (not started) of `keys`: the master no longer
+    /// wants them fetched.
+    pub fn withdraw(&mut self, keys: &HashSet<UrlKey>) -> Vec<Job> {
+        let mut out = Vec::new();
+        for slot in self.hosts.values_mut() {
+            let mut vetted = 0;
+            let queue = std::mem::take(&mut slot.queue);
+            for (i, job) in queue.into_iter().enumerate() {
+                if keys.contains(&job.key()) {
+                    out.push(job);
+                } else {
+                    vetted += usize::from(i < slot.vetted);
+                    slot.queue.push_back(job);
+                }
+            }
+            slot.vetted = vetted;
+        }
+        out
+    }
+
     pub fn take_queued(&mut self) -> Vec<Job> {
         self.active.clear();
         self.hosts
@@ -909,6 +929,22 @@ mod tests {
         assert!(actions.is_empty(), "not even robots.txt: {actions:?}");
         assert_eq!(wake, Some(500));
         assert!(matches!(&s.poll(500).0[..], [Action::FetchRobots { .. }]));
+    }
+
+    #[test]
+    fn withdraw_takes_queued_jobs_only() {
+        let mut s = sched(10, 1, 0);
+        for path in ["/1", "/2", "/3"] {
+            s.push(job("a", path));
+        }
+        robots_fetched(&mut s, "a");
+        s.poll(0);
+        let keys: HashSet<UrlKey> = ["/1", "/2"].iter().map(|p| job("a", p).key()).collect();
+        assert_eq!(s.withdraw(&keys), vec![job("a", "/2")], "/1 runs");
+        assert_eq!(s.withdraw(&keys), Vec::<Job>::new());
+        let mut held = s.held();
+        held.sort_by(|a, b| a.url.cmp(&b.url));
+        assert_eq!(held, vec![job("a", "/1"), job("a", "/3")]);
     }
 
     #[test]

@@ -625,6 +625,11 @@ impl TrapGuard {
             .map(|(url, l)| (*url, l))
             .collect();
         let judged = self.cfg.copy_pct > 0 && shingles.len() >= MIN_JUDGED_SHINGLES;
+        // A list of links with snippets (a generator's page, search
+        // results) is not where text comes from: its snippets are of the
+        // pages it lists, fetched or not yet.
+        let listing =
+            shingles.len() * novelty::SAMPLE_ONE_IN < LISTING_WORDS_PER_LINK * links.len();
         let verdict = judged.then(|| {
             let outward = |l: &Parts| {
                 let into = l.directory_key();
@@ -640,17 +645,25 @@ impl TrapGuard {
                 copy,
                 leads_out,
                 grows: unseen.iter().any(|(_, l)| l.directory_key() == directory),
-                // Asked only where it decides: a copy leading nowhere.
-                siblings: copy && !leads_out && self.copies_siblings(directory, shingles, &new),
+                // Asked only where it decides: a copy, not a list, leading
+                // nowhere.
+                siblings: copy
+                    && !listing
+                    && !leads_out
+                    && self.copies_siblings(directory, shingles, &new),
             }
         });
-        // Where each shingle was first served: its host, and its directory
-        // (see `copies_siblings`).
+        // Where each shingle was first served: its host, and, when the page
+        // is not a list, its directory (see `copies_siblings`): a
+        // generator's snippets fetched before the pages they are of would
+        // otherwise make its later pages look like copies of its own.
         let mut next = new.iter().peekable();
         for (&k, &s) in keys.iter().zip(shingles) {
             if next.next_if_eq(&&k).is_some() {
                 self.text_seen.insert_new(k);
-                self.text_seen.insert_new(text_key(directory, s));
+                if !listing {
+                    self.text_seen.insert_new(text_key(directory, s));
+                }
             }
         }
         let new_pages = unseen.iter().any(|(_, l)| l.pattern != parts.pattern);
@@ -814,6 +827,11 @@ fn distinct(keys: impl Iterator<Item = u64>) -> usize {
     keys.dedup();
     keys.len()
 }
+
+/// A page with fewer words than this per link (its sampled shingles times
+/// the sampling rate) is a list of links: a generator's page, search
+/// results, a day's events.
+const LISTING_WORDS_PER_LINK: usize = 25;
 
 /// Fewer sampled shingles than this (a page of under ~100 words) say too
 /// little about a page: rule 6 leaves it unjudged.

@@ -131,6 +131,9 @@ pub struct Window {
     pool_ids: HashMap<String, String>,
     recovery: Option<Recovery>,
     batch: CommitBatch,
+    /// Claimed URLs a trap closed on since they went to their pools, by
+    /// node: the pools hand back those not started (`withdrawn`).
+    withdrawals: HashMap<String, Vec<UrlKey>>,
     /// Jobs whose results are in `batch`: still counted as outstanding until
     /// taken for a write, so the window bounds what a crash can cost.
     reported: Vec<Job>,
@@ -199,6 +202,7 @@ impl Window {
             store: StoreHealth::new(cfg.store_outage_limit),
             cfg,
             outstanding: HashMap::new(),
+            withdrawals: HashMap::new(),
             per_host: HashMap::new(),
             per_node: HashMap::new(),
             host_owner: HashMap::new(),
@@ -474,7 +478,7 @@ impl Window {
         match report {
             SlaveReport::Page { job, mut page } => {
                 self.fetched += 1;
-                self.guard_links(&mut page, now);
+                self.guard_links(&mut page, job.last.is_none(), now);
                 self.monitor(&job, &mut page, now);
                 self.batch.pages.push(*page);
             }
@@ -610,7 +614,10 @@ impl Window {
     /// links it refuses: the page carries them apart (`trapped`), and the
     /// store keeps each with its rule and family, not to be fetched. A
     /// soft 404 is recorded as such, and none of its links are followed.
-    fn guard_links(&mut self, page: &mut ProcessedPage, now: Millis) {
+    /// Only a URL's first fetch teaches the rules (`first`): a watched
+    /// page checked again and again is the same page, not a pattern's
+    /// near-duplicates.
+    fn guard_links(&mut self, page: &mut ProcessedPage, first: bool, now: Millis) {
         let Some(traps) = &mut self.traps else {
             return;
         };
@@ -629,7 +636,7 @@ impl Window {
             self.announce(&soft, now);
             return;
         }
-        if let Some(hash) = page.simhash {
+        if let Some(hash) = page.simhash.filter(|_| first) {
             traps.observe(
                 &page.record.url,
                 hash,
@@ -637,9 +644,20 @@ impl Window {
                 page.links.iter().map(|l| l.url.as_str()),
                 now,
             );
+            let mut closed = false;
             for closure in traps.take_closures() {
                 tracing::info!(reason = %closure.reason, "crawler trap closed");
                 self.batch.closures.push(closure);
+                closed = true;
+            }
+            if closed {
+                // What a pool holds of the family is not fetched either.
+                for (key, assigned) in &self.outstanding {
+                    if traps.admit(&key.url, now).is_err() {
+                        (self.withdrawals.entry(assigned.node.clone()).or_default())
+                            .push(key.clone());
+                    }
+                }
             }
         }
         let mut reasons = Vec::new();
@@ -657,6 +675,27 @@ impl Window {
             self.announce(&reason, now);
             let trap = TrapMark::of(&reason);
             page.trapped.push(TrappedLink { link, trap });
+        }
+    }
+
+    /// Claimed URLs a trap closed on, by node, for their pools to hand
+    /// back (see [`Window::withdrawn`]).
+    pub fn take_withdrawals(&mut self) -> Vec<(String, Vec<UrlKey>)> {
+        self.withdrawals.drain().collect()
+    }
+
+    /// A pool handed back jobs a trap closed on before they started: they
+    /// are refused as a claim would be (kept `trapped`), or, if their
+    /// family was reopened meanwhile, go back to pending.
+    pub fn withdrawn(&mut self, jobs: Vec<Job>, now: Millis) {
+        let jobs: Vec<Job> = jobs
+            .into_iter()
+            .filter(|job| self.outstanding.contains_key(&job.key()))
+            .collect();
+        for job in self.guard_claimed(jobs, now) {
+            let key = job.key();
+            self.forget(&key);
+            self.release.push(key);
         }
     }
 
@@ -2022,6 +2061,75 @@ mod tests {
                 return batch;
             }
         }
+    }
+
+    /// A closure takes back what the pool holds of the family: the
+    /// months claimed and not started are handed back and kept trapped,
+    /// not fetched.
+    #[test]
+    fn a_closure_withdraws_what_the_pool_holds_of_the_family() {
+        let mut w = running(
+            CrawlConfig {
+                claim_window: 64,
+                per_host_window: 64,
+                ..cfg()
+            },
+            &["a"],
+        );
+        let months: Vec<Job> = (0..48)
+            .map(|m| job("h", &format!("/cal/{}/{:02}/", 2000 + m / 12, m % 12 + 1)))
+            .collect();
+        claim(&mut w, months.clone(), &["a"]);
+        let mut reported = 0;
+        let withdrawals = loop {
+            assert!(reported < months.len(), "the calendar never closed");
+            let j = &months[reported];
+            w.on_report(calendar_page(j, (reported % 12 + 1) as u32), T0);
+            reported += 1;
+            let withdrawals = w.take_withdrawals();
+            if !withdrawals.is_empty() {
+                break withdrawals;
+            }
+        };
+        assert!(reported <= 40, "closed after {reported} months");
+        let unstarted: Vec<Job> = months[reported..].to_vec();
+        assert_eq!(withdrawals.len(), 1);
+        let (node, keys) = &withdrawals[0];
+        assert_eq!(node, "a");
+        for j in &unstarted {
+            assert!(keys.contains(&j.key()), "{} withdrawn", j.url);
+        }
+        w.withdrawn(unstarted.clone(), T0);
+        let batch = w.start_cycle(true, false, false, T0).unwrap().batch;
+        let trapped: Vec<&UrlKey> = batch.trapped_claims.iter().map(|t| &t.key).collect();
+        for j in &unstarted {
+            assert!(trapped.contains(&&j.key()), "{} kept trapped", j.url);
+        }
+    }
+
+    /// A watched page checked again and again reads the same each time:
+    /// those re-checks are not near-duplicates of its pattern, and it is
+    /// never refused (a URL whose pattern is itself closed after ~24
+    /// checks under rule 1, before).
+    #[test]
+    fn re_checks_of_a_watched_page_teach_the_trap_rules_nothing() {
+        let mut w = running(cfg(), &["a"]);
+        let hash = crate::traps::PageSimhash {
+            shown: 0x5eed_cafe_f00d_beef,
+            own: 0x5eed_cafe_f00d_beef,
+        };
+        for check in 0..60 {
+            let mut j = job("h", "/status");
+            if check > 0 {
+                j.last = Some(crate::types::LastFetch::default());
+            }
+            claim(&mut w, vec![j.clone()], &["a"]);
+            assert_eq!(w.trapped(), 0, "check {check} refused");
+            w.on_report(page_with(&j, Vec::new(), Some(hash)), T0);
+            w.start_cycle(true, false, false, T0).unwrap();
+            w.cycle_done(Vec::new(), None, &nodes(&["a"]), T0);
+        }
+        assert_eq!(w.trapped(), 0);
     }
 
     #[test]

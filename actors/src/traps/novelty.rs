@@ -26,7 +26,7 @@ use std::hash::{BuildHasherDefault, Hasher};
 /// Words per text shingle.
 const TEXT_SHINGLE: usize = 5;
 /// One shingle in this many is kept (those whose hash is 0 modulo it).
-const SAMPLE_ONE_IN: u64 = 8;
+pub(super) const SAMPLE_ONE_IN: usize = 8;
 /// Sampled shingles kept per page, at most (the first in text order).
 const MAX_PAGE_SHINGLES: usize = 1024;
 /// Bytes of a page's visible text its shingles are taken from, at most:
@@ -50,7 +50,7 @@ pub fn shingles(text: &str) -> Vec<u32> {
             .enumerate()
             .fold(0u64, |h, (i, &w)| h ^ w.rotate_left(13 * i as u32))
             .wrapping_mul(0x9e37_79b9_7f4a_7c15);
-        if h % SAMPLE_ONE_IN == 0 {
+        if h % SAMPLE_ONE_IN as u64 == 0 {
             // The high half: the low bits are all zero here.
             let s = (h >> 32) as u32;
             if seen.insert(s) {
