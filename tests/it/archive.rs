@@ -3,6 +3,7 @@
 //! `index rebuild` reading pages back from them.
 
 use crate::common::bin;
+use crate::common::coverage::assert_all_real_fetched;
 use serde_json::Value;
 use std::collections::HashMap;
 use std::io::Write;
@@ -204,6 +205,8 @@ async fn a_crawl_is_archived_once_and_warcio_reads_it_back() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    // The 200s (its redirect, 404 and 304 are checked one by one below).
+    assert_all_real_fetched(&server, ["/", "/a", "/b", "/data.json", "/gz"]);
     let read = read_with_warcio(&warc);
 
     // Rotated by size: several files, each beginning with its warcinfo.

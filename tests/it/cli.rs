@@ -1,6 +1,7 @@
 //! The `web_crawler` binary, run as a newcomer would, against local test webs.
 
 use crate::common::backend::Backend;
+use crate::common::coverage::assert_all_real_fetched;
 use crate::common::wait_for;
 use crate::common::web::GeneratedWeb;
 use std::collections::HashMap;
@@ -58,6 +59,9 @@ async fn small_site() -> TestServer {
     .await
 }
 
+/// The small site's real pages (not its 404, nor what robots.txt disallows).
+const SMALL_SITE_PAGES: [&str; 3] = ["/", "/about", "/words"];
+
 fn db_arg(dir: &Path) -> String {
     dir.join("crawl.db").display().to_string()
 }
@@ -79,6 +83,7 @@ async fn crawl_then_report_pages_and_broken_links(backend: Backend) {
         "the failed page and why: {summary}"
     );
     assert_eq!(site.hits_of("/admin/panel"), 0);
+    assert_all_real_fetched(&site, SMALL_SITE_PAGES);
 
     let out = run(&with_store(&["report", "pages", "--json"], &backend)).await;
     assert!(out.status.success(), "{}", stderr(&out));
@@ -155,6 +160,7 @@ async fn search_text_prints_pages_and_positions(backend: Backend) {
         text.contains("\talpha beta alpha gamma alpha"),
         "context: {text}"
     );
+    assert_all_real_fetched(&site, SMALL_SITE_PAGES);
     // --exact matches case; --json is one document. (A fresh store: the
     // results above are kept by URL and text.)
     let fresh = if backend.is_mongo() {
@@ -204,6 +210,7 @@ async fn a_crawl_that_fetched_nothing_exits_2_with_the_reason() {
     let closed = web_crawler_testsupport::reserve(Ipv4Addr::new(127, 0, 3, 9));
     let url = format!("http://{}/", closed.local_addr().unwrap());
     drop(closed);
+    // Coverage is not asserted: the one seed is a refused connection.
     let started = std::time::Instant::now();
     let out = tokio::time::timeout(Duration::from_secs(120), run(&["crawl", &url, "--db", &db]))
         .await
@@ -431,6 +438,7 @@ async fn crawl_search_and_rebuild_the_index(backend: Backend) {
     ))
     .await;
     assert!(crawl.status.success(), "{}", stderr(&crawl));
+    assert_all_real_fetched(&site, crate::search::bakery().keys());
     let search = |query: &'static str, extra: &'static [&'static str]| {
         let index_arg = index_arg.clone();
         async move {
@@ -499,6 +507,11 @@ async fn crawl_search_and_rebuild_the_index(backend: Backend) {
 }
 
 on_both_backends!(crawl_search_and_rebuild, crawl_search_and_rebuild_the_index);
+
+/// The real pages of a [`slow_site`] of `n` pages.
+fn slow_site_pages(n: usize) -> impl Iterator<Item = String> {
+    std::iter::once("/".to_string()).chain((1..n).map(|i| format!("/p/{i}")))
+}
 
 /// A slow site of `n` pages in a chain: a crawl of it runs for a while
 /// (with `--no-trap-defence`: pages alike linking on are what a calendar
@@ -573,6 +586,7 @@ async fn a_second_crawl_on_the_same_file_is_refused() {
     // kill -9 left the lock file, not the lock: the crawl resumes.
     let third = run(&slow_crawl(&site, &db)).await;
     assert!(third.status.success(), "{}", stderr(&third));
+    assert_all_real_fetched(&site, slow_site_pages(40));
 }
 
 /// One master per MongoDB database: a second crawl on it is refused while
@@ -620,6 +634,7 @@ async fn a_second_master_on_one_mongodb_database_is_refused() {
         stderr(&third)
     );
     assert_eq!(site.hits_of("/p/99"), 1, "the site was finished");
+    assert_all_real_fetched(&site, slow_site_pages(100));
     let Backend::Mongo { uri, database, .. } = &backend else {
         unreachable!()
     };
@@ -705,6 +720,7 @@ async fn sigterm_stops_a_crawl_with_its_summary() {
     for i in 1..60 {
         assert_eq!(site.hits_of(&format!("/p/{i}")), 1, "/p/{i} fetched once");
     }
+    assert_all_real_fetched(&site, slow_site_pages(60));
 }
 
 /// `search` on a crawl run with `--no-index` says so and names the way on
@@ -736,6 +752,7 @@ async fn search_on_a_crawl_without_an_index_says_how_to_make_one() {
     ])
     .await;
     assert!(crawl.status.success(), "{}", stderr(&crawl));
+    assert_all_real_fetched(&site, ["/", "/csv"]);
     let out = run(&["search", "csv", "--db", &db]).await;
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(
@@ -774,6 +791,7 @@ async fn metrics_show_their_known_series_at_zero_from_the_start() {
     let site = slow_site(Ipv4Addr::new(127, 0, 27, 5), 20).await;
     let dir = tempfile::tempdir().unwrap();
     let db = db_arg(dir.path());
+    // Coverage is not asserted: the crawl is killed once the metrics are read.
     let mut args = slow_crawl(&site, &db);
     args.extend(["--metrics", "127.0.27.6:0"].map(String::from));
     let mut crawl = bin()
@@ -848,6 +866,7 @@ async fn a_clean_exit_leaves_only_the_store_and_its_index() {
     );
     let resumed = run(&slow_crawl(&site, &db)).await;
     assert!(resumed.status.success(), "{}", stderr(&resumed));
+    assert_all_real_fetched(&site, slow_site_pages(30));
     assert_eq!(beside(dir.path()), ["crawl.db", "crawl.db.index"]);
     // A run with nothing left to do, and a report, leave nothing either.
     let again = run(&slow_crawl(&site, &db)).await;

@@ -1,6 +1,9 @@
 //! Clusters of `web_crawler` processes on loopback: a master node, worker
 //! nodes joining and dying, scripts and the console talking to them.
 
+use crate::common::coverage::{
+    assert_all_fetched, assert_all_real_fetched, assert_all_stored, not_stored,
+};
 use crate::common::wait_for;
 use crate::common::web::GeneratedWeb;
 use std::collections::{HashMap, HashSet};
@@ -377,6 +380,8 @@ async fn hosts_shows_the_pools_queues_fetches_and_backoffs_during_a_crawl() {
         }
     })
     .await;
+    // Coverage is not asserted: the test reads the pools mid-crawl and ends
+    // there (the 503 host asks for two minutes' wait).
     let mut cluster = Cluster::start(&[]).await;
     let _w1 = cluster.worker("w1", Ipv4Addr::new(127, 0, 9, 16));
     assert!(cluster.wait_nodes(2).await, "two pools");
@@ -710,6 +715,11 @@ async fn a_cluster_on_a_web_with_traps_goes_idle_by_itself() {
     cluster.add_url(&roots[0]).await;
     let status = cluster.wait_idle().await;
     assert_eq!(status["pending"], 0, "{status}");
+    assert_all_fetched(servers.iter().flat_map(|server| {
+        std::iter::once("/".to_string())
+            .chain((0..30).map(|i| format!("/p/{i}")))
+            .map(move |t| (server, t))
+    }));
     for (h, server) in servers.iter().enumerate() {
         for i in 0..30 {
             assert!(server.hits_of(&format!("/p/{i}")) >= 1, "host {h} /p/{i}");
@@ -1007,6 +1017,7 @@ async fn metrics_are_scraped_during_a_crawl_and_match_what_the_server_served() {
         .map(|p| site.hits_of(p))
         .sum();
     assert_eq!(served_ok, 9, "{:?}", site.hits());
+    assert_all_real_fetched(&site, std::iter::once(&"/".to_string()).chain(&ok));
     assert_eq!(site.hits_of("/gone1") + site.hits_of("/gone2"), 2);
     assert_eq!(last, (f64::from(served_ok), 2.0), "{text}");
     assert_eq!(
@@ -1240,6 +1251,8 @@ async fn the_master_logs_joins_and_leaves_and_status_says_the_rate_now() {
     cluster.add_url(&site.url("/")).await;
     let idle = cluster.wait_idle().await;
     assert_eq!(idle["fetched_this_run"], 7, "{idle}");
+    let pages = (0..6).map(|i| format!("/p{i}"));
+    assert_all_real_fetched(&site, std::iter::once("/".to_string()).chain(pages));
     // Idle: the rate of the last 10 s falls to 0; the run's average does not.
     let deadline = Instant::now() + Duration::from_secs(25);
     let quiet = loop {
@@ -1395,6 +1408,25 @@ async fn sharded_web(net: u8, delay: Duration) -> (Vec<TestServer>, Vec<String>)
     (servers, all)
 }
 
+/// Every page of the [`sharded_web`] whose roots are `roots`, by URL: its
+/// pages and both copies of its about page (a duplicate is fetched, then
+/// left out of the index).
+fn sharded_pages(roots: &[String]) -> Vec<String> {
+    roots
+        .iter()
+        .flat_map(|root| {
+            let pages = (1..12).map(move |i| format!("{root}p/{i}"));
+            [
+                root.clone(),
+                format!("{root}about"),
+                format!("{root}about/again"),
+            ]
+            .into_iter()
+            .chain(pages)
+        })
+        .collect()
+}
+
 /// Queries of the eval's kinds over the sharded web: keywords, questions,
 /// a phrase and typos.
 const SHARD_QUERIES: &[&str] = &[
@@ -1457,6 +1489,9 @@ async fn a_cluster_searches_every_nodes_shard_as_one_index() {
         .await
         .unwrap();
     assert!(out.status.success(), "{out:?}");
+    let real = sharded_pages(&roots);
+    let ref_store = SqliteStore::open(&ref_db).unwrap();
+    assert_all_stored(&not_stored(&ref_store, &real).await, real.len());
     let one = SearchIndex::open_read_only(&web_crawler::search::index_dir_for(&ref_db)).unwrap();
     let pages = one.page_count();
     assert_eq!(
@@ -1476,6 +1511,8 @@ async fn a_cluster_searches_every_nodes_shard_as_one_index() {
     // content duplicate it fetched is dropped once the master's commit
     // finds it).
     let store = SqliteStore::open(&cluster.db()).unwrap();
+    // The reference crawl was served by the same servers: the store says.
+    assert_all_stored(&not_stored(&store, &real).await, real.len());
     let processed = store.processed(PageQuery::default()).await.unwrap();
     let fetched_by = |node: &str| -> HashSet<String> {
         processed
@@ -1768,6 +1805,8 @@ async fn a_worker_killed_mid_crawl_indexes_its_backlog_when_started_again() {
     let _w1 = cluster.worker("w1", Ipv4Addr::new(127, 0, 34, 2));
     assert!(cluster.wait_nodes(2).await, "w1 is back");
     cluster.wait_idle().await;
+    let real = sharded_pages(&roots);
+    assert_all_stored(&not_stored(&store, &real).await, real.len());
     let drained = wait_for(Duration::from_secs(30), || {
         queue_waiting_bytes(&queue).is_ok_and(|bytes| bytes == 0)
     })
@@ -1819,6 +1858,8 @@ async fn a_worker_stopped_for_good_hands_its_pages_over() {
     cluster.add_url(&roots[0]).await;
     cluster.wait_idle().await;
     let store = SqliteStore::open(&cluster.db()).unwrap();
+    let real = sharded_pages(&roots);
+    assert_all_stored(&not_stored(&store, &real).await, real.len());
     let w1_pages: HashSet<String> = store
         .processed(PageQuery::default())
         .await

@@ -6,6 +6,7 @@
 //! must still be fetched. Sitemaps (index, gzip, broken) and robots.txt
 //! that cannot be had must not stop a crawl either.
 
+use crate::common::coverage::assert_all_real_fetched;
 use std::collections::HashMap;
 use std::net::Ipv4Addr;
 use std::sync::Arc;
@@ -212,6 +213,7 @@ async fn the_same_calendar_without_the_defence_runs_until_a_budget() {
     let server = TestServer::start(Ipv4Addr::new(127, 0, 5, 7), pages).await;
     let mut s = settings();
     s.crawl.traps = None;
+    // Coverage is not asserted: a page budget stops this crawl by design.
     s.crawl.max_pages = Some(400);
     let dir = tempfile::tempdir().unwrap();
     let store: Arc<dyn Store> = Arc::new(SqliteStore::open(&dir.path().join("t.db")).unwrap());
@@ -465,6 +467,8 @@ async fn ten_thousand_distinct_product_pages_are_all_crawled() {
         missing.len(),
         &missing[..missing.len().min(10)]
     );
+    // The list pages too, which the products' chain does not lead to.
+    assert_all_real_fetched(&server, std::iter::once("/".to_string()).chain(lists));
     assert!(trapped(store.as_ref()).await.is_empty());
 }
 
@@ -563,6 +567,10 @@ async fn sitemaps_lead_to_pages_nothing_links_to() {
         0,
         "robots.txt named the sitemaps"
     );
+    // The real pages: `/` and every orphan a sitemap lists whole (the
+    // broken file is cut inside /orphan/29's entry) that robots.txt allows.
+    let listed = (0..29).map(|i| format!("/orphan/{i}"));
+    assert_all_real_fetched(&server, std::iter::once("/".to_string()).chain(listed));
     let broken = store
         .processed_url(&format!("{origin}/broken.xml"))
         .await
@@ -634,6 +642,7 @@ async fn a_page_the_sitemap_says_changed_is_fetched_again() {
     assert_eq!(server.hits_of("/a"), 2, "changed since its fetch");
     assert_eq!(server.hits_of("/b"), 1, "unchanged");
     assert_eq!(server.hits_of("/"), 1);
+    assert_all_real_fetched(&server, ["/", "/a", "/b", "/new"]);
 }
 
 /// A host whose robots.txt answers 500, one that answers 503, and one that
@@ -695,6 +704,7 @@ async fn unreachable_robots_txt_does_not_hold_a_crawl_for_long() {
         started.elapsed()
     );
     app.stop(Duration::from_secs(5)).await.unwrap();
+    // Coverage is not asserted: no page of these hosts may be fetched.
     for server in &servers {
         assert_eq!(server.hits_of("/"), 0, "nothing but robots.txt fetched");
         assert!(server.hits_of("/robots.txt") >= 2, "robots.txt asked again");
@@ -754,6 +764,7 @@ async fn pages_that_open_with_one_large_menu_are_all_crawled() {
         &missing[..missing.len().min(10)],
         &trapped(store.as_ref()).await[..]
     );
+    assert_all_real_fetched(&server, std::iter::once(&"/".to_string()).chain(&items));
 }
 
 /// A host that answers every unknown path with its home page (200), as

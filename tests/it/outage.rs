@@ -366,6 +366,7 @@ async fn a_store_that_refuses_for_good_stops_the_app_at_once() {
         (processed(&*store.inner).await >= 3).then_some(())
     })
     .await;
+    // Coverage is not asserted: the store refusing for good ends the crawl.
     store.set(REFUSED);
     let refused = Instant::now();
     let err = tokio::time::timeout(Duration::from_secs(10), app.wait_idle())

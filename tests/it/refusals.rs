@@ -5,6 +5,7 @@
 //! for a later run (`crawl --trap-allow`), and the crawl then fetches what
 //! was refused; a restarted crawl refuses a closed family at once.
 
+use crate::common::coverage::assert_all_real_fetched;
 use crate::hostile_web::{hits_under, real_pages, settings, trapped};
 use std::collections::HashMap;
 use std::net::Ipv4Addr;
@@ -25,6 +26,11 @@ async fn calendar_site(ip: Ipv4Addr) -> TestServer {
     let mut pages = real_pages(&mut rng, 20, &["/cal/2010/06/"]);
     pages.extend(calendar());
     TestServer::start(ip, pages).await
+}
+
+/// The calendar site's real pages: `/` and the twenty articles.
+fn real_targets() -> impl Iterator<Item = String> {
+    std::iter::once("/".to_string()).chain((0..20).map(|i| format!("/p/{i}")))
 }
 
 fn month_path(y: i32, m: i32) -> String {
@@ -112,6 +118,7 @@ async fn a_restarted_crawl_refuses_a_closed_family_at_once() {
         app.stop(Duration::from_secs(5)).await.unwrap();
     };
     crawl(&server.url("/")).await;
+    assert_all_real_fetched(&server, real_targets());
     let family = calendar_family(&server);
     assert!(
         !months_not_fetched(&server).is_empty(),
@@ -209,6 +216,7 @@ mod cli {
         let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
         let trapped = summary["store"]["trapped"].as_u64().unwrap();
         assert!(trapped > 0, "{summary}");
+        assert_all_real_fetched(&server, real_targets());
         let by_rule = summary["store"]["trapped_by_rule"].as_object().unwrap();
         assert_eq!(
             by_rule.values().map(|n| n.as_u64().unwrap()).sum::<u64>(),
@@ -319,6 +327,7 @@ mod cli {
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
         assert!(settled, "the calendar closes and the crawl settles");
+        assert_all_real_fetched(&server, real_targets());
         assert!(!months_not_fetched(&server).is_empty());
         let family = calendar_family(&server);
         let db = cluster.db();

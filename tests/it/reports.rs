@@ -3,6 +3,7 @@
 //! the DOT and GraphML exports read back by Graphviz and networkx.
 
 use crate::common::backend::Backend;
+use crate::common::coverage::{assert_all_fetched, assert_all_real_fetched};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::net::Ipv4Addr;
@@ -202,6 +203,12 @@ async fn crawl(web: &Web, backend: &Backend) {
     assert!(
         summary.contains("2 page(s) contain \"garden\""),
         "{summary}"
+    );
+    // The real pages of both hosts (not a's 404 nor b's sitemap).
+    let a = ["/", "/a", "/b?x=1&y=2"].map(|t| (&web.a, t));
+    assert_all_fetched(
+        a.into_iter()
+            .chain(["/", "/c", "/orphan"].map(|t| (&web.b, t))),
     );
 }
 
@@ -680,6 +687,8 @@ async fn report_pages_links_counts_what_the_page_holds() {
     ])
     .await;
     assert!(crawled.status.success(), "{crawled:?}");
+    // Its real pages: /b is linked only with rel=nofollow.
+    assert_all_real_fetched(&site, ["/", "/a"]);
     let table = run(&["report".into(), "pages".into(), "--db".into(), db]).await;
     let table = String::from_utf8_lossy(&table.stdout);
     let home = table

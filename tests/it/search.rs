@@ -6,6 +6,7 @@
 //! killed mid-crawl: its successor indexes what the queue still holds.
 
 use crate::common::backend::Backend;
+use crate::common::coverage::{assert_all_real_fetched, assert_all_stored, not_stored};
 use std::collections::HashMap;
 use std::net::Ipv4Addr;
 use std::path::Path;
@@ -111,6 +112,8 @@ async fn search_end_to_end(backend: Backend) {
     let empty = app.search("bread", 10).await.unwrap();
     assert!(empty.results.is_empty(), "an empty index answers nothing");
     crawl_and_flush(&app, &server.url("/")).await;
+    // The copy and the noindex page too, which the index leaves out.
+    assert_all_real_fetched(&server, bakery().keys());
 
     // /rye and /copy are one body: whichever was processed first is indexed.
     let dense = app.search("dense loaf", 10).await.unwrap();
@@ -583,8 +586,12 @@ async fn semantic_search_finds_an_answer_in_other_words() {
             settings.embedder = Some(embedder());
         }
         let backend = Backend::sqlite();
-        let app = start(backend.open().await, settings).await.unwrap();
+        let store = backend.open().await;
+        let app = start(store.clone(), settings).await.unwrap();
         crawl_and_flush(&app, &server.url("/")).await;
+        // The server answers both crawls: this one's pages are in its store.
+        let real: Vec<String> = workshop().keys().map(|t| server.url(t)).collect();
+        assert_all_stored(&not_stored(store.as_ref(), &real).await, real.len());
         let answer = app.search(question, 10).await.unwrap();
         if semantic {
             assert_eq!(

@@ -1,10 +1,12 @@
 //! Helpers of the integration tests: generated test webs on distinct
-//! 127.x.y.z addresses (`web`), the two store backends (`backend`), polling.
+//! 127.x.y.z addresses (`web`), the two store backends (`backend`), the
+//! check that every real page of a web was fetched (`coverage`), polling.
 //! The HTTP servers themselves are `web_crawler_testsupport`'s.
 #![allow(dead_code, unreachable_pub)]
 
 #[macro_use]
 pub mod backend;
+pub mod coverage;
 pub mod web;
 
 use std::time::Duration;
