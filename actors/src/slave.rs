@@ -341,15 +341,15 @@ pub(crate) async fn process(
         };
         let extracted = b.extractor.extract(&job.url, &page, text_limit);
         if wants.simhash && extracted.is_html && (200..300).contains(&page.status) {
-            simhash = Some(crate::traps::PageSimhash::of(
-                &extracted.visible_head,
-                &extracted.text,
-            ));
             // A re-check's text is not new by definition: rule 6 judges
             // first fetches.
-            if job.last.is_none() {
-                shingles = crate::traps::shingles(&extracted.text);
-            }
+            let (page_simhash, sampled) = crate::traps::read_page(
+                &extracted.visible_head,
+                &extracted.text,
+                job.last.is_none(),
+            );
+            simhash = Some(page_simhash);
+            shingles = sampled;
         }
         record.title = extracted.title.clone();
         record.error = extracted.problem.clone();

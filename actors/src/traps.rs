@@ -1496,10 +1496,7 @@ impl PageSimhash {
     /// The simhashes of a page's `shown` text (see
     /// `ExtractedPage::visible_head`) and of the start of its own text.
     pub fn of(shown: &str, own: &str) -> Self {
-        Self {
-            shown: simhash(shown),
-            own: simhash(&own[..own.floor_char_boundary(SIMHASH_TEXT_BYTES)]),
-        }
+        read_page(shown, own, false).0
     }
 
     /// Both within `bits` of `other`'s.
@@ -1520,7 +1517,35 @@ const SHINGLE: usize = 3;
 /// majority of the features' bits. Near-identical texts are a few bits
 /// apart ([`hamming`]), unrelated ones about 32. Empty text hashes to 0.
 pub fn simhash(text: &str) -> u64 {
-    let words = words_of(text);
+    simhash_of_words(&words_of(text))
+}
+
+/// A page's text as the trap rules read it, from one reading of its own
+/// words: its [`PageSimhash`] and, when `shingles` is asked for (a first
+/// fetch, which rule 6 judges), its sampled shingles
+/// ([`novelty::shingles`]). The own simhash takes the words that start in
+/// the first [`SIMHASH_TEXT_BYTES`] of `own`.
+pub fn read_page(shown: &str, own: &str, shingles: bool) -> (PageSimhash, Vec<u32>) {
+    let limit = if shingles {
+        SHINGLE_TEXT_BYTES.max(SIMHASH_TEXT_BYTES)
+    } else {
+        SIMHASH_TEXT_BYTES
+    };
+    let (words, head) = words_until(&own[..own.floor_char_boundary(limit)], SIMHASH_TEXT_BYTES);
+    let simhash = PageSimhash {
+        shown: simhash(shown),
+        own: simhash_of_words(&words[..head]),
+    };
+    let sampled = if shingles {
+        novelty::shingles_of_words(&words)
+    } else {
+        Vec::new()
+    };
+    (simhash, sampled)
+}
+
+/// [`simhash`] of a text's words.
+fn simhash_of_words(words: &[u64]) -> u64 {
     let shingle = |ws: &[u64]| {
         ws.iter()
             .fold(FNV_OFFSET, |h, &w| fmix64(h.rotate_left(23) ^ w))
@@ -1529,7 +1554,7 @@ pub fn simhash(text: &str) -> u64 {
         if words.is_empty() {
             return 0;
         }
-        vec![shingle(&words)]
+        vec![shingle(words)]
     } else {
         words.windows(SHINGLE).map(shingle).collect()
     };
@@ -1542,12 +1567,7 @@ pub fn simhash(text: &str) -> u64 {
     features.sort_unstable();
     features.dedup();
     features.truncate(MAX_FEATURES);
-    let mut ones = [0u32; 64];
-    for f in &features {
-        for (bit, one) in ones.iter_mut().enumerate() {
-            *one += ((f >> bit) & 1) as u32;
-        }
-    }
+    let ones = bit_counts(&features);
     let n = features.len() as u32;
     ones.iter()
         .enumerate()
@@ -1567,11 +1587,56 @@ const MAX_FEATURES: usize = 256;
 /// hashed as they are read (no string per word); a word with a digit in it
 /// is the one number word.
 fn words_of(text: &str) -> Vec<u64> {
+    words_until(text, usize::MAX).0
+}
+
+/// For each bit of a 64-bit hash, how many of `hashes` have it set.
+/// Eight bits at a time: a table spreads a byte's bits over the bytes of a
+/// word, so one add counts eight bits (a byte counts up to 255 hashes).
+fn bit_counts(hashes: &[u64]) -> [u32; 64] {
+    const SPREAD: [u64; 256] = {
+        let mut table = [0u64; 256];
+        let mut v = 0;
+        while v < 256 {
+            let mut bit = 0;
+            while bit < 8 {
+                if (v >> bit) & 1 == 1 {
+                    table[v] |= 1 << (8 * bit);
+                }
+                bit += 1;
+            }
+            v += 1;
+        }
+        table
+    };
+    let mut ones = [0u32; 64];
+    for chunk in hashes.chunks(255) {
+        let mut packed = [0u64; 8];
+        for h in chunk {
+            for (byte, sum) in packed.iter_mut().enumerate() {
+                *sum += SPREAD[((h >> (8 * byte)) & 0xff) as usize];
+            }
+        }
+        for (byte, sum) in packed.iter().enumerate() {
+            for bit in 0..8 {
+                ones[8 * byte + bit] += ((sum >> (8 * bit)) & 0xff) as u32;
+            }
+        }
+    }
+    ones
+}
+
+/// [`words_of`], and how many of the words start before byte `mark`.
+fn words_until(text: &str, mark: usize) -> (Vec<u64>, usize) {
     let number = fmix64(fnv1a(FNV_OFFSET, b"#"));
     let mut words = Vec::with_capacity(text.len() / 6);
+    let mut before_mark = None;
     let bytes = text.as_bytes();
     let mut i = 0;
     while i < bytes.len() {
+        if i >= mark && before_mark.is_none() {
+            before_mark = Some(words.len());
+        }
         // Most words are a few ASCII letters between ASCII separators: one
         // eight-byte load gives the word, its kinds and the separators
         // after it, and the word is hashed from the same load, with no
@@ -1611,9 +1676,65 @@ fn words_of(text: &str) -> Vec<u64> {
             i += skip;
             continue;
         }
+        if n == 8
+            && let Some(next) = medium_word(bytes, i, x, upper, digit, number, &mut words)
+        {
+            i = next;
+            continue;
+        }
         i = long_word(text, i, number, &mut words);
     }
-    words
+    let before_mark = before_mark.unwrap_or(words.len());
+    (words, before_mark)
+}
+
+/// A word of 8 to 15 ASCII letters and digits at `i` (whose first eight
+/// bytes, all letters or digits, are `x`) followed by an ASCII separator or
+/// the end: push its hash and return where the next word may start, from
+/// one more eight-byte load; `None` for any other word (one in five
+/// English words is this long: the long way was a tenth of the crawl's
+/// text work).
+#[inline]
+fn medium_word(
+    bytes: &[u8],
+    i: usize,
+    x: u64,
+    upper: u64,
+    digit: u64,
+    number: u64,
+    words: &mut Vec<u64>,
+) -> Option<usize> {
+    let y = load_padded(bytes, i + 8);
+    let Kinds {
+        lower: lower_y,
+        upper: upper_y,
+        digit: digit_y,
+    } = Kinds::of(y);
+    let alnum_y = lower_y | upper_y | digit_y;
+    let m = ((!alnum_y & HIGH_BITS).trailing_zeros() / 8) as usize;
+    if m == 8 || (y >> (8 * m)) & 0x80 != 0 {
+        return None;
+    }
+    let tail = (1u64 << (8 * m)) - 1;
+    if digit != 0 || digit_y & tail != 0 {
+        words.push(number);
+    } else {
+        let head = x + (upper >> 2);
+        let rest = (y + ((upper_y & tail) >> 2)) & tail;
+        let h = ((FNV_OFFSET ^ (8 + m) as u64) ^ head)
+            .wrapping_mul(0x9e37_79b9_7f4a_7c15)
+            .rotate_left(29);
+        words.push(fmix64((h ^ rest).wrapping_mul(0x9e37_79b9_7f4a_7c15)));
+    }
+    let next = (alnum_y | (y & HIGH_BITS)) >> (8 * m);
+    Some(
+        i + 8
+            + if next == 0 {
+                8
+            } else {
+                m + (next.trailing_zeros() / 8) as usize
+            },
+    )
 }
 
 /// Read the word or separator at `i` the long way (a word of eight bytes or
@@ -2286,6 +2407,51 @@ mod tests {
         assert!(!c.near(d, 8));
         let e = PageSimhash::of(&format!("{} 2024", lists[0]), "Catalogue, page 3");
         assert!(c.near(e, 8), "the same list under another number");
+    }
+
+    #[test]
+    fn bit_counts_count_each_bit() {
+        let mut rng = 0x2545_f491_4f6c_dd1du64;
+        for n in [0, 1, 7, 254, 255, 256, 600] {
+            let hashes: Vec<u64> = (0..n)
+                .map(|_| {
+                    rng ^= rng << 13;
+                    rng ^= rng >> 7;
+                    rng ^= rng << 17;
+                    // Some all-ones, so a byte's count passes 255.
+                    if rng % 5 == 0 { u64::MAX } else { rng }
+                })
+                .collect();
+            let mut want = [0u32; 64];
+            for h in &hashes {
+                for (bit, one) in want.iter_mut().enumerate() {
+                    *one += ((h >> bit) & 1) as u32;
+                }
+            }
+            assert_eq!(bit_counts(&hashes), want, "{n} hashes");
+        }
+    }
+
+    #[test]
+    fn one_reading_of_a_page_gives_what_the_parts_give() {
+        let own: String = (0..3_000)
+            .map(|i| format!("word{} Alpha beta, gamma. ", i % 97))
+            .collect::<String>()
+            .replace("word1 ", "Ünïcode ");
+        let shown = format!("Menu Home About {}", &own[..500]);
+        let (hash, sampled) = read_page(&shown, &own, true);
+        assert_eq!(hash.shown, simhash(&shown));
+        assert_eq!(sampled, shingles(&own));
+        assert!(!sampled.is_empty());
+        // The own simhash reads the words that start in the first 4 KB:
+        // the same as the first 4 KB cut at a word's start.
+        let cut = own[..SIMHASH_TEXT_BYTES]
+            .rfind(' ')
+            .expect("a space in the first 4 KB");
+        assert_eq!(hash.own, simhash(&own[..cut]));
+        let (alone, none) = read_page(&shown, &own, false);
+        assert_eq!(alone, hash);
+        assert!(none.is_empty());
     }
 
     #[test]

@@ -37,7 +37,13 @@ pub const SHINGLE_TEXT_BYTES: usize = 64 * 1024;
 /// The sampled shingles of `text` (distinct, in text order): what a page
 /// reports for rule 6. Words are read as [`super::simhash`] reads them.
 pub fn shingles(text: &str) -> Vec<u32> {
-    let words = words_of(&text[..text.floor_char_boundary(SHINGLE_TEXT_BYTES)]);
+    shingles_of_words(&words_of(
+        &text[..text.floor_char_boundary(SHINGLE_TEXT_BYTES)],
+    ))
+}
+
+/// [`shingles`] of a text's words.
+pub(super) fn shingles_of_words(words: &[u64]) -> Vec<u32> {
     let mut out: Vec<u32> = Vec::new();
     let mut seen: HashSet<u32, BuildHasherDefault<SpreadU32>> =
         HashSet::with_capacity_and_hasher(MAX_PAGE_SHINGLES, Default::default());
