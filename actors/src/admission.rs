@@ -133,13 +133,26 @@ impl<R> SeedReplies<R> {
     }
 }
 
-/// The reply port of an `add_url` caller.
-pub(crate) type AddUrlReply = RpcReplyPort<Result<String, AddUrlError>>;
+/// Each URL of a batch `add_url`: queued as (normalized), or why not.
+pub(crate) type AddUrlsAnswer = Vec<Result<String, AddUrlError>>;
 
-/// Tell `add_url`'s callers their seed is written.
+/// The reply port of an `add_url` caller: one URL's, or a batch's, which
+/// holds its answer until its seeds are written.
+#[derive(Debug)]
+pub(crate) enum AddUrlReply {
+    One(RpcReplyPort<Result<String, AddUrlError>>),
+    Many(RpcReplyPort<AddUrlsAnswer>, AddUrlsAnswer),
+}
+
+/// Tell `add_url`'s callers their seeds are written (`url`: a single
+/// URL's, as queued).
 pub(crate) fn answer_written(written: Vec<(AddUrlReply, String)>) {
     for (reply, url) in written {
-        let _ = reply.send(Ok(url));
+        // A caller that stopped waiting is gone: nothing to tell.
+        match reply {
+            AddUrlReply::One(reply) => drop(reply.send(Ok(url))),
+            AddUrlReply::Many(reply, answer) => drop(reply.send(answer)),
+        }
     }
 }
 

@@ -16,6 +16,16 @@ pub(super) fn at_least_one(text: &str) -> Result<usize, String> {
     }
 }
 
+/// `--http`'s address: `HOST:PORT`, or a bare `PORT` on loopback.
+pub(super) fn http_addr(text: &str) -> Result<std::net::SocketAddr, String> {
+    let text = text.trim();
+    if let Ok(port) = text.parse::<u16>() {
+        return Ok(std::net::SocketAddr::from(([127, 0, 0, 1], port)));
+    }
+    text.parse()
+        .map_err(|_| format!("{text:?} is not an address: give HOST:PORT, or a PORT on loopback"))
+}
+
 /// `1GB`, `500MB`, `64KiB`, `1000`: bytes (decimal units, and binary ones with `i`).
 pub(super) fn parse_size(text: &str) -> Result<u64, String> {
     let text = text.trim();
