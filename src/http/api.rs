@@ -11,7 +11,7 @@ use axum::extract::{FromRequestParts, Query, Request, State};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::{get, post, put};
 use axum::{Json, extract::FromRequest};
 use http_body_util::BodyExt;
 use serde::Deserialize;
@@ -26,7 +26,9 @@ use web_crawler_actors::{
 type Shared = State<Arc<Api>>;
 type Answer = Result<Json<ControlReply>, ApiError>;
 
-pub(crate) fn routes() -> Router<Arc<Api>> {
+/// The routes; the writes (`POST`, `PUT`) behind the token.
+pub(crate) fn routes(api: &Arc<Api>) -> Router<Arc<Api>> {
+    let write = || axum::middleware::from_fn_with_state(api.clone(), super::writes);
     Router::new()
         .route("/", get(|| asset("text/html; charset=utf-8", PAGE_HTML)))
         .route("/app.js", get(|| asset("text/javascript; charset=utf-8", PAGE_JS)))
@@ -35,15 +37,21 @@ pub(crate) fn routes() -> Router<Arc<Api>> {
         .route("/nodes", get(nodes))
         .route("/hosts", get(hosts))
         .route("/traps", get(traps))
-        .route("/traps/reopen", post(reopen_trap))
+        .route("/traps/reopen", post(reopen_trap).route_layer(write()))
         .route("/pages", get(page))
         .route("/failed", get(failed))
         .route("/search", get(search))
-        .route("/search_text", get(search_text_results).post(search_text))
-        .route("/urls", post(add_urls))
-        .route("/settings", get(settings).put(put_settings))
-        .route("/pause", post(pause))
-        .route("/resume", post(resume))
+        .route(
+            "/search_text",
+            get(search_text_results).merge(post(search_text).route_layer(write())),
+        )
+        .route("/urls", post(add_urls).route_layer(write()))
+        .route(
+            "/settings",
+            get(settings).merge(put(put_settings).route_layer(write())),
+        )
+        .route("/pause", post(pause).route_layer(write()))
+        .route("/resume", post(resume).route_layer(write()))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
 }

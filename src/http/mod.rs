@@ -127,8 +127,8 @@ pub fn router(config: &HttpConfig, control: ControlClient) -> Result<Router, Htt
         in_flight: Arc::new(Semaphore::new(config.limits.in_flight)),
         limits: config.limits.clone(),
     });
-    let mut router = api::routes()
-        .layer(axum::middleware::from_fn_with_state(api.clone(), guard))
+    let mut router = api::routes(&api)
+        .layer(axum::middleware::from_fn_with_state(api.clone(), bounded))
         .with_state(api);
     if !config.cors_origins.is_empty() {
         router = router.layer(cors(&config.cors_origins)?);
@@ -154,9 +154,9 @@ fn cors(origins: &[String]) -> Result<tower_http::cors::CorsLayer, HttpError> {
         .allow_headers([header::AUTHORIZATION, header::CONTENT_TYPE]))
 }
 
-/// Before any handler: a request over the node's bound waits for no one
-/// (429), and a write needs the token.
-async fn guard(State(api): State<Arc<Api>>, request: Request, next: Next) -> Response {
+/// Before anything: a request over the node's bound waits for no one
+/// (429). API answers are not cached.
+async fn bounded(State(api): State<Arc<Api>>, request: Request, next: Next) -> Response {
     let Ok(_permit) = api.in_flight.clone().try_acquire_owned() else {
         return ApiError::new(
             RefusalCode::TooManyRequests,
@@ -164,11 +164,20 @@ async fn guard(State(api): State<Arc<Api>>, request: Request, next: Next) -> Res
         )
         .into_response();
     };
-    let write = !matches!(
-        *request.method(),
-        Method::GET | Method::HEAD | Method::OPTIONS
+    let mut response = next.run(request).await;
+    let headers = response.headers_mut();
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
     );
-    if write && let Err(refused) = authorized(api.token.as_deref(), &request) {
+    response
+}
+
+/// Before a write's handler (and only there: a wrong method is a 405, an
+/// unknown path a 404, whoever asks): the token.
+pub(crate) async fn writes(State(api): State<Arc<Api>>, request: Request, next: Next) -> Response {
+    if let Err(refused) = authorized(api.token.as_deref(), &request) {
         return refused.into_response();
     }
     next.run(request).await
