@@ -20,7 +20,7 @@ if [[ -z $(find_driver) || -z $(find_browser) ]]; then
     echo "installing chromium and chromium-driver (apt-get)" >&2
     "${sudo[@]}" apt-get update -qq >&2
     "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-        chromium chromium-driver fonts-dejavu-core >&2
+        chromium chromium-driver fonts-dejavu-core >/dev/null
 fi
 driver=$(find_driver)
 browser=$(find_browser)

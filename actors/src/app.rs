@@ -9,8 +9,8 @@ use crate::outage::StoreFailure;
 use crate::protocol::{
     ChildInfo, ChildRole, IdleReason, IndexerMsg, MasterMsg, PoolMsg, Status, SupMsg,
 };
-use crate::remote::ControlClient;
 use crate::refusal::{Refusal, RefusalCode};
+use crate::remote::ControlClient;
 use crate::reply::ControlError;
 use crate::sup::{ExitReason, Sup, SupArgs};
 use crate::types::{Millis, OperationSpec};
@@ -172,8 +172,8 @@ impl AppHandle {
         every: Duration,
     ) -> Result<String, AppError> {
         // Refused here: a zero interval would travel as `WATCH_OFF`.
-        let every_ms =
-            crate::monitor::check_every(every).map_err(|e| AppError::from(ControlError::from(e)))?;
+        let every_ms = crate::monitor::check_every(every)
+            .map_err(|e| AppError::from(ControlError::from(e)))?;
         self.queue(url, operation, false, Some(every_ms)).await
     }
 

@@ -340,10 +340,9 @@ fn admit(
 ) -> Result<NewLink, AddUrlError> {
     let link = Admission::of(&state.b, &state.cfg).seed(url, operation, again, every_ms, now)?;
     match state.cfg.max_pages {
-        Some(max) if state.window.budget_reached() => Err(AddUrlError::OverBudget {
-            url: link.url,
-            max,
-        }),
+        Some(max) if state.window.budget_reached() => {
+            Err(AddUrlError::OverBudget { url: link.url, max })
+        }
         _ => Ok(link),
     }
 }

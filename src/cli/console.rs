@@ -394,7 +394,9 @@ pub(crate) fn render(reply: &ControlReply) -> String {
             for r in &added.results {
                 match (&r.normalized, &r.error) {
                     (Some(url), _) => out.push_str(&format!("\nqueued {url}")),
-                    (None, Some(e)) => out.push_str(&format!("\nrefused {} ({}): {e}", r.url, e.code)),
+                    (None, Some(e)) => {
+                        out.push_str(&format!("\nrefused {} ({}): {e}", r.url, e.code))
+                    }
                     (None, None) => {}
                 }
             }
@@ -413,7 +415,11 @@ pub(crate) fn render(reply: &ControlReply) -> String {
             );
             for h in &view.history {
                 let status = h.http_returncode.map_or("-".to_string(), |c| c.to_string());
-                out.push_str(&format!("\n  {}\t{status}\t{} ms", utc_time(h.d_fetch), h.fetch_ms));
+                out.push_str(&format!(
+                    "\n  {}\t{status}\t{} ms",
+                    utc_time(h.d_fetch),
+                    h.fetch_ms
+                ));
             }
             out
         }

@@ -166,7 +166,9 @@ impl HttpOpts {
         if !writes {
             eprintln!("the HTTP API only reads: give --http-token-file to add URLs over it");
         } else if !bound.ip().is_loopback() {
-            eprintln!("the HTTP API listens beyond loopback, on {bound}: its writes need the token");
+            eprintln!(
+                "the HTTP API listens beyond loopback, on {bound}: its writes need the token"
+            );
         }
         Ok(Some(server))
     }

@@ -19,8 +19,8 @@ use serde::de::DeserializeOwned;
 use std::sync::Arc;
 use std::time::Duration;
 use web_crawler_actors::{
-    ActorState, Added, ControlError, ControlReply, ControlRequest, OperationSpec, RefusalCode, Setting,
-    UrlOutcome,
+    ActorState, Added, ControlError, ControlReply, ControlRequest, OperationSpec, RefusalCode,
+    Setting, UrlOutcome,
 };
 
 type Shared = State<Arc<Api>>;
@@ -31,8 +31,14 @@ pub(crate) fn routes(api: &Arc<Api>) -> Router<Arc<Api>> {
     let write = || axum::middleware::from_fn_with_state(api.clone(), super::writes);
     Router::new()
         .route("/", get(|| asset("text/html; charset=utf-8", PAGE_HTML)))
-        .route("/app.js", get(|| asset("text/javascript; charset=utf-8", PAGE_JS)))
-        .route("/app.css", get(|| asset("text/css; charset=utf-8", PAGE_CSS)))
+        .route(
+            "/app.js",
+            get(|| asset("text/javascript; charset=utf-8", PAGE_JS)),
+        )
+        .route(
+            "/app.css",
+            get(|| asset("text/css; charset=utf-8", PAGE_CSS)),
+        )
         .route("/status", get(status))
         .route("/nodes", get(nodes))
         .route("/hosts", get(hosts))
@@ -67,7 +73,9 @@ async fn asset(content_type: &'static str, text: &'static str) -> Response {
     headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
     headers.insert(
         header::CONTENT_SECURITY_POLICY,
-        HeaderValue::from_static("default-src 'self'; img-src 'self' data:; frame-ancestors 'none'"),
+        HeaderValue::from_static(
+            "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'",
+        ),
     );
     response
 }
@@ -167,9 +175,7 @@ fn limit(given: Option<usize>, default: usize, max: usize) -> Result<usize, ApiE
     match given {
         None => Ok(default),
         Some(n) if (1..=max).contains(&n) => Ok(n),
-        Some(n) => Err(ApiError::bad_request(format!(
-            "limit {n}: give 1 to {max}"
-        ))),
+        Some(n) => Err(ApiError::bad_request(format!("limit {n}: give 1 to {max}"))),
     }
 }
 
@@ -226,7 +232,9 @@ struct SearchParams {
 
 async fn search(State(api): Shared, Params(p): Params<SearchParams>) -> Answer {
     if p.q.trim().is_empty() {
-        return Err(ApiError::bad_request("q is empty: give the words to search for"));
+        return Err(ApiError::bad_request(
+            "q is empty: give the words to search for",
+        ));
     }
     let offset = p.offset.unwrap_or(0);
     if offset > 1_000 {
@@ -371,7 +379,10 @@ async fn add_many(
                 url: what,
                 accepted: false,
                 normalized: None,
-                error: Some(web_crawler_actors::Refusal::new(RefusalCode::BadRequest, why)),
+                error: Some(web_crawler_actors::Refusal::new(
+                    RefusalCode::BadRequest,
+                    why,
+                )),
             })),
         }
     }

@@ -24,7 +24,10 @@ pub enum UrlsBody {
 pub enum Item {
     Url(String),
     /// Not a URL: what it was (cut short), and why it is refused.
-    Bad { what: String, why: String },
+    Bad {
+        what: String,
+        why: String,
+    },
 }
 
 /// Read a body: JSON, or NDJSON when `ndjson` (the request said
@@ -51,7 +54,9 @@ pub fn parse_urls(body: &[u8], ndjson: bool) -> Result<UrlsBody, String> {
         serde_json::from_str(text).map_err(|e| format!("the body is not JSON: {e}"))?;
     match value {
         serde_json::Value::Array(items) => non_empty(items.into_iter().map(item_of).collect()),
-        serde_json::Value::Object(mut fields) if fields.len() == 1 && fields.contains_key("urls") => {
+        serde_json::Value::Object(mut fields)
+            if fields.len() == 1 && fields.contains_key("urls") =>
+        {
             match fields.remove("urls") {
                 Some(serde_json::Value::Array(items)) => {
                     non_empty(items.into_iter().map(item_of).collect())
@@ -150,11 +155,18 @@ mod tests {
         );
         let unknown = one(r#"{"url": "http://a/", "priority": 9}"#).unwrap_err();
         assert!(unknown.contains("no other field"), "{unknown}");
-        assert!(one(r#"{"url": "http://a/""#).unwrap_err().contains("not JSON"));
+        assert!(
+            one(r#"{"url": "http://a/""#)
+                .unwrap_err()
+                .contains("not JSON")
+        );
         assert!(one("").unwrap_err().contains("not JSON"));
         assert!(one("42").unwrap_err().contains("not a URL"));
         let not_utf8 = parse_urls(b"\"http://a/\xff\"", false).unwrap_err();
-        assert!(not_utf8.contains("not UTF-8 text (at byte 10)"), "{not_utf8}");
+        assert!(
+            not_utf8.contains("not UTF-8 text (at byte 10)"),
+            "{not_utf8}"
+        );
     }
 
     #[test]
@@ -172,7 +184,10 @@ mod tests {
 
     #[test]
     fn ndjson_takes_a_url_a_line_and_refuses_a_broken_line_alone() {
-        let items = many("\"http://a/\"\n\n{\"url\": \"http://b/\"}\n{\"url\": \r\n", true);
+        let items = many(
+            "\"http://a/\"\n\n{\"url\": \"http://b/\"}\n{\"url\": \r\n",
+            true,
+        );
         assert_eq!(items.len(), 3);
         assert_eq!(items[1], Item::Url("http://b/".into()));
         assert!(matches!(&items[2], Item::Bad { why, .. } if why.starts_with("line 4: not JSON")));

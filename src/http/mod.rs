@@ -303,7 +303,12 @@ mod tests {
     fn a_write_needs_the_exact_token_and_none_is_taken_without_one() {
         let t = Some("s3cret");
         assert!(authorized(t, &request(Some("Bearer s3cret"))).is_ok());
-        for bad in [None, Some("Bearer s3cre"), Some("s3cret"), Some("Bearer s3cret2")] {
+        for bad in [
+            None,
+            Some("Bearer s3cre"),
+            Some("s3cret"),
+            Some("Bearer s3cret2"),
+        ] {
             let refused = authorized(t, &request(bad)).unwrap_err();
             assert_eq!(refused.0.code, RefusalCode::Unauthorized, "{bad:?}");
         }

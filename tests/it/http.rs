@@ -41,7 +41,11 @@ async fn site(ip: Ipv4Addr, name: &str, pages: usize, delay: Duration) -> TestSe
         page_with_links(&format!("Notes of {name}"), &[&chain(0), "/bread"]).delay(delay),
     );
     for i in 0..pages {
-        let next = if i + 1 < pages { chain(i + 1) } else { "/".into() };
+        let next = if i + 1 < pages {
+            chain(i + 1)
+        } else {
+            "/".into()
+        };
         let page = page_with_links(&format!("Notes of {name} page {i}"), &[&next]).delay(delay);
         map.insert(chain(i), page);
     }
@@ -106,7 +110,10 @@ impl Api {
             .ok()?;
         let status = response.status().as_u16();
         let bytes = response.into_body().collect().await.unwrap().to_bytes();
-        Some((status, serde_json::from_slice(&bytes).unwrap_or(Value::Null)))
+        Some((
+            status,
+            serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+        ))
     }
 
     async fn get(&self, path: &str) -> (u16, Value) {
@@ -133,7 +140,10 @@ impl Api {
             if code == 200 && done(&s) {
                 return s;
             }
-            assert!(Instant::now() < deadline, "the status never came: {code} {s}");
+            assert!(
+                Instant::now() < deadline,
+                "the status never came: {code} {s}"
+            );
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
     }
@@ -236,9 +246,17 @@ async fn the_api_queues_searches_and_refuses_with_stable_codes() {
     let (code, refused) = api
         .send("POST", "/urls", json!(seed).to_string(), &[])
         .await;
-    assert_eq!((code, &refused["error"]["code"]), (401, &json!("unauthorized")));
+    assert_eq!(
+        (code, &refused["error"]["code"]),
+        (401, &json!("unauthorized"))
+    );
     let (code, _) = api
-        .send("POST", "/urls", json!(seed).to_string(), &[("authorization", "Bearer nope")])
+        .send(
+            "POST",
+            "/urls",
+            json!(seed).to_string(),
+            &[("authorization", "Bearer nope")],
+        )
         .await;
     assert_eq!(code, 401);
 
@@ -255,12 +273,27 @@ async fn the_api_queues_searches_and_refuses_with_stable_codes() {
         )
         .await;
     assert_eq!(code, 200, "{many}");
-    assert_eq!((many["accepted"].as_u64(), many["refused"].as_u64()), (Some(2), Some(3)));
+    assert_eq!(
+        (many["accepted"].as_u64(), many["refused"].as_u64()),
+        (Some(2), Some(3))
+    );
     let r = &many["results"];
     assert_eq!(r[0]["normalized"], web.url("/p/0").as_str(), "{many}");
     let codes: Vec<&Value> = (1..4).map(|i| &r[i]["error"]["code"]).collect();
-    assert_eq!(codes, [&json!("invalid_url"), &json!("bad_request"), &json!("invalid_url")]);
-    assert!(r[1]["error"]["message"].as_str().unwrap().contains("no scheme"));
+    assert_eq!(
+        codes,
+        [
+            &json!("invalid_url"),
+            &json!("bad_request"),
+            &json!("invalid_url")
+        ]
+    );
+    assert!(
+        r[1]["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("no scheme")
+    );
     assert_eq!(r[4]["accepted"], true);
 
     api.wait_idle(10).await;
@@ -268,7 +301,11 @@ async fn the_api_queues_searches_and_refuses_with_stable_codes() {
 
     // Processed: 409 already_known, unless asked again.
     let (code, again) = api.post("/urls", json!(seed)).await;
-    assert_eq!((code, &again["error"]["code"]), (409, &json!("already_known")), "{again}");
+    assert_eq!(
+        (code, &again["error"]["code"]),
+        (409, &json!("already_known")),
+        "{again}"
+    );
     let (code, _) = api.post("/urls?again=true", json!(seed)).await;
     assert_eq!(code, 202);
     api.wait_status(Duration::from_secs(30), |_| web.hits_of("/") == 2)
@@ -276,11 +313,26 @@ async fn the_api_queues_searches_and_refuses_with_stable_codes() {
 
     // Search: the same answer as `search --json`, with the nodes heard from.
     let answer = api.search_until_found("caraway").await;
-    assert_eq!(answer["results"][0]["url"], web.url("/bread").as_str(), "{answer}");
-    assert!(!answer["results"][0]["highlights"].as_array().unwrap().is_empty());
+    assert_eq!(
+        answer["results"][0]["url"],
+        web.url("/bread").as_str(),
+        "{answer}"
+    );
+    assert!(
+        !answer["results"][0]["highlights"]
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
     assert_eq!(answer["nodes"], json!({"answered": ["m"], "missing": []}));
     let out = bin()
-        .args(["search", "caraway", "--json", "--connect", &node.listen.to_string()])
+        .args([
+            "search",
+            "caraway",
+            "--json",
+            "--connect",
+            &node.listen.to_string(),
+        ])
         .arg("--cookie-file")
         .arg(node.dir.path().join("cookie"))
         .output()
@@ -294,10 +346,22 @@ async fn the_api_queues_searches_and_refuses_with_stable_codes() {
     let (code, second) = api.get("/search?q=notes&limit=1&offset=1").await;
     assert_eq!(code, 200);
     assert!(two["results"][1]["url"].is_string(), "{two}");
-    assert_eq!(second["results"][0]["url"], two["results"][1]["url"], "{second}");
-    for bad in ["/search", "/search?q=%20", "/search?q=x&limit=1000", "/search?q=x&page=2"] {
+    assert_eq!(
+        second["results"][0]["url"], two["results"][1]["url"],
+        "{second}"
+    );
+    for bad in [
+        "/search",
+        "/search?q=%20",
+        "/search?q=x&limit=1000",
+        "/search?q=x&page=2",
+    ] {
         let (code, e) = api.get(bad).await;
-        assert_eq!((code, &e["error"]["code"]), (400, &json!("bad_request")), "{bad}: {e}");
+        assert_eq!(
+            (code, &e["error"]["code"]),
+            (400, &json!("bad_request")),
+            "{bad}: {e}"
+        );
     }
 
     // A stored page and its history; one never seen is a 404.
@@ -319,7 +383,9 @@ async fn the_api_queues_searches_and_refuses_with_stable_codes() {
     assert_eq!(nodes[0]["node"], "m");
     let (_, traps) = api.get("/traps").await;
     assert_eq!(traps["total"], 0);
-    let (code, e) = api.post("/traps/reopen", json!({"family": "no/such"})).await;
+    let (code, e) = api
+        .post("/traps/reopen", json!({"family": "no/such"}))
+        .await;
     assert_eq!((code, &e["error"]["code"]), (404, &json!("not_found")));
 
     // Settings, pause and resume: on every node, as `set` and `pause` do.
@@ -333,7 +399,12 @@ async fn the_api_queues_searches_and_refuses_with_stable_codes() {
         .write("PUT", "/settings", json!({"perhost": 2}).to_string())
         .await;
     assert_eq!(code, 400);
-    assert!(e["error"]["message"].as_str().unwrap().contains("unknown field"));
+    assert!(
+        e["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("unknown field")
+    );
     assert_eq!(api.post("/pause", Value::Null).await.1["paused"], true);
     api.wait_status(Duration::from_secs(5), |s| s["paused"] == true)
         .await;
@@ -341,7 +412,10 @@ async fn the_api_queues_searches_and_refuses_with_stable_codes() {
 
     // The paper's search_text, apart from full-text search.
     let (code, queued) = api
-        .post("/search_text", json!({"url": web.url("/bread"), "text": "caraway"}))
+        .post(
+            "/search_text",
+            json!({"url": web.url("/bread"), "text": "caraway"}),
+        )
         .await;
     assert_eq!(code, 202, "{queued}");
     let deadline = Instant::now() + Duration::from_secs(30);
@@ -352,12 +426,19 @@ async fn the_api_queues_searches_and_refuses_with_stable_codes() {
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     };
-    assert_eq!(found["items"][0]["url"], web.url("/bread").as_str(), "{found}");
+    assert_eq!(
+        found["items"][0]["url"],
+        web.url("/bread").as_str(),
+        "{found}"
+    );
     assert!(found["items"][0]["positions"].as_array().unwrap().len() >= 2);
 
     // Unknown paths and methods.
     assert_eq!(api.get("/nope").await.0, 404);
-    assert_eq!(api.send("DELETE", "/status", Bytes::new(), &[]).await.0, 405);
+    assert_eq!(
+        api.send("DELETE", "/status", Bytes::new(), &[]).await.0,
+        405
+    );
 
     // The console's --json refuses with the same codes, on the same path.
     let lines = node
@@ -397,7 +478,12 @@ fn storm_request(i: usize, seed: &str) -> Bad {
         },
         5 => bad("GET", "/search?q=", b"", 400),
         6 => bad("GET", &format!("/nope/{i}"), b"", 404),
-        7 => bad("POST", "/urls", br#"{"url": "http://x/", "priority": 1}"#, 400),
+        7 => bad(
+            "POST",
+            "/urls",
+            br#"{"url": "http://x/", "priority": 1}"#,
+            400,
+        ),
         // NDJSON whose every line is broken: each refused alone (200).
         8 => Bad {
             ndjson: true,
@@ -434,10 +520,21 @@ async fn raw_request(addr: SocketAddr, head: &str, body_bytes: usize) -> Option<
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_storm_of_bad_requests_leaves_the_node_crawling_and_loses_nothing() {
-    let web = site(Ipv4Addr::new(127, 0, 45, 12), "storm", 120, Duration::from_millis(40)).await;
+    let web = site(
+        Ipv4Addr::new(127, 0, 45, 12),
+        "storm",
+        120,
+        Duration::from_millis(40),
+    )
+    .await;
     // Pages linked from nowhere: only the API's batch queues them.
     let lone: HashMap<String, Page> = (0..20)
-        .map(|i| (format!("/lone/{i}"), page_with_links(&format!("Lone {i}"), &[])))
+        .map(|i| {
+            (
+                format!("/lone/{i}"),
+                page_with_links(&format!("Lone {i}"), &[]),
+            )
+        })
         .collect();
     let lone = TestServer::start(Ipv4Addr::new(127, 0, 45, 13), lone).await;
     let node = Node::start(Ipv4Addr::new(127, 0, 45, 11), &["--per-host", "1"]).await;
@@ -447,7 +544,11 @@ async fn a_storm_of_bad_requests_leaves_the_node_crawling_and_loses_nothing() {
     let mut urls = vec![web.url("/")];
     urls.extend((0..20).map(|i| lone.url(&format!("/lone/{i}"))));
     let (code, added) = api.post("/urls", json!(urls)).await;
-    assert_eq!((code, added["accepted"].as_u64()), (200, Some(21)), "{added}");
+    assert_eq!(
+        (code, added["accepted"].as_u64()),
+        (200, Some(21)),
+        "{added}"
+    );
     let accepted: Vec<String> = added["results"]
         .as_array()
         .unwrap()
@@ -495,9 +596,17 @@ async fn a_storm_of_bad_requests_leaves_the_node_crawling_and_loses_nothing() {
          content-type: application/x-ndjson\r\ntransfer-encoding: chunked\r\n\r\n\
          2100000\r\n"
     );
-    assert_eq!(raw_request(addr, &chunked, 33 * 1024 * 1024).await, Some(413));
+    assert_eq!(
+        raw_request(addr, &chunked, 33 * 1024 * 1024).await,
+        Some(413)
+    );
     let wrong: Vec<String> = tasks.join_all().await.into_iter().flatten().collect();
-    assert!(wrong.is_empty(), "{} unexpected answers: {:?}", wrong.len(), &wrong[..wrong.len().min(5)]);
+    assert!(
+        wrong.is_empty(),
+        "{} unexpected answers: {:?}",
+        wrong.len(),
+        &wrong[..wrong.len().min(5)]
+    );
     eprintln!("10,000 requests answered in {:?}", started.elapsed());
     let (_, during) = api.get("/status").await;
     assert!(
@@ -531,7 +640,10 @@ async fn a_storm_of_bad_requests_leaves_the_node_crawling_and_loses_nothing() {
             assert_eq!(e["error"]["code"], "too_many_requests");
             break;
         }
-        assert!(Instant::now() < deadline, "never 429 with 64 stalled: {code}");
+        assert!(
+            Instant::now() < deadline,
+            "never 429 with 64 stalled: {code}"
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     drop(stalled);
@@ -584,19 +696,38 @@ async fn curl_adds_urls_to_a_three_node_cluster_and_search_answers_from_every_no
     let mut cluster = Cluster::start_on(Ipv4Addr::new(127, 0, 46, 1), &master_args).await;
     let worker_args = http_args(worker_http);
     let worker_args: Vec<&str> = worker_args.iter().map(String::as_str).collect();
-    let _w1 = cluster.worker_with("w1", Ipv4Addr::new(127, 0, 46, 2), &worker_args, Stdio::null());
+    let _w1 = cluster.worker_with(
+        "w1",
+        Ipv4Addr::new(127, 0, 46, 2),
+        &worker_args,
+        Stdio::null(),
+    );
     let _w2 = cluster.worker_with("w2", Ipv4Addr::new(127, 0, 46, 3), &[], Stdio::null());
     assert!(cluster.wait_nodes(3).await, "three pools");
 
     let mut webs = Vec::new();
     for h in 0..6u8 {
-        webs.push(site(Ipv4Addr::new(127, 0, 46, 10 + h), &format!("host {h}"), 4, Duration::ZERO).await);
+        webs.push(
+            site(
+                Ipv4Addr::new(127, 0, 46, 10 + h),
+                &format!("host {h}"),
+                4,
+                Duration::ZERO,
+            )
+            .await,
+        );
     }
     let roots: Vec<String> = webs.iter().map(|w| w.url("/")).collect();
 
     // curl, as a script would, at the worker's API.
     let out = tokio::process::Command::new("curl")
-        .args(["-sS", "-X", "POST", "-H", &format!("Authorization: Bearer {TOKEN}")])
+        .args([
+            "-sS",
+            "-X",
+            "POST",
+            "-H",
+            &format!("Authorization: Bearer {TOKEN}"),
+        ])
         .args(["-H", "Content-Type: application/json", "--data-binary"])
         .arg(json!(roots).to_string())
         .arg(format!("http://{worker_http}/urls"))
@@ -703,7 +834,13 @@ async fn the_web_page_shows_a_live_crawl_and_finds_a_page_in_chromium() {
         }
     };
     // A crawl slow enough to be watched: 80 pages, 60 ms each, one at a time.
-    let web = site(Ipv4Addr::new(127, 0, 47, 2), "page", 80, Duration::from_millis(60)).await;
+    let web = site(
+        Ipv4Addr::new(127, 0, 47, 2),
+        "page",
+        80,
+        Duration::from_millis(60),
+    )
+    .await;
     let node = Node::start(Ipv4Addr::new(127, 0, 47, 1), &["--per-host", "1"]).await;
     let page_url = node.api.base.clone() + "/";
 
@@ -743,8 +880,14 @@ async fn the_web_page_shows_a_live_crawl_and_finds_a_page_in_chromium() {
     };
 
     browser.goto(&page_url).await.unwrap();
-    wait_text(&browser, "#node", Duration::from_secs(10), |t| t == "node m").await;
-    wait_text(&browser, "#state", Duration::from_secs(10), |t| t.starts_with("idle")).await;
+    wait_text(&browser, "#node", Duration::from_secs(10), |t| {
+        t == "node m"
+    })
+    .await;
+    wait_text(&browser, "#state", Duration::from_secs(10), |t| {
+        t.starts_with("idle")
+    })
+    .await;
     let (code, _) = node.api.post("/urls", json!(web.url("/"))).await;
     assert_eq!(code, 202);
     // The numbers move while it crawls.
@@ -763,8 +906,14 @@ async fn the_web_page_shows_a_live_crawl_and_finds_a_page_in_chromium() {
     })
     .await;
     let host = web.addr.to_string();
-    wait_text(&browser, "#hosts tbody", Duration::from_secs(10), |t| t.contains(&host)).await;
-    wait_text(&browser, "#nodes tbody", Duration::from_secs(10), |t| t.starts_with("m")).await;
+    wait_text(&browser, "#hosts tbody", Duration::from_secs(10), |t| {
+        t.contains(&host)
+    })
+    .await;
+    wait_text(&browser, "#nodes tbody", Duration::from_secs(10), |t| {
+        t.starts_with("m")
+    })
+    .await;
     let shot_while_crawling = browser.screenshot().await.unwrap();
 
     // Once it is done and indexed, a search finds the bread page first,
@@ -786,7 +935,10 @@ async fn the_web_page_shows_a_live_crawl_and_finds_a_page_in_chromium() {
         .for_element(fantoccini::Locator::Css("#results li .title a"))
         .await
         .unwrap();
-    assert_eq!(first_hit.attr("href").await.unwrap(), Some(web.url("/bread")));
+    assert_eq!(
+        first_hit.attr("href").await.unwrap(),
+        Some(web.url("/bread"))
+    );
     assert_eq!(first_hit.text().await.unwrap(), "Caraway rye bread");
     let marks = browser
         .find_all(fantoccini::Locator::Css("#results li:first-child mark"))
@@ -799,7 +951,10 @@ async fn the_web_page_shows_a_live_crawl_and_finds_a_page_in_chromium() {
     }
     let note = text_of(&browser, "#search-note").await;
     assert!(note.contains("Answered by m"), "{note}");
-    wait_text(&browser, "#state", Duration::from_secs(10), |t| t.starts_with("idle")).await;
+    wait_text(&browser, "#state", Duration::from_secs(10), |t| {
+        t.starts_with("idle")
+    })
+    .await;
 
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
     std::fs::write(dir.join("web-page-crawling.png"), &shot_while_crawling).unwrap();
@@ -808,4 +963,82 @@ async fn the_web_page_shows_a_live_crawl_and_finds_a_page_in_chromium() {
     std::fs::write(dir.join("web-page.png"), &shot).unwrap();
     eprintln!("screenshots in {}", dir.display());
     browser.close().await.unwrap();
+}
+
+/// Run `program args` from the repository's root with `env`; its stdout
+/// (it must succeed).
+async fn run_example(program: &str, args: &[&str], env: &[(&str, &str)]) -> String {
+    let mut cmd = tokio::process::Command::new(program);
+    cmd.args(args).current_dir(env!("CARGO_MANIFEST_DIR"));
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = tokio::time::timeout(Duration::from_secs(60), cmd.output())
+        .await
+        .expect("the example ends")
+        .expect("the example runs");
+    assert!(out.status.success(), "{program} {args:?}: {out:?}");
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_python_example_and_the_curl_lines_run_against_a_live_node() {
+    let web = site(Ipv4Addr::new(127, 0, 45, 22), "examples", 3, Duration::ZERO).await;
+    let other = site(Ipv4Addr::new(127, 0, 45, 23), "curl", 3, Duration::ZERO).await;
+    let node = Node::start(Ipv4Addr::new(127, 0, 45, 21), &[]).await;
+    let base = node.api.base.clone();
+    let token = node.dir.path().join("token");
+    let token = token.to_str().unwrap();
+
+    // Python, standard library only: add, then search.
+    let py = |args: &[&str]| {
+        let mut all = vec![
+            "examples/http_client.py",
+            "--node",
+            &base,
+            "--token-file",
+            token,
+        ];
+        all.extend_from_slice(args);
+        all.iter().map(|a| a.to_string()).collect::<Vec<_>>()
+    };
+    let args = py(&["add", &web.url("/"), "notaurl"]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let added = run_example("python3", &args, &[]).await;
+    assert!(
+        added.contains(&format!("queued {}", web.url("/"))),
+        "{added}"
+    );
+    assert!(added.contains("refused notaurl invalid_url - "), "{added}");
+
+    // curl: the README's lines.
+    let env = [("NODE", base.as_str()), ("TOKEN_FILE", token)];
+    let curl_add = run_example(
+        "sh",
+        &["examples/http_curl.sh", "add", &other.url("/")],
+        &env,
+    )
+    .await;
+    let curl_add: Value = serde_json::from_str(&curl_add).unwrap();
+    assert_eq!(curl_add["accepted"], 1, "{curl_add}");
+
+    node.api.wait_idle(2 * 5).await;
+    node.api.search_until_found("caraway").await;
+    let args = py(&["search", "caraway bread"]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let found = run_example("python3", &args, &[]).await;
+    assert!(found.contains(" 1. Caraway rye bread"), "{found}");
+    assert!(
+        found.contains(&web.url("/bread")) && found.contains(&other.url("/bread")),
+        "{found}"
+    );
+    let curl_search =
+        run_example("sh", &["examples/http_curl.sh", "search", "caraway"], &env).await;
+    let answer: Value = serde_json::from_str(&curl_search).unwrap();
+    assert_eq!(
+        answer["results"].as_array().map(Vec::len),
+        Some(2),
+        "{answer}"
+    );
+    assert_eq!(answer["nodes"]["answered"], json!(["m"]));
 }
