@@ -448,6 +448,25 @@ async fn the_api_queues_searches_and_refuses_with_stable_codes() {
     assert_eq!(lines[1]["error"]["code"], "already_known", "{lines:?}");
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_spent_page_budget_refuses_new_urls_with_over_budget() {
+    let web = site(Ipv4Addr::new(127, 0, 45, 32), "budget", 8, Duration::ZERO).await;
+    let node = Node::start(Ipv4Addr::new(127, 0, 45, 31), &["--max-pages", "3"]).await;
+    let (code, _) = node.api.post("/urls", json!(web.url("/"))).await;
+    assert_eq!(code, 202);
+    node.api
+        .wait_status(Duration::from_secs(30), |s| s["idle"] == "BudgetReached")
+        .await;
+    let (code, refused) = node.api.post("/urls", json!([web.url("/p/7")])).await;
+    assert_eq!(code, 200);
+    let error = &refused["results"][0]["error"];
+    assert_eq!(error["code"], "over_budget", "{refused}");
+    assert!(error["message"].as_str().unwrap().contains("--max-pages 3"));
+    let (code, one) = node.api.post("/urls", json!(web.url("/p/6"))).await;
+    assert_eq!((code, &one["error"]["code"]), (409, &json!("over_budget")));
+    assert_eq!(web.hits_of("/p/7") + web.hits_of("/p/6"), 0);
+}
+
 /// One request of the storm, and the status it must get.
 struct Bad {
     method: &'static str,
