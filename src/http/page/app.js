@@ -144,7 +144,8 @@ function draw() {
     g.moveTo(left, y);
     g.lineTo(left + pw, y);
     g.stroke();
-    g.fillText(String(Math.round((max * i) / 4 * 10) / 10), 4, y + 4);
+    const tick = (max * i) / 4;
+    g.fillText(String(Number(tick.toFixed(2))), 4, y + 4);
   }
   g.fillText("−" + SAMPLES + " s", left, h - 4);
   g.fillText("now", left + pw - 22, h - 4);
