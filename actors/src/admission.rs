@@ -270,4 +270,27 @@ mod tests {
         let answered: Vec<i32> = replies.written().into_iter().map(|(r, _)| r).collect();
         assert_eq!(answered, [1, 2]);
     }
+
+    #[tokio::test]
+    async fn a_batch_is_answered_whole_with_each_urls_outcome_once_written() {
+        let (one_tx, one_rx) = ractor::concurrency::oneshot();
+        let (many_tx, many_rx) = ractor::concurrency::oneshot();
+        let refused = seed_of("http://b/x").unwrap_err();
+        let batch = vec![Ok("http://a/1".to_string()), Err(refused)];
+        answer_written(vec![
+            (AddUrlReply::One(one_tx.into()), "http://a/0".to_string()),
+            (AddUrlReply::Many(many_tx.into(), batch), String::new()),
+        ]);
+        assert_eq!(one_rx.await.unwrap().unwrap(), "http://a/0");
+        let answer = many_rx.await.unwrap();
+        assert_eq!(answer[0].as_ref().unwrap(), "http://a/1");
+        assert!(
+            matches!(&answer[1], Err(AddUrlError::Rejected { url, .. }) if url == "http://b/x")
+        );
+    }
+
+    fn seed_of(url: &str) -> Result<NewLink, AddUrlError> {
+        let ops = Operations::new();
+        admission(&ops, false).seed(url, &OperationSpec::crawl(), false, None, T0)
+    }
 }

@@ -244,9 +244,15 @@ async fn answer(
                 let answer = match answer {
                     Ok(queued) if !again => {
                         match already_processed(state, cfg, &queued, &wanted, asked).await {
-                            Ok(()) => Ok(queued),
                             Err(e @ ControlError::AlreadyProcessed { .. }) => Err(e),
-                            Err(e) => return Err(e),
+                            Ok(()) => Ok(queued),
+                            // It is queued: a store that cannot say whether
+                            // it was processed already must not make the
+                            // caller think it was refused.
+                            Err(e) => {
+                                tracing::warn!(url = %queued, error = %e, "add_urls: not checked");
+                                Ok(queued)
+                            }
                         }
                     }
                     Ok(queued) => Ok(queued),

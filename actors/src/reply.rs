@@ -542,4 +542,54 @@ mod tests {
              add-url --again URL)"
         );
     }
+
+    #[test]
+    fn every_refusal_has_its_stable_code() {
+        use crate::behaviour::Rejection;
+        let rejected = |rejection| {
+            ControlError::AddUrl(AddUrlError::Rejected {
+                url: "u".into(),
+                rejection,
+            })
+        };
+        for (e, code) in [
+            (
+                rejected(Rejection::Invalid("bad".into())),
+                RefusalCode::InvalidUrl,
+            ),
+            (rejected(Rejection::OutOfScope), RefusalCode::OutOfScope),
+            (rejected(Rejection::Filtered), RefusalCode::Filtered),
+            (rejected(Rejection::Trap("calendar")), RefusalCode::Trap),
+            (rejected(Rejection::TooDeep), RefusalCode::TooDeep),
+            (
+                ControlError::AddUrl(AddUrlError::OverBudget {
+                    url: "u".into(),
+                    max: 3,
+                }),
+                RefusalCode::OverBudget,
+            ),
+            (
+                ControlError::AlreadyProcessed {
+                    url: "u".into(),
+                    processed_at: 0,
+                    http_status: None,
+                },
+                RefusalCode::AlreadyKnown,
+            ),
+            (ControlError::MasterRestarting, RefusalCode::Unavailable),
+            (
+                ControlError::NoSuchTrapFamily { family: "f".into() },
+                RefusalCode::NotFound,
+            ),
+            (
+                ControlError::TooManyUrls { urls: 2, limit: 1 },
+                RefusalCode::TooLarge,
+            ),
+        ] {
+            assert_eq!(e.code(), code, "{e}");
+            // Across the wire, the same code and sentence.
+            let back = from_wire(&to_wire(&Err(e))).unwrap_err();
+            assert_eq!(back.code(), code);
+        }
+    }
 }
