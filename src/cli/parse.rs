@@ -99,6 +99,14 @@ mod tests {
     use super::*;
 
     #[test]
+    fn an_http_address_is_host_and_port_or_a_port_on_loopback() {
+        assert_eq!(http_addr("8080").unwrap().to_string(), "127.0.0.1:8080");
+        assert_eq!(http_addr("0.0.0.0:80").unwrap().to_string(), "0.0.0.0:80");
+        assert_eq!(http_addr("[::1]:81").unwrap().to_string(), "[::1]:81");
+        assert!(http_addr("localhost").unwrap_err().contains("HOST:PORT"));
+    }
+
+    #[test]
     fn durations_read_as_people_write_them() {
         let d = |t| parse_duration(t);
         assert_eq!(d("90s"), Ok(Duration::from_secs(90)));
