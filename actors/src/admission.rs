@@ -133,13 +133,26 @@ impl<R> SeedReplies<R> {
     }
 }
 
-/// The reply port of an `add_url` caller.
-pub(crate) type AddUrlReply = RpcReplyPort<Result<String, AddUrlError>>;
+/// Each URL of a batch `add_url`: queued as (normalized), or why not.
+pub(crate) type AddUrlsAnswer = Vec<Result<String, AddUrlError>>;
 
-/// Tell `add_url`'s callers their seed is written.
+/// The reply port of an `add_url` caller: one URL's, or a batch's, which
+/// holds its answer until its seeds are written.
+#[derive(Debug)]
+pub(crate) enum AddUrlReply {
+    One(RpcReplyPort<Result<String, AddUrlError>>),
+    Many(RpcReplyPort<AddUrlsAnswer>, AddUrlsAnswer),
+}
+
+/// Tell `add_url`'s callers their seeds are written (`url`: a single
+/// URL's, as queued).
 pub(crate) fn answer_written(written: Vec<(AddUrlReply, String)>) {
     for (reply, url) in written {
-        let _ = reply.send(Ok(url));
+        // A caller that stopped waiting is gone: nothing to tell.
+        match reply {
+            AddUrlReply::One(reply) => drop(reply.send(Ok(url))),
+            AddUrlReply::Many(reply, answer) => drop(reply.send(answer)),
+        }
     }
 }
 
@@ -256,5 +269,28 @@ mod tests {
         replies.cycle_started(true);
         let answered: Vec<i32> = replies.written().into_iter().map(|(r, _)| r).collect();
         assert_eq!(answered, [1, 2]);
+    }
+
+    #[tokio::test]
+    async fn a_batch_is_answered_whole_with_each_urls_outcome_once_written() {
+        let (one_tx, one_rx) = ractor::concurrency::oneshot();
+        let (many_tx, many_rx) = ractor::concurrency::oneshot();
+        let refused = seed_of("http://b/x").unwrap_err();
+        let batch = vec![Ok("http://a/1".to_string()), Err(refused)];
+        answer_written(vec![
+            (AddUrlReply::One(one_tx.into()), "http://a/0".to_string()),
+            (AddUrlReply::Many(many_tx.into(), batch), String::new()),
+        ]);
+        assert_eq!(one_rx.await.unwrap().unwrap(), "http://a/0");
+        let answer = many_rx.await.unwrap();
+        assert_eq!(answer[0].as_ref().unwrap(), "http://a/1");
+        assert!(
+            matches!(&answer[1], Err(AddUrlError::Rejected { url, .. }) if url == "http://b/x")
+        );
+    }
+
+    fn seed_of(url: &str) -> Result<NewLink, AddUrlError> {
+        let ops = Operations::new();
+        admission(&ops, false).seed(url, &OperationSpec::crawl(), false, None, T0)
     }
 }

@@ -9,7 +9,9 @@ use crate::outage::StoreFailure;
 use crate::protocol::{
     ChildInfo, ChildRole, IdleReason, IndexerMsg, MasterMsg, PoolMsg, Status, SupMsg,
 };
+use crate::refusal::{Refusal, RefusalCode};
 use crate::remote::ControlClient;
+use crate::reply::ControlError;
 use crate::sup::{ExitReason, Sup, SupArgs};
 use crate::types::{Millis, OperationSpec};
 use ractor::{Actor, ActorRef, RpcReplyPort};
@@ -32,8 +34,25 @@ pub enum AppError {
     Store(StoreFailure),
     #[error("the master did not answer within {0:?}")]
     Timeout(Duration),
+    /// Refused: a stable code and one line why ([`Refusal`]).
     #[error("{0}")]
-    Rejected(String),
+    Rejected(Refusal),
+}
+
+impl From<ControlError> for AppError {
+    fn from(e: ControlError) -> Self {
+        AppError::Rejected(e.refusal())
+    }
+}
+
+impl AppError {
+    /// The stable code of a refusal ([`AppError::Rejected`]).
+    pub fn code(&self) -> Option<RefusalCode> {
+        match self {
+            AppError::Rejected(r) => Some(r.code),
+            _ => None,
+        }
+    }
 }
 
 /// The application: starts the tree.
@@ -153,8 +172,8 @@ impl AppHandle {
         every: Duration,
     ) -> Result<String, AppError> {
         // Refused here: a zero interval would travel as `WATCH_OFF`.
-        let every_ms =
-            crate::monitor::check_every(every).map_err(|e| AppError::Rejected(e.to_string()))?;
+        let every_ms = crate::monitor::check_every(every)
+            .map_err(|e| AppError::from(ControlError::from(e)))?;
         self.queue(url, operation, false, Some(every_ms)).await
     }
 
@@ -182,14 +201,17 @@ impl AppHandle {
             reply,
         })
         .await?
-        .map_err(|e| AppError::Rejected(e.to_string()))
+        .map_err(|e| AppError::from(ControlError::from(e)))
     }
 
     /// Paper's `search_text(URL, Text)`: crawl from `url`, recording where
     /// `text` occurs on each page.
     pub async fn search_text(&self, url: &str, text: &str) -> Result<String, AppError> {
         if text.is_empty() {
-            return Err(AppError::Rejected("search text is empty".to_string()));
+            return Err(AppError::Rejected(Refusal::new(
+                RefusalCode::BadOperation,
+                "search text is empty",
+            )));
         }
         self.add_url_with(url, OperationSpec::search_text(text))
             .await
@@ -214,7 +236,7 @@ impl AppHandle {
         } else {
             crate::control::search(&self.config, None, query.to_string(), limit).await
         };
-        answer.map_err(|e| AppError::Rejected(e.to_string()))
+        answer.map_err(AppError::from)
     }
 
     /// Index now what this node's queue holds for the index, so a search
@@ -223,7 +245,7 @@ impl AppHandle {
     /// meanwhile.
     pub async fn flush_index(&self) -> Result<(), AppError> {
         let indexer = ActorRef::<IndexerMsg>::where_is(self.config.indexer_name())
-            .ok_or_else(|| AppError::Rejected("no index here".to_string()))?;
+            .ok_or_else(|| AppError::from(ControlError::NoIndex))?;
         ractor::call!(indexer, IndexerMsg::CatchUp).map_err(|e| AppError::Stopped(e.to_string()))
     }
 

@@ -10,16 +10,17 @@ use crate::frontier::{LinkDecision, decide_link};
 use crate::hosts;
 use crate::monitor::{self, HistoryQuery};
 use crate::protocol::{
-    self, ChildRole, ControlMsg, ControlRequest, MAX_MESSAGE_BYTES, MAX_REQUEST_BYTES, MasterMsg,
-    PoolMsg, SupMsg,
+    self, ChildRole, ControlMsg, ControlRequest, MAX_BATCH_BYTES, MAX_BATCH_URLS,
+    MAX_MESSAGE_BYTES, MasterMsg, PoolMsg, SupMsg,
 };
 use crate::reply::{
-    ActorState, ControlError, ControlReply, HostPaused, Intensity, Listing, NodeStopping, Paused,
-    PoolInfo, RestartStrategy, Restarted, SettingChanged, SupSummary, TrapReopened, Tree, to_wire,
+    ActorState, Added, ControlError, ControlReply, HostPaused, Intensity, Listing, NodeStopping,
+    PageView, Paused, PoolInfo, RestartStrategy, Restarted, SettingChanged, SupSummary,
+    TrapReopened, Tree, UrlOutcome, to_wire,
 };
 use crate::runtime_settings::RuntimeSettings;
 use crate::shards::{self, ShardRoster};
-use crate::types::{Millis, TRAP_SAMPLES, now_ms};
+use crate::types::{Millis, OperationSpec, TRAP_SAMPLES, now_ms};
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -38,6 +39,9 @@ pub(crate) struct Control;
 
 /// How long a request may wait for the master.
 const MASTER_TIMEOUT_MS: u64 = 10_000;
+
+/// How long a batch of URLs may wait for the master to write it.
+const BATCH_TIMEOUT_MS: u64 = 60_000;
 
 impl Actor for Control {
     type Msg = ControlMsg;
@@ -60,13 +64,17 @@ impl Actor for Control {
         state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
         let ControlMsg::Request(text, reply) = msg;
-        let answer = if text.len() > MAX_REQUEST_BYTES {
-            Err(ControlError::TooLarge {
-                bytes: text.len(),
-                limit: MAX_REQUEST_BYTES,
-            })
+        let too_large = |limit| ControlError::TooLarge {
+            bytes: text.len(),
+            limit,
+        };
+        let answer = if text.len() > MAX_BATCH_BYTES {
+            Err(too_large(MAX_BATCH_BYTES))
         } else {
             match serde_json::from_str::<ControlRequest>(&text) {
+                Ok(request) if text.len() > request.max_bytes() => {
+                    Err(too_large(request.max_bytes()))
+                }
                 Ok(request) => answer(state, request).await,
                 Err(e) => Err(ControlError::BadRequest(e)),
             }
@@ -202,25 +210,76 @@ async fn answer(
             )
             .map_err(unanswered("master"))??;
             // An interval of its own queues a processed URL again, as `again` does.
-            if !again
-                && every_ms.is_none()
-                && let Some(page) = state.queries.processed_url(&queued).await?
-                && page.record.operation == wanted
-                && page.d_processed < asked
-                && decide_link(
-                    Some(page.d_processed),
-                    None,
-                    asked,
-                    cfg.reprocess_after.map(|d| d.as_millis() as Millis),
-                ) == LinkDecision::ReferralOnly
-            {
-                return Err(ControlError::AlreadyProcessed {
-                    url: queued,
-                    processed_at: page.d_processed,
-                    http_status: page.record.http_returncode,
-                });
+            if !again && every_ms.is_none() {
+                already_processed(state, cfg, &queued, &wanted, asked).await?;
             }
             Ok(ControlReply::Queued(queued))
+        }
+        ControlRequest::AddUrls {
+            urls,
+            operation,
+            again,
+        } => {
+            if urls.len() > MAX_BATCH_URLS {
+                return Err(ControlError::TooManyUrls {
+                    urls: urls.len(),
+                    limit: MAX_BATCH_URLS,
+                });
+            }
+            let asked = now_ms();
+            let wanted = operation.clone();
+            let answers = ractor::call_t!(
+                master(cfg)?,
+                |reply| MasterMsg::AddUrls {
+                    urls: urls.clone(),
+                    operation,
+                    again,
+                    reply
+                },
+                BATCH_TIMEOUT_MS
+            )
+            .map_err(unanswered("master"))?;
+            let mut results = Vec::with_capacity(urls.len());
+            for (url, answer) in urls.into_iter().zip(answers) {
+                let answer = match answer {
+                    Ok(queued) if !again => {
+                        match already_processed(state, cfg, &queued, &wanted, asked).await {
+                            Err(e @ ControlError::AlreadyProcessed { .. }) => Err(e),
+                            Ok(()) => Ok(queued),
+                            // It is queued: a store that cannot say whether
+                            // it was processed already must not make the
+                            // caller think it was refused.
+                            Err(e) => {
+                                tracing::warn!(url = %queued, error = %e, "add_urls: not checked");
+                                Ok(queued)
+                            }
+                        }
+                    }
+                    Ok(queued) => Ok(queued),
+                    Err(e) => Err(ControlError::AddUrl(e)),
+                };
+                results.push(UrlOutcome::of(url, answer));
+            }
+            Ok(ControlReply::Added(Added::of(results)))
+        }
+        ControlRequest::Page { url } => {
+            let normalized = ractor::call_t!(
+                master(cfg)?,
+                |reply| MasterMsg::Normalize {
+                    url: url.clone(),
+                    reply
+                },
+                MASTER_TIMEOUT_MS
+            )
+            .map_err(unanswered("master"))?
+            .unwrap_or(url);
+            let Some(page) = state.queries.processed_url(&normalized).await? else {
+                return Err(ControlError::NoSuchPage { url: normalized });
+            };
+            let host = Some(page.record.host.clone());
+            let mut history = history_of(state, host).await?;
+            history.retain(|h| h.url == page.record.url);
+            Ok(ControlReply::Page(Box::new(PageView { page, history })))
         }
         ControlRequest::Pending { limit } => {
             Ok(ControlReply::Pending(state.queries.pending(limit).await?))
@@ -245,11 +304,15 @@ async fn answer(
                 .map_err(unanswered("master"))?;
             Ok(ControlReply::Paused(Paused { paused }))
         }
-        ControlRequest::Search { query, limit } => {
+        ControlRequest::Search {
+            query,
+            limit,
+            offset,
+        } => {
             let store = (&mut state.roster, state.queries.as_ref());
-            Ok(ControlReply::Search(
-                search(cfg, Some(store), query, limit).await?,
-            ))
+            let mut answer = search(cfg, Some(store), query, offset + limit).await?;
+            answer.results.drain(..offset.min(answer.results.len()));
+            Ok(ControlReply::Search(answer))
         }
         ControlRequest::SearchResults { text, limit } => {
             let results = state.queries.search_results(text.as_deref()).await?;
@@ -300,6 +363,35 @@ async fn answer(
             }))
         }
     }
+}
+
+/// Refuse `queued` (as the master queued it for `add_url` at `asked`)
+/// when it was processed with `wanted` and is not due again: the master
+/// only merged its referral.
+async fn already_processed(
+    state: &ControlArgs,
+    cfg: &CrawlConfig,
+    queued: &str,
+    wanted: &OperationSpec,
+    asked: Millis,
+) -> Result<(), ControlError> {
+    if let Some(page) = state.queries.processed_url(queued).await?
+        && page.record.operation == *wanted
+        && page.d_processed < asked
+        && decide_link(
+            Some(page.d_processed),
+            None,
+            asked,
+            cfg.reprocess_after.map(|d| d.as_millis() as Millis),
+        ) == LinkDecision::ReferralOnly
+    {
+        return Err(ControlError::AlreadyProcessed {
+            url: queued.to_string(),
+            processed_at: page.d_processed,
+            http_status: page.record.http_returncode,
+        });
+    }
+    Ok(())
 }
 
 /// Reopen the trap family `family` (an operator says it is real): the

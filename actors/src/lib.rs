@@ -20,6 +20,7 @@ pub mod outage;
 mod pool;
 mod protocol;
 pub mod rate;
+mod refusal;
 pub mod refusals;
 mod remote;
 mod reply;
@@ -56,13 +57,15 @@ pub use hosts::{HostListing, HostSummary, LiveHost, LiveRobots, NodeHosts};
 pub use metrics::{Metrics, NoMetrics};
 pub use outage::{StoreFailure, StoreFailureKind};
 pub use protocol::{
-    AddUrlError, ChildInfo, ChildRole, ControlRequest, IdleReason, MAX_MESSAGE_BYTES,
-    MAX_REQUEST_BYTES, NodeInfo, Setting, SlaveReport, Status, node_of,
+    AddUrlError, ChildInfo, ChildRole, ControlRequest, IdleReason, MAX_BATCH_BYTES, MAX_BATCH_URLS,
+    MAX_MESSAGE_BYTES, MAX_REQUEST_BYTES, NodeInfo, Setting, SlaveReport, Status, node_of,
 };
+pub use refusal::{Refusal, RefusalCode};
 pub use remote::{ControlClient, Remote};
 pub use reply::{
-    ActorState, ControlError, ControlReply, HostPaused, Intensity, Listing, NodeStopping, Paused,
-    PoolInfo, RestartStrategy, Restarted, SettingChanged, SupSummary, TrapReopened, Tree,
+    ActorState, Added, ControlError, ControlReply, HostPaused, Intensity, Listing, NodeStopping,
+    PageView, Paused, PoolInfo, RestartStrategy, Restarted, SettingChanged, SupSummary,
+    TrapReopened, Tree, UrlOutcome,
 };
 pub use shards::SHARD_DEADLINE;
 pub use sup::ExitReason;

@@ -12,20 +12,22 @@
 //! is unavailable for a while is waited for ([`crate::outage`]): the master
 //! keeps its results, claims nothing, asks again and resumes.
 
-use crate::admission::{AddUrlReply, Admission, SeedReplies, answer_written};
+use crate::admission::{AddUrlReply, AddUrlsAnswer, Admission, SeedReplies, answer_written};
 use crate::behaviour::Frontier;
 use crate::config::{Behaviours, CrawlConfig};
 use crate::cycle_end::{OnFailure, cycle_at_stop, cycle_done, cycle_failed};
 use crate::indexer::ShardQueue;
 use crate::node_check::check_nodes;
 use crate::outage::StoreFailure;
-use crate::protocol::{self, IdleReason, MasterMsg, PoolMsg, SlaveReport, Status, SupMsg};
+use crate::protocol::{
+    self, AddUrlError, IdleReason, MasterMsg, PoolMsg, SlaveReport, Status, SupMsg,
+};
 use crate::rate::RecentRate;
 use crate::run_stats::RunStats;
 use crate::runtime_settings::RuntimeSettings;
 use crate::status::{LastCounts, MasterFacts, StatusDraft};
 use crate::store_cycle::{RunningCycle, StoreCycle};
-use crate::types::{Job, Millis, OperationSpec, now_ms};
+use crate::types::{Job, Millis, NewLink, OperationSpec, now_ms};
 use crate::window::Window;
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 use std::sync::Arc;
@@ -162,6 +164,17 @@ impl Actor for Master {
                 every_ms,
                 reply,
             } => add_url(state, &url, &operation, again, every_ms, reply, now),
+            MasterMsg::AddUrls {
+                urls,
+                operation,
+                again,
+                reply,
+            } => add_urls(state, urls, &operation, again, reply, now),
+            MasterMsg::Normalize { url, reply } => {
+                let crawl = OperationSpec::crawl();
+                let link = state.b.policy.seed(&url, &crawl);
+                let _ = reply.send(link.ok().map(|link| link.url));
+            }
             MasterMsg::Report(report) => on_report(state, report, now),
             MasterMsg::HostRecord(record) => {
                 state.window.host_record(record);
@@ -272,18 +285,65 @@ fn add_url(
     operation: &OperationSpec,
     again: bool,
     every_ms: Option<Millis>,
-    reply: AddUrlReply,
+    reply: RpcReplyPort<Result<String, AddUrlError>>,
     now: Millis,
 ) {
-    match Admission::of(&state.b, &state.cfg).seed(url, operation, again, every_ms, now) {
+    match admit(state, url, operation, again, every_ms, now) {
         Ok(link) => {
-            state.seeds.wait(reply, link.url.clone());
+            state.seeds.wait(AddUrlReply::One(reply), link.url.clone());
             state.window.add_seed(link, now);
             cycle(state, true, true);
         }
         Err(e) => {
             let _ = reply.send(Err(e));
         }
+    }
+}
+
+/// A batch of `add_url`: every URL admitted or refused on its own, one
+/// answer for all once the admitted ones are written.
+fn add_urls(
+    state: &mut MasterState,
+    urls: Vec<String>,
+    operation: &OperationSpec,
+    again: bool,
+    reply: RpcReplyPort<AddUrlsAnswer>,
+    now: Millis,
+) {
+    let mut answer = Vec::with_capacity(urls.len());
+    for url in &urls {
+        answer.push(admit(state, url, operation, again, None, now).map(|link| {
+            let queued = link.url.clone();
+            state.window.add_seed(link, now);
+            queued
+        }));
+    }
+    if answer.iter().any(Result::is_ok) {
+        state
+            .seeds
+            .wait(AddUrlReply::Many(reply, answer), String::new());
+        cycle(state, true, true);
+    } else {
+        let _ = reply.send(answer);
+    }
+}
+
+/// The link `add_url` queues for `url`, or why not: the admission rules,
+/// and a spent page budget.
+fn admit(
+    state: &MasterState,
+    url: &str,
+    operation: &OperationSpec,
+    again: bool,
+    every_ms: Option<Millis>,
+    now: Millis,
+) -> Result<NewLink, AddUrlError> {
+    let link = Admission::of(&state.b, &state.cfg).seed(url, operation, again, every_ms, now)?;
+    match state.cfg.max_pages {
+        Some(max) if state.window.budget_reached() => {
+            Err(AddUrlError::OverBudget { url: link.url, max })
+        }
+        _ => Ok(link),
     }
 }
 

@@ -6,6 +6,7 @@
 use crate::behaviour::index::{QueuePos, ShardPhase, ShardStats, ShardTop};
 use crate::behaviour::{ProcessedPage, RobotsReport, WhyUnreachable};
 use crate::hosts::NodeHosts;
+use crate::refusal::RefusalCode;
 use crate::types::{HostRecord, IndexCounts, Job, Millis, OperationSpec, StoreCounts, UrlKey};
 use ractor::message::{BoxedDowncastErr, SerializedMessage};
 use ractor::{ActorCell, ActorRef, RpcReplyPort};
@@ -142,8 +143,28 @@ pub(crate) const MAX_FRAME_BYTES: usize = 16 * 1024 * 1024;
 pub const MAX_MESSAGE_BYTES: usize = MAX_FRAME_BYTES - 64 * 1024;
 
 /// The largest request a console or script sends (a URL, a search text: a
-/// few KB at most).
+/// few KB at most), but for a batch of URLs ([`MAX_BATCH_BYTES`]).
 pub const MAX_REQUEST_BYTES: usize = 64 * 1024;
+
+/// The largest batch of URLs one request queues (`ControlRequest::AddUrls`).
+pub const MAX_BATCH_URLS: usize = 10_000;
+
+/// The largest `ControlRequest::AddUrls` request, in bytes.
+pub const MAX_BATCH_BYTES: usize = 4 * 1024 * 1024;
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
+impl ControlRequest {
+    /// The most bytes this request may have on the wire.
+    pub fn max_bytes(&self) -> usize {
+        match self {
+            Self::AddUrls { .. } => MAX_BATCH_BYTES,
+            _ => MAX_REQUEST_BYTES,
+        }
+    }
+}
 
 /// Encode a message that crosses nodes.
 fn to_wire<T: Serialize>(value: &T) -> Result<SerializedMessage, BoxedDowncastErr> {
@@ -393,6 +414,28 @@ pub enum AddUrlError {
         url: String,
         rejection: crate::behaviour::Rejection,
     },
+    /// The crawl's page budget is spent: nothing more is fetched.
+    #[error("{url}: the crawl's page budget (--max-pages {max}) is spent; nothing more is fetched")]
+    OverBudget { url: String, max: u64 },
+}
+
+impl AddUrlError {
+    /// The refusal's stable code.
+    pub fn code(&self) -> RefusalCode {
+        use crate::behaviour::Rejection;
+        match self {
+            Self::Operation(_) => RefusalCode::BadOperation,
+            Self::NotWatching { .. } | Self::Interval { .. } => RefusalCode::BadInterval,
+            Self::OverBudget { .. } => RefusalCode::OverBudget,
+            Self::Rejected { rejection, .. } => match rejection {
+                Rejection::Invalid(_) => RefusalCode::InvalidUrl,
+                Rejection::OutOfScope => RefusalCode::OutOfScope,
+                Rejection::Filtered => RefusalCode::Filtered,
+                Rejection::Trap(_) => RefusalCode::Trap,
+                Rejection::TooDeep => RefusalCode::TooDeep,
+            },
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -408,6 +451,20 @@ pub(crate) enum MasterMsg {
         /// was processed).
         every_ms: Option<Millis>,
         reply: RpcReplyPort<Result<String, AddUrlError>>,
+    },
+    /// `add_url` of many URLs at once (with one operation, not watched):
+    /// replies, once the admitted ones are written, with each URL's
+    /// outcome in order.
+    AddUrls {
+        urls: Vec<String>,
+        operation: OperationSpec,
+        again: bool,
+        reply: RpcReplyPort<Vec<Result<String, AddUrlError>>>,
+    },
+    /// `url` as `add_url` would queue it (normalized), if it would.
+    Normalize {
+        url: String,
+        reply: RpcReplyPort<Option<String>>,
     },
     Report(SlaveReport),
     HostRecord(HostRecord),
@@ -959,6 +1016,21 @@ pub enum ControlRequest {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         every_ms: Option<Millis>,
     },
+    /// Queue many URLs with one operation (at most [`MAX_BATCH_URLS`]):
+    /// each is admitted or refused on its own, by the rules of `AddUrl`.
+    /// Answered as `{"accepted": N, "refused": M, "results": [one
+    /// `UrlOutcome` a URL, in order]}`.
+    AddUrls {
+        urls: Vec<String>,
+        operation: OperationSpec,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        again: bool,
+    },
+    /// A processed page's stored record and its fetch history (`url` as
+    /// given; it is normalized as `add_url` would).
+    Page {
+        url: String,
+    },
     Pending {
         limit: usize,
     },
@@ -985,10 +1057,13 @@ pub enum ControlRequest {
     },
     /// Kill the master; the supervisor restarts it.
     RestartMaster,
-    /// Full-text search over the pages indexed.
+    /// Full-text search over the pages indexed: the `limit` best after
+    /// the first `offset`.
     Search {
         query: String,
         limit: usize,
+        #[serde(default, skip_serializing_if = "is_zero")]
+        offset: usize,
     },
     /// The paper's `search_results`: where `search_text` found its text
     /// (every text with `None`). Answered as `{"total": N, "items": [the

@@ -6,8 +6,8 @@ use crate::behaviour::index::SearchAnswer;
 use crate::cluster::{ClusterError, join, start_node};
 use crate::hosts::HostListing;
 use crate::monitor::{Availability, StatusEvent};
-use crate::protocol::{CONTROL_GROUP, ControlMsg, ControlRequest, MAX_REQUEST_BYTES, Status};
-use crate::reply::{ControlError, ControlReply, Listing, TrapReopened, from_wire};
+use crate::protocol::{CONTROL_GROUP, ControlMsg, ControlRequest, Status};
+use crate::reply::{Added, ControlError, ControlReply, Listing, PageView, TrapReopened, from_wire};
 use crate::types::{Millis, OperationSpec, PendingUrl, ProcessedUrl, SearchResult, TrapFamily};
 use ractor::ActorRef;
 use ractor_cluster::NodeServerMessage;
@@ -24,6 +24,10 @@ enum Target {
     Named(String),
     /// A control actor on another node.
     Ref(ActorRef<ControlMsg>),
+    /// The cluster's control actor, wherever it runs, found by its process
+    /// group at each request (so a restarted one, or one on a master that
+    /// came back, is found): this node's first.
+    Group,
 }
 
 /// The console's requests to a control actor, with typed replies: the
@@ -43,7 +47,23 @@ impl ControlClient {
         }
     }
 
-    /// One request; [`ControlError::Refused`] holds the node's one-line reason.
+    /// The control actor of the cluster this node is in, wherever it runs
+    /// (on the master's node): what a worker node's HTTP API calls.
+    pub fn cluster(timeout: Duration) -> Self {
+        Self {
+            target: Target::Group,
+            timeout,
+        }
+    }
+
+    /// The same client, waiting `timeout` for each answer.
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// One request; [`ControlError::Refused`] holds the node's code and
+    /// one-line reason.
     pub async fn request(&self, request: &ControlRequest) -> Result<ControlReply, ControlError> {
         let value = self.call(request).await?;
         ControlReply::decode(request, value).map_err(ControlError::BadReply)
@@ -52,16 +72,22 @@ impl ControlClient {
     /// One request; its reply's JSON.
     async fn call(&self, request: &ControlRequest) -> Result<Value, ControlError> {
         let text = serde_json::to_string(request).expect("a request always serializes");
-        if text.len() > MAX_REQUEST_BYTES {
+        if text.len() > request.max_bytes() {
             return Err(ControlError::TooLarge {
                 bytes: text.len(),
-                limit: MAX_REQUEST_BYTES,
+                limit: request.max_bytes(),
             });
         }
         let control = match &self.target {
             Target::Ref(control) => control.clone(),
             Target::Named(name) => ActorRef::<ControlMsg>::where_is(name.clone())
                 .ok_or_else(|| ControlError::NoControl(name.clone()))?,
+            Target::Group => {
+                let mut members = ractor::pg::get_members(&CONTROL_GROUP.to_string());
+                members.sort_by_key(|c| !c.get_id().is_local());
+                let first = members.into_iter().next();
+                ActorRef::from(first.ok_or(ControlError::NoClusterControl)?)
+            }
         };
         let reply = ractor::call_t!(
             control,
@@ -153,6 +179,29 @@ impl ControlClient {
         .await
     }
 
+    /// `add_url` of many URLs at once (at most
+    /// [`MAX_BATCH_URLS`](crate::MAX_BATCH_URLS)): each URL's outcome, in
+    /// order, queued (normalized) or refused with a code.
+    pub async fn add_urls(
+        &self,
+        urls: Vec<String>,
+        operation: OperationSpec,
+        again: bool,
+    ) -> Result<Added, ControlError> {
+        self.typed(&ControlRequest::AddUrls {
+            urls,
+            operation,
+            again,
+        })
+        .await
+    }
+
+    /// A processed page's record and its fetch history.
+    pub async fn page(&self, url: &str) -> Result<PageView, ControlError> {
+        let url = url.to_string();
+        self.typed(&ControlRequest::Page { url }).await
+    }
+
     /// The paper's `search_text(URL, Text)`.
     pub async fn search_text(&self, url: &str, text: &str) -> Result<String, ControlError> {
         self.add_url(url, OperationSpec::search_text(text)).await
@@ -166,7 +215,12 @@ impl ControlClient {
     /// (`nodes` says which shards answered in time).
     pub async fn search(&self, query: &str, limit: usize) -> Result<SearchAnswer, ControlError> {
         let query = query.to_string();
-        self.typed(&ControlRequest::Search { query, limit }).await
+        self.typed(&ControlRequest::Search {
+            query,
+            limit,
+            offset: 0,
+        })
+        .await
     }
 
     /// The first `limit` pending URLs.

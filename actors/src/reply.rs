@@ -10,11 +10,12 @@ use crate::behaviour::index::SearchAnswer;
 use crate::cluster::ClusterError;
 use crate::config::CrawlConfig;
 use crate::hosts::HostListing;
-use crate::monitor::{Availability, IntervalTooShort, StatusEvent};
+use crate::monitor::{Availability, FetchHistory, IntervalTooShort, StatusEvent};
 use crate::outage::utc_time;
 use crate::protocol::{
     AddUrlError, ChildInfo, ChildRole, ControlRequest, NodeInfo, Setting, Status,
 };
+use crate::refusal::{Refusal, RefusalCode};
 use crate::types::{Millis, PendingUrl, ProcessedUrl, SearchResult, TrapFamily};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -46,6 +47,10 @@ pub enum ControlReply {
     Hosts(HostListing),
     Traps(Listing<TrapFamily>),
     TrapReopened(TrapReopened),
+    /// `add_urls`: each URL's outcome.
+    Added(Added),
+    /// `page`: a processed page and its fetches.
+    Page(Box<PageView>),
 }
 
 impl ControlReply {
@@ -82,6 +87,8 @@ impl ControlReply {
             ControlRequest::Hosts { .. } => Self::Hosts(as_(value)?),
             ControlRequest::Traps { .. } => Self::Traps(as_(value)?),
             ControlRequest::ReopenTrap { .. } => Self::TrapReopened(as_(value)?),
+            ControlRequest::AddUrls { .. } => Self::Added(as_(value)?),
+            ControlRequest::Page { .. } => Self::Page(as_(value)?),
         })
     }
 }
@@ -190,6 +197,69 @@ pub struct TrapReopened {
     pub released: u64,
 }
 
+/// `add_urls`: how many URLs were queued and refused, and each one's
+/// outcome in the order given.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Added {
+    pub accepted: usize,
+    pub refused: usize,
+    pub results: Vec<UrlOutcome>,
+}
+
+impl Added {
+    /// The counts of `results`.
+    pub fn of(results: Vec<UrlOutcome>) -> Self {
+        let accepted = results.iter().filter(|r| r.accepted).count();
+        Self {
+            accepted,
+            refused: results.len() - accepted,
+            results,
+        }
+    }
+}
+
+/// One URL given to `add_url`: queued as `normalized`, or refused with a
+/// code and why (`{"url", "accepted", "normalized"}` or `{"url",
+/// "accepted", "error": {"code", "message"}}`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UrlOutcome {
+    /// The URL as given.
+    pub url: String,
+    pub accepted: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub normalized: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<Refusal>,
+}
+
+impl UrlOutcome {
+    /// The outcome of `url`'s `add_url`.
+    pub fn of(url: String, answer: Result<String, ControlError>) -> Self {
+        match answer {
+            Ok(normalized) => Self {
+                url,
+                accepted: true,
+                normalized: Some(normalized),
+                error: None,
+            },
+            Err(e) => Self {
+                url,
+                accepted: false,
+                normalized: None,
+                error: Some(e.refusal()),
+            },
+        }
+    }
+}
+
+/// `page URL`: the stored record of a processed page, and its fetches
+/// (oldest first; as many as `fetch_history` keeps).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PageView {
+    pub page: ProcessedUrl,
+    pub history: Vec<FetchHistory>,
+}
+
 /// The first rows of a listing, and how many there are in all.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Listing<T> {
@@ -210,7 +280,9 @@ impl<T> Listing<T> {
 /// from [`ControlError::MasterRestarting`] on), or lost on the way, in this
 /// process ([`AppHandle::control`](crate::AppHandle::control)) or over the
 /// cluster ([`Remote`](crate::Remote)): one type for both. A refusal
-/// crosses the wire as its one line, read back as [`ControlError::Refused`].
+/// crosses the wire as its code and its one line ([`Refusal`]), read back
+/// as [`ControlError::Refused`]; [`ControlError::code`] is the code of any
+/// of them, on either side.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ControlError {
@@ -220,11 +292,15 @@ pub enum ControlError {
     /// stopped one).
     #[error("no control actor {0} runs here (a worker node's app, or one stopped)")]
     NoControl(String),
+    /// No node of the cluster runs a control actor now (its master's node
+    /// is down, or this node is in no cluster).
+    #[error("no control actor in the cluster: is the master's node up?")]
+    NoClusterControl,
     #[error("the node did not answer")]
     NoAnswer(#[source] Box<dyn std::error::Error + Send + Sync>),
-    /// The node refused the request, with its one-line reason.
+    /// The node refused the request: its code and one-line reason.
     #[error("{0}")]
-    Refused(String),
+    Refused(Refusal),
     #[error("the node sent a reply this client cannot read")]
     BadReply(#[source] serde_json::Error),
     /// Refused here, before sending: the connection stays up.
@@ -283,34 +359,82 @@ pub enum ControlError {
         "the answer is {bytes} bytes, over the {limit} a cluster message may carry: ask for fewer"
     )]
     ReplyTooLarge { bytes: usize, limit: usize },
+    #[error("{urls} URLs in one request, over the {limit} one request may queue")]
+    TooManyUrls { urls: usize, limit: usize },
+    /// `page` of a URL the store has not processed.
+    #[error("{url} is not a processed page in this store (pending, refused, or never seen)")]
+    NoSuchPage { url: String },
 }
 
-/// The wire form of an answer: `{"ok": REPLY}` or `{"error": "one line"}`.
+impl ControlError {
+    /// The refusal's stable code, the same on every side of every wire.
+    pub fn code(&self) -> RefusalCode {
+        use RefusalCode as C;
+        match self {
+            Self::Refused(r) => r.code,
+            Self::Cluster(_)
+            | Self::NoControl(_)
+            | Self::NoClusterControl
+            | Self::NoAnswer(_)
+            | Self::MasterRestarting
+            | Self::NoMaster
+            | Self::NoSupervisor
+            | Self::Unanswered { .. }
+            | Self::Search(_) => C::Unavailable,
+            Self::BadReply(_) => C::Internal,
+            Self::TooLarge { .. } | Self::TooManyUrls { .. } => C::TooLarge,
+            Self::ReplyTooLarge { .. } => C::ReplyTooLarge,
+            Self::MastersNode { .. } => C::Conflict,
+            Self::NoSuchNode { .. }
+            | Self::NoSuchActor(_)
+            | Self::NoSuchTrapFamily { .. }
+            | Self::NoSuchPage { .. } => C::NotFound,
+            Self::AddUrl(e) => e.code(),
+            Self::Interval(_) => C::BadInterval,
+            Self::AlreadyProcessed { .. } => C::AlreadyKnown,
+            Self::NoIndex => C::NoIndex,
+            Self::Store(StoreError::Unavailable { .. }) => C::Unavailable,
+            Self::Store(_) => C::Internal,
+            Self::BadRequest(_) => C::BadRequest,
+        }
+    }
+
+    /// The refusal as it crosses a wire: code and sentence.
+    pub fn refusal(&self) -> Refusal {
+        match self {
+            Self::Refused(r) => r.clone(),
+            other => Refusal::new(other.code(), other.to_string()),
+        }
+    }
+}
+
+/// The wire form of an answer: `{"ok": REPLY}` or
+/// `{"error": {"code": CODE, "message": "one line"}}`.
 #[derive(Serialize)]
 enum Envelope<'a> {
     #[serde(rename = "ok")]
     Ok(&'a ControlReply),
     #[serde(rename = "error")]
-    Error(String),
+    Error(Refusal),
 }
 
 /// Encode an answer for the wire.
 pub(crate) fn to_wire(answer: &Result<ControlReply, ControlError>) -> String {
     let envelope = match answer {
         Ok(reply) => Envelope::Ok(reply),
-        Err(e) => Envelope::Error(e.to_string()),
+        Err(e) => Envelope::Error(e.refusal()),
     };
     serde_json::to_string(&envelope).expect("a reply always serializes")
 }
 
 /// The reply's JSON from the wire form; a refusal becomes
-/// [`ControlError::Refused`] with its one line.
+/// [`ControlError::Refused`] with its code and one line.
 pub(crate) fn from_wire(text: &str) -> Result<Value, ControlError> {
     #[derive(Deserialize)]
     struct Wire {
         #[serde(default)]
         ok: Value,
-        error: Option<String>,
+        error: Option<Refusal>,
     }
     let wire: Wire = serde_json::from_str(text).map_err(ControlError::BadReply)?;
     match wire.error {
@@ -381,12 +505,16 @@ mod tests {
             node: "w9".into(),
             live: vec!["m".into(), "w1".into()],
         }));
-        assert_eq!(refused, r#"{"error":"no live node \"w9\"; nodes: m, w1"}"#);
+        assert_eq!(
+            refused,
+            r#"{"error":{"code":"not_found","message":"no live node \"w9\"; nodes: m, w1"}}"#
+        );
         let err = from_wire(&refused).unwrap_err();
         assert!(
-            matches!(&err, ControlError::Refused(why) if why.starts_with("no live node")),
+            matches!(&err, ControlError::Refused(why) if why.message.starts_with("no live node")),
             "{err:?}"
         );
+        assert_eq!(err.code(), RefusalCode::NotFound);
         let queued = ControlReply::decode(
             &ControlRequest::AddUrl {
                 url: "http://a/".into(),
@@ -413,5 +541,55 @@ mod tests {
              queued; add it with `again` to fetch it again (console: add_url URL again; CLI: \
              add-url --again URL)"
         );
+    }
+
+    #[test]
+    fn every_refusal_has_its_stable_code() {
+        use crate::behaviour::Rejection;
+        let rejected = |rejection| {
+            ControlError::AddUrl(AddUrlError::Rejected {
+                url: "u".into(),
+                rejection,
+            })
+        };
+        for (e, code) in [
+            (
+                rejected(Rejection::Invalid("bad".into())),
+                RefusalCode::InvalidUrl,
+            ),
+            (rejected(Rejection::OutOfScope), RefusalCode::OutOfScope),
+            (rejected(Rejection::Filtered), RefusalCode::Filtered),
+            (rejected(Rejection::Trap("calendar")), RefusalCode::Trap),
+            (rejected(Rejection::TooDeep), RefusalCode::TooDeep),
+            (
+                ControlError::AddUrl(AddUrlError::OverBudget {
+                    url: "u".into(),
+                    max: 3,
+                }),
+                RefusalCode::OverBudget,
+            ),
+            (
+                ControlError::AlreadyProcessed {
+                    url: "u".into(),
+                    processed_at: 0,
+                    http_status: None,
+                },
+                RefusalCode::AlreadyKnown,
+            ),
+            (ControlError::MasterRestarting, RefusalCode::Unavailable),
+            (
+                ControlError::NoSuchTrapFamily { family: "f".into() },
+                RefusalCode::NotFound,
+            ),
+            (
+                ControlError::TooManyUrls { urls: 2, limit: 1 },
+                RefusalCode::TooLarge,
+            ),
+        ] {
+            assert_eq!(e.code(), code, "{e}");
+            // Across the wire, the same code and sentence.
+            let back = from_wire(&to_wire(&Err(e))).unwrap_err();
+            assert_eq!(back.code(), code);
+        }
     }
 }

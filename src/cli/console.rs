@@ -15,8 +15,8 @@ use web_crawler::actors::Remote;
 use web_crawler::actors::monitor::WATCH_OFF;
 use web_crawler::actors::outage::{human_duration, utc_time};
 use web_crawler::actors::{
-    ControlReply, ControlRequest, HostListing, Listing, NodeStopping, OperationSpec, Paused,
-    Restarted, Setting, Status,
+    ControlError, ControlReply, ControlRequest, HostListing, Listing, NodeStopping, OperationSpec,
+    Paused, Refusal, RefusalCode, Restarted, Setting, Status,
 };
 use web_crawler::operations::mirror;
 
@@ -49,6 +49,7 @@ commands:
                               not at all (a processed URL is fetched again now)
   search_text URL TEXT        crawl from URL recording where TEXT occurs
   search QUERY                the best 10 pages for QUERY in the full-text index
+  page URL                    a processed page's record and its fetch history
   pending [N]                 the first N pending URLs (default 10)
   processed [N]               the first N processed pages (default 10)
   failed [N]                  the first N failed pages (default 10)
@@ -153,6 +154,10 @@ fn parse_line(line: &str) -> Result<Line> {
         ["search", query @ ..] if !query.is_empty() => ControlRequest::Search {
             query: query.join(" "),
             limit: 10,
+            offset: 0,
+        },
+        ["page", url] => ControlRequest::Page {
+            url: url.to_string(),
         },
         ["results", text @ ..] => ControlRequest::SearchResults {
             text: (!text.is_empty()).then(|| text.join(" ")),
@@ -237,6 +242,7 @@ const USAGE: &[(&str, Option<&str>, &str)] = &[
     ("processed", None, "processed [N]"),
     ("failed", None, "failed [N]"),
     ("results", None, "results [TEXT]"),
+    ("page", Some("a URL"), "page URL"),
     ("hosts", None, "hosts [N]"),
     ("availability", None, "availability [HOST] [N]"),
     ("changes", None, "changes [HOST] [N]"),
@@ -383,6 +389,40 @@ pub(crate) fn render(reply: &ControlReply) -> String {
             out
         }
         ControlReply::Queued(url) => format!("queued {url}"),
+        ControlReply::Added(added) => {
+            let mut out = format!("{} queued, {} refused", added.accepted, added.refused);
+            for r in &added.results {
+                match (&r.normalized, &r.error) {
+                    (Some(url), _) => out.push_str(&format!("\nqueued {url}")),
+                    (None, Some(e)) => {
+                        out.push_str(&format!("\nrefused {} ({}): {e}", r.url, e.code))
+                    }
+                    (None, None) => {}
+                }
+            }
+            out
+        }
+        ControlReply::Page(view) => {
+            let r = &view.page.record;
+            let status = r.http_returncode.map_or("-".to_string(), |c| c.to_string());
+            let mut out = format!(
+                "{}\t{status}\t{}\tnode {}\tprocessed {}\t{} referrals",
+                r.url,
+                r.title.as_deref().unwrap_or(""),
+                r.node,
+                utc_time(view.page.d_processed),
+                view.page.referral_count
+            );
+            for h in &view.history {
+                let status = h.http_returncode.map_or("-".to_string(), |c| c.to_string());
+                out.push_str(&format!(
+                    "\n  {}\t{status}\t{} ms",
+                    utc_time(h.d_fetch),
+                    h.fetch_ms
+                ));
+            }
+            out
+        }
         ControlReply::Pending(pending) => list(pending, |p| {
             let watch = match p.check_every_ms {
                 Some(WATCH_OFF) => "\twatch off".to_string(),
@@ -611,7 +651,8 @@ fn list<T>(items: &[T], row: impl Fn(&T) -> String) -> String {
 
 /// The interactive shell. With a terminal: line editing and history;
 /// otherwise it reads commands from standard input, one a line. With
-/// `json`, each answer is one line of JSON (`{"error": …}` for a refusal).
+/// `json`, each answer is one line of JSON (`{"error": {"code": …,
+/// "message": …}}` for a refusal, its code as the HTTP API's).
 /// Returns how many commands failed, so that a script feeding it a pipe
 /// can tell.
 pub(crate) async fn run_console(remote: Remote, addr: &str, json: bool) -> Result<usize> {
@@ -651,14 +692,16 @@ pub(crate) async fn run_console(remote: Remote, addr: &str, json: bool) -> Resul
         }
     });
     let mut failed = 0;
-    let mut error = |message: String| {
+    let mut error = |refusal: Refusal| {
         failed += 1;
         if json {
-            println!("{}", serde_json::json!({ "error": message }));
+            println!("{}", serde_json::json!({ "error": refusal }));
         } else {
-            println!("error: {message}");
+            println!("error: {refusal}");
         }
     };
+    // A line the console itself cannot read.
+    let unreadable = |e: anyhow::Error| Refusal::new(RefusalCode::BadRequest, format!("{e:#}"));
     while let Some(Some(line)) = rx.recv().await {
         // Read from a pipe, each answer follows its command, so that a
         // script's output says which answer is whose (JSON lines stay one
@@ -680,7 +723,10 @@ pub(crate) async fn run_console(remote: Remote, addr: &str, json: bool) -> Resul
                     TOP_PIPE_FRAMES
                 };
                 if let Err(e) = top(&remote, frames.unwrap_or(default), json).await {
-                    error(format!("{e:#}"));
+                    error(match e.downcast::<ControlError>() {
+                        Ok(e) => e.refusal(),
+                        Err(e) => unreadable(e),
+                    });
                 }
                 true
             }
@@ -688,12 +734,12 @@ pub(crate) async fn run_console(remote: Remote, addr: &str, json: bool) -> Resul
                 match remote.request(&req).await {
                     Ok(reply) if json => println!("{}", serde_json::to_string(&reply)?),
                     Ok(reply) => println!("{}", render(&reply)),
-                    Err(e) => error(e.to_string()),
+                    Err(e) => error(e.refusal()),
                 }
                 true
             }
             Err(e) => {
-                error(format!("{e:#}"));
+                error(unreadable(e));
                 true
             }
         };
@@ -811,7 +857,8 @@ mod tests {
             parse_line("search  rye   bread").unwrap(),
             Line::Request(ControlRequest::Search {
                 query: "rye bread".into(),
-                limit: 10
+                limit: 10,
+                offset: 0
             })
         );
         assert!(parse_line("search").is_err());

@@ -70,7 +70,7 @@ enum Command {
     /// Run a node with the master (like `erl -sname NAME` + the application):
     /// the supervision tree, its pool, and the control actor consoles talk to.
     #[command(after_help = EXIT_CODES)]
-    Start(node::StartArgs),
+    Start(Box<node::StartArgs>),
     /// Run a worker node: a pool that fetches for the master of the cluster it joins.
     Node(node::NodeArgs),
     /// Attach an interactive shell to a running cluster (like `erl -remsh`).

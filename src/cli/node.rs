@@ -2,7 +2,7 @@
 //! the application), the master's or a worker, until it is stopped.
 
 use super::opts::{StoreOpts, SupervisionOpts, TrapAllowOpts, TuningOpts, check_seeds};
-use super::parse::{parse_duration, user_url};
+use super::parse::{http_addr, parse_duration, user_url};
 use super::prometheus;
 use super::remote::read_cookie;
 use super::signals::StopSignals;
@@ -14,9 +14,14 @@ use std::sync::Arc;
 use std::time::Duration;
 use web_crawler::actors::cluster;
 use web_crawler::actors::monitor::check_every;
-use web_crawler::actors::{OperationSpec, RestartIntensity};
+use web_crawler::actors::{ControlClient, OperationSpec, RestartIntensity};
+use web_crawler::http::{HttpConfig, HttpServer};
 use web_crawler::notify::Notify;
 use web_crawler::{Settings, start, start_worker};
+
+/// How long an HTTP request waits for the control actor: a batch of
+/// URLs waits for the master to write it (up to a minute).
+const HTTP_CONTROL_WAIT: Duration = Duration::from_secs(90);
 
 /// `start`.
 #[derive(Debug, Args)]
@@ -115,6 +120,69 @@ struct NodeOpts {
     /// Serve Prometheus metrics at http://HOST:PORT/metrics.
     #[arg(long, value_name = "HOST:PORT")]
     metrics: Option<std::net::SocketAddr>,
+    #[command(flatten)]
+    http: HttpOpts,
+}
+
+/// The node's HTTP JSON API and web page.
+#[derive(Debug, Args)]
+struct HttpOpts {
+    /// Serve the HTTP JSON API and the web page at http://HOST:PORT/
+    /// (`--http` alone: 127.0.0.1:8080; a bare PORT: on loopback). On a
+    /// worker node it answers for the whole cluster, as the master's does.
+    #[arg(
+        long,
+        value_name = "HOST:PORT",
+        num_args = 0..=1,
+        default_missing_value = "127.0.0.1:8080",
+        value_parser = http_addr
+    )]
+    http: Option<std::net::SocketAddr>,
+    /// File holding the bearer token the API's writes need (POST, PUT:
+    /// adding URLs, pausing, settings). Without it, the API only reads.
+    #[arg(long, value_name = "FILE", requires = "http")]
+    http_token_file: Option<PathBuf>,
+    /// Let pages from this origin (scheme://host[:port]) call the API from
+    /// a browser (CORS); repeat for more. None by default.
+    #[arg(long, value_name = "ORIGIN", requires = "http")]
+    http_cors: Vec<String>,
+}
+
+impl HttpOpts {
+    /// Serve the API if asked, each request to `control`.
+    async fn serve(&self, control: ControlClient) -> Result<Option<HttpServer>> {
+        let Some(addr) = self.http else {
+            return Ok(None);
+        };
+        let token = match &self.http_token_file {
+            Some(path) => Some(read_token(path)?),
+            None => None,
+        };
+        let writes = token.is_some();
+        let config = HttpConfig::new(token).cors_origins(self.http_cors.clone());
+        let server = web_crawler::http::serve(addr, &config, control).await?;
+        let bound = server.local_addr();
+        eprintln!("HTTP API and web page at http://{bound}/");
+        if !writes {
+            eprintln!("the HTTP API only reads: give --http-token-file to add URLs over it");
+        } else if !bound.ip().is_loopback() {
+            eprintln!(
+                "the HTTP API listens beyond loopback, on {bound}: its writes need the token"
+            );
+        }
+        Ok(Some(server))
+    }
+}
+
+/// The bearer token from `--http-token-file`: trimmed, never printed.
+fn read_token(path: &Path) -> Result<String> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read --http-token-file {}", path.display()))?;
+    let token = text.trim().to_string();
+    if token.is_empty() {
+        anyhow::bail!("--http-token-file {} is empty", path.display());
+    }
+    Ok(token)
 }
 
 /// `start`'s availability monitoring.
@@ -234,6 +302,14 @@ async fn serve_node(
                 .with_context(|| format!("seed {url}"))?;
         }
     }
+    // The same control actor the console reaches: this node's on the
+    // master's node, the master's from a worker's.
+    let control = if master.is_some() {
+        app.control().with_timeout(HTTP_CONTROL_WAIT)
+    } else {
+        ControlClient::cluster(HTTP_CONTROL_WAIT)
+    };
+    let http = node.http.serve(control).await?;
     eprintln!("node {} listening on {}", node.name, node.listen);
     let master_watch = async {
         match join {
@@ -262,6 +338,9 @@ async fn serve_node(
         },
         lost = master_watch => Some(anyhow::anyhow!("{lost}")),
     };
+    if let Some(http) = &http {
+        http.stop();
+    }
     if let Some(e) = failed {
         app.stop(Duration::from_secs(2)).await.ok();
         server.stop(None);

@@ -16,6 +16,16 @@ pub(super) fn at_least_one(text: &str) -> Result<usize, String> {
     }
 }
 
+/// `--http`'s address: `HOST:PORT`, or a bare `PORT` on loopback.
+pub(super) fn http_addr(text: &str) -> Result<std::net::SocketAddr, String> {
+    let text = text.trim();
+    if let Ok(port) = text.parse::<u16>() {
+        return Ok(std::net::SocketAddr::from(([127, 0, 0, 1], port)));
+    }
+    text.parse()
+        .map_err(|_| format!("{text:?} is not an address: give HOST:PORT, or a PORT on loopback"))
+}
+
 /// `1GB`, `500MB`, `64KiB`, `1000`: bytes (decimal units, and binary ones with `i`).
 pub(super) fn parse_size(text: &str) -> Result<u64, String> {
     let text = text.trim();
@@ -87,6 +97,14 @@ pub(super) fn user_url(text: &str) -> Result<url::Url, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_http_address_is_host_and_port_or_a_port_on_loopback() {
+        assert_eq!(http_addr("8080").unwrap().to_string(), "127.0.0.1:8080");
+        assert_eq!(http_addr("0.0.0.0:80").unwrap().to_string(), "0.0.0.0:80");
+        assert_eq!(http_addr("[::1]:81").unwrap().to_string(), "[::1]:81");
+        assert!(http_addr("localhost").unwrap_err().contains("HOST:PORT"));
+    }
 
     #[test]
     fn durations_read_as_people_write_them() {

@@ -16,6 +16,8 @@ mod cluster;
 mod crawl;
 mod generated_web;
 mod hostile_web;
+#[cfg(feature = "cli")]
+mod http;
 #[cfg(feature = "mongodb")]
 mod mongo;
 #[cfg(feature = "cli")]
