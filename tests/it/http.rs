@@ -765,9 +765,20 @@ async fn curl_adds_urls_to_a_three_node_cluster_and_search_answers_from_every_no
     }
     let per_host = nodes_per_host(&cluster.db()).await;
     assert_eq!(per_host.len(), 6, "{per_host:?}");
+    // One node a host, but for one hand-over: a join the master notices
+    // after the URLs are in (a loaded machine) moves hosts with work to
+    // the new node (`cluster::rebalance`); the hits above say no page was
+    // fetched twice either way.
     for (host, nodes) in &per_host {
-        assert_eq!(nodes.len(), 1, "{host} fetched from one node: {nodes:?}");
+        assert!(
+            nodes.len() <= 2,
+            "{host} fetched from one node, or two after a hand-over: {nodes:?}"
+        );
     }
+    assert!(
+        per_host.values().filter(|nodes| nodes.len() == 1).count() >= 4,
+        "most hosts fetched from one node: {per_host:?}"
+    );
     let used: HashSet<&String> = per_host.values().flatten().collect();
     assert!(used.len() >= 2, "the work was shared: {used:?}");
 
