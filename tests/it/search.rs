@@ -12,7 +12,7 @@ use std::net::Ipv4Addr;
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
-use web_crawler::actors::{AppHandle, ChildRole, IdleReason};
+use web_crawler::actors::{AppHandle, ChildRole, IdleReason, SearchAnswer};
 use web_crawler::search::SearchIndex;
 use web_crawler::{Settings, start};
 use web_crawler_testsupport::{Page, TestServer};
@@ -592,7 +592,7 @@ async fn semantic_search_finds_an_answer_in_other_words() {
         // The server answers both crawls: this one's pages are in its store.
         let real: Vec<String> = workshop().keys().map(|t| server.url(t)).collect();
         assert_all_stored(&not_stored(store.as_ref(), &real).await, real.len());
-        let answer = app.search(question, 10).await.unwrap();
+        let answer = answered_search(&app, question).await;
         if semantic {
             assert_eq!(
                 answer.results.first().map(|h| h.url.as_str()),
@@ -605,7 +605,7 @@ async fn semantic_search_finds_an_answer_in_other_words() {
                 "no word of the question is on the page: {answer:?}"
             );
         }
-        let words = app.search("sourdough", 10).await.unwrap();
+        let words = answered_search(&app, "sourdough").await;
         assert_eq!(
             urls(&words).first(),
             Some(&server.url("/bread")),
@@ -613,4 +613,18 @@ async fn semantic_search_finds_an_answer_in_other_words() {
         );
         app.stop(Duration::from_secs(5)).await.unwrap();
     }
+}
+
+/// A search the node's shard answered: on a loaded machine the first
+/// query (a debug build embedding it) can pass the shard deadline and be
+/// named missing, which is the answer's to say, not this test's subject.
+async fn answered_search(app: &AppHandle, query: &str) -> SearchAnswer {
+    for _ in 0..10 {
+        let answer = app.search(query, 10).await.unwrap();
+        if answer.nodes.as_ref().is_none_or(|n| n.missing.is_empty()) {
+            return answer;
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+    panic!("the shard never answered {query:?}");
 }
