@@ -221,7 +221,7 @@ impl Cluster {
 }
 
 /// host → nodes that fetched its pages, from the master's store.
-async fn nodes_per_host(db: &Path) -> HashMap<String, HashSet<String>> {
+pub(crate) async fn nodes_per_host(db: &Path) -> HashMap<String, HashSet<String>> {
     let store = SqliteStore::open(db).unwrap();
     let mut out: HashMap<String, HashSet<String>> = HashMap::new();
     for p in store.processed(PageQuery::default()).await.unwrap() {

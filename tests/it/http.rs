@@ -3,7 +3,7 @@
 //! 127.0.45.x–127.0.47.x, requests over real connections (curl for the
 //! cluster's), and the page in Debian's headless chromium.
 
-use crate::cluster::Cluster;
+use crate::cluster::{Cluster, nodes_per_host};
 use crate::common::bin;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
@@ -13,14 +13,12 @@ use hyper_util::rt::TokioExecutor;
 use serde_json::{Value, json};
 use std::collections::{HashMap, HashSet};
 use std::net::{Ipv4Addr, SocketAddr};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::process::Child;
-use web_crawler::actors::{PageQuery, Queries};
-use web_crawler::store::SqliteStore;
 use web_crawler_testsupport::{Page, TestServer, page_with_links, reserve};
 
 const TOKEN: &str = "token-for-the-http-tests";
@@ -678,20 +676,6 @@ async fn a_storm_of_bad_requests_leaves_the_node_crawling_and_loses_nothing() {
     for i in 0..20 {
         assert_eq!(lone.hits_of(&format!("/lone/{i}")), 1, "lone {i}");
     }
-}
-
-/// host → the nodes that fetched its pages, from the master's store.
-async fn nodes_per_host(db: &Path) -> HashMap<String, HashSet<String>> {
-    let store = SqliteStore::open(db).unwrap();
-    let mut out: HashMap<String, HashSet<String>> = HashMap::new();
-    for p in store.processed(PageQuery::default()).await.unwrap() {
-        if p.record.http_returncode.is_some() {
-            out.entry(p.record.host.clone())
-                .or_default()
-                .insert(p.record.node.clone());
-        }
-    }
-    out
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
