@@ -56,7 +56,9 @@
 //!    appended, days stepped), while a real section is finite and
 //!    converges, its pages linking more and more only what the crawl
 //!    knows, so it is never closed, whatever its text. Only a URL's first
-//!    fetch is judged: a re-check's text is not new by definition.
+//!    fetch is judged: a re-check's text is not new by definition; nor is
+//!    a list of links whose snippets are new to the host, since they are
+//!    of pages not fetched yet, copies or not.
 //!
 //! Besides, a URL that differs from a fetched (or dispatched) page of its
 //! host only by a session id (`;jsessionid=…`, `?sid=…`) is refused as a
@@ -628,9 +630,15 @@ impl TrapGuard {
         // A list of links with snippets (a generator's page, search
         // results) is not where text comes from: its snippets are of the
         // pages it lists, fetched or not yet.
-        let listing =
-            shingles.len() * novelty::SAMPLE_ONE_IN < LISTING_WORDS_PER_LINK * links.len();
-        let verdict = judged.then(|| {
+        let listing = links.len() >= LISTING_LINKS
+            && shingles.len() * novelty::SAMPLE_ONE_IN < LISTING_WORDS_PER_LINK * links.len();
+        let copy = new.len() * 100 <= self.cfg.copy_pct as usize * shingles.len();
+        // A list whose snippets are new to the host lists pages not yet
+        // fetched: whether it is a copy is not known yet, so it is not
+        // judged (counted as fresh, a generator's early pages, quoting
+        // what the crawl had not fetched, held its directory open until
+        // the crawl knew its every URL).
+        let verdict = (judged && (copy || !listing)).then(|| {
             let outward = |l: &Parts| {
                 let into = l.directory_key();
                 into != directory && !self.copying(into)
@@ -640,7 +648,6 @@ impl TrapGuard {
             let leads_out = leads_out(new_out, || {
                 distinct(links.iter().filter(|(_, l)| outward(l)).map(|(k, _)| *k))
             });
-            let copy = new.len() * 100 <= self.cfg.copy_pct as usize * shingles.len();
             Stale {
                 copy,
                 leads_out,
@@ -827,6 +834,10 @@ fn distinct(keys: impl Iterator<Item = u64>) -> usize {
     keys.dedup();
     keys.len()
 }
+
+/// A list has at least this many links: a short page with a few links
+/// (a product, a note) is a page of its own.
+const LISTING_LINKS: usize = 10;
 
 /// A page with fewer words than this per link (its sampled shingles times
 /// the sampling rate) is a list of links: a generator's page, search
@@ -2161,6 +2172,19 @@ mod tests {
         seeds: &[&str],
         web: impl Fn(&str) -> Option<(String, Vec<String>)>,
     ) -> Crawl {
+        crawl_interleaving(guard, seeds, web, |_| false)
+    }
+
+    /// [`crawl`], but the URLs `apart` picks wait in a queue of their own,
+    /// served in turn with the others: as soon as found, not behind
+    /// everything found before them (a frontier whose order a loaded host
+    /// or a scheduler decided).
+    fn crawl_interleaving(
+        guard: TrapGuard,
+        seeds: &[&str],
+        web: impl Fn(&str) -> Option<(String, Vec<String>)>,
+        apart: impl Fn(&str) -> bool,
+    ) -> Crawl {
         let mut c = Crawl {
             guard,
             fetched: Vec::new(),
@@ -2169,8 +2193,13 @@ mod tests {
         };
         let mut seen: HashSet<String> = seeds.iter().map(|s| s.to_string()).collect();
         let mut queue: VecDeque<String> = seeds.iter().map(|s| s.to_string()).collect();
+        let mut set_apart: VecDeque<String> = VecDeque::new();
         let mut now = T0;
-        while let Some(url) = queue.pop_front() {
+        while let Some(url) = if c.fetched.len() % 2 == 0 {
+            set_apart.pop_front().or_else(|| queue.pop_front())
+        } else {
+            queue.pop_front().or_else(|| set_apart.pop_front())
+        } {
             now += 100;
             if let Err(reason) = c.guard.admit(&url, now) {
                 c.refused.push((url, reason));
@@ -2190,6 +2219,7 @@ mod tests {
             for link in links {
                 if seen.insert(link.clone()) {
                     match c.guard.admit(&link, now) {
+                        Ok(()) if apart(&link) => set_apart.push_back(link),
                         Ok(()) => queue.push_back(link),
                         Err(reason) => c.refused.push((link, reason)),
                     }
@@ -3341,6 +3371,31 @@ mod tests {
         assert!(
             c.refused.iter().all(|(u, _)| generated(u)),
             "only generated pages refused"
+        );
+    }
+
+    /// The calendar's pages fetched as soon as they are found, before the
+    /// articles they quote: their snippets are new to the host then, which
+    /// says nothing about whether they are copies. Counted as fresh, they
+    /// held `/day/` open until the crawl knew its every linked day, and it
+    /// no longer grew.
+    #[test]
+    fn a_generator_fetched_before_the_pages_it_quotes_still_closes() {
+        let blog = Blog::new();
+        let c = crawl_interleaving(
+            guard(),
+            &[&format!("{BLOG}/")],
+            |u| blog.page(u),
+            |u| u.contains("/day/"),
+        );
+        let real = c.fetched.iter().filter(|u| !generated(u)).count();
+        assert_eq!(real, 331, "every real page");
+        let generator_fetches = c.fetched.iter().filter(|u| generated(u)).count();
+        assert!(
+            generator_fetches <= 331,
+            "{generator_fetches} generator pages for 331 real ones ({} calendar pages): {:?}",
+            c.fetched_matching("/day/"),
+            c.closures
         );
     }
 
