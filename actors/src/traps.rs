@@ -2195,7 +2195,7 @@ mod tests {
         let mut queue: VecDeque<String> = seeds.iter().map(|s| s.to_string()).collect();
         let mut set_apart: VecDeque<String> = VecDeque::new();
         let mut now = T0;
-        while let Some(url) = if c.fetched.len() % 2 == 0 {
+        while let Some(url) = if c.fetched.len().is_multiple_of(2) {
             set_apart.pop_front().or_else(|| queue.pop_front())
         } else {
             queue.pop_front().or_else(|| set_apart.pop_front())
@@ -2449,7 +2449,7 @@ mod tests {
                     rng ^= rng >> 7;
                     rng ^= rng << 17;
                     // Some all-ones, so a byte's count passes 255.
-                    if rng % 5 == 0 { u64::MAX } else { rng }
+                    if rng.is_multiple_of(5) { u64::MAX } else { rng }
                 })
                 .collect();
             let mut want = [0u32; 64];
