@@ -1,0 +1,1343 @@
+//! The trap rules' tests: whole crawls of small webs through a
+//! [`TrapGuard`], rule by rule.
+
+use super::*;
+use std::collections::{HashSet, VecDeque};
+
+/// A test page's hashes: all its text is its own.
+pub(super) fn both(text: &str) -> PageSimhash {
+    PageSimhash::of(text, text)
+}
+
+/// xorshift64*: seeded, so generated texts are the same on every run.
+pub(super) struct Rng(pub(super) u64);
+
+impl Rng {
+    pub(super) fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    pub(super) fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+}
+
+/// Pronounceable pseudo-words, all distinct.
+pub(super) fn vocabulary(rng: &mut Rng, n: usize) -> Vec<String> {
+    const C: &[u8] = b"bcdfghklmnprstvz";
+    const V: &[u8] = b"aeiou";
+    let mut seen = HashSet::new();
+    while seen.len() < n {
+        let syllables = 2 + rng.below(3);
+        let w: String = (0..syllables)
+            .flat_map(|_| [C[rng.below(C.len())], V[rng.below(V.len())]])
+            .map(char::from)
+            .collect();
+        seen.insert(w);
+    }
+    let mut v: Vec<String> = seen.into_iter().collect();
+    v.sort();
+    v
+}
+
+pub(super) fn words(rng: &mut Rng, vocab: &[String], n: usize) -> String {
+    (0..n)
+        .map(|_| vocab[rng.below(vocab.len())].as_str())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+pub(super) const MONTHS: [&str; 12] = [
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+];
+pub(super) const WEEKDAYS: [&str; 7] = [
+    "Monday",
+    "Tuesday",
+    "Wednesday",
+    "Thursday",
+    "Friday",
+    "Saturday",
+    "Sunday",
+];
+
+pub(super) fn days_in(year: i64, month: i64) -> i64 {
+    match month {
+        2 if (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 => 29,
+        2 => 28,
+        4 | 6 | 9 | 11 => 30,
+        _ => 31,
+    }
+}
+
+/// Monday = 0 (Sakamoto's method).
+pub(super) fn weekday(year: i64, month: i64, day: i64) -> usize {
+    const T: [i64; 12] = [0, 3, 2, 5, 0, 3, 5, 1, 4, 6, 2, 4];
+    let y = if month < 3 { year - 1 } else { year };
+    let sunday0 = (y + y / 4 - y / 100 + y / 400 + T[(month - 1) as usize] + day).rem_euclid(7);
+    ((sunday0 + 6) % 7) as usize
+}
+
+pub(super) fn shift(year: i64, month: i64, by: i64) -> (i64, i64) {
+    let m = year * 12 + (month - 1) + by;
+    (m.div_euclid(12), m.rem_euclid(12) + 1)
+}
+
+/// The visible text of a month page of an events calendar: the month
+/// and year words, the weekday it starts on and its day numbers change.
+pub(super) fn calendar_text(year: i64, month: i64) -> String {
+    let name = MONTHS[(month - 1) as usize];
+    let (py, pm) = shift(year, month, -1);
+    let (ny, nm) = shift(year, month, 1);
+    let days: Vec<String> = (1..=days_in(year, month)).map(|d| d.to_string()).collect();
+    format!(
+        "Community events calendar. {name} {year}. Previous month: {} {py}. \
+         Next month: {} {ny}. Previous year: {name} {}. Next year: {name} {}. \
+         {name} {year} starts on a {}. Monday Tuesday Wednesday Thursday Friday \
+         Saturday Sunday {}. There are no events in {name} {year} yet. Organisers \
+         can submit an event with the form on the community page; events are \
+         reviewed by volunteers within a few days and appear on this calendar \
+         with their time, place and a short description.",
+        MONTHS[(pm - 1) as usize],
+        MONTHS[(nm - 1) as usize],
+        year - 1,
+        year + 1,
+        WEEKDAYS[weekday(year, month, 1)],
+        days.join(" "),
+    )
+}
+
+/// 24 identical pages under `t.test/item/{n}`: that pattern closes.
+pub(super) fn close_items(g: &mut TrapGuard) {
+    for n in 0..24 {
+        g.observe(
+            &format!("http://t.test/item/{n}"),
+            42.into(),
+            &[],
+            [] as [&str; 0],
+            T0,
+        );
+    }
+}
+
+pub(super) fn guard() -> TrapGuard {
+    TrapGuard::new(TrapSettings::default())
+}
+
+pub(super) const T0: Millis = 1_700_000_000_000;
+
+/// A breadth-first crawl through a simulated web, with the guard wired
+/// as the master would: candidate links and claimed URLs go through
+/// `admit`, fetched pages through `observe`.
+pub(super) struct Crawl {
+    guard: TrapGuard,
+    fetched: Vec<String>,
+    refused: Vec<(String, TrapReason)>,
+    closures: Vec<TrapReason>,
+}
+
+/// `web(url)`: the page's visible text and links, or None (404).
+pub(super) fn crawl(
+    guard: TrapGuard,
+    seeds: &[&str],
+    web: impl Fn(&str) -> Option<(String, Vec<String>)>,
+) -> Crawl {
+    crawl_interleaving(guard, seeds, web, |_| false)
+}
+
+/// [`crawl`], but the URLs `apart` picks wait in a queue of their own,
+/// served in turn with the others: as soon as found, not behind
+/// everything found before them (a frontier whose order a loaded host
+/// or a scheduler decided).
+pub(super) fn crawl_interleaving(
+    guard: TrapGuard,
+    seeds: &[&str],
+    web: impl Fn(&str) -> Option<(String, Vec<String>)>,
+    apart: impl Fn(&str) -> bool,
+) -> Crawl {
+    let mut c = Crawl {
+        guard,
+        fetched: Vec::new(),
+        refused: Vec::new(),
+        closures: Vec::new(),
+    };
+    let mut seen: HashSet<String> = seeds.iter().map(|s| s.to_string()).collect();
+    let mut queue: VecDeque<String> = seeds.iter().map(|s| s.to_string()).collect();
+    let mut set_apart: VecDeque<String> = VecDeque::new();
+    let mut now = T0;
+    while let Some(url) = if c.fetched.len().is_multiple_of(2) {
+        set_apart.pop_front().or_else(|| queue.pop_front())
+    } else {
+        queue.pop_front().or_else(|| set_apart.pop_front())
+    } {
+        now += 100;
+        if let Err(reason) = c.guard.admit(&url, now) {
+            c.refused.push((url, reason));
+            continue;
+        }
+        let Some((text, links)) = web(&url) else {
+            continue;
+        };
+        c.fetched.push(url.clone());
+        assert!(c.fetched.len() < 50_000, "the crawl does not end");
+        if let Some(reason) = c
+            .guard
+            .observe(&url, both(&text), &shingles(&text), &links, now)
+        {
+            c.closures.push(reason);
+        }
+        for link in links {
+            if seen.insert(link.clone()) {
+                match c.guard.admit(&link, now) {
+                    Ok(()) if apart(&link) => set_apart.push_back(link),
+                    Ok(()) => queue.push_back(link),
+                    Err(reason) => c.refused.push((link, reason)),
+                }
+            }
+        }
+    }
+    c
+}
+
+impl Crawl {
+    fn fetched_matching(&self, needle: &str) -> usize {
+        self.fetched.iter().filter(|u| u.contains(needle)).count()
+    }
+}
+
+// --------------------------------------------------------------- rules
+
+/// Rule 1: a soft-404 pattern (any number answers the same page, each
+/// with fresh links elsewhere, so it is never barren) closes after one
+/// window of pages.
+#[test]
+fn near_duplicate_pattern_closes() {
+    // Rule 1 alone (rule 3 would close these sooner).
+    let mut g = TrapGuard::new(TrapSettings {
+        barren_budget: 0,
+        ..TrapSettings::default()
+    });
+    let window = g.settings().pattern_window;
+    let text = "Sorry, we could not find that item. Try the search box or browse \
+                our categories; the item you are looking for may have moved.";
+    for n in 0..window {
+        let url = format!("http://soft.test/item/{}", 1000 + n * 7);
+        assert_eq!(g.admit(&url, T0), Ok(()), "{url}");
+        // More items that do not exist (near-duplicates that lead to new
+        // pages of other patterns are not counted: an index's pages read
+        // alike too; see `alike_index_pages_leading_to_new_pages_stay_open`).
+        let links = [format!("http://soft.test/item/{}", 5000 + n)];
+        let closed = g.observe(&url, both(text), &shingles(text), &links, T0);
+        assert_eq!(closed.is_some(), n + 1 == window, "page {n}: {closed:?}");
+    }
+    let err = g.admit("http://soft.test/item/5", T0).unwrap_err();
+    assert!(matches!(err, TrapReason::NearDuplicates { .. }));
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "trap: pattern soft.test/item/{{n}} yields near-duplicate pages ({} of the last {window})",
+            window - 1
+        )
+    );
+    // Other patterns of the host are not affected.
+    assert_eq!(g.admit("http://soft.test/about", T0), Ok(()));
+    assert_eq!(g.admit("http://soft.test/go/anything", T0), Ok(()));
+}
+
+/// A distinct word slug per number, so each link is a new pattern.
+pub(super) fn words_for(n: u32) -> String {
+    const W: [&str; 10] = [
+        "alpha", "bravo", "charlie", "delta", "echo", "fox", "golf", "hotel", "india", "juliet",
+    ];
+    n.to_string()
+        .bytes()
+        .map(|d| W[(d - b'0') as usize])
+        .collect::<Vec<_>>()
+        .join("-")
+}
+
+/// Rule 2: 10,000 product pages under one pattern, each its own text
+/// around a shared template, linking mostly to other products and the
+/// same navigation: every one is admitted.
+#[test]
+fn distinct_pages_keep_a_large_pattern_open() {
+    let mut g = guard();
+    let mut rng = Rng(11);
+    let vocab = vocabulary(&mut rng, 3000);
+    let template = "Add to cart. Free delivery on orders over {price}. Reviews from \
+                    customers. Questions and answers. Delivery and returns.";
+    for n in 0..10_000u32 {
+        let url = format!("http://shop.test/product/{n}");
+        assert_eq!(g.admit(&url, T0 + i64::from(n)), Ok(()), "{url}");
+        let text = format!(
+            "{} {template} {}",
+            words(&mut rng, &vocab, 8),
+            words(&mut rng, &vocab, 40)
+        );
+        let mut links: Vec<String> = (0..6)
+            .map(|_| format!("http://shop.test/product/{}", rng.below(10_000)))
+            .collect();
+        links.push("http://shop.test/".to_string());
+        links.push("http://shop.test/cart".to_string());
+        let closed = g.observe(
+            &url,
+            both(&text),
+            &shingles(&text),
+            &links,
+            T0 + i64::from(n),
+        );
+        assert_eq!(closed, None, "{url}");
+    }
+    for n in 0..10_000 {
+        assert_eq!(
+            g.admit(&format!("http://shop.test/product/{n}"), T0 + 20_000),
+            Ok(())
+        );
+    }
+    assert!(g.tracked_patterns() < 10);
+}
+
+pub(super) fn calendar_page(url: &str) -> Option<(i64, i64)> {
+    let rest = url.split("/cal/").nth(1)?;
+    let mut it = rest.trim_end_matches('/').split('/');
+    let year: i64 = it.next()?.parse().ok()?;
+    let month: i64 = it.next()?.parse().ok()?;
+    (1..=12).contains(&month).then_some((year, month))
+}
+
+pub(super) fn calendar_links(host: &str, year: i64, month: i64) -> Vec<String> {
+    let mut links: Vec<String> = [shift(year, month, -1), shift(year, month, 1)]
+        .into_iter()
+        .chain([(year - 1, month), (year + 1, month)])
+        .map(|(y, m)| format!("http://{host}/cal/{y}/{m:02}/"))
+        .collect();
+    // The site navigation, on every page.
+    links.push(format!("http://{host}/"));
+    links.push(format!("http://{host}/about"));
+    links
+}
+
+/// Rule 3: an infinite calendar whose month pages differ in a few words
+/// (month, year, weekday, day count) stops well under 100 pages, and
+/// the crawl ends by itself.
+#[test]
+fn calendar_closes_on_barren_pages() {
+    // What makes its pages near-duplicates: the same month in another
+    // year is within K (only the weekday word differs once numbers are
+    // abstracted), other months are not, so a month is novel once.
+    let k = TrapSettings::default().near_dup_bits;
+    let may = simhash(&calendar_text(2024, 5));
+    assert!(hamming(may, simhash(&calendar_text(2023, 5))) <= k);
+    assert!(hamming(may, simhash(&calendar_text(2031, 5))) <= k);
+    assert!(hamming(may, simhash(&calendar_text(2024, 6))) > k);
+
+    let c = crawl(guard(), &["http://cal.test/"], |url| {
+        if let Some((y, m)) = calendar_page(url) {
+            return Some((calendar_text(y, m), calendar_links("cal.test", y, m)));
+        }
+        match url {
+            "http://cal.test/" => Some((
+                "Welcome to the community site. See what is on this month.".to_string(),
+                vec![
+                    "http://cal.test/cal/2024/05/".to_string(),
+                    "http://cal.test/about".to_string(),
+                ],
+            )),
+            "http://cal.test/about" => Some((
+                "About us: volunteers running the community hall since 1971.".to_string(),
+                vec!["http://cal.test/".to_string()],
+            )),
+            _ => None,
+        }
+    });
+    let calendar = c.fetched_matching("/cal/");
+    assert!(calendar < 50, "{calendar} calendar pages fetched");
+    assert_eq!(c.fetched.len(), calendar + 2, "home and about are fetched");
+    let reason = c.closures.first().expect("the calendar closes");
+    assert!(matches!(reason, TrapReason::Barren { .. }), "{reason}");
+    assert!(
+        reason.to_string().starts_with(
+            "trap: pattern cal.test/cal/{n}/{n}/ yields near-duplicate pages linking only back into cal.test/cal/ ("
+        ),
+        "{reason}"
+    );
+    assert!(!c.refused.is_empty());
+    assert!(c.refused.iter().all(|(u, _)| u.contains("/cal/")));
+}
+
+/// Rule 3 at its edge: a pattern whose near-duplicate pages keep
+/// leading somewhere new outside it is not barren (rule 1 still
+/// applies to it).
+#[test]
+fn pages_that_lead_out_are_not_barren() {
+    let mut g = guard();
+    let text = calendar_text(2024, 5);
+    for n in 0..g.settings().pattern_window - 1 {
+        let url = format!("http://h/tag/{n}");
+        let links = [format!("http://h/article/{}", words_for(n))];
+        assert_eq!(
+            g.observe(&url, both(&text), &shingles(&text), &links, T0),
+            None
+        );
+    }
+    assert_eq!(g.admit("http://h/tag/99", T0), Ok(()));
+}
+
+/// Section index pages that read alike (a heading and a few titles
+/// whose numbers differ) under one pattern, `/section-{n}/`, each
+/// leading to pages the crawl has not seen: they lead somewhere, so
+/// rule 3 does not call them barren, and every page is fetched.
+#[test]
+fn alike_index_pages_leading_to_new_pages_stay_open() {
+    let mut rng = Rng(13);
+    let vocab = vocabulary(&mut rng, 2000);
+    let articles: Vec<String> = (0..40 * 4).map(|_| words(&mut rng, &vocab, 200)).collect();
+    let web = |url: &str| -> Option<(String, Vec<String>)> {
+        let path = url.strip_prefix("http://ix.test")?;
+        if path == "/" {
+            let links = (0..40)
+                .map(|k| format!("http://ix.test/section-{k}/"))
+                .collect();
+            return Some(("Sections of the site.".into(), links));
+        }
+        let rest = path.strip_prefix("/section-")?;
+        let (k, page) = rest.split_once('/')?;
+        let k: usize = k.parse().ok()?;
+        if page.is_empty() {
+            let text = format!("Section {k}. Read more: page 1, page 2, page 3, page 4.");
+            let links = (0..4)
+                .map(|n| format!("http://ix.test/section-{k}/{n}.html"))
+                .collect();
+            return Some((text, links));
+        }
+        let n: usize = page.strip_suffix(".html")?.parse().ok()?;
+        Some((
+            articles.get(k * 4 + n)?.clone(),
+            vec!["http://ix.test/".into()],
+        ))
+    };
+    let c = crawl(guard(), &["http://ix.test/"], web);
+    assert_eq!(c.fetched.len(), 1 + 40 + 160, "{:?}", c.closures);
+}
+
+/// Rule 4: facets (colour × size × sort, every page linking to more
+/// combinations) whose pages only depend on the colour close the path's
+/// query space; the bare path, pagination that proved novel, and the
+/// products stay open.
+#[test]
+fn facet_query_space_closes() {
+    const COLORS: [&str; 5] = ["red", "blue", "green", "black", "white"];
+    const SIZES: [&str; 5] = ["xs", "s", "m", "l", "xl"];
+    const SORTS: [&str; 4] = ["price", "name", "new", "rating"];
+    let mut rng = Rng(5);
+    let vocab = vocabulary(&mut rng, 1000);
+    let product_names: Vec<String> = (0..100).map(|_| words(&mut rng, &vocab, 3)).collect();
+    let product_texts: Vec<String> = (0..100).map(|_| words(&mut rng, &vocab, 80)).collect();
+    let listing = |ids: &mut dyn Iterator<Item = usize>| -> (String, Vec<String>) {
+        let mut text = String::from("Our shop. Filter by colour, size; sort by price.");
+        let mut links = Vec::new();
+        for i in ids {
+            text.push_str(&format!(
+                " {} only {} euro, in stock.",
+                product_names[i],
+                10 + i
+            ));
+            links.push(format!("http://f.test/product/{i}"));
+        }
+        (text, links)
+    };
+    let facet_links = |params: &[(&str, &str)]| -> Vec<String> {
+        let mut out = Vec::new();
+        for (name, values) in [
+            ("color", &COLORS[..]),
+            ("size", &SIZES[..]),
+            ("sort", &SORTS[..]),
+        ] {
+            for v in values {
+                let mut p: Vec<(&str, &str)> =
+                    params.iter().filter(|(n, _)| *n != name).copied().collect();
+                p.push((name, v));
+                let q: Vec<String> = p.iter().map(|(n, v)| format!("{n}={v}")).collect();
+                out.push(format!("http://f.test/shop?{}", q.join("&")));
+            }
+        }
+        out
+    };
+    let c = crawl(guard(), &["http://f.test/shop"], |url| {
+        let u = url::Url::parse(url).ok()?;
+        if let Some(n) = u.path().strip_prefix("/product/") {
+            let n: usize = n.parse().ok()?;
+            return Some((
+                product_texts.get(n)?.clone(),
+                vec!["http://f.test/shop".into()],
+            ));
+        }
+        if u.path() != "/shop" {
+            return None;
+        }
+        let params: Vec<(String, String)> = u.query_pairs().into_owned().collect();
+        let get = |k: &str| params.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
+        let page: usize = get("page").and_then(|p| p.parse().ok()).unwrap_or(1);
+        // A colour shows its 20 products; size and sort change nothing.
+        let (text, mut links) = match get("color") {
+            Some(color) => {
+                let ci = COLORS.iter().position(|c| *c == color)?;
+                listing(&mut (ci * 20..ci * 20 + 20))
+            }
+            None => listing(&mut ((page - 1) * 10..page * 10)),
+        };
+        let pairs: Vec<(&str, &str)> = params
+            .iter()
+            .filter(|(n, _)| n != "page")
+            .map(|(n, v)| (n.as_str(), v.as_str()))
+            .collect();
+        links.extend(facet_links(&pairs));
+        if params.is_empty() || get("page").is_some() {
+            links.extend((1..=10).map(|p| format!("http://f.test/shop?page={p}")));
+        }
+        Some((text, links))
+    });
+    let facets = c
+        .fetched
+        .iter()
+        .filter(|u| u.contains("color=") || u.contains("size=") || u.contains("sort="))
+        .count();
+    assert!(facets < 60, "{facets} facet pages fetched");
+    assert_eq!(c.fetched_matching("/product/"), 100, "every product");
+    assert_eq!(c.fetched_matching("?page="), 10, "every listing page");
+    assert!(c.fetched.contains(&"http://f.test/shop".to_string()));
+    let reason = c
+        .closures
+        .iter()
+        .find(|r| matches!(r, TrapReason::QuerySpace { .. }))
+        .expect("the query space closes");
+    assert!(
+        reason
+            .to_string()
+            .starts_with("trap: query variants of f.test/shop yield near-duplicate pages ("),
+        "{reason}"
+    );
+    let mut g = c.guard;
+    assert_eq!(g.admit("http://f.test/shop", T0 + 10_000_000), Ok(()));
+    assert_eq!(
+        g.admit("http://f.test/shop?page=11", T0 + 10_000_000),
+        Ok(())
+    );
+    assert!(
+        g.admit("http://f.test/shop?color=red&size=xxl", T0 + 10_000_000)
+            .is_err()
+    );
+}
+
+/// Rule 5: a soft-404 host (every unknown path answers the same page
+/// with fresh links to more unknown paths, each a new pattern) goes on
+/// probation; its real section stays open and the crawl ends.
+#[test]
+fn soft_404_host_is_bounded() {
+    let mut rng = Rng(9);
+    let vocab = vocabulary(&mut rng, 2000);
+    let real: Vec<String> = (0..50).map(|_| words(&mut rng, &vocab, 120)).collect();
+    let slug = |seed: usize| -> String {
+        let mut r = Rng((seed as u64).wrapping_mul(2) | 1);
+        words(&mut r, &vocab, 2).replace(' ', "-")
+    };
+    let c = crawl(guard(), &["http://s.test/"], |url| {
+        let path = url.strip_prefix("http://s.test")?;
+        if path == "/" {
+            let mut links: Vec<String> = (0..50).map(|i| format!("http://s.test/p/{i}")).collect();
+            links.push(format!("http://s.test/{}", slug(1)));
+            return Some(("Welcome to the shop of wonders.".to_string(), links));
+        }
+        if let Some(i) = path.strip_prefix("/p/") {
+            let i: usize = i.parse().ok()?;
+            let links = vec![format!("http://s.test/p/{}", (i + 1) % 50)];
+            return Some((real.get(i)?.clone(), links));
+        }
+        // Soft 404: 200, the same text, three fresh paths.
+        let h = fmix64(fnv1a(FNV_OFFSET, path.as_bytes())) as usize;
+        // Some under one section, as a site's `/help/<anything>` would.
+        let mut links: Vec<String> = (0..2)
+            .map(|k| format!("http://s.test/{}/{}", slug(h + k), slug(h + k + 7)))
+            .collect();
+        links.push(format!("http://s.test/help/{}", slug(h + 3)));
+        Some((
+            "Oops! This page does not exist. Here are some pages you may like.".to_string(),
+            links,
+        ))
+    });
+    let soft = c.fetched.len() - c.fetched_matching("/p/") - 1;
+    assert!(soft <= 100, "{soft} soft-404 pages fetched");
+    assert_eq!(c.fetched_matching("/p/"), 50, "every real page");
+    let reason = c.closures.last().expect("the host goes on probation");
+    assert!(matches!(reason, TrapReason::Host { .. }), "{reason}");
+    assert!(reason.to_string().starts_with("trap: host s.test served "));
+    let mut g = c.guard;
+    assert_eq!(g.admit("http://s.test/p/123", T0 + 10_000_000), Ok(()));
+    assert!(
+        g.admit("http://s.test/whatever/else", T0 + 10_000_000)
+            .is_err()
+    );
+    assert!(g.admit("http://s.test/help/me", T0 + 10_000_000).is_err());
+}
+
+/// Session ids in the query: every link carries a fresh one, so each
+/// page has endless URLs. Each page is fetched, the copies are bounded
+/// and the crawl ends.
+#[test]
+fn session_ids_in_links_are_bounded() {
+    let mut rng = Rng(17);
+    let vocab = vocabulary(&mut rng, 2000);
+    const PAGES: usize = 40;
+    let texts: Vec<String> = (0..PAGES).map(|_| words(&mut rng, &vocab, 150)).collect();
+    let targets: Vec<Vec<usize>> = (0..PAGES)
+        .map(|i| {
+            (0..4)
+                .map(|_| rng.below(PAGES))
+                .chain([(i + 1) % PAGES])
+                .collect()
+        })
+        .collect();
+    let c = crawl(guard(), &["http://sid.test/p0?sid=5ea1ed0a11"], |url| {
+        let u = url::Url::parse(url).ok()?;
+        let i: usize = u.path().strip_prefix("/p")?.parse().ok()?;
+        let fresh = fmix64(fnv1a(FNV_OFFSET, url.as_bytes()));
+        let links = targets[i]
+            .iter()
+            .enumerate()
+            .map(|(k, t)| {
+                format!(
+                    "http://sid.test/p{t}?sid={:x}",
+                    fresh.wrapping_add(k as u64)
+                )
+            })
+            .collect();
+        Some((texts[i].clone(), links))
+    });
+    let distinct: HashSet<&str> = c
+        .fetched
+        .iter()
+        .map(|u| u.split('?').next().unwrap())
+        .collect();
+    assert_eq!(distinct.len(), PAGES, "every page");
+    assert_eq!(c.fetched.len(), PAGES, "each once");
+    assert!(
+        c.refused
+            .iter()
+            .all(|(_, r)| matches!(r, TrapReason::SessionCopy { .. }))
+    );
+    assert_eq!(
+        c.refused[0].1.to_string(),
+        "trap: a page already fetched under another session id (sid.test/p{n}?sid={id})"
+    );
+    let mut g = c.guard;
+    // Path parameters are sessions too; a URL without one, or of a page
+    // not fetched yet, is not a copy.
+    assert!(g.admit("http://sid.test/p3;jsessionid=F00D", T0).is_err());
+    assert_eq!(g.admit("http://sid.test/p3", T0), Ok(()));
+    assert_eq!(g.admit("http://sid.test/p99?sid=x", T0), Ok(()));
+}
+
+/// Copies claimed while the first is still in flight: once one session
+/// URL of a page is dispatched, another is refused; the dispatched URL
+/// itself (a retry) is not.
+#[test]
+fn a_dispatched_session_url_refuses_its_copies_before_it_is_fetched() {
+    let mut g = guard();
+    let first = "http://sid.test/member/7?sid=aa11f3c9d0";
+    assert_eq!(g.admit(first, T0), Ok(()));
+    g.dispatched(first);
+    assert!(matches!(
+        g.admit("http://sid.test/member/7?sid=bb22e4d5c6", T0),
+        Err(TrapReason::SessionCopy { .. })
+    ));
+    assert_eq!(g.admit(first, T0), Ok(()), "a retry is no copy");
+    assert_eq!(
+        g.admit("http://sid.test/member/8?sid=bb22e4d5c6", T0),
+        Ok(())
+    );
+    // Without a session id, dispatching records nothing.
+    g.dispatched("http://sid.test/member/9");
+    assert_eq!(
+        g.admit("http://sid.test/member/9?sid=cc33a7b8e9", T0),
+        Ok(())
+    );
+}
+
+/// The issue's benchmark in miniature: hosts of real pages (benchmark
+/// style text, random links), about 1% of them linking into an infinite
+/// calendar on their host. Every real page is fetched, the calendars
+/// cost well under 100 fetches each, and the crawl ends by itself.
+#[test]
+fn mini_benchmark_ends_and_loses_nothing() {
+    const HOSTS: usize = 3;
+    const PAGES: usize = 1000;
+    let mut rng = Rng(2024);
+    let vocab = vocabulary(&mut rng, 26);
+    let mut site: HashMap<String, (String, Vec<String>)> = HashMap::new();
+    for h in 0..HOSTS {
+        site.insert(
+            format!("http://h{h}.test/"),
+            ("home".into(), vec![format!("http://h{h}.test/p/0")]),
+        );
+        for i in 0..PAGES {
+            let mut links = vec![format!("http://h{h}.test/p/{}", (i + 1) % PAGES)];
+            for _ in 0..10 {
+                links.push(format!("http://h{h}.test/p/{}", rng.below(PAGES)));
+            }
+            links.push(format!(
+                "http://h{}.test/p/{}",
+                rng.below(HOSTS),
+                rng.below(PAGES)
+            ));
+            if rng.below(100) == 0 {
+                let (y, m) = (2000 + rng.below(30) as i64, 1 + rng.below(12) as i64);
+                links.push(format!("http://h{h}.test/cal/{y}/{m:02}/"));
+            }
+            let n = 300 + rng.below(1500);
+            let text = words(&mut rng, &vocab, n);
+            site.insert(format!("http://h{h}.test/p/{i}"), (text, links));
+        }
+    }
+    let c = crawl(
+        guard(),
+        &["http://h0.test/", "http://h1.test/", "http://h2.test/"],
+        |url| {
+            if let Some((y, m)) = calendar_page(url) {
+                let host = url::Url::parse(url).ok()?.host_str()?.to_string();
+                return Some((calendar_text(y, m), calendar_links(&host, y, m)));
+            }
+            site.get(url).cloned()
+        },
+    );
+    assert_eq!(
+        c.fetched_matching("/p/"),
+        HOSTS * PAGES,
+        "no real page lost"
+    );
+    for h in 0..HOSTS {
+        let cal = c.fetched_matching(&format!("h{h}.test/cal/"));
+        assert!(cal < 60, "host {h}: {cal} calendar pages");
+    }
+    assert!(
+        c.refused
+            .iter()
+            .all(|(u, r)| u.contains("/cal/") && r.to_string().starts_with("trap: "))
+    );
+}
+
+// ---------------------------------------------------- bounds and time
+
+#[test]
+fn memory_is_bounded_and_a_used_trap_stays_closed() {
+    let mut g = TrapGuard::new(TrapSettings {
+        max_patterns: 64,
+        max_hosts: 8,
+        kept_hashes: 4,
+        kept_links: 4,
+        ..TrapSettings::default()
+    });
+    // Close one pattern.
+    close_items(&mut g);
+    assert!(g.admit("http://t.test/item/1", T0).is_err());
+    let mut rng = Rng(1);
+    for i in 0..2_000u64 {
+        let url = format!("http://h{}.test/{}/x", i % 100, words_for(i as u32));
+        let links: Vec<String> = (0..8)
+            .map(|k| format!("http://o.test/{}", words_for(k * 1000 + i as u32)))
+            .collect();
+        g.observe(&url, PageSimhash::from(rng.next()), &[], &links, T0);
+        // The trap keeps being linked to, so it keeps being asked about.
+        assert!(g.admit("http://t.test/item/77", T0).is_err());
+        assert!(g.tracked_patterns() <= 64);
+        assert!(g.tracked_hosts() <= 8);
+    }
+    assert!(
+        g.patterns
+            .values()
+            .all(|t| t.kept.items.len() <= 4 && t.outward.items.len() <= 4)
+    );
+    assert!(g.hosts.values().all(|h| h.kept.items.len() <= 4));
+}
+
+#[test]
+fn closures_lift_after_the_reopen_time() {
+    let mut g = guard();
+    let day = g.settings().reopen_after_ms.unwrap();
+    close_items(&mut g);
+    assert!(g.admit("http://t.test/item/1", T0 + day - 1).is_err());
+    assert_eq!(g.admit("http://t.test/item/1", T0 + day), Ok(()));
+    // Its kept page is remembered: it closes again within a window.
+    let later = T0 + day;
+    let closes = (0..24).position(|n| {
+        g.observe(
+            &format!("http://t.test/item/{}", 100 + n),
+            42.into(),
+            &[],
+            [] as [&str; 0],
+            later,
+        )
+        .is_some()
+    });
+    assert!(closes.is_some_and(|n| n < 24), "{closes:?}");
+
+    let mut g = TrapGuard::new(TrapSettings {
+        reopen_after_ms: None,
+        ..TrapSettings::default()
+    });
+    close_items(&mut g);
+    assert!(g.admit("http://t.test/item/1", Millis::MAX).is_err());
+}
+
+#[test]
+fn zero_budgets_turn_rules_off() {
+    let mut g = TrapGuard::new(TrapSettings {
+        near_dup_pct: 0,
+        barren_budget: 0,
+        facet_budget: 0,
+        host_dup_run: 0,
+        kept_session_urls: 0,
+        copy_pct: 0,
+        ..TrapSettings::default()
+    });
+    // The same few pages again and again, under fresh session ids.
+    let text = words(&mut Rng(5), &vocabulary(&mut Rng(6), 300), 400);
+    for n in 0..500 {
+        let url = format!("http://t.test/item/{}?sid=x{n}&sort=a{n}", n % 5);
+        assert_eq!(g.admit(&url, T0), Ok(()));
+        assert_eq!(
+            g.observe(&url, 42.into(), &shingles(&text), [&url], T0),
+            None
+        );
+    }
+}
+
+#[test]
+fn every_reason_says_trap() {
+    let reasons = [
+        TrapReason::NearDuplicates {
+            pattern: "h/x/{n}".into(),
+            near_dups: 22,
+            window: 24,
+        },
+        TrapReason::Barren {
+            pattern: "h/cal/{n}/{n}/".into(),
+            family: "h/cal/".into(),
+            barren: 16,
+            pages: 20,
+        },
+        TrapReason::QuerySpace {
+            path: "h/shop".into(),
+            near_dups: 16,
+        },
+        TrapReason::Host {
+            host: "h".into(),
+            run: 64,
+        },
+        TrapReason::SessionCopy {
+            pattern: "h/a?sid={id}".into(),
+        },
+        TrapReason::Soft404 { host: "h".into() },
+        TrapReason::Stale {
+            directory: "h/tag/".into(),
+            stale: 24,
+            pages: 30,
+        },
+    ];
+    for r in reasons {
+        assert!(r.to_string().starts_with("trap: "), "{r}");
+    }
+}
+
+#[test]
+fn a_probed_soft_404_page_is_recognised_on_its_host_only() {
+    let mut g = TrapGuard::new(TrapSettings::default());
+    let not_found = both("Sorry, we could not find that page. Try the search box or go home.");
+    let real = both("The river runs past the old stone garden and the copper engine works.");
+    assert_eq!(
+        g.soft_404("http://h/any/", not_found),
+        None,
+        "not probed yet"
+    );
+    g.soft_404_probe("http://h/web-crawler-probe-x/", not_found);
+    let reason = g.soft_404("http://h/kqzvtabc/", not_found).unwrap();
+    assert!(
+        reason.to_string().starts_with("trap: soft 404 (h "),
+        "{reason}"
+    );
+    assert_eq!(g.soft_404("http://h/p/1", real), None, "a real page");
+    assert_eq!(
+        g.soft_404("http://other/x/", not_found),
+        None,
+        "another host"
+    );
+    assert_eq!(
+        g.soft_404("http://h/", not_found),
+        None,
+        "a host's root is its home page, whatever unknown paths answer"
+    );
+}
+
+// -------------------------------------------------------------- rule 6
+
+/// A blog as the issue's held-out one: 300 articles of their own text,
+/// an index and 30 archive pages, and three generators whose pages are
+/// excerpts of the articles, each linking to ten of them: tag
+/// intersections, site search with related searches, a calendar.
+pub(super) struct Blog {
+    slugs: Vec<String>,
+    texts: Vec<String>,
+    tags: Vec<String>,
+}
+
+pub(super) const BLOG: &str = "http://blog.test";
+
+impl Blog {
+    fn new() -> Self {
+        let mut rng = Rng(24);
+        let vocab = vocabulary(&mut rng, 3000);
+        let slugs = (0..300)
+            .map(|i| format!("{}-{}", vocab[i], vocab[i + 300]))
+            .collect();
+        let texts = (0..300)
+            .map(|_| {
+                let n = 300 + rng.below(300);
+                words(&mut rng, &vocab, n)
+            })
+            .collect();
+        let tags = vocab[2900..2930].to_vec();
+        Self { slugs, texts, tags }
+    }
+
+    fn article(&self, i: usize) -> String {
+        format!("{BLOG}/post/{}/", self.slugs[i])
+    }
+
+    /// A generated page: excerpts of random articles and ten of them
+    /// linked, seeded by its URL.
+    fn excerpts(&self, url: &str) -> (String, Vec<String>) {
+        let mut rng = Rng(fnv1a(FNV_OFFSET, url.as_bytes()) | 1);
+        let mut text = String::from("Blog home archive about. ");
+        for _ in 0..3 + rng.below(3) {
+            let words: Vec<&str> = self.texts[rng.below(300)].split(' ').collect();
+            let len = 20 + rng.below(40);
+            let at = rng.below(words.len() - len);
+            text.push_str(&words[at..at + len].join(" "));
+            text.push_str(". ");
+        }
+        let links = (0..10).map(|_| self.article(rng.below(300))).collect();
+        (text, links)
+    }
+
+    fn page(&self, url: &str) -> Option<(String, Vec<String>)> {
+        let path = url.strip_prefix(BLOG)?;
+        let mut rng = Rng(fnv1a(FNV_OFFSET, url.as_bytes()) | 1);
+        if path == "/" {
+            let mut links: Vec<String> = (1..=30).map(|n| format!("{BLOG}/archive/{n}/")).collect();
+            links.push(format!("{BLOG}/search?q={}", self.tags[0]));
+            return Some(("Blog home. Recent posts and archives.".into(), links));
+        }
+        if let Some(n) = path.strip_prefix("/archive/") {
+            let n: usize = n.trim_end_matches('/').parse().ok()?;
+            let range = (n - 1) * 10..n * 10;
+            let text = range
+                .clone()
+                .map(|i| {
+                    self.texts[i]
+                        .split(' ')
+                        .take(30)
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                })
+                .collect::<Vec<_>>()
+                .join(". ");
+            return Some((text, range.map(|i| self.article(i)).collect()));
+        }
+        if let Some(slug) = path.strip_prefix("/post/") {
+            let i = self
+                .slugs
+                .iter()
+                .position(|s| s == slug.trim_end_matches('/'))?;
+            let links = vec![
+                format!("{BLOG}/"),
+                self.article((i + 1) % 300),
+                format!("{BLOG}/tag/{}/", self.tags[rng.below(30)]),
+                format!(
+                    "{BLOG}/tag/{}+{}/",
+                    self.tags[rng.below(30)],
+                    self.tags[rng.below(30)]
+                ),
+                format!(
+                    "{BLOG}/day/2024-{:02}-{:02}/",
+                    1 + rng.below(12),
+                    1 + rng.below(28)
+                ),
+            ];
+            return Some((self.texts[i].clone(), links));
+        }
+        let (text, mut links) = self.excerpts(url);
+        if let Some(tags) = path.strip_prefix("/tag/") {
+            let tags = tags.trim_end_matches('/');
+            for _ in 0..5 {
+                links.push(format!("{BLOG}/tag/{tags}+{}/", self.tags[rng.below(30)]));
+            }
+        } else if let Some(q) = path.strip_prefix("/search?q=") {
+            for _ in 0..5 {
+                links.push(format!("{BLOG}/search?q={q}+{}", self.tags[rng.below(30)]));
+            }
+        } else if let Some(day) = path.strip_prefix("/day/") {
+            let day = day.trim_end_matches('/');
+            let mut ymd = day.split('-').map(|p| p.parse::<i64>().unwrap_or(1));
+            let (y, m, d) = (ymd.next()?, ymd.next()?, ymd.next()?);
+            for step in [1, -1, 7] {
+                let n = (y * 12 + m - 1) * 28 + d - 1 + step;
+                let (y, m, d) = (n / (12 * 28), n / 28 % 12 + 1, n % 28 + 1);
+                links.push(format!("{BLOG}/day/{y}-{m:02}-{d:02}/"));
+            }
+        } else {
+            return None;
+        }
+        Some((text, links))
+    }
+}
+
+pub(super) fn generated(url: &str) -> bool {
+    ["/tag/", "/search?", "/day/"]
+        .iter()
+        .any(|g| url.contains(g))
+}
+
+#[test]
+fn text_rich_generators_close_and_the_blog_is_crawled_whole() {
+    let blog = Blog::new();
+    let c = crawl(guard(), &[&format!("{BLOG}/")], |u| blog.page(u));
+    let generator_fetches = c.fetched.iter().filter(|u| generated(u)).count();
+    for g in ["/tag/", "/search?", "/day/"] {
+        let first_real_missing = c.fetched.iter().position(|u| u.contains(g));
+        eprintln!(
+            "{g}: {} fetched, first at {first_real_missing:?}",
+            c.fetched_matching(g)
+        );
+    }
+    eprintln!("closures: {:?}", c.closures);
+    let last_real = c.fetched.iter().rposition(|u| !generated(u));
+    eprintln!(
+        "last real page at fetch {last_real:?} of {}",
+        c.fetched.len()
+    );
+    let real = c.fetched.len() - generator_fetches;
+    assert_eq!(real, 331, "every real page");
+    assert!(
+        generator_fetches <= 331,
+        "{generator_fetches} generator pages for 331 real ones"
+    );
+    let stale: Vec<String> = c
+        .closures
+        .iter()
+        .filter_map(|r| match r {
+            TrapReason::Stale { directory, .. } => Some(directory.clone()),
+            _ => None,
+        })
+        .collect();
+    for dir in ["blog.test/tag/", "blog.test/search?", "blog.test/day/"] {
+        assert!(
+            stale.iter().any(|d| d == dir),
+            "{dir} closed: {:?}",
+            c.closures
+        );
+    }
+    assert!(
+        c.refused.iter().all(|(u, _)| generated(u)),
+        "only generated pages refused"
+    );
+}
+
+/// The calendar's pages fetched as soon as they are found, before the
+/// articles they quote: their snippets are new to the host then, which
+/// says nothing about whether they are copies. Counted as fresh, they
+/// held `/day/` open until the crawl knew its every linked day, and it
+/// no longer grew.
+#[test]
+fn a_generator_fetched_before_the_pages_it_quotes_still_closes() {
+    let blog = Blog::new();
+    let c = crawl_interleaving(
+        guard(),
+        &[&format!("{BLOG}/")],
+        |u| blog.page(u),
+        |u| u.contains("/day/"),
+    );
+    let real = c.fetched.iter().filter(|u| !generated(u)).count();
+    assert_eq!(real, 331, "every real page");
+    let generator_fetches = c.fetched.iter().filter(|u| generated(u)).count();
+    assert!(
+        generator_fetches <= 331,
+        "{generator_fetches} generator pages for 331 real ones ({} calendar pages): {:?}",
+        c.fetched_matching("/day/"),
+        c.closures
+    );
+}
+
+#[test]
+fn the_same_generators_without_rule_6_do_not_end() {
+    let blog = Blog::new();
+    let g = TrapGuard::new(TrapSettings {
+        copy_pct: 0,
+        ..TrapSettings::default()
+    });
+    let ended = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        crawl(g, &[&format!("{BLOG}/")], |u| blog.page(u))
+    }));
+    assert!(ended.is_err(), "without rule 6 the crawl runs to its bound");
+}
+
+/// A wiki whose pages quote another page now and then, and a forum
+/// whose replies quote earlier ones: mostly text of their own, so
+/// every page is fetched and nothing is closed.
+#[test]
+fn pages_that_quote_others_stay_open() {
+    let mut rng = Rng(7);
+    let vocab = vocabulary(&mut rng, 3000);
+    let wiki: Vec<String> = (0..500).map(|_| words(&mut rng, &vocab, 250)).collect();
+    // Thread t's replies, each of its own text, most quoting an
+    // earlier reply of the thread.
+    let replies: Vec<Vec<String>> = (0..60)
+        .map(|_| {
+            let n = 5 + rng.below(36);
+            let mut thread: Vec<String> = Vec::new();
+            for r in 0..n {
+                let len = 40 + rng.below(60);
+                let own = words(&mut rng, &vocab, len);
+                let reply = if r > 0 && rng.below(3) > 0 {
+                    let quoted: Vec<&str> = thread[rng.below(r)].split(' ').collect();
+                    let len = quoted.len().min(30 + rng.below(50));
+                    format!("{} wrote: {} {own}", r, quoted[..len].join(" "))
+                } else {
+                    own
+                };
+                thread.push(reply);
+            }
+            thread
+        })
+        .collect();
+    let web = |url: &str| -> Option<(String, Vec<String>)> {
+        let path = url.strip_prefix("http://q.test")?;
+        if path == "/" {
+            let mut links: Vec<String> = (0..60)
+                .map(|t| format!("http://q.test/thread/{t}?page=1"))
+                .collect();
+            links.push("http://q.test/wiki/0".into());
+            return Some(("Wiki and forum.".into(), links));
+        }
+        if let Some(n) = path.strip_prefix("/wiki/") {
+            let n: usize = n.parse().ok()?;
+            let mut text = wiki[n].clone();
+            if n.is_multiple_of(5) && n > 0 {
+                text = format!("{} As the other page says: {}", text, wiki[n / 2]);
+            }
+            let links = [1, 2, 7, 50, 123]
+                .iter()
+                .map(|k| format!("http://q.test/wiki/{}", (n * k + k) % 500))
+                .collect();
+            return Some((text, links));
+        }
+        let rest = path.strip_prefix("/thread/")?;
+        let (t, page) = rest.split_once("?page=")?;
+        let (t, page): (usize, usize) = (t.parse().ok()?, page.parse().ok()?);
+        let thread = &replies[t];
+        let first = (page - 1) * 5;
+        if first >= thread.len() {
+            return None;
+        }
+        let text = thread[first..(first + 5).min(thread.len())].join(" ");
+        let mut links = vec!["http://q.test/".to_string()];
+        if first + 5 < thread.len() {
+            links.push(format!("http://q.test/thread/{t}?page={}", page + 1));
+        }
+        Some((text, links))
+    };
+    let c = crawl(guard(), &["http://q.test/"], web);
+    assert_eq!(c.fetched_matching("/wiki/"), 500, "{:?}", c.closures);
+    let pages: usize = replies.iter().map(|t| t.len().div_ceil(5)).sum();
+    assert_eq!(c.fetched_matching("/thread/"), pages, "{:?}", c.closures);
+    assert!(
+        c.refused.is_empty(),
+        "{:?}",
+        &c.refused[..c.refused.len().min(3)]
+    );
+}
+
+/// A host whose 1,000 pages are paragraphs from one pool of 300 (as
+/// shops, syndicated news and docs kept for two versions are), in 40
+/// sections of 25 that link each other: the pages are copies of what
+/// the host served from the first hundred on, and their links out are
+/// known long before their own section's. Nothing of it closes, in
+/// either order of fetching.
+#[test]
+fn sections_whose_pages_share_paragraphs_stay_open() {
+    let mut rng = Rng(44);
+    let vocab = vocabulary(&mut rng, 2000);
+    let pool: Vec<String> = (0..300)
+        .map(|_| {
+            let n = 40 + rng.below(80);
+            words(&mut rng, &vocab, n)
+        })
+        .collect();
+    // Half numbered sections, half a manual kept for two versions.
+    let section = |k: usize| {
+        if k < 20 {
+            format!("http://s.test/section-{k}/")
+        } else {
+            format!(
+                "http://s.test/3.{}/part-{}/",
+                11 + (k - 20) / 10,
+                (k - 20) % 10
+            )
+        }
+    };
+    let pages: Vec<(String, Vec<String>)> = (0..1000)
+        .map(|i| {
+            let (k, n) = (i / 25, i % 25);
+            let text = (0..10 + rng.below(20))
+                .map(|_| pool[rng.below(pool.len())].as_str())
+                .collect::<Vec<_>>()
+                .join(" ");
+            let mut links = vec![
+                "http://s.test/".to_string(),
+                format!("{}{}.html", section(k), (n + 1) % 25),
+                format!("{}{}.html", section(k), (n + 24) % 25),
+            ];
+            for _ in 0..5 {
+                links.push(format!("{}{}.html", section(k), rng.below(25)));
+            }
+            for _ in 0..3 {
+                links.push(format!("{}{}.html", section(rng.below(40)), rng.below(25)));
+            }
+            (text, links)
+        })
+        .collect();
+    let web = |url: &str| -> Option<(String, Vec<String>)> {
+        if url == "http://s.test/" {
+            let links = (0..40).map(|k| format!("{}0.html", section(k))).collect();
+            return Some(("Sections.".into(), links));
+        }
+        let i = (0..40)
+            .find(|&k| url.starts_with(&section(k)))
+            .and_then(|k| {
+                let n: usize = url[section(k).len()..]
+                    .strip_suffix(".html")?
+                    .parse()
+                    .ok()?;
+                Some(k * 25 + n)
+            })?;
+        Some(pages[i].clone())
+    };
+    let c = crawl(guard(), &["http://s.test/"], web);
+    assert_eq!(c.fetched.len(), 1001, "{:?}", c.closures);
+    assert!(c.closures.is_empty(), "{:?}", c.closures);
+}
+
+/// A shop of 2,000 products in one directory, whose descriptions come
+/// from 100 shared ones, each product linking its neighbours and three
+/// related products, listed 50 to a page: its pages are copies linking
+/// new products of their own directory for as long as the crawl is in
+/// it, as a generator's do, and it is crawled whole.
+#[test]
+fn a_shop_whose_products_share_descriptions_is_crawled_whole() {
+    let mut rng = Rng(45);
+    let vocab = vocabulary(&mut rng, 2000);
+    let descriptions: Vec<String> = (0..100)
+        .map(|_| {
+            let n = 60 + rng.below(80);
+            words(&mut rng, &vocab, n)
+        })
+        .collect();
+    let names: Vec<String> = (0..2000).map(|_| words(&mut rng, &vocab, 3)).collect();
+    let products: Vec<(String, Vec<String>)> = (0..2000)
+        .map(|i| {
+            let text = std::iter::once(names[i].as_str())
+                .chain((0..3).map(|_| descriptions[rng.below(100)].as_str()))
+                .collect::<Vec<_>>()
+                .join(" ");
+            let mut links = vec![
+                format!("http://shop.test/products/{}", i / 50),
+                format!("http://shop.test/product/{}", (i + 1) % 2000),
+                format!("http://shop.test/product/{}", (i + 1999) % 2000),
+            ];
+            for _ in 0..3 {
+                links.push(format!("http://shop.test/product/{}", rng.below(2000)));
+            }
+            (text, links)
+        })
+        .collect();
+    let web = |url: &str| -> Option<(String, Vec<String>)> {
+        let path = url.strip_prefix("http://shop.test")?;
+        if path == "/" {
+            return Some((
+                "The shop.".into(),
+                vec!["http://shop.test/products/0".into()],
+            ));
+        }
+        if let Some(k) = path.strip_prefix("/products/") {
+            let k: usize = k.parse().ok()?;
+            let mut links: Vec<String> = (k * 50..k * 50 + 50)
+                .map(|i| format!("http://shop.test/product/{i}"))
+                .collect();
+            links.push(format!("http://shop.test/products/{}", (k + 1) % 40));
+            return Some((names[k * 50..k * 50 + 50].join(" "), links));
+        }
+        let i: usize = path.strip_prefix("/product/")?.parse().ok()?;
+        products.get(i).cloned()
+    };
+    let c = crawl(guard(), &["http://shop.test/"], web);
+    assert_eq!(c.fetched_matching("/product/"), 2000, "{:?}", c.closures);
+    assert!(c.closures.is_empty(), "{:?}", c.closures);
+}
+
+#[test]
+fn rule_6_memory_stays_within_its_cap() {
+    let blog = Blog::new();
+    let c = crawl(guard(), &[&format!("{BLOG}/")], |u| blog.page(u));
+    // A few hundred pages: a hundred KB or so.
+    assert!(
+        c.guard.sketch_bytes() <= 128 * 1024,
+        "{}",
+        c.guard.sketch_bytes()
+    );
+    let cap = TrapSettings::default().sketch_bytes;
+    let mut g = TrapGuard::new(TrapSettings {
+        sketch_bytes: 64 * 1024,
+        ..TrapSettings::default()
+    });
+    let vocab = vocabulary(&mut Rng(9), 2000);
+    let mut rng = Rng(10);
+    for n in 0..3000 {
+        let text = words(&mut rng, &vocab, 300);
+        let links: Vec<String> = (0..20)
+            .map(|k| format!("http://m.test/p/{n}/{k}"))
+            .collect();
+        g.observe(
+            &format!("http://m.test/p/{n}"),
+            PageSimhash::from(rng.next()),
+            &shingles(&text),
+            &links,
+            T0,
+        );
+    }
+    assert!(g.sketch_bytes() <= 4 * 64 * 1024, "{}", g.sketch_bytes());
+    assert!(
+        cap <= 8 << 20,
+        "the documented bound: 4 x sketch_bytes ≤ 32 MB"
+    );
+}
