@@ -2,7 +2,7 @@
 //! it sends `ControlRequest`s to a running cluster and renders the
 //! replies, as the one-shot script commands (`remote.rs`) print them too.
 
-use super::parse::parse_watch;
+use super::parse::{fetches_at_once, parse_watch};
 use super::rows::{
     AVAILABILITY_HEADER, CHANGES_HEADER, LIVE_HOSTS_HEADER, TRAPS_HEADER, availability_row,
     change_row, live_host_row, requests, trap_row, trapped_by_rule,
@@ -200,8 +200,10 @@ fn parse_line(line: &str) -> Result<Line> {
         ["set", key, value] => ControlRequest::Set {
             setting: match *key {
                 "delay" => Setting::DelayMs(delay_ms(value)?),
-                "per-host" => Setting::PerHost(value.parse().context("N must be a number")?),
-                "concurrency" => Setting::Concurrency(value.parse().context("N must be a number")?),
+                "per-host" => Setting::PerHost(fetches_at_once(value).map_err(anyhow::Error::msg)?),
+                "concurrency" => {
+                    Setting::Concurrency(fetches_at_once(value).map_err(anyhow::Error::msg)?)
+                }
                 other => bail!("no setting {other:?}: try delay, per-host or concurrency"),
             },
         },
@@ -799,6 +801,10 @@ mod tests {
         );
         assert_eq!(parse_line("top 3").unwrap(), Line::Top(Some(3)));
         assert!(parse_line("set colour blue").is_err());
+        for zero in ["set per-host 0", "set concurrency 0"] {
+            let e = parse_line(zero).unwrap_err().to_string();
+            assert_eq!(e, "0 would fetch nothing: give 1 or more", "{zero}");
+        }
         assert!(parse_line("pending many").is_err());
         assert!(parse_line("frobnicate").is_err());
         assert_eq!(

@@ -8,11 +8,12 @@ use super::remote::{RemoteOpts, one_shot};
 use super::rows::{requests, trapped_by_rule};
 use super::signals::StopSignals;
 use anyhow::{Result, bail};
-use clap::Args;
+use clap::{Args, ValueEnum};
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
+use web_crawler::actors::frontier::{FailureKind, failure_kind};
 use web_crawler::actors::outage::utc_time;
 use web_crawler::actors::{AppHandle, ControlRequest, IdleReason, OperationSpec, PageQuery, Store};
 use web_crawler::operations::builtin_operations;
@@ -120,6 +121,10 @@ pub(super) struct CrawlOpts {
     tuning: TuningOpts,
     #[command(flatten)]
     trap_allow: TrapAllowOpts,
+    /// Which pages that failed on an earlier run on this store this run
+    /// fetches again.
+    #[arg(long, value_enum, value_name = "WHICH", default_value_t = RetryFailed::Transient)]
+    retry_failed: RetryFailed,
     /// No live progress line.
     #[arg(long)]
     quiet: bool,
@@ -174,12 +179,28 @@ async fn crawl(
     settings.archive = Some(archive.clone());
     let store = opts.store.open_for_crawl().await?;
     opts.trap_allow.reopen(store.as_ref()).await?;
+    let failed_before = failed_before(&*store).await?;
     let started = Instant::now();
     let app = start(store.clone(), settings).await?;
     for (url, op) in seeds {
         if let Err(e) = app.add_url_with(url, op.clone()).await {
             app.stop(Duration::from_secs(1)).await.ok();
             bail!("{e}");
+        }
+    }
+    let mut earlier = EarlierFailures {
+        policy: opts.retry_failed,
+        ..EarlierFailures::default()
+    };
+    for (url, operation, kind) in failed_before {
+        earlier.count(kind);
+        if opts.retry_failed.retries(kind) {
+            // A URL this run's rules refuse (a narrower --scope, a --deny)
+            // is counted apart and named in the summary.
+            match app.add_url_again(&url, operation).await {
+                Ok(_) => earlier.retried += 1,
+                Err(_) => earlier.refused += 1,
+            }
         }
     }
     let progress = !opts.quiet && std::io::stderr().is_terminal();
@@ -217,21 +238,122 @@ async fn crawl(
     let status = app.status().await?;
     app.stop(Duration::from_secs(10)).await?;
     archive.close()?;
-    let summary = summary(&*store, &status, outcome.ok(), times, opts.json).await?;
+    let summary = summary(&*store, &status, outcome.ok(), times, earlier, opts.json).await?;
     let code = match (outcome, interrupted) {
         (Err(code), _) | (Ok(_), Some(code)) => code,
         _ if nothing_fetched(status.fetched_this_run, status.errors_this_run) => {
             eprintln!("no page could be fetched: every request of this run failed (reasons above)");
-            ExitCode::from(NOTHING_FETCHED)
+            ExitCode::from(super::EXIT_NOTHING_FETCHED)
         }
         _ => ExitCode::SUCCESS,
     };
     Ok((code, summary))
 }
 
-/// Exit code of a crawl whose every request failed (an unreachable seed, a
-/// typo in its host): a script must not read it as done.
-const NOTHING_FETCHED: u8 = 2;
+/// Which pages that failed on an earlier run a rerun fetches again
+/// (`--retry-failed`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
+pub(super) enum RetryFailed {
+    /// Those that got no answer (a refused connection, a timeout, a name
+    /// that did not resolve) or a 5xx or 429: a server fixed since answers.
+    #[default]
+    Transient,
+    /// Every failed page, 4xx answers too.
+    All,
+    /// None: failed pages stay as they are.
+    None,
+}
+
+impl RetryFailed {
+    fn retries(self, kind: FailureKind) -> bool {
+        match self {
+            RetryFailed::Transient => kind == FailureKind::Transient,
+            RetryFailed::All => true,
+            RetryFailed::None => false,
+        }
+    }
+}
+
+/// The pages the store holds as failed before this run starts, with how
+/// each failed (robots-blocked pages are the site's rule, not failures).
+async fn failed_before(store: &dyn Store) -> Result<Vec<(String, OperationSpec, FailureKind)>> {
+    let pages = store
+        .processed(PageQuery {
+            limit: None,
+            offset: 0,
+            only_failed: true,
+            newest_first: false,
+        })
+        .await?;
+    Ok(pages
+        .into_iter()
+        .filter_map(|p| {
+            let kind = failure_kind(&p.record)?;
+            Some((p.record.url, p.record.operation, kind))
+        })
+        .collect())
+}
+
+/// Pages that had failed on earlier runs, and what this run did with them.
+#[derive(Clone, Copy, Debug, Default)]
+struct EarlierFailures {
+    policy: RetryFailed,
+    transient: u64,
+    answered: u64,
+    /// Queued again by this run.
+    retried: u64,
+    /// To be retried, but refused by this run's rules.
+    refused: u64,
+}
+
+impl EarlierFailures {
+    fn count(&mut self, kind: FailureKind) {
+        match kind {
+            FailureKind::Transient => self.transient += 1,
+            FailureKind::Answered => self.answered += 1,
+        }
+    }
+
+    /// Failed before and not queued again, by `--retry-failed`'s choice.
+    fn left_by_policy(&self) -> u64 {
+        (self.transient + self.answered).saturating_sub(self.retried + self.refused)
+    }
+
+    /// What the summary says of them: what was tried again, what was not
+    /// and which flag tries it.
+    fn lines(&self) -> Vec<String> {
+        let mut lines = Vec::new();
+        if self.retried > 0 {
+            lines.push(format!(
+                "tried again: {} URL(s) that failed on an earlier run",
+                self.retried
+            ));
+        }
+        let left = self.left_by_policy();
+        if left > 0 {
+            lines.push(match self.policy {
+                RetryFailed::None => format!(
+                    "not tried again: {left} URL(s) that failed on an earlier run \
+                     (--retry-failed none); without it the {} that got no answer, \
+                     a 5xx or a 429 are tried again, with --retry-failed all every one",
+                    self.transient
+                ),
+                _ => format!(
+                    "not tried again: {left} URL(s) that failed on an earlier run with an \
+                     answer that stands (4xx); --retry-failed all tries them again"
+                ),
+            });
+        }
+        if self.refused > 0 {
+            lines.push(format!(
+                "not tried again: {} URL(s) that failed on an earlier run and that this \
+                 run's --scope, --allow/--deny, --max-depth or trap defence refuses",
+                self.refused
+            ));
+        }
+        lines
+    }
+}
 
 /// A run that tried and got no answer at all; a run with nothing left to
 /// do (every page already processed) tried nothing, and is done.
@@ -290,6 +412,7 @@ async fn summary(
     status: &web_crawler::Status,
     outcome: Option<IdleReason>,
     times: RunTimes,
+    earlier: EarlierFailures,
     json: bool,
 ) -> Result<Option<serde_json::Value>> {
     let histogram = store.status_histogram().await?;
@@ -313,6 +436,11 @@ async fn summary(
             "pages_per_sec": rate,
             "by_status": by_status,
             "store": counts,
+            "failed_before": {
+                "retry_failed": earlier.policy.to_possible_value().map(|v| v.get_name().to_string()),
+                "retried": earlier.retried,
+                "not_retried": earlier.left_by_policy() + earlier.refused,
+            },
         });
         return Ok(Some(doc));
     }
@@ -345,6 +473,7 @@ async fn summary(
         fetched: status.fetched_this_run,
         times,
         index: status.index,
+        earlier,
     };
     print!("{}", summary_text(&run, &histogram, &counts, &failed));
     Ok(None)
@@ -383,6 +512,7 @@ struct RunFacts {
     fetched: u64,
     times: RunTimes,
     index: Option<web_crawler::actors::IndexCounts>,
+    earlier: EarlierFailures,
 }
 
 /// The summary: this run's numbers first, labelled as such, then the
@@ -422,6 +552,9 @@ fn summary_text(
             );
         }
         _ => {}
+    }
+    for line in run.earlier.lines() {
+        let _ = writeln!(out, "{line}");
     }
     if let Some(index) = run.index {
         let left = if index.backlog() > 0 {
@@ -516,6 +649,7 @@ mod tests {
                 total: Duration::from_secs(10),
             },
             index: None,
+            earlier: EarlierFailures::default(),
         }
     }
 
@@ -612,6 +746,46 @@ mod tests {
         let none = web_crawler::actors::StoreCounts::default();
         let text = summary_text(&run_facts(Ended::NothingLeft, 0), &[], &none, &[]);
         assert!(!text.contains("trap"), "{text}");
+    }
+
+    #[test]
+    fn a_rerun_says_which_failures_it_left_and_the_flag_that_retries_them() {
+        let mut run = run_facts(Ended::NothingLeft, 2);
+        run.earlier = EarlierFailures {
+            policy: RetryFailed::Transient,
+            transient: 2,
+            answered: 3,
+            retried: 2,
+            refused: 0,
+        };
+        let counts = web_crawler::actors::StoreCounts::default();
+        let text = summary_text(&run, &[], &counts, &[]);
+        let lines: Vec<&str> = text.lines().skip(1).take(2).collect();
+        assert_eq!(
+            lines,
+            [
+                "tried again: 2 URL(s) that failed on an earlier run",
+                "not tried again: 3 URL(s) that failed on an earlier run with an answer \
+                 that stands (4xx); --retry-failed all tries them again"
+            ]
+        );
+        run.earlier.policy = RetryFailed::None;
+        run.earlier.retried = 0;
+        let text = summary_text(&run, &[], &counts, &[]);
+        assert_eq!(
+            text.lines().nth(1),
+            Some(
+                "not tried again: 5 URL(s) that failed on an earlier run (--retry-failed none); \
+                 without it the 2 that got no answer, a 5xx or a 429 are tried again, \
+                 with --retry-failed all every one"
+            )
+        );
+        let first = summary_text(&run_facts(Ended::NothingLeft, 2), &[], &counts, &[]);
+        assert!(!first.contains("tried again"), "{first}");
+        assert!(RetryFailed::Transient.retries(FailureKind::Transient));
+        assert!(!RetryFailed::Transient.retries(FailureKind::Answered));
+        assert!(RetryFailed::All.retries(FailureKind::Answered));
+        assert!(!RetryFailed::None.retries(FailureKind::Transient));
     }
 
     #[test]
