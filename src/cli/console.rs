@@ -592,11 +592,11 @@ async fn top(remote: &Remote, frames: usize, json: bool) -> Result<()> {
         let status = remote.status().await?;
         let (text, value) = top.frame(&status, std::time::Instant::now());
         if json {
-            println!("{value}");
+            outln!("{value}")?;
         } else if terminal {
-            println!("\x1b[H\x1b[2J{text}\n(Ctrl-C to stop)");
+            outln!("\x1b[H\x1b[2J{text}\n(Ctrl-C to stop)")?;
         } else {
-            println!("{text}\n");
+            outln!("{text}\n")?;
         }
         let _ = std::io::stdout().flush();
     }
@@ -660,7 +660,7 @@ fn list<T>(items: &[T], row: impl Fn(&T) -> String) -> String {
 pub(crate) async fn run_console(remote: Remote, addr: &str, json: bool) -> Result<usize> {
     let interactive = std::io::stdin().is_terminal();
     if interactive {
-        println!("connected to {addr}; type `help` for commands, `quit` to leave");
+        outln!("connected to {addr}; type `help` for commands, `quit` to leave")?;
     }
     let (tx, mut rx) = tokio::sync::mpsc::channel::<Option<String>>(1);
     let (ack_tx, ack_rx) = std::sync::mpsc::channel::<()>();
@@ -697,9 +697,9 @@ pub(crate) async fn run_console(remote: Remote, addr: &str, json: bool) -> Resul
     let mut error = |refusal: Refusal| {
         failed += 1;
         if json {
-            println!("{}", serde_json::json!({ "error": refusal }));
+            outln!("{}", serde_json::json!({ "error": refusal }))
         } else {
-            println!("error: {refusal}");
+            outln!("error: {refusal}")
         }
     };
     // A line the console itself cannot read.
@@ -709,12 +709,12 @@ pub(crate) async fn run_console(remote: Remote, addr: &str, json: bool) -> Resul
         // script's output says which answer is whose (JSON lines stay one
         // answer a line).
         if !interactive && !json && !line.trim().is_empty() {
-            println!("> {}", line.trim());
+            outln!("> {}", line.trim())?;
         }
         let keep_going = match parse_line(&line) {
             Ok(Line::Empty) => true,
             Ok(Line::Help) => {
-                println!("{HELP}");
+                outln!("{HELP}")?;
                 true
             }
             Ok(Line::Quit) => false,
@@ -725,27 +725,29 @@ pub(crate) async fn run_console(remote: Remote, addr: &str, json: bool) -> Resul
                     TOP_PIPE_FRAMES
                 };
                 if let Err(e) = top(&remote, frames.unwrap_or(default), json).await {
-                    error(match e.downcast::<ControlError>() {
-                        Ok(e) => e.refusal(),
-                        Err(e) => unreadable(e),
-                    });
+                    match e.downcast::<ControlError>() {
+                        Ok(e) => error(e.refusal())?,
+                        // Standard output is gone: the console ends.
+                        Err(e) if e.is::<std::io::Error>() => return Err(e),
+                        Err(e) => error(unreadable(e))?,
+                    }
                 }
                 true
             }
             Ok(Line::Request(req)) => {
                 match remote.request(&req).await {
-                    Ok(reply) if json => println!("{}", serde_json::to_string(&reply)?),
-                    Ok(reply) => println!("{}", render(&reply)),
-                    Err(e) => error(e.refusal()),
+                    Ok(reply) if json => outln!("{}", serde_json::to_string(&reply)?)?,
+                    Ok(reply) => outln!("{}", render(&reply))?,
+                    Err(e) => error(e.refusal())?,
                 }
                 true
             }
             Err(e) => {
-                error(unreadable(e));
+                error(unreadable(e))?;
                 true
             }
         };
-        let _ = std::io::stdout().flush();
+        std::io::stdout().flush()?;
         if !keep_going || ack_tx.send(()).is_err() {
             break;
         }

@@ -38,7 +38,7 @@ impl CrawlArgs {
             .collect();
         let (code, summary) = crawl(&self.opts, &seeds).await?;
         if let Some(summary) = summary {
-            println!("{}", serde_json::to_string_pretty(&summary)?);
+            outln!("{}", serde_json::to_string_pretty(&summary)?)?;
         }
         Ok(code)
     }
@@ -98,14 +98,14 @@ impl SearchTextArgs {
         let results = store.search_results(Some(&text)).await?;
         if let Some(crawled) = crawled {
             let doc = serde_json::json!({ "crawl": crawled, "results": results });
-            println!("{}", serde_json::to_string_pretty(&doc)?);
+            outln!("{}", serde_json::to_string_pretty(&doc)?)?;
         } else {
-            println!("{} page(s) contain {:?}:", results.len(), text);
+            outln!("{} page(s) contain {:?}:", results.len(), text)?;
             for r in &results {
                 let positions: Vec<String> = r.positions.iter().map(u64::to_string).collect();
-                println!("{}\t{}", r.url, positions.join(","));
+                outln!("{}\t{}", r.url, positions.join(","))?;
                 for c in &r.contexts {
-                    println!("\t{c}");
+                    outln!("\t{c}")?;
                 }
             }
         }
@@ -475,7 +475,14 @@ async fn summary(
         index: status.index,
         earlier,
     };
-    print!("{}", summary_text(&run, &histogram, &counts, &failed));
+    {
+        use std::io::Write as _;
+        write!(
+            std::io::stdout().lock(),
+            "{}",
+            summary_text(&run, &histogram, &counts, &failed)
+        )?;
+    }
     Ok(None)
 }
 

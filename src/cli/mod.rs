@@ -14,6 +14,16 @@
 //! (flag values), `rows.rs` (table rows the console and reports print
 //! alike) and `signals.rs` (stopping on SIGINT and SIGTERM).
 
+/// `println!` that returns the error rather than panicking when standard
+/// output is gone (`web_crawler status --json | head -c 600`): `main` ends
+/// such a run quietly, exit 0, as `ls | head` does.
+macro_rules! outln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        writeln!(std::io::stdout().lock(), $($arg)*)
+    }};
+}
+
 mod console;
 mod crawl;
 mod index;

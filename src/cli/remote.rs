@@ -149,9 +149,9 @@ pub(super) async fn one_shot(remote: &RemoteOpts, req: ControlRequest) -> Result
     conn.close();
     let reply = reply?;
     if remote.json {
-        println!("{}", serde_json::to_string_pretty(&reply)?);
+        outln!("{}", serde_json::to_string_pretty(&reply)?)?;
     } else {
-        println!("{}", console::render(&reply));
+        outln!("{}", console::render(&reply))?;
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -1325,6 +1325,41 @@ async fn a_piped_console_says_which_answer_is_whose() {
     );
 }
 
+/// Piped to `head`, which closes the pipe early, `status --json` and the
+/// console end quietly with exit 0 (as `ls | head` does): no panic about a
+/// broken pipe.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_and_the_console_piped_to_head_end_quietly() {
+    let cluster = Cluster::start_on(Ipv4Addr::new(127, 0, 29, 1), &[]).await;
+    let cut_short = |args: &[&str]| {
+        let mut cmd = bin();
+        cmd.args(args)
+            .args(["--connect", &cluster.master_addr.to_string()])
+            .arg("--cookie-file")
+            .arg(&cluster.cookie)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        cmd.spawn().unwrap()
+    };
+    for args in [&["status", "--json"][..], &["console"]] {
+        let mut child = cut_short(args);
+        // `head` has read what it wanted: its end of the pipe is closed
+        // before the command writes its answer.
+        drop(child.stdout.take());
+        let mut stdin = child.stdin.take().unwrap();
+        stdin.write_all(b"status\nnodes\nhelp\n").await.ok();
+        drop(stdin);
+        let out = tokio::time::timeout(Duration::from_secs(60), child.wait_with_output())
+            .await
+            .expect("it ends")
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {err}");
+    }
+}
+
 /// Topics of the sharded-search web: each page holds one, in words of its
 /// own, besides prose of its title.
 const TOPICS: &[&str] = &[
