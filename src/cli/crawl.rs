@@ -172,6 +172,7 @@ async fn crawl(
         ),
         None => None,
     };
+    let vectors = settings.embedder.is_some();
     let archive = opts
         .tuning
         .archive
@@ -204,7 +205,7 @@ async fn crawl(
         }
     }
     let progress = !opts.quiet && std::io::stderr().is_terminal();
-    let mut signals = StopSignals::new()?;
+    let mut signals = StopSignals::new()?.below_progress_line(progress);
     let track = async {
         match &metrics {
             Some(m) => m.track(&app).await,
@@ -213,7 +214,7 @@ async fn crawl(
     };
     let outcome = tokio::select! {
         r = app.wait_idle() => Ok(r?),
-        _ = show_progress(&app, progress) => Err(ExitCode::FAILURE),
+        _ = show_progress(&app, progress, None) => Err(ExitCode::FAILURE),
         _ = track => Err(ExitCode::FAILURE),
         code = signals.first() => Err(code),
     };
@@ -222,9 +223,10 @@ async fn crawl(
     // index, which took only what fetching left of the CPU, catches up.
     let mut interrupted = None;
     if outcome.is_ok() {
+        let catching_up = IndexPhase { vectors, fetching };
         tokio::select! {
             r = super::index_caught_up(&app) => r?,
-            _ = show_progress(&app, progress) => {}
+            _ = show_progress(&app, progress, Some(catching_up)) => {}
             code = signals.first() => interrupted = Some(code),
         }
     }
@@ -238,7 +240,15 @@ async fn crawl(
     let status = app.status().await?;
     app.stop(Duration::from_secs(10)).await?;
     archive.close()?;
-    let summary = summary(&*store, &status, outcome.ok(), times, earlier, opts.json).await?;
+    let run = RunFacts {
+        ended: Ended::of(outcome.as_ref().ok().copied()),
+        fetched: status.fetched_this_run,
+        times,
+        index: status.index,
+        vectors,
+        earlier,
+    };
+    let summary = summary(&*store, &run, opts.json).await?;
     let code = match (outcome, interrupted) {
         (Err(code), _) | (Ok(_), Some(code)) => code,
         _ if nothing_fetched(status.fetched_this_run, status.errors_this_run) => {
@@ -369,17 +379,87 @@ struct RunTimes {
     total: Duration,
 }
 
-/// Live progress on stderr, once a second; never returns.
-async fn show_progress(app: &AppHandle, enabled: bool) {
+/// After fetching, while the index catches up: whether pages get passage
+/// vectors (the slow part of a `--semantic` crawl), and how long fetching took.
+#[derive(Clone, Copy, Debug)]
+struct IndexPhase {
+    vectors: bool,
+    fetching: Duration,
+}
+
+/// Live progress on stderr, once a second; never returns. While fetching,
+/// the crawl's numbers; after (`catching_up`), the index's.
+async fn show_progress(app: &AppHandle, enabled: bool, catching_up: Option<IndexPhase>) {
     if !enabled {
         return std::future::pending().await;
     }
+    let since = Instant::now();
+    let mut first: Option<u64> = None;
     loop {
         tokio::time::sleep(Duration::from_secs(1)).await;
-        if let Ok(s) = app.status().await {
-            eprint!("\r\x1b[K{}", progress_line(&s));
-            let _ = std::io::stderr().flush();
-        }
+        let Ok(s) = app.status().await else { continue };
+        let line = match (catching_up, s.index) {
+            (Some(phase), Some(index)) => {
+                let from = *first.get_or_insert(index.indexed);
+                let rate = index.indexed.saturating_sub(from) as f64
+                    / since.elapsed().as_secs_f64().max(1e-3);
+                index_phase_line(s.fetched_this_run, phase, index, rate)
+            }
+            _ => progress_line(&s),
+        };
+        eprint!("\r\x1b[K{line}");
+        let _ = std::io::stderr().flush();
+    }
+}
+
+/// The progress line once fetching is done and the index catches up: what
+/// is being done (with `--semantic`, computing passage vectors, which can
+/// take minutes), how far along, at what rate, and about how long is left.
+fn index_phase_line(
+    fetched: u64,
+    phase: IndexPhase,
+    index: web_crawler::actors::IndexCounts,
+    rate: f64,
+) -> String {
+    let doing = if phase.vectors {
+        "computing passage vectors and indexing"
+    } else {
+        "indexing"
+    };
+    let left = if rate > 0.0 {
+        let secs = index.backlog() as f64 / rate;
+        format!(
+            ", about {} left",
+            run_time(Duration::from_secs_f64(secs.ceil()))
+        )
+    } else {
+        String::new()
+    };
+    format!(
+        "fetched {} in {}; {doing}: {} of {} pages, {rate:.1} pages/s{left}",
+        pages(fetched),
+        run_time(phase.fetching),
+        index.indexed,
+        index.queued,
+    )
+}
+
+/// "1 page", "2 pages".
+fn pages(n: u64) -> String {
+    if n == 1 {
+        "1 page".to_string()
+    } else {
+        format!("{n} pages")
+    }
+}
+
+/// A run's time as people read it: `4.2s`, `3m14s`, `1h02m`.
+fn run_time(d: Duration) -> String {
+    let secs = d.as_secs();
+    match secs {
+        0..60 => format!("{:.1}s", d.as_secs_f64()),
+        60..3600 => format!("{}m{:02}s", secs / 60, secs % 60),
+        _ => format!("{}h{:02}m", secs / 3600, secs % 3600 / 60),
     }
 }
 
@@ -409,30 +489,28 @@ fn progress_line(s: &web_crawler::Status) -> String {
 
 async fn summary(
     store: &dyn Store,
-    status: &web_crawler::Status,
-    outcome: Option<IdleReason>,
-    times: RunTimes,
-    earlier: EarlierFailures,
+    run: &RunFacts,
     json: bool,
 ) -> Result<Option<serde_json::Value>> {
     let histogram = store.status_histogram().await?;
     let counts = store.counts().await?;
-    let elapsed = times.total;
-    let rate = status.fetched_this_run as f64 / times.fetching.as_secs_f64().max(1e-3);
+    let times = run.times;
+    let earlier = run.earlier;
+    let rate = run.fetched as f64 / times.fetching.as_secs_f64().max(1e-3);
     let indexing = times.total.saturating_sub(times.fetching);
-    let ended = Ended::of(outcome);
     if json {
         let by_status: Vec<serde_json::Value> = histogram
             .iter()
             .map(|(code, n)| serde_json::json!({"http_returncode": code, "pages": n}))
             .collect();
         let doc = serde_json::json!({
-            "ended": ended.as_str(),
-            "fetched": status.fetched_this_run,
-            "elapsed_s": elapsed.as_secs_f64(),
+            "ended": run.ended.as_str(),
+            "fetched": run.fetched,
+            "elapsed_s": times.total.as_secs_f64(),
             "fetch_s": times.fetching.as_secs_f64(),
             "index_s": indexing.as_secs_f64(),
-            "index": status.index,
+            "index": run.index,
+            "passage_vectors": run.vectors,
             "pages_per_sec": rate,
             "by_status": by_status,
             "store": counts,
@@ -468,19 +546,12 @@ async fn summary(
     } else {
         Vec::new()
     };
-    let run = RunFacts {
-        ended,
-        fetched: status.fetched_this_run,
-        times,
-        index: status.index,
-        earlier,
-    };
     {
         use std::io::Write as _;
         write!(
             std::io::stdout().lock(),
             "{}",
-            summary_text(&run, &histogram, &counts, &failed)
+            summary_text(run, &histogram, &counts, &failed)
         )?;
     }
     Ok(None)
@@ -519,6 +590,8 @@ struct RunFacts {
     fetched: u64,
     times: RunTimes,
     index: Option<web_crawler::actors::IndexCounts>,
+    /// Pages got passage vectors (`--semantic`).
+    vectors: bool,
     earlier: EarlierFailures,
 }
 
@@ -535,12 +608,15 @@ fn summary_text(
     let mut out = String::new();
     let rate = run.fetched as f64 / run.times.fetching.as_secs_f64().max(1e-3);
     let indexing = run.times.total.saturating_sub(run.times.fetching);
+    // The whole run's time first: with the index catching up (minutes of
+    // passage vectors with --semantic) it is not the fetching time.
     let _ = writeln!(
         out,
-        "crawl ended ({}): this run fetched {} pages in {:.1}s, {:.1} pages/s",
+        "crawl ended ({}) after {}: this run fetched {} ({} of fetching, {:.1} pages/s)",
         run.ended.as_str(),
-        run.fetched,
-        run.times.fetching.as_secs_f64(),
+        run_time(run.times.total),
+        pages(run.fetched),
+        run_time(run.times.fetching),
         rate
     );
     match run.ended {
@@ -572,11 +648,16 @@ fn summary_text(
         } else {
             String::new()
         };
+        let vectors = if run.vectors {
+            " with passage vectors"
+        } else {
+            ""
+        };
         let _ = writeln!(
             out,
-            "search index: {} pages indexed this run, searchable {:.1}s after fetching ended{left}",
-            index.indexed,
-            indexing.as_secs_f64(),
+            "search index: {} indexed this run{vectors}, searchable {} after fetching ended{left}",
+            pages(index.indexed),
+            run_time(indexing),
         );
     }
     let _ = writeln!(out, "the store, all runs so far:");
@@ -656,6 +737,7 @@ mod tests {
                 total: Duration::from_secs(10),
             },
             index: None,
+            vectors: false,
             earlier: EarlierFailures::default(),
         }
     }
@@ -676,7 +758,10 @@ mod tests {
         let mut lines = text.lines();
         assert_eq!(
             lines.next(),
-            Some("crawl ended (interrupted): this run fetched 29 pages in 10.0s, 2.9 pages/s")
+            Some(
+                "crawl ended (interrupted) after 10.0s: this run fetched 29 pages \
+                 (10.0s of fetching, 2.9 pages/s)"
+            )
         );
         assert_eq!(
             lines.next(),
@@ -718,7 +803,8 @@ mod tests {
         );
         assert_eq!(
             text,
-            "crawl ended (nothing left to crawl): this run fetched 500 pages in 10.0s, 50.0 pages/s\n\
+            "crawl ended (nothing left to crawl) after 10.0s: this run fetched 500 pages \
+             (10.0s of fetching, 50.0 pages/s)\n\
              the store, all runs so far:\n\
              \x20 pages by status:\n\
              \x20          200  528\n\
@@ -793,6 +879,59 @@ mod tests {
         assert!(!RetryFailed::Transient.retries(FailureKind::Answered));
         assert!(RetryFailed::All.retries(FailureKind::Answered));
         assert!(!RetryFailed::None.retries(FailureKind::Transient));
+    }
+
+    #[test]
+    fn a_semantic_crawl_says_what_it_does_after_fetching_and_its_whole_time_first() {
+        let index = web_crawler::actors::IndexCounts {
+            indexed: 86,
+            queued: 527,
+        };
+        let phase = IndexPhase {
+            vectors: true,
+            fetching: Duration::from_millis(1_100),
+        };
+        assert_eq!(
+            index_phase_line(529, phase, index, 2.5),
+            "fetched 529 pages in 1.1s; computing passage vectors and indexing: \
+             86 of 527 pages, 2.5 pages/s, about 2m57s left"
+        );
+        let words = IndexPhase {
+            vectors: false,
+            ..phase
+        };
+        assert_eq!(
+            index_phase_line(1, words, index, 0.0),
+            "fetched 1 page in 1.1s; indexing: 86 of 527 pages, 0.0 pages/s"
+        );
+        let mut run = run_facts(Ended::NothingLeft, 529);
+        run.times = RunTimes {
+            fetching: Duration::from_millis(1_100),
+            total: Duration::from_millis(194_200),
+        };
+        run.vectors = true;
+        run.index = Some(web_crawler::actors::IndexCounts {
+            indexed: 527,
+            queued: 527,
+        });
+        let text = summary_text(&run, &[], &Default::default(), &[]);
+        let lines: Vec<&str> = text.lines().take(2).collect();
+        assert_eq!(
+            lines,
+            [
+                "crawl ended (nothing left to crawl) after 3m14s: this run fetched 529 pages \
+                 (1.1s of fetching, 480.9 pages/s)",
+                "search index: 527 pages indexed this run with passage vectors, \
+                 searchable 3m13s after fetching ended"
+            ]
+        );
+        let one = summary_text(
+            &run_facts(Ended::NothingLeft, 1),
+            &[],
+            &Default::default(),
+            &[],
+        );
+        assert!(one.contains("this run fetched 1 page ("), "{one}");
     }
 
     #[test]

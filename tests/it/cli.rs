@@ -793,7 +793,7 @@ async fn sigterm_stops_a_crawl_with_its_summary() {
     // The resumed run's count is its own; the store's totals are labelled.
     let summary = stdout(&resumed);
     assert!(
-        summary.contains("crawl ended (nothing left to crawl): this run fetched "),
+        summary.contains("crawl ended (nothing left to crawl) after "),
         "{summary}"
     );
     assert!(
