@@ -5,7 +5,7 @@
 
 use crate::behaviour::index::SearchAnswer;
 use crate::behaviour::{PageQuery, Queries};
-use crate::config::CrawlConfig;
+use crate::config::{CrawlConfig, shard_holding};
 use crate::frontier::{LinkDecision, decide_link};
 use crate::hosts;
 use crate::monitor::{self, HistoryQuery};
@@ -471,11 +471,17 @@ pub(crate) async fn search(
             let now = now_ms();
             if roster.stale(now, &live) {
                 let nodes = queries.pages_per_node().await?;
-                roster.read(nodes.into_iter().map(|(node, _)| node), now);
+                let master = &cfg.node_name;
+                roster.read(
+                    nodes
+                        .into_iter()
+                        .map(|(node, _)| shard_holding(node, master)),
+                    now,
+                );
             }
             for url in shards::listed_twice(&tops) {
                 if let Some(page) = queries.processed_url(&url).await? {
-                    fetched_by.insert(url, page.record.node);
+                    fetched_by.insert(url, shard_holding(page.record.node, &cfg.node_name));
                 }
             }
             roster.expected(&live)
