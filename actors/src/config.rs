@@ -167,7 +167,7 @@ pub struct CrawlConfig {
 /// `crawl` command's). A master started later on the same store takes the
 /// pages it fetched as its own: they are in the store's index, which is
 /// the master's shard, so they are neither handed over nor missing.
-pub const ONE_SHOT_NODE: &str = "local";
+pub(crate) const ONE_SHOT_NODE: &str = "local";
 
 /// The node whose shard holds the pages the store says `node` fetched,
 /// asked on the master's node `master`: a one-shot crawl's are the master's.

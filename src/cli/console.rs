@@ -71,8 +71,19 @@ commands:
   top [N]                     a live view, each second: rate, queue, requests in flight, nodes
                               (N frames; until Ctrl-C at a terminal, 5 on a pipe)
   restart master              kill the master; the supervisor restarts it
+  shutdown                    stop the master's node gracefully, as SIGTERM does (asks to
+                              confirm: answer yes); the whole crawl stops
   help                        this text
   quit                        leave the shell (the cluster keeps running)";
+
+/// What `shutdown` asks before it stops the master's node.
+const SHUTDOWN_QUESTION: &str =
+    "stop the master's node, and with it the crawl? (yes to confirm, anything else keeps it)";
+
+/// The answer to [`SHUTDOWN_QUESTION`] that stops the master's node.
+fn confirmed(answer: &str) -> bool {
+    matches!(answer.trim().to_ascii_lowercase().as_str(), "yes" | "y")
+}
 
 /// At most this many search results (and hosts, by default) in one answer.
 const LISTED: usize = 50;
@@ -83,6 +94,8 @@ enum Line {
     Empty,
     Help,
     Quit,
+    /// `shutdown`: stop the master's node, once the next line confirms it.
+    Shutdown,
     /// `top [N]`: N frames, or the default for the terminal or pipe.
     Top(Option<usize>),
     Request(ControlRequest),
@@ -112,6 +125,7 @@ fn parse_line(line: &str) -> Result<Line> {
         [] => return Ok(Line::Empty),
         ["help"] | ["?"] => return Ok(Line::Help),
         ["quit"] | ["exit"] | ["q"] => return Ok(Line::Quit),
+        ["shutdown"] => return Ok(Line::Shutdown),
         ["status"] => ControlRequest::Status,
         ["nodes"] => ControlRequest::Nodes,
         ["tree"] => ControlRequest::Tree,
@@ -718,6 +732,28 @@ pub(crate) async fn run_console(remote: Remote, addr: &str, json: bool) -> Resul
                 true
             }
             Ok(Line::Quit) => false,
+            Ok(Line::Shutdown) => {
+                outln!("{SHUTDOWN_QUESTION}")?;
+                std::io::stdout().flush()?;
+                if ack_tx.send(()).is_err() {
+                    break;
+                }
+                let answer = rx.recv().await.flatten().unwrap_or_default();
+                if !interactive && !json {
+                    outln!("> {}", answer.trim())?;
+                }
+                if confirmed(&answer) {
+                    match remote.request(&ControlRequest::Shutdown).await {
+                        Ok(reply) if json => outln!("{}", serde_json::to_string(&reply)?)?,
+                        Ok(reply) => outln!("{}", render(&reply))?,
+                        Err(e) => error(e.refusal())?,
+                    }
+                    false
+                } else {
+                    outln!("not stopped")?;
+                    true
+                }
+            }
             Ok(Line::Top(frames)) => {
                 let default = if interactive {
                     TOP_TERMINAL_FRAMES
@@ -803,6 +839,8 @@ mod tests {
         );
         assert_eq!(parse_line("top 3").unwrap(), Line::Top(Some(3)));
         assert!(parse_line("set colour blue").is_err());
+        assert_eq!(parse_line("shutdown").unwrap(), Line::Shutdown);
+        assert!(confirmed("yes\n") && confirmed(" Y ") && !confirmed("") && !confirmed("no"));
         for zero in ["set per-host 0", "set concurrency 0"] {
             let e = parse_line(zero).unwrap_err().to_string();
             assert_eq!(e, "0 would fetch nothing: give 1 or more", "{zero}");

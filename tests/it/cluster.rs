@@ -1360,6 +1360,29 @@ async fn status_and_the_console_piped_to_head_end_quietly() {
     }
 }
 
+/// The console stops the master's node as SIGTERM does, once confirmed:
+/// any answer but `yes` keeps it; `yes` stops it and its process exits 0.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_console_shuts_the_master_down_once_confirmed() {
+    let mut cluster = Cluster::start_on(Ipv4Addr::new(127, 0, 29, 2), &[]).await;
+    let out = cluster.console(&[], "shutdown\nno\nnodes\n").await;
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("> no\nnot stopped\n> nodes"), "{text}");
+    assert!(cluster.status().await.is_some(), "still running");
+    let out = cluster.console(&[], "shutdown\nyes\n").await;
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("node master is stopping"),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let exit = tokio::time::timeout(Duration::from_secs(30), cluster.master.wait())
+        .await
+        .expect("the master's node stops")
+        .unwrap();
+    assert_eq!(exit.code(), Some(0));
+}
+
 /// Topics of the sharded-search web: each page holds one, in words of its
 /// own, besides prose of its title.
 const TOPICS: &[&str] = &[
