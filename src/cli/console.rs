@@ -278,6 +278,7 @@ const USAGE: &[(&str, Option<&str>, &str)] = &[
     ("node", Some("`stop` and a node's name"), "node stop NAME"),
     ("top", None, "top [N]"),
     ("restart", Some("what to restart"), "restart master"),
+    ("shutdown", None, "shutdown"),
     ("help", None, "help"),
     ("quit", None, "quit"),
 ];
