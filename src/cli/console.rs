@@ -551,22 +551,24 @@ struct Top {
 const TOP_RATE_SECS: u64 = 5;
 
 impl Top {
-    /// One frame for `status`, taken `now`.
+    /// One frame for `status`, taken `now`. The rate is over the last
+    /// [`TOP_RATE_SECS`] (from the newest frame at least that old); until
+    /// `top` has frames that old, the master's own rate of its last
+    /// seconds, so that no frame shows the rate of a single second.
     fn frame(&mut self, s: &Status, now: std::time::Instant) -> (String, Value) {
+        let window = Duration::from_secs(TOP_RATE_SECS);
         self.samples.push_back((now, s.fetched_this_run));
-        while self.samples.len() > 1
-            && now.duration_since(self.samples[0].0) > Duration::from_secs(TOP_RATE_SECS)
-        {
+        while self.samples.len() > 1 && now.duration_since(self.samples[1].0) >= window {
             self.samples.pop_front();
         }
         let (t0, f0) = self.samples[0];
-        let mut secs = now.duration_since(t0).as_secs_f64();
-        let rate = if secs > 0.0 {
-            s.fetched_this_run.saturating_sub(f0) as f64 / secs
+        let span = now.duration_since(t0);
+        let (rate, secs) = if span >= window {
+            let secs = span.as_secs_f64();
+            (s.fetched_this_run.saturating_sub(f0) as f64 / secs, secs)
         } else {
-            // The first frame: the master's rate of its last seconds.
-            secs = (web_crawler::actors::rate::RECENT_MS / 1_000) as f64;
-            s.recent_pages_per_sec
+            let master_secs = (web_crawler::actors::rate::RECENT_MS / 1_000) as f64;
+            (s.recent_pages_per_sec, master_secs)
         };
         let mut text = format!(
             "node {}  rate {rate:.1} pages/s (last {secs:.0} s, {:.1} on average)  fetched {}  errors {}{}\n\
@@ -1029,10 +1031,30 @@ mod tests {
             "{text}"
         );
         assert_eq!(json["rate"], 0.0);
+        // Until it has frames 5 s old: the master's rate, never a 1-s one.
         s.fetched_this_run = 120;
-        let (text, _) = top.frame(&s, t0 + Duration::from_secs(2));
+        s.recent_pages_per_sec = 12.5;
+        let (text, _) = top.frame(&s, t0 + Duration::from_secs(1));
         assert!(
-            text.starts_with("node m  rate 10.0 pages/s (last 2 s, 40.0 on average)"),
+            text.starts_with("node m  rate 12.5 pages/s (last 10 s, 40.0 on average)"),
+            "{text}"
+        );
+        for (at, fetched) in [(2, 130), (3, 140), (4, 150)] {
+            s.fetched_this_run = fetched;
+            top.frame(&s, t0 + Duration::from_secs(at));
+        }
+        s.fetched_this_run = 200;
+        let (text, json) = top.frame(&s, t0 + Duration::from_secs(5));
+        assert!(
+            text.starts_with("node m  rate 20.0 pages/s (last 5 s, 40.0 on average)"),
+            "{text}"
+        );
+        assert_eq!(json["rate"], 20.0);
+        // Then always over the last 5 s: (260 - 120) pages in 5 s.
+        s.fetched_this_run = 260;
+        let (text, _) = top.frame(&s, t0 + Duration::from_secs(6));
+        assert!(
+            text.starts_with("node m  rate 28.0 pages/s (last 5 s"),
             "{text}"
         );
     }
