@@ -421,6 +421,54 @@ async fn bad_input_is_one_clear_line_and_a_failure_exit() {
     );
 }
 
+/// `--db` naming a directory, or a file no crawl made: one line saying
+/// what it names and what --db takes, exit code 1.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_db_that_is_no_store_says_what_it_is() {
+    let dir = tempfile::tempdir().unwrap();
+    let shown = dir.path().display().to_string();
+    let in_it = dir.path().join("crawler.db").display().to_string();
+    let a_directory = format!(
+        "error: cannot open the store {shown}: it is a directory; the store is a file, such as {in_it}"
+    );
+    for args in [
+        vec!["report", "pages", "--db", &shown],
+        vec!["crawl", "http://127.0.0.1:9/", "--db", &shown],
+    ] {
+        let out = run(&args).await;
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        assert_eq!(stderr(&out).trim_end(), a_directory, "{args:?}");
+    }
+    assert!(
+        !Path::new(&format!("{shown}.lock")).exists(),
+        "no lock file beside it"
+    );
+    let out = run(&["search", "csv", "--db", &shown]).await;
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        stderr(&out).trim_end(),
+        format!(
+            "error: {shown} is a directory: --db takes the crawl's store file (such as {in_it})"
+        )
+    );
+    let notes = dir.path().join("notes.txt");
+    std::fs::write(&notes, "my notes, not a database").unwrap();
+    let out = run(&["search", "csv", "--db", notes.to_str().unwrap()]).await;
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        stderr(&out).trim_end(),
+        format!(
+            "error: {} is not a web crawler store: --db takes the file a crawl made \
+             (`web_crawler crawl URL --db FILE`)",
+            notes.display()
+        )
+    );
+    assert_eq!(
+        std::fs::read_to_string(&notes).unwrap(),
+        "my notes, not a database"
+    );
+}
+
 async fn sigkill_mid_crawl_then_resume_loses_nothing(backend: Backend) {
     // Slow pages so the kill lands mid-crawl.
     let web = GeneratedWeb::start_with(4, 60, 7, Duration::from_millis(15)).await;
