@@ -670,12 +670,36 @@ async fn a_rust_program_joins_and_sends_add_url() {
         "{refused}"
     );
     assert_eq!(web.servers[0].hits_of("/"), 1);
+    // `add-url --json`: one JSON answer on stdout for each outcome.
+    let out = cluster.cli(&["add-url", &web.seed_url(), "--json"]).await;
+    assert_eq!(out.status.code(), Some(1), "refused: {out:?}");
+    let refused: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        (&refused["accepted"], &refused["error"]["code"]),
+        (
+            &serde_json::json!(false),
+            &serde_json::json!("already_known")
+        ),
+        "{refused}"
+    );
+    assert!(out.stderr.is_empty(), "{out:?}");
+    let out = cluster
+        .cli(&["add-url", &web.seed_url(), "--again", "--json"])
+        .await;
+    assert!(out.status.success(), "{out:?}");
+    let queued: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        queued,
+        serde_json::json!({"url": web.seed_url(), "accepted": true, "normalized": web.seed_url()})
+    );
+    cluster.wait_idle().await;
+    assert_eq!(web.servers[0].hits_of("/"), 2, "fetched again");
     remote
         .add_url_again(&web.seed_url(), OperationSpec::crawl())
         .await
         .unwrap();
     cluster.wait_idle().await;
-    assert_eq!(web.servers[0].hits_of("/"), 2, "fetched again");
+    assert_eq!(web.servers[0].hits_of("/"), 3, "fetched again");
     remote.close();
     let wrong = Remote::connect(
         &cluster.master_addr.to_string(),
