@@ -227,6 +227,11 @@ impl Graph {
         }
     }
 
+    /// Whether any node is on `host` (`host[:port]`, as [`Node::host`]).
+    pub fn has_host(&self, host: &str) -> bool {
+        self.hosts.contains(host) || (0..self.urls.len() as u32).any(|id| self.host_of(id) == host)
+    }
+
     /// The stored host of a processed page; the URL's `host[:port]` otherwise.
     fn host_of(&self, id: u32) -> String {
         match &self.facts[id as usize] {
@@ -708,6 +713,18 @@ mod tests {
             "Source,Target\nhttp://b:8080/,http://a/\nhttp://b:8080/,http://b:8080/later\n"
         );
         assert_eq!(written(&g, Format::Csv, Some("nowhere")), "Source,Target\n");
+    }
+
+    #[test]
+    fn a_host_is_in_the_graph_by_its_fetched_or_linked_pages() {
+        let g = site();
+        assert!(g.has_host("a"));
+        assert!(g.has_host("b:8080"));
+        assert!(!g.has_host("b"), "the port is part of the host");
+        assert!(!g.has_host("nowhere"));
+        let mut linked_only = Graph::new();
+        linked_only.add_page(&page("http://a/", Some(200), &["http://c/"]));
+        assert!(linked_only.has_host("c"));
     }
 
     fn awkward() -> Graph {

@@ -30,7 +30,10 @@ const DEFAULT_LOG: &str = "warn,web_crawler_actors::master=info,ractor_cluster=e
 
 fn main() -> std::process::ExitCode {
     hold_the_heap_small();
-    let args = cli::Cli::parse();
+    let args = match cli::Cli::try_parse() {
+        Ok(args) => args,
+        Err(e) => return cli::usage(&e),
+    };
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()

@@ -163,10 +163,26 @@ pub struct CrawlConfig {
     pub tick: Duration,
 }
 
+/// The node name of a crawl run without a cluster (the default, and the
+/// `crawl` command's). A master started later on the same store takes the
+/// pages it fetched as its own: they are in the store's index, which is
+/// the master's shard, so they are neither handed over nor missing.
+pub(crate) const ONE_SHOT_NODE: &str = "local";
+
+/// The node whose shard holds the pages the store says `node` fetched,
+/// asked on the master's node `master`: a one-shot crawl's are the master's.
+pub(crate) fn shard_holding(node: String, master: &str) -> String {
+    if node == ONE_SHOT_NODE {
+        master.to_string()
+    } else {
+        node
+    }
+}
+
 impl Default for CrawlConfig {
     fn default() -> Self {
         Self {
-            node_name: "local".to_string(),
+            node_name: ONE_SHOT_NODE.to_string(),
             concurrency: 32,
             per_host: 1,
             min_delay: Duration::from_millis(250),

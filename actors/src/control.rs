@@ -5,7 +5,7 @@
 
 use crate::behaviour::index::SearchAnswer;
 use crate::behaviour::{PageQuery, Queries};
-use crate::config::CrawlConfig;
+use crate::config::{CrawlConfig, shard_holding};
 use crate::frontier::{LinkDecision, decide_link};
 use crate::hosts;
 use crate::monitor::{self, HistoryQuery};
@@ -24,6 +24,7 @@ use crate::types::{Millis, OperationSpec, TRAP_SAMPLES, now_ms};
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::Duration;
 
 #[derive(Debug)]
 pub(crate) struct ControlArgs {
@@ -39,6 +40,10 @@ pub(crate) struct Control;
 
 /// How long a request may wait for the master.
 const MASTER_TIMEOUT_MS: u64 = 10_000;
+/// What a `shutdown` gives in-flight pages to finish, as SIGTERM does.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
+/// How long a `shutdown`'s answer has to reach the console before the stop.
+const SHUTDOWN_ANSWER_TIME: Duration = Duration::from_millis(500);
 
 /// How long a batch of URLs may wait for the master to write it.
 const BATCH_TIMEOUT_MS: u64 = 60_000;
@@ -155,6 +160,27 @@ async fn answer(
                 MasterMsg::NodeStopping { node: node.clone() },
             );
             Ok(ControlReply::NodeStopping(NodeStopping { node }))
+        }
+        ControlRequest::Shutdown => {
+            let (master, sup) = (master(cfg)?, sup(cfg)?);
+            // Answered first: the stop ends this actor, and the process
+            // with the cluster connection the answer travels on.
+            tokio::spawn(async move {
+                tokio::time::sleep(SHUTDOWN_ANSWER_TIME).await;
+                let _ = ractor::call_t!(
+                    master,
+                    |reply| MasterMsg::Drain {
+                        timeout: SHUTDOWN_GRACE,
+                        reply
+                    },
+                    MASTER_TIMEOUT_MS + SHUTDOWN_GRACE.as_millis() as u64
+                );
+                let (port, _) = ractor::concurrency::oneshot();
+                let _ = sup.cast(SupMsg::Shutdown(port.into()));
+            });
+            Ok(ControlReply::NodeStopping(NodeStopping {
+                node: cfg.node_name.clone(),
+            }))
         }
         ControlRequest::Status => Ok(ControlReply::Status(status(cfg).await?)),
         ControlRequest::Nodes => Ok(ControlReply::Nodes(status(cfg).await?.nodes)),
@@ -471,11 +497,17 @@ pub(crate) async fn search(
             let now = now_ms();
             if roster.stale(now, &live) {
                 let nodes = queries.pages_per_node().await?;
-                roster.read(nodes.into_iter().map(|(node, _)| node), now);
+                let master = &cfg.node_name;
+                roster.read(
+                    nodes
+                        .into_iter()
+                        .map(|(node, _)| shard_holding(node, master)),
+                    now,
+                );
             }
             for url in shards::listed_twice(&tops) {
                 if let Some(page) = queries.processed_url(&url).await? {
-                    fetched_by.insert(url, page.record.node);
+                    fetched_by.insert(url, shard_holding(page.record.node, &cfg.node_name));
                 }
             }
             roster.expected(&live)

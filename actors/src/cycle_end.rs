@@ -8,6 +8,7 @@
 //! carries out what they return.
 
 use crate::behaviour::{StoreError, error_chain};
+use crate::config::ONE_SHOT_NODE;
 use crate::outage::{StoreFailure, Verdict, human_duration};
 use crate::protocol::MASTER_LOG;
 use crate::store_cycle::{CycleResult, FailedCycle};
@@ -80,8 +81,13 @@ pub(crate) fn cycle_done(
     if let Some(nodes) = result.nodes_with_pages.take() {
         // A new master knows nothing of departures before it: a node that
         // fetched pages and is not in the cluster is gone from now on, and
-        // handed over unless it is back within the grace.
-        let absent: Vec<String> = nodes.into_iter().filter(|n| !live.contains(n)).collect();
+        // handed over unless it is back within the grace. A one-shot
+        // crawl's pages are this master's own (its shard is the store's
+        // index): a service started over them fetches nothing again.
+        let absent: Vec<String> = nodes
+            .into_iter()
+            .filter(|n| !live.contains(n) && n != ONE_SHOT_NODE)
+            .collect();
         if !absent.is_empty() {
             tracing::info!(
                 target: MASTER_LOG,
@@ -275,6 +281,21 @@ mod tests {
         cycle_done(&mut w, &mut again, &["a".to_string()], T0 + grace + 1);
         assert!(w.departures.left_for_good(T0 + 3 * grace, grace).is_empty());
         assert_eq!(w.departures.handing_over(), ["w1"]);
+    }
+
+    /// `start` over a store a one-shot `crawl` made: its pages are the
+    /// master's own, not a departed node's to fetch again.
+    #[test]
+    fn a_master_over_a_one_shot_crawls_store_takes_its_pages_as_its_own() {
+        let mut w = window();
+        let grace = w.departed_after();
+        let mut result = CycleResult {
+            nodes_with_pages: Some(vec![ONE_SHOT_NODE.into()]),
+            ..CycleResult::default()
+        };
+        cycle_done(&mut w, &mut result, &["master".to_string()], T0);
+        assert!(w.departures.left_for_good(T0 + grace, grace).is_empty());
+        assert!(w.departures.handing_over().is_empty());
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! The paper's `add_pending_url` rules that a store applies to each link, as
 //! pure functions (both backends call them, so they agree).
 
-use crate::types::Millis;
+use crate::types::{Millis, PageRecord, ROBOTS_BLOCKED};
 use std::collections::{HashMap, VecDeque};
 
 /// What to do with a link whose URL may already be known.
@@ -35,6 +35,31 @@ pub fn decide_link(
     } else {
         LinkDecision::ReferralOnly
     }
+}
+
+/// How a page failed, as a later run of the crawl judges it: worth
+/// another try, or an answer that stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FailureKind {
+    /// No answer (a refused connection, a timeout, a name that did not
+    /// resolve, a TLS failure, robots.txt unreachable) or an answer that
+    /// means "not now" (5xx, 429): a server fixed since may answer.
+    Transient,
+    /// The server answered and meant it (4xx, a redirect loop, a soft 404).
+    Answered,
+}
+
+/// How `record` failed; `None` for a page that did not fail, or that
+/// robots.txt disallows (the site's rule, not a failure to retry).
+pub fn failure_kind(record: &PageRecord) -> Option<FailureKind> {
+    let failed = record.error.is_some() || record.http_returncode.is_some_and(|c| c >= 400);
+    if !failed || record.error.as_deref() == Some(ROBOTS_BLOCKED) {
+        return None;
+    }
+    Some(match record.http_returncode {
+        None | Some(429) | Some(500..=599) => FailureKind::Transient,
+        Some(_) => FailureKind::Answered,
+    })
 }
 
 /// How much of a page's OPIC credit a link gets, relative to its siblings,
@@ -113,6 +138,38 @@ pub fn round_robin<'h, K>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_failure_of_the_moment_is_transient_and_an_answer_stands() {
+        let failed = |code: Option<u16>, error: Option<&str>| {
+            failure_kind(&PageRecord {
+                http_returncode: code,
+                error: error.map(str::to_string),
+                ..PageRecord::default()
+            })
+        };
+        let transient = Some(FailureKind::Transient);
+        let refused = "failed after 2 attempt(s): connection refused";
+        assert_eq!(failed(None, Some(refused)), transient);
+        assert_eq!(
+            failed(None, Some("failed after 3 attempt(s): timed out (total)")),
+            transient
+        );
+        assert_eq!(failed(Some(500), None), transient);
+        assert_eq!(
+            failed(Some(503), Some("failed after 3 attempt(s): HTTP 503")),
+            transient
+        );
+        assert_eq!(failed(Some(429), Some("HTTP 429")), transient);
+        assert_eq!(failed(Some(404), None), Some(FailureKind::Answered));
+        assert_eq!(
+            failed(Some(200), Some("trap: soft 404")),
+            Some(FailureKind::Answered)
+        );
+        assert_eq!(failed(None, Some(ROBOTS_BLOCKED)), None, "the site's rule");
+        assert_eq!(failed(Some(200), None), None, "not failed");
+        assert_eq!(failed(Some(301), None), None, "a redirect");
+    }
 
     #[test]
     fn round_robin_takes_hosts_in_turn_within_their_caps() {

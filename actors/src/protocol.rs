@@ -1055,6 +1055,10 @@ pub enum ControlRequest {
     StopNode {
         node: String,
     },
+    /// Stop the master's node gracefully, as SIGTERM does (the console's
+    /// `shutdown`, confirmed): in-flight pages finish or go back to
+    /// pending, and its process ends with exit code 0.
+    Shutdown,
     /// Kill the master; the supervisor restarts it.
     RestartMaster,
     /// Full-text search over the pages indexed: the `limit` best after

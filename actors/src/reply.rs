@@ -78,7 +78,9 @@ impl ControlReply {
             ControlRequest::Pause | ControlRequest::Resume => Self::Paused(as_(value)?),
             ControlRequest::Set { .. } => Self::SettingChanged(as_(value)?),
             ControlRequest::PauseHost { .. } => Self::HostPaused(as_(value)?),
-            ControlRequest::StopNode { .. } => Self::NodeStopping(as_(value)?),
+            ControlRequest::StopNode { .. } | ControlRequest::Shutdown => {
+                Self::NodeStopping(as_(value)?)
+            }
             ControlRequest::RestartMaster => Self::Restarted(as_(value)?),
             ControlRequest::Search { .. } => Self::Search(as_(value)?),
             ControlRequest::SearchResults { .. } => Self::SearchResults(as_(value)?),
@@ -315,7 +317,7 @@ pub enum ControlError {
     /// An actor of the tree did not take or answer the request.
     #[error("the {actor} did not answer: {reason}")]
     Unanswered { actor: &'static str, reason: String },
-    #[error("{node} is the master's node: stop its process (SIGTERM) instead")]
+    #[error("{node} is the master's node: `shutdown` stops it (as SIGTERM to its process does)")]
     MastersNode { node: String },
     #[error("no live node {node:?}; nodes: {}", .live.join(", "))]
     NoSuchNode { node: String, live: Vec<String> },

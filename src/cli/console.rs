@@ -2,7 +2,7 @@
 //! it sends `ControlRequest`s to a running cluster and renders the
 //! replies, as the one-shot script commands (`remote.rs`) print them too.
 
-use super::parse::parse_watch;
+use super::parse::{fetches_at_once, parse_watch};
 use super::rows::{
     AVAILABILITY_HEADER, CHANGES_HEADER, LIVE_HOSTS_HEADER, TRAPS_HEADER, availability_row,
     change_row, live_host_row, requests, trap_row, trapped_by_rule,
@@ -71,8 +71,19 @@ commands:
   top [N]                     a live view, each second: rate, queue, requests in flight, nodes
                               (N frames; until Ctrl-C at a terminal, 5 on a pipe)
   restart master              kill the master; the supervisor restarts it
+  shutdown                    stop the master's node gracefully, as SIGTERM does (asks to
+                              confirm: answer yes); the whole crawl stops
   help                        this text
   quit                        leave the shell (the cluster keeps running)";
+
+/// What `shutdown` asks before it stops the master's node.
+const SHUTDOWN_QUESTION: &str =
+    "stop the master's node, and with it the crawl? (yes to confirm, anything else keeps it)";
+
+/// The answer to [`SHUTDOWN_QUESTION`] that stops the master's node.
+fn confirmed(answer: &str) -> bool {
+    matches!(answer.trim().to_ascii_lowercase().as_str(), "yes" | "y")
+}
 
 /// At most this many search results (and hosts, by default) in one answer.
 const LISTED: usize = 50;
@@ -83,6 +94,8 @@ enum Line {
     Empty,
     Help,
     Quit,
+    /// `shutdown`: stop the master's node, once the next line confirms it.
+    Shutdown,
     /// `top [N]`: N frames, or the default for the terminal or pipe.
     Top(Option<usize>),
     Request(ControlRequest),
@@ -112,6 +125,7 @@ fn parse_line(line: &str) -> Result<Line> {
         [] => return Ok(Line::Empty),
         ["help"] | ["?"] => return Ok(Line::Help),
         ["quit"] | ["exit"] | ["q"] => return Ok(Line::Quit),
+        ["shutdown"] => return Ok(Line::Shutdown),
         ["status"] => ControlRequest::Status,
         ["nodes"] => ControlRequest::Nodes,
         ["tree"] => ControlRequest::Tree,
@@ -200,8 +214,10 @@ fn parse_line(line: &str) -> Result<Line> {
         ["set", key, value] => ControlRequest::Set {
             setting: match *key {
                 "delay" => Setting::DelayMs(delay_ms(value)?),
-                "per-host" => Setting::PerHost(value.parse().context("N must be a number")?),
-                "concurrency" => Setting::Concurrency(value.parse().context("N must be a number")?),
+                "per-host" => Setting::PerHost(fetches_at_once(value).map_err(anyhow::Error::msg)?),
+                "concurrency" => {
+                    Setting::Concurrency(fetches_at_once(value).map_err(anyhow::Error::msg)?)
+                }
                 other => bail!("no setting {other:?}: try delay, per-host or concurrency"),
             },
         },
@@ -262,6 +278,7 @@ const USAGE: &[(&str, Option<&str>, &str)] = &[
     ("node", Some("`stop` and a node's name"), "node stop NAME"),
     ("top", None, "top [N]"),
     ("restart", Some("what to restart"), "restart master"),
+    ("shutdown", None, "shutdown"),
     ("help", None, "help"),
     ("quit", None, "quit"),
 ];
@@ -534,22 +551,24 @@ struct Top {
 const TOP_RATE_SECS: u64 = 5;
 
 impl Top {
-    /// One frame for `status`, taken `now`.
+    /// One frame for `status`, taken `now`. The rate is over the last
+    /// [`TOP_RATE_SECS`] (from the newest frame at least that old); until
+    /// `top` has frames that old, the master's own rate of its last
+    /// seconds, so that no frame shows the rate of a single second.
     fn frame(&mut self, s: &Status, now: std::time::Instant) -> (String, Value) {
+        let window = Duration::from_secs(TOP_RATE_SECS);
         self.samples.push_back((now, s.fetched_this_run));
-        while self.samples.len() > 1
-            && now.duration_since(self.samples[0].0) > Duration::from_secs(TOP_RATE_SECS)
-        {
+        while self.samples.len() > 1 && now.duration_since(self.samples[1].0) >= window {
             self.samples.pop_front();
         }
         let (t0, f0) = self.samples[0];
-        let mut secs = now.duration_since(t0).as_secs_f64();
-        let rate = if secs > 0.0 {
-            s.fetched_this_run.saturating_sub(f0) as f64 / secs
+        let span = now.duration_since(t0);
+        let (rate, secs) = if span >= window {
+            let secs = span.as_secs_f64();
+            (s.fetched_this_run.saturating_sub(f0) as f64 / secs, secs)
         } else {
-            // The first frame: the master's rate of its last seconds.
-            secs = (web_crawler::actors::rate::RECENT_MS / 1_000) as f64;
-            s.recent_pages_per_sec
+            let master_secs = (web_crawler::actors::rate::RECENT_MS / 1_000) as f64;
+            (s.recent_pages_per_sec, master_secs)
         };
         let mut text = format!(
             "node {}  rate {rate:.1} pages/s (last {secs:.0} s, {:.1} on average)  fetched {}  errors {}{}\n\
@@ -590,11 +609,11 @@ async fn top(remote: &Remote, frames: usize, json: bool) -> Result<()> {
         let status = remote.status().await?;
         let (text, value) = top.frame(&status, std::time::Instant::now());
         if json {
-            println!("{value}");
+            outln!("{value}")?;
         } else if terminal {
-            println!("\x1b[H\x1b[2J{text}\n(Ctrl-C to stop)");
+            outln!("\x1b[H\x1b[2J{text}\n(Ctrl-C to stop)")?;
         } else {
-            println!("{text}\n");
+            outln!("{text}\n")?;
         }
         let _ = std::io::stdout().flush();
     }
@@ -658,7 +677,7 @@ fn list<T>(items: &[T], row: impl Fn(&T) -> String) -> String {
 pub(crate) async fn run_console(remote: Remote, addr: &str, json: bool) -> Result<usize> {
     let interactive = std::io::stdin().is_terminal();
     if interactive {
-        println!("connected to {addr}; type `help` for commands, `quit` to leave");
+        outln!("connected to {addr}; type `help` for commands, `quit` to leave")?;
     }
     let (tx, mut rx) = tokio::sync::mpsc::channel::<Option<String>>(1);
     let (ack_tx, ack_rx) = std::sync::mpsc::channel::<()>();
@@ -695,9 +714,9 @@ pub(crate) async fn run_console(remote: Remote, addr: &str, json: bool) -> Resul
     let mut error = |refusal: Refusal| {
         failed += 1;
         if json {
-            println!("{}", serde_json::json!({ "error": refusal }));
+            outln!("{}", serde_json::json!({ "error": refusal }))
         } else {
-            println!("error: {refusal}");
+            outln!("error: {refusal}")
         }
     };
     // A line the console itself cannot read.
@@ -707,15 +726,37 @@ pub(crate) async fn run_console(remote: Remote, addr: &str, json: bool) -> Resul
         // script's output says which answer is whose (JSON lines stay one
         // answer a line).
         if !interactive && !json && !line.trim().is_empty() {
-            println!("> {}", line.trim());
+            outln!("> {}", line.trim())?;
         }
         let keep_going = match parse_line(&line) {
             Ok(Line::Empty) => true,
             Ok(Line::Help) => {
-                println!("{HELP}");
+                outln!("{HELP}")?;
                 true
             }
             Ok(Line::Quit) => false,
+            Ok(Line::Shutdown) => {
+                outln!("{SHUTDOWN_QUESTION}")?;
+                std::io::stdout().flush()?;
+                if ack_tx.send(()).is_err() {
+                    break;
+                }
+                let answer = rx.recv().await.flatten().unwrap_or_default();
+                if !interactive && !json {
+                    outln!("> {}", answer.trim())?;
+                }
+                if confirmed(&answer) {
+                    match remote.request(&ControlRequest::Shutdown).await {
+                        Ok(reply) if json => outln!("{}", serde_json::to_string(&reply)?)?,
+                        Ok(reply) => outln!("{}", render(&reply))?,
+                        Err(e) => error(e.refusal())?,
+                    }
+                    false
+                } else {
+                    outln!("not stopped")?;
+                    true
+                }
+            }
             Ok(Line::Top(frames)) => {
                 let default = if interactive {
                     TOP_TERMINAL_FRAMES
@@ -723,27 +764,29 @@ pub(crate) async fn run_console(remote: Remote, addr: &str, json: bool) -> Resul
                     TOP_PIPE_FRAMES
                 };
                 if let Err(e) = top(&remote, frames.unwrap_or(default), json).await {
-                    error(match e.downcast::<ControlError>() {
-                        Ok(e) => e.refusal(),
-                        Err(e) => unreadable(e),
-                    });
+                    match e.downcast::<ControlError>() {
+                        Ok(e) => error(e.refusal())?,
+                        // Standard output is gone: the console ends.
+                        Err(e) if e.is::<std::io::Error>() => return Err(e),
+                        Err(e) => error(unreadable(e))?,
+                    }
                 }
                 true
             }
             Ok(Line::Request(req)) => {
                 match remote.request(&req).await {
-                    Ok(reply) if json => println!("{}", serde_json::to_string(&reply)?),
-                    Ok(reply) => println!("{}", render(&reply)),
-                    Err(e) => error(e.refusal()),
+                    Ok(reply) if json => outln!("{}", serde_json::to_string(&reply)?)?,
+                    Ok(reply) => outln!("{}", render(&reply))?,
+                    Err(e) => error(e.refusal())?,
                 }
                 true
             }
             Err(e) => {
-                error(unreadable(e));
+                error(unreadable(e))?;
                 true
             }
         };
-        let _ = std::io::stdout().flush();
+        std::io::stdout().flush()?;
         if !keep_going || ack_tx.send(()).is_err() {
             break;
         }
@@ -799,6 +842,12 @@ mod tests {
         );
         assert_eq!(parse_line("top 3").unwrap(), Line::Top(Some(3)));
         assert!(parse_line("set colour blue").is_err());
+        assert_eq!(parse_line("shutdown").unwrap(), Line::Shutdown);
+        assert!(confirmed("yes\n") && confirmed(" Y ") && !confirmed("") && !confirmed("no"));
+        for zero in ["set per-host 0", "set concurrency 0"] {
+            let e = parse_line(zero).unwrap_err().to_string();
+            assert_eq!(e, "0 would fetch nothing: give 1 or more", "{zero}");
+        }
         assert!(parse_line("pending many").is_err());
         assert!(parse_line("frobnicate").is_err());
         assert_eq!(
@@ -982,10 +1031,30 @@ mod tests {
             "{text}"
         );
         assert_eq!(json["rate"], 0.0);
+        // Until it has frames 5 s old: the master's rate, never a 1-s one.
         s.fetched_this_run = 120;
-        let (text, _) = top.frame(&s, t0 + Duration::from_secs(2));
+        s.recent_pages_per_sec = 12.5;
+        let (text, _) = top.frame(&s, t0 + Duration::from_secs(1));
         assert!(
-            text.starts_with("node m  rate 10.0 pages/s (last 2 s, 40.0 on average)"),
+            text.starts_with("node m  rate 12.5 pages/s (last 10 s, 40.0 on average)"),
+            "{text}"
+        );
+        for (at, fetched) in [(2, 130), (3, 140), (4, 150)] {
+            s.fetched_this_run = fetched;
+            top.frame(&s, t0 + Duration::from_secs(at));
+        }
+        s.fetched_this_run = 200;
+        let (text, json) = top.frame(&s, t0 + Duration::from_secs(5));
+        assert!(
+            text.starts_with("node m  rate 20.0 pages/s (last 5 s, 40.0 on average)"),
+            "{text}"
+        );
+        assert_eq!(json["rate"], 20.0);
+        // Then always over the last 5 s: (260 - 120) pages in 5 s.
+        s.fetched_this_run = 260;
+        let (text, _) = top.frame(&s, t0 + Duration::from_secs(6));
+        assert!(
+            text.starts_with("node m  rate 28.0 pages/s (last 5 s"),
             "{text}"
         );
     }

@@ -8,11 +8,12 @@ use super::remote::{RemoteOpts, one_shot};
 use super::rows::{requests, trapped_by_rule};
 use super::signals::StopSignals;
 use anyhow::{Result, bail};
-use clap::Args;
+use clap::{Args, ValueEnum};
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
+use web_crawler::actors::frontier::{FailureKind, failure_kind};
 use web_crawler::actors::outage::utc_time;
 use web_crawler::actors::{AppHandle, ControlRequest, IdleReason, OperationSpec, PageQuery, Store};
 use web_crawler::operations::builtin_operations;
@@ -37,7 +38,7 @@ impl CrawlArgs {
             .collect();
         let (code, summary) = crawl(&self.opts, &seeds).await?;
         if let Some(summary) = summary {
-            println!("{}", serde_json::to_string_pretty(&summary)?);
+            outln!("{}", serde_json::to_string_pretty(&summary)?)?;
         }
         Ok(code)
     }
@@ -97,14 +98,14 @@ impl SearchTextArgs {
         let results = store.search_results(Some(&text)).await?;
         if let Some(crawled) = crawled {
             let doc = serde_json::json!({ "crawl": crawled, "results": results });
-            println!("{}", serde_json::to_string_pretty(&doc)?);
+            outln!("{}", serde_json::to_string_pretty(&doc)?)?;
         } else {
-            println!("{} page(s) contain {:?}:", results.len(), text);
+            outln!("{} page(s) contain {:?}:", results.len(), text)?;
             for r in &results {
                 let positions: Vec<String> = r.positions.iter().map(u64::to_string).collect();
-                println!("{}\t{}", r.url, positions.join(","));
+                outln!("{}\t{}", r.url, positions.join(","))?;
                 for c in &r.contexts {
-                    println!("\t{c}");
+                    outln!("\t{c}")?;
                 }
             }
         }
@@ -120,6 +121,10 @@ pub(super) struct CrawlOpts {
     tuning: TuningOpts,
     #[command(flatten)]
     trap_allow: TrapAllowOpts,
+    /// Which pages that failed on an earlier run on this store this run
+    /// fetches again.
+    #[arg(long, value_enum, value_name = "WHICH", default_value_t = RetryFailed::Transient)]
+    retry_failed: RetryFailed,
     /// No live progress line.
     #[arg(long)]
     quiet: bool,
@@ -167,6 +172,7 @@ async fn crawl(
         ),
         None => None,
     };
+    let vectors = settings.embedder.is_some();
     let archive = opts
         .tuning
         .archive
@@ -174,6 +180,7 @@ async fn crawl(
     settings.archive = Some(archive.clone());
     let store = opts.store.open_for_crawl().await?;
     opts.trap_allow.reopen(store.as_ref()).await?;
+    let failed_before = failed_before(&*store).await?;
     let started = Instant::now();
     let app = start(store.clone(), settings).await?;
     for (url, op) in seeds {
@@ -182,8 +189,23 @@ async fn crawl(
             bail!("{e}");
         }
     }
+    let mut earlier = EarlierFailures {
+        policy: opts.retry_failed,
+        ..EarlierFailures::default()
+    };
+    for (url, operation, kind) in failed_before {
+        earlier.count(kind);
+        if opts.retry_failed.retries(kind) {
+            // A URL this run's rules refuse (a narrower --scope, a --deny)
+            // is counted apart and named in the summary.
+            match app.add_url_again(&url, operation).await {
+                Ok(_) => earlier.retried += 1,
+                Err(_) => earlier.refused += 1,
+            }
+        }
+    }
     let progress = !opts.quiet && std::io::stderr().is_terminal();
-    let mut signals = StopSignals::new()?;
+    let mut signals = StopSignals::new()?.below_progress_line(progress);
     let track = async {
         match &metrics {
             Some(m) => m.track(&app).await,
@@ -192,7 +214,7 @@ async fn crawl(
     };
     let outcome = tokio::select! {
         r = app.wait_idle() => Ok(r?),
-        _ = show_progress(&app, progress) => Err(ExitCode::FAILURE),
+        _ = show_progress(&app, progress, None) => Err(ExitCode::FAILURE),
         _ = track => Err(ExitCode::FAILURE),
         code = signals.first() => Err(code),
     };
@@ -201,9 +223,10 @@ async fn crawl(
     // index, which took only what fetching left of the CPU, catches up.
     let mut interrupted = None;
     if outcome.is_ok() {
+        let catching_up = IndexPhase { vectors, fetching };
         tokio::select! {
             r = super::index_caught_up(&app) => r?,
-            _ = show_progress(&app, progress) => {}
+            _ = show_progress(&app, progress, Some(catching_up)) => {}
             code = signals.first() => interrupted = Some(code),
         }
     }
@@ -217,21 +240,130 @@ async fn crawl(
     let status = app.status().await?;
     app.stop(Duration::from_secs(10)).await?;
     archive.close()?;
-    let summary = summary(&*store, &status, outcome.ok(), times, opts.json).await?;
+    let run = RunFacts {
+        ended: Ended::of(outcome.as_ref().ok().copied()),
+        fetched: status.fetched_this_run,
+        times,
+        index: status.index,
+        vectors,
+        earlier,
+    };
+    let summary = summary(&*store, &run, opts.json).await?;
     let code = match (outcome, interrupted) {
         (Err(code), _) | (Ok(_), Some(code)) => code,
         _ if nothing_fetched(status.fetched_this_run, status.errors_this_run) => {
             eprintln!("no page could be fetched: every request of this run failed (reasons above)");
-            ExitCode::from(NOTHING_FETCHED)
+            ExitCode::from(super::EXIT_NOTHING_FETCHED)
         }
         _ => ExitCode::SUCCESS,
     };
     Ok((code, summary))
 }
 
-/// Exit code of a crawl whose every request failed (an unreachable seed, a
-/// typo in its host): a script must not read it as done.
-const NOTHING_FETCHED: u8 = 2;
+/// Which pages that failed on an earlier run a rerun fetches again
+/// (`--retry-failed`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
+pub(super) enum RetryFailed {
+    /// Those that got no answer (a refused connection, a timeout, a name
+    /// that did not resolve) or a 5xx or 429: a server fixed since answers.
+    #[default]
+    Transient,
+    /// Every failed page, 4xx answers too.
+    All,
+    /// None: failed pages stay as they are.
+    None,
+}
+
+impl RetryFailed {
+    fn retries(self, kind: FailureKind) -> bool {
+        match self {
+            RetryFailed::Transient => kind == FailureKind::Transient,
+            RetryFailed::All => true,
+            RetryFailed::None => false,
+        }
+    }
+}
+
+/// The pages the store holds as failed before this run starts, with how
+/// each failed (robots-blocked pages are the site's rule, not failures).
+async fn failed_before(store: &dyn Store) -> Result<Vec<(String, OperationSpec, FailureKind)>> {
+    let pages = store
+        .processed(PageQuery {
+            limit: None,
+            offset: 0,
+            only_failed: true,
+            newest_first: false,
+        })
+        .await?;
+    Ok(pages
+        .into_iter()
+        .filter_map(|p| {
+            let kind = failure_kind(&p.record)?;
+            Some((p.record.url, p.record.operation, kind))
+        })
+        .collect())
+}
+
+/// Pages that had failed on earlier runs, and what this run did with them.
+#[derive(Clone, Copy, Debug, Default)]
+struct EarlierFailures {
+    policy: RetryFailed,
+    transient: u64,
+    answered: u64,
+    /// Queued again by this run.
+    retried: u64,
+    /// To be retried, but refused by this run's rules.
+    refused: u64,
+}
+
+impl EarlierFailures {
+    fn count(&mut self, kind: FailureKind) {
+        match kind {
+            FailureKind::Transient => self.transient += 1,
+            FailureKind::Answered => self.answered += 1,
+        }
+    }
+
+    /// Failed before and not queued again, by `--retry-failed`'s choice.
+    fn left_by_policy(&self) -> u64 {
+        (self.transient + self.answered).saturating_sub(self.retried + self.refused)
+    }
+
+    /// What the summary says of them: what was tried again, what was not
+    /// and which flag tries it.
+    fn lines(&self) -> Vec<String> {
+        let mut lines = Vec::new();
+        if self.retried > 0 {
+            lines.push(format!(
+                "tried again: {} URL(s) that failed on an earlier run",
+                self.retried
+            ));
+        }
+        let left = self.left_by_policy();
+        if left > 0 {
+            lines.push(match self.policy {
+                RetryFailed::None => format!(
+                    "not tried again: {left} URL(s) that failed on an earlier run \
+                     (--retry-failed none); without it the {} that got no answer, \
+                     a 5xx or a 429 are tried again, with --retry-failed all every one",
+                    self.transient
+                ),
+                _ => format!(
+                    "not tried again: {left} URL(s) that failed on an earlier run with an \
+                     answer that stands (4xx); --retry-failed all tries them again"
+                ),
+            });
+        }
+        if self.refused > 0 {
+            lines.push(format!(
+                "not tried again: {} URL(s) that failed on an earlier run and that this \
+                 run's --scope, --allow/--deny, --max-depth or trap defence refuses",
+                self.refused
+            ));
+        }
+        lines
+    }
+}
 
 /// A run that tried and got no answer at all; a run with nothing left to
 /// do (every page already processed) tried nothing, and is done.
@@ -247,17 +379,87 @@ struct RunTimes {
     total: Duration,
 }
 
-/// Live progress on stderr, once a second; never returns.
-async fn show_progress(app: &AppHandle, enabled: bool) {
+/// After fetching, while the index catches up: whether pages get passage
+/// vectors (the slow part of a `--semantic` crawl), and how long fetching took.
+#[derive(Clone, Copy, Debug)]
+struct IndexPhase {
+    vectors: bool,
+    fetching: Duration,
+}
+
+/// Live progress on stderr, once a second; never returns. While fetching,
+/// the crawl's numbers; after (`catching_up`), the index's.
+async fn show_progress(app: &AppHandle, enabled: bool, catching_up: Option<IndexPhase>) {
     if !enabled {
         return std::future::pending().await;
     }
+    let since = Instant::now();
+    let mut first: Option<u64> = None;
     loop {
         tokio::time::sleep(Duration::from_secs(1)).await;
-        if let Ok(s) = app.status().await {
-            eprint!("\r\x1b[K{}", progress_line(&s));
-            let _ = std::io::stderr().flush();
-        }
+        let Ok(s) = app.status().await else { continue };
+        let line = match (catching_up, s.index) {
+            (Some(phase), Some(index)) => {
+                let from = *first.get_or_insert(index.indexed);
+                let rate = index.indexed.saturating_sub(from) as f64
+                    / since.elapsed().as_secs_f64().max(1e-3);
+                index_phase_line(s.fetched_this_run, phase, index, rate)
+            }
+            _ => progress_line(&s),
+        };
+        eprint!("\r\x1b[K{line}");
+        let _ = std::io::stderr().flush();
+    }
+}
+
+/// The progress line once fetching is done and the index catches up: what
+/// is being done (with `--semantic`, computing passage vectors, which can
+/// take minutes), how far along, at what rate, and about how long is left.
+fn index_phase_line(
+    fetched: u64,
+    phase: IndexPhase,
+    index: web_crawler::actors::IndexCounts,
+    rate: f64,
+) -> String {
+    let doing = if phase.vectors {
+        "computing passage vectors and indexing"
+    } else {
+        "indexing"
+    };
+    let left = if rate > 0.0 {
+        let secs = index.backlog() as f64 / rate;
+        format!(
+            ", about {} left",
+            run_time(Duration::from_secs_f64(secs.ceil()))
+        )
+    } else {
+        String::new()
+    };
+    format!(
+        "fetched {} in {}; {doing}: {} of {} pages, {rate:.1} pages/s{left}",
+        pages(fetched),
+        run_time(phase.fetching),
+        index.indexed,
+        index.queued,
+    )
+}
+
+/// "1 page", "2 pages".
+fn pages(n: u64) -> String {
+    if n == 1 {
+        "1 page".to_string()
+    } else {
+        format!("{n} pages")
+    }
+}
+
+/// A run's time as people read it: `4.2s`, `3m14s`, `1h02m`.
+fn run_time(d: Duration) -> String {
+    let secs = d.as_secs();
+    match secs {
+        0..60 => format!("{:.1}s", d.as_secs_f64()),
+        60..3600 => format!("{}m{:02}s", secs / 60, secs % 60),
+        _ => format!("{}h{:02}m", secs / 3600, secs % 3600 / 60),
     }
 }
 
@@ -287,32 +489,36 @@ fn progress_line(s: &web_crawler::Status) -> String {
 
 async fn summary(
     store: &dyn Store,
-    status: &web_crawler::Status,
-    outcome: Option<IdleReason>,
-    times: RunTimes,
+    run: &RunFacts,
     json: bool,
 ) -> Result<Option<serde_json::Value>> {
     let histogram = store.status_histogram().await?;
     let counts = store.counts().await?;
-    let elapsed = times.total;
-    let rate = status.fetched_this_run as f64 / times.fetching.as_secs_f64().max(1e-3);
+    let times = run.times;
+    let earlier = run.earlier;
+    let rate = run.fetched as f64 / times.fetching.as_secs_f64().max(1e-3);
     let indexing = times.total.saturating_sub(times.fetching);
-    let ended = Ended::of(outcome);
     if json {
         let by_status: Vec<serde_json::Value> = histogram
             .iter()
             .map(|(code, n)| serde_json::json!({"http_returncode": code, "pages": n}))
             .collect();
         let doc = serde_json::json!({
-            "ended": ended.as_str(),
-            "fetched": status.fetched_this_run,
-            "elapsed_s": elapsed.as_secs_f64(),
+            "ended": run.ended.as_str(),
+            "fetched": run.fetched,
+            "elapsed_s": times.total.as_secs_f64(),
             "fetch_s": times.fetching.as_secs_f64(),
             "index_s": indexing.as_secs_f64(),
-            "index": status.index,
+            "index": run.index,
+            "passage_vectors": run.vectors,
             "pages_per_sec": rate,
             "by_status": by_status,
             "store": counts,
+            "failed_before": {
+                "retry_failed": earlier.policy.to_possible_value().map(|v| v.get_name().to_string()),
+                "retried": earlier.retried,
+                "not_retried": earlier.left_by_policy() + earlier.refused,
+            },
         });
         return Ok(Some(doc));
     }
@@ -340,13 +546,14 @@ async fn summary(
     } else {
         Vec::new()
     };
-    let run = RunFacts {
-        ended,
-        fetched: status.fetched_this_run,
-        times,
-        index: status.index,
-    };
-    print!("{}", summary_text(&run, &histogram, &counts, &failed));
+    {
+        use std::io::Write as _;
+        write!(
+            std::io::stdout().lock(),
+            "{}",
+            summary_text(run, &histogram, &counts, &failed)
+        )?;
+    }
     Ok(None)
 }
 
@@ -383,6 +590,9 @@ struct RunFacts {
     fetched: u64,
     times: RunTimes,
     index: Option<web_crawler::actors::IndexCounts>,
+    /// Pages got passage vectors (`--semantic`).
+    vectors: bool,
+    earlier: EarlierFailures,
 }
 
 /// The summary: this run's numbers first, labelled as such, then the
@@ -398,12 +608,15 @@ fn summary_text(
     let mut out = String::new();
     let rate = run.fetched as f64 / run.times.fetching.as_secs_f64().max(1e-3);
     let indexing = run.times.total.saturating_sub(run.times.fetching);
+    // The whole run's time first: with the index catching up (minutes of
+    // passage vectors with --semantic) it is not the fetching time.
     let _ = writeln!(
         out,
-        "crawl ended ({}): this run fetched {} pages in {:.1}s, {:.1} pages/s",
+        "crawl ended ({}) after {}: this run fetched {} ({} of fetching, {:.1} pages/s)",
         run.ended.as_str(),
-        run.fetched,
-        run.times.fetching.as_secs_f64(),
+        run_time(run.times.total),
+        pages(run.fetched),
+        run_time(run.times.fetching),
         rate
     );
     match run.ended {
@@ -423,6 +636,9 @@ fn summary_text(
         }
         _ => {}
     }
+    for line in run.earlier.lines() {
+        let _ = writeln!(out, "{line}");
+    }
     if let Some(index) = run.index {
         let left = if index.backlog() > 0 {
             format!(
@@ -432,11 +648,16 @@ fn summary_text(
         } else {
             String::new()
         };
+        let vectors = if run.vectors {
+            " with passage vectors"
+        } else {
+            ""
+        };
         let _ = writeln!(
             out,
-            "search index: {} pages indexed this run, searchable {:.1}s after fetching ended{left}",
-            index.indexed,
-            indexing.as_secs_f64(),
+            "search index: {} indexed this run{vectors}, searchable {} after fetching ended{left}",
+            pages(index.indexed),
+            run_time(indexing),
         );
     }
     let _ = writeln!(out, "the store, all runs so far:");
@@ -516,6 +737,8 @@ mod tests {
                 total: Duration::from_secs(10),
             },
             index: None,
+            vectors: false,
+            earlier: EarlierFailures::default(),
         }
     }
 
@@ -535,7 +758,10 @@ mod tests {
         let mut lines = text.lines();
         assert_eq!(
             lines.next(),
-            Some("crawl ended (interrupted): this run fetched 29 pages in 10.0s, 2.9 pages/s")
+            Some(
+                "crawl ended (interrupted) after 10.0s: this run fetched 29 pages \
+                 (10.0s of fetching, 2.9 pages/s)"
+            )
         );
         assert_eq!(
             lines.next(),
@@ -577,7 +803,8 @@ mod tests {
         );
         assert_eq!(
             text,
-            "crawl ended (nothing left to crawl): this run fetched 500 pages in 10.0s, 50.0 pages/s\n\
+            "crawl ended (nothing left to crawl) after 10.0s: this run fetched 500 pages \
+             (10.0s of fetching, 50.0 pages/s)\n\
              the store, all runs so far:\n\
              \x20 pages by status:\n\
              \x20          200  528\n\
@@ -612,6 +839,99 @@ mod tests {
         let none = web_crawler::actors::StoreCounts::default();
         let text = summary_text(&run_facts(Ended::NothingLeft, 0), &[], &none, &[]);
         assert!(!text.contains("trap"), "{text}");
+    }
+
+    #[test]
+    fn a_rerun_says_which_failures_it_left_and_the_flag_that_retries_them() {
+        let mut run = run_facts(Ended::NothingLeft, 2);
+        run.earlier = EarlierFailures {
+            policy: RetryFailed::Transient,
+            transient: 2,
+            answered: 3,
+            retried: 2,
+            refused: 0,
+        };
+        let counts = web_crawler::actors::StoreCounts::default();
+        let text = summary_text(&run, &[], &counts, &[]);
+        let lines: Vec<&str> = text.lines().skip(1).take(2).collect();
+        assert_eq!(
+            lines,
+            [
+                "tried again: 2 URL(s) that failed on an earlier run",
+                "not tried again: 3 URL(s) that failed on an earlier run with an answer \
+                 that stands (4xx); --retry-failed all tries them again"
+            ]
+        );
+        run.earlier.policy = RetryFailed::None;
+        run.earlier.retried = 0;
+        let text = summary_text(&run, &[], &counts, &[]);
+        assert_eq!(
+            text.lines().nth(1),
+            Some(
+                "not tried again: 5 URL(s) that failed on an earlier run (--retry-failed none); \
+                 without it the 2 that got no answer, a 5xx or a 429 are tried again, \
+                 with --retry-failed all every one"
+            )
+        );
+        let first = summary_text(&run_facts(Ended::NothingLeft, 2), &[], &counts, &[]);
+        assert!(!first.contains("tried again"), "{first}");
+        assert!(RetryFailed::Transient.retries(FailureKind::Transient));
+        assert!(!RetryFailed::Transient.retries(FailureKind::Answered));
+        assert!(RetryFailed::All.retries(FailureKind::Answered));
+        assert!(!RetryFailed::None.retries(FailureKind::Transient));
+    }
+
+    #[test]
+    fn a_semantic_crawl_says_what_it_does_after_fetching_and_its_whole_time_first() {
+        let index = web_crawler::actors::IndexCounts {
+            indexed: 86,
+            queued: 527,
+        };
+        let phase = IndexPhase {
+            vectors: true,
+            fetching: Duration::from_millis(1_100),
+        };
+        assert_eq!(
+            index_phase_line(529, phase, index, 2.5),
+            "fetched 529 pages in 1.1s; computing passage vectors and indexing: \
+             86 of 527 pages, 2.5 pages/s, about 2m57s left"
+        );
+        let words = IndexPhase {
+            vectors: false,
+            ..phase
+        };
+        assert_eq!(
+            index_phase_line(1, words, index, 0.0),
+            "fetched 1 page in 1.1s; indexing: 86 of 527 pages, 0.0 pages/s"
+        );
+        let mut run = run_facts(Ended::NothingLeft, 529);
+        run.times = RunTimes {
+            fetching: Duration::from_millis(1_100),
+            total: Duration::from_millis(194_200),
+        };
+        run.vectors = true;
+        run.index = Some(web_crawler::actors::IndexCounts {
+            indexed: 527,
+            queued: 527,
+        });
+        let text = summary_text(&run, &[], &Default::default(), &[]);
+        let lines: Vec<&str> = text.lines().take(2).collect();
+        assert_eq!(
+            lines,
+            [
+                "crawl ended (nothing left to crawl) after 3m14s: this run fetched 529 pages \
+                 (1.1s of fetching, 480.9 pages/s)",
+                "search index: 527 pages indexed this run with passage vectors, \
+                 searchable 3m13s after fetching ended"
+            ]
+        );
+        let one = summary_text(
+            &run_facts(Ended::NothingLeft, 1),
+            &[],
+            &Default::default(),
+            &[],
+        );
+        assert!(one.contains("this run fetched 1 page ("), "{one}");
     }
 
     #[test]

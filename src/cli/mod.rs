@@ -14,6 +14,16 @@
 //! (flag values), `rows.rs` (table rows the console and reports print
 //! alike) and `signals.rs` (stopping on SIGINT and SIGTERM).
 
+/// `println!` that returns the error rather than panicking when standard
+/// output is gone (`web_crawler status --json | head -c 600`): `main` ends
+/// such a run quietly, exit 0, as `ls | head` does.
+macro_rules! outln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        writeln!(std::io::stdout().lock(), $($arg)*)
+    }};
+}
+
 mod console;
 mod crawl;
 mod index;
@@ -32,11 +42,16 @@ use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 use web_crawler::actors::{AppError, AppHandle, StoreFailureKind};
 
-/// Exit codes beyond 0 (success) and 1 (an error), for scripts.
-const EXIT_CODES: &str = "Exit codes: 0 done; 1 an error; 74 the store failed for good \
+/// Exit codes, for scripts: one table for every command and path.
+const EXIT_CODES: &str = "Exit codes: 0 done; 1 an error (bad arguments included); \
+2 a crawl that could fetch no page (every request failed); 74 the store failed for good \
 (a full disk, refused credentials: fix it and run again to resume); 75 the store was \
 unreachable for longer than --store-outage-limit (run again once it is back); 128 + N \
 stopped by signal N.";
+
+/// A crawl whose every request failed (an unreachable seed, a typo in its
+/// host): a script must not read it as done.
+pub(crate) const EXIT_NOTHING_FETCHED: u8 = 2;
 
 /// The store failed for good (sysexits' EX_IOERR).
 pub(crate) const EXIT_STORE_FAILED: u8 = 74;
@@ -128,6 +143,23 @@ pub(crate) fn failure(e: &anyhow::Error) -> (ExitCode, String) {
     }
 }
 
+/// A command line that cannot be read: clap's message, and exit code 1 as
+/// for every other error (clap's own 2 means "no page could be fetched"
+/// here); `--help` and `--version` print to stdout and exit 0.
+pub(crate) fn usage(e: &clap::Error) -> ExitCode {
+    // Help piped to `head` is not an error either.
+    let _ = e.print();
+    usage_exit_code(e)
+}
+
+fn usage_exit_code(e: &clap::Error) -> ExitCode {
+    if e.use_stderr() {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
 pub(crate) async fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command {
         Command::Crawl(args) => args.exec().await,
@@ -157,6 +189,44 @@ mod tests {
         let report = Cli::try_parse_from(["web_crawler", "report", "pages", "--limit", "0"]);
         assert!(report.is_err());
         assert!(Cli::try_parse_from(["web_crawler", "search", "csv", "--limit", "1"]).is_ok());
+    }
+
+    #[test]
+    fn bad_arguments_exit_1_and_help_exits_0() {
+        let code = |args: &[&str]| usage_exit_code(&Cli::try_parse_from(args).unwrap_err());
+        for bad in [
+            &["w", "crawl", "http://a/", "--concurrency", "abc"][..],
+            &["w", "crawl"],
+            &["w", "crawl", "http://a/", "--no-such-flag"],
+            &["w"],
+        ] {
+            assert_eq!(code(bad), ExitCode::FAILURE, "{bad:?}");
+        }
+        assert_eq!(code(&["w", "--help"]), ExitCode::SUCCESS);
+        assert_eq!(code(&["w", "crawl", "--help"]), ExitCode::SUCCESS);
+        assert_eq!(code(&["w", "--version"]), ExitCode::SUCCESS);
+    }
+
+    #[test]
+    fn a_negative_or_zero_count_says_what_the_flag_takes() {
+        let refusal = |args: &[&str]| Cli::try_parse_from(args).unwrap_err().to_string();
+        let e = refusal(&["w", "crawl", "http://a/", "--delay-ms", "-5"]);
+        assert!(!e.contains("-- -5"), "advice that makes -5 a seed: {e}");
+        assert!(
+            e.contains("--delay-ms") && e.contains("give 0 or more"),
+            "{e}"
+        );
+        for flag in ["--per-host", "--concurrency"] {
+            let e = refusal(&["w", "crawl", "http://a/", flag, "0"]);
+            assert!(e.contains(flag) && e.contains("give 1 or more"), "{e}");
+        }
+        let e = refusal(&["w", "crawl", "http://a/", "--timeout", "0"]);
+        assert!(
+            e.contains("--timeout") && e.contains("1 second or more"),
+            "{e}"
+        );
+        let e = refusal(&["w", "crawl", "http://a/", "--max-pages", "-1"]);
+        assert!(e.contains("give 0 or more"), "{e}");
     }
 
     #[test]

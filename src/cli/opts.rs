@@ -2,7 +2,7 @@
 //! (tuning, traps, archives, scope) and the supervisor's restart
 //! intensity; and the seed check every crawl makes before it starts.
 
-use super::parse::{parse_duration, parse_size};
+use super::parse::{fetches_at_once, parse_duration, parse_size, timeout_secs, whole};
 use anyhow::{Context, Result, bail};
 use clap::{Args, ValueEnum};
 use regex::Regex;
@@ -103,19 +103,23 @@ pub(super) struct TuningOpts {
     #[arg(long, value_enum, default_value_t = ScopeArg::Host)]
     scope: ScopeArg,
     /// Stop after fetching this many pages.
-    #[arg(long)]
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = whole::<u64>)]
     max_pages: Option<u64>,
     /// Don't follow links deeper than this from a seed.
-    #[arg(long)]
+    #[arg(long, value_name = "D", allow_negative_numbers = true, value_parser = whole::<u32>)]
     max_depth: Option<u32>,
-    /// Pages fetched at once.
-    #[arg(long, default_value_t = 32)]
+    /// Pages fetched at once (1 or more).
+    #[arg(long, value_name = "N", default_value_t = 32, allow_negative_numbers = true,
+          value_parser = fetches_at_once)]
     concurrency: usize,
-    /// Requests in flight per host.
-    #[arg(long, default_value_t = 1)]
+    /// Requests in flight per host (1 or more).
+    #[arg(long, value_name = "N", default_value_t = 1, allow_negative_numbers = true,
+          value_parser = fetches_at_once)]
     per_host: usize,
-    /// Minimum delay between requests to one host (robots.txt Crawl-delay wins if longer).
-    #[arg(long, default_value_t = 250)]
+    /// Minimum delay between requests to one host, in milliseconds (0 or
+    /// more; robots.txt Crawl-delay wins if longer).
+    #[arg(long, value_name = "MS", default_value_t = 250, allow_negative_numbers = true,
+          value_parser = whole::<u64>)]
     delay_ms: u64,
     #[arg(long, default_value = concat!("web_crawler/", env!("CARGO_PKG_VERSION")))]
     user_agent: String,
@@ -126,7 +130,7 @@ pub(super) struct TuningOpts {
     #[arg(long = "deny", value_name = "REGEX")]
     deny: Vec<String>,
     /// Re-fetch pages processed longer ago than this many seconds when linked again.
-    #[arg(long, value_name = "SECS")]
+    #[arg(long, value_name = "SECS", allow_negative_numbers = true, value_parser = whole::<u64>)]
     reprocess_after: Option<u64>,
     /// Keep utm_*, gclid, fbclid and similar tracking parameters in URLs
     /// (dropped by default, so a campaign URL is not fetched again).
@@ -136,10 +140,12 @@ pub(super) struct TuningOpts {
     #[arg(long)]
     sort_query: bool,
     /// Body size cap in bytes.
-    #[arg(long, default_value_t = 8 * 1024 * 1024)]
+    #[arg(long, value_name = "BYTES", default_value_t = 8 * 1024 * 1024,
+          allow_negative_numbers = true, value_parser = whole::<usize>)]
     max_body: usize,
-    /// Total time per request, in seconds.
-    #[arg(long, default_value_t = 30)]
+    /// Total time per request, in seconds (1 or more).
+    #[arg(long, value_name = "SECS", default_value_t = 30, allow_negative_numbers = true,
+          value_parser = timeout_secs)]
     timeout: u64,
     /// Don't read sitemaps (robots.txt `Sitemap:` lines, else /sitemap.xml).
     #[arg(long)]
@@ -162,8 +168,8 @@ pub(super) struct TuningOpts {
 impl TuningOpts {
     pub(super) fn settings(&self) -> Result<Settings> {
         let mut s = Settings::default();
-        s.crawl.concurrency = self.concurrency.max(1);
-        s.crawl.per_host = self.per_host.max(1);
+        s.crawl.concurrency = self.concurrency;
+        s.crawl.per_host = self.per_host;
         s.crawl.min_delay = Duration::from_millis(self.delay_ms);
         s.crawl.max_pages = self.max_pages;
         s.crawl.reprocess_after = self.reprocess_after.map(Duration::from_secs);
@@ -183,7 +189,7 @@ impl TuningOpts {
         s.policy.normalize.sort_query = self.sort_query;
         s.fetch.user_agent = self.user_agent.clone();
         s.fetch.max_body_bytes = self.max_body;
-        s.fetch.total_timeout = Duration::from_secs(self.timeout.max(1));
+        s.fetch.total_timeout = Duration::from_secs(self.timeout);
         Ok(s)
     }
 }

@@ -16,6 +16,35 @@ pub(super) fn at_least_one(text: &str) -> Result<usize, String> {
     }
 }
 
+/// A whole number of 0 or more (`--delay-ms`, `--max-pages`): a negative
+/// one is refused with what the flag takes (clap alone would read `-5` as
+/// a flag, and advise `-- -5`, which makes it a seed URL).
+pub(super) fn whole<T: std::str::FromStr>(text: &str) -> Result<T, String> {
+    text.trim()
+        .parse()
+        .map_err(|_| format!("{text:?} is not a whole number: give 0 or more"))
+}
+
+/// `--concurrency`, `--per-host`: how many requests at once, 1 or more.
+pub(super) fn fetches_at_once(text: &str) -> Result<usize, String> {
+    match text.trim().parse::<usize>() {
+        Ok(0) => Err("0 would fetch nothing: give 1 or more".to_string()),
+        Ok(n) => Ok(n),
+        Err(_) => Err(format!("{text:?} is not a whole number: give 1 or more")),
+    }
+}
+
+/// `--timeout`: seconds a request may take in all, 1 or more.
+pub(super) fn timeout_secs(text: &str) -> Result<u64, String> {
+    match text.trim().parse::<u64>() {
+        Ok(0) => Err("0 would stop every request at once: give 1 second or more".to_string()),
+        Ok(n) => Ok(n),
+        Err(_) => Err(format!(
+            "{text:?} is not a number of seconds: give 1 or more"
+        )),
+    }
+}
+
 /// `--http`'s address: `HOST:PORT`, or a bare `PORT` on loopback.
 pub(super) fn http_addr(text: &str) -> Result<std::net::SocketAddr, String> {
     let text = text.trim();
@@ -104,6 +133,24 @@ mod tests {
         assert_eq!(http_addr("0.0.0.0:80").unwrap().to_string(), "0.0.0.0:80");
         assert_eq!(http_addr("[::1]:81").unwrap().to_string(), "[::1]:81");
         assert!(http_addr("localhost").unwrap_err().contains("HOST:PORT"));
+    }
+
+    #[test]
+    fn counts_say_what_they_take() {
+        assert_eq!(whole::<u64>("250"), Ok(250));
+        assert_eq!(
+            whole::<u64>("-5"),
+            Err("\"-5\" is not a whole number: give 0 or more".to_string())
+        );
+        assert_eq!(fetches_at_once("4"), Ok(4));
+        assert!(fetches_at_once("0").unwrap_err().contains("give 1 or more"));
+        assert!(
+            fetches_at_once("abc")
+                .unwrap_err()
+                .contains("give 1 or more")
+        );
+        assert_eq!(timeout_secs("30"), Ok(30));
+        assert!(timeout_secs("0").unwrap_err().contains("1 second or more"));
     }
 
     #[test]

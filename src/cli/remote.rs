@@ -11,7 +11,9 @@ use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
-use web_crawler::actors::{ControlRequest, OperationSpec, Remote};
+use web_crawler::actors::{
+    ControlError, ControlReply, ControlRequest, OperationSpec, Remote, UrlOutcome,
+};
 
 /// A running cluster to talk to.
 #[derive(Debug, Args)]
@@ -89,21 +91,47 @@ impl AddUrlArgs {
             None if self.mirror => web_crawler::operations::mirror(),
             None => OperationSpec::crawl(),
         };
-        one_shot(
-            &self.remote,
-            ControlRequest::AddUrl {
-                url: self.url,
-                operation,
-                again: self.again,
-                every_ms: self
-                    .every
-                    .as_deref()
-                    .map(parse_watch)
-                    .transpose()
-                    .map_err(|e| anyhow::anyhow!("--every: {e}"))?,
-            },
+        let request = ControlRequest::AddUrl {
+            url: self.url.clone(),
+            operation,
+            again: self.again,
+            every_ms: self
+                .every
+                .as_deref()
+                .map(parse_watch)
+                .transpose()
+                .map_err(|e| anyhow::anyhow!("--every: {e}"))?,
+        };
+        if !self.remote.json {
+            return one_shot(&self.remote, request).await;
+        }
+        let remote = &self.remote;
+        let conn = connect(
+            &remote.connect,
+            &remote.cookie_file,
+            Duration::from_secs(remote.wait),
         )
-        .await
+        .await?;
+        let answer = conn.request(&request).await;
+        conn.close();
+        let outcome = add_url_outcome(self.url, answer)?;
+        outln!("{}", serde_json::to_string_pretty(&outcome)?)?;
+        Ok(if outcome.accepted {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::FAILURE
+        })
+    }
+}
+
+/// `add-url --json`'s one answer, whatever the outcome: the URL queued,
+/// or refused with its stable code (`already_known`, `out_of_scope`, ...),
+/// as `POST /urls` answers for one URL. A refusal is an answer, on stdout.
+fn add_url_outcome(url: String, answer: Result<ControlReply, ControlError>) -> Result<UrlOutcome> {
+    match answer {
+        Ok(ControlReply::Queued(normalized)) => Ok(UrlOutcome::of(url, Ok(normalized))),
+        Ok(other) => bail!("the node answered another request: {other:?}"),
+        Err(refused) => Ok(UrlOutcome::of(url, Err(refused))),
     }
 }
 
@@ -149,9 +177,43 @@ pub(super) async fn one_shot(remote: &RemoteOpts, req: ControlRequest) -> Result
     conn.close();
     let reply = reply?;
     if remote.json {
-        println!("{}", serde_json::to_string_pretty(&reply)?);
+        outln!("{}", serde_json::to_string_pretty(&reply)?)?;
     } else {
-        println!("{}", console::render(&reply));
+        outln!("{}", console::render(&reply))?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use web_crawler::actors::{Refusal, RefusalCode};
+
+    #[test]
+    fn add_url_json_answers_each_outcome_with_its_code() {
+        let as_json = |answer| {
+            serde_json::to_value(add_url_outcome("HTTP://a/".into(), answer).unwrap()).unwrap()
+        };
+        assert_eq!(
+            as_json(Ok(ControlReply::Queued("http://a/".into()))),
+            json!({"url": "HTTP://a/", "accepted": true, "normalized": "http://a/"})
+        );
+        // As it crosses the wire from the node.
+        let processed = Refusal::new(RefusalCode::AlreadyKnown, "http://a/ was already processed");
+        assert_eq!(
+            as_json(Err(ControlError::Refused(processed))),
+            json!({
+                "url": "HTTP://a/",
+                "accepted": false,
+                "error": {"code": "already_known", "message": "http://a/ was already processed"}
+            })
+        );
+        let scope = Refusal::new(RefusalCode::OutOfScope, "off the crawl's hosts");
+        assert_eq!(
+            as_json(Err(ControlError::Refused(scope)))["error"]["code"],
+            "out_of_scope"
+        );
+        assert!(add_url_outcome("u".into(), Ok(ControlReply::Nodes(vec![]))).is_err());
+    }
 }

@@ -4,7 +4,7 @@
 use super::opts::StoreOpts;
 use super::parse::{at_least_one, parse_duration};
 use super::rows;
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail};
 use clap::{Args, Subcommand, ValueEnum};
 use std::io::Write;
 use std::path::PathBuf;
@@ -165,6 +165,14 @@ impl Report {
             } => {
                 let format = if json { GraphFormat::Json } else { format };
                 let graph = graph::read_graph(store.open().await?.as_ref()).await?;
+                if let Some(host) = &host
+                    && !graph.has_host(host)
+                {
+                    bail!(
+                        "no page of host {host} is in the crawl: --host takes `host[:port]` as \
+                         `report hosts` lists it"
+                    );
+                }
                 match &output {
                     Some(path) => {
                         let file = std::fs::File::create(path)

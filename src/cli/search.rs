@@ -12,6 +12,7 @@ use std::time::Duration;
 use web_crawler::search::{
     Ranking, SearchAnswer, SearchError, SearchIndex, SearchOptions, index_dir_for,
 };
+use web_crawler::store::SqliteStore;
 
 /// `search`.
 #[derive(Debug, Args)]
@@ -69,7 +70,7 @@ impl SearchArgs {
         let index = match SearchIndex::open_read_only(&dir) {
             Ok(index) => index,
             Err(SearchError::NoIndex { .. }) => {
-                let store = index.is_none().then(|| (db.as_path(), db.exists()));
+                let store = index.is_none().then(|| (db.as_path(), StorePath::of(&db)));
                 bail!("{}", no_index(&dir, store));
             }
             Err(e) => {
@@ -110,18 +111,52 @@ impl From<RankingArg> for Ranking {
     }
 }
 
+/// What `--db` names, when no index is beside it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum StorePath {
+    Missing,
+    Directory,
+    /// A file, but no store a crawl made (notes, another database).
+    NotAStore,
+    Store,
+}
+
+impl StorePath {
+    fn of(db: &Path) -> Self {
+        if db.is_dir() {
+            Self::Directory
+        } else if !db.exists() {
+            Self::Missing
+        } else if SqliteStore::is_store(db) {
+            Self::Store
+        } else {
+            Self::NotAStore
+        }
+    }
+}
+
 /// Why `search` has no index at `dir`, and the way on. `store` is the
-/// crawl's store file the index was looked for beside (with whether it
-/// exists); `None` when `--index` named the directory.
-fn no_index(dir: &Path, store: Option<(&Path, bool)>) -> String {
+/// crawl's store file the index was looked for beside (with what is
+/// there); `None` when `--index` named the directory.
+fn no_index(dir: &Path, store: Option<(&Path, StorePath)>) -> String {
     match store {
-        Some((db, true)) => format!(
+        Some((db, StorePath::Directory)) => format!(
+            "{db} is a directory: --db takes the crawl's store file (such as {file})",
+            db = db.display(),
+            file = db.join("crawler.db").display()
+        ),
+        Some((db, StorePath::NotAStore)) => format!(
+            "{db} is not a web crawler store: --db takes the file a crawl made \
+             (`web_crawler crawl URL --db FILE`)",
+            db = db.display()
+        ),
+        Some((db, StorePath::Store)) => format!(
             "the crawl in {db} has no search index (it ran with --no-index, or {dir} was \
              removed): `web_crawler index rebuild --db {db}` makes one from what it fetched",
             db = db.display(),
             dir = dir.display()
         ),
-        Some((db, false)) => format!(
+        Some((db, StorePath::Missing)) => format!(
             "no crawl at {db}, so no search index: crawl first (`web_crawler crawl URL --db \
              {db}`), or give the store with --db",
             db = db.display()
@@ -203,13 +238,25 @@ mod tests {
     #[test]
     fn search_without_an_index_says_why_and_the_way_on() {
         let dir = Path::new("c.db.index");
-        let no_index_crawl = no_index(dir, Some((Path::new("c.db"), true)));
+        let no_index_crawl = no_index(dir, Some((Path::new("c.db"), StorePath::Store)));
         assert_eq!(
             no_index_crawl,
             "the crawl in c.db has no search index (it ran with --no-index, or c.db.index was \
              removed): `web_crawler index rebuild --db c.db` makes one from what it fetched"
         );
-        assert!(no_index(dir, Some((Path::new("c.db"), false))).starts_with("no crawl at c.db"),);
+        assert!(
+            no_index(dir, Some((Path::new("c.db"), StorePath::Missing)))
+                .starts_with("no crawl at c.db")
+        );
+        assert_eq!(
+            no_index(dir, Some((Path::new("notes.txt"), StorePath::NotAStore))),
+            "notes.txt is not a web crawler store: --db takes the file a crawl made \
+             (`web_crawler crawl URL --db FILE`)"
+        );
+        assert_eq!(
+            no_index(dir, Some((Path::new("crawls"), StorePath::Directory))),
+            "crawls is a directory: --db takes the crawl's store file (such as crawls/crawler.db)"
+        );
         let named = no_index(Path::new("idx"), None);
         assert!(
             named.starts_with("no search index at idx: `web_crawler index rebuild --index idx`"),

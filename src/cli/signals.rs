@@ -10,6 +10,8 @@ use std::process::ExitCode;
 pub(super) struct StopSignals {
     interrupt: tokio::signal::unix::Signal,
     term: tokio::signal::unix::Signal,
+    /// A live progress line is on stderr, without its newline.
+    progress_line: bool,
 }
 
 impl StopSignals {
@@ -18,7 +20,15 @@ impl StopSignals {
         Ok(Self {
             interrupt: signal(SignalKind::interrupt())?,
             term: signal(SignalKind::terminate())?,
+            progress_line: false,
         })
+    }
+
+    /// The command shows a live progress line: the notice of a stop
+    /// starts on a line of its own, below it.
+    pub(super) fn below_progress_line(mut self, shown: bool) -> Self {
+        self.progress_line = shown;
+        self
     }
 
     /// Wait for the first signal and return the exit code it stands for
@@ -28,7 +38,7 @@ impl StopSignals {
             _ = self.interrupt.recv() => 130,
             _ = self.term.recv() => 143,
         };
-        eprintln!("stopping (a second signal stops at once)");
+        eprintln!("{}", stop_notice(self.progress_line));
         let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate());
         tokio::spawn(async move {
             let again = async {
@@ -44,5 +54,34 @@ impl StopSignals {
             std::process::exit(i32::from(code));
         });
         ExitCode::from(code)
+    }
+}
+
+/// What the first signal prints: on a line of its own, ending the progress
+/// line that may be there.
+fn stop_notice(progress_line: bool) -> &'static str {
+    if progress_line {
+        "\nstopping (a second signal stops at once)"
+    } else {
+        "stopping (a second signal stops at once)"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_stop_notice_starts_below_the_progress_line() {
+        let progress = "412 pages  9 pages/s (avg 12)  indexed 174 of 176";
+        let shown = format!("\r\x1b[K{progress}{}\n", stop_notice(true));
+        assert_eq!(
+            shown.lines().last(),
+            Some("stopping (a second signal stops at once)")
+        );
+        assert_eq!(
+            stop_notice(false),
+            "stopping (a second signal stops at once)"
+        );
     }
 }

@@ -202,7 +202,8 @@ async fn search_text_prints_pages_and_positions(backend: Backend) {
 /// A seed nobody answers (a closed port): the crawl ends by itself within
 /// a few seconds (a refused connection is a definite answer, and it was
 /// the run's only host), says why in words, and exits 2, so that a script
-/// does not read it as done; a second run with nothing left to do exits 0.
+/// does not read it as done. Run again once the server is up, it fetches
+/// the seed (unless told `--retry-failed none`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_crawl_that_fetched_nothing_exits_2_with_the_reason() {
     let dir = tempfile::tempdir().unwrap();
@@ -233,8 +234,94 @@ async fn a_crawl_that_fetched_nothing_exits_2_with_the_reason() {
         "the summary says why: {}",
         stdout(&out)
     );
+    // Asked to leave failures alone, a rerun fetches nothing, and says
+    // what it did not try and which flag tries it.
+    let left = run(&["crawl", &url, "--db", &db, "--retry-failed", "none"]).await;
+    assert_eq!(left.status.code(), Some(0), "{}", stderr(&left));
+    assert!(
+        stdout(&left).contains(
+            "not tried again: 1 URL(s) that failed on an earlier run (--retry-failed none); \
+             without it the 1 that got no answer, a 5xx or a 429 are tried again"
+        ),
+        "{}",
+        stdout(&left)
+    );
+    // The server fixed, the same command fetches the seed that failed.
+    let listener = std::net::TcpListener::bind(&url[7..url.len() - 1]).unwrap();
+    let site = TestServer::serve(
+        listener,
+        HashMap::from([("/".to_string(), Page::html("<p>up again</p>"))]),
+    )
+    .await;
     let again = run(&["crawl", &url, "--db", &db]).await;
     assert_eq!(again.status.code(), Some(0), "{}", stderr(&again));
+    let summary = stdout(&again);
+    assert!(summary.contains("this run fetched 1 page"), "{summary}");
+    assert!(
+        summary.contains("tried again: 1 URL(s) that failed on an earlier run"),
+        "{summary}"
+    );
+    assert!(!summary.contains("failed  "), "no failure left: {summary}");
+    assert_eq!(site.hits_of("/"), 1);
+}
+
+/// One table of exit codes for every path: a flag clap cannot read, a
+/// missing URL and a regex the crawl cannot compile all exit 1 (2 is a
+/// crawl that fetched nothing), with a line saying what the flag takes;
+/// `--help` exits 0 and lists the codes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_bad_argument_exits_1_and_help_lists_the_codes() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = db_arg(dir.path());
+    let url = "http://127.0.3.10:9/";
+    for (args, needle) in [
+        (
+            vec!["crawl", url, "--db", &db, "--concurrency", "abc"],
+            "give 1 or more",
+        ),
+        (vec!["crawl", "--db", &db], "<URLS>"),
+        (
+            vec!["crawl", url, "--db", &db, "--allow", "(["],
+            "not a valid regex",
+        ),
+        (
+            vec!["crawl", url, "--db", &db, "--delay-ms", "-5"],
+            "give 0 or more",
+        ),
+        (
+            vec!["crawl", url, "--db", &db, "--per-host", "0"],
+            "give 1 or more",
+        ),
+        (
+            vec!["crawl", url, "--db", &db, "--concurrency", "0"],
+            "give 1 or more",
+        ),
+        (
+            vec!["crawl", url, "--db", &db, "--timeout", "0"],
+            "1 second or more",
+        ),
+    ] {
+        let out = run(&args).await;
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {}", stderr(&out));
+        let err = stderr(&out);
+        assert!(
+            err.starts_with("error: ") && err.contains(needle),
+            "{args:?}: {err}"
+        );
+        assert!(
+            !err.contains("-- -5"),
+            "{args:?}: advice that makes -5 a seed: {err}"
+        );
+    }
+    assert!(!Path::new(&db).exists(), "nothing was crawled");
+    let help = run(&["crawl", "--help"]).await;
+    assert_eq!(help.status.code(), Some(0));
+    assert!(
+        stdout(&help)
+            .contains("1 an error (bad arguments included); 2 a crawl that could fetch no page"),
+        "{}",
+        stdout(&help)
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -330,6 +417,54 @@ async fn bad_input_is_one_clear_line_and_a_failure_exit() {
     assert!(stderr(&out).contains("notes.txt"), "{}", stderr(&out));
     assert_eq!(
         std::fs::read_to_string(&not_db).unwrap(),
+        "my notes, not a database"
+    );
+}
+
+/// `--db` naming a directory, or a file no crawl made: one line saying
+/// what it names and what --db takes, exit code 1.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_db_that_is_no_store_says_what_it_is() {
+    let dir = tempfile::tempdir().unwrap();
+    let shown = dir.path().display().to_string();
+    let in_it = dir.path().join("crawler.db").display().to_string();
+    let a_directory = format!(
+        "error: cannot open the store {shown}: it is a directory; the store is a file, such as {in_it}"
+    );
+    for args in [
+        vec!["report", "pages", "--db", &shown],
+        vec!["crawl", "http://127.0.0.1:9/", "--db", &shown],
+    ] {
+        let out = run(&args).await;
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        assert_eq!(stderr(&out).trim_end(), a_directory, "{args:?}");
+    }
+    assert!(
+        !Path::new(&format!("{shown}.lock")).exists(),
+        "no lock file beside it"
+    );
+    let out = run(&["search", "csv", "--db", &shown]).await;
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        stderr(&out).trim_end(),
+        format!(
+            "error: {shown} is a directory: --db takes the crawl's store file (such as {in_it})"
+        )
+    );
+    let notes = dir.path().join("notes.txt");
+    std::fs::write(&notes, "my notes, not a database").unwrap();
+    let out = run(&["search", "csv", "--db", notes.to_str().unwrap()]).await;
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        stderr(&out).trim_end(),
+        format!(
+            "error: {} is not a web crawler store: --db takes the file a crawl made \
+             (`web_crawler crawl URL --db FILE`)",
+            notes.display()
+        )
+    );
+    assert_eq!(
+        std::fs::read_to_string(&notes).unwrap(),
         "my notes, not a database"
     );
 }
@@ -706,7 +841,7 @@ async fn sigterm_stops_a_crawl_with_its_summary() {
     // The resumed run's count is its own; the store's totals are labelled.
     let summary = stdout(&resumed);
     assert!(
-        summary.contains("crawl ended (nothing left to crawl): this run fetched "),
+        summary.contains("crawl ended (nothing left to crawl) after "),
         "{summary}"
     );
     assert!(

@@ -670,12 +670,36 @@ async fn a_rust_program_joins_and_sends_add_url() {
         "{refused}"
     );
     assert_eq!(web.servers[0].hits_of("/"), 1);
+    // `add-url --json`: one JSON answer on stdout for each outcome.
+    let out = cluster.cli(&["add-url", &web.seed_url(), "--json"]).await;
+    assert_eq!(out.status.code(), Some(1), "refused: {out:?}");
+    let refused: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        (&refused["accepted"], &refused["error"]["code"]),
+        (
+            &serde_json::json!(false),
+            &serde_json::json!("already_known")
+        ),
+        "{refused}"
+    );
+    assert!(out.stderr.is_empty(), "{out:?}");
+    let out = cluster
+        .cli(&["add-url", &web.seed_url(), "--again", "--json"])
+        .await;
+    assert!(out.status.success(), "{out:?}");
+    let queued: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        queued,
+        serde_json::json!({"url": web.seed_url(), "accepted": true, "normalized": web.seed_url()})
+    );
+    cluster.wait_idle().await;
+    assert_eq!(web.servers[0].hits_of("/"), 2, "fetched again");
     remote
         .add_url_again(&web.seed_url(), OperationSpec::crawl())
         .await
         .unwrap();
     cluster.wait_idle().await;
-    assert_eq!(web.servers[0].hits_of("/"), 2, "fetched again");
+    assert_eq!(web.servers[0].hits_of("/"), 3, "fetched again");
     remote.close();
     let wrong = Remote::connect(
         &cluster.master_addr.to_string(),
@@ -1323,6 +1347,64 @@ async fn a_piped_console_says_which_answer_is_whose() {
         "error: invalid URL \"127.0.28.11:8091\": it has no scheme; try http://127.0.28.11:8091/",
         "one line, the URL once"
     );
+}
+
+/// Piped to `head`, which closes the pipe early, `status --json` and the
+/// console end quietly with exit 0 (as `ls | head` does): no panic about a
+/// broken pipe.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_and_the_console_piped_to_head_end_quietly() {
+    let cluster = Cluster::start_on(Ipv4Addr::new(127, 0, 29, 1), &[]).await;
+    let cut_short = |args: &[&str]| {
+        let mut cmd = bin();
+        cmd.args(args)
+            .args(["--connect", &cluster.master_addr.to_string()])
+            .arg("--cookie-file")
+            .arg(&cluster.cookie)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        cmd.spawn().unwrap()
+    };
+    for args in [&["status", "--json"][..], &["console"]] {
+        let mut child = cut_short(args);
+        // `head` has read what it wanted: its end of the pipe is closed
+        // before the command writes its answer.
+        drop(child.stdout.take());
+        let mut stdin = child.stdin.take().unwrap();
+        stdin.write_all(b"status\nnodes\nhelp\n").await.ok();
+        drop(stdin);
+        let out = tokio::time::timeout(Duration::from_secs(60), child.wait_with_output())
+            .await
+            .expect("it ends")
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {err}");
+    }
+}
+
+/// The console stops the master's node as SIGTERM does, once confirmed:
+/// any answer but `yes` keeps it; `yes` stops it and its process exits 0.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_console_shuts_the_master_down_once_confirmed() {
+    let mut cluster = Cluster::start_on(Ipv4Addr::new(127, 0, 29, 2), &[]).await;
+    let out = cluster.console(&[], "shutdown\nno\nnodes\n").await;
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("> no\nnot stopped\n> nodes"), "{text}");
+    assert!(cluster.status().await.is_some(), "still running");
+    let out = cluster.console(&[], "shutdown\nyes\n").await;
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("node master is stopping"),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let exit = tokio::time::timeout(Duration::from_secs(30), cluster.master.wait())
+        .await
+        .expect("the master's node stops")
+        .unwrap();
+    assert_eq!(exit.code(), Some(0));
 }
 
 /// Topics of the sharded-search web: each page holds one, in words of its

@@ -273,6 +273,19 @@ async fn the_graph_and_reports_of_a_two_host_crawl(backend: Backend) {
     assert_eq!(part_nodes.len(), 6, "{part_nodes:?}");
     assert!(part_nodes.contains(web.a.url("/gone").as_str()));
     assert!(!part_nodes.contains(home.as_str()));
+    // A host the crawl never saw is an error, not an empty graph.
+    let nosuch = run(&args(
+        &["report", "graph", "--host", "nosuch.example"],
+        &backend,
+    ))
+    .await;
+    assert_eq!(nosuch.status.code(), Some(1));
+    assert!(nosuch.stdout.is_empty());
+    assert_eq!(
+        String::from_utf8_lossy(&nosuch.stderr).trim_end(),
+        "error: no page of host nosuch.example is in the crawl: --host takes `host[:port]` \
+         as `report hosts` lists it"
+    );
 
     // CSV: the edge list, Gephi's columns; the node table beside it.
     let csv = ok(&["report", "graph", "--format", "csv"], &backend).await;

@@ -139,10 +139,25 @@ pub(super) fn cannot_create_in(db: &Path, missing: &Path) -> StoreError {
 }
 
 /// `crawl.db` → `crawl.db.lock`.
-fn lock_path(db: &Path) -> PathBuf {
+pub(super) fn lock_path(db: &Path) -> PathBuf {
     let mut name = db.as_os_str().to_owned();
     name.push(".lock");
     PathBuf::from(name)
+}
+
+/// A store is a file: a directory given as one is named as such (SQLite's
+/// own word would be "unable to open the database file").
+pub(super) fn not_a_directory(db: &Path) -> Result<(), StoreError> {
+    if !db.is_dir() {
+        return Ok(());
+    }
+    Err(StoreError::backend(
+        format!("cannot open the store {}", db.display()),
+        format!(
+            "it is a directory; the store is a file, such as {}",
+            db.join("crawler.db").display()
+        ),
+    ))
 }
 
 #[cfg(test)]

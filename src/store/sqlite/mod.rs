@@ -120,6 +120,7 @@ impl SqliteStore {
     /// that is not a SQLite DB or has an incompatible schema is refused with a
     /// message naming the path.
     pub fn open(path: &Path) -> Result<Self, StoreError> {
+        lock::not_a_directory(path)?;
         let shown = path.display();
         let cannot_open = format!("cannot open store {shown}");
         let mut conn = Connection::open(path).map_err(|e| match lock::missing_directory(path) {
@@ -168,6 +169,23 @@ impl SqliteStore {
         })
     }
 
+    /// Whether `path` is a store file: a SQLite database holding this
+    /// store's tables. Read only, so a file that is not one is left as it
+    /// was (opening it as a store would make an empty file one).
+    pub fn is_store(path: &Path) -> bool {
+        let Ok(conn) =
+            Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+        else {
+            return false;
+        };
+        conn.query_row(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'processed_urls'",
+            [],
+            |_| Ok(()),
+        )
+        .is_ok()
+    }
+
     /// What the checkpoints last found of the write-ahead log: its size,
     /// and since when they leave frames behind (a reader holds an old
     /// snapshot). See the warning the store logs then.
@@ -191,6 +209,8 @@ impl SqliteStore {
     /// file's [`WriterLock`] is held as long as the store is, so a second
     /// crawling process on the file is refused with a clear message.
     pub fn open_for_crawl(path: &Path) -> Result<Self, StoreError> {
+        // Before the lock file is made beside it.
+        lock::not_a_directory(path)?;
         let writer = WriterLock::acquire(path)?;
         Ok(Self {
             _writer: Some(Arc::new(writer)),
@@ -663,6 +683,43 @@ mod tests {
             .conn
             .query_row("SELECT priority FROM pending_urls", [], |row| row.get(0))
             .unwrap()
+    }
+
+    #[test]
+    fn a_store_is_told_from_other_files_without_changing_them() {
+        let (dir, path, store) = open_temp();
+        drop(store);
+        assert!(SqliteStore::is_store(&path));
+        let notes = dir.path().join("notes.txt");
+        std::fs::write(&notes, "my notes").unwrap();
+        let empty = dir.path().join("empty.db");
+        std::fs::write(&empty, "").unwrap();
+        for other in [&notes, &empty, &dir.path().join("missing.db")] {
+            assert!(!SqliteStore::is_store(other), "{}", other.display());
+        }
+        assert!(!SqliteStore::is_store(dir.path()));
+        assert_eq!(std::fs::read(&empty).unwrap(), b"", "left as it was");
+        assert!(!dir.path().join("missing.db").exists());
+    }
+
+    #[test]
+    fn a_directory_given_as_the_store_is_named_a_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        let said = |e: StoreError| format!("{}: {}", e, std::error::Error::source(&e).unwrap());
+        let expected = format!(
+            "cannot open the store {}: it is a directory; the store is a file, such as {}",
+            dir.path().display(),
+            dir.path().join("crawler.db").display()
+        );
+        assert_eq!(said(SqliteStore::open(dir.path()).unwrap_err()), expected);
+        assert_eq!(
+            said(SqliteStore::open_for_crawl(dir.path()).unwrap_err()),
+            expected
+        );
+        assert!(
+            !lock::lock_path(dir.path()).exists(),
+            "no lock file made beside it"
+        );
     }
 
     /// Credit below the doubling threshold lives in the seen window; reads
