@@ -901,7 +901,7 @@ async fn search_on_a_crawl_without_an_index_says_how_to_make_one() {
     let out = run(&["search", "csv", "--db", &db, "--limit", "0"]).await;
     assert_eq!(
         out.status.code(),
-        Some(2),
+        Some(1),
         "a usage error: {}",
         stderr(&out)
     );
