@@ -32,6 +32,10 @@ pub(crate) fn routes(api: &Arc<Api>) -> Router<Arc<Api>> {
     Router::new()
         .route("/", get(|| asset("text/html; charset=utf-8", PAGE_HTML)))
         .route(
+            "/openapi.json",
+            get(|| asset("application/json", OPENAPI_JSON)),
+        )
+        .route(
             "/app.js",
             get(|| asset("text/javascript; charset=utf-8", PAGE_JS)),
         )
@@ -62,6 +66,9 @@ pub(crate) fn routes(api: &Arc<Api>) -> Router<Arc<Api>> {
         .method_not_allowed_fallback(method_not_allowed)
 }
 
+/// The API described for tools (OpenAPI 3.1): written by hand beside the
+/// routes, checked against README's endpoint table by a test.
+const OPENAPI_JSON: &str = include_str!("openapi.json");
 const PAGE_HTML: &str = include_str!("page/index.html");
 const PAGE_JS: &str = include_str!("page/app.js");
 const PAGE_CSS: &str = include_str!("page/app.css");
@@ -495,4 +502,84 @@ async fn pause_or_resume(api: &Api, host: Option<String>, paused: bool) -> Answe
         (None, false) => ControlRequest::Resume,
     };
     ask(api, request).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::OPENAPI_JSON;
+    use crate::http::problem::status_of;
+    use std::collections::BTreeSet;
+    use web_crawler_actors::RefusalCode;
+
+    const README: &str = include_str!("../../README.md");
+
+    /// The rows of README's table that starts with `header`: their cells.
+    fn table(header: &str) -> Vec<Vec<String>> {
+        README
+            .lines()
+            .skip_while(|l| !l.starts_with(header))
+            .skip(2)
+            .take_while(|l| l.starts_with('|'))
+            .map(|l| {
+                l.trim_matches('|')
+                    .split(" | ")
+                    .map(|c| c.trim().to_string())
+                    .collect()
+            })
+            .collect()
+    }
+
+    /// The backticked pieces of a cell.
+    fn quoted(cell: &str) -> Vec<&str> {
+        cell.split('`').skip(1).step_by(2).collect()
+    }
+
+    #[test]
+    fn the_openapi_document_lists_readmes_routes() {
+        let doc: serde_json::Value = serde_json::from_str(OPENAPI_JSON).unwrap();
+        let documented: BTreeSet<String> = doc["paths"]
+            .as_object()
+            .unwrap()
+            .iter()
+            .flat_map(|(path, ops)| {
+                ops.as_object()
+                    .unwrap()
+                    .keys()
+                    .map(move |m| format!("{} {path}", m.to_uppercase()))
+            })
+            .collect();
+        let in_readme: BTreeSet<String> = table("| method and path |")
+            .iter()
+            .flat_map(|row| {
+                quoted(&row[0])
+                    .into_iter()
+                    .map(|r| r.split('?').next().unwrap_or(r).to_string())
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        assert!(in_readme.len() >= 15, "{in_readme:?}");
+        assert_eq!(documented, in_readme);
+    }
+
+    #[test]
+    fn every_refusal_code_is_documented_with_its_status() {
+        let doc: serde_json::Value = serde_json::from_str(OPENAPI_JSON).unwrap();
+        let codes: BTreeSet<String> = doc["components"]["schemas"]["RefusalCode"]["enum"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c.as_str().unwrap().to_string())
+            .collect();
+        let mut in_readme = BTreeSet::new();
+        for row in table("| code | status | when |") {
+            for code in quoted(&row[0]) {
+                let parsed: RefusalCode = serde_json::from_value(code.into()).unwrap();
+                assert_ne!(parsed, RefusalCode::Other, "{code} is a code");
+                assert_eq!(parsed.as_str(), code);
+                assert_eq!(status_of(parsed).as_str(), row[1], "{code}'s status");
+                in_readme.insert(code.to_string());
+            }
+        }
+        assert_eq!(codes, in_readme);
+    }
 }

@@ -240,6 +240,12 @@ async fn the_api_queues_searches_and_refuses_with_stable_codes() {
     let api = &node.api;
     let seed = web.url("/");
 
+    // The API describes itself for tools, every refusal code with it.
+    let (code, described) = api.get("/openapi.json").await;
+    assert_eq!(code, 200);
+    assert_eq!(described["openapi"], "3.1.0");
+    assert!(described["paths"]["/urls"]["post"].is_object(), "{described}");
+
     // Writes need the token.
     let (code, refused) = api
         .send("POST", "/urls", json!(seed).to_string(), &[])
