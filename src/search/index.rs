@@ -2,8 +2,9 @@
 //! generation, measuring candidates for `rank`, snippets.
 
 use super::embed::{self, Embedder};
+use super::learned::{self, Features};
 use super::query::{self, ParsedQuery, QueryAnalyzers, RankTerms};
-use super::rank::{self, Features};
+use super::rank;
 use super::schema::{self, AnchorFields, IndexPart, PageFields};
 use super::shard::{
     self, GlobalVocabulary, ShardHit, ShardPhase, ShardStats, ShardTop, Side, Stats, compound_key,
@@ -689,7 +690,7 @@ impl SearchIndex {
         let s = self.embed_query(s, query);
         let mut top = ShardTop {
             did_you_mean,
-            norm_weight: rank::TEXT_WEIGHT,
+            norm_weight: learned::TEXT_WEIGHT,
             ..ShardTop::default()
         };
         let limit = limit.min(MAX_LIMIT);
@@ -1079,7 +1080,7 @@ fn first_strs(
 }
 
 /// The candidates of a query, ranked, with the two parts of each score
-/// and the best text score they were divided by (see `rank::score`).
+/// and the best text score they were divided by (see `learned::score`).
 struct Ranked {
     best_text: f32,
     pages: Vec<RankedPage>,
@@ -1439,16 +1440,16 @@ impl Searchers<'_> {
             }
         }
         let (features, urls) = self.measure(&candidates, &urls, rank_terms, &anchors)?;
-        super::learned::dump(&urls, &features);
-        let best_text = rank::best_text(&features);
+        learned::dump(&urls, &features);
+        let best_text = learned::best_text(&features);
         let mut order: Vec<(RankedPage, &str)> = features
             .iter()
             .zip(candidates)
             .zip(&urls)
             .map(|((f, addr), url)| {
-                let (text, rest) = (f.text(), rank::rest(f));
+                let (text, rest) = (f.text(), learned::rest(f));
                 let page = RankedPage {
-                    score: rank::score(text, best_text, rest),
+                    score: learned::score(text, best_text, rest),
                     addr,
                     text,
                     rest,
