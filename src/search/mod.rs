@@ -72,16 +72,22 @@
 //! # Ok(()) }
 //! ```
 
+mod answer;
+mod candidates;
 mod context;
 mod embed;
 mod index;
 mod learned;
+mod measure;
 mod merges;
 mod query;
 mod rank;
 mod schema;
+mod searchers;
 mod shard;
+mod snippets;
 mod typo;
+mod vocabulary;
 
 #[cfg(test)]
 mod tests;
@@ -239,6 +245,22 @@ pub enum SearchError {
         #[source]
         source: BoxError,
     },
+}
+
+/// A tantivy error as a [`SearchError`], with what was being done.
+fn err(context: &'static str) -> impl FnOnce(tantivy::TantivyError) -> SearchError {
+    move |e| SearchError::Index {
+        context,
+        source: Box::new(e),
+    }
+}
+
+/// An I/O error reading the index as a [`SearchError`].
+fn io_err(context: &'static str) -> impl FnOnce(std::io::Error) -> SearchError {
+    move |e| SearchError::Index {
+        context,
+        source: Box::new(e),
+    }
 }
 
 /// A query that cannot be searched.
