@@ -4,12 +4,12 @@
 //! best pages, [`SearchIndex::shard_top`]).
 
 use super::candidates::{ANCHORS_DONE, LIVE_LINKS};
+use super::cluster_stats::{self, ShardHit, ShardPhase, ShardStats, ShardTop, Side, compound_key};
 use super::embed::Embedder;
 use super::index::SearchIndex;
 use super::learned;
 use super::query::{self, ParsedQuery, QueryAnalyzers};
 use super::searchers::Searchers;
-use super::shard::{self, ShardHit, ShardPhase, ShardStats, ShardTop, Side, compound_key};
 use super::typo::Vocabulary;
 use super::{Ranking, SearchAnswer, SearchError, SearchOptions, err, io_err};
 use tantivy::query::Bm25StatisticsProvider;
@@ -59,7 +59,7 @@ impl SearchIndex {
 
     /// This index's statistics for `phase` of a query across the shards of
     /// a cluster, given what the earlier phases gathered over all of them
-    /// (see [`shard`](super::shard)).
+    /// (see [`cluster_stats`](super::cluster_stats)).
     pub fn shard_stats(
         &self,
         query: &str,
@@ -80,16 +80,16 @@ impl SearchIndex {
                 let (parsed, _) = s.corrected(query, parsed, &mut analyzers);
                 let terms = s.rank_terms(&parsed, &mut analyzers);
                 for (url, hits) in s.anchor_hits(&parsed, &terms.as_strs())? {
-                    let (best, context, matched) = shard::evidence_keys(&url);
-                    shard::max(&mut out, best, hits.best);
-                    shard::max(&mut out, context, hits.context);
+                    let (best, context, matched) = cluster_stats::evidence_keys(&url);
+                    cluster_stats::max(&mut out, best, hits.best);
+                    cluster_stats::max(&mut out, context, hits.context);
                     for (i, held) in hits.matched.iter().enumerate() {
                         if *held {
-                            shard::max(&mut out, format!("{matched}{i}"), 1.0);
+                            cluster_stats::max(&mut out, format!("{matched}{i}"), 1.0);
                         }
                     }
                 }
-                shard::sum(&mut out, ANCHORS_DONE.to_string(), 1);
+                cluster_stats::sum(&mut out, ANCHORS_DONE.to_string(), 1);
             }
             ShardPhase::Candidates => {
                 let (parsed, _) = s.corrected(query, parsed, &mut analyzers);
@@ -97,16 +97,16 @@ impl SearchIndex {
                 let terms = s.rank_terms(&parsed, &mut analyzers);
                 let ranked = s.full(&parsed, &terms, 1)?;
                 for (i, url) in ranked.candidates.iter().enumerate() {
-                    shard::sum(&mut out, shard::candidate_key(url), 1);
+                    cluster_stats::sum(&mut out, cluster_stats::candidate_key(url), 1);
                     if let Some(score) = ranked.hit_scores.get(i) {
-                        shard::max(&mut out, shard::hit_key(url), *score);
+                        cluster_stats::max(&mut out, cluster_stats::hit_key(url), *score);
                     }
                 }
             }
             ShardPhase::Links => {
-                let urls = shard::candidates(known);
+                let urls = cluster_stats::candidates(known);
                 for (url, n) in urls.iter().zip(s.in_links(&urls)?) {
-                    shard::sum(&mut out, shard::links_key(url), n);
+                    cluster_stats::sum(&mut out, cluster_stats::links_key(url), n);
                 }
             }
         }
@@ -219,7 +219,7 @@ impl Searchers<'_> {
     ) -> Result<(), SearchError> {
         let mut terms: Vec<String> = q.terms().into_iter().map(str::to_string).collect();
         for (_, joined) in q.compound_candidates() {
-            shard::sum(
+            cluster_stats::sum(
                 out,
                 compound_key(&joined),
                 Vocabulary::doc_freq(self, &joined),
@@ -238,19 +238,19 @@ impl Searchers<'_> {
             (&self.anchors, Side::Anchors, &anchor_fields[..]),
         ] {
             let docs = Bm25StatisticsProvider::total_num_docs(searcher).map_err(err("read"))?;
-            shard::sum(out, part.docs_key(), docs);
+            cluster_stats::sum(out, part.docs_key(), docs);
             for field in fields {
                 let tokens = searcher.total_num_tokens(*field).map_err(err("read"))?;
-                shard::sum(out, part.tokens_key(*field), tokens);
+                cluster_stats::sum(out, part.tokens_key(*field), tokens);
                 for t in &terms {
                     let df = searcher
                         .doc_freq(&Term::from_field_text(*field, t))
                         .map_err(err("read"))?;
-                    shard::sum(out, part.df_key(*field, t), df);
+                    cluster_stats::sum(out, part.df_key(*field, t), df);
                 }
             }
         }
-        shard::sum(out, LIVE_LINKS.to_string(), self.anchors.num_docs());
+        cluster_stats::sum(out, LIVE_LINKS.to_string(), self.anchors.num_docs());
         Ok(())
     }
 

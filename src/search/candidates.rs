@@ -3,13 +3,13 @@
 //! links) and by their vectors, measured (`measure.rs`) and scored
 //! (`learned.rs`).
 
+use super::cluster_stats;
 use super::embed;
 use super::learned;
 use super::measure::AnchorHits;
 use super::query::{ParsedQuery, RankTerms};
 use super::rank;
 use super::searchers::{Searchers, first_strs, term_query};
-use super::shard;
 use super::{SearchError, err, io_err};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use tantivy::collector::TopDocs;
@@ -125,12 +125,12 @@ impl Searchers<'_> {
     }
 
     /// The links' evidence every shard gathered in a query's anchors phase
-    /// (see [`shard`](super::shard)), when it did.
+    /// (see [`cluster_stats`](super::cluster_stats)), when it did.
     fn cluster_anchors(&self, terms: usize) -> Option<HashMap<String, AnchorHits>> {
         let global = self.global?;
         global.sums.get(ANCHORS_DONE)?;
         Some(
-            shard::evidence(global, terms)
+            cluster_stats::evidence(global, terms)
                 .into_iter()
                 .map(|(url, (best, context, matched))| {
                     (
@@ -255,7 +255,7 @@ impl Searchers<'_> {
         let (mut page_hits, anchors) = (page_hits?, anchors?);
         // Of this shard's best pages, those among the cluster's best
         // `wanted`, as one index would take them.
-        if let Some(cutoff) = self.global.and_then(|g| shard::cutoff(g, wanted)) {
+        if let Some(cutoff) = self.global.and_then(|g| cluster_stats::cutoff(g, wanted)) {
             page_hits.retain(|(score, _)| *score >= cutoff);
         }
         let hit_scores: Vec<f32> = page_hits.iter().map(|(score, _)| *score).collect();

@@ -1,12 +1,12 @@
 //! Measuring candidates: each one's [`Features`] for a query, read from
 //! the postings and fast fields (no stored document is read).
 
+use super::cluster_stats;
 use super::embed;
 use super::learned::Features;
 use super::query::RankTerms;
 use super::rank;
 use super::searchers::{Searchers, first_strs};
-use super::shard;
 use super::{SearchError, err, io_err, on_two_threads};
 use std::collections::{BTreeMap, HashMap};
 use tantivy::postings::Postings;
@@ -110,7 +110,7 @@ impl Searchers<'_> {
         // Links on other shards count too, when the links phase counted them.
         if let Some(global) = self.global {
             for (n, url) in in_links.iter_mut().zip(&urls) {
-                if let Some(all) = global.sums.get(&shard::links_key(url)) {
+                if let Some(all) = global.sums.get(&cluster_stats::links_key(url)) {
                     *n = *all;
                 }
             }

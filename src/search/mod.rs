@@ -74,6 +74,7 @@
 
 mod answer;
 mod candidates;
+mod cluster_stats;
 mod context;
 mod embed;
 mod index;
@@ -84,7 +85,6 @@ mod query;
 mod rank;
 mod schema;
 mod searchers;
-mod shard;
 mod snippets;
 mod typo;
 mod vocabulary;
@@ -92,9 +92,9 @@ mod vocabulary;
 #[cfg(test)]
 mod tests;
 
+pub use cluster_stats::{ShardHit, ShardPhase, ShardStats, ShardTop};
 pub use embed::{EmbedError, Embedder, model_dir};
 pub use index::SearchIndex;
-pub use shard::{ShardHit, ShardPhase, ShardStats, ShardTop};
 
 use std::path::{Path, PathBuf};
 

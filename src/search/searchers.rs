@@ -1,8 +1,8 @@
 //! [`Searchers`]: one search's view of both indexes, and the reads its
 //! steps share.
 
+use super::cluster_stats::{ShardStats, Side, Stats};
 use super::schema::{AnchorFields, PageFields};
-use super::shard::{ShardStats, Side, Stats};
 use super::{SearchError, io_err};
 use tantivy::query::{Query, TermQuery};
 use tantivy::schema::{Field, IndexRecordOption};
@@ -18,7 +18,7 @@ pub(super) struct Searchers<'g> {
     pub(super) af: AnchorFields,
     pub(super) global: Option<&'g ShardStats>,
     /// The query's vector, when the pages have vectors and the model is
-    /// at hand (see [`SearchIndex::embed_query`]).
+    /// at hand (see `SearchIndex::embed_query`).
     pub(super) query_vector: Option<Vec<f32>>,
 }
 

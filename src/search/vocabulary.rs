@@ -2,9 +2,9 @@
 //! a [`Vocabulary`], and a shard's part of the cluster's), and the query
 //! as searched: corrected, with compounds of adjacent words.
 
+use super::cluster_stats::{self, GlobalVocabulary, ShardStats, compound_key};
 use super::query::{self, ParsedQuery, QueryAnalyzers, RankTerms};
 use super::searchers::{Searchers, term_query};
-use super::shard::{self, GlobalVocabulary, ShardStats, compound_key};
 use super::typo::{self, Vocabulary};
 use std::collections::{BTreeMap, HashMap};
 use std::ops::Range;
@@ -40,17 +40,17 @@ impl Searchers<'_> {
     /// the share `typo` calls rare here, or less).
     pub(super) fn vocabulary_stats(&self, q: &ParsedQuery, out: &mut ShardStats) {
         let docs = self.pages.num_docs();
-        shard::sum(out, "v.docs".to_string(), docs);
+        cluster_stats::sum(out, "v.docs".to_string(), docs);
         let words = distinct_words(q);
         for word in &words {
             let df = Vocabulary::doc_freq(self, word);
-            shard::sum(out, shard::vocab_df_key(word), df);
+            cluster_stats::sum(out, cluster_stats::vocab_df_key(word), df);
             let maybe_rare = df <= (docs / 2_000).max(1);
             if !typo::correctable(word) || !maybe_rare {
                 continue;
             }
             for (other, n) in self.neighbours(word, typo::max_distance(word)) {
-                shard::sum(out, shard::neighbour_key(word, &other), n);
+                cluster_stats::sum(out, cluster_stats::neighbour_key(word, &other), n);
             }
             let others: Vec<&str> = words
                 .iter()
@@ -59,7 +59,7 @@ impl Searchers<'_> {
                 .collect();
             for subset in subsets(&others) {
                 let held = u64::from(self.co_occurs(word, &subset));
-                shard::sum(out, shard::co_key(word, &subset), held);
+                cluster_stats::sum(out, cluster_stats::co_key(word, &subset), held);
             }
         }
     }
