@@ -11,13 +11,89 @@
 //! The text part keeps the shape the cluster's merge relies on (one text
 //! score divided by the best over every shard, plus a part of the page's
 //! own); only the weights are learned. Pure: `index.rs` measures the
-//! [`Features`], this module scores them.
+//! [`Features`], this module owns them and scores them by the rules of
+//! `rank.rs`.
 //!
 //! For training, `WEB_CRAWLER_RANK_FEATURES=FILE` makes a search append a
 //! JSON line per candidate to FILE (its URL, field BM25s and signals): a
 //! debugging hook read only by the training script.
 
-use super::rank::{self, Features};
+use super::rank;
+
+/// What is known of one candidate page for one query.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(crate) struct Features {
+    /// BM25 of the query terms in each field (anchor: the best matching
+    /// anchor text pointing at the page).
+    pub(crate) title: f32,
+    pub(crate) headings: f32,
+    pub(crate) body: f32,
+    pub(crate) url: f32,
+    pub(crate) anchor: f32,
+    /// BM25 of the query terms in the words around the links to the page
+    /// (the best matching link).
+    pub(crate) context: f32,
+    /// Share of the query's terms found in any field or anchor, 0..=1.
+    pub(crate) coverage: f32,
+    /// Share of the query's terms found in the body, 0..=1.
+    pub(crate) answers: f32,
+    /// [`rank::proximity`] of the terms, best field, 0..=1.
+    pub(crate) proximity: f32,
+    pub(crate) in_links: u64,
+    pub(crate) out_links: u64,
+    /// Words of the page's own text.
+    pub(crate) words: u64,
+    /// Share of the query's terms in the title, the headings, the links'
+    /// text or context, 0..=1.
+    pub(crate) title_coverage: f32,
+    pub(crate) headings_coverage: f32,
+    pub(crate) anchor_coverage: f32,
+    /// The best cosine between the query's vector and the page's passages'
+    /// (0 without vectors).
+    pub(crate) similarity: f32,
+}
+
+impl Features {
+    /// The field-weighted BM25 sum, weighted by the learned model.
+    pub(crate) fn text(&self) -> f32 {
+        LEARNED.text(self)
+    }
+}
+
+/// The weight of the text score, which is divided by the best
+/// candidate's ([`score`]).
+pub(crate) const TEXT_WEIGHT: f32 = LEARNED.text;
+
+/// Scores of the candidates of one query, in order (higher is better).
+#[cfg(test)]
+pub(crate) fn score_all(candidates: &[Features]) -> Vec<f32> {
+    let best_text = best_text(candidates);
+    candidates
+        .iter()
+        .map(|f| score(f.text(), best_text, rest(f)))
+        .collect()
+}
+
+/// The best text score of the candidates.
+pub(crate) fn best_text(candidates: &[Features]) -> f32 {
+    candidates.iter().map(Features::text).fold(0.0f32, f32::max)
+}
+
+/// A candidate's score of its text score, the best candidate's (over
+/// every shard, in a query across the cluster) and the [`rest`].
+pub(crate) fn score(text: f32, best_text: f32, rest: f32) -> f32 {
+    let text = if best_text > 0.0 {
+        text / best_text
+    } else {
+        0.0
+    };
+    TEXT_WEIGHT * text + rest
+}
+
+/// The part of a candidate's score that does not depend on the others.
+pub(crate) fn rest(f: &Features) -> f32 {
+    LEARNED.rest(f)
+}
 
 /// The model: field weights inside the text score, the weight of the
 /// normalised text score, and one weight per [`signals`] entry.
@@ -95,7 +171,7 @@ pub(crate) fn length(words: u64) -> f32 {
 
 impl Model {
     /// The field-weighted BM25 sum (divided by the best candidate's in
-    /// [`rank::score`]).
+    /// [`score`]).
     pub(crate) fn text(&self, f: &Features) -> f32 {
         dot(&self.fields, &fields(f))
     }
@@ -148,6 +224,7 @@ fn dump_to(path: &std::path::Path, urls: &[String], features: &[Features]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rank::{ANCHOR, BODY, CONTEXT, HEADINGS, TITLE, URL, link_prior};
 
     #[test]
     fn the_hand_set_model_scores_as_rank_did() {
@@ -224,5 +301,149 @@ mod tests {
         assert_eq!(lines[0]["fields"][2], 3.0);
         assert_eq!(lines[0]["signals"]["coverage"], 0.5);
         assert_eq!(lines[0]["signals"].as_object().unwrap().len(), SIGNALS);
+    }
+
+    fn page() -> Features {
+        Features {
+            words: 400,
+            out_links: 8,
+            ..Features::default()
+        }
+    }
+
+    fn ranked_first(a: &Features, b: &Features) -> bool {
+        let s = score_all(&[a.clone(), b.clone()]);
+        s[0] > s[1]
+    }
+
+    #[test]
+    fn more_query_terms_covered_ranks_higher() {
+        // Same text score, one page holds both terms, the other one term twice.
+        let both = Features {
+            body: 4.0,
+            coverage: 1.0,
+            answers: 1.0,
+            ..page()
+        };
+        let one = Features {
+            body: 4.0,
+            coverage: 0.5,
+            answers: 0.5,
+            ..page()
+        };
+        assert!(ranked_first(&both, &one));
+    }
+
+    #[test]
+    fn a_how_to_title_does_not_beat_the_page_that_answers() {
+        // Query "how to bake sourdough bread" → terms bake, sourdough, bread.
+        // A: title "How to bake sourdough bread", body a sign-in wall.
+        let title_only = Features {
+            title: 9.0,
+            coverage: 1.0,
+            answers: 0.0,
+            proximity: 0.5, // adjacent in the title; title proximity counts half
+            words: 30,
+            ..page()
+        };
+        // B: "Our starter, day by day", a body that explains baking it.
+        let answers = Features {
+            body: 7.5,
+            coverage: 1.0,
+            answers: 1.0,
+            proximity: 0.4,
+            ..page()
+        };
+        assert!(ranked_first(&answers, &title_only));
+        // Even with a weaker body match than the title match.
+        let weak = Features {
+            body: 4.0,
+            ..answers
+        };
+        assert!(ranked_first(&weak, &title_only));
+    }
+
+    #[test]
+    fn a_hub_ranks_below_the_page_it_links_to() {
+        // Hub: "Recipes A–Z", 300 links, 900 words (link labels), every query
+        // term in a label, many in-links from the site's navigation.
+        let hub = Features {
+            title: 2.0,
+            body: 5.0,
+            coverage: 1.0,
+            answers: 1.0,
+            proximity: 1.0,
+            in_links: 800,
+            out_links: 300,
+            words: 900,
+            ..Features::default()
+        };
+        // The recipe page it links to, named by the hub's anchor text.
+        let target = Features {
+            title: 4.0,
+            body: 4.5,
+            anchor: 3.0,
+            coverage: 1.0,
+            answers: 1.0,
+            proximity: 1.0,
+            in_links: 3,
+            ..page()
+        };
+        assert!(ranked_first(&target, &hub));
+    }
+
+    #[test]
+    fn in_links_are_a_small_saturating_prior() {
+        assert_eq!(link_prior(0), 0.0);
+        assert!(link_prior(10) < link_prior(100));
+        assert_eq!(link_prior(1_000_000), 1.0);
+        // A popular page with a worse match does not beat a better match.
+        let popular = Features {
+            body: 2.0,
+            coverage: 0.5,
+            answers: 0.5,
+            in_links: 100_000,
+            ..page()
+        };
+        let relevant = Features {
+            body: 3.0,
+            coverage: 1.0,
+            answers: 1.0,
+            ..page()
+        };
+        assert!(ranked_first(&relevant, &popular));
+        // Between equal matches, it decides.
+        let equal = Features {
+            in_links: 0,
+            ..popular.clone()
+        };
+        assert!(ranked_first(&popular, &equal));
+    }
+
+    #[test]
+    fn title_and_url_weights_stay_below_the_body() {
+        const {
+            assert!(
+                TITLE < BODY && HEADINGS < BODY && URL < BODY && ANCHOR < BODY && CONTEXT < BODY
+            )
+        };
+        let text = Features {
+            title: 1.0,
+            headings: 1.0,
+            body: 1.0,
+            url: 1.0,
+            anchor: 1.0,
+            context: 1.0,
+            ..Features::default()
+        }
+        .text();
+        assert!((text - (BODY + TITLE + HEADINGS + URL + ANCHOR + CONTEXT)).abs() < 1e-6);
+    }
+
+    #[test]
+    fn no_text_scores_at_all_is_not_a_division_by_zero() {
+        let s = score_all(&[Features::default(), page()]);
+        assert!(s.iter().all(|x| x.is_finite()));
+        assert!(score_all(&[]).is_empty());
     }
 }

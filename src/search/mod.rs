@@ -72,23 +72,29 @@
 //! # Ok(()) }
 //! ```
 
+mod answer;
+mod candidates;
+mod cluster_stats;
 mod context;
 mod embed;
 mod index;
 mod learned;
+mod measure;
 mod merges;
 mod query;
 mod rank;
 mod schema;
-mod shard;
+mod searchers;
+mod snippets;
 mod typo;
+mod vocabulary;
 
 #[cfg(test)]
 mod tests;
 
+pub use cluster_stats::{ShardHit, ShardPhase, ShardStats, ShardTop};
 pub use embed::{EmbedError, Embedder, model_dir};
 pub use index::SearchIndex;
-pub use shard::{ShardHit, ShardPhase, ShardStats, ShardTop};
 
 use std::path::{Path, PathBuf};
 
@@ -239,6 +245,22 @@ pub enum SearchError {
         #[source]
         source: BoxError,
     },
+}
+
+/// A tantivy error as a [`SearchError`], with what was being done.
+fn err(context: &'static str) -> impl FnOnce(tantivy::TantivyError) -> SearchError {
+    move |e| SearchError::Index {
+        context,
+        source: Box::new(e),
+    }
+}
+
+/// An I/O error reading the index as a [`SearchError`].
+fn io_err(context: &'static str) -> impl FnOnce(std::io::Error) -> SearchError {
+    move |e| SearchError::Index {
+        context,
+        source: Box::new(e),
+    }
 }
 
 /// A query that cannot be searched.

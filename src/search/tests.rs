@@ -1,6 +1,6 @@
 //! The engine over real on-disk indexes in temporary directories.
 
-use super::index::PHRASE_POOL;
+use super::candidates::PHRASE_POOL;
 use super::*;
 use std::collections::BTreeMap;
 use tempfile::TempDir;

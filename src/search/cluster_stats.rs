@@ -25,6 +25,11 @@
 //! shard's own count stands in: with no statistics at all (a cluster of
 //! one shard asks for its best pages at once) a shard answers as the
 //! index alone.
+//!
+//! "Shard" names three more things in the actors crate: `shards.rs`, the
+//! coordinator that asks every node's index in these phases and merges
+//! their best pages; `Shard`, a node's index and the queue its pages wait
+//! in; `ShardQueue`, the pool's and the master's handle on that queue.
 
 use super::typo::Vocabulary;
 use std::collections::BTreeMap;
