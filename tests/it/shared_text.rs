@@ -34,8 +34,9 @@ use web_crawler_testsupport::{TestServer, reserve};
 /// A crawl that has not ended by then has failed. In a debug build the
 /// largest web here ended by itself in 7–15 s with trap rule 6 closing
 /// real sections, and had every real page at 9 s with rule 6 off; on the
-/// MongoDB test server the smaller web took ~40 s.
-const DEADLINE: Duration = Duration::from_secs(180);
+/// MongoDB test server the smaller web took ~40 s, and 96 s on a machine
+/// busy with builds beside the suite (once over 180 s, still fetching).
+const DEADLINE: Duration = Duration::from_secs(300);
 
 /// The web, one server a host on `127.0.{net}.{h + 1}`.
 struct Served {
