@@ -1,14 +1,18 @@
 //! What the master admits besides the links pages yield: seeds
 //! (`add_url`), whose callers are answered once the seed is written, and
-//! sitemap entries. Pure: the master passes `now` and the behaviours'
-//! link policy and operations.
+//! sitemap entries. The rules are pure: the master passes `now`, the
+//! behaviours' link policy and operations, and the page the store holds.
+//! Every entry point to `add_url` (console, CLI, HTTP API, Rust API) ends
+//! in the master's `add_url`, so they all get these answers.
 
-use crate::behaviour::{LinkPolicy, Operations};
+use crate::behaviour::{LinkPolicy, Operations, Queries};
 use crate::config::{Behaviours, CrawlConfig};
+use crate::frontier::{LinkDecision, decide_link};
 use crate::monitor::own_interval_ms;
 use crate::protocol::{AddUrlError, MASTER_LOG};
-use crate::types::{Job, Millis, NewLink, OperationSpec};
+use crate::types::{Job, Millis, NewLink, OperationSpec, ProcessedUrl};
 use ractor::RpcReplyPort;
+use std::sync::Arc;
 
 /// What admits a seed or a sitemap entry on this node.
 pub(crate) struct Admission<'a> {
@@ -133,33 +137,132 @@ impl<R> SeedReplies<R> {
     }
 }
 
+/// A plain `add_url`: neither `again` nor an interval of its own (either
+/// queues a processed URL again), so a URL processed already is refused.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct PlainAsk {
+    pub(crate) operation: OperationSpec,
+    /// When the master took it.
+    pub(crate) at: Millis,
+}
+
+impl PlainAsk {
+    /// The plain ask among `add_url`'s, if it is one.
+    pub(crate) fn of(
+        operation: &OperationSpec,
+        again: bool,
+        every_ms: Option<Millis>,
+        now: Millis,
+    ) -> Option<Self> {
+        (!again && every_ms.is_none()).then(|| Self {
+            operation: operation.clone(),
+            at: now,
+        })
+    }
+
+    /// Refuse `url` (as queued) as known already when `processed`, the
+    /// store's page once the seed is written, was processed with this
+    /// operation before the ask and is not due again: the store only
+    /// recorded the referral. A page processed since was queued after all.
+    pub(crate) fn known_already(
+        &self,
+        url: &str,
+        processed: Option<&ProcessedUrl>,
+        reprocess_after_ms: Option<Millis>,
+    ) -> Result<(), AddUrlError> {
+        match processed {
+            Some(page)
+                if page.record.operation == self.operation
+                    && page.d_processed < self.at
+                    && decide_link(Some(page.d_processed), None, self.at, reprocess_after_ms)
+                        == LinkDecision::ReferralOnly =>
+            {
+                Err(AddUrlError::AlreadyKnown {
+                    url: url.to_string(),
+                    processed_at: page.d_processed,
+                    http_status: page.record.http_returncode,
+                })
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
 /// Each URL of a batch `add_url`: queued as (normalized), or why not.
 pub(crate) type AddUrlsAnswer = Vec<Result<String, AddUrlError>>;
 
 /// The reply port of an `add_url` caller: one URL's, or a batch's, which
-/// holds its answer until its seeds are written.
+/// holds its answer until its seeds are written; with the plain ask to
+/// judge then, if it was one.
 #[derive(Debug)]
 pub(crate) enum AddUrlReply {
-    One(RpcReplyPort<Result<String, AddUrlError>>),
-    Many(RpcReplyPort<AddUrlsAnswer>, AddUrlsAnswer),
+    One(RpcReplyPort<Result<String, AddUrlError>>, Option<PlainAsk>),
+    Many(RpcReplyPort<AddUrlsAnswer>, AddUrlsAnswer, Option<PlainAsk>),
+}
+
+/// Where a plain ask's page is read once its seed is written.
+#[derive(Debug)]
+pub(crate) struct ProcessedPages {
+    pub(crate) queries: Arc<dyn Queries>,
+    pub(crate) reprocess_after_ms: Option<Millis>,
+}
+
+impl ProcessedPages {
+    /// `url`'s answer, as queued: refused if the store knew it already.
+    async fn judge(&self, url: String, ask: &PlainAsk) -> Result<String, AddUrlError> {
+        let page = match self.queries.processed_url(&url).await {
+            Ok(page) => page,
+            // It is queued: a store that cannot say whether it was
+            // processed already must not make the caller think it refused.
+            Err(error) => {
+                tracing::warn!(target: MASTER_LOG, %url, %error, "add_url: not checked against processed pages");
+                None
+            }
+        };
+        ask.known_already(&url, page.as_ref(), self.reprocess_after_ms)?;
+        Ok(url)
+    }
+
+    async fn answer(&self, reply: AddUrlReply, url: String) {
+        // A caller that stopped waiting is gone: nothing to tell.
+        match reply {
+            AddUrlReply::One(reply, None) => drop(reply.send(Ok(url))),
+            AddUrlReply::One(reply, Some(ask)) => drop(reply.send(self.judge(url, &ask).await)),
+            AddUrlReply::Many(reply, answer, None) => drop(reply.send(answer)),
+            AddUrlReply::Many(reply, answer, Some(ask)) => {
+                let mut judged = Vec::with_capacity(answer.len());
+                for queued in answer {
+                    judged.push(match queued {
+                        Ok(url) => self.judge(url, &ask).await,
+                        refused => refused,
+                    });
+                }
+                drop(reply.send(judged));
+            }
+        }
+    }
 }
 
 /// Tell `add_url`'s callers their seeds are written (`url`: a single
-/// URL's, as queued).
-pub(crate) fn answer_written(written: Vec<(AddUrlReply, String)>) {
-    for (reply, url) in written {
-        // A caller that stopped waiting is gone: nothing to tell.
-        match reply {
-            AddUrlReply::One(reply) => drop(reply.send(Ok(url))),
-            AddUrlReply::Many(reply, answer) => drop(reply.send(answer)),
-        }
+/// URL's, as queued), on a task of its own: a plain ask's page is read
+/// from the store first, and the master's mailbox never waits for it.
+pub(crate) fn answer_written(written: Vec<(AddUrlReply, String)>, pages: ProcessedPages) {
+    if written.is_empty() {
+        return;
     }
+    tokio::spawn(async move {
+        for (reply, url) in written {
+            pages.answer(reply, url).await;
+        }
+    });
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::behaviour::Rejection;
+    use crate::behaviour::{Document, PageQuery, Rejection, StoreError};
+    use crate::monitor::{FetchHistory, HistoryQuery};
+    use crate::types::{BrokenLink, HostRecord, PageRecord, PendingUrl, TrapFamily};
 
     const T0: Millis = 1_000_000;
 
@@ -271,22 +374,188 @@ mod tests {
         assert_eq!(answered, [1, 2]);
     }
 
+    /// `http://a/known`, processed with a plain crawl at `T0 - 1` (HTTP
+    /// 200).
+    fn known(operation: OperationSpec) -> ProcessedUrl {
+        ProcessedUrl {
+            record: PageRecord {
+                url: "http://a/known".into(),
+                operation,
+                http_returncode: Some(200),
+                ..PageRecord::default()
+            },
+            referral_count: 0,
+            referral_list: Vec::new(),
+            duplicate_of: None,
+            d_processed: T0 - 1,
+        }
+    }
+
+    fn plain_ask() -> PlainAsk {
+        PlainAsk::of(&OperationSpec::crawl(), false, None, T0).unwrap()
+    }
+
+    #[test]
+    fn only_a_plain_ask_is_judged_against_processed_pages() {
+        assert_eq!(
+            PlainAsk::of(&OperationSpec::crawl(), false, None, T0),
+            Some(PlainAsk {
+                operation: OperationSpec::crawl(),
+                at: T0
+            })
+        );
+        assert_eq!(PlainAsk::of(&OperationSpec::crawl(), true, None, T0), None);
+        let watched = PlainAsk::of(&OperationSpec::crawl(), false, Some(60_000), T0);
+        assert_eq!(watched, None);
+    }
+
+    #[test]
+    fn a_plain_ask_of_a_processed_url_not_due_is_refused_as_known() {
+        let page = known(OperationSpec::crawl());
+        let refused = plain_ask().known_already(&page.record.url, Some(&page), None);
+        assert!(matches!(
+            refused,
+            Err(AddUrlError::AlreadyKnown { ref url, processed_at, http_status: Some(200) })
+                if url == "http://a/known" && processed_at == T0 - 1
+        ));
+        assert_eq!(
+            refused.unwrap_err().code(),
+            crate::RefusalCode::AlreadyKnown
+        );
+    }
+
+    #[test]
+    fn a_plain_ask_is_queued_when_the_page_is_new_other_due_or_fresh() {
+        let ask = plain_ask();
+        let url = "http://a/known";
+        assert!(
+            ask.known_already(url, None, None).is_ok(),
+            "never processed"
+        );
+        let other = known(OperationSpec::search_text("x"));
+        assert!(
+            ask.known_already(url, Some(&other), None).is_ok(),
+            "other operation"
+        );
+        let page = known(OperationSpec::crawl());
+        assert!(
+            ask.known_already(url, Some(&page), Some(1)).is_ok(),
+            "due again"
+        );
+        let since = ProcessedUrl {
+            d_processed: T0 + 5,
+            ..page
+        };
+        assert!(
+            ask.known_already(url, Some(&since), None).is_ok(),
+            "processed since the ask"
+        );
+    }
+
+    /// A store holding one processed page, or failing every read.
+    #[derive(Debug)]
+    struct OnePage(Result<ProcessedUrl, ()>);
+
+    #[async_trait::async_trait]
+    impl Queries for OnePage {
+        async fn processed(&self, _: PageQuery) -> Result<Vec<ProcessedUrl>, StoreError> {
+            Ok(Vec::new())
+        }
+        async fn processed_url(&self, url: &str) -> Result<Option<ProcessedUrl>, StoreError> {
+            match &self.0 {
+                Ok(page) => Ok((page.record.url == url).then(|| page.clone())),
+                Err(()) => Err(StoreError::unavailable("read", "down")),
+            }
+        }
+        async fn processed_after(
+            &self,
+            _: Option<&str>,
+            _: usize,
+        ) -> Result<Vec<PageRecord>, StoreError> {
+            Ok(Vec::new())
+        }
+        async fn pending(&self, _: usize) -> Result<Vec<PendingUrl>, StoreError> {
+            Ok(Vec::new())
+        }
+        async fn records(&self, _: &str, _: &Document) -> Result<Vec<Document>, StoreError> {
+            Ok(Vec::new())
+        }
+        async fn first_records(
+            &self,
+            _: &str,
+            _: Option<&Document>,
+            _: usize,
+        ) -> Result<Vec<Document>, StoreError> {
+            Ok(Vec::new())
+        }
+        async fn delete_records(&self, _: &str, _: &[Document]) -> Result<u64, StoreError> {
+            Ok(0)
+        }
+        async fn broken_links(&self) -> Result<Vec<BrokenLink>, StoreError> {
+            Ok(Vec::new())
+        }
+        async fn trap_families(&self, _: usize) -> Result<Vec<TrapFamily>, StoreError> {
+            Ok(Vec::new())
+        }
+        async fn fetch_history(&self, _: HistoryQuery) -> Result<Vec<FetchHistory>, StoreError> {
+            Ok(Vec::new())
+        }
+        async fn hosts(&self) -> Result<Vec<HostRecord>, StoreError> {
+            Ok(Vec::new())
+        }
+        async fn status_histogram(&self) -> Result<Vec<(Option<u16>, u64)>, StoreError> {
+            Ok(Vec::new())
+        }
+        async fn pages_per_host(&self) -> Result<Vec<(String, u64)>, StoreError> {
+            Ok(Vec::new())
+        }
+        async fn pages_per_node(&self) -> Result<Vec<(String, u64)>, StoreError> {
+            Ok(Vec::new())
+        }
+    }
+
+    fn pages(store: Result<ProcessedUrl, ()>) -> ProcessedPages {
+        ProcessedPages {
+            queries: Arc::new(OnePage(store)),
+            reprocess_after_ms: None,
+        }
+    }
+
     #[tokio::test]
     async fn a_batch_is_answered_whole_with_each_urls_outcome_once_written() {
         let (one_tx, one_rx) = ractor::concurrency::oneshot();
         let (many_tx, many_rx) = ractor::concurrency::oneshot();
         let refused = seed_of("http://b/x").unwrap_err();
-        let batch = vec![Ok("http://a/1".to_string()), Err(refused)];
-        answer_written(vec![
-            (AddUrlReply::One(one_tx.into()), "http://a/0".to_string()),
-            (AddUrlReply::Many(many_tx.into(), batch), String::new()),
-        ]);
+        let batch = vec![
+            Ok("http://a/1".to_string()),
+            Err(refused),
+            Ok("http://a/known".to_string()),
+        ];
+        let known = pages(Ok(known(OperationSpec::crawl())));
+        known
+            .answer(
+                AddUrlReply::One(one_tx.into(), None),
+                "http://a/0".to_string(),
+            )
+            .await;
+        let many = AddUrlReply::Many(many_tx.into(), batch, Some(plain_ask()));
+        known.answer(many, String::new()).await;
         assert_eq!(one_rx.await.unwrap().unwrap(), "http://a/0");
         let answer = many_rx.await.unwrap();
         assert_eq!(answer[0].as_ref().unwrap(), "http://a/1");
         assert!(
             matches!(&answer[1], Err(AddUrlError::Rejected { url, .. }) if url == "http://b/x")
         );
+        assert!(matches!(&answer[2], Err(AddUrlError::AlreadyKnown { .. })));
+    }
+
+    #[tokio::test]
+    async fn a_plain_ask_is_answered_queued_when_the_store_cannot_say() {
+        let (tx, rx) = ractor::concurrency::oneshot();
+        let url = "http://a/known".to_string();
+        let reply = AddUrlReply::One(tx.into(), Some(plain_ask()));
+        pages(Err(())).answer(reply, url.clone()).await;
+        assert_eq!(rx.await.unwrap().unwrap(), url);
     }
 
     fn seed_of(url: &str) -> Result<NewLink, AddUrlError> {

@@ -135,7 +135,10 @@ impl AppHandle {
         &self.config
     }
 
-    /// Queue a URL for a plain crawl. Returns the normalized URL.
+    /// Queue a URL for a plain crawl. Returns the normalized URL. A URL
+    /// processed already (with this operation, not due again) is refused
+    /// as [`RefusalCode::AlreadyKnown`], as by every entry point to
+    /// `add_url`; only its referral is recorded.
     pub async fn add_url(&self, url: &str) -> Result<String, AppError> {
         self.add_url_with(url, OperationSpec::crawl()).await
     }
@@ -150,7 +153,7 @@ impl AppHandle {
     }
 
     /// Queue a URL to be fetched again, even if it was processed already
-    /// (a plain `add_url` of a processed URL only adds a referral).
+    /// (which a plain `add_url` refuses).
     pub async fn add_url_again(
         &self,
         url: &str,

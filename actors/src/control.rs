@@ -6,12 +6,11 @@
 use crate::behaviour::index::SearchAnswer;
 use crate::behaviour::{PageQuery, Queries};
 use crate::config::{CrawlConfig, shard_holding};
-use crate::frontier::{LinkDecision, decide_link};
 use crate::hosts;
 use crate::monitor::{self, HistoryQuery};
 use crate::protocol::{
     self, ChildRole, ControlMsg, ControlRequest, MAX_BATCH_BYTES, MAX_BATCH_URLS,
-    MAX_MESSAGE_BYTES, MasterMsg, PoolMsg, SupMsg,
+    MAX_MESSAGE_BYTES, MasterMsg, PoolMsg, Setting, SupMsg,
 };
 use crate::reply::{
     ActorState, Added, ControlError, ControlReply, HostPaused, Intensity, Listing, NodeStopping,
@@ -117,236 +116,53 @@ fn intensity(cfg: &CrawlConfig) -> Intensity {
     }
 }
 
+/// The answer to `request`: one function a request, each calling the
+/// tree's actors; the rules are theirs (`add_url`'s in
+/// [`crate::admission`], applied by the master for every entry point).
 async fn answer(
     state: &mut ControlArgs,
     request: ControlRequest,
 ) -> Result<ControlReply, ControlError> {
     let cfg = &state.settings.current();
     match request {
-        ControlRequest::Set { setting } => {
-            // The master's node's settings here, every node's pool by message.
-            state.settings.set(&setting);
-            let nodes = to_pools(cfg, || PoolMsg::Set(setting.clone()));
-            Ok(ControlReply::SettingChanged(SettingChanged {
-                setting,
-                nodes,
-            }))
-        }
-        ControlRequest::PauseHost { host, paused } => {
-            let msg = || PoolMsg::PauseHost {
-                host: host.clone(),
-                paused,
-            };
-            let nodes = to_pools(cfg, msg);
-            Ok(ControlReply::HostPaused(HostPaused {
-                host,
-                paused,
-                nodes,
-            }))
-        }
-        ControlRequest::StopNode { node } => {
-            if node == cfg.node_name {
-                return Err(ControlError::MastersNode { node });
-            }
-            let pools = protocol::pools(&cfg.pool_name());
-            let Some((_, pool)) = pools.iter().find(|(n, _)| *n == node) else {
-                let live = pools.into_iter().map(|(n, _)| n).collect();
-                return Err(ControlError::NoSuchNode { node, live });
-            };
-            pool.cast(PoolMsg::StopNode).map_err(unanswered("pool"))?;
-            // It does not come back: once gone, its pages are handed over.
-            protocol::cast(
-                &cfg.master_name(),
-                MasterMsg::NodeStopping { node: node.clone() },
-            );
-            Ok(ControlReply::NodeStopping(NodeStopping { node }))
-        }
-        ControlRequest::Shutdown => {
-            let (master, sup) = (master(cfg)?, sup(cfg)?);
-            // Answered first: the stop ends this actor, and the process
-            // with the cluster connection the answer travels on.
-            tokio::spawn(async move {
-                tokio::time::sleep(SHUTDOWN_ANSWER_TIME).await;
-                let _ = ractor::call_t!(
-                    master,
-                    |reply| MasterMsg::Drain {
-                        timeout: SHUTDOWN_GRACE,
-                        reply
-                    },
-                    MASTER_TIMEOUT_MS + SHUTDOWN_GRACE.as_millis() as u64
-                );
-                let (port, _) = ractor::concurrency::oneshot();
-                let _ = sup.cast(SupMsg::Shutdown(port.into()));
-            });
-            Ok(ControlReply::NodeStopping(NodeStopping {
-                node: cfg.node_name.clone(),
-            }))
-        }
+        ControlRequest::Set { setting } => Ok(set(&state.settings, cfg, setting)),
+        ControlRequest::PauseHost { host, paused } => Ok(pause_host(cfg, host, paused)),
+        ControlRequest::StopNode { node } => stop_node(cfg, node),
+        ControlRequest::Shutdown => shutdown(cfg),
         ControlRequest::Status => Ok(ControlReply::Status(status(cfg).await?)),
         ControlRequest::Nodes => Ok(ControlReply::Nodes(status(cfg).await?.nodes)),
-        ControlRequest::Tree => {
-            let children = ractor::call_t!(sup(cfg)?, SupMsg::WhichChildren, MASTER_TIMEOUT_MS)
-                .map_err(unanswered("supervisor"))?;
-            let pools = protocol::members(protocol::POOL_GROUP, &cfg.pool_name())
-                .iter()
-                .filter_map(|c| c.get_name())
-                .map(|name| PoolInfo {
-                    node: protocol::node_of(&name).to_string(),
-                    name,
-                    role: ChildRole::Pool,
-                })
-                .collect();
-            Ok(ControlReply::Tree(Tree {
-                sup: cfg.sup_name(),
-                node: cfg.node_name.clone(),
-                strategy: RestartStrategy::OneForOne,
-                intensity: intensity(cfg),
-                children,
-                pools,
-            }))
-        }
-        ControlRequest::State { actor } => Ok(ControlReply::State(match actor.as_str() {
-            "master" => ActorState::Master(Box::new(status(cfg).await?)),
-            "sup" => ActorState::Sup(SupSummary {
-                name: cfg.sup_name(),
-                strategy: RestartStrategy::OneForOne,
-                intensity: intensity(cfg),
-            }),
-            "config" => ActorState::Config(Box::new(cfg.clone())),
-            _ => return Err(ControlError::NoSuchActor(actor)),
-        })),
+        ControlRequest::Tree => tree(cfg).await,
+        ControlRequest::State { actor } => actor_state(cfg, actor).await,
         ControlRequest::AddUrl {
             url,
             operation,
             again,
             every_ms,
-        } => {
-            let asked = now_ms();
-            let wanted = operation.clone();
-            let queued = ractor::call_t!(
-                master(cfg)?,
-                |reply| MasterMsg::AddUrl {
-                    url,
-                    operation,
-                    again,
-                    every_ms,
-                    reply
-                },
-                MASTER_TIMEOUT_MS
-            )
-            .map_err(unanswered("master"))??;
-            // An interval of its own queues a processed URL again, as `again` does.
-            if !again && every_ms.is_none() {
-                already_processed(state, cfg, &queued, &wanted, asked).await?;
-            }
-            Ok(ControlReply::Queued(queued))
-        }
+        } => add_url(cfg, url, operation, again, every_ms).await,
         ControlRequest::AddUrls {
             urls,
             operation,
             again,
-        } => {
-            if urls.len() > MAX_BATCH_URLS {
-                return Err(ControlError::TooManyUrls {
-                    urls: urls.len(),
-                    limit: MAX_BATCH_URLS,
-                });
-            }
-            let asked = now_ms();
-            let wanted = operation.clone();
-            let answers = ractor::call_t!(
-                master(cfg)?,
-                |reply| MasterMsg::AddUrls {
-                    urls: urls.clone(),
-                    operation,
-                    again,
-                    reply
-                },
-                BATCH_TIMEOUT_MS
-            )
-            .map_err(unanswered("master"))?;
-            let mut results = Vec::with_capacity(urls.len());
-            for (url, answer) in urls.into_iter().zip(answers) {
-                let answer = match answer {
-                    Ok(queued) if !again => {
-                        match already_processed(state, cfg, &queued, &wanted, asked).await {
-                            Err(e @ ControlError::AlreadyProcessed { .. }) => Err(e),
-                            Ok(()) => Ok(queued),
-                            // It is queued: a store that cannot say whether
-                            // it was processed already must not make the
-                            // caller think it was refused.
-                            Err(e) => {
-                                tracing::warn!(url = %queued, error = %e, "add_urls: not checked");
-                                Ok(queued)
-                            }
-                        }
-                    }
-                    Ok(queued) => Ok(queued),
-                    Err(e) => Err(ControlError::AddUrl(e)),
-                };
-                results.push(UrlOutcome::of(url, answer));
-            }
-            Ok(ControlReply::Added(Added::of(results)))
-        }
-        ControlRequest::Page { url } => {
-            let normalized = ractor::call_t!(
-                master(cfg)?,
-                |reply| MasterMsg::Normalize {
-                    url: url.clone(),
-                    reply
-                },
-                MASTER_TIMEOUT_MS
-            )
-            .map_err(unanswered("master"))?
-            .unwrap_or(url);
-            let Some(page) = state.queries.processed_url(&normalized).await? else {
-                return Err(ControlError::NoSuchPage { url: normalized });
-            };
-            let host = Some(page.record.host.clone());
-            let mut history = history_of(state, host).await?;
-            history.retain(|h| h.url == page.record.url);
-            Ok(ControlReply::Page(Box::new(PageView { page, history })))
-        }
+        } => add_urls(cfg, urls, operation, again).await,
+        ControlRequest::Page { url } => page(state, cfg, url).await,
         ControlRequest::Pending { limit } => {
             Ok(ControlReply::Pending(state.queries.pending(limit).await?))
         }
-        ControlRequest::Processed { limit } | ControlRequest::Failed { limit } => {
-            let only_failed = matches!(request, ControlRequest::Failed { .. });
-            let pages = state
-                .queries
-                .processed(PageQuery {
-                    limit: Some(limit),
-                    offset: 0,
-                    only_failed,
-                    newest_first: true,
-                })
-                .await?;
-            Ok(ControlReply::Pages(pages))
-        }
-        ControlRequest::Pause | ControlRequest::Resume => {
-            let paused = matches!(request, ControlRequest::Pause);
-            master(cfg)?
-                .cast(MasterMsg::Pause(paused))
-                .map_err(unanswered("master"))?;
-            Ok(ControlReply::Paused(Paused { paused }))
-        }
+        ControlRequest::Processed { limit } => newest_pages(state, limit, false).await,
+        ControlRequest::Failed { limit } => newest_pages(state, limit, true).await,
+        ControlRequest::Pause => pause(cfg, true),
+        ControlRequest::Resume => pause(cfg, false),
         ControlRequest::Search {
             query,
             limit,
             offset,
-        } => {
-            let store = (&mut state.roster, state.queries.as_ref());
-            let mut answer = search(cfg, Some(store), query, offset + limit).await?;
-            answer.results.drain(..offset.min(answer.results.len()));
-            Ok(ControlReply::Search(answer))
-        }
+        } => search_page(state, cfg, query, limit, offset).await,
         ControlRequest::SearchResults { text, limit } => {
             let results = state.queries.search_results(text.as_deref()).await?;
             Ok(ControlReply::SearchResults(Listing::first(results, limit)))
         }
         ControlRequest::Availability { host, limit } => {
-            let history = history_of(state, host).await?;
-            let availability = monitor::availability(&history);
+            let availability = monitor::availability(&history_of(state, host).await?);
             Ok(ControlReply::Availability(Listing::first(
                 availability,
                 limit,
@@ -357,16 +173,7 @@ async fn answer(
             changes.sort_by_key(|e| std::cmp::Reverse(e.at));
             Ok(ControlReply::Changes(Listing::first(changes, limit)))
         }
-        ControlRequest::Hosts { limit } => {
-            let pool_name = cfg.pool_name();
-            let (stored, (answers, silent)) = tokio::join!(
-                state.queries.host_summaries(),
-                protocol::ask_pools(&pool_name, limit)
-            );
-            Ok(ControlReply::Hosts(hosts::listing(
-                stored?, answers, silent, limit,
-            )))
-        }
+        ControlRequest::Hosts { limit } => hosts(state, cfg, limit).await,
         ControlRequest::Traps { limit } => {
             let families = state.queries.trap_families(TRAP_SAMPLES).await?;
             Ok(ControlReply::Traps(Listing::first(families, limit)))
@@ -374,50 +181,266 @@ async fn answer(
         ControlRequest::ReopenTrap { family } => {
             Ok(ControlReply::TrapReopened(reopen_trap(cfg, family).await?))
         }
-        ControlRequest::RestartMaster => {
-            let restarted = ractor::call_t!(
-                sup(cfg)?,
-                |reply| SupMsg::Restart(ChildRole::Master, reply),
-                MASTER_TIMEOUT_MS
-            )
-            .map_err(unanswered("supervisor"))?;
-            if !restarted {
-                return Err(ControlError::NoMaster);
-            }
-            Ok(ControlReply::Restarted(Restarted {
-                child: ChildRole::Master,
-            }))
-        }
+        ControlRequest::RestartMaster => restart_master(cfg).await,
     }
 }
 
-/// Refuse `queued` (as the master queued it for `add_url` at `asked`)
-/// when it was processed with `wanted` and is not due again: the master
-/// only merged its referral.
-async fn already_processed(
-    state: &ControlArgs,
-    cfg: &CrawlConfig,
-    queued: &str,
-    wanted: &OperationSpec,
-    asked: Millis,
-) -> Result<(), ControlError> {
-    if let Some(page) = state.queries.processed_url(queued).await?
-        && page.record.operation == *wanted
-        && page.d_processed < asked
-        && decide_link(
-            Some(page.d_processed),
-            None,
-            asked,
-            cfg.reprocess_after.map(|d| d.as_millis() as Millis),
-        ) == LinkDecision::ReferralOnly
-    {
-        return Err(ControlError::AlreadyProcessed {
-            url: queued.to_string(),
-            processed_at: page.d_processed,
-            http_status: page.record.http_returncode,
+/// The master's node's settings here, every node's pool by message.
+fn set(settings: &RuntimeSettings, cfg: &CrawlConfig, setting: Setting) -> ControlReply {
+    settings.set(&setting);
+    let nodes = to_pools(cfg, || PoolMsg::Set(setting.clone()));
+    ControlReply::SettingChanged(SettingChanged { setting, nodes })
+}
+
+fn pause_host(cfg: &CrawlConfig, host: String, paused: bool) -> ControlReply {
+    let msg = || PoolMsg::PauseHost {
+        host: host.clone(),
+        paused,
+    };
+    let nodes = to_pools(cfg, msg);
+    ControlReply::HostPaused(HostPaused {
+        host,
+        paused,
+        nodes,
+    })
+}
+
+fn stop_node(cfg: &CrawlConfig, node: String) -> Result<ControlReply, ControlError> {
+    let pool = node_to_stop(&node, &cfg.node_name, protocol::pools(&cfg.pool_name()))?;
+    pool.cast(PoolMsg::StopNode).map_err(unanswered("pool"))?;
+    // It does not come back: once gone, its pages are handed over.
+    protocol::cast(
+        &cfg.master_name(),
+        MasterMsg::NodeStopping { node: node.clone() },
+    );
+    Ok(ControlReply::NodeStopping(NodeStopping { node }))
+}
+
+/// The pool of `node` among the live `pools` (by node), which `node stop`
+/// stops: never the master's node, whose stop is `shutdown`.
+fn node_to_stop<P>(
+    node: &str,
+    masters_node: &str,
+    pools: Vec<(String, P)>,
+) -> Result<P, ControlError> {
+    if node == masters_node {
+        return Err(ControlError::MastersNode {
+            node: node.to_string(),
         });
     }
-    Ok(())
+    let live: Vec<String> = pools.iter().map(|(n, _)| n.clone()).collect();
+    match pools.into_iter().find(|(n, _)| n == node) {
+        Some((_, pool)) => Ok(pool),
+        None => Err(ControlError::NoSuchNode {
+            node: node.to_string(),
+            live,
+        }),
+    }
+}
+
+fn shutdown(cfg: &CrawlConfig) -> Result<ControlReply, ControlError> {
+    let (master, sup) = (master(cfg)?, sup(cfg)?);
+    // Answered first: the stop ends this actor, and the process with the
+    // cluster connection the answer travels on.
+    tokio::spawn(async move {
+        tokio::time::sleep(SHUTDOWN_ANSWER_TIME).await;
+        let _ = ractor::call_t!(
+            master,
+            |reply| MasterMsg::Drain {
+                timeout: SHUTDOWN_GRACE,
+                reply
+            },
+            MASTER_TIMEOUT_MS + SHUTDOWN_GRACE.as_millis() as u64
+        );
+        let (port, _) = ractor::concurrency::oneshot();
+        let _ = sup.cast(SupMsg::Shutdown(port.into()));
+    });
+    Ok(ControlReply::NodeStopping(NodeStopping {
+        node: cfg.node_name.clone(),
+    }))
+}
+
+async fn tree(cfg: &CrawlConfig) -> Result<ControlReply, ControlError> {
+    let children = ractor::call_t!(sup(cfg)?, SupMsg::WhichChildren, MASTER_TIMEOUT_MS)
+        .map_err(unanswered("supervisor"))?;
+    let pools = protocol::members(protocol::POOL_GROUP, &cfg.pool_name())
+        .iter()
+        .filter_map(|c| c.get_name())
+        .map(|name| PoolInfo {
+            node: protocol::node_of(&name).to_string(),
+            name,
+            role: ChildRole::Pool,
+        })
+        .collect();
+    Ok(ControlReply::Tree(Tree {
+        sup: cfg.sup_name(),
+        node: cfg.node_name.clone(),
+        strategy: RestartStrategy::OneForOne,
+        intensity: intensity(cfg),
+        children,
+        pools,
+    }))
+}
+
+async fn actor_state(cfg: &CrawlConfig, actor: String) -> Result<ControlReply, ControlError> {
+    Ok(ControlReply::State(match actor.as_str() {
+        "master" => ActorState::Master(Box::new(status(cfg).await?)),
+        "sup" => ActorState::Sup(SupSummary {
+            name: cfg.sup_name(),
+            strategy: RestartStrategy::OneForOne,
+            intensity: intensity(cfg),
+        }),
+        "config" => ActorState::Config(Box::new(cfg.clone())),
+        _ => return Err(ControlError::NoSuchActor(actor)),
+    }))
+}
+
+/// The master's answer: queued, or refused by the admission rules.
+async fn add_url(
+    cfg: &CrawlConfig,
+    url: String,
+    operation: OperationSpec,
+    again: bool,
+    every_ms: Option<Millis>,
+) -> Result<ControlReply, ControlError> {
+    let queued = ractor::call_t!(
+        master(cfg)?,
+        |reply| MasterMsg::AddUrl {
+            url,
+            operation,
+            again,
+            every_ms,
+            reply
+        },
+        MASTER_TIMEOUT_MS
+    )
+    .map_err(unanswered("master"))??;
+    Ok(ControlReply::Queued(queued))
+}
+
+/// The master's answer for each URL, in order.
+async fn add_urls(
+    cfg: &CrawlConfig,
+    urls: Vec<String>,
+    operation: OperationSpec,
+    again: bool,
+) -> Result<ControlReply, ControlError> {
+    if urls.len() > MAX_BATCH_URLS {
+        return Err(ControlError::TooManyUrls {
+            urls: urls.len(),
+            limit: MAX_BATCH_URLS,
+        });
+    }
+    let answers = ractor::call_t!(
+        master(cfg)?,
+        |reply| MasterMsg::AddUrls {
+            urls: urls.clone(),
+            operation,
+            again,
+            reply
+        },
+        BATCH_TIMEOUT_MS
+    )
+    .map_err(unanswered("master"))?;
+    let results = urls
+        .into_iter()
+        .zip(answers)
+        .map(|(url, answer)| UrlOutcome::of(url, answer.map_err(ControlError::AddUrl)))
+        .collect();
+    Ok(ControlReply::Added(Added::of(results)))
+}
+
+async fn page(
+    state: &ControlArgs,
+    cfg: &CrawlConfig,
+    url: String,
+) -> Result<ControlReply, ControlError> {
+    let normalized = ractor::call_t!(
+        master(cfg)?,
+        |reply| MasterMsg::Normalize {
+            url: url.clone(),
+            reply
+        },
+        MASTER_TIMEOUT_MS
+    )
+    .map_err(unanswered("master"))?
+    .unwrap_or(url);
+    let Some(page) = state.queries.processed_url(&normalized).await? else {
+        return Err(ControlError::NoSuchPage { url: normalized });
+    };
+    let host = Some(page.record.host.clone());
+    let mut history = history_of(state, host).await?;
+    history.retain(|h| h.url == page.record.url);
+    Ok(ControlReply::Page(Box::new(PageView { page, history })))
+}
+
+async fn newest_pages(
+    state: &ControlArgs,
+    limit: usize,
+    only_failed: bool,
+) -> Result<ControlReply, ControlError> {
+    let pages = state
+        .queries
+        .processed(PageQuery {
+            limit: Some(limit),
+            offset: 0,
+            only_failed,
+            newest_first: true,
+        })
+        .await?;
+    Ok(ControlReply::Pages(pages))
+}
+
+fn pause(cfg: &CrawlConfig, paused: bool) -> Result<ControlReply, ControlError> {
+    master(cfg)?
+        .cast(MasterMsg::Pause(paused))
+        .map_err(unanswered("master"))?;
+    Ok(ControlReply::Paused(Paused { paused }))
+}
+
+/// A page of the cluster's search: the first `offset + limit` hits, less
+/// the first `offset`.
+async fn search_page(
+    state: &mut ControlArgs,
+    cfg: &CrawlConfig,
+    query: String,
+    limit: usize,
+    offset: usize,
+) -> Result<ControlReply, ControlError> {
+    let store = (&mut state.roster, state.queries.as_ref());
+    let mut answer = search(cfg, Some(store), query, offset + limit).await?;
+    answer.results.drain(..offset.min(answer.results.len()));
+    Ok(ControlReply::Search(answer))
+}
+
+async fn hosts(
+    state: &ControlArgs,
+    cfg: &CrawlConfig,
+    limit: usize,
+) -> Result<ControlReply, ControlError> {
+    let pool_name = cfg.pool_name();
+    let (stored, (answers, silent)) = tokio::join!(
+        state.queries.host_summaries(),
+        protocol::ask_pools(&pool_name, limit)
+    );
+    Ok(ControlReply::Hosts(hosts::listing(
+        stored?, answers, silent, limit,
+    )))
+}
+
+async fn restart_master(cfg: &CrawlConfig) -> Result<ControlReply, ControlError> {
+    let restarted = ractor::call_t!(
+        sup(cfg)?,
+        |reply| SupMsg::Restart(ChildRole::Master, reply),
+        MASTER_TIMEOUT_MS
+    )
+    .map_err(unanswered("supervisor"))?;
+    if !restarted {
+        return Err(ControlError::NoMaster);
+    }
+    Ok(ControlReply::Restarted(Restarted {
+        child: ChildRole::Master,
+    }))
 }
 
 /// Reopen the trap family `family` (an operator says it is real): the
@@ -529,4 +552,26 @@ async fn history_of(
         .queries
         .fetch_history(HistoryQuery { host, since: None })
         .await?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pools() -> Vec<(String, u8)> {
+        vec![("m".to_string(), 0), ("w1".to_string(), 1)]
+    }
+
+    #[test]
+    fn node_stop_stops_a_live_workers_pool_only() {
+        assert_eq!(node_to_stop("w1", "m", pools()).unwrap(), 1);
+        assert!(matches!(
+            node_to_stop("m", "m", pools()),
+            Err(ControlError::MastersNode { node }) if node == "m"
+        ));
+        assert!(matches!(
+            node_to_stop("w2", "m", pools()),
+            Err(ControlError::NoSuchNode { node, live }) if node == "w2" && live == ["m", "w1"]
+        ));
+    }
 }

@@ -12,8 +12,10 @@
 //! is unavailable for a while is waited for ([`crate::outage`]): the master
 //! keeps its results, claims nothing, asks again and resumes.
 
-use crate::admission::{AddUrlReply, AddUrlsAnswer, Admission, SeedReplies, answer_written};
-use crate::behaviour::Frontier;
+use crate::admission::{
+    AddUrlReply, AddUrlsAnswer, Admission, PlainAsk, ProcessedPages, SeedReplies, answer_written,
+};
+use crate::behaviour::{Frontier, Queries};
 use crate::config::{Behaviours, CrawlConfig};
 use crate::cycle_end::{OnFailure, cycle_at_stop, cycle_done, cycle_failed};
 use crate::indexer::ShardQueue;
@@ -40,6 +42,8 @@ pub(crate) struct MasterArgs {
     /// `set` made them, and follows later changes.
     pub(crate) settings: RuntimeSettings,
     pub(crate) store: Arc<dyn Frontier>,
+    /// Where a plain `add_url`'s page is read once its seed is written.
+    pub(crate) queries: Arc<dyn Queries>,
     pub(crate) behaviours: Behaviours,
     /// How many times the supervisor restarted the master so far.
     pub(crate) restarts: u32,
@@ -56,6 +60,8 @@ pub(crate) struct MasterState {
     settings: watch::Receiver<CrawlConfig>,
     /// The store, and what each store cycle needs besides its work.
     store_cycle: StoreCycle,
+    /// Where a plain `add_url`'s page is read once its seed is written.
+    queries: Arc<dyn Queries>,
     b: Behaviours,
     restarts: u32,
     run: Arc<RunStats>,
@@ -110,6 +116,7 @@ impl Actor for Master {
             },
             cfg: config,
             settings,
+            queries: args.queries,
             b: args.behaviours,
             restarts: args.restarts,
             run,
@@ -261,7 +268,7 @@ impl Actor for Master {
         }
         if let Some(running) = state.cycle.take() {
             if cycle_at_stop(&mut state.window, running.finish().await?, now_ms())? {
-                answer_written(state.seeds.written());
+                answer_written(state.seeds.written(), processed_pages(state));
             } else {
                 // One more try below, with everything.
                 state.seeds.cycle_failed();
@@ -271,7 +278,7 @@ impl Actor for Master {
         state.window.ask_store_now();
         if let Some(mut work) = state.window.start_cycle(true, false, false, now_ms()) {
             state.store_cycle.run(&mut work).await?;
-            answer_written(state.seeds.all());
+            answer_written(state.seeds.all(), processed_pages(state));
         }
         Ok(())
     }
@@ -290,7 +297,10 @@ fn add_url(
 ) {
     match admit(state, url, operation, again, every_ms, now) {
         Ok(link) => {
-            state.seeds.wait(AddUrlReply::One(reply), link.url.clone());
+            let ask = PlainAsk::of(operation, again, every_ms, now);
+            state
+                .seeds
+                .wait(AddUrlReply::One(reply, ask), link.url.clone());
             state.window.add_seed(link, now);
             cycle(state, true, true);
         }
@@ -319,9 +329,9 @@ fn add_urls(
         }));
     }
     if answer.iter().any(Result::is_ok) {
-        state
-            .seeds
-            .wait(AddUrlReply::Many(reply, answer), String::new());
+        let ask = PlainAsk::of(operation, again, None, now);
+        let reply = AddUrlReply::Many(reply, answer, ask);
+        state.seeds.wait(reply, String::new());
         cycle(state, true, true);
     } else {
         let _ = reply.send(answer);
@@ -458,7 +468,7 @@ async fn finish_cycle(state: &mut MasterState) -> Result<(), ActorProcessingErr>
             return Ok(());
         }
     };
-    answer_written(state.seeds.written());
+    answer_written(state.seeds.written(), processed_pages(state));
     let live = protocol::live_nodes(&state.cfg.pool_name());
     let after = cycle_done(&mut state.window, &mut result, &live, now);
     for (family, released) in &result.reopened {
@@ -494,6 +504,15 @@ fn give_up(state: &mut MasterState, failure: StoreFailure) -> Result<(), ActorPr
         ActorRef::<SupMsg>::where_is(state.cfg.sup_name()).ok_or_else(|| failure.to_string())?;
     sup.cast(SupMsg::StoreFailed(failure))?;
     Ok(())
+}
+
+/// Where the seeds' callers are judged: the store's pages, by the
+/// reprocess interval the settings say now.
+fn processed_pages(state: &MasterState) -> ProcessedPages {
+    ProcessedPages {
+        queries: Arc::clone(&state.queries),
+        reprocess_after_ms: state.cfg.reprocess_after.map(|d| d.as_millis() as Millis),
+    }
 }
 
 /// Take an operator's `set` (within a tick): the window's sizes follow.

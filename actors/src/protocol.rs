@@ -6,6 +6,7 @@
 use crate::behaviour::index::{QueuePos, ShardPhase, ShardStats, ShardTop};
 use crate::behaviour::{ProcessedPage, RobotsReport, WhyUnreachable};
 use crate::hosts::NodeHosts;
+use crate::outage::utc_time;
 use crate::refusal::RefusalCode;
 use crate::types::{HostRecord, IndexCounts, Job, Millis, OperationSpec, StoreCounts, UrlKey};
 use ractor::message::{BoxedDowncastErr, SerializedMessage};
@@ -417,6 +418,21 @@ pub enum AddUrlError {
     /// The crawl's page budget is spent: nothing more is fetched.
     #[error("{url}: the crawl's page budget (--max-pages {max}) is spent; nothing more is fetched")]
     OverBudget { url: String, max: u64 },
+    /// A plain `add_url` (neither `again` nor an interval of its own) of a
+    /// URL processed with this operation and not due again: only its
+    /// referral is recorded.
+    #[error(
+        "{url} was already processed at {} ({}): nothing queued; \
+         add it with `again` to fetch it again (console: add_url URL again; \
+         CLI: add-url --again URL)",
+        utc_time(*.processed_at),
+        .http_status.map_or_else(|| "no answer".to_string(), |c| format!("HTTP {c}"))
+    )]
+    AlreadyKnown {
+        url: String,
+        processed_at: Millis,
+        http_status: Option<u16>,
+    },
 }
 
 impl AddUrlError {
@@ -427,6 +443,7 @@ impl AddUrlError {
             Self::Operation(_) => RefusalCode::BadOperation,
             Self::NotWatching { .. } | Self::Interval { .. } => RefusalCode::BadInterval,
             Self::OverBudget { .. } => RefusalCode::OverBudget,
+            Self::AlreadyKnown { .. } => RefusalCode::AlreadyKnown,
             Self::Rejected { rejection, .. } => match rejection {
                 Rejection::Invalid(_) => RefusalCode::InvalidUrl,
                 Rejection::OutOfScope => RefusalCode::OutOfScope,

@@ -11,12 +11,11 @@ use crate::cluster::ClusterError;
 use crate::config::CrawlConfig;
 use crate::hosts::HostListing;
 use crate::monitor::{Availability, FetchHistory, IntervalTooShort, StatusEvent};
-use crate::outage::utc_time;
 use crate::protocol::{
     AddUrlError, ChildInfo, ChildRole, ControlRequest, NodeInfo, Setting, Status,
 };
 use crate::refusal::{Refusal, RefusalCode};
-use crate::types::{Millis, PendingUrl, ProcessedUrl, SearchResult, TrapFamily};
+use crate::types::{PendingUrl, ProcessedUrl, SearchResult, TrapFamily};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -333,19 +332,6 @@ pub enum ControlError {
     AddUrl(#[from] AddUrlError),
     #[error(transparent)]
     Interval(#[from] IntervalTooShort),
-    /// `add_url` of a URL processed (with this operation) and not due again.
-    #[error(
-        "{url} was already processed at {} ({}): nothing queued; \
-         add it with `again` to fetch it again (console: add_url URL again; \
-         CLI: add-url --again URL)",
-        utc_time(*.processed_at),
-        .http_status.map_or_else(|| "no answer".to_string(), |c| format!("HTTP {c}"))
-    )]
-    AlreadyProcessed {
-        url: String,
-        processed_at: Millis,
-        http_status: Option<u16>,
-    },
     #[error(
         "no index here: the crawl was started without a search index, or the indexer is restarting"
     )]
@@ -393,7 +379,6 @@ impl ControlError {
             | Self::NoSuchPage { .. } => C::NotFound,
             Self::AddUrl(e) => e.code(),
             Self::Interval(_) => C::BadInterval,
-            Self::AlreadyProcessed { .. } => C::AlreadyKnown,
             Self::NoIndex => C::NoIndex,
             Self::Store(StoreError::Unavailable { .. }) => C::Unavailable,
             Self::Store(_) => C::Internal,
@@ -532,11 +517,11 @@ mod tests {
 
     #[test]
     fn a_processed_url_is_refused_with_when_and_how_it_answered() {
-        let err = ControlError::AlreadyProcessed {
+        let err = ControlError::AddUrl(AddUrlError::AlreadyKnown {
             url: "http://a/".into(),
             processed_at: 1_748_779_384_000,
             http_status: Some(200),
-        };
+        });
         assert_eq!(
             err.to_string(),
             "http://a/ was already processed at 2025-06-01 12:03:04 UTC (HTTP 200): nothing \
@@ -571,11 +556,11 @@ mod tests {
                 RefusalCode::OverBudget,
             ),
             (
-                ControlError::AlreadyProcessed {
+                ControlError::AddUrl(AddUrlError::AlreadyKnown {
                     url: "u".into(),
                     processed_at: 0,
                     http_status: None,
-                },
+                }),
                 RefusalCode::AlreadyKnown,
             ),
             (ControlError::MasterRestarting, RefusalCode::Unavailable),

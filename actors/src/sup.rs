@@ -341,6 +341,7 @@ async fn start_child(
             let args = MasterArgs {
                 settings: state.settings.clone(),
                 store: Arc::clone(&storage.frontier),
+                queries: Arc::clone(&storage.queries),
                 behaviours: state.args.behaviours.clone(),
                 restarts: state.restarts.get(&role).copied().unwrap_or(0),
                 run: state.run.clone(),

@@ -1,7 +1,7 @@
 //! `crawl` and `search-text`: a crawl from seeds to the end (or a
 //! budget, or a signal), with a live progress line and a summary.
 
-use super::opts::{StoreOpts, SupervisionOpts, TrapAllowOpts, TuningOpts, check_seeds};
+use super::opts::{StoreOpts, SupervisionOpts, TrapAllowOpts, TuningOpts, check_seeds, queue_seed};
 use super::parse::parse_duration;
 use super::prometheus;
 use super::remote::{RemoteOpts, one_shot};
@@ -184,7 +184,7 @@ async fn crawl(
     let started = Instant::now();
     let app = start(store.clone(), settings).await?;
     for (url, op) in seeds {
-        if let Err(e) = app.add_url_with(url, op.clone()).await {
+        if let Err(e) = queue_seed(&app, url, op.clone()).await {
             app.stop(Duration::from_secs(1)).await.ok();
             bail!("{e}");
         }

@@ -1,7 +1,7 @@
 //! `start` and `node`: a node of a cluster (like `erl -sname NAME` and
 //! the application), the master's or a worker, until it is stopped.
 
-use super::opts::{StoreOpts, SupervisionOpts, TrapAllowOpts, TuningOpts, check_seeds};
+use super::opts::{StoreOpts, SupervisionOpts, TrapAllowOpts, TuningOpts, check_seeds, queue_seed};
 use super::parse::{http_addr, parse_duration, user_url};
 use super::prometheus;
 use super::remote::read_cookie;
@@ -297,7 +297,7 @@ async fn serve_node(
     }
     if let Some(m) = &master {
         for url in &m.seeds {
-            app.add_url(url)
+            queue_seed(&app, url, OperationSpec::crawl())
                 .await
                 .with_context(|| format!("seed {url}"))?;
         }

@@ -12,7 +12,9 @@ use std::time::Duration;
 use web_crawler::Settings;
 use web_crawler::actors::LinkPolicy;
 use web_crawler::actors::traps::TrapSettings;
-use web_crawler::actors::{OperationSpec, RestartIntensity, Store, now_ms};
+use web_crawler::actors::{
+    AppError, AppHandle, OperationSpec, RefusalCode, RestartIntensity, Store, now_ms,
+};
 use web_crawler::archive::WarcArchive;
 use web_crawler::policy::{CrawlPolicy, Scope};
 use web_crawler::search::index_dir_for;
@@ -371,6 +373,23 @@ pub(super) fn check_seeds<'a>(
         }
     }
     Ok(())
+}
+
+/// Queue a command line's seed. One an earlier run on this store processed
+/// is no error: `add_url` refuses it as `already_known` (recording the
+/// referral), and the crawl resumes with what is pending.
+pub(super) async fn queue_seed(
+    app: &AppHandle,
+    url: &str,
+    operation: OperationSpec,
+) -> Result<(), AppError> {
+    match app.add_url_with(url, operation).await {
+        Err(e) if e.code() == Some(RefusalCode::AlreadyKnown) => {
+            tracing::info!(%url, "the seed was processed by an earlier run; resuming");
+            Ok(())
+        }
+        answer => answer.map(drop),
+    }
 }
 
 #[cfg(test)]

@@ -2,7 +2,7 @@
 
 use crate::common::backend::Backend;
 use crate::common::coverage::assert_all_real_fetched;
-use crate::common::wait_for;
+use crate::common::{queue_seed, wait_for};
 use std::collections::{HashMap, HashSet};
 use std::net::Ipv4Addr;
 use std::sync::Arc;
@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use web_crawler::actors::{
     ClaimRequest, CommitBatch, CommitSummary, ControlError, Document, Frontier, Job, Operation,
     OperationError, OperationOutput, OperationSpec, PageContext, PageQuery, ProcessedUrl, Record,
-    Storage, Store, StoreCounts, StoreError, UrlKey, async_trait,
+    RefusalCode, Storage, Store, StoreCounts, StoreError, UrlKey, async_trait,
 };
 use web_crawler::policy::Scope;
 use web_crawler::store::SqliteStore;
@@ -38,7 +38,7 @@ fn settings(node: &str) -> Settings {
 async fn crawl(store: Arc<dyn Store>, settings: Settings, seeds: &[(String, OperationSpec)]) {
     let app = start(store, settings).await.unwrap();
     for (url, op) in seeds {
-        app.add_url_with(url, op.clone()).await.unwrap();
+        queue_seed(&app, url, op.clone()).await;
     }
     let idle = tokio::time::timeout(Duration::from_secs(120), app.wait_idle())
         .await
@@ -1149,4 +1149,49 @@ async fn a_refused_host_beside_an_answering_one_keeps_its_retries() {
     );
     let home = store.processed_url(&site.url("/")).await.unwrap().unwrap();
     assert_eq!(home.record.http_returncode, Some(200));
+}
+
+/// `add_url` of a processed URL through the Rust API (`AppHandle`) and
+/// through the control actor (one URL and a batch, as the console, the
+/// CLI and `POST /urls` send it): the same refusal, `already_known`, in
+/// the same words; `again` queues it on both.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn add_url_of_a_processed_url_is_refused_alike_by_the_rust_api_and_the_control_actor() {
+    let server = TestServer::start(Ipv4Addr::new(127, 0, 48, 1), chain_web(3)).await;
+    let store = Backend::sqlite().open().await;
+    let app = start(store, settings("known")).await.unwrap();
+    let seed = server.url("/");
+    app.add_url(&seed).await.unwrap();
+    assert_eq!(app.wait_idle().await.unwrap(), IdleReason::FrontierEmpty);
+
+    let by_app = app.add_url(&seed).await.unwrap_err();
+    assert_eq!(by_app.code(), Some(RefusalCode::AlreadyKnown), "{by_app}");
+    let by_control = app
+        .control()
+        .add_url(&seed, OperationSpec::crawl())
+        .await
+        .unwrap_err();
+    assert_eq!(by_control.code(), RefusalCode::AlreadyKnown, "{by_control}");
+    assert_eq!(by_app.to_string(), by_control.to_string());
+    let batch = app
+        .control()
+        .add_urls(vec![seed.clone()], OperationSpec::crawl(), false)
+        .await
+        .unwrap();
+    let refusal = batch.results[0].error.as_ref().expect("refused");
+    assert_eq!(
+        (refusal.code, refusal.message.as_str()),
+        (RefusalCode::AlreadyKnown, by_app.to_string().as_str())
+    );
+    assert_eq!(server.hits_of("/"), 1, "nothing queued");
+
+    assert_eq!(
+        app.add_url_again(&seed, OperationSpec::crawl())
+            .await
+            .unwrap(),
+        seed
+    );
+    app.wait_idle().await.unwrap();
+    assert_eq!(server.hits_of("/"), 2, "fetched again");
+    app.stop(Duration::from_secs(5)).await.unwrap();
 }

@@ -11,6 +11,7 @@
 mod command;
 
 use crate::common::backend::Backend;
+use crate::common::queue_seed;
 use std::collections::HashMap;
 use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
@@ -23,7 +24,7 @@ use web_crawler::actors::{
 };
 use web_crawler::policy::Scope;
 use web_crawler::store::SqliteStore;
-use web_crawler::{AppHandle, IdleReason, Settings, start, start_on};
+use web_crawler::{AppHandle, IdleReason, OperationSpec, Settings, start, start_on};
 use web_crawler_testsupport::{Page, TestServer, page_with_links};
 
 /// Test settings; the node name is unique in the process.
@@ -334,7 +335,7 @@ async fn a_store_away_longer_than_the_limit_stops_the_app_and_a_new_one_resumes(
     // back at once) finishes the crawl; what was lost is the window.
     store.set(UP);
     let app = start(store.inner.clone(), s).await.unwrap();
-    app.add_url(&server.url("/")).await.unwrap();
+    queue_seed(&app, &server.url("/"), OperationSpec::crawl()).await;
     let idle = tokio::time::timeout(Duration::from_secs(60), app.wait_idle())
         .await
         .expect("the second run finishes")

@@ -57,3 +57,17 @@ pub fn bin() -> tokio::process::Command {
         .kill_on_drop(true);
     cmd
 }
+
+/// Queue a run's seed, as the CLI's `crawl` and `start --seed` do: a seed
+/// an earlier run on the same store processed is refused as
+/// `already_known`, and the run resumes with what is pending.
+pub async fn queue_seed(
+    app: &web_crawler::AppHandle,
+    url: &str,
+    operation: web_crawler::OperationSpec,
+) {
+    match app.add_url_with(url, operation).await {
+        Err(e) if e.code() == Some(web_crawler::actors::RefusalCode::AlreadyKnown) => {}
+        answer => drop(answer.unwrap_or_else(|e| panic!("seed {url}: {e}"))),
+    }
+}
