@@ -116,10 +116,45 @@ enum Drain {
 #[derive(Debug)]
 pub struct Window {
     cfg: CrawlConfig,
-    /// Claimed and handed to a pool, not yet committed.
+    claims: Claims,
+    placement: Placement,
+    recovery: Option<Recovery>,
+    unwritten: Unwritten,
+    /// Whether the store is reachable; while it is not, nothing is claimed
+    /// and the store is asked again only when the retry is due.
+    store: StoreHealth,
+    release_all_but: Option<Vec<UrlKey>>,
+    release: Vec<UrlKey>,
+    cycle_running: bool,
+    /// A write was asked for while a cycle was running: the next one writes.
+    write_deferred: bool,
+    last_lease_renewal: Millis,
+    fetched: u64,
+    errors: u64,
+    traps: TrapDefence,
+    /// Whether every host of this run refused its connection (a one-shot
+    /// crawl then ends at once rather than after its retries).
+    refusals: Refusals,
+    paused: bool,
+    drain: Option<Drain>,
+    /// Nodes that left for good, whose pages are handed over to their
+    /// hosts' new owners (the node check and the store cycle feed it).
+    pub(crate) departures: Departures,
+    monitoring: Monitoring,
+}
+
+/// Claimed and handed to a pool, not yet committed; counted per host and
+/// per node.
+#[derive(Debug, Default)]
+struct Claims {
     outstanding: HashMap<UrlKey, Assigned>,
     per_host: HashMap<String, usize>,
     per_node: HashMap<String, usize>,
+}
+
+/// Which node fetches each host, and the live nodes' pools.
+#[derive(Debug, Default)]
+struct Placement {
     /// Which node fetches each host (sticky while the node lives, unless
     /// it moves to a node that joined).
     host_owner: HashMap<String, String>,
@@ -129,11 +164,13 @@ pub struct Window {
     /// Each live node's pool as last seen (its actor id): a node whose
     /// process was restarted between two looks has a new one.
     pool_ids: HashMap<String, String>,
-    recovery: Option<Recovery>,
+}
+
+/// What the store has not been given yet: the batch of writes and the jobs
+/// whose results it holds, and those the running cycle writes.
+#[derive(Debug, Default)]
+struct Unwritten {
     batch: CommitBatch,
-    /// Claimed URLs a trap closed on since they went to their pools, by
-    /// node: the pools hand back those not started (`withdrawn`).
-    withdrawals: HashMap<String, Vec<UrlKey>>,
     /// Jobs whose results are in `batch`: still counted as outstanding until
     /// taken for a write, so the window bounds what a crash can cost.
     reported: Vec<Job>,
@@ -141,22 +178,17 @@ pub struct Window {
     /// back into the window should the store be unavailable.
     writing: Vec<Job>,
     writing_assigned: Vec<Assigned>,
-    /// Whether the store is reachable; while it is not, nothing is claimed
-    /// and the store is asked again only when the retry is due.
-    store: StoreHealth,
-    release_all_but: Option<Vec<UrlKey>>,
-    release: Vec<UrlKey>,
-    cycle_running: bool,
-    /// A write was asked for while a cycle was running: the next one writes.
-    write_deferred: bool,
-    fetched: u64,
-    errors: u64,
+}
+
+/// The trap defence and what the window keeps of it.
+#[derive(Debug)]
+struct TrapDefence {
     /// The trap defence, when on: fed every fetched page, asked about every
     /// link and every claimed URL. The closures it makes are written with
     /// the batch; a restarted master gets them back from the store
     /// ([`Window::restore_traps`]) and learns the rest again from the
     /// pages it sees.
-    traps: Option<TrapGuard>,
+    guard: Option<TrapGuard>,
     /// Links and claimed URLs the trap defence refused.
     trapped: u64,
     /// Whether the store's trap closures were asked for (a master's first
@@ -169,17 +201,16 @@ pub struct Window {
     /// Families an operator reopened: the store releases their URLs in
     /// the next cycle, after the batch in hand.
     reopen: Vec<String>,
-    /// Whether every host of this run refused its connection (a one-shot
-    /// crawl then ends at once rather than after its retries).
-    refusals: Refusals,
-    paused: bool,
-    drain: Option<Drain>,
-    last_lease_renewal: Millis,
+    /// Claimed URLs a trap closed on since they went to their pools, by
+    /// node: the pools hand back those not started (`withdrawn`).
+    withdrawals: HashMap<String, Vec<UrlKey>>,
+}
+
+/// Availability monitoring's part of the window.
+#[derive(Debug)]
+struct Monitoring {
     /// When availability monitoring next looks for watched URLs due.
     next_sweep: Millis,
-    /// Nodes that left for good, whose pages are handed over to their
-    /// hosts' new owners (the node check and the store cycle feed it).
-    pub(crate) departures: Departures,
     /// Changes of watched URLs not yet taken for notification.
     events: Vec<StatusEvent>,
     /// Intervals of their own asked for URLs while they were being fetched
@@ -193,40 +224,36 @@ impl Window {
     /// the run's counts over from earlier incarnations.
     pub fn new(cfg: CrawlConfig, fetched: u64, errors: u64, now: Millis) -> Self {
         Self {
-            traps: cfg.traps.clone().map(TrapGuard::new),
-            trapped: 0,
-            closures_asked: false,
-            announced: HashSet::new(),
-            reopen: Vec::new(),
+            traps: TrapDefence {
+                guard: cfg.traps.clone().map(TrapGuard::new),
+                trapped: 0,
+                closures_asked: false,
+                announced: HashSet::new(),
+                reopen: Vec::new(),
+                withdrawals: HashMap::new(),
+            },
             refusals: Refusals::new(!cfg.keep_retrying_robots),
             store: StoreHealth::new(cfg.store_outage_limit),
             cfg,
-            outstanding: HashMap::new(),
-            withdrawals: HashMap::new(),
-            per_host: HashMap::new(),
-            per_node: HashMap::new(),
-            host_owner: HashMap::new(),
-            moving: HashMap::new(),
-            live_nodes: BTreeSet::new(),
-            pool_ids: HashMap::new(),
+            claims: Claims::default(),
+            placement: Placement::default(),
             recovery: None,
-            batch: CommitBatch::default(),
-            reported: Vec::new(),
-            writing: Vec::new(),
-            writing_assigned: Vec::new(),
+            unwritten: Unwritten::default(),
             release_all_but: None,
             release: Vec::new(),
             cycle_running: false,
             write_deferred: false,
+            last_lease_renewal: now,
             fetched,
             errors,
             paused: false,
             drain: None,
-            last_lease_renewal: now,
-            next_sweep: now,
             departures: Departures::default(),
-            events: Vec::new(),
-            asked_meanwhile: HashMap::new(),
+            monitoring: Monitoring {
+                next_sweep: now,
+                events: Vec::new(),
+                asked_meanwhile: HashMap::new(),
+            },
         }
     }
 
@@ -235,10 +262,10 @@ impl Window {
     /// A (re)started master asked the live pools what they hold; until they
     /// answer (or the wait is over) it claims nothing.
     pub fn begin_recovery(&mut self, live: &[String], now: Millis) {
-        self.live_nodes = live.iter().cloned().collect();
+        self.placement.live_nodes = live.iter().cloned().collect();
         self.recovery = Some(Recovery {
             deadline: now + RECOVERY_WAIT_MS,
-            waiting: self.live_nodes.clone(),
+            waiting: self.placement.live_nodes.clone(),
         });
     }
 
@@ -260,7 +287,7 @@ impl Window {
         match &self.recovery {
             Some(r) if r.waiting.is_empty() || now >= r.deadline => {
                 self.recovery = None;
-                self.release_all_but = Some(self.outstanding.keys().cloned().collect());
+                self.release_all_but = Some(self.claims.outstanding.keys().cloned().collect());
                 true
             }
             _ => false,
@@ -282,8 +309,16 @@ impl Window {
     /// each held, which go back to pending) and the ones that joined.
     pub fn nodes_changed(&mut self, live: &[String]) -> (Vec<(String, usize)>, Vec<String>) {
         let live: BTreeSet<String> = live.iter().cloned().collect();
-        let gone: Vec<String> = self.live_nodes.difference(&live).cloned().collect();
-        let joined: Vec<String> = live.difference(&self.live_nodes).cloned().collect();
+        let gone: Vec<String> = self
+            .placement
+            .live_nodes
+            .difference(&live)
+            .cloned()
+            .collect();
+        let joined: Vec<String> = live
+            .difference(&self.placement.live_nodes)
+            .cloned()
+            .collect();
         let gone = gone
             .into_iter()
             .map(|node| {
@@ -291,7 +326,7 @@ impl Window {
                 (node, released)
             })
             .collect();
-        self.live_nodes = live;
+        self.placement.live_nodes = live;
         (gone, joined)
     }
 
@@ -303,19 +338,24 @@ impl Window {
         let mut replaced = Vec::new();
         let mut ids = HashMap::with_capacity(live.len());
         for (node, id) in live {
-            if self.pool_ids.get(node).is_some_and(|old| old != id) {
+            if self
+                .placement
+                .pool_ids
+                .get(node)
+                .is_some_and(|old| old != id)
+            {
                 replaced.push((node.clone(), self.node_lost(node)));
             }
             ids.insert(node.clone(), id.clone());
         }
-        self.pool_ids = ids;
+        self.placement.pool_ids = ids;
         replaced
     }
 
     /// `node`'s pool was restarted and [`Self::node_lost`] already said
     /// so: its new pool is taken as it is at the next look.
     pub fn pool_restarted(&mut self, node: &str) -> usize {
-        self.pool_ids.remove(node);
+        self.placement.pool_ids.remove(node);
         self.node_lost(node)
     }
 
@@ -323,6 +363,7 @@ impl Window {
     /// pending and its hosts move to the remaining nodes. Returns how many.
     pub fn node_lost(&mut self, node: &str) -> usize {
         let lost: Vec<UrlKey> = self
+            .claims
             .outstanding
             .iter()
             .filter(|(_, a)| a.node == node)
@@ -331,10 +372,10 @@ impl Window {
         for key in &lost {
             self.forget(key);
         }
-        self.reported.retain(|j| !lost.contains(&j.key()));
-        self.host_owner.retain(|_, owner| owner != node);
+        self.unwritten.reported.retain(|j| !lost.contains(&j.key()));
+        self.placement.host_owner.retain(|_, owner| owner != node);
         // Its parked URLs were counted as its own, so they went back too.
-        self.moving.retain(|_, m| m.from != node);
+        self.placement.moving.retain(|_, m| m.from != node);
         let n = lost.len();
         self.release.extend(lost);
         n
@@ -350,19 +391,25 @@ impl Window {
         }
         // A host on its way counts as its new node's already.
         let held: Vec<HostHold> = self
+            .placement
             .host_owner
             .iter()
             .map(|(host, node)| HostHold {
                 host: host.clone(),
-                node: self.moving.get(host).map_or(node, |m| &m.to).clone(),
-                urls: self.per_host.get(host).copied().unwrap_or(0),
+                node: self
+                    .placement
+                    .moving
+                    .get(host)
+                    .map_or(node, |m| &m.to)
+                    .clone(),
+                urls: self.claims.per_host.get(host).copied().unwrap_or(0),
             })
             .collect();
-        let live: Vec<String> = self.live_nodes.iter().cloned().collect();
+        let live: Vec<String> = self.placement.live_nodes.iter().cloned().collect();
         let mut moves = rebalance(&held, &live, joined);
-        moves.retain(|m| !self.moving.contains_key(&m.host));
+        moves.retain(|m| !self.placement.moving.contains_key(&m.host));
         for m in &moves {
-            self.moving.insert(
+            self.placement.moving.insert(
                 m.host.clone(),
                 Moving {
                     from: m.from.clone(),
@@ -384,6 +431,7 @@ impl Window {
     /// fetched from one node at a time.
     pub fn abandon_late_moves(&mut self, now: Millis) -> Vec<AbandonedMove> {
         let mut abandoned: Vec<AbandonedMove> = self
+            .placement
             .moving
             .extract_if(|_, m| now >= m.deadline)
             .map(|(host, m)| AbandonedMove {
@@ -400,7 +448,7 @@ impl Window {
     /// A move [`Window::rebalance`] just returned could not be asked of the
     /// old pool: the host stays there (nothing was parked for it yet).
     pub fn move_failed(&mut self, host: &str) {
-        self.moving.remove(host);
+        self.placement.moving.remove(host);
     }
 
     /// `from`'s pool handed `host` back with its queued `jobs`: they and
@@ -414,13 +462,18 @@ impl Window {
         host: &str,
         jobs: Vec<Job>,
     ) -> Option<(String, Vec<Job>)> {
-        let moving = if self.moving.get(host).is_some_and(|m| m.from == from) {
-            self.moving.remove(host)
+        let moving = if self
+            .placement
+            .moving
+            .get(host)
+            .is_some_and(|m| m.from == from)
+        {
+            self.placement.moving.remove(host)
         } else {
             None
         };
         let to = match &moving {
-            Some(m) if self.live_nodes.contains(&m.to) => m.to.clone(),
+            Some(m) if self.placement.live_nodes.contains(&m.to) => m.to.clone(),
             _ => from.to_string(),
         };
         let parked = moving.map(|m| m.parked).unwrap_or_default();
@@ -430,7 +483,8 @@ impl Window {
             .into_iter()
             .chain(parked)
             .filter(|j| {
-                self.outstanding
+                self.claims
+                    .outstanding
                     .get(&j.key())
                     .is_some_and(|a| a.node == from)
             })
@@ -441,13 +495,15 @@ impl Window {
         }
         for job in &jobs {
             let key = job.key();
-            if let Some(assigned) = self.outstanding.get_mut(&key) {
+            if let Some(assigned) = self.claims.outstanding.get_mut(&key) {
                 assigned.node = to.clone();
             }
-            decrement(&mut self.per_node, from);
-            *self.per_node.entry(to.clone()).or_default() += 1;
+            decrement(&mut self.claims.per_node, from);
+            *self.claims.per_node.entry(to.clone()).or_default() += 1;
         }
-        self.host_owner.insert(host.to_string(), to.clone());
+        self.placement
+            .host_owner
+            .insert(host.to_string(), to.clone());
         Some((to, jobs))
     }
 
@@ -466,12 +522,12 @@ impl Window {
     /// batch should be written now rather than at the next flush.
     pub fn on_report(&mut self, mut report: SlaveReport, now: Millis) -> bool {
         // Almost always empty: no key is built for every report.
-        if !self.asked_meanwhile.is_empty()
-            && let Some(every) = self.asked_meanwhile.remove(&report.job().key())
+        if !self.monitoring.asked_meanwhile.is_empty()
+            && let Some(every) = self.monitoring.asked_meanwhile.remove(&report.job().key())
         {
             report.job_mut().check_every_ms = Some(every);
         }
-        self.reported.push(report.job().clone());
+        self.unwritten.reported.push(report.job().clone());
         if answered(&report) {
             self.refusals.answered();
         }
@@ -480,11 +536,11 @@ impl Window {
                 self.fetched += 1;
                 self.guard_links(&mut page, job.last.is_none(), now);
                 self.monitor(&job, &mut page, now);
-                self.batch.pages.push(*page);
+                self.unwritten.batch.pages.push(*page);
             }
             SlaveReport::RobotsBlocked { job } => {
                 let page = self.failed_page(job, None, ROBOTS_BLOCKED.to_string());
-                self.batch.pages.push(page);
+                self.unwritten.batch.pages.push(page);
             }
             SlaveReport::RobotsUnreachable { job, retry_at, why } => {
                 self.errors += 1;
@@ -509,9 +565,9 @@ impl Window {
                         "failed after {attempt} attempt(s): connection refused, as on every host of this run"
                     );
                     let page = self.failed_page(job, None, error);
-                    self.batch.pages.push(page);
+                    self.unwritten.batch.pages.push(page);
                 } else if self.cfg.keep_retrying_robots || attempt < self.cfg.max_attempts {
-                    self.batch.retries.push(Retry {
+                    self.unwritten.batch.retries.push(Retry {
                         key: job.key(),
                         not_before: retry_at,
                         error: reason,
@@ -520,7 +576,7 @@ impl Window {
                     tracing::info!(url = %job.url, attempt, %reason, "giving up");
                     let error = format!("failed after {attempt} attempt(s): {reason}");
                     let page = self.failed_page(job, None, error);
-                    self.batch.pages.push(page);
+                    self.unwritten.batch.pages.push(page);
                 }
             }
             SlaveReport::Failed {
@@ -537,7 +593,7 @@ impl Window {
                 let recheck = self.revisit(job.check_every_ms).is_some() && job.last.is_some();
                 if retryable && attempt < self.cfg.max_attempts && !recheck {
                     tracing::debug!(url = %job.url, %reason, attempt, "will retry");
-                    self.batch.retries.push(Retry {
+                    self.unwritten.batch.retries.push(Retry {
                         key: job.key(),
                         not_before: retry_at(&self.cfg, job.attempts, retry_after, now),
                         error: reason,
@@ -550,7 +606,7 @@ impl Window {
                     let error = format!("failed after {attempt} attempt(s): {reason}");
                     let mut page = self.failed_page(job.clone(), status, error);
                     self.monitor(&job, &mut page, now);
-                    self.batch.pages.push(page);
+                    self.unwritten.batch.pages.push(page);
                 }
             }
         }
@@ -587,7 +643,7 @@ impl Window {
         );
         let record = &page.record;
         if let Some(change) = change {
-            self.events.push(StatusEvent {
+            self.monitoring.events.push(StatusEvent {
                 url: record.url.clone(),
                 change,
                 previous_returncode: job.last.as_ref().and_then(|l| l.http_returncode),
@@ -600,12 +656,12 @@ impl Window {
 
     /// The changes of watched URLs reported since the last call.
     pub fn take_events(&mut self) -> Vec<StatusEvent> {
-        std::mem::take(&mut self.events)
+        std::mem::take(&mut self.monitoring.events)
     }
 
     /// A host answered a path that cannot exist with a page: its soft 404.
     pub fn soft_404_probe(&mut self, probe_url: &str, simhash: crate::traps::PageSimhash) {
-        if let Some(traps) = &mut self.traps {
+        if let Some(traps) = &mut self.traps.guard {
             traps.soft_404_probe(probe_url, simhash);
         }
     }
@@ -618,13 +674,13 @@ impl Window {
     /// page checked again and again is the same page, not a pattern's
     /// near-duplicates.
     fn guard_links(&mut self, page: &mut ProcessedPage, first: bool, now: Millis) {
-        let Some(traps) = &mut self.traps else {
+        let Some(traps) = &mut self.traps.guard else {
             return;
         };
         if let Some(hash) = page.simhash
             && let Some(soft) = traps.soft_404(&page.record.url, hash)
         {
-            self.trapped += page.links.len() as u64;
+            self.traps.trapped += page.links.len() as u64;
             let trap = TrapMark::of(&soft);
             page.trapped = (page.links.drain(..))
                 .map(|link| TrappedLink {
@@ -647,15 +703,19 @@ impl Window {
             let mut closed = false;
             for closure in traps.take_closures() {
                 tracing::info!(reason = %closure.reason, "crawler trap closed");
-                self.batch.closures.push(closure);
+                self.unwritten.batch.closures.push(closure);
                 closed = true;
             }
             if closed {
                 // What a pool holds of the family is not fetched either.
-                for (key, assigned) in &self.outstanding {
+                for (key, assigned) in &self.claims.outstanding {
                     if traps.admit(&key.url, now).is_err() {
-                        (self.withdrawals.entry(assigned.node.clone()).or_default())
-                            .push(key.clone());
+                        (self
+                            .traps
+                            .withdrawals
+                            .entry(assigned.node.clone())
+                            .or_default())
+                        .push(key.clone());
                     }
                 }
             }
@@ -670,7 +730,7 @@ impl Window {
                 }
             })
             .collect();
-        self.trapped += refused.len() as u64;
+        self.traps.trapped += refused.len() as u64;
         for (link, reason) in refused.into_iter().zip(reasons) {
             self.announce(&reason, now);
             let trap = TrapMark::of(&reason);
@@ -681,7 +741,7 @@ impl Window {
     /// Claimed URLs a trap closed on, by node, for their pools to hand
     /// back (see [`Window::withdrawn`]).
     pub fn take_withdrawals(&mut self) -> Vec<(String, Vec<UrlKey>)> {
-        self.withdrawals.drain().collect()
+        self.traps.withdrawals.drain().collect()
     }
 
     /// A pool handed back jobs a trap closed on before they started: they
@@ -690,7 +750,7 @@ impl Window {
     pub fn withdrawn(&mut self, jobs: Vec<Job>, now: Millis) {
         let jobs: Vec<Job> = jobs
             .into_iter()
-            .filter(|job| self.outstanding.contains_key(&job.key()))
+            .filter(|job| self.claims.outstanding.contains_key(&job.key()))
             .collect();
         for job in self.guard_claimed(jobs, now) {
             let key = job.key();
@@ -702,7 +762,7 @@ impl Window {
     /// Trap defence for claimed URLs: those it refuses are not fetched;
     /// their rows become `trapped`, with the rule and the family.
     fn guard_claimed(&mut self, claimed: Vec<Job>, now: Millis) -> Vec<Job> {
-        let Some(traps) = &mut self.traps else {
+        let Some(traps) = &mut self.traps.guard else {
             return claimed;
         };
         let mut refused = Vec::new();
@@ -720,13 +780,13 @@ impl Window {
             })
             .collect();
         for (job, reason) in refused {
-            self.trapped += 1;
+            self.traps.trapped += 1;
             self.announce(&reason, now);
-            self.batch.trapped_claims.push(TrappedClaim {
+            self.unwritten.batch.trapped_claims.push(TrappedClaim {
                 key: job.key(),
                 trap: TrapMark::of(&reason),
             });
-            self.reported.push(job);
+            self.unwritten.reported.push(job);
         }
         admitted
     }
@@ -739,11 +799,11 @@ impl Window {
         if !matches!(reason.rule(), TrapRule::Soft404 | TrapRule::SessionCopy) {
             return;
         }
-        if self.announced.len() >= ANNOUNCED_MAX {
-            self.announced.clear();
+        if self.traps.announced.len() >= ANNOUNCED_MAX {
+            self.traps.announced.clear();
         }
-        if self.announced.insert(reason.family()) {
-            self.batch.closures.push(TrapClosure {
+        if self.traps.announced.insert(reason.family()) {
+            self.unwritten.batch.closures.push(TrapClosure {
                 reason: reason.clone(),
                 closed_at: now,
                 pages: 1,
@@ -755,7 +815,7 @@ impl Window {
     /// refuse at once (until they would have lifted), allowed ones stay
     /// open for good.
     pub fn restore_traps(&mut self, closures: &[ClosedFamily], now: Millis) {
-        let Some(traps) = &mut self.traps else {
+        let Some(traps) = &mut self.traps.guard else {
             return;
         };
         let mut allowed = 0;
@@ -781,15 +841,15 @@ impl Window {
     /// its URLs (after the batch in hand, which may hold some it refused).
     /// Returns whether the guard had it closed.
     pub fn reopen_trap(&mut self, family: &str) -> bool {
-        let lifted = self.traps.as_mut().is_some_and(|t| t.allow(family));
-        self.reopen.push(family.to_string());
+        let lifted = self.traps.guard.as_mut().is_some_and(|t| t.allow(family));
+        self.traps.reopen.push(family.to_string());
         lifted
     }
 
     /// The store knows no trap family `family`: the guard takes back its
     /// allow (a typo must not keep a future trap open).
     pub fn no_such_trap(&mut self, family: &str) {
-        if let Some(traps) = &mut self.traps {
+        if let Some(traps) = &mut self.traps.guard {
             traps.disallow(family);
         }
     }
@@ -818,7 +878,7 @@ impl Window {
         {
             self.refusals.answered();
         }
-        self.batch.hosts.push(record);
+        self.unwritten.batch.hosts.push(record);
     }
 
     /// A URL a user added: written in the next cycle.
@@ -826,7 +886,7 @@ impl Window {
         if let Some(every) = link.check_every_ms {
             self.asked_while_fetched(&link, every, now);
         }
-        self.batch.seeds.push(link);
+        self.unwritten.batch.seeds.push(link);
     }
 
     /// `link`'s URL was given the interval `every` of its own. If it is
@@ -839,11 +899,12 @@ impl Window {
             url: link.url.clone(),
             operation: link.operation.clone(),
         };
-        if !self.outstanding.contains_key(&key) {
+        if !self.claims.outstanding.contains_key(&key) {
             return;
         }
         let revisit = self.revisit(Some(every));
         let waiting = self
+            .unwritten
             .batch
             .pages
             .iter_mut()
@@ -852,7 +913,7 @@ impl Window {
             // A new interval of its own starts over.
             Some(page) => schedule(&mut page.record, Some(every), revisit, None, None, now),
             None => {
-                self.asked_meanwhile.insert(key, every);
+                self.monitoring.asked_meanwhile.insert(key, every);
             }
         }
     }
@@ -860,16 +921,19 @@ impl Window {
     /// A link found outside a page (a host's sitemap): written in the next
     /// cycle like a seed; one the trap defence refuses is kept `trapped`.
     pub fn add_link(&mut self, link: NewLink, now: Millis) {
-        if let Some(traps) = &mut self.traps
+        if let Some(traps) = &mut self.traps.guard
             && let Err(reason) = traps.admit(&link.url, now)
         {
-            self.trapped += 1;
+            self.traps.trapped += 1;
             self.announce(&reason, now);
             let trap = TrapMark::of(&reason);
-            self.batch.trapped.push(TrappedLink { link, trap });
+            self.unwritten
+                .batch
+                .trapped
+                .push(TrappedLink { link, trap });
             return;
         }
-        self.batch.seeds.push(link);
+        self.unwritten.batch.seeds.push(link);
     }
 
     /// Write the batch now rather than at the next flush: it is a quarter of
@@ -878,10 +942,10 @@ impl Window {
     /// claimed, so waiting would only slow a narrow crawl down), or it holds
     /// a seed whose caller waits for it to be durable.
     pub fn write_due(&self) -> bool {
-        let reported = self.reported.len();
+        let reported = self.unwritten.reported.len();
         reported >= self.cfg.flush_at()
-            || (reported > 0 && reported >= self.outstanding.len())
-            || !self.batch.seeds.is_empty()
+            || (reported > 0 && reported >= self.claims.outstanding.len())
+            || !self.unwritten.batch.seeds.is_empty()
     }
 
     // --- the store cycle --------------------------------------------------------
@@ -915,13 +979,13 @@ impl Window {
         };
         // A reopened family's URLs are released after the batch in hand
         // is written: it may hold some the family refused.
-        if write || !self.batch.seeds.is_empty() || !self.reopen.is_empty() {
+        if write || !self.unwritten.batch.seeds.is_empty() || !self.traps.reopen.is_empty() {
             work.batch = self.take_batch(now);
         }
-        work.reopen = std::mem::take(&mut self.reopen);
-        if self.traps.is_some() && !self.closures_asked {
+        work.reopen = std::mem::take(&mut self.traps.reopen);
+        if self.traps.guard.is_some() && !self.traps.closures_asked {
             work.load_closures = true;
-            self.closures_asked = true;
+            self.traps.closures_asked = true;
         }
         if claim {
             work.claim = self.claim_request(now);
@@ -949,7 +1013,7 @@ impl Window {
     /// draining or waiting for the store).
     fn sweep_due(&mut self, now: Millis) -> Option<usize> {
         if !self.cfg.watches()
-            || now < self.next_sweep
+            || now < self.monitoring.next_sweep
             || self.paused
             || self.drain.is_some()
             || self.recovery.is_some()
@@ -957,7 +1021,7 @@ impl Window {
         {
             return None;
         }
-        self.next_sweep = now + SWEEP_EVERY_MS;
+        self.monitoring.next_sweep = now + SWEEP_EVERY_MS;
         Some(self.cfg.effective_claim_window().max(SWEEP_MIN))
     }
 
@@ -971,15 +1035,15 @@ impl Window {
     }
 
     fn take_batch(&mut self, now: Millis) -> CommitBatch {
-        let mut batch = std::mem::take(&mut self.batch);
+        let mut batch = std::mem::take(&mut self.unwritten.batch);
         batch.now = now;
         batch.history_keep = self.cfg.history_keep;
         batch.reprocess_after_ms = self.cfg.reprocess_after.map(|d| d.as_millis() as Millis);
-        for job in std::mem::take(&mut self.reported) {
+        for job in std::mem::take(&mut self.unwritten.reported) {
             if let Some(assigned) = self.forget(&job.key()) {
-                self.writing_assigned.push(assigned);
+                self.unwritten.writing_assigned.push(assigned);
             }
-            self.writing.push(job);
+            self.unwritten.writing.push(job);
         }
         batch
     }
@@ -1003,25 +1067,25 @@ impl Window {
     ) -> Verdict {
         self.cycle_running = false;
         let mut batch = work.batch;
-        batch.append(std::mem::take(&mut self.batch));
-        self.batch = batch;
-        for assigned in std::mem::take(&mut self.writing_assigned) {
+        batch.append(std::mem::take(&mut self.unwritten.batch));
+        self.unwritten.batch = batch;
+        for assigned in std::mem::take(&mut self.unwritten.writing_assigned) {
             self.assign(assigned.job, &assigned.node);
         }
-        let mut reported = std::mem::take(&mut self.writing);
-        reported.append(&mut self.reported);
-        self.reported = reported;
+        let mut reported = std::mem::take(&mut self.unwritten.writing);
+        reported.append(&mut self.unwritten.reported);
+        self.unwritten.reported = reported;
         let mut release = work.release;
         release.append(&mut self.release);
         self.release = release;
         let mut reopen = work.reopen;
-        reopen.append(&mut self.reopen);
-        self.reopen = reopen;
+        reopen.append(&mut self.traps.reopen);
+        self.traps.reopen = reopen;
         if work.load_closures {
-            self.closures_asked = false;
+            self.traps.closures_asked = false;
         }
         if work.release_all_but.is_some() || work.claim.is_some() {
-            self.release_all_but = Some(self.outstanding.keys().cloned().collect());
+            self.release_all_but = Some(self.claims.outstanding.keys().cloned().collect());
         }
         // Whatever was due, renew every lease in the first cycle that reaches
         // the store, before it claims: a long outage must not let a URL
@@ -1044,7 +1108,7 @@ impl Window {
 
     /// Results waiting to be written.
     pub fn results_held(&self) -> usize {
-        self.reported.len()
+        self.unwritten.reported.len()
     }
 
     /// A cycle ended: hand out what it claimed (or, when paused or draining,
@@ -1058,8 +1122,8 @@ impl Window {
         now: Millis,
     ) -> AfterCycle {
         self.cycle_running = false;
-        self.writing.clear();
-        self.writing_assigned.clear();
+        self.unwritten.writing.clear();
+        self.unwritten.writing_assigned.clear();
         let n = claimed.len();
         let claimed = self.guard_claimed(claimed, now);
         let mut after = AfterCycle {
@@ -1094,7 +1158,7 @@ impl Window {
     /// worth a store call (a few free slots wait for more to free up, unless
     /// the window is running low), within the page budget.
     fn claim_request(&self, now: Millis) -> Option<ClaimRequest> {
-        let live_pools = self.live_nodes.len();
+        let live_pools = self.placement.live_nodes.len();
         if self.recovery.is_some()
             || self.drain.is_some()
             || self.paused
@@ -1105,7 +1169,7 @@ impl Window {
             return None;
         }
         let (window, per_host_cap) = self.claim_limits();
-        let held = self.outstanding.len();
+        let held = self.claims.outstanding.len();
         let mut limit = window.saturating_sub(held);
         if limit < window / 8 && held > window / 2 {
             return None;
@@ -1124,7 +1188,7 @@ impl Window {
             lease_until: now + self.cfg.lease.as_millis() as Millis,
             limit,
             per_host_cap,
-            held_per_host: self.per_host.clone(),
+            held_per_host: self.claims.per_host.clone(),
         })
     }
 
@@ -1132,7 +1196,7 @@ impl Window {
     /// host: the window sizes, which follow the settings.
     pub fn claim_limits(&self) -> (usize, usize) {
         (
-            self.cfg.effective_claim_window() * self.live_nodes.len(),
+            self.cfg.effective_claim_window() * self.placement.live_nodes.len(),
             self.cfg.effective_per_host_window(),
         )
     }
@@ -1149,23 +1213,25 @@ impl Window {
     fn place(&mut self, jobs: Vec<Job>, live: &[String]) -> Vec<(String, Vec<Job>)> {
         let mut by_node: BTreeMap<String, Vec<Job>> = BTreeMap::new();
         for job in jobs {
-            if let Some(moving) = self.moving.get_mut(&job.host) {
+            if let Some(moving) = self.placement.moving.get_mut(&job.host) {
                 // Counted as the old node's until the move is done.
                 let from = moving.from.clone();
                 moving.parked.push(job.clone());
                 self.assign(job, &from);
                 continue;
             }
-            let owner = match self.host_owner.get(&job.host) {
+            let owner = match self.placement.host_owner.get(&job.host) {
                 Some(node) if live.contains(node) => node.clone(),
                 _ => {
                     let loads: Vec<(String, usize)> = live
                         .iter()
-                        .map(|n| (n.clone(), self.per_node.get(n).copied().unwrap_or(0)))
+                        .map(|n| (n.clone(), self.claims.per_node.get(n).copied().unwrap_or(0)))
                         .collect();
                     let i = choose_node(&job.host, &loads).expect("live is not empty");
                     let node = loads[i].0.clone();
-                    self.host_owner.insert(job.host.clone(), node.clone());
+                    self.placement
+                        .host_owner
+                        .insert(job.host.clone(), node.clone());
                     node
                 }
             };
@@ -1179,11 +1245,14 @@ impl Window {
     /// the lease), so they do not expire under a slow fetch.
     fn leases_due(&mut self, now: Millis) -> Option<(Vec<UrlKey>, Millis)> {
         let lease = self.cfg.lease.as_millis() as Millis;
-        if now - self.last_lease_renewal < lease / 3 || self.outstanding.is_empty() {
+        if now - self.last_lease_renewal < lease / 3 || self.claims.outstanding.is_empty() {
             return None;
         }
         self.last_lease_renewal = now;
-        Some((self.outstanding.keys().cloned().collect(), now + lease))
+        Some((
+            self.claims.outstanding.keys().cloned().collect(),
+            now + lease,
+        ))
     }
 
     // --- idleness, budget, pause, drain -------------------------------------------
@@ -1200,12 +1269,12 @@ impl Window {
     }
 
     fn holds_nothing_but_cycle(&self) -> bool {
-        self.outstanding.is_empty()
-            && self.batch.is_empty()
+        self.claims.outstanding.is_empty()
+            && self.unwritten.batch.is_empty()
             && self.release.is_empty()
             && self.release_all_but.is_none()
             && self.recovery.is_none()
-            && self.reopen.is_empty()
+            && self.traps.reopen.is_empty()
     }
 
     pub fn pause(&mut self, paused: bool) {
@@ -1217,7 +1286,12 @@ impl Window {
     pub fn begin_drain(&mut self, now: Millis, timeout_ms: Millis) {
         // URLs parked for a move go back now; what the old pools hand back
         // does too ([`Window::released`]).
-        let parked: Vec<Job> = self.moving.drain().flat_map(|(_, m)| m.parked).collect();
+        let parked: Vec<Job> = self
+            .placement
+            .moving
+            .drain()
+            .flat_map(|(_, m)| m.parked)
+            .collect();
         self.unstarted(&parked);
         self.drain = Some(Drain::Running {
             deadline: now + timeout_ms,
@@ -1232,11 +1306,13 @@ impl Window {
         match self.drain {
             None => false,
             Some(Drain::Running { deadline }) => {
-                if self.outstanding.len() > self.reported.len() && now < deadline {
+                if self.claims.outstanding.len() > self.unwritten.reported.len() && now < deadline {
                     return false;
                 }
-                let reported: BTreeSet<UrlKey> = self.reported.iter().map(Job::key).collect();
+                let reported: BTreeSet<UrlKey> =
+                    self.unwritten.reported.iter().map(Job::key).collect();
                 let late: Vec<UrlKey> = self
+                    .claims
                     .outstanding
                     .keys()
                     .filter(|k| !reported.contains(*k))
@@ -1270,11 +1346,11 @@ impl Window {
     /// Links and claimed URLs the trap defence refused (a URL refused
     /// twice counts twice); the store counts the URLs.
     pub fn trapped(&self) -> u64 {
-        self.trapped
+        self.traps.trapped
     }
 
     pub fn in_flight(&self) -> usize {
-        self.outstanding.len()
+        self.claims.outstanding.len()
     }
 
     pub fn paused(&self) -> bool {
@@ -1285,8 +1361,13 @@ impl Window {
     pub fn nodes(&self, live: &[String]) -> Vec<NodeInfo> {
         live.iter()
             .map(|node| NodeInfo {
-                load: self.per_node.get(node).copied().unwrap_or(0) as u64,
-                hosts: self.host_owner.values().filter(|n| *n == node).count() as u64,
+                load: self.claims.per_node.get(node).copied().unwrap_or(0) as u64,
+                hosts: self
+                    .placement
+                    .host_owner
+                    .values()
+                    .filter(|n| *n == node)
+                    .count() as u64,
                 node: node.clone(),
                 index: None,
             })
@@ -1297,12 +1378,13 @@ impl Window {
 
     fn assign(&mut self, job: Job, node: &str) {
         self.refusals.sent(&job.host);
-        *self.per_host.entry(job.host.clone()).or_default() += 1;
-        *self.per_node.entry(node.to_string()).or_default() += 1;
-        self.host_owner
+        *self.claims.per_host.entry(job.host.clone()).or_default() += 1;
+        *self.claims.per_node.entry(node.to_string()).or_default() += 1;
+        self.placement
+            .host_owner
             .entry(job.host.clone())
             .or_insert_with(|| node.to_string());
-        self.outstanding.insert(
+        self.claims.outstanding.insert(
             job.key(),
             Assigned {
                 job,
@@ -1314,12 +1396,12 @@ impl Window {
     fn forget(&mut self, key: &UrlKey) -> Option<Assigned> {
         // Not fetched after all (released, retried): the ask stands in
         // the pending row it was written to.
-        if !self.asked_meanwhile.is_empty() {
-            self.asked_meanwhile.remove(key);
+        if !self.monitoring.asked_meanwhile.is_empty() {
+            self.monitoring.asked_meanwhile.remove(key);
         }
-        let assigned = self.outstanding.remove(key)?;
-        decrement(&mut self.per_host, &assigned.job.host);
-        decrement(&mut self.per_node, &assigned.node);
+        let assigned = self.claims.outstanding.remove(key)?;
+        decrement(&mut self.claims.per_host, &assigned.job.host);
+        decrement(&mut self.claims.per_node, &assigned.node);
         Some(assigned)
     }
 }
@@ -1982,6 +2064,7 @@ mod tests {
         claim(&mut w, vec![parked.clone()], &["a", "b"]);
         w.begin_drain(T0, 1_000);
         let queued = w
+            .claims
             .outstanding
             .values()
             .find(|a| a.job.host == host)
@@ -2266,7 +2349,7 @@ mod tests {
         // A name the store does not know: the guard forgets the allow.
         w.reopen_trap("h/nothing/{n}/");
         w.no_such_trap("h/nothing/{n}/");
-        assert!(!w.traps.as_ref().unwrap().allows("h/nothing/{n}/"));
+        assert!(!w.traps.guard.as_ref().unwrap().allows("h/nothing/{n}/"));
     }
 
     #[test]
@@ -2576,7 +2659,7 @@ mod tests {
         );
         assert_eq!(work.batch.seeds.len(), 3, "the asks are written too");
         assert!(
-            w.asked_meanwhile.is_empty(),
+            w.monitoring.asked_meanwhile.is_empty(),
             "nothing was fetching {}",
             idle.url
         );
