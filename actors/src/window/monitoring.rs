@@ -14,7 +14,6 @@ use std::collections::HashMap;
 /// How often availability monitoring looks for watched URLs due, and how
 /// many it queues at least each time (else a window's worth).
 const SWEEP_EVERY_MS: Millis = 1_000;
-
 const SWEEP_MIN: usize = 256;
 
 /// Availability monitoring's part of the window.

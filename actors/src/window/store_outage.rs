@@ -1,6 +1,6 @@
 //! A store cycle that failed because the store is unavailable: what it did
 //! not do goes back into the window, and the outage goes on
-//! ([`StoreHealth`]).
+//! ([`StoreHealth`](crate::outage::StoreHealth)).
 
 use super::Window;
 use crate::outage::{Outage, Verdict};
@@ -16,7 +16,8 @@ impl Window {
     /// answer may have been lost is undone by returning to pending whatever
     /// this node has leased and does not hold; every lease is renewed first
     /// thing. The outage starts or goes on: nothing is claimed, the store is
-    /// asked again after a backoff ([`StoreHealth`]), and the verdict says
+    /// asked again after a backoff
+    /// ([`StoreHealth`](crate::outage::StoreHealth)), and the verdict says
     /// when to give up.
     pub fn cycle_failed(
         &mut self,
