@@ -819,3 +819,5 @@ mod tests {
         assert_eq!(normalize_percent("%g1%ff").as_deref(), Some("%g1%FF"));
     }
 }
+#[cfg(test)]
+mod proptests;

@@ -791,3 +791,6 @@ mod tests {
         let _ = got.robots.is_allowed(&server.parsed_url("/x"));
     }
 }
+
+#[cfg(test)]
+mod proptests;

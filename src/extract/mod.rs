@@ -15,6 +15,8 @@ use crate::normalize::NormalizeOptions;
 
 mod boilerplate;
 mod charset;
+#[cfg(test)]
+mod proptests;
 pub mod sitemap;
 mod tags;
 mod tokenizer;

@@ -383,3 +383,6 @@ mod tests {
         ));
     }
 }
+
+#[cfg(test)]
+mod proptests;
