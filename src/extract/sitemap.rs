@@ -180,7 +180,8 @@ pub fn w3c_datetime_ms(text: &str) -> Option<i64> {
         let hour: i64 = number(hms.next()?, 2)?;
         let minute: i64 = number(hms.next()?, 2)?;
         let second: f64 = match hms.next() {
-            Some(s) if s.len() >= 2 && s[..2].bytes().all(|b| b.is_ascii_digit()) => {
+            // Bytes, not a str slice: a character may straddle byte 2.
+            Some(s) if s.len() >= 2 && s.as_bytes()[..2].iter().all(u8::is_ascii_digit) => {
                 s.parse().ok()?
             }
             Some(_) => return None,

@@ -170,3 +170,29 @@ proptest! {
         prop_assert!(tie.is_allowed(&url), "Allow wins a tie at {}", full);
     }
 }
+
+/// Found by `answers_match_a_plain_rfc_9309_matcher`: texting_robots read
+/// an empty `Disallow:` as `Allow: /`, which tied with `Disallow: /` and
+/// won, so the group allowed everything.
+#[test]
+fn an_empty_disallow_has_no_effect_beside_a_disallow_of_everything() {
+    let url = |path: &str| Url::parse(&format!("http://example.com{path}")).unwrap();
+    for body in [
+        &b"User-agent: *\nDisallow:\nDisallow: /\n"[..],
+        b"User-agent: *\nDisallow: /\ndisalow :   # nothing\n",
+        b"User-agent: *\nDisallow:\0Disallow: /\n",
+        b"User-agent: *\r\nDisallow \r\nDisallow: /\r\n",
+    ] {
+        let robots = Robots::parse(body, UA);
+        assert!(!robots.is_allowed(&url("/")), "{:?}", String::from_utf8_lossy(body));
+        assert!(!robots.is_allowed(&url("/page")), "{:?}", String::from_utf8_lossy(body));
+        assert!(robots.is_allowed(&url("/robots.txt")));
+    }
+    // Alone, an empty Disallow still allows everything, and its group
+    // stays a group: the next agent's rules are not ours.
+    let robots = Robots::parse(
+        b"User-agent: web_crawler\nDisallow:\n\nUser-agent: other\nDisallow: /\n",
+        UA,
+    );
+    assert!(robots.is_allowed(&url("/page")));
+}
