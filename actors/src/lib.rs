@@ -19,6 +19,8 @@ mod node_check;
 pub mod outage;
 mod pool;
 mod protocol;
+#[cfg(test)]
+mod proptest_cases;
 pub mod rate;
 mod refusal;
 pub mod refusals;
