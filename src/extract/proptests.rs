@@ -125,6 +125,15 @@ fn held_bytes(e: &web_crawler_actors::ExtractedPage) -> usize {
         + e.anchors.iter().map(String::len).sum::<usize>()
 }
 
+/// What an extraction may hold for a body of `body_len` bytes. Decoding
+/// may turn a byte into three (U+FFFD); the text, title, headings and
+/// anchors each hold at most the decoded document; the links at most twice
+/// it and 1 MB (`link_bytes_budget`, and one link of 2 KB past it).
+fn held_bound(body_len: usize) -> usize {
+    let document = 3 * body_len;
+    5 * document + 2 * document + (1 << 20) + 4096
+}
+
 fn fetched(body: Vec<u8>, content_type: Option<String>) -> FetchedPage {
     FetchedPage {
         status: 200,
@@ -159,10 +168,7 @@ proptest! {
             "{}", e.visible_head.len()
         );
         prop_assert!(e.links.len() <= e.links_found);
-        // Decoding may turn a byte into three (U+FFFD); the text, title,
-        // headings and head each hold at most the decoded document; a link
-        // is at most the page's URL plus its href.
-        let bound = 16 * body_len + 64 * 1024;
+        let bound = held_bound(body_len);
         prop_assert!(held_bytes(&e) <= bound, "{} bytes held for a {}-byte body", held_bytes(&e), body_len);
     }
 
@@ -186,5 +192,27 @@ proptest! {
         // No encoding turns one byte into more than three of UTF-8.
         prop_assert!(text.len() <= 3 * body.len() + 3, "{} from {}", text.len(), body.len());
         let _ = is_html(content_type.as_deref(), &body[..body.len().min(512)]);
+    }
+}
+
+proptest! {
+    #![proptest_config(config(64))]
+
+    /// Short relative links on a page with a long URL: each resolves to a
+    /// URL as long as the page's.
+    #[test]
+    fn links_on_a_page_with_a_long_url_are_bounded_by_the_body(
+        url_len in 100usize..2000,
+        links in 1usize..4000,
+    ) {
+        let url = format!("http://example.com/{}", "p".repeat(url_len));
+        let body: String = (0..links).map(|i| format!("<a href=?{i}>")).collect();
+        let body_len = body.len();
+        let page = fetched(body.into_bytes(), Some("text/html".into()));
+        let e = HtmlExtractor::default().extract(&url, &page, usize::MAX);
+        let bound = held_bound(body_len);
+        prop_assert!(held_bytes(&e) <= bound, "{} bytes held for a {}-byte body", held_bytes(&e), body_len);
+        prop_assert_eq!(e.links_found, links);
+        prop_assert!(!e.links.is_empty());
     }
 }
