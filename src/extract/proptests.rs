@@ -144,7 +144,7 @@ fn fetched(body: Vec<u8>, content_type: Option<String>) -> FetchedPage {
 }
 
 proptest! {
-    #![proptest_config(config(2000))]
+    #![proptest_config(config(1500))]
 
     #[test]
     fn any_page_extracts_without_a_panic_within_bounds_and_with_absolute_http_links(

@@ -189,7 +189,7 @@ fn spell(s: &Spelled, variant: u16) -> String {
 }
 
 proptest! {
-    #![proptest_config(config(4000))]
+    #![proptest_config(config(3000))]
 
     #[test]
     fn normalize_never_panics_and_its_output_is_a_fixed_point(input in any_input(), opts in options()) {
