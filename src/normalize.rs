@@ -297,7 +297,11 @@ fn normalize_percent(s: &str) -> Option<String> {
         // The output so far is what was written to `out`, then the input
         // from `copied` up to `i`.
         let written = out.as_deref().map_or(&b""[..], str::as_bytes);
-        let pending = if out.is_some() { &bytes[copied..i] } else { &bytes[..i] };
+        let pending = if out.is_some() {
+            &bytes[copied..i]
+        } else {
+            &bytes[..i]
+        };
         let back = |k: usize| match pending.len().checked_sub(k) {
             Some(at) => pending.get(at).copied(),
             None => written

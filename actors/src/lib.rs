@@ -18,9 +18,9 @@ pub mod monitor;
 mod node_check;
 pub mod outage;
 mod pool;
-mod protocol;
 #[cfg(test)]
 mod proptest_cases;
+mod protocol;
 pub mod rate;
 mod refusal;
 pub mod refusals;

@@ -90,13 +90,17 @@ fn damage() -> impl Strategy<Value = Damage> {
     ];
     prop_oneof![
         any::<usize>().prop_map(Pick).prop_map(Damage::CutWarc),
-        prop::collection::vec((any::<usize>().prop_map(Pick), 1..=255u8), 1..4).prop_map(Damage::FlipWarc),
+        prop::collection::vec((any::<usize>().prop_map(Pick), 1..=255u8), 1..4)
+            .prop_map(Damage::FlipWarc),
         any::<usize>().prop_map(Pick).prop_map(Damage::CutIndex),
         prop::collection::vec(
             (
                 any::<usize>().prop_map(Pick),
                 prop_oneof![
-                    prop::collection::vec(any::<u8>().prop_filter("one line", |b| *b != b'\n'), 1..80),
+                    prop::collection::vec(
+                        any::<u8>().prop_filter("one line", |b| *b != b'\n'),
+                        1..80
+                    ),
                     Just(b"a,test)/p0 20240101000000 {\"url\": 1}".to_vec()),
                     Just(b"a,test)/p0 20240101000000".to_vec()),
                     Just(b"\xff\xfe".to_vec()),
@@ -127,7 +131,12 @@ fn apply(dir: &Path, damage: &Damage) -> Option<usize> {
     match damage {
         Damage::CutWarc(at) => {
             let len = fs::metadata(&warc).unwrap().len() as usize;
-            File::options().write(true).open(&warc).unwrap().set_len(at.index(len + 1) as u64).unwrap();
+            File::options()
+                .write(true)
+                .open(&warc)
+                .unwrap()
+                .set_len(at.index(len + 1) as u64)
+                .unwrap();
             Some(0)
         }
         Damage::FlipWarc(flips) => {
@@ -152,7 +161,12 @@ fn apply(dir: &Path, damage: &Damage) -> Option<usize> {
             }
             let mut out = File::create(&cdxj).unwrap();
             out.write_all(&all.join(&b'\n')).unwrap();
-            Some(lines.iter().filter(|(_, l)| !l.iter().all(u8::is_ascii_whitespace)).count())
+            Some(
+                lines
+                    .iter()
+                    .filter(|(_, l)| !l.iter().all(u8::is_ascii_whitespace))
+                    .count(),
+            )
         }
         Damage::Lie(at, lie) => {
             let text = fs::read_to_string(&cdxj).unwrap();
@@ -250,12 +264,17 @@ fn an_index_line_lying_about_its_record_is_a_damaged_record() {
     ] {
         let tmp = tempfile::tempdir().unwrap();
         let archive = WarcArchive::new(tmp.path(), "n1", 1 << 30, true);
-        archive.write("http://a.test/1", &page(200, b"one".to_vec())).unwrap();
+        archive
+            .write("http://a.test/1", &page(200, b"one".to_vec()))
+            .unwrap();
         archive.close().unwrap();
         apply(tmp.path(), &Damage::Lie(Pick(0), lie.clone()));
         let reader = ArchiveReader::open(tmp.path()).unwrap();
         let read = reader.page("http://a.test/1");
-        assert!(matches!(read, Err(WarcError::Damaged { .. })), "{lie:?}: {read:?}");
+        assert!(
+            matches!(read, Err(WarcError::Damaged { .. })),
+            "{lie:?}: {read:?}"
+        );
     }
 }
 
@@ -263,7 +282,9 @@ fn an_index_line_lying_about_its_record_is_a_damaged_record() {
 fn unreadable_index_lines_are_skipped_and_counted() {
     let tmp = tempfile::tempdir().unwrap();
     let archive = WarcArchive::new(tmp.path(), "n1", 1 << 30, true);
-    archive.write("http://a.test/1", &page(200, b"one".to_vec())).unwrap();
+    archive
+        .write("http://a.test/1", &page(200, b"one".to_vec()))
+        .unwrap();
     archive.close().unwrap();
     let lines = vec![
         (Pick(0), b"\xff\xfe".to_vec()),
@@ -272,5 +293,8 @@ fn unreadable_index_lines_are_skipped_and_counted() {
     apply(tmp.path(), &Damage::GarbageLines(lines));
     let reader = ArchiveReader::open(tmp.path()).unwrap();
     assert_eq!(reader.skipped(), 2);
-    assert_eq!(reader.page("http://a.test/1").unwrap().unwrap().body, b"one");
+    assert_eq!(
+        reader.page("http://a.test/1").unwrap().unwrap().body,
+        b"one"
+    );
 }

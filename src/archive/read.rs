@@ -68,7 +68,9 @@ impl ArchiveReader {
         };
         // A file of this directory, named by its index line: nothing else.
         if Path::new(&entry.filename).file_name() != Some(entry.filename.as_ref()) {
-            return Err(damaged("its index line names no file of the archive".into()));
+            return Err(damaged(
+                "its index line names no file of the archive".into(),
+            ));
         }
         let path = self.dir.join(&entry.filename);
         let (Some(offset), Some(length)) = (entry.offset(), entry.length()) else {

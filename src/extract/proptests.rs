@@ -75,7 +75,13 @@ fn piece() -> impl Strategy<Value = Vec<u8>> {
 /// Deep nesting: `depth` opening tags of one kind, never closed.
 fn nested() -> impl Strategy<Value = Vec<u8>> {
     (
-        prop_oneof![Just("<div>"), Just("<a href=/n>"), Just("<svg>"), Just("<b><i>"), Just("<table><tr><td>")],
+        prop_oneof![
+            Just("<div>"),
+            Just("<a href=/n>"),
+            Just("<svg>"),
+            Just("<b><i>"),
+            Just("<table><tr><td>")
+        ],
         0usize..4000,
     )
         .prop_map(|(tag, depth)| tag.repeat(depth).into_bytes())

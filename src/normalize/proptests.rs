@@ -52,10 +52,8 @@ fn any_input() -> impl Strategy<Value = String> {
     prop_oneof![
         any::<String>(),
         url_like(),
-        (url_like(), "[ \t\n]{0,3}", 0usize..3000).prop_map(|(u, ws, n)| format!(
-            "{ws}{u}{}{ws}",
-            "a".repeat(n)
-        )),
+        (url_like(), "[ \t\n]{0,3}", 0usize..3000)
+            .prop_map(|(u, ws, n)| format!("{ws}{u}{}{ws}", "a".repeat(n))),
     ]
 }
 
@@ -76,9 +74,17 @@ fn check_normal_form(url: &Url, opts: &NormalizeOptions) -> Result<(), TestCaseE
     prop_assert!(url.as_str().len() <= MAX_URL_LEN, "{url}");
     prop_assert!(url.fragment().is_none(), "{url}");
     let reparsed = Url::parse(url.as_str());
-    prop_assert_eq!(reparsed.as_ref().ok(), Some(url), "does not parse as itself");
+    prop_assert_eq!(
+        reparsed.as_ref().ok(),
+        Some(url),
+        "does not parse as itself"
+    );
     let again = normalize(url.as_str(), opts);
-    prop_assert_eq!(again.as_ref().ok(), Some(url), "normalizing twice changed it");
+    prop_assert_eq!(
+        again.as_ref().ok(),
+        Some(url),
+        "normalizing twice changed it"
+    );
     Ok(())
 }
 
@@ -97,7 +103,10 @@ fn spelled() -> impl Strategy<Value = Spelled> {
         any::<bool>(),
         // The last label starts with a letter: `a.0` is an IPv4 address
         // to the URL standard, and a refused one.
-        (prop::collection::vec("[a-z0-9]{1,8}", 0..3), "[a-z][a-z0-9]{0,7}")
+        (
+            prop::collection::vec("[a-z0-9]{1,8}", 0..3),
+            "[a-z][a-z0-9]{0,7}",
+        )
             .prop_map(|(mut labels, last)| {
                 labels.push(last);
                 labels
@@ -142,7 +151,7 @@ fn spell(s: &Spelled, variant: u16) -> String {
             .enumerate()
             .map(|(i, c)| {
                 let unreserved = c.is_ascii_alphanumeric() || "-._~".contains(c);
-                if on(4) && unreserved && (i + salt) % 2 == 0 {
+                if on(4) && unreserved && (i + salt).is_multiple_of(2) {
                     let hex = format!("%{:02X}", c as u32);
                     if on(5) { hex.to_lowercase() } else { hex }
                 } else {
@@ -165,7 +174,11 @@ fn spell(s: &Spelled, variant: u16) -> String {
             }
         })
         .collect();
-    let path = if path.is_empty() { "/".to_string() } else { path };
+    let path = if path.is_empty() {
+        "/".to_string()
+    } else {
+        path
+    };
     let mut pairs: Vec<String> = s
         .query
         .iter()
@@ -179,7 +192,11 @@ fn spell(s: &Spelled, variant: u16) -> String {
         pairs.push("GCLID=abc".to_string());
     }
     let query = if pairs.is_empty() {
-        if on(8) { "?".to_string() } else { String::new() }
+        if on(8) {
+            "?".to_string()
+        } else {
+            String::new()
+        }
     } else {
         format!("?{}", pairs.join("&"))
     };

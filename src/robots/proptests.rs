@@ -78,13 +78,23 @@ fn hostile_body() -> impl Strategy<Value = Vec<u8>> {
         "disalow",
         "",
     ]);
-    let line = (key, prop::collection::vec(any::<u8>(), 0..40), "[:\t ]{0,2}", "(\n|\r\n|\r|\0)")
+    let line = (
+        key,
+        prop::collection::vec(any::<u8>(), 0..40),
+        "[:\t ]{0,2}",
+        "(\n|\r\n|\r|\0)",
+    )
         .prop_map(|(key, value, sep, end)| {
             [key.as_bytes(), sep.as_bytes(), &value, end.as_bytes()].concat()
         });
     let huge = (
         prop::sample::select(vec!["Disallow: /", "Allow: ", "User-agent: "]),
-        prop::sample::select(vec![b"a*".to_vec(), b"*".to_vec(), b"\xff\x00".to_vec(), b"%e2%82".to_vec()]),
+        prop::sample::select(vec![
+            b"a*".to_vec(),
+            b"*".to_vec(),
+            b"\xff\x00".to_vec(),
+            b"%e2%82".to_vec(),
+        ]),
         1usize..8_000,
         any::<bool>(),
     )
@@ -100,7 +110,8 @@ fn hostile_body() -> impl Strategy<Value = Vec<u8>> {
     prop_oneof![
         prop::collection::vec(any::<u8>(), 0..2000),
         prop::collection::vec(line, 0..40).prop_map(|l| l.concat()),
-        (prop::collection::vec(line_of_rules(), 0..4), huge).prop_map(|(l, h)| [l.concat(), h].concat()),
+        (prop::collection::vec(line_of_rules(), 0..4), huge)
+            .prop_map(|(l, h)| [l.concat(), h].concat()),
     ]
 }
 
@@ -184,8 +195,16 @@ fn an_empty_disallow_has_no_effect_beside_a_disallow_of_everything() {
         b"User-agent: *\r\nDisallow \r\nDisallow: /\r\n",
     ] {
         let robots = Robots::parse(body, UA);
-        assert!(!robots.is_allowed(&url("/")), "{:?}", String::from_utf8_lossy(body));
-        assert!(!robots.is_allowed(&url("/page")), "{:?}", String::from_utf8_lossy(body));
+        assert!(
+            !robots.is_allowed(&url("/")),
+            "{:?}",
+            String::from_utf8_lossy(body)
+        );
+        assert!(
+            !robots.is_allowed(&url("/page")),
+            "{:?}",
+            String::from_utf8_lossy(body)
+        );
         assert!(robots.is_allowed(&url("/robots.txt")));
     }
     // Alone, an empty Disallow still allows everything, and its group

@@ -15,7 +15,12 @@ fn request() -> impl Strategy<Value = ControlRequest> {
         Just(ControlRequest::Status),
         Just(ControlRequest::Tree),
         text().prop_map(|actor| ControlRequest::State { actor }),
-        (text(), prop::collection::vec(text(), 0..3), any::<bool>(), prop::option::of(any::<i64>()))
+        (
+            text(),
+            prop::collection::vec(text(), 0..3),
+            any::<bool>(),
+            prop::option::of(any::<i64>())
+        )
             .prop_map(|(url, op, again, every_ms)| ControlRequest::AddUrl {
                 url,
                 operation: OperationSpec(op),
@@ -30,9 +35,15 @@ fn request() -> impl Strategy<Value = ControlRequest> {
             }
         }),
         any::<usize>().prop_map(|limit| ControlRequest::Pending { limit }),
-        (text(), any::<usize>(), any::<usize>())
-            .prop_map(|(query, limit, offset)| ControlRequest::Search { query, limit, offset }),
-        (text(), any::<bool>()).prop_map(|(host, paused)| ControlRequest::PauseHost { host, paused }),
+        (text(), any::<usize>(), any::<usize>()).prop_map(|(query, limit, offset)| {
+            ControlRequest::Search {
+                query,
+                limit,
+                offset,
+            }
+        }),
+        (text(), any::<bool>())
+            .prop_map(|(host, paused)| ControlRequest::PauseHost { host, paused }),
         (prop::option::of(text()), any::<usize>())
             .prop_map(|(host, limit)| ControlRequest::Availability { host, limit }),
         text().prop_map(|family| ControlRequest::ReopenTrap { family }),

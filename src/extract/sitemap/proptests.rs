@@ -72,7 +72,8 @@ fn billion_laughs_dtd() -> String {
 /// Deeply nested elements, closed or not.
 fn nested() -> impl Strategy<Value = Vec<u8>> {
     (0usize..20_000, any::<bool>()).prop_map(|(depth, closed)| {
-        let mut xml = "<urlset>".to_string() + &"<url>".repeat(depth) + "<loc>http://example.com/deep</loc>";
+        let mut xml =
+            "<urlset>".to_string() + &"<url>".repeat(depth) + "<loc>http://example.com/deep</loc>";
         if closed {
             xml.push_str(&"</url>".repeat(depth));
             xml.push_str("</urlset>");
@@ -138,9 +139,19 @@ fn a_gzip_bomb_over_the_bound_is_refused_with_its_reason() {
     let bomb = gzip(&vec![b' '; MAX_BYTES + 1]);
     let started = Instant::now();
     let map = parse(&bomb);
-    assert!(started.elapsed() < Duration::from_secs(60), "{:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_secs(60),
+        "{:?}",
+        started.elapsed()
+    );
     assert!(map.entries.is_empty());
-    assert!(map.problem.as_deref().is_some_and(|p| p.contains("larger than")), "{:?}", map.problem);
+    assert!(
+        map.problem
+            .as_deref()
+            .is_some_and(|p| p.contains("larger than")),
+        "{:?}",
+        map.problem
+    );
 }
 
 #[test]
@@ -151,7 +162,11 @@ fn entity_expansion_is_refused_not_performed() {
     );
     let map = parse(xml.as_bytes());
     assert!(map.problem.is_some(), "a DTD is refused and said so");
-    assert!(map.entries.iter().all(|e| e.loc.len() < 1024), "{:?}", map.entries);
+    assert!(
+        map.entries.iter().all(|e| e.loc.len() < 1024),
+        "{:?}",
+        map.entries
+    );
 }
 
 /// Found by `w3c_datetimes_never_panic`: the seconds were sliced at byte 2
@@ -176,15 +191,28 @@ fn a_huge_file_of_small_entries_keeps_the_protocols_count_and_says_why() {
     xml.push_str("</urlset>");
     let started = Instant::now();
     let map = parse(xml.as_bytes());
-    assert!(started.elapsed() < Duration::from_secs(60), "{:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_secs(60),
+        "{:?}",
+        started.elapsed()
+    );
     assert_eq!(map.entries.len(), MAX_URLS);
     let problem = map.problem.unwrap_or_default();
-    assert!(problem.contains("XML nodes") && problem.contains("URLs"), "{problem}");
+    assert!(
+        problem.contains("XML nodes") && problem.contains("URLs"),
+        "{problem}"
+    );
 }
 
 #[test]
 fn a_plain_file_over_the_bound_is_refused_with_its_reason() {
     let map = parse(&vec![b' '; MAX_BYTES + 1]);
     assert!(map.entries.is_empty());
-    assert!(map.problem.as_deref().is_some_and(|p| p.contains("larger than")), "{:?}", map.problem);
+    assert!(
+        map.problem
+            .as_deref()
+            .is_some_and(|p| p.contains("larger than")),
+        "{:?}",
+        map.problem
+    );
 }

@@ -9,7 +9,11 @@ use proptest::prelude::*;
 
 fn urls() -> impl Strategy<Value = Vec<String>> {
     prop::collection::vec(
-        prop_oneof!["http://h/\\PC{0,30}", "\\PC{0,10}", Just("\"\\\n".to_string())],
+        prop_oneof![
+            "http://h/\\PC{0,30}",
+            "\\PC{0,10}",
+            Just("\"\\\n".to_string())
+        ],
         1..8,
     )
 }

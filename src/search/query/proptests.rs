@@ -47,10 +47,19 @@ fn index() -> &'static SearchIndex {
             let dir = tempfile::tempdir().unwrap();
             let mut index = SearchIndex::open(&dir.path().join("idx")).unwrap();
             for (i, (title, body)) in [
-                ("Sourdough bread", "Feed the starter, fold the dough, bake at 250 degrees."),
-                ("Crème brûlée", "Caramelise the sugar; the custard sets in the fridge."),
+                (
+                    "Sourdough bread",
+                    "Feed the starter, fold the dough, bake at 250 degrees.",
+                ),
+                (
+                    "Crème brûlée",
+                    "Caramelise the sugar; the custard sets in the fridge.",
+                ),
                 ("東京の天気", "今日は晴れです。明日は雨が降るでしょう。"),
-                ("Rust ownership", "Borrowing rules: one mutable reference or many shared ones."),
+                (
+                    "Rust ownership",
+                    "Borrowing rules: one mutable reference or many shared ones.",
+                ),
             ]
             .into_iter()
             .enumerate()

@@ -156,7 +156,9 @@ fn zeros_after_the_last_frame_are_cut_off_not_read_as_an_entry() {
     let entry = Written::Page("http://h/".into(), Vec::new());
     {
         let queue = IndexQueueLog::open(tmp.path()).unwrap();
-        queue.append(&frames_of(std::slice::from_ref(&entry)), Vec::new()).unwrap();
+        queue
+            .append(&frames_of(std::slice::from_ref(&entry)), Vec::new())
+            .unwrap();
     }
     let segment = segment_path(tmp.path(), 0);
     let mut bytes = fs::read(&segment).unwrap();
@@ -164,5 +166,8 @@ fn zeros_after_the_last_frame_are_cut_off_not_read_as_an_entry() {
     fs::write(&segment, &bytes).unwrap();
     let queue = IndexQueueLog::open(tmp.path()).unwrap();
     assert!(same(&read_all(&queue).unwrap(), &[entry]));
-    assert_eq!(fs::metadata(&segment).unwrap().len() as usize, bytes.len() - 8);
+    assert_eq!(
+        fs::metadata(&segment).unwrap().len() as usize,
+        bytes.len() - 8
+    );
 }

@@ -86,6 +86,11 @@ fn a_packed_page_claiming_more_than_lz4_can_make_is_refused_before_allocating() 
         ..PageText::default()
     });
     packed[..4].copy_from_slice(&u32::MAX.to_le_bytes());
-    let err = QueuedPage { url: "http://h/".into(), packed }.text().unwrap_err();
+    let err = QueuedPage {
+        url: "http://h/".into(),
+        packed,
+    }
+    .text()
+    .unwrap_err();
     assert!(err.contains("damaged"), "{err}");
 }
