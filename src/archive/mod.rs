@@ -511,9 +511,16 @@ impl Writer {
                 .strip_suffix(OPEN)
                 .filter(|n| n.ends_with(WARC_EXT) && stem(n).ends_with(&suffix));
             if let Some(name) = warc {
+                let on_disk = fs::metadata(entry.path())
+                    .map_err(io_error(format!("cannot read {file_name}")))?
+                    .len();
+                // A record an index line points at may be missing after a
+                // power cut (the index reached the disk, the WARC file's
+                // tail did not): the cut is after the last record whole.
                 let end = index_lines(&self.dir.join(format!("{}{CDXJ_EXT}{OPEN}", stem(name))))?
                     .iter()
-                    .filter_map(|(_, e)| Some(e.offset()? + e.length()?))
+                    .filter_map(|(_, e)| record_end(e))
+                    .filter(|&end| end <= on_disk)
                     .max();
                 tracing::warn!("closing {file_name}, left open by an earlier run");
                 finish(&self.dir, name, Some(end.unwrap_or(0)))?;
@@ -521,6 +528,11 @@ impl Writer {
         }
         Ok(())
     }
+}
+
+/// Where an index line's record ends in its file.
+fn record_end(entry: &CdxEntry) -> Option<u64> {
+    entry.offset()?.checked_add(entry.length()?)
 }
 
 /// `NAME` of `NAME.warc.gz`.
@@ -535,6 +547,8 @@ fn finish(dir: &Path, name: &str, cut: Option<u64>) -> Result<(), WarcError> {
     let open_cdxj = dir.join(format!("{}{CDXJ_EXT}{OPEN}", stem(name)));
     let mut lines: Vec<String> = index_lines(&open_cdxj)?
         .into_iter()
+        // Lines of records the cut leaves out go with them.
+        .filter(|(_, e)| cut.is_none_or(|cut| record_end(e).is_some_and(|end| end <= cut)))
         .map(|(line, _)| line)
         .collect();
     if lines.is_empty() {
