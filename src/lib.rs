@@ -42,6 +42,8 @@ pub mod search;
 pub mod store;
 
 mod behaviour_impls;
+#[cfg(test)]
+mod proptest_cases;
 mod settings;
 
 pub use settings::{Error, Settings, start, start_embedded, start_on, start_worker};

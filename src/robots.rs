@@ -302,14 +302,56 @@ fn normalize_rule_lines(body: &[u8]) -> Vec<u8> {
     // texting_robots strips a BOM itself, but only before encoding would hide it.
     let body = body.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(body);
     let mut out = Vec::with_capacity(body.len() + body.len() / 8);
-    for line in body.split_inclusive(|&b| b == b'\n' || b == b'\r') {
-        if is_sitemap_line(line) {
+    // texting_robots reads a NUL as a line end too.
+    for line in body.split_inclusive(|&b| matches!(b, b'\n' | b'\r' | 0)) {
+        if is_empty_disallow(line) {
+            // texting_robots reads an empty `Disallow:` as `Allow: /`, which
+            // then ties with `Disallow: /` and wins it. RFC 9309 gives an
+            // empty rule no effect: an empty `Allow:` (which matches with
+            // length 0, so never wins) keeps the line, and so the group.
+            out.extend_from_slice(b"Allow:");
+            out.extend(line.iter().filter(|&&b| matches!(b, b'\n' | b'\r' | 0)));
+        } else if is_sitemap_line(line) {
             out.extend_from_slice(line);
         } else {
             normalize_path(line, &mut out);
         }
     }
     out
+}
+
+/// A `Disallow` line (under any spelling texting_robots takes) with no
+/// path: only spaces or tabs, maybe a comment.
+fn is_empty_disallow(line: &[u8]) -> bool {
+    const KEYS: [&[u8]; 6] = [
+        b"disallow",
+        b"dissallow",
+        b"dissalow",
+        b"disalow",
+        b"diasllow",
+        b"disallaw",
+    ];
+    let is_space = |b: &u8| matches!(b, b' ' | b'\t');
+    let start = line.iter().position(|b| !is_space(b)).unwrap_or(line.len());
+    let line = &line[start..];
+    let Some(key) = KEYS
+        .iter()
+        .find(|k| line.len() >= k.len() && line[..k.len()].eq_ignore_ascii_case(k))
+    else {
+        return false;
+    };
+    let rest = &line[key.len()..];
+    let after_spaces = &rest[rest.iter().position(|b| !is_space(b)).unwrap_or(rest.len())..];
+    let value = match after_spaces.strip_prefix(b":") {
+        Some(value) => value,
+        // `Disallow /x`: the key and its value apart by spaces alone.
+        None if rest.first().is_some_and(is_space) => rest,
+        None => return false,
+    };
+    value
+        .iter()
+        .take_while(|&&b| !matches!(b, b'#' | b'\n' | b'\r' | 0))
+        .all(is_space)
 }
 
 fn is_sitemap_line(line: &[u8]) -> bool {
@@ -791,3 +833,6 @@ mod tests {
         let _ = got.robots.is_allowed(&server.parsed_url("/x"));
     }
 }
+
+#[cfg(test)]
+mod proptests;

@@ -18,6 +18,8 @@ pub mod monitor;
 mod node_check;
 pub mod outage;
 mod pool;
+#[cfg(test)]
+mod proptest_cases;
 mod protocol;
 pub mod rate;
 mod refusal;

@@ -1145,6 +1145,9 @@ impl std::fmt::Debug for ControlMsg {
 }
 
 #[cfg(test)]
+mod proptests;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 

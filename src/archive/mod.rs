@@ -511,9 +511,16 @@ impl Writer {
                 .strip_suffix(OPEN)
                 .filter(|n| n.ends_with(WARC_EXT) && stem(n).ends_with(&suffix));
             if let Some(name) = warc {
+                let on_disk = fs::metadata(entry.path())
+                    .map_err(io_error(format!("cannot read {file_name}")))?
+                    .len();
+                // A record an index line points at may be missing after a
+                // power cut (the index reached the disk, the WARC file's
+                // tail did not): the cut is after the last record whole.
                 let end = index_lines(&self.dir.join(format!("{}{CDXJ_EXT}{OPEN}", stem(name))))?
                     .iter()
-                    .filter_map(|(_, e)| Some(e.offset()? + e.length()?))
+                    .filter_map(|(_, e)| record_end(e))
+                    .filter(|&end| end <= on_disk)
                     .max();
                 tracing::warn!("closing {file_name}, left open by an earlier run");
                 finish(&self.dir, name, Some(end.unwrap_or(0)))?;
@@ -521,6 +528,11 @@ impl Writer {
         }
         Ok(())
     }
+}
+
+/// Where an index line's record ends in its file.
+fn record_end(entry: &CdxEntry) -> Option<u64> {
+    entry.offset()?.checked_add(entry.length()?)
 }
 
 /// `NAME` of `NAME.warc.gz`.
@@ -535,6 +547,8 @@ fn finish(dir: &Path, name: &str, cut: Option<u64>) -> Result<(), WarcError> {
     let open_cdxj = dir.join(format!("{}{CDXJ_EXT}{OPEN}", stem(name)));
     let mut lines: Vec<String> = index_lines(&open_cdxj)?
         .into_iter()
+        // Lines of records the cut leaves out go with them.
+        .filter(|(_, e)| cut.is_none_or(|cut| record_end(e).is_some_and(|end| end <= cut)))
         .map(|(line, _)| line)
         .collect();
     if lines.is_empty() {
@@ -564,30 +578,45 @@ fn finish(dir: &Path, name: &str, cut: Option<u64>) -> Result<(), WarcError> {
 /// The whole lines of an index file that parse (a crash may cut the last),
 /// each with its entry.
 fn index_lines(path: &Path) -> Result<Vec<(String, CdxEntry)>, WarcError> {
+    Ok(read_index_lines(path)?.0)
+}
+
+/// [`index_lines`], and how many lines with text on them were skipped as
+/// no index line (cut by a crash, damaged on disk).
+fn read_index_lines(path: &Path) -> Result<(Vec<(String, CdxEntry)>, usize), WarcError> {
     let file = match File::open(path) {
         Ok(file) => file,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok((Vec::new(), 0)),
         Err(e) => return Err(io_error(format!("cannot read {}", path.display()))(e)),
     };
     let mut out = Vec::new();
+    let mut skipped = 0;
     for line in BufReader::new(file).split(b'\n') {
         let line = line.map_err(io_error(format!("cannot read {}", path.display())))?;
-        let Ok(line) = String::from_utf8(line) else {
-            continue;
-        };
-        if let Some((_, entry)) = record::parse_cdxj_line(&line) {
-            out.push((line, entry));
+        let parsed = String::from_utf8(line)
+            .map_err(|e| e.into_bytes())
+            .map(|line| (record::parse_cdxj_line(&line), line));
+        match parsed {
+            Ok((Some((_, entry)), line)) => out.push((line, entry)),
+            Ok((None, line)) if line.trim().is_empty() => {}
+            Ok((None, _)) | Err(_) => skipped += 1,
         }
     }
-    Ok(out)
+    Ok((out, skipped))
 }
 
 /// Every entry of the closed indexes (`*.cdxj`) in `dir`, with its timestamp.
 fn read_indexes(dir: &Path) -> Result<Vec<(String, CdxEntry)>, WarcError> {
+    Ok(read_indexes_counted(dir)?.0)
+}
+
+/// [`read_indexes`], and how many index lines were skipped as unreadable.
+fn read_indexes_counted(dir: &Path) -> Result<(Vec<(String, CdxEntry)>, usize), WarcError> {
     let mut out = Vec::new();
+    let mut skipped = 0;
     let entries = match fs::read_dir(dir) {
         Ok(entries) => entries,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(out),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok((out, 0)),
         Err(e) => return Err(io_error(format!("cannot read {}", dir.display()))(e)),
     };
     let mut files: Vec<PathBuf> = entries
@@ -597,16 +626,21 @@ fn read_indexes(dir: &Path) -> Result<Vec<(String, CdxEntry)>, WarcError> {
         .collect();
     files.sort();
     for path in files {
+        let (lines, unreadable) = read_index_lines(&path)?;
+        skipped += unreadable;
         out.extend(
-            index_lines(&path)?
+            lines
                 .iter()
                 .filter_map(|(line, _)| record::parse_cdxj_line(line)),
         );
     }
     // Oldest first, so that a later record wins when folded into a map.
     out.sort_by(|a, b| a.0.cmp(&b.0));
-    Ok(out)
+    Ok((out, skipped))
 }
+
+#[cfg(test)]
+mod proptests;
 
 #[cfg(test)]
 mod tests {

@@ -1,7 +1,7 @@
 //! Pages read back from an archive directory, found through its indexes.
 
 use super::record::CdxEntry;
-use super::{WarcError, io_error, read_indexes};
+use super::{WarcError, io_error, read_indexes_counted};
 use flate2::read::GzDecoder;
 use std::collections::HashMap;
 use std::fs::File;
@@ -15,15 +15,21 @@ use web_crawler_actors::FetchedPage;
 pub struct ArchiveReader {
     dir: PathBuf,
     latest: HashMap<String, CdxEntry>,
+    /// Index lines that could not be read (cut by a crash, damaged).
+    skipped: usize,
 }
 
 impl ArchiveReader {
     /// Read the indexes (`*.cdxj`) of `dir`; none there: an empty archive.
     pub fn open(dir: &Path) -> Result<Self, WarcError> {
         let mut latest = HashMap::new();
+        let (entries, skipped) = read_indexes_counted(dir)?;
+        if skipped > 0 {
+            tracing::warn!(dir = %dir.display(), skipped, "index lines that cannot be read are skipped");
+        }
         // Oldest first: a later response replaces an earlier one. A revisit
         // says the latest response still holds.
-        for (_, entry) in read_indexes(dir)? {
+        for (_, entry) in entries {
             if entry.mime != "warc/revisit" {
                 latest.insert(entry.url.clone(), entry);
             }
@@ -31,7 +37,14 @@ impl ArchiveReader {
         Ok(ArchiveReader {
             dir: dir.to_path_buf(),
             latest,
+            skipped,
         })
+    }
+
+    /// How many index lines were skipped as unreadable: their pages are
+    /// not found here (and are fetched again).
+    pub fn skipped(&self) -> usize {
+        self.skipped
     }
 
     /// How many URLs have a response archived.
@@ -48,23 +61,44 @@ impl ArchiveReader {
         let Some(entry) = self.latest.get(url) else {
             return Ok(None);
         };
-        let path = self.dir.join(&entry.filename);
         let damaged = |reason: String| WarcError::Damaged {
             file: entry.filename.clone(),
             offset: entry.offset().unwrap_or(0),
             reason,
         };
+        // A file of this directory, named by its index line: nothing else.
+        if Path::new(&entry.filename).file_name() != Some(entry.filename.as_ref()) {
+            return Err(damaged(
+                "its index line names no file of the archive".into(),
+            ));
+        }
+        let path = self.dir.join(&entry.filename);
         let (Some(offset), Some(length)) = (entry.offset(), entry.length()) else {
             return Err(damaged("no offset or length in its index line".into()));
         };
+        let mut file =
+            File::open(&path).map_err(io_error(format!("cannot read {}", path.display())))?;
+        let file_len = file
+            .metadata()
+            .map_err(io_error(format!("cannot read {}", path.display())))?
+            .len();
+        // Checked before anything is allocated: a damaged line may say any length.
+        if offset.checked_add(length).is_none_or(|end| end > file_len) {
+            return Err(damaged(format!(
+                "its index line says {length} bytes at {offset}, past the file's {file_len}"
+            )));
+        }
         let mut member = vec![0; usize::try_from(length).unwrap_or(usize::MAX)];
-        File::open(&path)
-            .and_then(|mut f| {
-                f.seek(SeekFrom::Start(offset))?;
-                f.read_exact(&mut member)
-            })
+        file.seek(SeekFrom::Start(offset))
+            .and_then(|_| file.read_exact(&mut member))
             .map_err(io_error(format!("cannot read {}", path.display())))?;
-        let reader = WarcReader::new(BufReader::new(GzDecoder::new(&member[..])));
+        // Gunzipped whole first, so that its checksum is checked before
+        // any of it is parsed.
+        let mut record_bytes = Vec::new();
+        GzDecoder::new(&member[..])
+            .read_to_end(&mut record_bytes)
+            .map_err(|e| damaged(format!("it does not gunzip: {e}")))?;
+        let reader = WarcReader::new(BufReader::new(&record_bytes[..]));
         let record = reader
             .iter_records()
             .next()

@@ -165,6 +165,13 @@ fn index_from_archive(
     use web_crawler::actors::INDEX_TEXT_BYTES;
     use web_crawler::actors::{Extractor, PageIndex, PageText};
     let archive = ArchiveReader::open(archive_dir)?;
+    if archive.skipped() > 0 {
+        eprintln!(
+            "{} index lines in {} cannot be read and are skipped; their pages are fetched again",
+            archive.skipped(),
+            archive_dir.display()
+        );
+    }
     if archive.is_empty() {
         return Ok((0, urls));
     }

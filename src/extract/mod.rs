@@ -15,6 +15,8 @@ use crate::normalize::NormalizeOptions;
 
 mod boilerplate;
 mod charset;
+#[cfg(test)]
+mod proptests;
 pub mod sitemap;
 mod tags;
 mod tokenizer;
@@ -65,6 +67,10 @@ pub struct Extracted {
     pub links: Vec<ExtractedLink>,
     /// hrefs that were present but could not be resolved or are not http(s)
     pub invalid_links: usize,
+    /// hrefs left unresolved because the page's links had reached their
+    /// budget (twice the page's bytes, and 1 MB): a long page URL and many
+    /// short relative hrefs would hold far more links than the page.
+    pub links_over_budget: usize,
     /// effective `<base href>`, if any
     pub base: Option<Url>,
     /// `<meta name="robots" content="...nofollow...">` (or "none")
@@ -158,7 +164,7 @@ impl web_crawler_actors::Extractor for HtmlExtractor {
             };
         };
         let found = extract_html(&document, &page_url, &self.normalize, text_limit);
-        let links_found = found.links.len() + found.invalid_links;
+        let links_found = found.links.len() + found.invalid_links + found.links_over_budget;
         let (links, anchors): (Vec<Url>, Vec<String>) = if found.meta_nofollow {
             Default::default()
         } else {

@@ -52,7 +52,16 @@ pub fn extract_html(
         // The &str reader cannot fail (its error type is Infallible).
         let _ = Tokenizer::new_with_emitter(html, emitter).finish();
     }
-    extractor.finish()
+    extractor.finish(html.len())
+}
+
+/// Resolved links a page may hold, in bytes: twice the page, and a floor
+/// for small pages. A short relative href resolves to a URL as long as the
+/// page's (up to 2 KB): 8 MB of `<a href=?N>` at a long URL would
+/// otherwise hold 1.4 GB of links.
+fn link_bytes_budget(html_len: usize) -> usize {
+    const FLOOR: usize = 1 << 20;
+    html_len.saturating_mul(2).saturating_add(FLOOR)
 }
 
 /// Wraps html5gum's callback emitter to (a) switch the tokenizer into RAWTEXT/RCDATA/script
@@ -692,7 +701,7 @@ impl<'a> Extractor<'a> {
         }
     }
 
-    fn finish(mut self) -> Extracted {
+    fn finish(mut self, html_len: usize) -> Extracted {
         // Unclosed title/heading at EOF: browsers keep what was read.
         self.close_title();
         self.close_heading();
@@ -705,7 +714,14 @@ impl<'a> Extractor<'a> {
         let base = self.base.as_ref().unwrap_or(self.page_url);
         let mut invalid_links = 0;
         let mut links: Vec<ExtractedLink> = Vec::with_capacity(self.raw_links.len());
+        let mut link_bytes = 0;
+        let budget = link_bytes_budget(html_len);
+        let mut over_budget = 0;
         for raw in &mut self.raw_links {
+            if link_bytes > budget {
+                over_budget += 1;
+                continue;
+            }
             match resolve(base, &self.hrefs[raw.start..raw.end], self.opts) {
                 Ok(url) => links.push(ExtractedLink {
                     url,
@@ -715,6 +731,10 @@ impl<'a> Extractor<'a> {
                 }),
                 Err(_) => invalid_links += 1,
             }
+            link_bytes += links.last().map_or(0, |l| l.url.as_str().len());
+        }
+        if over_budget > 0 {
+            tracing::debug!(page = %self.page_url, over_budget, "links past the page's budget are not kept");
         }
         // Dedupe with a map borrowing the URLs' own strings: no extra allocation per link.
         // A kept link without text (a nav link) takes the first text a repeat has.
@@ -753,6 +773,7 @@ impl<'a> Extractor<'a> {
             visible_head,
             links,
             invalid_links,
+            links_over_budget: over_budget,
             base: self.base,
             meta_nofollow: self.meta_nofollow,
             meta_noindex: self.meta_noindex,

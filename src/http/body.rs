@@ -135,6 +135,9 @@ pub fn batches(urls: &[String]) -> Vec<Range<usize>> {
 }
 
 #[cfg(test)]
+mod proptests;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 

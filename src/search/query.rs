@@ -426,3 +426,6 @@ mod tests {
         assert_eq!(replace_spans(q, &[]), q);
     }
 }
+
+#[cfg(test)]
+mod proptests;

@@ -349,7 +349,9 @@ fn intact_payload(file: &File, offset: u64, size: u64) -> io::Result<Option<Vec<
     Ok((crc32fast::hash(&payload) == crc).then_some(payload))
 }
 
-fn entry_of(mut payload: Vec<u8>) -> Result<QueueEntry, String> {
+/// An entry's kind and URL, read from its payload (the packed page, if
+/// any, follows the URL).
+fn kind_and_url(payload: &[u8]) -> Result<(u8, &str), String> {
     let (&kind, rest) = payload.split_first().ok_or("an empty frame")?;
     let (len, rest) = rest
         .split_first_chunk::<4>()
@@ -358,27 +360,39 @@ fn entry_of(mut payload: Vec<u8>) -> Result<QueueEntry, String> {
     if rest.len() < len {
         return Err("a frame shorter than its URL".into());
     }
-    let url = String::from_utf8(rest[..len].to_vec()).map_err(|_| "a URL that is not UTF-8")?;
-    match kind {
-        KIND_PAGE => {
-            // The packed page is the payload's tail: moved to its front in
-            // place rather than copied into a buffer of its own.
-            payload.drain(..1 + 4 + len);
-            Ok(QueueEntry::Page(QueuedPage {
-                url,
-                packed: payload,
-            }))
-        }
-        KIND_FORGET => Ok(QueueEntry::Forget(url)),
-        other => Err(format!("an entry of unknown kind {other}")),
+    let url = std::str::from_utf8(&rest[..len]).map_err(|_| "a URL that is not UTF-8")?;
+    if !matches!(kind, KIND_PAGE | KIND_FORGET) {
+        return Err(format!("an entry of unknown kind {kind}"));
     }
+    Ok((kind, url))
+}
+
+fn entry_of(mut payload: Vec<u8>) -> Result<QueueEntry, String> {
+    let (kind, url) = kind_and_url(&payload)?;
+    let url = url.to_string();
+    if kind == KIND_FORGET {
+        return Ok(QueueEntry::Forget(url));
+    }
+    // The packed page is the payload's tail: moved to its front in place
+    // rather than copied into a buffer of its own.
+    payload.drain(..1 + 4 + url.len());
+    Ok(QueueEntry::Page(QueuedPage {
+        url,
+        packed: payload,
+    }))
 }
 
 /// The length of the run of whole, intact frames at the start of `file`.
+/// A frame must also hold an entry: zeros a file system left after a
+/// power cut pass as a frame of no payload (whose CRC-32 is 0), and would
+/// otherwise stop every later read.
 fn whole_frames(file: &File) -> io::Result<u64> {
     let size = file.metadata()?.len();
     let mut at = 0;
     while let Some(payload) = intact_payload(file, at, size)? {
+        if kind_and_url(&payload).is_err() {
+            break;
+        }
         at += (HEADER + payload.len()) as u64;
     }
     Ok(at)
@@ -423,6 +437,9 @@ impl IndexQueue for IndexQueueLog {
         self.close_if_empty()
     }
 }
+
+#[cfg(test)]
+mod proptests;
 
 #[cfg(test)]
 mod tests {

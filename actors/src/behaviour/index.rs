@@ -127,7 +127,21 @@ fn pack_bytes(page: &PageText) -> Vec<u8> {
     lz4_flex::block::compress_prepend_size(&bytes)
 }
 
+/// lz4 makes at most 255 bytes of one (a match length byte of 255): a
+/// packed page claiming more than this was damaged, and its claim is not
+/// allocated.
+const LZ4_MAX_RATIO: usize = 255;
+
 fn unpack_bytes(compressed: &[u8]) -> Result<PageText, String> {
+    let claimed = compressed
+        .first_chunk::<4>()
+        .map_or(0, |size| u32::from_le_bytes(*size) as usize);
+    if claimed > compressed.len().saturating_mul(LZ4_MAX_RATIO) {
+        return Err(format!(
+            "a queued page claims {claimed} bytes from {}: damaged",
+            compressed.len()
+        ));
+    }
     let bytes = lz4_flex::block::decompress_size_prepended(compressed)
         .map_err(|e| format!("a queued page does not decompress: {e}"))?;
     postcard::from_bytes(&bytes).map_err(|e| format!("a queued page: {e}"))
@@ -423,6 +437,9 @@ impl fmt::Debug for dyn IndexOpener {
         f.write_str("IndexOpener")
     }
 }
+
+#[cfg(test)]
+mod proptests;
 
 #[cfg(test)]
 mod tests {
