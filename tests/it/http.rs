@@ -244,7 +244,10 @@ async fn the_api_queues_searches_and_refuses_with_stable_codes() {
     let (code, described) = api.get("/openapi.json").await;
     assert_eq!(code, 200);
     assert_eq!(described["openapi"], "3.1.0");
-    assert!(described["paths"]["/urls"]["post"].is_object(), "{described}");
+    assert!(
+        described["paths"]["/urls"]["post"].is_object(),
+        "{described}"
+    );
 
     // Writes need the token.
     let (code, refused) = api
