@@ -164,7 +164,9 @@ fn apply(dir: &Path, damage: &Damage) -> Option<usize> {
             Some(
                 lines
                     .iter()
-                    .filter(|(_, l)| !l.iter().all(u8::is_ascii_whitespace))
+                    // Blank as the reader reads a line: `str::trim`, so a
+                    // vertical tab alone is blank too.
+                    .filter(|(_, l)| !std::str::from_utf8(l).is_ok_and(|l| l.trim().is_empty()))
                     .count(),
             )
         }
