@@ -441,6 +441,6 @@ pub async fn measure(spec: Spec<'_>) -> Cost {
         ok,
         timed_out,
         stderr: failure.unwrap_or_default(),
-        memory: Vec::new(),
+        curve: None,
     }
 }

@@ -36,7 +36,9 @@ enum Cmd {
     Run {
         /// small, large, small-traps or large-traps (the same webs with
         /// crawler traps and a product section added), small-text-traps or
-        /// large-text-traps (text-rich traps instead).
+        /// large-text-traps (text-rich traps instead), small-shared-text or
+        /// large-shared-text, xlarge, million (250 x 4,000 pages, made on
+        /// request).
         #[arg(default_value = "small")]
         preset: String,
         /// Fetches in flight, for every contender.
@@ -78,7 +80,8 @@ enum Cmd {
         /// again: too much memory beside the server on `xlarge`).
         #[arg(long)]
         no_ceiling: bool,
-        /// Also print (b)'s and (b-)'s resident memory as the crawl grows.
+        /// Also print (b)'s and (b-)'s resident memory, CPU per request and
+        /// the kernel's share of it as the crawl grows.
         #[arg(long)]
         memory_curve: bool,
     },
@@ -219,13 +222,26 @@ struct Row {
     note: String,
 }
 
-/// Resident memory at one moment of a run, and how far the crawl was.
+/// Resident memory and CPU time at one moment of a crawl, and how far
+/// the crawl was.
 #[derive(Clone, Copy)]
-struct MemorySample {
+struct CrawlSample {
     anon_kb: u64,
     file_kb: u64,
+    /// CPU time so far, in clock ticks (`/proc/PID/stat`).
+    user_ticks: u64,
+    system_ticks: u64,
     /// Real pages fetched by then.
     reached: usize,
+    /// Requests the server had answered by then.
+    requests: u64,
+}
+
+/// A crawl sampled once a second against the server's counters.
+struct CrawlCurve {
+    samples: Vec<CrawlSample>,
+    /// The kernel's part of the whole run's CPU time (`getrusage`).
+    system_cpu: Duration,
 }
 
 /// What a child cost: wall time, CPU time, peak RSS.
@@ -240,9 +256,8 @@ struct Cost {
     /// Stopped at its time limit (then `ok` is false).
     timed_out: bool,
     stderr: String,
-    /// Resident memory once a second, with the real pages fetched (when
-    /// measured with the server's counters).
-    memory: Vec<MemorySample>,
+    /// When measured with the server's counters.
+    curve: Option<CrawlCurve>,
 }
 
 fn children_cpu() -> Duration {
@@ -251,14 +266,37 @@ fn children_cpu() -> Duration {
 
 /// User + system CPU time of `who` (`getrusage`).
 fn cpu_of(who: nix::sys::resource::UsageWho) -> Duration {
+    let (user, system) = user_and_system_cpu(who);
+    user + system
+}
+
+/// User and system CPU time of `who` (`getrusage`).
+fn user_and_system_cpu(who: nix::sys::resource::UsageWho) -> (Duration, Duration) {
     nix::sys::resource::getrusage(who)
         .map(|u| {
             let t = |tv: nix::sys::time::TimeVal| {
                 Duration::from_secs(tv.tv_sec() as u64) + Duration::from_micros(tv.tv_usec() as u64)
             };
-            t(u.user_time()) + t(u.system_time())
+            (t(u.user_time()), t(u.system_time()))
         })
         .unwrap_or_default()
+}
+
+/// A process's user and system CPU time so far, in clock ticks (`utime`
+/// and `stime` of `/proc/PID/stat`).
+fn cpu_ticks(pid: u32) -> Option<(u64, u64)> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // After the command name (in parentheses, and it may hold spaces) come
+    // fields 3 (state) to 13; utime and stime are fields 14 and 15.
+    let mut fields = stat[stat.rfind(')')? + 1..].split_whitespace().skip(11);
+    Some((fields.next()?.parse().ok()?, fields.next()?.parse().ok()?))
+}
+
+/// Clock ticks per second, the unit of [`cpu_ticks`].
+fn clock_ticks_per_s() -> f64 {
+    // SAFETY: sysconf reads a system constant; no memory is passed.
+    let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if ticks > 0 { ticks as f64 } else { 100.0 }
 }
 
 /// A child's peak RSS (`VmHWM`).
@@ -283,10 +321,11 @@ async fn measure(cmd: Command, timeout: Duration) -> Cost {
     measure_crawl(cmd, timeout, None).await
 }
 
-/// [`measure`], sampling resident memory once a second against the real
-/// pages `hits` has seen fetched.
+/// [`measure`], sampling resident memory and CPU time once a second
+/// against the real pages fetched and the requests `hits` has seen.
 async fn measure_crawl(mut cmd: Command, timeout: Duration, hits: Option<&server::Hits>) -> Cost {
-    let cpu_before = children_cpu();
+    let (user_before, system_before) =
+        user_and_system_cpu(nix::sys::resource::UsageWho::RUSAGE_CHILDREN);
     let started = Instant::now();
     let mut child = cmd
         .stdout(std::process::Stdio::null())
@@ -303,7 +342,7 @@ async fn measure_crawl(mut cmd: Command, timeout: Duration, hits: Option<&server
         s
     });
     let mut timed_out = false;
-    let mut memory = Vec::new();
+    let mut samples = Vec::new();
     let mut next_sample = Duration::ZERO;
     let ok = loop {
         if let Some((hwm, anon, file)) = memory_kb(pid) {
@@ -312,12 +351,16 @@ async fn measure_crawl(mut cmd: Command, timeout: Duration, hits: Option<&server
             peak_file = peak_file.max(file);
             if let Some(hits) = hits
                 && started.elapsed() >= next_sample
+                && let Some((user_ticks, system_ticks)) = cpu_ticks(pid)
             {
                 next_sample += Duration::from_secs(1);
-                memory.push(MemorySample {
+                samples.push(CrawlSample {
                     anon_kb: anon,
                     file_kb: file,
+                    user_ticks,
+                    system_ticks,
                     reached: hits.real_reached(),
+                    requests: hits.requests(),
                 });
             }
         }
@@ -333,41 +376,54 @@ async fn measure_crawl(mut cmd: Command, timeout: Duration, hits: Option<&server
         }
     };
     let wall = started.elapsed();
+    let (user_after, system_after) =
+        user_and_system_cpu(nix::sys::resource::UsageWho::RUSAGE_CHILDREN);
+    let system_cpu = system_after.saturating_sub(system_before);
     Cost {
         started,
         wall,
-        cpu: children_cpu().saturating_sub(cpu_before),
+        cpu: user_after.saturating_sub(user_before) + system_cpu,
         peak_rss_kb: peak,
         peak_anon_kb: peak_anon,
         peak_file_kb: peak_file,
         ok,
         timed_out,
         stderr: err_task.await.unwrap_or_default(),
-        memory,
+        curve: hits.map(|_| CrawlCurve {
+            samples,
+            system_cpu,
+        }),
     }
 }
 
-/// Resident memory as the crawl grows: the peaks of anonymous and
+/// Memory and CPU as the crawl grows: the peaks of anonymous and
 /// file-backed memory while each tenth of the real pages was fetched, and
-/// after the last (the index catching up): flat rows mean memory does not
-/// grow with the crawl.
-fn print_memory_curve(name: &str, memory: &[MemorySample], total: usize) {
-    if memory.is_empty() || total == 0 {
+/// after the last (the index catching up), with the requests served over
+/// each, the CPU time per request and the kernel's share of it: flat rows
+/// mean a page costs no more as the crawl grows. `requests` is the whole
+/// crawl's.
+fn print_crawl_curve(name: &str, cost: &Cost, requests: u64, total: usize) {
+    let Some(curve) = &cost.curve else {
+        return;
+    };
+    if curve.samples.is_empty() || total == 0 {
         return;
     }
     println!();
     println!(
-        "Memory as the crawl grows, {name}: peaks while each tenth of the real pages was fetched"
+        "Memory and CPU as the crawl grows, {name}: peaks while each tenth of the real pages was fetched, CPU over it"
     );
     println!();
-    println!("| real pages fetched | samples | anon MB | file MB |");
-    println!("|---|--:|--:|--:|");
-    let mut rows: Vec<(String, Vec<&MemorySample>)> = (1..=10)
+    println!(
+        "| real pages fetched | samples | anon MB | file MB | requests | CPU ms per request | kernel % |"
+    );
+    println!("|---|--:|--:|--:|--:|--:|--:|");
+    let mut rows: Vec<(String, Vec<&CrawlSample>)> = (1..=10)
         .map(|tenth| (format!("to {}%", tenth * 10), Vec::new()))
         .collect();
     rows.push(("after the last".to_string(), Vec::new()));
     let mut done = false;
-    for s in memory {
+    for s in &curve.samples {
         let row = if done {
             10
         } else {
@@ -376,14 +432,49 @@ fn print_memory_curve(name: &str, memory: &[MemorySample], total: usize) {
         done |= s.reached >= total;
         rows[row].1.push(s);
     }
+    let ticks_per_ms = clock_ticks_per_s() / 1000.0;
+    // Each row's CPU and requests run from the previous row's last sample
+    // (the first row's from the start, at zero) to its own last.
+    let (mut user_before, mut system_before, mut requests_before) = (0, 0, 0);
     for (label, samples) in rows.iter().filter(|(_, s)| !s.is_empty()) {
-        let peak = |f: fn(&MemorySample) -> u64| samples.iter().map(|s| f(s)).max().unwrap_or(0);
+        let peak = |f: fn(&CrawlSample) -> u64| samples.iter().map(|s| f(s)).max().unwrap_or(0);
+        let last = samples[samples.len() - 1];
+        let user = last.user_ticks.saturating_sub(user_before);
+        let system = last.system_ticks.saturating_sub(system_before);
+        let served = last.requests.saturating_sub(requests_before);
+        (user_before, system_before, requests_before) =
+            (last.user_ticks, last.system_ticks, last.requests);
         println!(
-            "| {label} | {} | {:.0} | {:.0} |",
+            "| {label} | {} | {:.0} | {:.0} | {served} | {} | {} |",
             samples.len(),
             mb(peak(|s| s.anon_kb)),
-            mb(peak(|s| s.file_kb))
+            mb(peak(|s| s.file_kb)),
+            ms_per_request((user + system) as f64 / ticks_per_ms, served),
+            percent(system as f64, (user + system) as f64),
         );
+    }
+    let cpu = cost.cpu.as_secs_f64();
+    println!();
+    println!(
+        "{name}, the whole run: {requests} requests, {} ms of CPU per request, {} % of it in the kernel",
+        ms_per_request(cpu * 1000.0, requests),
+        percent(curve.system_cpu.as_secs_f64(), cpu),
+    );
+}
+
+fn ms_per_request(ms: f64, requests: u64) -> String {
+    if requests == 0 {
+        "-".to_string()
+    } else {
+        format!("{:.2}", ms / requests as f64)
+    }
+}
+
+fn percent(part: f64, whole: f64) -> String {
+    if whole > 0.0 {
+        format!("{:.0}", 100.0 * part / whole)
+    } else {
+        "-".to_string()
     }
 }
 
@@ -587,7 +678,7 @@ async fn run(preset_name: &str, preset: web::Preset, contenders: Contenders) {
     if memory_curve {
         // At once: a later row failing (or the machine running out of
         // memory on a large web) does not lose it.
-        print_memory_curve("(b)", &cost.memory, total);
+        print_crawl_curve("(b)", &cost, srv.hits.requests(), total);
     }
     rows.push(score(
         "(b) web_crawler, embedded store",
@@ -609,7 +700,7 @@ async fn run(preset_name: &str, preset: web::Preset, contenders: Contenders) {
         cmd.arg("--no-index");
         let cost = measure_crawl(cmd, timeout, Some(&srv.hits)).await;
         if memory_curve {
-            print_memory_curve("(b-)", &cost.memory, total);
+            print_crawl_curve("(b-)", &cost, srv.hits.requests(), total);
         }
         rows.push(score("(b-) web_crawler, no index", &web, &srv.hits, cost));
         let _ = std::fs::remove_dir_all(&dir);

@@ -1,5 +1,6 @@
 //! A server for the synthetic web: every host on its own loopback address,
-//! pages from memory (trap pages computed from their path), keep-alive, a
+//! pages from memory (trap pages computed from their path, and every page
+//! on a streamed web), keep-alive, a
 //! count of requests per normalized URL (as a real server resolves
 //! `/p/./1` and `/%70/1` to one resource, so must the count of repeated
 //! fetches), what each request was (real page, trap page, other), and when
@@ -13,7 +14,7 @@ use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
 use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 use tokio::net::TcpListener;
@@ -25,6 +26,8 @@ pub struct Hits {
     known: HashMap<(usize, String), (AtomicU32, Class)>,
     /// Everything else asked for: trap pages and 404s.
     other: Mutex<HashMap<(usize, String), (u32, Class)>>,
+    /// Requests of any kind.
+    requests: AtomicU64,
     /// Real pages on the web, and how many have been fetched.
     real_total: usize,
     real_reached: AtomicUsize,
@@ -46,6 +49,7 @@ impl Hits {
         Hits {
             known,
             other: Mutex::default(),
+            requests: AtomicU64::new(0),
             real_total,
             real_reached: AtomicUsize::new(0),
             all_real_at: Mutex::default(),
@@ -55,6 +59,7 @@ impl Hits {
 
     pub fn record(&self, host: usize, path: &str, class: Class) {
         *self.last_at.lock().unwrap() = Some(Instant::now());
+        self.requests.fetch_add(1, Ordering::Relaxed);
         match self.known.get(&(host, path.to_string())) {
             Some((n, class)) => {
                 let before = n.fetch_add(1, Ordering::Relaxed);
@@ -107,6 +112,11 @@ impl Hits {
         out
     }
 
+    /// Requests served since the last reset.
+    pub fn requests(&self) -> u64 {
+        self.requests.load(Ordering::Relaxed)
+    }
+
     /// Real pages fetched at least once since the last reset.
     pub fn real_reached(&self) -> usize {
         self.real_reached.load(Ordering::Relaxed)
@@ -127,6 +137,7 @@ impl Hits {
             n.store(0, Ordering::Relaxed);
         }
         self.other.lock().unwrap().clear();
+        self.requests.store(0, Ordering::Relaxed);
         self.real_reached.store(0, Ordering::Relaxed);
         *self.all_real_at.lock().unwrap() = None;
         *self.last_at.lock().unwrap() = None;
@@ -219,6 +230,7 @@ mod tests {
             traps: true,
             text: false,
             shared: false,
+            streamed: false,
         };
         Web::generate(preset, 8080, 42)
     }
@@ -270,8 +282,10 @@ mod tests {
         assert_eq!(sum(Class::Real) as usize, canonical.len() + 1);
         assert_eq!(sum(Class::Trap), 3);
         assert_eq!(sum(Class::Other), 2);
+        assert_eq!(hits.requests(), canonical.len() as u64 + 6);
         assert_eq!(hits.of(5, "/cal/2024/06/"), 2);
         hits.reset();
+        assert_eq!(hits.requests(), 0);
         assert!(hits.all_real_at().is_none());
         assert!(hits.all().is_empty());
         for (h, p) in &canonical {

@@ -21,6 +21,10 @@
 //! syndicated news and documentation kept for several versions do), in
 //! sections named four ways, beside the same text-rich generators on a
 //! tenth of the hosts.
+//!
+//! The `million` preset (issue #46) is the `/p/N` web at 250 hosts x 4,000
+//! pages, too large to hold: its pages are made again on request from the
+//! generator's state where each began (see [`Web::generate`]).
 
 use bytes::Bytes;
 use std::collections::HashMap;
@@ -42,6 +46,9 @@ pub struct Preset {
     /// The shared-text web instead of the `/p/N` one (with `traps` and
     /// `text`: its trap hosts carry the text-rich generators).
     pub shared: bool,
+    /// Static pages made on request instead of held: for a web too large
+    /// for memory. The same pages either way.
+    pub streamed: bool,
 }
 
 /// The presets `bench run` takes.
@@ -55,6 +62,7 @@ pub const PRESETS: &[&str] = &[
     "small-shared-text",
     "large-shared-text",
     "xlarge",
+    "million",
 ];
 
 impl Preset {
@@ -73,6 +81,8 @@ impl Preset {
             "large" => (100, 1000),
             // Three times large, deeper hosts: for memory as a crawl grows.
             "xlarge" if !shared => (100, 3000),
+            // The cost of a page as a crawl grows to a million (issue #46).
+            "million" if !traps => (250, 4000),
             _ => return None,
         };
         Some(Preset {
@@ -81,6 +91,7 @@ impl Preset {
             traps,
             text,
             shared,
+            streamed: size == "million",
         })
     }
 
@@ -232,12 +243,18 @@ pub struct Response {
     pub body: Bytes,
 }
 
-/// The generated web: per host, its pages by path; trap pages are
-/// computed from their path when asked for ([`Web::serve`]).
+/// The generated web: per host, its pages by path (or, streamed, the
+/// generator's state to make them again from); trap pages are computed
+/// from their path when asked for ([`Web::serve`]).
 pub struct Web {
     pub port: u16,
     pub ips: Vec<Ipv4Addr>,
+    /// Per host, its static pages by path (empty when streamed or shared).
     pub pages: Vec<HashMap<String, Response>>,
+    /// Streamed: the generator's state where each `/p/N` page began, host
+    /// by host (empty otherwise).
+    page_seeds: Vec<u64>,
+    origins: Vec<String>,
     pub preset: Preset,
     seed: u64,
     /// Trap families per host.
@@ -305,102 +322,258 @@ fn same_host_form(rng: &mut fastrand::Rng, base: &str, i: usize) -> String {
     }
 }
 
+/// Every static page of the `/p/N` web, held per host by path.
+fn held_pages(preset: Preset, origins: &[String], seed: u64) -> Vec<HashMap<String, Response>> {
+    let mut rng = fastrand::Rng::with_seed(seed);
+    let mut pages = Vec::with_capacity(preset.hosts);
+    for h in 0..preset.hosts {
+        let mut site = HashMap::new();
+        site.insert("/robots.txt".to_string(), robots_txt());
+        site.insert("/".to_string(), root_page(preset, origins, h));
+        for i in 0..preset.pages {
+            let body = real_page_html(&mut rng, preset, origins, seed, h, i);
+            if i % 50 == 7 {
+                // A duplicate of this page under another URL.
+                site.insert(format!("/dup/{i}"), html(body.clone()));
+            }
+            if i % 40 == 3 {
+                site.insert(format!("/r/{i}"), redirect_to_page(i));
+            }
+            site.insert(format!("/p/{i}"), html(body));
+            site.insert(format!("/private/{i}"), private_page());
+        }
+        if h == PRODUCT_HOST {
+            for k in 1..=preset.product_lists() {
+                site.insert(
+                    format!("/products/{k}"),
+                    html(product_list_html(preset, seed, k)),
+                );
+            }
+            for n in 1..=preset.products() {
+                site.insert(format!("/product/{n}"), html(product_html(preset, seed, n)));
+            }
+        }
+        pages.push(site);
+    }
+    pages
+}
+
+/// The generator's state where each `/p/N` page began, host by host, as
+/// [`held_pages`] draws them: page N is made again from it alone. Every
+/// page is drawn once here, as the number of draws a page takes is known
+/// only by drawing it.
+fn page_seeds(preset: Preset, origins: &[String], seed: u64) -> Vec<u64> {
+    let mut rng = fastrand::Rng::with_seed(seed);
+    let mut seeds = Vec::with_capacity(preset.hosts * preset.pages);
+    for h in 0..preset.hosts {
+        for i in 0..preset.pages {
+            seeds.push(rng.get_seed());
+            real_page_html(&mut rng, preset, origins, seed, h, i);
+        }
+    }
+    seeds
+}
+
+/// `/p/{i}` of host `h`, drawn from `rng`.
+fn real_page_html(
+    rng: &mut fastrand::Rng,
+    preset: Preset,
+    origins: &[String],
+    seed: u64,
+    h: usize,
+    i: usize,
+) -> String {
+    // Drawn apart from `rng`, so the real web is the same with traps or without.
+    let trap_link = trap_entry(preset, origins, seed, h, i);
+    let meta = text_trap_meta(preset, seed, h, i);
+    page_html(
+        rng,
+        h,
+        i,
+        preset,
+        origins,
+        trap_link.as_deref(),
+        meta.as_deref(),
+    )
+}
+
+fn robots_txt() -> Response {
+    Response {
+        status: 200,
+        content_type: "text/plain",
+        location: None,
+        body: Bytes::from_static(b"User-agent: *\nDisallow: /private/\nDisallow: /%7Eadmin/\n"),
+    }
+}
+
+/// A host's root: its first page, the product section on the product
+/// host, and the next host.
+fn root_page(preset: Preset, origins: &[String], h: usize) -> Response {
+    let next = &origins[(h + 1) % preset.hosts];
+    let products = if h == PRODUCT_HOST && preset.products() > 0 {
+        " <a href=\"/products/1\">products</a>"
+    } else {
+        ""
+    };
+    html(format!(
+        "<!doctype html><html><head><title>host {h}</title></head><body>\
+         <nav><a href=\"/p/0\">start</a>{products}</nav><a href=\"{next}/\">next host</a></body></html>"
+    ))
+}
+
+fn redirect_to_page(i: usize) -> Response {
+    Response {
+        status: 301,
+        content_type: "text/html",
+        location: Some(format!("/p/{i}")),
+        body: Bytes::new(),
+    }
+}
+
+fn private_page() -> Response {
+    html("<p>disallowed by robots.txt</p>".to_string())
+}
+
+/// A static page of the `/p/N` web (not computed from a trap's path).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum StaticPage {
+    Robots,
+    Root,
+    /// `/p/N`.
+    Page(usize),
+    /// `/dup/N`, a copy of `/p/N` (N % 50 == 7).
+    Duplicate(usize),
+    /// `/r/N`, a redirect to `/p/N` (N % 40 == 3).
+    Redirect(usize),
+    /// `/private/N`, disallowed by robots.txt.
+    Private(usize),
+    /// `/products/K` of the product host.
+    ProductList(usize),
+    /// `/product/N` of the product host.
+    Product(usize),
+}
+
+impl StaticPage {
+    /// The static pages of host `h`.
+    fn all(preset: Preset, h: usize) -> impl Iterator<Item = StaticPage> {
+        let (lists, products) = if h == PRODUCT_HOST {
+            (preset.product_lists(), preset.products())
+        } else {
+            (0, 0)
+        };
+        [StaticPage::Robots, StaticPage::Root]
+            .into_iter()
+            .chain((0..preset.pages).flat_map(|i| {
+                [
+                    Some(StaticPage::Page(i)),
+                    (i % 50 == 7).then_some(StaticPage::Duplicate(i)),
+                    (i % 40 == 3).then_some(StaticPage::Redirect(i)),
+                    Some(StaticPage::Private(i)),
+                ]
+                .into_iter()
+                .flatten()
+            }))
+            .chain((1..=lists).map(StaticPage::ProductList))
+            .chain((1..=products).map(StaticPage::Product))
+    }
+
+    /// The static page at `path` of host `h`, if it has one.
+    fn parse(preset: Preset, h: usize, path: &str) -> Option<StaticPage> {
+        let page = match path {
+            "/robots.txt" => StaticPage::Robots,
+            "/" => StaticPage::Root,
+            _ => {
+                let (dir, digits) = path.strip_prefix('/')?.split_once('/')?;
+                // One spelling per page: no sign, no leading zeros.
+                let n: usize = digits
+                    .parse()
+                    .ok()
+                    .filter(|n: &usize| n.to_string() == digits)?;
+                match dir {
+                    "p" => StaticPage::Page(n),
+                    "dup" => StaticPage::Duplicate(n),
+                    "r" => StaticPage::Redirect(n),
+                    "private" => StaticPage::Private(n),
+                    "products" => StaticPage::ProductList(n),
+                    "product" => StaticPage::Product(n),
+                    _ => return None,
+                }
+            }
+        };
+        let on_product_host = h == PRODUCT_HOST;
+        let exists = match page {
+            StaticPage::Robots | StaticPage::Root => true,
+            StaticPage::Page(i) | StaticPage::Private(i) => i < preset.pages,
+            StaticPage::Duplicate(i) => i < preset.pages && i % 50 == 7,
+            StaticPage::Redirect(i) => i < preset.pages && i % 40 == 3,
+            StaticPage::ProductList(k) => {
+                on_product_host && (1..=preset.product_lists()).contains(&k)
+            }
+            StaticPage::Product(n) => on_product_host && (1..=preset.products()).contains(&n),
+        };
+        exists.then_some(page)
+    }
+
+    fn path(self) -> String {
+        match self {
+            StaticPage::Robots => "/robots.txt".to_string(),
+            StaticPage::Root => "/".to_string(),
+            StaticPage::Page(i) => format!("/p/{i}"),
+            StaticPage::Duplicate(i) => format!("/dup/{i}"),
+            StaticPage::Redirect(i) => format!("/r/{i}"),
+            StaticPage::Private(i) => format!("/private/{i}"),
+            StaticPage::ProductList(k) => format!("/products/{k}"),
+            StaticPage::Product(n) => format!("/product/{n}"),
+        }
+    }
+
+    /// Real pages are the ones a correct crawl must reach.
+    fn class(self) -> Class {
+        match self {
+            StaticPage::Root
+            | StaticPage::Page(_)
+            | StaticPage::ProductList(_)
+            | StaticPage::Product(_) => Class::Real,
+            StaticPage::Robots
+            | StaticPage::Duplicate(_)
+            | StaticPage::Redirect(_)
+            | StaticPage::Private(_) => Class::Other,
+        }
+    }
+}
+
 impl Web {
+    /// The web of `preset`, drawn from `seed`. The `/p/N` pages are drawn
+    /// one after another from one generator, host by host; a streamed web
+    /// keeps the generator's state where each began and makes the page
+    /// again from it on request ([`Web::serve`]), byte for byte the page a
+    /// held web holds.
     pub fn generate(preset: Preset, port: u16, seed: u64) -> Web {
-        let mut rng = fastrand::Rng::with_seed(seed);
         let ips: Vec<Ipv4Addr> = (0..preset.hosts).map(host_ip).collect();
         let origins: Vec<String> = ips.iter().map(|ip| format!("http://{ip}:{port}")).collect();
-        if preset.shared {
-            let shared = SharedTextWeb::generate(preset.hosts, preset.pages, origins, seed);
-            assert_eq!(shared.trap_hosts(), preset.trap_hosts());
-            return Web {
-                port,
-                ips,
-                pages: vec![HashMap::new(); preset.hosts],
-                preset,
-                seed,
-                families: (0..preset.hosts).map(|h| preset.families(h)).collect(),
-                views: AtomicU64::new(0),
-                shared: Some(shared),
-            };
-        }
-        let mut pages = Vec::with_capacity(preset.hosts);
-        for h in 0..preset.hosts {
-            let mut site = HashMap::new();
-            site.insert(
-                "/robots.txt".to_string(),
-                Response {
-                    status: 200,
-                    content_type: "text/plain",
-                    location: None,
-                    body: Bytes::from_static(
-                        b"User-agent: *\nDisallow: /private/\nDisallow: /%7Eadmin/\n",
-                    ),
-                },
-            );
-            let next = &origins[(h + 1) % preset.hosts];
-            let products = if h == PRODUCT_HOST && preset.products() > 0 {
-                " <a href=\"/products/1\">products</a>"
-            } else {
-                ""
-            };
-            site.insert(
-                "/".to_string(),
-                html(format!(
-                    "<!doctype html><html><head><title>host {h}</title></head><body>\
-                     <nav><a href=\"/p/0\">start</a>{products}</nav><a href=\"{next}/\">next host</a></body></html>"
-                )),
-            );
-            for i in 0..preset.pages {
-                // Drawn apart from `rng`, so the real web is the same with traps or without.
-                let trap_link = trap_entry(preset, &origins, seed, h, i);
-                let meta = text_trap_meta(preset, seed, h, i);
-                let body = page_html(
-                    &mut rng,
-                    h,
-                    i,
-                    preset,
-                    &origins,
-                    trap_link.as_deref(),
-                    meta.as_deref(),
-                );
-                if i % 50 == 7 {
-                    // A duplicate of this page under another URL.
-                    site.insert(format!("/dup/{i}"), html(body.clone()));
-                }
-                if i % 40 == 3 {
-                    site.insert(
-                        format!("/r/{i}"),
-                        Response {
-                            status: 301,
-                            content_type: "text/html",
-                            location: Some(format!("/p/{i}")),
-                            body: Bytes::new(),
-                        },
-                    );
-                }
-                site.insert(format!("/p/{i}"), html(body));
-                site.insert(
-                    format!("/private/{i}"),
-                    html("<p>disallowed by robots.txt</p>".to_string()),
-                );
-            }
-            if h == PRODUCT_HOST {
-                add_products(&mut site, preset, seed);
-            }
-            pages.push(site);
-        }
-        let families = (0..preset.hosts).map(|h| preset.families(h)).collect();
-        Web {
+        let mut web = Web {
             port,
             ips,
-            pages,
+            pages: Vec::new(),
+            page_seeds: Vec::new(),
+            origins,
             preset,
             seed,
-            families,
+            families: (0..preset.hosts).map(|h| preset.families(h)).collect(),
             views: AtomicU64::new(0),
             shared: None,
+        };
+        if preset.shared {
+            let shared =
+                SharedTextWeb::generate(preset.hosts, preset.pages, web.origins.clone(), seed);
+            assert_eq!(shared.trap_hosts(), preset.trap_hosts());
+            web.shared = Some(shared);
+        } else if preset.streamed {
+            web.page_seeds = page_seeds(preset, &web.origins, seed);
+        } else {
+            web.pages = held_pages(preset, &web.origins, seed);
         }
+        web
     }
 
     pub fn seed_url(&self) -> String {
@@ -444,10 +617,8 @@ impl Web {
             out.extend((0..self.preset.hosts).map(|h| (h, "/robots.txt".to_string())));
             return out;
         }
-        self.pages
-            .iter()
-            .enumerate()
-            .flat_map(|(h, site)| site.keys().map(move |p| (h, p.clone())))
+        (0..self.preset.hosts)
+            .flat_map(|h| StaticPage::all(self.preset, h).map(move |p| (h, p.path())))
             .collect()
     }
 
@@ -460,9 +631,8 @@ impl Web {
                 Kind::Other => Class::Other,
             };
         }
-        match self.pages[h].get(path) {
-            Some(page) if page.status == 200 && is_real_path(path) => Class::Real,
-            Some(_) => Class::Other,
+        match StaticPage::parse(self.preset, h, path) {
+            Some(page) => page.class(),
             None if self.parse_trap(h, path).is_some() => Class::Trap,
             None => Class::Other,
         }
@@ -480,12 +650,32 @@ impl Web {
             });
             return (self.classify(h, path), response);
         }
-        if let Some(page) = self.pages[h].get(path) {
-            return (self.classify(h, path), Some(page.clone()));
+        if let Some(page) = StaticPage::parse(self.preset, h, path) {
+            return (page.class(), Some(self.static_response(h, page)));
         }
         match self.parse_trap(h, path) {
             Some(trap) => (Class::Trap, Some(html(self.render_trap(h, &trap)))),
             None => (Class::Other, None),
+        }
+    }
+
+    /// A static page of host `h`: held, or made again on a streamed web.
+    fn static_response(&self, h: usize, page: StaticPage) -> Response {
+        if !self.preset.streamed {
+            return self.pages[h][&page.path()].clone();
+        }
+        let (preset, seed) = (self.preset, self.seed);
+        match page {
+            StaticPage::Robots => robots_txt(),
+            StaticPage::Root => root_page(preset, &self.origins, h),
+            StaticPage::Page(i) | StaticPage::Duplicate(i) => {
+                let mut rng = fastrand::Rng::with_seed(self.page_seeds[h * preset.pages + i]);
+                html(real_page_html(&mut rng, preset, &self.origins, seed, h, i))
+            }
+            StaticPage::Redirect(i) => redirect_to_page(i),
+            StaticPage::Private(_) => private_page(),
+            StaticPage::ProductList(k) => html(product_list_html(preset, seed, k)),
+            StaticPage::Product(n) => html(product_html(preset, seed, n)),
         }
     }
 
@@ -700,7 +890,7 @@ impl Web {
         let mut linked = Vec::new();
         for _ in 0..3 + rng.usize(..3) {
             let k = rng.usize(..pages);
-            let text = excerpt(&self.pages[h][&format!("/p/{k}")].body, &mut rng);
+            let text = excerpt(&self.static_response(h, StaticPage::Page(k)).body, &mut rng);
             s.push_str(&format!(
                 "<h2><a href=\"/p/{k}\">Page {k}</a></h2><p>… {text} …</p>"
             ));
@@ -792,14 +982,6 @@ impl TrapPage {
             TrapPage::Day(_) => Family::Days,
         }
     }
-}
-
-/// Static paths that are real pages when they answer 200.
-fn is_real_path(path: &str) -> bool {
-    path == "/"
-        || path.starts_with("/p/")
-        || path.starts_with("/product/")
-        || path.starts_with("/products/")
 }
 
 /// `/cal/YYYY/MM/`, any year from 1, months `01`..`12`.
@@ -1034,82 +1216,85 @@ fn trap_entry(preset: Preset, origins: &[String], seed: u64, h: usize, i: usize)
     Some(format!("{}{entry}", origins[t]))
 }
 
-/// The product section of the product host: list pages `/products/1..=L`
-/// of 50 links each, and `/product/1..=N`, each with words of its own.
-fn add_products(site: &mut HashMap<String, Response>, preset: Preset, seed: u64) {
+/// The name of product `i`, as its page and the lists write it.
+fn product_name(seed: u64, i: usize) -> String {
+    let mut rng = fastrand::Rng::with_seed(hash(seed, &[i as u64], "product"));
+    made_up_word(&mut rng)
+}
+
+/// List page `/products/{k}` of the product section: 50 links each to
+/// `/product/1..=N`, each product with words of its own.
+fn product_list_html(preset: Preset, seed: u64, k: usize) -> String {
     let n = preset.products();
     let lists = preset.product_lists();
-    let name = |i: usize| {
-        let mut rng = fastrand::Rng::with_seed(hash(seed, &[i as u64], "product"));
-        made_up_word(&mut rng)
-    };
-    for k in 1..=lists {
-        let mut s = format!(
-            "<!doctype html><html><head><meta charset=\"utf-8\"><title>Catalogue, page {k} of {lists}</title></head>\
-             <body><nav><a href=\"/\">home</a> <a href=\"/products/1\">first</a>"
-        );
-        if k > 1 {
-            s.push_str(&format!(" <a href=\"/products/{}\">previous</a>", k - 1));
-        }
-        for j in k.saturating_sub(3).max(1)..=(k + 3).min(lists) {
-            s.push_str(&format!(" <a href=\"/products/{j}\">{j}</a>"));
-        }
-        if k < lists {
-            s.push_str(&format!(" <a href=\"/products/{}\">next</a>", k + 1));
-        }
-        s.push_str(&format!(
-            " <a href=\"/products/{lists}\">last</a></nav><h1>Catalogue, page {k}</h1><ul>"
-        ));
-        for i in (k - 1) * PRODUCTS_PER_LIST + 1..=(k * PRODUCTS_PER_LIST).min(n) {
-            s.push_str(&format!(
-                "<li><a href=\"/product/{i}\">{}</a></li>",
-                name(i)
-            ));
-        }
-        s.push_str("</ul></body></html>");
-        site.insert(format!("/products/{k}"), html(s));
+    let mut s = format!(
+        "<!doctype html><html><head><meta charset=\"utf-8\"><title>Catalogue, page {k} of {lists}</title></head>\
+         <body><nav><a href=\"/\">home</a> <a href=\"/products/1\">first</a>"
+    );
+    if k > 1 {
+        s.push_str(&format!(" <a href=\"/products/{}\">previous</a>", k - 1));
     }
-    for i in 1..=n {
-        let mut rng = fastrand::Rng::with_seed(hash(seed, &[i as u64], "product"));
-        let title = made_up_word(&mut rng);
-        // A vocabulary of its own: no two product pages read alike.
-        let vocabulary: Vec<String> = (0..40).map(|_| made_up_word(&mut rng)).collect();
-        let list = (i - 1) / PRODUCTS_PER_LIST + 1;
-        let mut s = format!(
-            "<!doctype html><html><head><meta charset=\"utf-8\"><title>{title}, product {i}</title></head>\
-             <body><nav><a href=\"/\">home</a> <a href=\"/products/{list}\">catalogue</a>"
-        );
-        if i > 1 {
-            s.push_str(&format!(" <a href=\"/product/{}\">previous</a>", i - 1));
-        }
-        if i < n {
-            s.push_str(&format!(" <a href=\"/product/{}\">next</a>", i + 1));
-        }
-        s.push_str(&format!("</nav><h1>{title}</h1>"));
-        for _ in 0..3 + rng.usize(..5) {
-            s.push_str("<p>");
-            for w in 0..40 + rng.usize(..60) {
-                if w > 0 {
-                    s.push(' ');
-                }
-                s.push_str(&vocabulary[rng.usize(..vocabulary.len())]);
+    for j in k.saturating_sub(3).max(1)..=(k + 3).min(lists) {
+        s.push_str(&format!(" <a href=\"/products/{j}\">{j}</a>"));
+    }
+    if k < lists {
+        s.push_str(&format!(" <a href=\"/products/{}\">next</a>", k + 1));
+    }
+    s.push_str(&format!(
+        " <a href=\"/products/{lists}\">last</a></nav><h1>Catalogue, page {k}</h1><ul>"
+    ));
+    for i in (k - 1) * PRODUCTS_PER_LIST + 1..=(k * PRODUCTS_PER_LIST).min(n) {
+        s.push_str(&format!(
+            "<li><a href=\"/product/{i}\">{}</a></li>",
+            product_name(seed, i)
+        ));
+    }
+    s.push_str("</ul></body></html>");
+    s
+}
+
+/// Product page `/product/{i}`.
+fn product_html(preset: Preset, seed: u64, i: usize) -> String {
+    let n = preset.products();
+    let mut rng = fastrand::Rng::with_seed(hash(seed, &[i as u64], "product"));
+    let title = made_up_word(&mut rng);
+    // A vocabulary of its own: no two product pages read alike.
+    let vocabulary: Vec<String> = (0..40).map(|_| made_up_word(&mut rng)).collect();
+    let list = (i - 1) / PRODUCTS_PER_LIST + 1;
+    let mut s = format!(
+        "<!doctype html><html><head><meta charset=\"utf-8\"><title>{title}, product {i}</title></head>\
+         <body><nav><a href=\"/\">home</a> <a href=\"/products/{list}\">catalogue</a>"
+    );
+    if i > 1 {
+        s.push_str(&format!(" <a href=\"/product/{}\">previous</a>", i - 1));
+    }
+    if i < n {
+        s.push_str(&format!(" <a href=\"/product/{}\">next</a>", i + 1));
+    }
+    s.push_str(&format!("</nav><h1>{title}</h1>"));
+    for _ in 0..3 + rng.usize(..5) {
+        s.push_str("<p>");
+        for w in 0..40 + rng.usize(..60) {
+            if w > 0 {
+                s.push(' ');
             }
-            s.push_str("</p>");
+            s.push_str(&vocabulary[rng.usize(..vocabulary.len())]);
         }
-        s.push_str("<h2>Related</h2><ul>");
-        for _ in 0..3 {
-            let r = 1 + rng.usize(..n);
-            s.push_str(&format!(
-                "<li><a href=\"/product/{r}\">{}</a></li>",
-                name(r)
-            ));
-        }
-        s.push_str(&format!(
-            "</ul><p><a href=\"/p/{}\">news</a></p></body></html>",
-            rng.usize(..preset.pages)
-        ));
-        site.insert(format!("/product/{i}"), html(s));
+        s.push_str("</p>");
     }
+    s.push_str("<h2>Related</h2><ul>");
+    for _ in 0..3 {
+        let r = 1 + rng.usize(..n);
+        s.push_str(&format!(
+            "<li><a href=\"/product/{r}\">{}</a></li>",
+            product_name(seed, r)
+        ));
+    }
+    s.push_str(&format!(
+        "</ul><p><a href=\"/p/{}\">news</a></p></body></html>",
+        rng.usize(..preset.pages)
+    ));
+    s
 }
 
 const SYLLABLES: &[&str] = &[
@@ -1261,6 +1446,7 @@ mod tests {
             traps,
             text: false,
             shared: false,
+            streamed: false,
         }
     }
 
@@ -1272,6 +1458,7 @@ mod tests {
             traps: true,
             text: false,
             shared: false,
+            streamed: false,
         };
         Web::generate(preset, PORT, SEED)
     }
@@ -1749,6 +1936,121 @@ mod tests {
         assert_eq!(web.canonical().len(), 16 * 121);
     }
 
+    /// A digest of everything `web` serves at its static paths, and at a
+    /// few trap paths of host 5.
+    fn digest(web: &Web) -> u64 {
+        let mut paths = web.static_paths();
+        paths.sort();
+        paths.extend(
+            [
+                "/tag/python/",
+                "/search?q=crawler",
+                "/day/2024-03-05/",
+                "/missing/1",
+            ]
+            .map(|p| (5, p.to_string())),
+        );
+        let mut d = 0;
+        for (h, path) in paths {
+            let (class, page) = web.serve(h, &path);
+            d = hash(d, &[h as u64, class as u64], &path);
+            if let Some(page) = page {
+                d = hash(
+                    d,
+                    &[u64::from(page.status)],
+                    page.location.as_deref().unwrap_or(""),
+                );
+                d = hash(d, &[], &body(&page));
+            }
+        }
+        d
+    }
+
+    /// Old results stay comparable: the named presets serve, byte for
+    /// byte, what they served before pages could be streamed.
+    #[test]
+    fn presets_serve_what_they_did() {
+        for (name, expected) in [
+            ("small", 7_520_894_048_294_883_850),
+            ("small-text-traps", 6_657_781_196_768_562_553),
+        ] {
+            let web = Web::generate(Preset::named(name).unwrap(), PORT, SEED);
+            assert_eq!(digest(&web), expected, "{name}");
+        }
+    }
+
+    /// A streamed web serves, and sorts, every page as the held one does:
+    /// static pages made again from the generator's state where each began,
+    /// and the text generators' excerpts of them.
+    #[test]
+    fn streamed_pages_are_the_held_ones() {
+        for (name, held) in [
+            ("small", Preset::named("small").unwrap()),
+            ("text traps", text_preset()),
+        ] {
+            let streamed = Preset {
+                streamed: true,
+                ..held
+            };
+            let (held, streamed) = (
+                Web::generate(held, PORT, SEED),
+                Web::generate(streamed, PORT, SEED),
+            );
+            assert!(streamed.pages.is_empty());
+            let paths = held.static_paths();
+            // The held pages are every static page, and only those.
+            let keys: HashSet<(usize, String)> = (0..held.preset.hosts)
+                .flat_map(|h| held.pages[h].keys().map(move |p| (h, p.clone())))
+                .collect();
+            assert_eq!(paths.iter().cloned().collect::<HashSet<_>>(), keys);
+            assert_eq!(streamed.static_paths(), paths);
+            let others = [
+                "/p/007",
+                "/p/+7",
+                "/p/7?x=1",
+                "/dup/8",
+                "/r/4",
+                "/products/0",
+                "/product/9999",
+                "/missing/1",
+                "/tag/python/",
+                "/search?q=crawler",
+                "/day/2024-03-05/",
+            ];
+            let others = (0..held.preset.hosts)
+                .flat_map(|h| others.map(|p| (h, p.to_string())))
+                .collect::<Vec<_>>();
+            for (h, path) in paths.iter().chain(&others) {
+                let (a, b) = (held.serve(*h, path), streamed.serve(*h, path));
+                assert_eq!(a.0, b.0, "{path} on host {h} ({name})");
+                assert_eq!(a.0, streamed.classify(*h, path), "{path} on host {h}");
+                let (a, b) = (a.1, b.1);
+                assert_eq!(a.is_some(), b.is_some(), "{path} on host {h} ({name})");
+                if let (Some(a), Some(b)) = (a, b) {
+                    assert_eq!(
+                        (a.status, a.content_type, &a.location, &a.body),
+                        (b.status, b.content_type, &b.location, &b.body),
+                        "{path} on host {h} ({name})"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn million_is_streamed() {
+        let million = Preset::named("million").unwrap();
+        assert_eq!((million.hosts, million.pages), (250, 4000));
+        assert!(million.streamed && !million.traps);
+        assert!(Preset::named("million-traps").is_none());
+        for name in PRESETS.iter().filter(|n| **n != "million") {
+            assert!(!Preset::named(name).unwrap().streamed, "{name}");
+        }
+        // Every host on a loopback address of its own.
+        let ips: HashSet<Ipv4Addr> = (0..million.hosts).map(host_ip).collect();
+        assert_eq!(ips.len(), million.hosts);
+    }
+
     fn text_preset() -> Preset {
         Preset {
             text: true,
@@ -1902,6 +2204,7 @@ mod tests {
             traps: true,
             text: true,
             shared: true,
+            streamed: false,
         };
         let web = Web::generate(preset, PORT, SEED);
         let canonical = web.canonical();
