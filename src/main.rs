@@ -58,7 +58,15 @@ fn main() -> std::process::ExitCode {
             return std::process::ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(cli::run(args)) {
+    let outcome = runtime.block_on(cli::run(args));
+    if outcome.is_err() {
+        // A failed command has nothing left to finish, and dropping the
+        // runtime could print a panic after its one line: a MongoDB client
+        // dropped just before ends its sessions on a blocking thread, which
+        // panics when the runtime's tasks go away under it.
+        std::mem::forget(runtime);
+    }
+    match outcome {
         Ok(code) => code,
         // `web_crawler report pages | head`: a closed pipe is not an error.
         Err(e)
