@@ -36,6 +36,11 @@ fn addr(ip: Ipv4Addr) -> SocketAddr {
     }
 }
 
+/// What a worker node says once its own side of the join is done: the
+/// master lists its pool a little sooner, and a master killed between the
+/// two fails the worker's join instead of leaving it without a master.
+const JOINED: &str = "joined the cluster at";
+
 /// A process's stderr, collected line by line as it comes.
 #[derive(Clone, Default)]
 struct Log(Arc<Mutex<String>>);
@@ -932,6 +937,7 @@ async fn a_worker_rejoins_a_restarted_master_and_fetches_again() {
         .unwrap();
     let log = Log::of(w1.stderr.take().unwrap());
     assert!(cluster.wait_nodes(2).await, "two pools");
+    assert!(log.wait_lines(JOINED, 1).await, "{}", log.text());
     cluster.kill_master().await;
     // Down until the worker has noticed and tried to reconnect twice.
     assert!(
@@ -959,23 +965,25 @@ async fn a_worker_rejoins_a_restarted_master_and_fetches_again() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_worker_without_its_master_exits_after_the_grace() {
     let mut cluster = Cluster::start(&[]).await;
-    let worker = cluster.worker_with(
+    let mut worker = cluster.worker_with(
         "w1",
         Ipv4Addr::new(127, 0, 9, 12),
         &["--master-grace", "2"],
         Stdio::piped(),
     );
+    let log = Log::of(worker.stderr.take().unwrap());
     assert!(cluster.wait_nodes(2).await, "two pools");
+    assert!(log.wait_lines(JOINED, 1).await, "{}", log.text());
     cluster.kill_master().await;
-    let out = tokio::time::timeout(Duration::from_secs(30), worker.wait_with_output())
+    let status = tokio::time::timeout(Duration::from_secs(30), worker.wait())
         .await
         .expect("the worker gives up")
         .unwrap();
-    assert!(!out.status.success(), "{:?}", out.status);
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!status.success(), "{status:?}");
     assert!(
-        stderr.contains("unreachable for 2 s") && stderr.contains("--master-grace"),
-        "{stderr}"
+        log.wait_lines("unreachable for 2 s", 1).await && log.text().contains("--master-grace"),
+        "{}",
+        log.text()
     );
 }
 
