@@ -12,6 +12,7 @@ use crate::protocol::{
 use crate::refusal::{Refusal, RefusalCode};
 use crate::remote::ControlClient;
 use crate::reply::ControlError;
+use crate::runtime_settings::RuntimeSettings;
 use crate::sup::{ExitReason, Sup, SupArgs};
 use crate::types::{Millis, OperationSpec};
 use ractor::{Actor, ActorRef, RpcReplyPort};
@@ -96,18 +97,20 @@ impl App {
         let (exit_tx, exit_rx) = watch::channel(None);
         let has_master = storage.is_some();
         let shard = shard.or_else(|| storage.as_ref().and_then(|s| s.index.clone()));
+        let sup_name = config.sup_name();
+        let settings = RuntimeSettings::new(config);
         let args = SupArgs {
-            config: config.clone(),
+            settings: settings.clone(),
             storage,
             shard,
             behaviours,
             exit: exit_tx,
         };
-        let (sup, join) = Actor::spawn(Some(config.sup_name()), Sup, args)
+        let (sup, join) = Actor::spawn(Some(sup_name), Sup, args)
             .await
             .map_err(|e| AppError::Start(e.to_string()))?;
         Ok(AppHandle {
-            config,
+            settings,
             has_master,
             sup,
             join: Some(join),
@@ -119,7 +122,8 @@ impl App {
 /// A running app. Dropping it leaves the tree running; call [`AppHandle::stop`].
 #[derive(Debug)]
 pub struct AppHandle {
-    config: CrawlConfig,
+    /// The node's settings, as the tree reads them.
+    settings: RuntimeSettings,
     /// This node runs the master (a worker node runs a pool only).
     has_master: bool,
     sup: ActorRef<SupMsg>,
@@ -131,8 +135,9 @@ pub struct AppHandle {
 const MASTER_WAIT: Duration = Duration::from_secs(10);
 
 impl AppHandle {
-    pub fn config(&self) -> &CrawlConfig {
-        &self.config
+    /// The node's settings now: its config, as an operator's `set` left it.
+    pub fn config(&self) -> CrawlConfig {
+        self.settings.current()
     }
 
     /// Queue a URL for a plain crawl. Returns the normalized URL. A URL
@@ -237,7 +242,7 @@ impl AppHandle {
         let answer = if self.has_master {
             self.control().search(query, limit).await
         } else {
-            crate::control::search(&self.config, None, query.to_string(), limit).await
+            crate::control::search(&self.config(), None, query.to_string(), limit).await
         };
         answer.map_err(AppError::from)
     }
@@ -247,7 +252,7 @@ impl AppHandle {
     /// fast crawl can leave minutes of it); `Stopped` if the indexer dies
     /// meanwhile.
     pub async fn flush_index(&self) -> Result<(), AppError> {
-        let indexer = ActorRef::<IndexerMsg>::where_is(self.config.indexer_name())
+        let indexer = ActorRef::<IndexerMsg>::where_is(self.config().indexer_name())
             .ok_or_else(|| AppError::from(ControlError::NoIndex))?;
         ractor::call!(indexer, IndexerMsg::CatchUp).map_err(|e| AppError::Stopped(e.to_string()))
     }
@@ -336,7 +341,7 @@ impl AppHandle {
     /// as a [`Remote`](crate::Remote) on a cluster). A worker node's app has
     /// no control actor: its requests fail with [`ControlError::NoControl`](crate::ControlError::NoControl).
     pub fn control(&self) -> ControlClient {
-        ControlClient::named(self.config.control_name(), MASTER_WAIT)
+        ControlClient::named(self.config().control_name(), MASTER_WAIT)
     }
 
     /// Graceful stop: the master stops claiming, running slaves get
@@ -400,7 +405,7 @@ impl AppHandle {
             if let Some(why) = self.failure() {
                 return Err(why);
             }
-            if let Some(master) = ActorRef::<MasterMsg>::where_is(self.config.master_name()) {
+            if let Some(master) = ActorRef::<MasterMsg>::where_is(self.config().master_name()) {
                 return Ok(master);
             }
             if Instant::now() >= deadline {

@@ -1012,9 +1012,10 @@ async fn operator_restarts_do_not_spend_the_restart_intensity() {
     let s = settings("operator");
     assert_eq!(s.crawl.restart_intensity.max_restarts, 1, "the default");
     let app = start(store.clone(), s).await.unwrap();
-    for _ in 0..2 {
+    for restarts in 1..=2 {
         app.restart_master().await.unwrap();
-        tokio::time::sleep(Duration::from_millis(300)).await;
+        // Its successor answers before it is restarted again.
+        assert_eq!(app.status().await.unwrap().master_restarts, restarts);
     }
     app.add_url(&server.url("/")).await.unwrap();
     let idle = tokio::time::timeout(Duration::from_secs(60), app.wait_idle())
