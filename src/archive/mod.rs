@@ -834,8 +834,10 @@ mod tests {
         fn close(d: &Path, n: &str) {
             fs::rename(d.join(format!("{n}{OPEN}")), d.join(n)).unwrap();
         }
-        // What the kill leaves, and the records the next run reads.
-        let states: [(&str, fn(&Path, &str), usize); 5] = [
+        /// What a kill left (made in a directory from the name of its
+        /// file in progress), and the records the next run reads.
+        type State = (&'static str, fn(&Path, &str), usize);
+        let states: [State; 5] = [
             (
                 "the file made, its index not yet",
                 |d, n| {

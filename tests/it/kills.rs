@@ -3,8 +3,8 @@
 //! (`WEB_CRAWLER_KILL_AT`, src/kill_points.rs), at random reaches of
 //! them, then the same command run again to the end. After each crawl so
 //! resumed: warcio reads every WARC file whole and none is left open;
-//! every response served is in the archive at most once, and every URL
-//! served is in it; the index holds the store's searchable pages, each
+//! every response served is in the archive at most as often as served,
+//! and at least once; the index holds the store's searchable pages, each
 //! once; SQLite's integrity check passes; every real page was fetched.
 
 use crate::archive::warc_python;
@@ -21,8 +21,8 @@ use web_crawler::store::SqliteStore;
 use web_crawler_testsupport::{Page, TestServer, prose_of, reserve};
 
 /// Kills a run of the test makes unless `WEB_CRAWLER_TEST_KILLS` says
-/// otherwise (100 run once for the README's figures).
-const KILLS: usize = 100;
+/// otherwise: about 30 s in debug (the README's figures are of runs of 100).
+const KILLS: usize = 50;
 /// Real pages per host of the test web (two hosts).
 const PAGES_PER_HOST: usize = 40;
 /// Content copies per host: the index leaves out all but one of a body.
@@ -119,7 +119,7 @@ fn page_body(h: usize, i: usize, other: std::net::SocketAddr) -> String {
         format!("/p/{}", (i + 1) % n),
         format!("/p/{}", (i * 7 + 3) % n),
     ];
-    if i % 8 == 0 {
+    if i.is_multiple_of(8) {
         links.push(format!("http://{other}/p/{}", (i * 3) % n));
     }
     if i % 10 == 5 {
@@ -485,4 +485,71 @@ fn indexed_urls(dir: &Path) -> BTreeMap<String, u32> {
         }
     }
     urls
+}
+
+/// Found by the aimed kills: a kill after the commit that found a page a
+/// content duplicate and before the index was told left the copy indexed
+/// for good. The state such a kill leaves is made by hand here (a copy
+/// queued for the index, no drop of it after), as no aim can hit that
+/// gap on purpose; the next run drops the copy from the index.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_duplicate_a_kill_left_in_the_index_is_dropped_by_the_next_run() {
+    use web_crawler::actors::{INDEX_FORGET, IndexQueue, PageText, QueuedPage};
+    let body = page_body(0, 1, "127.0.0.1:9".parse().unwrap());
+    let site = TestServer::start(
+        Ipv4Addr::new(127, 0, 60, 9),
+        HashMap::from([
+            (
+                "/".to_string(),
+                Page::html("<title>root</title><a href=\"/a\">a</a> <a href=\"/copy\">copy</a>"),
+            ),
+            ("/a".to_string(), Page::html(body.clone())),
+            ("/copy".to_string(), Page::html(body)),
+        ]),
+    )
+    .await;
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("crawl.db");
+    let index = tmp.path().join("crawl.db.index");
+    let args: Vec<String> = [
+        "crawl",
+        &site.url("/"),
+        "--db",
+        db.to_str().unwrap(),
+        "--delay-ms",
+        "0",
+        "--quiet",
+    ]
+    .map(String::from)
+    .to_vec();
+    assert!(!run_crawl(&args, None).await);
+    let copy = {
+        let store = SqliteStore::open(&db).unwrap();
+        let pages = store.processed(PageQuery::default()).await.unwrap();
+        let copy = pages.iter().find(|p| p.duplicate_of.is_some()).unwrap();
+        copy.record.url.clone()
+    };
+    assert!(!indexed_urls(&index).contains_key(&copy));
+
+    // What the kill leaves: the copy queued for the index by the pool, the
+    // commit done, the index never told to drop it.
+    let queue = web_crawler::store::IndexQueueLog::open(&web_crawler::store::queue_dir_for(&index))
+        .unwrap();
+    let text = PageText {
+        url: copy.clone(),
+        title: "host 0 page 1".into(),
+        body: "the copy's text".into(),
+        ..PageText::default()
+    };
+    let queued = QueuedPage::of_record(&text.into_record()).unwrap();
+    queue.push(vec![queued]).await.unwrap();
+    drop(queue);
+
+    assert!(!run_crawl(&args, None).await);
+    let indexed = indexed_urls(&index);
+    assert!(!indexed.contains_key(&copy), "{indexed:?}");
+    assert_eq!(indexed.len(), 2, "the root and the original: {indexed:?}");
+    let store = SqliteStore::open(&db).unwrap();
+    let notes = store.first_records(INDEX_FORGET, None, 10).await.unwrap();
+    assert!(notes.is_empty(), "the start drained the notes: {notes:?}");
 }
