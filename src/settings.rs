@@ -109,16 +109,17 @@ pub async fn start(store: Arc<dyn Store>, settings: Settings) -> Result<AppHandl
 pub async fn start_on(storage: Storage, settings: Settings) -> Result<AppHandle, Error> {
     let behaviours = settings.behaviours()?;
     #[allow(unused_mut)]
-    let (mut storage, mut crawl) = (storage, settings.crawl.clone());
+    let (mut storage, mut crawl, mut noted_dropped) = (storage, settings.crawl.clone(), false);
     #[cfg(feature = "search")]
     if let Some(dir) = &settings.index_dir {
         let shard = shard_in(dir, settings.embedder.clone())?;
         move_earlier_queue(storage.queries.as_ref(), shard.queue.as_ref()).await?;
         forget_noted_duplicates(storage.queries.as_ref(), Some(shard.queue.as_ref())).await?;
+        noted_dropped = true;
         storage = storage.with_index(shard);
         crawl.index_pages = true;
     }
-    if !crawl.index_pages {
+    if !noted_dropped {
         forget_noted_duplicates(storage.queries.as_ref(), None).await?;
     }
     Ok(App::start(crawl, storage, behaviours).await?)
@@ -128,9 +129,9 @@ pub async fn start_on(storage: Storage, settings: Settings) -> Result<AppHandle,
 /// (noted in [`INDEX_FORGET`] by their commits) that the store still holds
 /// as duplicates, for this node's shard (`queue`; none without an index):
 /// a run killed between such a commit and telling its index left them in
-/// it. Then the notes go. Dropping a page the shard does not hold does
-/// nothing, so the pages other nodes fetched are dropped here in vain (a
-/// node's shard is told of its own at once, not here).
+/// it. Then the notes go. A page the shard does not hold (one another node
+/// fetched: its shard is told at the commit, by a message not kept) drops
+/// nothing.
 async fn forget_noted_duplicates(
     queries: &dyn web_crawler_actors::Queries,
     queue: Option<&dyn web_crawler_actors::IndexQueue>,

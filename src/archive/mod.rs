@@ -7,9 +7,12 @@
 //! `write` so that a crash leaves whole members. A file in progress is
 //! `NAME.warc.gz.open` with its index lines in `NAME.cdxj.open`; at
 //! `--warc-max-size` (or [`WarcArchive::close`]) it becomes `NAME.warc.gz`
-//! and `NAME.cdxj`, the index sorted. Files left open by a killed process
-//! are closed by the next writer of the same node name, cut after their
-//! last indexed record. [`ArchiveReader`] reads pages back.
+//! and `NAME.cdxj`, the index sorted (written first: for an instant it
+//! names a file still `.open`). Files left open by a killed process, in
+//! progress or half closed, are closed by the next writer of the same node
+//! name (at its first record, or as its run begins:
+//! [`WarcArchive::resume`]), cut after their last indexed record.
+//! [`ArchiveReader`] reads pages back.
 
 mod read;
 pub mod record;

@@ -26,7 +26,8 @@ pub const INDEX_QUEUE: &str = "index_queue";
 /// such a page once the commit is done; a kill in between would leave it
 /// indexed for good, so the next start reads this collection, drops from
 /// its shard the pages the store still holds as duplicates, and empties it
-/// (see [`duplicate_record`]).
+/// (see [`duplicate_record`]). A run's notes, one small record a copy,
+/// wait for that start.
 pub const INDEX_FORGET: &str = "index_forget";
 
 /// The [`INDEX_FORGET`] record of `url`, keyed by it.
