@@ -28,8 +28,7 @@ const PAGES_PER_HOST: usize = 40;
 /// Content copies per host: the index leaves out all but one of a body.
 const COPIES_PER_HOST: usize = 3;
 
-/// A write point and the reaches of it a kill is aimed among (1..=max):
-/// about what one run reaches on the test web, so that most runs die.
+/// A write point a kill is aimed at (`src/kill_points.rs`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum Point {
     WarcWrite,
@@ -48,10 +47,11 @@ impl Point {
         }
     }
 
-    /// A crawl of the test web writes an exchange per response (~100),
-    /// commits its store ~15 times and its index once at the end (each
-    /// commit reaches the point twice: pages and anchors). Aims early in
-    /// a run kill most runs and leave work for the next.
+    /// The reaches a kill is aimed among (1..=this). A crawl of the test
+    /// web writes an exchange per response (~100), commits its store ~15
+    /// times and its index once at the end (each commit reaches the point
+    /// twice: pages and anchors). Aims early in a run kill most runs and
+    /// leave work for the next.
     fn max_reach(self) -> u64 {
         match self {
             Point::WarcWrite => 15,
