@@ -42,6 +42,7 @@ pub mod search;
 pub mod store;
 
 mod behaviour_impls;
+mod kill_points;
 #[cfg(test)]
 mod proptest_cases;
 mod settings;

@@ -97,10 +97,25 @@ impl ShardQueue {
         let queued = pages.len() as u64;
         self.queue.push(pages).await?;
         self.progress.queued(queued);
+        self.tell_indexer();
+        Ok(())
+    }
+
+    /// Queue the drop of `urls` from this node's shard, behind the pages
+    /// queued before; the indexer, up or not yet, reads it in turn.
+    pub(crate) async fn forget(&self, urls: Vec<String>) -> Result<(), StoreError> {
+        if urls.is_empty() {
+            return Ok(());
+        }
+        self.queue.forget(urls).await?;
+        self.tell_indexer();
+        Ok(())
+    }
+
+    fn tell_indexer(&self) {
         if let Some(actor) = ActorRef::<IndexerMsg>::where_is(self.indexer.clone()) {
             let _ = actor.cast(IndexerMsg::Queued);
         }
-        Ok(())
     }
 }
 

@@ -43,9 +43,10 @@ pub use app::{App, AppError, AppHandle};
 /// Implementers of the behaviours use the same `async_trait` as the traits.
 pub use async_trait::async_trait;
 pub use behaviour::index::{
-    Anchor, INDEX_ANCHORS, INDEX_QUEUE, INDEX_TEXT_BYTES, IndexError, IndexOpener, IndexQueue,
-    PageIndex, PageSearch, PageText, QueueEntry, QueuePos, QueueRead, QueuedPage, SearchAnswer,
-    SearchHit, Shard, ShardHit, ShardNodes, ShardPhase, ShardStats, ShardTop,
+    Anchor, INDEX_ANCHORS, INDEX_FORGET, INDEX_QUEUE, INDEX_TEXT_BYTES, IndexError, IndexOpener,
+    IndexQueue, PageIndex, PageSearch, PageText, QueueEntry, QueuePos, QueueRead, QueuedPage,
+    SearchAnswer, SearchHit, Shard, ShardHit, ShardNodes, ShardPhase, ShardStats, ShardTop,
+    duplicate_record,
 };
 pub use behaviour::{
     Archive, ArchiveError, BoxError, ClaimRequest, CommitBatch, CommitSummary, Document,

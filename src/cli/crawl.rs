@@ -179,6 +179,8 @@ async fn crawl(
         .archive(opts.store.archive_dir(), &settings.crawl.node_name);
     settings.archive = Some(archive.clone());
     let store = opts.store.open_for_crawl().await?;
+    // The store's lock is held: the archive's files are this run's to mend.
+    archive.resume()?;
     opts.trap_allow.reopen(store.as_ref()).await?;
     let failed_before = failed_before(&*store).await?;
     let started = Instant::now();

@@ -18,6 +18,8 @@ mod generated_web;
 mod hostile_web;
 #[cfg(feature = "cli")]
 mod http;
+#[cfg(feature = "cli")]
+mod kills;
 #[cfg(feature = "mongodb")]
 mod mongo;
 #[cfg(feature = "cli")]

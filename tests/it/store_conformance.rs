@@ -889,6 +889,14 @@ async fn content_duplicates_recorded_links_not_followed(b: Backend) {
         .await
         .unwrap();
     assert_eq!(s.duplicates, vec!["http://b/copy".to_string()]);
+    // Noted for the index with the page, should the process die before
+    // the index is told (drained by the next start).
+    let notes = store
+        .first_records(web_crawler::actors::INDEX_FORGET, None, 10)
+        .await
+        .unwrap();
+    let noted: Vec<_> = notes.iter().map(|n| n["url"].clone()).collect();
+    assert_eq!(noted, vec![json!("http://b/copy")]);
     assert_eq!(pending_urls(&*store).await, vec!["http://a/from-orig"]);
     let copy = store.processed_url("http://b/copy").await.unwrap().unwrap();
     assert_eq!(copy.duplicate_of.as_deref(), Some("http://a/orig"));

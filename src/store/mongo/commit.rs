@@ -15,7 +15,7 @@ use web_crawler_actors::frontier::{LinkDecision, decide_link, dedupe_by_content}
 use web_crawler_actors::traps::TrapClosure;
 use web_crawler_actors::{
     ClosedFamily, CommitBatch, CommitSummary, Millis, NewLink, OperationSpec, PageRecord,
-    ProcessedPage, Record, StoreError, TrappedClaim, TrappedLink,
+    ProcessedPage, Record, StoreError, TrappedClaim, TrappedLink, duplicate_record,
 };
 impl MongoStore {
     /// Apply a batch (see [`CommitBatch`]): each write is one idempotent
@@ -423,6 +423,9 @@ impl MongoStore {
         let duplicate_of = self.duplicate_of(record).await?;
         if duplicate_of.is_some() {
             summary.duplicates.push(record.url.clone());
+            // Before the page: a crash between leaves the page to process again.
+            self.write_record(&duplicate_record(&record.url), now)
+                .await?;
         } else {
             self.untrap(&page.links, now, summary).await?;
             for link in merge_links(&page.links) {

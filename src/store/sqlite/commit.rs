@@ -11,13 +11,14 @@ use super::schema::{
     TRAP_CLAIMED, TRIM_HISTORY, UNTRAP, WRITE_CLOSURE, WRITE_HISTORY, WRITE_HOST, WRITE_PROCESSED,
     WRITE_RECORD,
 };
+use crate::kill_points::{self, KillPoint};
 use crate::store::seen::{FileKeys, PendingRow, Seen, SeenWindow, key_hash};
 use rusqlite::{Connection, OptionalExtension, Transaction, params};
 use web_crawler_actors::frontier::{LinkDecision, decide_link, dedupe_by_content};
 use web_crawler_actors::traps::TrapClosure;
 use web_crawler_actors::{
     ClosedFamily, CommitBatch, CommitSummary, Document, HandOver, Millis, NewLink, ProcessedPage,
-    Record, TrappedClaim, TrappedLink,
+    Record, TrappedClaim, TrappedLink, duplicate_record,
 };
 
 /// Keys the file-key filter is sized for at least (about 1.2 MB at 1% false
@@ -399,6 +400,7 @@ pub(super) fn apply_commit(
         };
         if dup.is_some() {
             c.summary.duplicates.push(rec.url.clone());
+            write_record(tx, &duplicate_record(&rec.url), now)?;
         } else {
             for link in &page.links {
                 c.upsert_link(link)?;
@@ -474,6 +476,8 @@ pub(super) fn apply_commit(
             sitemaps,
         ])?;
     }
+    // #47's aimed kills: the whole batch written, the transaction open.
+    kill_points::reached(KillPoint::StoreCommit);
     Ok(summary)
 }
 
