@@ -3,8 +3,8 @@
 //! crawl needs without the trap defence), the extractor also collecting
 //! the visible text the trap defence reads, the trap defence's reading of
 //! that text (`traps::read_page`: simhashes and sampled shingles), and the
-//! master's trap guard over the page and its links (`observe`, then
-//! `admit` of each link, as the master does). Each stage runs over the
+//! master's trap guard over the page and its links (`observe_read`, then
+//! `admit_read` of its links, as the master does). Each stage runs over the
 //! same pages in turn, several rounds; the fastest round of each is
 //! printed, in µs per page.
 //!
@@ -14,7 +14,7 @@
 
 use crate::web::{Preset, Web};
 use std::time::Instant;
-use web_crawler::actors::traps::{self, TrapGuard, TrapSettings};
+use web_crawler::actors::traps::{self, ReadLinks, TrapGuard, TrapSettings};
 use web_crawler::actors::{ExtractedPage, Extractor, FetchedPage};
 
 /// Rounds per stage; the fastest counts (the machine is shared).
@@ -86,11 +86,9 @@ pub fn run(name: &str, preset: Preset, pages: usize, only: Option<&str>) {
                 for (((url, _), e), (simhash, shingles)) in
                     fetched.iter().zip(&extracted).zip(&read)
                 {
-                    let links = e.links.iter().map(url::Url::as_str);
-                    std::hint::black_box(guard.observe(url, *simhash, shingles, links, 0));
-                    for link in &e.links {
-                        std::hint::black_box(guard.admit(link.as_str(), 0).is_ok());
-                    }
+                    let links = ReadLinks::of(e.links.iter().map(url::Url::as_str));
+                    std::hint::black_box(guard.observe_read(url, *simhash, shingles, &links, 0));
+                    std::hint::black_box(guard.admit_read(&links, 0));
                 }
             }),
             _ => 0.0,
