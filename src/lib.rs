@@ -43,7 +43,7 @@ pub mod store;
 
 mod behaviour_impls;
 #[cfg(test)]
-mod proptest_cases;
+use web_crawler_actors::proptest_cases;
 mod settings;
 
 pub use settings::{Error, Settings, start, start_embedded, start_on, start_worker};
