@@ -38,6 +38,20 @@ pub(crate) struct SeedAsk {
 }
 
 impl SeedAsk {
+    pub(crate) fn new(
+        operation: OperationSpec,
+        again: bool,
+        every_ms: Option<Millis>,
+        now: Millis,
+    ) -> Self {
+        Self {
+            operation,
+            again,
+            every_ms,
+            now,
+        }
+    }
+
     /// The plain ask this is, if it is one.
     pub(crate) fn plain(&self) -> Option<PlainAsk> {
         (!self.again && self.every_ms.is_none()).then(|| PlainAsk {
@@ -371,12 +385,7 @@ mod tests {
     }
 
     fn ask(operation: OperationSpec, again: bool, every_ms: Option<Millis>) -> SeedAsk {
-        SeedAsk {
-            operation,
-            again,
-            every_ms,
-            now: T0,
-        }
+        SeedAsk::new(operation, again, every_ms, T0)
     }
 
     fn crawl_ask() -> SeedAsk {

@@ -167,12 +167,7 @@ impl Actor for Master {
                 every_ms,
                 reply,
             } => {
-                let ask = SeedAsk {
-                    operation,
-                    again,
-                    every_ms,
-                    now,
-                };
+                let ask = SeedAsk::new(operation, again, every_ms, now);
                 let queued = admission(state).add_url(&url, &ask, reply);
                 queue_seeds(state, queued, now);
             }
@@ -182,12 +177,7 @@ impl Actor for Master {
                 again,
                 reply,
             } => {
-                let ask = SeedAsk {
-                    operation,
-                    again,
-                    every_ms: None,
-                    now,
-                };
+                let ask = SeedAsk::new(operation, again, None, now);
                 let queued = admission(state).add_urls(&urls, &ask, reply);
                 queue_seeds(state, queued, now);
             }
