@@ -1999,20 +1999,8 @@ mod tests {
             assert!((3..=5).contains(&excerpts), "{path}: {excerpts}");
         }
         assert_ne!(get(&web, h, "/tag/rust/").1, get(&web, h, "/tag/web/").1);
-        let next = hrefs(&get(&web, h, "/day/2024-12-31/").1.unwrap());
-        assert!(next.contains(&"/day/2025-01-01/".to_string()));
-        assert!(next.contains(&"/day/2025-01-28/".to_string()));
-        for bad in [
-            "/tag/",
-            "/tag/python+python/",
-            "/tag/nosuchtag/",
-            "/tag/python",
-            "/search?q=",
-            "/search?q=Crawler",
-            "/day/2023-02-29/",
-            "/day/2024-3-05/",
-            "/day/2024-03-05",
-        ] {
+        // What else answers is `text_traps`' grammar, tested there.
+        for bad in ["/tag/nosuchtag/", "/search?q=Crawler", "/day/2023-02-29/"] {
             assert_eq!(web.classify(h, bad), Class::Other, "{bad}");
             assert!(web.serve(h, bad).1.is_none(), "{bad}");
         }
