@@ -1,7 +1,8 @@
 //! What the master admits besides the links pages yield: seeds
-//! (`add_url`), whose callers are answered once the seed is written, and
-//! sitemap entries. The rules are pure: the master passes `now`, the
-//! behaviours' link policy and operations, and the page the store holds.
+//! (`add_url`, one URL or a batch), whose callers are answered once the
+//! seed is written, and sitemap entries. The rules are pure: the master
+//! passes `now`, the behaviours' link policy and operations, whether the
+//! page budget is spent, and the page the store holds.
 //! Every entry point to `add_url` (console, CLI, HTTP API, Rust API) ends
 //! in the master's `add_url`, so they all get these answers.
 
@@ -20,28 +21,134 @@ pub(crate) struct Admission<'a> {
     pub(crate) operations: &'a Operations,
     /// The node keeps availability monitoring: a seed may be watched.
     pub(crate) watches: bool,
+    /// The page budget (`max_pages`), once the crawl has spent it: no seed
+    /// is queued then.
+    pub(crate) spent_budget: Option<u64>,
+}
+
+/// An `add_url` as the master took it: one URL's or a batch's.
+#[derive(Debug)]
+pub(crate) struct SeedAsk {
+    pub(crate) operation: OperationSpec,
+    /// Queue it even if it was processed already.
+    pub(crate) again: bool,
+    /// A watch interval of its own (one URL's ask only).
+    pub(crate) every_ms: Option<Millis>,
+    pub(crate) now: Millis,
+}
+
+impl SeedAsk {
+    pub(crate) fn new(
+        operation: OperationSpec,
+        again: bool,
+        every_ms: Option<Millis>,
+        now: Millis,
+    ) -> Self {
+        Self {
+            operation,
+            again,
+            every_ms,
+            now,
+        }
+    }
+
+    /// The plain ask this is, if it is one.
+    pub(crate) fn plain(&self) -> Option<PlainAsk> {
+        (!self.again && self.every_ms.is_none()).then(|| PlainAsk {
+            operation: self.operation.clone(),
+            at: self.now,
+        })
+    }
+}
+
+/// An `add_url` admitted: the links the master queues, and its caller,
+/// answered once they are written (`url`: a single URL's, as queued).
+#[derive(Debug)]
+pub(crate) struct Queued {
+    pub(crate) links: Vec<NewLink>,
+    pub(crate) reply: AddUrlReply,
+    pub(crate) url: String,
 }
 
 impl<'a> Admission<'a> {
-    pub(crate) fn of(behaviours: &'a Behaviours, cfg: &CrawlConfig) -> Self {
+    /// `budget_reached`: the crawl has fetched its page budget.
+    pub(crate) fn of(behaviours: &'a Behaviours, cfg: &CrawlConfig, budget_reached: bool) -> Self {
         Self {
             policy: behaviours.policy.as_ref(),
             operations: &behaviours.operations,
             watches: cfg.watches(),
+            spent_budget: cfg.max_pages.filter(|_| budget_reached),
         }
+    }
+
+    /// `add_url` of one URL: queued, its caller answered once it is
+    /// written; or refused, its caller answered now (`None`).
+    pub(crate) fn add_url(
+        &self,
+        url: &str,
+        ask: &SeedAsk,
+        reply: RpcReplyPort<Result<String, AddUrlError>>,
+    ) -> Option<Queued> {
+        match self.seed(url, ask) {
+            Ok(link) => Some(Queued {
+                url: link.url.clone(),
+                reply: AddUrlReply::One(reply, ask.plain()),
+                links: vec![link],
+            }),
+            Err(refused) => {
+                let _ = reply.send(Err(refused));
+                None
+            }
+        }
+    }
+
+    /// `add_url` of a batch: every URL admitted or refused on its own, one
+    /// answer for all once the admitted ones are written; now (`None`)
+    /// if every URL was refused.
+    pub(crate) fn add_urls(
+        &self,
+        urls: &[String],
+        ask: &SeedAsk,
+        reply: RpcReplyPort<AddUrlsAnswer>,
+    ) -> Option<Queued> {
+        let mut links = Vec::new();
+        let answer: AddUrlsAnswer = (urls.iter())
+            .map(|url| {
+                let link = self.seed(url, ask)?;
+                let queued = link.url.clone();
+                links.push(link);
+                Ok(queued)
+            })
+            .collect();
+        if links.is_empty() {
+            let _ = reply.send(answer);
+            return None;
+        }
+        Some(Queued {
+            links,
+            reply: AddUrlReply::Many(reply, answer, ask.plain()),
+            url: String::new(),
+        })
+    }
+
+    /// `url` as `add_url` would queue it (normalized), if the link policy
+    /// admits it.
+    pub(crate) fn normalized(&self, url: &str) -> Option<String> {
+        let link = self.policy.seed(url, &OperationSpec::crawl());
+        link.ok().map(|link| link.url)
     }
 
     /// The link `add_url` queues, or the one line why not. `again` or an
     /// interval of its own (`every_ms`, [`WATCH_OFF`](crate::monitor::WATCH_OFF)
-    /// included) queue a processed URL again, now.
-    pub(crate) fn seed(
-        &self,
-        url: &str,
-        operation: &OperationSpec,
-        again: bool,
-        every_ms: Option<Millis>,
-        now: Millis,
-    ) -> Result<NewLink, AddUrlError> {
+    /// included) queue a processed URL again, now. A spent page budget
+    /// refuses every seed.
+    fn seed(&self, url: &str, ask: &SeedAsk) -> Result<NewLink, AddUrlError> {
+        let SeedAsk {
+            operation,
+            again,
+            every_ms,
+            now,
+        } = ask;
         self.operations.validate(operation)?;
         let url_owned = || url.to_string();
         if every_ms.is_some() && !self.watches {
@@ -61,12 +168,15 @@ impl<'a> Admission<'a> {
                     url: url_owned(),
                     rejection,
                 })?;
-        if again || every_ms.is_some() {
+        if *again || every_ms.is_some() {
             // Fetched again even if processed already.
-            link.modified = Some(now);
+            link.modified = Some(*now);
         }
         link.check_every_ms = every_ms;
-        Ok(link)
+        match self.spent_budget {
+            Some(max) => Err(AddUrlError::OverBudget { url: link.url, max }),
+            None => Ok(link),
+        }
     }
 
     /// The admitted entries of a sitemap found with `referrer`'s host. Read
@@ -74,10 +184,7 @@ impl<'a> Admission<'a> {
     /// its lastmod says which pages changed since.
     pub(crate) fn sitemap(&self, referrer: &Job, urls: Vec<String>, now: Millis) -> Vec<NewLink> {
         let admit = |url: String| match self.policy.link(referrer, &url, false) {
-            Ok(link) => Some(NewLink {
-                modified: Some(now),
-                ..link
-            }),
+            Ok(link) => Some(link.changed_at(now)),
             Err(why) => {
                 tracing::debug!(target: MASTER_LOG, %url, %why, "sitemap not followed");
                 None
@@ -147,19 +254,6 @@ pub(crate) struct PlainAsk {
 }
 
 impl PlainAsk {
-    /// The plain ask among `add_url`'s, if it is one.
-    pub(crate) fn of(
-        operation: &OperationSpec,
-        again: bool,
-        every_ms: Option<Millis>,
-        now: Millis,
-    ) -> Option<Self> {
-        (!again && every_ms.is_none()).then(|| Self {
-            operation: operation.clone(),
-            at: now,
-        })
-    }
-
     /// Refuse `url` (as queued) as known already when `processed`, the
     /// store's page once the seed is written, was processed with this
     /// operation before the ask and is not due again: the store only
@@ -273,16 +367,8 @@ mod tests {
         fn seed(&self, url: &str, operation: &OperationSpec) -> Result<NewLink, Rejection> {
             let rest = url.strip_prefix("http://a/");
             let rest = rest.ok_or_else(|| Rejection::Invalid(format!("{url}: not on a")))?;
-            Ok(NewLink {
-                url: format!("http://a/{rest}"),
-                host: "a".into(),
-                operation: operation.clone(),
-                depth: 0,
-                priority: 1.0,
-                redirect_hops: 0,
-                modified: None,
-                check_every_ms: None,
-            })
+            let url = format!("http://a/{rest}");
+            Ok(NewLink::new(url, "a".into(), operation.clone(), 0, 1.0))
         }
         fn link(&self, _: &Job, url: &str, _: bool) -> Result<NewLink, Rejection> {
             self.seed(url, &OperationSpec::crawl())
@@ -294,13 +380,22 @@ mod tests {
             policy: &OnlyHostA,
             operations,
             watches,
+            spent_budget: None,
         }
+    }
+
+    fn ask(operation: OperationSpec, again: bool, every_ms: Option<Millis>) -> SeedAsk {
+        SeedAsk::new(operation, again, every_ms, T0)
+    }
+
+    fn crawl_ask() -> SeedAsk {
+        ask(OperationSpec::crawl(), false, None)
     }
 
     fn seed(again: bool, every_ms: Option<Millis>, watches: bool) -> Result<NewLink, AddUrlError> {
         let ops = Operations::new();
-        let crawl = OperationSpec::crawl();
-        admission(&ops, watches).seed("http://a/x", &crawl, again, every_ms, T0)
+        let ask = ask(OperationSpec::crawl(), again, every_ms);
+        admission(&ops, watches).seed("http://a/x", &ask)
     }
 
     #[test]
@@ -325,12 +420,74 @@ mod tests {
             Err(AddUrlError::Interval { .. })
         ));
         let ops = Operations::new();
-        let other =
-            admission(&ops, false).seed("http://b/", &OperationSpec::crawl(), false, None, T0);
+        let other = admission(&ops, false).seed("http://b/", &crawl_ask());
         assert!(matches!(other, Err(AddUrlError::Rejected { .. })));
-        let unknown = OperationSpec(vec!["no_such_operation".into()]);
-        let refused = admission(&ops, false).seed("http://a/", &unknown, false, None, T0);
+        let unknown = ask(OperationSpec(vec!["no_such_operation".into()]), false, None);
+        let refused = admission(&ops, false).seed("http://a/", &unknown);
         assert!(matches!(refused, Err(AddUrlError::Operation(_))));
+        let spent = Admission {
+            spent_budget: Some(10),
+            ..admission(&ops, false)
+        };
+        assert!(matches!(
+            spent.seed("http://a/y", &crawl_ask()),
+            Err(AddUrlError::OverBudget { ref url, max: 10 }) if url == "http://a/y"
+        ));
+        // A URL the policy refuses says so, budget or not.
+        let other = spent.seed("http://b/", &crawl_ask());
+        assert!(matches!(other, Err(AddUrlError::Rejected { .. })));
+    }
+
+    #[tokio::test]
+    async fn one_url_is_queued_to_be_answered_once_written_or_refused_now() {
+        let ops = Operations::new();
+        let (tx, _rx) = ractor::concurrency::oneshot();
+        let queued = admission(&ops, false).add_url("http://a/x", &crawl_ask(), tx.into());
+        let Some(Queued { links, reply, url }) = queued else {
+            panic!("queued");
+        };
+        assert_eq!((links.len(), url.as_str()), (1, "http://a/x"));
+        assert!(matches!(reply, AddUrlReply::One(_, Some(_))));
+        let (tx, rx) = ractor::concurrency::oneshot();
+        let refused = admission(&ops, false).add_url("http://b/x", &crawl_ask(), tx.into());
+        assert!(refused.is_none());
+        assert!(matches!(
+            rx.await.unwrap(),
+            Err(AddUrlError::Rejected { .. })
+        ));
+    }
+
+    #[tokio::test]
+    async fn a_batch_queues_its_admitted_urls_and_is_answered_now_if_none_was() {
+        let ops = Operations::new();
+        let urls = ["http://a/1", "http://b/2", "http://a/3"].map(String::from);
+        let (tx, _rx) = ractor::concurrency::oneshot();
+        let again = ask(OperationSpec::crawl(), true, None);
+        let queued = admission(&ops, false).add_urls(&urls, &again, tx.into());
+        let Some(Queued { links, reply, .. }) = queued else {
+            panic!("queued");
+        };
+        let queued: Vec<&str> = links.iter().map(|l| l.url.as_str()).collect();
+        assert_eq!(queued, ["http://a/1", "http://a/3"]);
+        let AddUrlReply::Many(_, answer, None) = reply else {
+            panic!("a batch's reply, not a plain ask: {reply:?}");
+        };
+        assert!(answer[0].is_ok() && answer[1].is_err() && answer[2].is_ok());
+        let (tx, rx) = ractor::concurrency::oneshot();
+        let others = ["http://b/1", "http://b/2"].map(String::from);
+        let refused = admission(&ops, false).add_urls(&others, &crawl_ask(), tx.into());
+        assert!(refused.is_none());
+        assert!(rx.await.unwrap().iter().all(Result::is_err));
+    }
+
+    #[test]
+    fn normalized_is_the_url_a_seed_would_queue() {
+        let ops = Operations::new();
+        assert_eq!(
+            admission(&ops, false).normalized("http://a/x").as_deref(),
+            Some("http://a/x")
+        );
+        assert_eq!(admission(&ops, false).normalized("http://b/x"), None);
     }
 
     #[test]
@@ -392,21 +549,21 @@ mod tests {
     }
 
     fn plain_ask() -> PlainAsk {
-        PlainAsk::of(&OperationSpec::crawl(), false, None, T0).unwrap()
+        crawl_ask().plain().unwrap()
     }
 
     #[test]
     fn only_a_plain_ask_is_judged_against_processed_pages() {
         assert_eq!(
-            PlainAsk::of(&OperationSpec::crawl(), false, None, T0),
+            crawl_ask().plain(),
             Some(PlainAsk {
                 operation: OperationSpec::crawl(),
                 at: T0
             })
         );
-        assert_eq!(PlainAsk::of(&OperationSpec::crawl(), true, None, T0), None);
-        let watched = PlainAsk::of(&OperationSpec::crawl(), false, Some(60_000), T0);
-        assert_eq!(watched, None);
+        assert_eq!(ask(OperationSpec::crawl(), true, None).plain(), None);
+        let watched = ask(OperationSpec::crawl(), false, Some(60_000));
+        assert_eq!(watched.plain(), None);
     }
 
     #[test]
@@ -560,6 +717,6 @@ mod tests {
 
     fn seed_of(url: &str) -> Result<NewLink, AddUrlError> {
         let ops = Operations::new();
-        admission(&ops, false).seed(url, &OperationSpec::crawl(), false, None, T0)
+        admission(&ops, false).seed(url, &crawl_ask())
     }
 }

@@ -18,8 +18,9 @@ pub mod monitor;
 mod node_check;
 pub mod outage;
 mod pool;
-#[cfg(test)]
-mod proptest_cases;
+#[cfg(any(test, feature = "proptest-cases"))]
+#[doc(hidden)]
+pub mod proptest_cases;
 mod protocol;
 pub mod rate;
 mod refusal;

@@ -13,7 +13,7 @@
 //! keeps its results, claims nothing, asks again and resumes.
 
 use crate::admission::{
-    AddUrlReply, AddUrlsAnswer, Admission, PlainAsk, ProcessedPages, SeedReplies, answer_written,
+    AddUrlReply, Admission, ProcessedPages, Queued, SeedAsk, SeedReplies, answer_written,
 };
 use crate::behaviour::{Frontier, Queries};
 use crate::config::{Behaviours, CrawlConfig};
@@ -21,16 +21,14 @@ use crate::cycle_end::{OnFailure, cycle_at_stop, cycle_done, cycle_failed};
 use crate::indexer::ShardQueue;
 use crate::node_check::check_nodes;
 use crate::outage::StoreFailure;
-use crate::protocol::{
-    self, AddUrlError, IdleReason, MasterMsg, PoolMsg, SlaveReport, Status, SupMsg,
-};
+use crate::protocol::{self, IdleReason, MasterMsg, PoolMsg, SlaveReport, Status, SupMsg};
 use crate::rate::RecentRate;
 use crate::run_stats::RunStats;
 use crate::runtime_settings::RuntimeSettings;
 use crate::status::{LastCounts, MasterFacts, StatusDraft};
 use crate::store_cycle::{RunningCycle, StoreCycle};
-use crate::types::{Job, Millis, NewLink, OperationSpec, now_ms};
-use crate::window::Window;
+use crate::types::{Job, Millis, now_ms};
+use crate::window::{Flush, Window};
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 use std::sync::Arc;
 use std::time::Duration;
@@ -68,7 +66,6 @@ pub(crate) struct MasterState {
     /// The run's fetched count over the last seconds, for `status`.
     rate: RecentRate,
     myself: ActorRef<MasterMsg>,
-    flush_scheduled: bool,
     /// The store cycle running on its own task.
     cycle: Option<RunningCycle>,
     /// The store's counts last read, for `status` while it is unavailable.
@@ -121,7 +118,6 @@ impl Actor for Master {
             restarts: args.restarts,
             run,
             myself,
-            flush_scheduled: false,
             cycle: None,
             last_counts: LastCounts::default(),
             gave_up: false,
@@ -170,22 +166,28 @@ impl Actor for Master {
                 again,
                 every_ms,
                 reply,
-            } => add_url(state, &url, &operation, again, every_ms, reply, now),
+            } => {
+                let ask = SeedAsk::new(operation, again, every_ms, now);
+                let queued = admission(state).add_url(&url, &ask, reply);
+                queue_seeds(state, queued, now);
+            }
             MasterMsg::AddUrls {
                 urls,
                 operation,
                 again,
                 reply,
-            } => add_urls(state, urls, &operation, again, reply, now),
+            } => {
+                let ask = SeedAsk::new(operation, again, None, now);
+                let queued = admission(state).add_urls(&urls, &ask, reply);
+                queue_seeds(state, queued, now);
+            }
             MasterMsg::Normalize { url, reply } => {
-                let crawl = OperationSpec::crawl();
-                let link = state.b.policy.seed(&url, &crawl);
-                let _ = reply.send(link.ok().map(|link| link.url));
+                let _ = reply.send(admission(state).normalized(&url));
             }
             MasterMsg::Report(report) => on_report(state, report, now),
             MasterMsg::HostRecord(record) => {
                 state.window.host_record(record);
-                schedule_flush(state);
+                flush(state, false);
             }
             MasterMsg::Adopt { node, jobs } => {
                 state.window.adopt(&node, jobs);
@@ -198,7 +200,7 @@ impl Actor for Master {
                 state.window.soft_404_probe(&probe_url, simhash);
             }
             MasterMsg::Sitemaps { referrer, urls } => {
-                for link in Admission::of(&state.b, &state.cfg).sitemap(&referrer, urls, now) {
+                for link in admission(state).sitemap(&referrer, urls, now) {
                     state.window.add_link(link, now);
                 }
                 cycle(state, true, true);
@@ -215,11 +217,11 @@ impl Actor for Master {
             }
             MasterMsg::Withdrawn(jobs) => {
                 state.window.withdrawn(jobs, now);
-                schedule_flush(state);
+                flush(state, false);
             }
             MasterMsg::CycleDone => finish_cycle(state).await?,
             MasterMsg::Flush => {
-                state.flush_scheduled = false;
+                state.window.flush_timer_done();
                 cycle(state, true, true);
             }
             MasterMsg::Tick => tick(state, now),
@@ -284,77 +286,22 @@ impl Actor for Master {
     }
 }
 
-/// A seed: admitted, it is answered once written (the caller is told it
-/// is durable); refused, at once.
-fn add_url(
-    state: &mut MasterState,
-    url: &str,
-    operation: &OperationSpec,
-    again: bool,
-    every_ms: Option<Millis>,
-    reply: RpcReplyPort<Result<String, AddUrlError>>,
-    now: Millis,
-) {
-    match admit(state, url, operation, again, every_ms, now) {
-        Ok(link) => {
-            let ask = PlainAsk::of(operation, again, every_ms, now);
-            state
-                .seeds
-                .wait(AddUrlReply::One(reply, ask), link.url.clone());
-            state.window.add_seed(link, now);
-            cycle(state, true, true);
-        }
-        Err(e) => {
-            let _ = reply.send(Err(e));
-        }
-    }
+/// What admits seeds and sitemap entries now.
+fn admission(state: &MasterState) -> Admission<'_> {
+    Admission::of(&state.b, &state.cfg, state.window.budget_reached())
 }
 
-/// A batch of `add_url`: every URL admitted or refused on its own, one
-/// answer for all once the admitted ones are written.
-fn add_urls(
-    state: &mut MasterState,
-    urls: Vec<String>,
-    operation: &OperationSpec,
-    again: bool,
-    reply: RpcReplyPort<AddUrlsAnswer>,
-    now: Millis,
-) {
-    let mut answer = Vec::with_capacity(urls.len());
-    for url in &urls {
-        answer.push(admit(state, url, operation, again, None, now).map(|link| {
-            let queued = link.url.clone();
-            state.window.add_seed(link, now);
-            queued
-        }));
+/// An admitted `add_url`'s links join the batch; its caller waits for
+/// them to be written, in the cycle that starts now.
+fn queue_seeds(state: &mut MasterState, queued: Option<Queued>, now: Millis) {
+    let Some(Queued { links, reply, url }) = queued else {
+        return;
+    };
+    for link in links {
+        state.window.add_seed(link, now);
     }
-    if answer.iter().any(Result::is_ok) {
-        let ask = PlainAsk::of(operation, again, None, now);
-        let reply = AddUrlReply::Many(reply, answer, ask);
-        state.seeds.wait(reply, String::new());
-        cycle(state, true, true);
-    } else {
-        let _ = reply.send(answer);
-    }
-}
-
-/// The link `add_url` queues for `url`, or why not: the admission rules,
-/// and a spent page budget.
-fn admit(
-    state: &MasterState,
-    url: &str,
-    operation: &OperationSpec,
-    again: bool,
-    every_ms: Option<Millis>,
-    now: Millis,
-) -> Result<NewLink, AddUrlError> {
-    let link = Admission::of(&state.b, &state.cfg).seed(url, operation, again, every_ms, now)?;
-    match state.cfg.max_pages {
-        Some(max) if state.window.budget_reached() => {
-            Err(AddUrlError::OverBudget { url: link.url, max })
-        }
-        _ => Ok(link),
-    }
+    state.seeds.wait(reply, url);
+    cycle(state, true, true);
 }
 
 /// A slave's result joins the batch: written now if a write is due, else
@@ -368,11 +315,7 @@ fn on_report(state: &mut MasterState, report: SlaveReport, now: Millis) {
         state.b.notify(event);
     }
     state.run.record(&state.window);
-    if due {
-        cycle(state, true, true);
-    } else {
-        schedule_flush(state);
-    }
+    flush(state, due);
 }
 
 /// A pool let go of a host that moves: its URLs go to the host's new node.
@@ -425,12 +368,16 @@ fn drain_step(state: &mut MasterState) {
     }
 }
 
-fn schedule_flush(state: &mut MasterState) {
-    if !state.flush_scheduled {
-        state.flush_scheduled = true;
-        state
-            .myself
-            .send_after(state.cfg.flush_every, || MasterMsg::Flush);
+/// Write what joined the batch now if `due`, else by the flush timer.
+fn flush(state: &mut MasterState, due: bool) {
+    match state.window.flush(due) {
+        Flush::Now => cycle(state, true, true),
+        Flush::StartTimer => {
+            state
+                .myself
+                .send_after(state.cfg.flush_every, || MasterMsg::Flush);
+        }
+        Flush::TimerRunning => {}
     }
 }
 

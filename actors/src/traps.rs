@@ -769,4 +769,6 @@ fn fmix64(mut k: u64) -> u64 {
 }
 
 #[cfg(test)]
+mod harness;
+#[cfg(test)]
 mod tests;

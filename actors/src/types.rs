@@ -118,6 +118,39 @@ pub struct NewLink {
     pub check_every_ms: Option<Millis>,
 }
 
+impl NewLink {
+    /// A link to `url` (normalized; `host` its politeness key) to fetch
+    /// with `operation` at `depth` with `priority` credit: no redirect
+    /// behind it, no change date and no watch interval of its own.
+    pub fn new(
+        url: String,
+        host: String,
+        operation: OperationSpec,
+        depth: u32,
+        priority: f64,
+    ) -> Self {
+        Self {
+            url,
+            host,
+            operation,
+            depth,
+            priority,
+            redirect_hops: 0,
+            modified: None,
+            check_every_ms: None,
+        }
+    }
+
+    /// The same link to a page that changed at `at` (epoch ms): a page
+    /// fetched before that is queued again.
+    pub fn changed_at(self, at: Millis) -> Self {
+        Self {
+            modified: Some(at),
+            ..self
+        }
+    }
+}
+
 /// What the last fetch of a processed URL left behind: what a re-check sends
 /// back as validators and compares its answer with. Travels in the
 /// [`Job`] the claim hands out.

@@ -38,7 +38,7 @@ mod trap_defence;
 
 use claims::Claims;
 use cycle::Unwritten;
-pub use cycle::{AfterCycle, idle_reason};
+pub use cycle::{AfterCycle, Flush, idle_reason};
 use drain::Drain;
 use monitoring::Monitoring;
 use placement::Placement;
@@ -63,6 +63,8 @@ pub struct Window {
     cycle_running: bool,
     /// A write was asked for while a cycle was running: the next one writes.
     write_deferred: bool,
+    /// The flush timer is running: it writes what waits ([`Window::flush`]).
+    flush_timer: bool,
     last_lease_renewal: Millis,
     fetched: u64,
     errors: u64,
@@ -102,6 +104,7 @@ impl Window {
             release: Vec::new(),
             cycle_running: false,
             write_deferred: false,
+            flush_timer: false,
             last_lease_renewal: now,
             fetched,
             errors,

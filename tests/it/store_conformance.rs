@@ -16,16 +16,13 @@ use web_crawler::actors::{
 const NOW: i64 = 1_700_000_000_000;
 
 fn link(url: &str, depth: u32, priority: f64) -> NewLink {
-    NewLink {
-        url: url.to_string(),
-        host: host_of(url),
-        operation: OperationSpec::crawl(),
+    NewLink::new(
+        url.into(),
+        host_of(url),
+        OperationSpec::crawl(),
         depth,
         priority,
-        redirect_hops: 0,
-        modified: None,
-        check_every_ms: None,
-    }
+    )
 }
 
 fn host_of(url: &str) -> String {

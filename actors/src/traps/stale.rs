@@ -195,7 +195,7 @@ mod tests {
     }
 
     // Whole crawls of webs whose pages share text, through the guard.
-    use crate::traps::tests::*;
+    use crate::traps::harness::*;
     use crate::traps::{TrapGuard, TrapReason, TrapSettings};
 
     /// A blog as the held-out one: 300 articles of their own text,

@@ -452,7 +452,7 @@ pub fn hamming(a: u64, b: u64) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::traps::tests::{Rng, vocabulary, words};
+    use crate::traps::harness::{Rng, vocabulary, words};
     use crate::traps::{TrapSettings, shingles};
 
     #[test]

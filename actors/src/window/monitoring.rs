@@ -205,8 +205,7 @@ mod tests {
         w.on_report(page(&reported), T0);
         let asked = |j: &Job, every| NewLink {
             check_every_ms: Some(every),
-            modified: Some(T0 + 100),
-            ..link(&j.url)
+            ..link(&j.url).changed_at(T0 + 100)
         };
         w.add_seed(asked(&fetching, 2_000), T0 + 100);
         w.add_seed(asked(&reported, WATCH_OFF), T0 + 100);

@@ -535,16 +535,10 @@ pub(super) fn requeue_due(
 /// A processed page's row (URL, operation, host, depth) as a link that
 /// says the page changed at `now`.
 fn page_as_link(row: &rusqlite::Row<'_>, now: Millis) -> Result<NewLink, Fail> {
-    Ok(NewLink {
-        url: row.get(0)?,
-        operation: operation_col(row, 1, "processed_urls")?,
-        host: row.get(2)?,
-        depth: row.get(3)?,
-        priority: 1.0,
-        redirect_hops: 0,
-        modified: Some(now),
-        check_every_ms: None,
-    })
+    let url = row.get(0)?;
+    let operation = operation_col(row, 1, "processed_urls")?;
+    let link = NewLink::new(url, row.get(2)?, operation, row.get(3)?, 1.0);
+    Ok(link.changed_at(now))
 }
 
 /// Queue `links` ([`Commit::upsert_link`]), then run `clear` on each one's
