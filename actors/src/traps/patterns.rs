@@ -231,7 +231,6 @@ pub(super) fn without_session(host: &str, path: &str, query: Option<&str>) -> Op
         return None;
     }
     let mut plain = String::with_capacity(host.len() + path.len() + 8);
-    let mut found = false;
     plain.push_str(host);
     for (i, segment) in path.split('/').enumerate() {
         if i > 0 {
@@ -239,30 +238,22 @@ pub(super) fn without_session(host: &str, path: &str, query: Option<&str>) -> Op
         }
         let mut params = segment.split(';');
         plain.push_str(params.next().unwrap_or(""));
-        for param in params {
-            if is_session(param) {
-                found = true;
-            } else {
-                plain.push(';');
-                plain.push_str(param);
-            }
+        for param in params.filter(|p| !is_session(p)) {
+            plain.push(';');
+            plain.push_str(param);
         }
     }
     if let Some(query) = query {
         let kept: Vec<&str> = query
             .split('&')
-            .filter(|pair| {
-                let session = is_session(pair);
-                found |= session;
-                !session && !pair.is_empty()
-            })
+            .filter(|pair| !is_session(pair) && !pair.is_empty())
             .collect();
         if !kept.is_empty() {
             plain.push('?');
             plain.push_str(&kept.join("&"));
         }
     }
-    found.then(|| key(KEY_PLAIN_URL, &plain))
+    Some(key(KEY_PLAIN_URL, &plain))
 }
 
 /// Whether `name=value` carries a session: a session parameter's name,
