@@ -12,10 +12,10 @@
 //! **Sketches.** A [`SeenSketch`] is a Bloom filter (two bits per key, both
 //! in one 64-bit word) in
 //! generations: when the newest holds one key per sixteen bits (under 2%
-//! false positives), a new one twice as large (up to the cap) takes the
+//! false positives), a new one four times as large (up to the cap) takes the
 //! keys from then on; a key is seen when any generation holds it. While
 //! they grow nothing is forgotten; at the cap the oldest generations go,
-//! so memory is bounded by twice the cap, a small crawl uses a few KB, and
+//! so memory is bounded by twice the cap, a small crawl uses tens of KB, and
 //! what was read long ago is forgotten first. A false positive makes a
 //! page look less new than it is, never more.
 
@@ -114,6 +114,8 @@ impl Hasher for SpreadU32 {
 
 /// The first generation's size: 8 KB.
 const FIRST_WORDS: usize = 1024;
+/// Each generation is this many times the last one's size, up to the cap.
+const GROWTH: usize = 4;
 /// Keys a generation takes before it is full: one per this many bits.
 const BITS_PER_KEY: usize = 16;
 
@@ -218,13 +220,14 @@ impl SeenSketch {
     pub(super) fn insert_new(&mut self, key: u64) {
         let full = self.generations.back().is_none_or(Bits::full);
         if full {
-            // Twice the last one's size: while it grows nothing is forgotten
-            // (the sizes sum to under twice the newest); at the cap, the
-            // oldest generations go.
+            // Four times the last one's size: while it grows nothing is
+            // forgotten (the sizes sum to under 4/3 of the newest), and a
+            // look-up of a new key probes six generations on the way to 8
+            // MB, not eleven; at the cap, the oldest generations go.
             let words = self
                 .generations
                 .back()
-                .map_or(FIRST_WORDS, |g| g.words.len() * 2)
+                .map_or(FIRST_WORDS, |g| g.words.len() * GROWTH)
                 .min(self.max_words);
             self.generations.push_back(Bits::with_words(words));
             while self.words() > 2 * self.max_words {

@@ -61,7 +61,31 @@ pub fn read_page(shown: &str, own: &str, shingles: bool) -> (PageSimhash, Vec<u3
     } else {
         SIMHASH_TEXT_BYTES
     };
-    let (words, head) = words_until(&own[..own.floor_char_boundary(limit)], SIMHASH_TEXT_BYTES);
+    thread_local! {
+        // A page's words, up to 64 KB of text's worth (about 90 KB): one
+        // buffer a thread, not an allocation of that size a page, which
+        // glibc's arenas served at a lock and a search of their free lists.
+        static WORDS: std::cell::RefCell<Vec<u64>> = const { std::cell::RefCell::new(Vec::new()) };
+    }
+    WORDS.with_borrow_mut(|words| {
+        let head = words_until(
+            &own[..own.floor_char_boundary(limit)],
+            SIMHASH_TEXT_BYTES,
+            words,
+        );
+        read_words(shown, own, words, head, shingles)
+    })
+}
+
+/// [`read_page`] once its own text's words are read: `head` of them start
+/// in the first [`SIMHASH_TEXT_BYTES`].
+fn read_words(
+    shown: &str,
+    own: &str,
+    words: &[u64],
+    head: usize,
+    shingles: bool,
+) -> (PageSimhash, Vec<u32>) {
     let own_simhash = simhash_of_words(&words[..head]);
     // A page without chrome shows its own text first: the same words, one
     // simhash (the last word cut at the limit aside).
@@ -74,7 +98,7 @@ pub fn read_page(shown: &str, own: &str, shingles: bool) -> (PageSimhash, Vec<u3
         own: own_simhash,
     };
     let sampled = if shingles {
-        novelty::shingles_of_words(&words)
+        novelty::shingles_of_words(words)
     } else {
         Vec::new()
     };
@@ -124,7 +148,9 @@ pub(super) const MAX_FEATURES: usize = 256;
 /// hashed as they are read (no string per word); a word with a digit in it
 /// is the one number word.
 pub(super) fn words_of(text: &str) -> Vec<u64> {
-    words_until(text, usize::MAX).0
+    let mut words = Vec::new();
+    words_until(text, usize::MAX, &mut words);
+    words
 }
 
 /// For each bit of a 64-bit hash, how many of `hashes` have it set.
@@ -163,10 +189,12 @@ pub(super) fn bit_counts(hashes: &[u64]) -> [u32; 64] {
     ones
 }
 
-/// [`words_of`], and how many of the words start before byte `mark`.
-pub(super) fn words_until(text: &str, mark: usize) -> (Vec<u64>, usize) {
+/// [`words_of`] into `words` (cleared first); returns how many of the
+/// words start before byte `mark`.
+pub(super) fn words_until(text: &str, mark: usize, words: &mut Vec<u64>) -> usize {
     let number = fmix64(fnv1a(FNV_OFFSET, b"#"));
-    let mut words = Vec::with_capacity(text.len() / 6);
+    words.clear();
+    words.reserve(text.len() / 6);
     let mut before_mark = None;
     let bytes = text.as_bytes();
     let mut i = 0;
@@ -211,15 +239,14 @@ pub(super) fn words_until(text: &str, mark: usize) -> (Vec<u64>, usize) {
             continue;
         }
         if n == 8
-            && let Some(next) = medium_word(bytes, i, x, letter, digit, number, &mut words)
+            && let Some(next) = medium_word(bytes, i, x, letter, digit, number, words)
         {
             i = next;
             continue;
         }
-        i = long_word(text, i, number, &mut words);
+        i = long_word(text, i, number, words);
     }
-    let before_mark = before_mark.unwrap_or(words.len());
-    (words, before_mark)
+    before_mark.unwrap_or(words.len())
 }
 
 /// A word of 8 to 15 ASCII letters and digits at `i` (whose first eight
