@@ -8,7 +8,7 @@
 
 use crate::behaviour::{LinkPolicy, Operations, Queries};
 use crate::config::{Behaviours, CrawlConfig};
-use crate::frontier::{LinkDecision, decide_link};
+use crate::frontier_rules::{LinkDecision, decide_link};
 use crate::monitor::own_interval_ms;
 use crate::protocol::{AddUrlError, MASTER_LOG};
 use crate::types::{Job, Millis, NewLink, OperationSpec, ProcessedUrl};

@@ -9,7 +9,7 @@ mod control;
 mod cycle_end;
 mod departures;
 mod fetch_load;
-pub mod frontier;
+pub mod frontier_rules;
 pub mod hosts;
 pub mod indexer;
 mod master;

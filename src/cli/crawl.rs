@@ -13,7 +13,7 @@ use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
-use web_crawler::actors::frontier::{FailureKind, failure_kind};
+use web_crawler::actors::frontier_rules::{FailureKind, failure_kind};
 use web_crawler::actors::outage::utc_time;
 use web_crawler::actors::{AppHandle, ControlRequest, IdleReason, OperationSpec, PageQuery, Store};
 use web_crawler::operations::builtin_operations;
