@@ -168,9 +168,9 @@ impl AppHandle {
     }
 
     /// Queue a URL and watch it at an interval of its own (at least
-    /// [`MIN_CHECK_EVERY_MS`](crate::monitor::MIN_CHECK_EVERY_MS)), which
+    /// [`MIN_CHECK_EVERY_MS`](crate::availability::MIN_CHECK_EVERY_MS)), which
     /// the revisit policy adapts as it does `recrawl_every`, on a node
-    /// that watches URLs ([`CrawlConfig::monitoring`]). A URL processed
+    /// that watches URLs ([`CrawlConfig::availability_watch`]). A URL processed
     /// already is fetched again now; a URL watched already takes the new
     /// interval.
     pub async fn add_url_watched(
@@ -180,7 +180,7 @@ impl AppHandle {
         every: Duration,
     ) -> Result<String, AppError> {
         // Refused here: a zero interval would travel as `WATCH_OFF`.
-        let every_ms = crate::monitor::check_every(every)
+        let every_ms = crate::availability::check_every(every)
             .map_err(|e| AppError::from(ControlError::from(e)))?;
         self.queue(url, operation, false, Some(every_ms)).await
     }
@@ -189,7 +189,7 @@ impl AppHandle {
     /// more (so its stored state says so), then not again until it is
     /// given an interval of its own again.
     pub async fn unwatch(&self, url: &str, operation: OperationSpec) -> Result<String, AppError> {
-        self.queue(url, operation, false, Some(crate::monitor::WATCH_OFF))
+        self.queue(url, operation, false, Some(crate::availability::WATCH_OFF))
             .await
     }
 

@@ -8,8 +8,8 @@
 
 pub(crate) mod index;
 
+use crate::availability::{FetchHistory, HistoryQuery, StatusEvent};
 use crate::hosts::HostSummary;
-use crate::monitor::{FetchHistory, HistoryQuery, StatusEvent};
 use crate::traps::TrapClosure;
 use crate::types::*;
 use async_trait::async_trait;
@@ -328,7 +328,7 @@ pub trait Frontier: Send + Sync + fmt::Debug + 'static {
     /// next process takes over at once. Reads still work after it.
     async fn close(&self) {}
 
-    /// Availability monitoring's sweep: queue again up to `limit` watched
+    /// Availability watching's sweep: queue again up to `limit` watched
     /// processed URLs whose next check (`PageRecord::d_next_check`) is due
     /// by `now`, as a link would queue a processed URL (a pending URL only
     /// gains nothing), and clear their next check until they are processed

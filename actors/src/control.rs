@@ -3,11 +3,11 @@
 //! node). It runs on the master's node, joins the control process group,
 //! and answers JSON requests by calling the tree's actors.
 
+use crate::availability::{self, HistoryQuery};
 use crate::behaviour::index::SearchAnswer;
 use crate::behaviour::{PageQuery, Queries};
 use crate::config::{CrawlConfig, shard_holding};
 use crate::hosts;
-use crate::monitor::{self, HistoryQuery};
 use crate::protocol::{
     self, ChildRole, ControlMsg, ControlRequest, MAX_BATCH_BYTES, MAX_BATCH_URLS,
     MAX_MESSAGE_BYTES, MasterMsg, PoolMsg, Setting, SupMsg,
@@ -162,14 +162,11 @@ async fn answer(
             Ok(ControlReply::SearchResults(Listing::first(results, limit)))
         }
         ControlRequest::Availability { host, limit } => {
-            let availability = monitor::availability(&history_of(state, host).await?);
-            Ok(ControlReply::Availability(Listing::first(
-                availability,
-                limit,
-            )))
+            let rows = availability::availability(&history_of(state, host).await?);
+            Ok(ControlReply::Availability(Listing::first(rows, limit)))
         }
         ControlRequest::Changes { host, limit } => {
-            let mut changes = monitor::changes(&history_of(state, host).await?);
+            let mut changes = availability::changes(&history_of(state, host).await?);
             changes.sort_by_key(|e| std::cmp::Reverse(e.at));
             Ok(ControlReply::Changes(Listing::first(changes, limit)))
         }
@@ -547,7 +544,7 @@ pub(crate) async fn search(
 async fn history_of(
     state: &ControlArgs,
     host: Option<String>,
-) -> Result<Vec<monitor::FetchHistory>, ControlError> {
+) -> Result<Vec<availability::FetchHistory>, ControlError> {
     Ok(state
         .queries
         .fetch_history(HistoryQuery { host, since: None })

@@ -2,6 +2,7 @@
 
 mod admission;
 mod app;
+pub mod availability;
 mod behaviour;
 pub mod cluster;
 mod config;
@@ -14,7 +15,6 @@ pub mod hosts;
 pub mod indexer;
 mod master;
 pub mod metrics;
-pub mod monitor;
 mod node_check;
 pub mod outage;
 mod pool;

@@ -443,7 +443,7 @@ pub enum AddUrlError {
     #[error("{url}: {source}")]
     Interval {
         url: String,
-        source: crate::monitor::IntervalTooShort,
+        source: crate::availability::IntervalTooShort,
     },
     /// The link policy refused it (not a URL, out of scope, filtered...).
     #[error("{}", .rejection.of_url(.url))]
@@ -925,7 +925,7 @@ pub enum ControlRequest {
     /// Queue a URL. One already processed (with this operation, and not
     /// due again) is refused with when, unless `again`: then it is fetched
     /// again. With `every_ms` the URL is watched at that interval of its
-    /// own (at least [`crate::monitor::MIN_CHECK_EVERY_MS`]); a processed
+    /// own (at least [`crate::availability::MIN_CHECK_EVERY_MS`]); a processed
     /// URL is then fetched again at once, and every `every_ms` after.
     AddUrl {
         url: String,
@@ -1006,13 +1006,13 @@ pub enum ControlRequest {
     },
     /// Watched URLs' availability over their `fetch_history` (only `host`'s
     /// with one): checks, uptime, last failure, response times
-    /// (`monitor::Availability`), as `{"total": N, "items": [...]}` by URL.
+    /// (`availability::Availability`), as `{"total": N, "items": [...]}` by URL.
     Availability {
         host: Option<String>,
         limit: usize,
     },
     /// Watched URLs' changes (down, up, another body) from their history
-    /// (`monitor::StatusEvent`), newest first, as `{"total", "items"}`.
+    /// (`availability::StatusEvent`), newest first, as `{"total", "items"}`.
     Changes {
         host: Option<String>,
         limit: usize,

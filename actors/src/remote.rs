@@ -2,10 +2,10 @@
 //! -remsh` attaches to a node: its own (client) node, authenticated with the
 //! cookie, and the control actor it calls.
 
+use crate::availability::{Availability, StatusEvent};
 use crate::behaviour::index::SearchAnswer;
 use crate::cluster::{ClusterError, join, start_node};
 use crate::hosts::HostListing;
-use crate::monitor::{Availability, StatusEvent};
 use crate::protocol::{CONTROL_GROUP, ControlMsg, ControlRequest, Status};
 use crate::reply::{Added, ControlError, ControlReply, Listing, PageView, TrapReopened, from_wire};
 use crate::types::{Millis, OperationSpec, PendingUrl, ProcessedUrl, SearchResult, TrapFamily};
@@ -149,7 +149,7 @@ impl ControlClient {
         every: Duration,
     ) -> Result<String, ControlError> {
         // Refused here: a zero interval would travel as `WATCH_OFF`.
-        let every_ms = crate::monitor::check_every(every)?;
+        let every_ms = crate::availability::check_every(every)?;
         self.add(url, operation, false, Some(every_ms)).await
     }
 
@@ -159,7 +159,7 @@ impl ControlClient {
         url: &str,
         operation: OperationSpec,
     ) -> Result<String, ControlError> {
-        self.add(url, operation, false, Some(crate::monitor::WATCH_OFF))
+        self.add(url, operation, false, Some(crate::availability::WATCH_OFF))
             .await
     }
 

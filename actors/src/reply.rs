@@ -5,12 +5,12 @@
 //! `{"ok": REPLY}` or `{"error": "one line"}`, REPLY being the variant's
 //! own JSON (as `--json` prints it).
 
+use crate::availability::{Availability, FetchHistory, IntervalTooShort, StatusEvent};
 use crate::behaviour::StoreError;
 use crate::behaviour::index::SearchAnswer;
 use crate::cluster::ClusterError;
 use crate::config::CrawlConfig;
 use crate::hosts::HostListing;
-use crate::monitor::{Availability, FetchHistory, IntervalTooShort, StatusEvent};
 use crate::protocol::{
     AddUrlError, ChildInfo, ChildRole, ControlRequest, NodeInfo, Setting, Status,
 };
@@ -441,7 +441,7 @@ mod tests {
             min_delay: Duration::from_millis(1500),
             reprocess_after: None,
             recrawl_every: Some(Duration::from_secs(600)),
-            monitoring: true,
+            availability_watch: true,
             history_keep: 7,
             ..CrawlConfig::default()
         };

@@ -112,7 +112,7 @@ pub struct NewLink {
     #[serde(default)]
     pub modified: Option<Millis>,
     /// The URL's own watch interval (`add_url … every`): it is checked
-    /// again this often (adapted, [`crate::monitor::Revisit`]) instead of
+    /// again this often (adapted, [`crate::availability::Revisit`]) instead of
     /// `recrawl_every`. Only a seed carries one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub check_every_ms: Option<Millis>,

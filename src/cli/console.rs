@@ -12,7 +12,7 @@ use serde_json::Value;
 use std::io::{BufRead, IsTerminal, Write};
 use std::time::Duration;
 use web_crawler::actors::Remote;
-use web_crawler::actors::monitor::WATCH_OFF;
+use web_crawler::actors::availability::WATCH_OFF;
 use web_crawler::actors::outage::{human_duration, utc_time};
 use web_crawler::actors::{
     ControlError, ControlReply, ControlRequest, HostListing, Listing, NodeStopping, OperationSpec,

@@ -10,7 +10,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
-use web_crawler::actors::monitor::{FetchHistory, HistoryQuery, availability, changes};
+use web_crawler::actors::availability::{FetchHistory, HistoryQuery, availability, changes};
 use web_crawler::actors::{PageQuery, TRAP_SAMPLES, now_ms};
 use web_crawler::graph;
 

@@ -5,7 +5,7 @@ use crate::common::backend::Backend;
 use serde_json::json;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
-use web_crawler::actors::monitor::HistoryQuery;
+use web_crawler::actors::availability::HistoryQuery;
 use web_crawler::actors::traps::{TrapClosure, TrapReason, TrapRule, TrapScope};
 use web_crawler::actors::{
     ClaimRequest, CommitBatch, Document, HostRecord, Job, NewLink, OperationSpec, PageQuery,

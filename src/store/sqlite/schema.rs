@@ -187,7 +187,7 @@ DROP TABLE search_results;
 UPDATE meta SET value = 3 WHERE key = 'schema_version';
 ";
 
-/// Version 4 adds availability monitoring: the last response's validators
+/// Version 4 adds availability watching: the last response's validators
 /// and the next check on processed pages (`fetch_history` is created by
 /// [`SCHEMA`]). Columns already there are left as they are.
 fn migrate_3_to_4(tx: &rusqlite::Transaction<'_>) -> Result<(), Fail> {
