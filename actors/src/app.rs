@@ -3,7 +3,7 @@
 //! the paper's module exports `add_url/1` and `search_text/2` over
 //! `gen_server:cast`.
 
-use crate::behaviour::index::{SearchAnswer, Shard};
+use crate::behaviour::index::{IndexShard, SearchAnswer};
 use crate::config::{Behaviours, CrawlConfig, Storage};
 use crate::outage::StoreFailure;
 use crate::protocol::{
@@ -76,7 +76,7 @@ impl App {
     /// `shard` an indexer that keeps the pages this node fetched.
     pub async fn start_worker(
         config: CrawlConfig,
-        shard: Option<Shard>,
+        shard: Option<IndexShard>,
         behaviours: Behaviours,
     ) -> Result<AppHandle, AppError> {
         Self::start_tree(config, None, shard, behaviours).await
@@ -85,7 +85,7 @@ impl App {
     async fn start_tree(
         config: CrawlConfig,
         storage: Option<Storage>,
-        shard: Option<Shard>,
+        shard: Option<IndexShard>,
         behaviours: Behaviours,
     ) -> Result<AppHandle, AppError> {
         if ActorRef::<SupMsg>::where_is(config.sup_name()).is_some() {
@@ -235,7 +235,7 @@ impl AppHandle {
     /// A crawl keeps an index when its storage has one
     /// ([`Storage::with_index`]; `web_crawler`'s `Settings::index_dir`).
     ///
-    /// Every live node's shard is asked ([`crate::shards`]); on the master's
+    /// Every live node's shard is asked ([`crate::cluster_query`]); on the master's
     /// node through its control actor, which knows from the store which
     /// nodes hold pages (`nodes.missing` names those that did not answer).
     pub async fn search(&self, query: &str, limit: usize) -> Result<SearchAnswer, AppError> {

@@ -1,7 +1,7 @@
 //! Settings of the OTP layer and the behaviours it runs with.
 
 use crate::availability::StatusEvent;
-use crate::behaviour::index::Shard;
+use crate::behaviour::index::IndexShard;
 use crate::behaviour::{
     Archive, Extractor, Fetcher, Frontier, LinkPolicy, Notifier, Operations, Queries, Store,
 };
@@ -127,7 +127,7 @@ pub struct CrawlConfig {
     pub traps: Option<TrapSettings>,
     /// Hand every HTML page this node fetches to the full-text index (the
     /// `index` operation, [`PageIndex`](crate::PageIndex)); a node keeps
-    /// an index when it has a [`Shard`] (the master's node: its
+    /// an index when it has an [`IndexShard`] (the master's node: its
     /// [`Storage`]'s).
     #[serde(rename = "index")]
     pub index_pages: bool,
@@ -373,7 +373,7 @@ pub struct Storage {
     pub queries: Arc<dyn Queries>,
     /// The full-text index this node keeps and its queue (`None`: it
     /// keeps none).
-    pub index: Option<Shard>,
+    pub index: Option<IndexShard>,
 }
 
 impl Storage {
@@ -394,7 +394,7 @@ impl Storage {
     }
 
     /// Keep a full-text index of the pages crawled: `shard`.
-    pub fn with_index(mut self, shard: Shard) -> Self {
+    pub fn with_index(mut self, shard: IndexShard) -> Self {
         self.index = Some(shard);
         self
     }

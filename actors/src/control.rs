@@ -6,6 +6,7 @@
 use crate::availability::{self, HistoryQuery};
 use crate::behaviour::index::SearchAnswer;
 use crate::behaviour::{PageQuery, Queries};
+use crate::cluster_query::{self, ShardRoster};
 use crate::config::{CrawlConfig, shard_holding};
 use crate::hosts;
 use crate::protocol::{
@@ -18,7 +19,6 @@ use crate::reply::{
     TrapReopened, Tree, UrlOutcome, to_wire,
 };
 use crate::runtime_settings::RuntimeSettings;
-use crate::shards::{self, ShardRoster};
 use crate::types::{Millis, OperationSpec, TRAP_SAMPLES, now_ms};
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 use std::collections::HashMap;
@@ -489,7 +489,7 @@ fn to_pools(cfg: &CrawlConfig, msg: impl Fn() -> PoolMsg) -> Vec<String> {
         .collect()
 }
 
-/// A query across the cluster's shards ([`shards::ask_shards`]), merged:
+/// A query across the cluster's shards ([`cluster_query::ask_shards`]), merged:
 /// with the store (on the master's node), the nodes holding pages that
 /// did not answer are named missing, and a page that two shards hold is
 /// listed from the node that fetched it last (the other is told to drop
@@ -508,7 +508,7 @@ pub(crate) async fn search(
     if live.is_empty() {
         return Err(ControlError::NoIndex);
     }
-    let (answered, tops) = shards::ask_shards(&local, &query, limit)
+    let (answered, tops) = cluster_query::ask_shards(&local, &query, limit)
         .await
         .map_err(ControlError::Search)?;
     let mut fetched_by = HashMap::new();
@@ -525,7 +525,7 @@ pub(crate) async fn search(
                     now,
                 );
             }
-            for url in shards::listed_twice(&tops) {
+            for url in cluster_query::listed_twice(&tops) {
                 if let Some(page) = queries.processed_url(&url).await? {
                     fetched_by.insert(url, shard_holding(page.record.node, &cfg.node_name));
                 }
@@ -534,9 +534,9 @@ pub(crate) async fn search(
         }
         None => live,
     };
-    shards::forget(&local, shards::stale_copies(&tops, &fetched_by));
-    let mut answer = shards::merge_tops(tops, limit, &fetched_by);
-    answer.nodes = Some(shards::shard_nodes(&expected, &answered));
+    cluster_query::forget(&local, cluster_query::stale_copies(&tops, &fetched_by));
+    let mut answer = cluster_query::merge_tops(tops, limit, &fetched_by);
+    answer.nodes = Some(cluster_query::shard_nodes(&expected, &answered));
     Ok(answer)
 }
 

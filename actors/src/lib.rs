@@ -5,6 +5,7 @@ mod app;
 pub mod availability;
 mod behaviour;
 pub mod cluster;
+pub mod cluster_query;
 mod config;
 mod control;
 mod cycle_end;
@@ -31,7 +32,6 @@ mod restarts;
 mod run_stats;
 mod runtime_settings;
 pub mod scheduler;
-pub mod shards;
 mod slave;
 mod status;
 pub mod store_cycle;
@@ -45,8 +45,8 @@ pub use app::{App, AppError, AppHandle};
 pub use async_trait::async_trait;
 pub use behaviour::index::{
     Anchor, INDEX_ANCHORS, INDEX_FORGET, INDEX_QUEUE, INDEX_TEXT_BYTES, IndexError, IndexOpener,
-    IndexQueue, PageIndex, PageSearch, PageText, QueueEntry, QueuePos, QueueRead, QueuedPage,
-    SearchAnswer, SearchHit, Shard, ShardHit, ShardNodes, ShardPhase, ShardStats, ShardTop,
+    IndexQueue, IndexShard, PageIndex, PageSearch, PageText, QueueEntry, QueuePos, QueueRead,
+    QueuedPage, SearchAnswer, SearchHit, ShardHit, ShardNodes, ShardPhase, ShardStats, ShardTop,
     duplicate_record,
 };
 pub use behaviour::{
@@ -56,6 +56,7 @@ pub use behaviour::{
     ProcessedPage, Queries, Record, Rejection, Retry, RobotsReport, RobotsRules, Store, StoreError,
     TrappedClaim, TrappedLink, WhyUnreachable, error_chain,
 };
+pub use cluster_query::SHARD_DEADLINE;
 pub use config::{Behaviours, CrawlConfig, RestartIntensity, Storage};
 pub use hosts::{HostListing, HostSummary, LiveHost, LiveRobots, NodeHosts};
 pub use metrics::{Metrics, NoMetrics};
@@ -71,7 +72,6 @@ pub use reply::{
     PageView, Paused, PoolInfo, RestartStrategy, Restarted, SettingChanged, SupSummary,
     TrapReopened, Tree, UrlOutcome,
 };
-pub use shards::SHARD_DEADLINE;
 pub use sup::ExitReason;
 pub use types::{
     BrokenLink, ClosedFamily, HostRecord, IndexCounts, Job, LastFetch, Millis, NewLink,
