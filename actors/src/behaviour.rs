@@ -432,9 +432,9 @@ pub trait Queries: Send + Sync + fmt::Debug + 'static {
     /// consumer, once it has handled them); returns how many were removed.
     async fn delete_records(&self, collection: &str, keys: &[Document]) -> Result<u64, StoreError>;
 
-    /// The search results stored for `text` (all of them with `None`), by
-    /// URL and text.
-    async fn search_results(&self, text: Option<&str>) -> Result<Vec<SearchResult>, StoreError> {
+    /// Where `search_text` found `text` (every text with `None`): its hits
+    /// in `search_results`, by URL and text.
+    async fn text_match_hits(&self, text: Option<&str>) -> Result<Vec<TextMatchHit>, StoreError> {
         let mut filter = Document::new();
         if let Some(text) = text {
             filter.insert("text".into(), text.into());
@@ -447,7 +447,7 @@ pub trait Queries: Send + Sync + fmt::Debug + 'static {
                 serde_json::from_value(serde_json::Value::Object(doc))
                     .map_err(|e| StoreError::Corrupt(format!("a search result: {e}")))
             })
-            .collect::<Result<Vec<SearchResult>, _>>()?;
+            .collect::<Result<Vec<TextMatchHit>, _>>()?;
         results.sort_by(|a, b| (&a.url, &a.text).cmp(&(&b.url, &b.text)));
         Ok(results)
     }

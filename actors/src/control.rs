@@ -157,9 +157,9 @@ async fn answer(
             limit,
             offset,
         } => search_page(state, cfg, query, limit, offset).await,
-        ControlRequest::SearchResults { text, limit } => {
-            let results = state.queries.search_results(text.as_deref()).await?;
-            Ok(ControlReply::SearchResults(Listing::first(results, limit)))
+        ControlRequest::TextMatchHits { text, limit } => {
+            let results = state.queries.text_match_hits(text.as_deref()).await?;
+            Ok(ControlReply::TextMatchHits(Listing::first(results, limit)))
         }
         ControlRequest::Availability { host, limit } => {
             let rows = availability::availability(&history_of(state, host).await?);

@@ -76,6 +76,6 @@ pub use sup::ExitReason;
 pub use types::{
     BrokenLink, ClosedFamily, HostRecord, IndexCounts, Job, LastFetch, Millis, NewLink,
     OperationSpec, PageRecord, PendingUrl, ProcessedUrl, ROBOTS_BLOCKED, RobotsStatus,
-    SEARCH_EXACT, SEARCH_OPERATION, SEARCH_RESULTS, SearchResult, StoreCounts, TRAP_SAMPLES,
-    TRAPPED, TrapFamily, TrapMark, UrlKey, now_ms,
+    SEARCH_RESULTS, StoreCounts, TEXT_MATCH_EXACT, TEXT_MATCH_OPERATION, TRAP_SAMPLES, TRAPPED,
+    TextMatchHit, TrapFamily, TrapMark, UrlKey, now_ms,
 };

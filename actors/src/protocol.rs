@@ -990,8 +990,9 @@ pub enum ControlRequest {
     },
     /// The paper's `search_results`: where `search_text` found its text
     /// (every text with `None`). Answered as `{"total": N, "items": [the
-    /// first `limit` by URL]}`.
-    SearchResults {
+    /// first `limit` by URL]}`. The wire keeps the paper's name.
+    #[serde(rename = "search_results")]
+    TextMatchHits {
         text: Option<String>,
         limit: usize,
     },
@@ -1057,6 +1058,17 @@ mod tests {
     fn a_message_over_the_bound_is_refused_at_the_sender() {
         let job = Job::fixture("h", &format!("/{}", "x".repeat(MAX_MESSAGE_BYTES)), 0);
         assert!(ractor::Message::serialize(MasterMsg::Unstarted(vec![job])).is_err());
+    }
+
+    #[test]
+    fn text_match_hits_keep_the_papers_name_on_the_wire() {
+        let ask = ControlRequest::TextMatchHits {
+            text: Some("rye".into()),
+            limit: 5,
+        };
+        let wire = serde_json::to_value(&ask).unwrap();
+        assert_eq!(wire["cmd"], "search_results");
+        assert_eq!(serde_json::from_value::<ControlRequest>(wire).unwrap(), ask);
     }
 
     #[test]

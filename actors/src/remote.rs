@@ -8,7 +8,7 @@ use crate::cluster::{ClusterError, join, start_node};
 use crate::hosts::HostListing;
 use crate::protocol::{CONTROL_GROUP, ControlMsg, ControlRequest, Status};
 use crate::reply::{Added, ControlError, ControlReply, Listing, PageView, TrapReopened, from_wire};
-use crate::types::{Millis, OperationSpec, PendingUrl, ProcessedUrl, SearchResult, TrapFamily};
+use crate::types::{Millis, OperationSpec, PendingUrl, ProcessedUrl, TextMatchHit, TrapFamily};
 use ractor::ActorRef;
 use ractor_cluster::NodeServerMessage;
 use serde::de::DeserializeOwned;
@@ -240,13 +240,13 @@ impl ControlClient {
 
     /// Where `search_text` found its text (only `text`'s results, if given),
     /// by URL.
-    pub async fn search_results(
+    pub async fn text_match_hits(
         &self,
         text: Option<&str>,
         limit: usize,
-    ) -> Result<Listing<SearchResult>, ControlError> {
+    ) -> Result<Listing<TextMatchHit>, ControlError> {
         let text = text.map(str::to_string);
-        self.typed(&ControlRequest::SearchResults { text, limit })
+        self.typed(&ControlRequest::TextMatchHits { text, limit })
             .await
     }
 

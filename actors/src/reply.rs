@@ -15,7 +15,7 @@ use crate::protocol::{
     AddUrlError, ChildInfo, ChildRole, ControlRequest, NodeInfo, Setting, Status,
 };
 use crate::refusal::{Refusal, RefusalCode};
-use crate::types::{PendingUrl, ProcessedUrl, SearchResult, TrapFamily};
+use crate::types::{PendingUrl, ProcessedUrl, TextMatchHit, TrapFamily};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -40,7 +40,7 @@ pub enum ControlReply {
     NodeStopping(NodeStopping),
     Restarted(Restarted),
     Search(SearchAnswer),
-    SearchResults(Listing<SearchResult>),
+    TextMatchHits(Listing<TextMatchHit>),
     Availability(Listing<Availability>),
     Changes(Listing<StatusEvent>),
     Hosts(HostListing),
@@ -82,7 +82,7 @@ impl ControlReply {
             }
             ControlRequest::RestartMaster => Self::Restarted(as_(value)?),
             ControlRequest::Search { .. } => Self::Search(as_(value)?),
-            ControlRequest::SearchResults { .. } => Self::SearchResults(as_(value)?),
+            ControlRequest::TextMatchHits { .. } => Self::TextMatchHits(as_(value)?),
             ControlRequest::Availability { .. } => Self::Availability(as_(value)?),
             ControlRequest::Changes { .. } => Self::Changes(as_(value)?),
             ControlRequest::Hosts { .. } => Self::Hosts(as_(value)?),

@@ -85,7 +85,7 @@ fn confirmed(answer: &str) -> bool {
     matches!(answer.trim().to_ascii_lowercase().as_str(), "yes" | "y")
 }
 
-/// At most this many search results (and hosts, by default) in one answer.
+/// At most this many of `search_text`'s hits (and hosts, by default) in one answer.
 const LISTED: usize = 50;
 
 /// What one console line asks for.
@@ -173,7 +173,7 @@ fn parse_line(line: &str) -> Result<Line> {
         ["page", url] => ControlRequest::Page {
             url: url.to_string(),
         },
-        ["results", text @ ..] => ControlRequest::SearchResults {
+        ["results", text @ ..] => ControlRequest::TextMatchHits {
             text: (!text.is_empty()).then(|| text.join(" ")),
             limit: LISTED,
         },
@@ -486,7 +486,7 @@ pub(crate) fn render(reply: &ControlReply) -> String {
             }));
             out
         }
-        ControlReply::SearchResults(results) => counted(results, |r| {
+        ControlReply::TextMatchHits(results) => counted(results, |r| {
             let positions: Vec<String> = r.positions.iter().map(u64::to_string).collect();
             format!("{}\t{:?}\t{}", r.url, r.text, positions.join(","))
         }),
@@ -913,14 +913,14 @@ mod tests {
         assert!(parse_line("search").is_err());
         assert_eq!(
             parse_line("results").unwrap(),
-            Line::Request(ControlRequest::SearchResults {
+            Line::Request(ControlRequest::TextMatchHits {
                 text: None,
                 limit: LISTED
             })
         );
         assert_eq!(
             parse_line("results  two   words").unwrap(),
-            Line::Request(ControlRequest::SearchResults {
+            Line::Request(ControlRequest::TextMatchHits {
                 text: Some("two words".into()),
                 limit: LISTED
             })
@@ -1208,7 +1208,7 @@ mod tests {
         let results = serde_json::json!({"total": 3, "items": [
             {"url": "http://a/", "text": "rye", "positions": [0, 12], "d_search": 1},
         ]});
-        let req = ControlRequest::SearchResults {
+        let req = ControlRequest::TextMatchHits {
             text: None,
             limit: 1,
         };

@@ -95,7 +95,7 @@ impl SearchTextArgs {
         }
         let (code, crawled) = crawl(&opts, &[(url, operation)]).await?;
         let store = opts.store.open().await?;
-        let results = store.search_results(Some(&text)).await?;
+        let results = store.text_match_hits(Some(&text)).await?;
         if let Some(crawled) = crawled {
             let doc = serde_json::json!({ "crawl": crawled, "results": results });
             outln!("{}", serde_json::to_string_pretty(&doc)?)?;

@@ -174,7 +174,7 @@ pub(super) fn init(conn: &mut Connection) -> Result<(), Fail> {
     Ok(())
 }
 
-/// Version 2 kept search results in a table of their own; version 3 keeps
+/// Version 2 kept `search_results` in a table of their own; version 3 keeps
 /// every operation's records in `records` (created by [`SCHEMA`]).
 const MIGRATE_2_TO_3: &str = "
 INSERT INTO records (collection, key, document, d_record)
@@ -874,7 +874,7 @@ mod tests {
         assert_eq!(version, SCHEMA_VERSION);
     }
 
-    /// A version 2 file's search results become records, keyed as a record
+    /// A version 2 file's `search_results` become records, keyed as a record
     /// written now would be (so a re-processed page replaces, not adds).
     #[tokio::test]
     async fn a_version_2_file_is_migrated() {
