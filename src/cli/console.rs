@@ -21,14 +21,18 @@ use web_crawler::actors::{
 use web_crawler::operations::mirror;
 
 /// Parse an operation given on a command line: nothing (crawl),
-/// `search TEXT...` or `mirror`.
+/// `search_text TEXT...` or `mirror`. `search TEXT...` is the older
+/// spelling of `search_text`, kept for scripts (the console's own
+/// `search QUERY` is the full-text search).
 fn operation(words: &[&str]) -> Result<OperationSpec> {
     match words {
         [] => Ok(OperationSpec::crawl()),
-        ["search", text @ ..] if !text.is_empty() => Ok(OperationSpec::search_text(text.join(" "))),
+        ["search_text" | "search", text @ ..] if !text.is_empty() => {
+            Ok(OperationSpec::search_text(text.join(" ")))
+        }
         ["mirror"] => Ok(mirror()),
         _ => bail!(
-            "unknown operation {:?}: use `search TEXT` or `mirror`",
+            "unknown operation {:?}: use `search_text TEXT` or `mirror`",
             words.join(" ")
         ),
     }
@@ -41,10 +45,11 @@ commands:
   nodes                       each node, its load, hosts owned
   tree                        the supervision tree (supervisor:which_children)
   state ACTOR                 an actor's state (master, sup, config)
-  add_url URL [search TEXT | mirror] [again] [every DURATION|off]
-                              queue a URL (optionally with the search or mirror
-                              operation); `again` fetches it even if processed;
-                              `every 30s` (10min, 1h; 1s at the least) watches it
+  add_url URL [search_text TEXT | mirror] [again] [every DURATION|off]
+                              queue a URL (optionally with the search_text or mirror
+                              operation; `search TEXT` is an older spelling of
+                              `search_text TEXT`); `again` fetches it even if
+                              processed; `every 30s` (10min, 1h; 1s at the least) watches it
                               at that interval, over --recrawl-every, `every off`
                               not at all (a processed URL is fetched again now)
   search_text URL TEXT        crawl from URL recording where TEXT occurs
@@ -246,7 +251,7 @@ const USAGE: &[(&str, Option<&str>, &str)] = &[
     (
         "add_url",
         Some("a URL"),
-        "add_url URL [search TEXT | mirror] [again] [every DURATION|off]",
+        "add_url URL [search_text TEXT | mirror] [again] [every DURATION|off]",
     ),
     (
         "search_text",
@@ -810,15 +815,20 @@ mod tests {
     fn lines_parse_to_requests() {
         assert_eq!(parse_line("  ").unwrap(), Line::Empty);
         assert_eq!(parse_line("quit").unwrap(), Line::Quit);
-        assert_eq!(
-            parse_line("add_url http://a/ search two words").unwrap(),
-            Line::Request(ControlRequest::AddUrl {
-                url: "http://a/".into(),
-                operation: OperationSpec::search_text("two words"),
-                again: false,
-                every_ms: None,
-            })
-        );
+        // `search` is the older spelling of `search_text`: both queue the
+        // paper's operation, not a full-text search.
+        for spelling in ["search_text", "search"] {
+            assert_eq!(
+                parse_line(&format!("add_url http://a/ {spelling} two words")).unwrap(),
+                Line::Request(ControlRequest::AddUrl {
+                    url: "http://a/".into(),
+                    operation: OperationSpec::search_text("two words"),
+                    again: false,
+                    every_ms: None,
+                }),
+                "{spelling}"
+            );
+        }
         assert_eq!(
             parse_line("pending 5").unwrap(),
             Line::Request(ControlRequest::Pending { limit: 5 })
@@ -1065,7 +1075,7 @@ mod tests {
         assert_eq!(said("search"), "search needs words: search QUERY");
         assert_eq!(
             said("add_url"),
-            "add_url needs a URL: add_url URL [search TEXT | mirror] [again] [every DURATION|off]"
+            "add_url needs a URL: add_url URL [search_text TEXT | mirror] [again] [every DURATION|off]"
         );
         assert_eq!(
             said("search_text http://a/"),
