@@ -57,7 +57,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             page.record.url, page.record.http_returncode
         );
     }
-    for found in control.search_results(Some(&query), 3).await?.items {
+    for found in control.text_match_hits(Some(&query), 3).await?.items {
         println!(
             "{:?} at {} in {}",
             found.text,

@@ -193,9 +193,9 @@ pub async fn start_worker(settings: Settings) -> Result<AppHandle, Error> {
 fn shard_in(
     dir: &Path,
     embedder: Option<Arc<crate::search::Embedder>>,
-) -> Result<web_crawler_actors::Shard, StoreError> {
+) -> Result<web_crawler_actors::IndexShard, StoreError> {
     let queue = crate::store::IndexQueueLog::open(&crate::store::queue_dir_for(dir))?;
-    Ok(web_crawler_actors::Shard {
+    Ok(web_crawler_actors::IndexShard {
         opener: Arc::new(crate::behaviour_impls::IndexDir {
             dir: dir.to_path_buf(),
             embedder,

@@ -6,10 +6,10 @@
 //! Every entry point to `add_url` (console, CLI, HTTP API, Rust API) ends
 //! in the master's `add_url`, so they all get these answers.
 
+use crate::availability::own_interval_ms;
 use crate::behaviour::{LinkPolicy, Operations, Queries};
 use crate::config::{Behaviours, CrawlConfig};
-use crate::frontier::{LinkDecision, decide_link};
-use crate::monitor::own_interval_ms;
+use crate::frontier_rules::{LinkDecision, decide_link};
 use crate::protocol::{AddUrlError, MASTER_LOG};
 use crate::types::{Job, Millis, NewLink, OperationSpec, ProcessedUrl};
 use ractor::RpcReplyPort;
@@ -19,7 +19,7 @@ use std::sync::Arc;
 pub(crate) struct Admission<'a> {
     pub(crate) policy: &'a dyn LinkPolicy,
     pub(crate) operations: &'a Operations,
-    /// The node keeps availability monitoring: a seed may be watched.
+    /// The node keeps availability watching: a seed may be watched.
     pub(crate) watches: bool,
     /// The page budget (`max_pages`), once the crawl has spent it: no seed
     /// is queued then.
@@ -139,7 +139,7 @@ impl<'a> Admission<'a> {
     }
 
     /// The link `add_url` queues, or the one line why not. `again` or an
-    /// interval of its own (`every_ms`, [`WATCH_OFF`](crate::monitor::WATCH_OFF)
+    /// interval of its own (`every_ms`, [`WATCH_OFF`](crate::availability::WATCH_OFF)
     /// included) queue a processed URL again, now. A spent page budget
     /// refuses every seed.
     fn seed(&self, url: &str, ask: &SeedAsk) -> Result<NewLink, AddUrlError> {
@@ -354,8 +354,8 @@ pub(crate) fn answer_written(written: Vec<(AddUrlReply, String)>, pages: Process
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::availability::{FetchHistory, HistoryQuery};
     use crate::behaviour::{Document, PageQuery, Rejection, StoreError};
-    use crate::monitor::{FetchHistory, HistoryQuery};
     use crate::types::{BrokenLink, HostRecord, PageRecord, PendingUrl, TrapFamily};
 
     const T0: Millis = 1_000_000;

@@ -3,7 +3,7 @@
 //! the paper's module exports `add_url/1` and `search_text/2` over
 //! `gen_server:cast`.
 
-use crate::behaviour::index::{SearchAnswer, Shard};
+use crate::behaviour::index::{IndexShard, SearchAnswer};
 use crate::config::{Behaviours, CrawlConfig, Storage};
 use crate::outage::StoreFailure;
 use crate::protocol::{
@@ -76,7 +76,7 @@ impl App {
     /// `shard` an indexer that keeps the pages this node fetched.
     pub async fn start_worker(
         config: CrawlConfig,
-        shard: Option<Shard>,
+        shard: Option<IndexShard>,
         behaviours: Behaviours,
     ) -> Result<AppHandle, AppError> {
         Self::start_tree(config, None, shard, behaviours).await
@@ -85,7 +85,7 @@ impl App {
     async fn start_tree(
         config: CrawlConfig,
         storage: Option<Storage>,
-        shard: Option<Shard>,
+        shard: Option<IndexShard>,
         behaviours: Behaviours,
     ) -> Result<AppHandle, AppError> {
         if ActorRef::<SupMsg>::where_is(config.sup_name()).is_some() {
@@ -168,9 +168,9 @@ impl AppHandle {
     }
 
     /// Queue a URL and watch it at an interval of its own (at least
-    /// [`MIN_CHECK_EVERY_MS`](crate::monitor::MIN_CHECK_EVERY_MS)), which
+    /// [`MIN_CHECK_EVERY_MS`](crate::availability::MIN_CHECK_EVERY_MS)), which
     /// the revisit policy adapts as it does `recrawl_every`, on a node
-    /// that watches URLs ([`CrawlConfig::monitoring`]). A URL processed
+    /// that watches URLs ([`CrawlConfig::availability_watch`]). A URL processed
     /// already is fetched again now; a URL watched already takes the new
     /// interval.
     pub async fn add_url_watched(
@@ -180,7 +180,7 @@ impl AppHandle {
         every: Duration,
     ) -> Result<String, AppError> {
         // Refused here: a zero interval would travel as `WATCH_OFF`.
-        let every_ms = crate::monitor::check_every(every)
+        let every_ms = crate::availability::check_every(every)
             .map_err(|e| AppError::from(ControlError::from(e)))?;
         self.queue(url, operation, false, Some(every_ms)).await
     }
@@ -189,7 +189,7 @@ impl AppHandle {
     /// more (so its stored state says so), then not again until it is
     /// given an interval of its own again.
     pub async fn unwatch(&self, url: &str, operation: OperationSpec) -> Result<String, AppError> {
-        self.queue(url, operation, false, Some(crate::monitor::WATCH_OFF))
+        self.queue(url, operation, false, Some(crate::availability::WATCH_OFF))
             .await
     }
 
@@ -235,7 +235,7 @@ impl AppHandle {
     /// A crawl keeps an index when its storage has one
     /// ([`Storage::with_index`]; `web_crawler`'s `Settings::index_dir`).
     ///
-    /// Every live node's shard is asked ([`crate::shards`]); on the master's
+    /// Every live node's shard is asked ([`crate::cluster_query`]); on the master's
     /// node through its control actor, which knows from the store which
     /// nodes hold pages (`nodes.missing` names those that did not answer).
     pub async fn search(&self, query: &str, limit: usize) -> Result<SearchAnswer, AppError> {

@@ -67,14 +67,14 @@ impl IndexProgress {
 /// pages, the counts `status` gives ("indexed N of M"), which they count
 /// in and the node's indexer counts out, and the indexer they tell.
 #[derive(Clone, Debug)]
-pub(crate) struct ShardQueue {
+pub(crate) struct IndexFeed {
     pub(crate) queue: Arc<dyn IndexQueue>,
     pub(crate) progress: Arc<IndexProgress>,
     /// The registered name of the node's indexer.
     pub(crate) indexer: String,
 }
 
-impl ShardQueue {
+impl IndexFeed {
     /// Queue the pages that the [`INDEX_QUEUE`] records among `records`
     /// carry (one that cannot be read is left out, with a warning), count
     /// them in and tell the node's indexer.

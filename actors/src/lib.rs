@@ -2,19 +2,20 @@
 
 mod admission;
 mod app;
+pub mod availability;
 mod behaviour;
 pub mod cluster;
+pub mod cluster_query;
 mod config;
 mod control;
 mod cycle_end;
 mod departures;
 mod fetch_load;
-pub mod frontier;
+pub mod frontier_rules;
 pub mod hosts;
 pub mod indexer;
 mod master;
 pub mod metrics;
-pub mod monitor;
 mod node_check;
 pub mod outage;
 mod pool;
@@ -31,7 +32,6 @@ mod restarts;
 mod run_stats;
 mod runtime_settings;
 pub mod scheduler;
-pub mod shards;
 mod slave;
 mod status;
 pub mod store_cycle;
@@ -45,8 +45,8 @@ pub use app::{App, AppError, AppHandle};
 pub use async_trait::async_trait;
 pub use behaviour::index::{
     Anchor, INDEX_ANCHORS, INDEX_FORGET, INDEX_QUEUE, INDEX_TEXT_BYTES, IndexError, IndexOpener,
-    IndexQueue, PageIndex, PageSearch, PageText, QueueEntry, QueuePos, QueueRead, QueuedPage,
-    SearchAnswer, SearchHit, Shard, ShardHit, ShardNodes, ShardPhase, ShardStats, ShardTop,
+    IndexQueue, IndexShard, PageIndex, PageSearch, PageText, QueueEntry, QueuePos, QueueRead,
+    QueuedPage, SearchAnswer, SearchHit, ShardHit, ShardNodes, ShardPhase, ShardStats, ShardTop,
     duplicate_record,
 };
 pub use behaviour::{
@@ -56,6 +56,7 @@ pub use behaviour::{
     ProcessedPage, Queries, Record, Rejection, Retry, RobotsReport, RobotsRules, Store, StoreError,
     TrappedClaim, TrappedLink, WhyUnreachable, error_chain,
 };
+pub use cluster_query::SHARD_DEADLINE;
 pub use config::{Behaviours, CrawlConfig, RestartIntensity, Storage};
 pub use hosts::{HostListing, HostSummary, LiveHost, LiveRobots, NodeHosts};
 pub use metrics::{Metrics, NoMetrics};
@@ -71,11 +72,10 @@ pub use reply::{
     PageView, Paused, PoolInfo, RestartStrategy, Restarted, SettingChanged, SupSummary,
     TrapReopened, Tree, UrlOutcome,
 };
-pub use shards::SHARD_DEADLINE;
 pub use sup::ExitReason;
 pub use types::{
     BrokenLink, ClosedFamily, HostRecord, IndexCounts, Job, LastFetch, Millis, NewLink,
     OperationSpec, PageRecord, PendingUrl, ProcessedUrl, ROBOTS_BLOCKED, RobotsStatus,
-    SEARCH_EXACT, SEARCH_OPERATION, SEARCH_RESULTS, SearchResult, StoreCounts, TRAP_SAMPLES,
-    TRAPPED, TrapFamily, TrapMark, UrlKey, now_ms,
+    SEARCH_RESULTS, StoreCounts, TEXT_MATCH_EXACT, TEXT_MATCH_OPERATION, TRAP_SAMPLES, TRAPPED,
+    TextMatchHit, TrapFamily, TrapMark, UrlKey, now_ms,
 };

@@ -18,7 +18,7 @@ use crate::admission::{
 use crate::behaviour::{Frontier, Queries};
 use crate::config::{Behaviours, CrawlConfig};
 use crate::cycle_end::{OnFailure, cycle_at_stop, cycle_done, cycle_failed};
-use crate::indexer::ShardQueue;
+use crate::indexer::IndexFeed;
 use crate::node_check::check_nodes;
 use crate::outage::StoreFailure;
 use crate::protocol::{self, IdleReason, MasterMsg, PoolMsg, SlaveReport, Status, SupMsg};
@@ -47,7 +47,7 @@ pub(crate) struct MasterArgs {
     pub(crate) restarts: u32,
     pub(crate) run: Arc<RunStats>,
     /// This node's index queue and its counts, when it keeps an index.
-    pub(crate) indexer: Option<ShardQueue>,
+    pub(crate) index_feed: Option<IndexFeed>,
 }
 
 #[derive(Debug)]
@@ -108,7 +108,7 @@ impl Actor for Master {
             store_cycle: StoreCycle {
                 store: args.store,
                 owner: config.node_name.clone(),
-                indexer: args.indexer,
+                index_feed: args.index_feed,
                 turn: Arc::clone(&run.store_cycle),
             },
             cfg: config,
@@ -480,7 +480,7 @@ fn status(state: &MasterState, reply: RpcReplyPort<Status>) {
         elapsed_ms: state.run.elapsed_ms(),
         live: protocol::live_nodes(&state.cfg.pool_name()),
         last_counts: state.last_counts.read(),
-        index: (state.store_cycle.indexer.as_ref()).map(|shard| shard.progress.counts()),
+        index: (state.store_cycle.index_feed.as_ref()).map(|feed| feed.progress.counts()),
         gave_up: state.gave_up,
     };
     let draft = StatusDraft::new(&state.window, &state.rate, facts, now_ms());

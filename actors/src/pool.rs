@@ -8,7 +8,7 @@ use crate::behaviour::Record;
 use crate::behaviour::index::INDEX_QUEUE;
 use crate::config::Behaviours;
 use crate::hosts::MAX_LIVE_HOSTS;
-use crate::indexer::ShardQueue;
+use crate::indexer::IndexFeed;
 use crate::metrics;
 use crate::protocol::{self, MasterMsg, PoolMsg, SlaveReport, SupMsg};
 use crate::runtime_settings::RuntimeSettings;
@@ -27,7 +27,7 @@ pub(crate) struct PoolArgs {
     pub(crate) behaviours: Behaviours,
     /// On a node that keeps an index shard: where its slaves' pages wait
     /// for it (their text is not sent to the master).
-    pub(crate) shard: Option<ShardQueue>,
+    pub(crate) index_feed: Option<IndexFeed>,
 }
 
 #[derive(Debug)]
@@ -154,12 +154,12 @@ impl Actor for Pool {
                     .robots_ready(&host, report.rules, report.unreachable, now_ms());
             }
             PoolMsg::Report(mut report) => {
-                if let Some(shard) = &state.args.shard {
+                if let Some(feed) = &state.args.index_feed {
                     // Queued here before the report leaves: a page the
                     // master has processed is in this node's queue (a
                     // failed write fails the pool, whose restart returns
                     // its URLs to pending).
-                    shard.push_records(&index_records(&mut report)).await?;
+                    feed.push_records(&index_records(&mut report)).await?;
                 }
                 if let SlaveReport::Failed {
                     job,
@@ -180,7 +180,7 @@ impl Actor for Pool {
                 let node = state.args.settings.current().node_name;
                 let limit = limit.min(MAX_LIVE_HOSTS);
                 let mut answer = state.scheduler.snapshot(&node, now_ms(), limit);
-                answer.index = state.args.shard.as_ref().map(|s| s.progress.counts());
+                answer.index = state.args.index_feed.as_ref().map(|f| f.progress.counts());
                 let _ = reply.send(answer);
                 return Ok(());
             }

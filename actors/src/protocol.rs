@@ -443,7 +443,7 @@ pub enum AddUrlError {
     #[error("{url}: {source}")]
     Interval {
         url: String,
-        source: crate::monitor::IntervalTooShort,
+        source: crate::availability::IntervalTooShort,
     },
     /// The link policy refused it (not a URL, out of scope, filtered...).
     #[error("{}", .rejection.of_url(.url))]
@@ -925,7 +925,7 @@ pub enum ControlRequest {
     /// Queue a URL. One already processed (with this operation, and not
     /// due again) is refused with when, unless `again`: then it is fetched
     /// again. With `every_ms` the URL is watched at that interval of its
-    /// own (at least [`crate::monitor::MIN_CHECK_EVERY_MS`]); a processed
+    /// own (at least [`crate::availability::MIN_CHECK_EVERY_MS`]); a processed
     /// URL is then fetched again at once, and every `every_ms` after.
     AddUrl {
         url: String,
@@ -990,8 +990,9 @@ pub enum ControlRequest {
     },
     /// The paper's `search_results`: where `search_text` found its text
     /// (every text with `None`). Answered as `{"total": N, "items": [the
-    /// first `limit` by URL]}`.
-    SearchResults {
+    /// first `limit` by URL]}`. The wire keeps the paper's name.
+    #[serde(rename = "search_results")]
+    TextMatchHits {
         text: Option<String>,
         limit: usize,
     },
@@ -1006,13 +1007,13 @@ pub enum ControlRequest {
     },
     /// Watched URLs' availability over their `fetch_history` (only `host`'s
     /// with one): checks, uptime, last failure, response times
-    /// (`monitor::Availability`), as `{"total": N, "items": [...]}` by URL.
+    /// (`availability::Availability`), as `{"total": N, "items": [...]}` by URL.
     Availability {
         host: Option<String>,
         limit: usize,
     },
     /// Watched URLs' changes (down, up, another body) from their history
-    /// (`monitor::StatusEvent`), newest first, as `{"total", "items"}`.
+    /// (`availability::StatusEvent`), newest first, as `{"total", "items"}`.
     Changes {
         host: Option<String>,
         limit: usize,
@@ -1057,6 +1058,17 @@ mod tests {
     fn a_message_over_the_bound_is_refused_at_the_sender() {
         let job = Job::fixture("h", &format!("/{}", "x".repeat(MAX_MESSAGE_BYTES)), 0);
         assert!(ractor::Message::serialize(MasterMsg::Unstarted(vec![job])).is_err());
+    }
+
+    #[test]
+    fn text_match_hits_keep_the_papers_name_on_the_wire() {
+        let ask = ControlRequest::TextMatchHits {
+            text: Some("rye".into()),
+            limit: 5,
+        };
+        let wire = serde_json::to_value(&ask).unwrap();
+        assert_eq!(wire["cmd"], "search_results");
+        assert_eq!(serde_json::from_value::<ControlRequest>(wire).unwrap(), ask);
     }
 
     #[test]

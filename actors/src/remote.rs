@@ -2,13 +2,13 @@
 //! -remsh` attaches to a node: its own (client) node, authenticated with the
 //! cookie, and the control actor it calls.
 
+use crate::availability::{Availability, StatusEvent};
 use crate::behaviour::index::SearchAnswer;
 use crate::cluster::{ClusterError, join, start_node};
 use crate::hosts::HostListing;
-use crate::monitor::{Availability, StatusEvent};
 use crate::protocol::{CONTROL_GROUP, ControlMsg, ControlRequest, Status};
 use crate::reply::{Added, ControlError, ControlReply, Listing, PageView, TrapReopened, from_wire};
-use crate::types::{Millis, OperationSpec, PendingUrl, ProcessedUrl, SearchResult, TrapFamily};
+use crate::types::{Millis, OperationSpec, PendingUrl, ProcessedUrl, TextMatchHit, TrapFamily};
 use ractor::ActorRef;
 use ractor_cluster::NodeServerMessage;
 use serde::de::DeserializeOwned;
@@ -149,7 +149,7 @@ impl ControlClient {
         every: Duration,
     ) -> Result<String, ControlError> {
         // Refused here: a zero interval would travel as `WATCH_OFF`.
-        let every_ms = crate::monitor::check_every(every)?;
+        let every_ms = crate::availability::check_every(every)?;
         self.add(url, operation, false, Some(every_ms)).await
     }
 
@@ -159,7 +159,7 @@ impl ControlClient {
         url: &str,
         operation: OperationSpec,
     ) -> Result<String, ControlError> {
-        self.add(url, operation, false, Some(crate::monitor::WATCH_OFF))
+        self.add(url, operation, false, Some(crate::availability::WATCH_OFF))
             .await
     }
 
@@ -240,13 +240,13 @@ impl ControlClient {
 
     /// Where `search_text` found its text (only `text`'s results, if given),
     /// by URL.
-    pub async fn search_results(
+    pub async fn text_match_hits(
         &self,
         text: Option<&str>,
         limit: usize,
-    ) -> Result<Listing<SearchResult>, ControlError> {
+    ) -> Result<Listing<TextMatchHit>, ControlError> {
         let text = text.map(str::to_string);
-        self.typed(&ControlRequest::SearchResults { text, limit })
+        self.typed(&ControlRequest::TextMatchHits { text, limit })
             .await
     }
 

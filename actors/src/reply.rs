@@ -5,17 +5,17 @@
 //! `{"ok": REPLY}` or `{"error": "one line"}`, REPLY being the variant's
 //! own JSON (as `--json` prints it).
 
+use crate::availability::{Availability, FetchHistory, IntervalTooShort, StatusEvent};
 use crate::behaviour::StoreError;
 use crate::behaviour::index::SearchAnswer;
 use crate::cluster::ClusterError;
 use crate::config::CrawlConfig;
 use crate::hosts::HostListing;
-use crate::monitor::{Availability, FetchHistory, IntervalTooShort, StatusEvent};
 use crate::protocol::{
     AddUrlError, ChildInfo, ChildRole, ControlRequest, NodeInfo, Setting, Status,
 };
 use crate::refusal::{Refusal, RefusalCode};
-use crate::types::{PendingUrl, ProcessedUrl, SearchResult, TrapFamily};
+use crate::types::{PendingUrl, ProcessedUrl, TextMatchHit, TrapFamily};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -40,7 +40,7 @@ pub enum ControlReply {
     NodeStopping(NodeStopping),
     Restarted(Restarted),
     Search(SearchAnswer),
-    SearchResults(Listing<SearchResult>),
+    TextMatchHits(Listing<TextMatchHit>),
     Availability(Listing<Availability>),
     Changes(Listing<StatusEvent>),
     Hosts(HostListing),
@@ -82,7 +82,7 @@ impl ControlReply {
             }
             ControlRequest::RestartMaster => Self::Restarted(as_(value)?),
             ControlRequest::Search { .. } => Self::Search(as_(value)?),
-            ControlRequest::SearchResults { .. } => Self::SearchResults(as_(value)?),
+            ControlRequest::TextMatchHits { .. } => Self::TextMatchHits(as_(value)?),
             ControlRequest::Availability { .. } => Self::Availability(as_(value)?),
             ControlRequest::Changes { .. } => Self::Changes(as_(value)?),
             ControlRequest::Hosts { .. } => Self::Hosts(as_(value)?),
@@ -441,7 +441,7 @@ mod tests {
             min_delay: Duration::from_millis(1500),
             reprocess_after: None,
             recrawl_every: Some(Duration::from_secs(600)),
-            monitoring: true,
+            availability_watch: true,
             history_keep: 7,
             ..CrawlConfig::default()
         };

@@ -9,10 +9,10 @@ use crate::behaviour::index::INDEX_QUEUE;
 use crate::behaviour::{
     ClaimRequest, CommitBatch, CommitSummary, Frontier, HandOver, StoreError, error_chain,
 };
+use crate::cluster_query;
 use crate::departures::HandOverStep;
-use crate::indexer::ShardQueue;
+use crate::indexer::IndexFeed;
 use crate::protocol::MASTER_LOG;
-use crate::shards;
 use crate::types::{ClosedFamily, Job, Millis, UrlKey, now_ms};
 use std::sync::Arc;
 use std::time::Instant;
@@ -164,7 +164,7 @@ pub(crate) struct StoreCycle {
     pub(crate) owner: String,
     /// Pages a node without a shard of its own sent with their reports
     /// are queued here (a node's pool queues its own).
-    pub(crate) indexer: Option<ShardQueue>,
+    pub(crate) index_feed: Option<IndexFeed>,
     /// One cycle of the run at a time: a cycle outlives a killed master, and
     /// its successor's first (which releases the leases) waits for it, so
     /// a claim that lands late is released too.
@@ -214,7 +214,7 @@ impl StoreCycle {
             self.store.as_ref(),
             &self.owner,
             work,
-            self.indexer.as_ref(),
+            self.index_feed.as_ref(),
         )
         .await
     }
@@ -253,11 +253,11 @@ async fn run_cycle(
     store: &dyn Frontier,
     owner: &str,
     work: &mut CycleWork,
-    indexer: Option<&ShardQueue>,
+    index_feed: Option<&IndexFeed>,
 ) -> Result<CycleResult, StoreError> {
     let started = Instant::now();
     let pages = work.batch.pages.len();
-    queue_for_index(&mut work.batch, indexer).await?;
+    queue_for_index(&mut work.batch, index_feed).await?;
     // The node that fetched each page (and queued it for its shard), should
     // the commit find it a content duplicate (which one index leaves out).
     let fetched_by: Vec<(String, String)> = work
@@ -272,17 +272,17 @@ async fn run_cycle(
         match run_step(store, owner, &step).await {
             Ok(Done::Nothing) => {}
             Ok(Done::Committed(done, claimed)) => {
-                let mut copies = shards::duplicates_by_node(&fetched_by, &done.duplicates);
+                let mut copies = cluster_query::duplicates_by_node(&fetched_by, &done.duplicates);
                 // This node's go to its queue now: a message to its indexer
                 // is lost while the indexer starts (it starts after the
                 // master) and with a kill. Should this fail, the commit's
                 // notes have the next start drop them.
-                if let (Some(shard), Some(own)) = (indexer, copies.remove(owner))
-                    && let Err(e) = shard.forget(own).await
+                if let (Some(feed), Some(own)) = (index_feed, copies.remove(owner))
+                    && let Err(e) = feed.forget(own).await
                 {
                     tracing::warn!(target: MASTER_LOG, error = %error_chain(&e), "content duplicates stay in the index until the next start");
                 }
-                shards::forget(&format!("web_crawler_indexer@{owner}"), copies);
+                cluster_query::forget(&format!("web_crawler_indexer@{owner}"), copies);
                 (summary, result.claimed) = (done, claimed);
             }
             Ok(Done::FrontierEmpty(empty)) => result.frontier_empty = Some(empty),
@@ -378,11 +378,10 @@ async fn run_step(store: &dyn Frontier, owner: &str, step: &Step) -> Result<Done
 /// batch: the store never holds it. Without an index here it is dropped.
 async fn queue_for_index(
     batch: &mut CommitBatch,
-    indexer: Option<&ShardQueue>,
+    index_feed: Option<&IndexFeed>,
 ) -> Result<(), StoreError> {
-    if let Some(shard) = indexer {
-        shard
-            .push_records(batch.pages.iter().flat_map(|p| &p.records))
+    if let Some(feed) = index_feed {
+        feed.push_records(batch.pages.iter().flat_map(|p| &p.records))
             .await?;
     }
     for page in &mut batch.pages {
@@ -714,7 +713,7 @@ mod tests {
             ..Recording::default()
         };
         let drops = Arc::new(Drops::default());
-        let shard = ShardQueue {
+        let feed = IndexFeed {
             queue: drops.clone(),
             progress: Default::default(),
             indexer: "web_crawler_indexer@n1-not-started".into(),
@@ -730,7 +729,7 @@ mod tests {
             },
             ..CycleWork::default()
         };
-        run_cycle(&store, "n1", &mut work, Some(&shard))
+        run_cycle(&store, "n1", &mut work, Some(&feed))
             .await
             .unwrap();
         assert_eq!(

@@ -5,10 +5,10 @@
 //! supervisor stops, taking the app down with the reason.
 
 use crate::behaviour::error_chain;
-use crate::behaviour::index::Shard;
+use crate::behaviour::index::IndexShard;
 use crate::config::{Behaviours, Storage};
 use crate::control::{Control, ControlArgs};
-use crate::indexer::{IndexProgress, Indexer, IndexerArgs, ShardQueue};
+use crate::indexer::{IndexFeed, IndexProgress, Indexer, IndexerArgs};
 use crate::master::{Master, MasterArgs};
 use crate::outage::StoreFailure;
 use crate::pool::{Pool, PoolArgs};
@@ -44,7 +44,7 @@ pub(crate) struct SupArgs {
     pub(crate) storage: Option<Storage>,
     /// The index shard this node keeps (on the master's node, its
     /// `storage`'s).
-    pub(crate) shard: Option<Shard>,
+    pub(crate) shard: Option<IndexShard>,
     pub(crate) behaviours: Behaviours,
     /// Where the reason the tree stopped is published.
     pub(crate) exit: watch::Sender<Option<ExitReason>>,
@@ -291,8 +291,8 @@ async fn stop_children(state: &SupState, index_first: bool) {
 }
 
 /// This node's index queue as the pool and the master queue pages in it.
-fn shard_queue(state: &SupState) -> Option<ShardQueue> {
-    state.args.shard.as_ref().map(|s| ShardQueue {
+fn index_feed(state: &SupState) -> Option<IndexFeed> {
+    state.args.shard.as_ref().map(|s| IndexFeed {
         queue: Arc::clone(&s.queue),
         progress: state.index_progress.clone(),
         indexer: state.args.settings.current().indexer_name(),
@@ -324,7 +324,7 @@ async fn start_child(
             let args = PoolArgs {
                 settings: state.args.settings.clone(),
                 behaviours: state.args.behaviours.clone(),
-                shard: shard_queue(state),
+                index_feed: index_feed(state),
             };
             Actor::spawn_linked(Some(cfg.pool_name()), Pool, args, myself.get_cell())
                 .await?
@@ -344,7 +344,7 @@ async fn start_child(
                 behaviours: state.args.behaviours.clone(),
                 restarts: state.restarts.get(&role).copied().unwrap_or(0),
                 run: state.run.clone(),
-                indexer: shard_queue(state),
+                index_feed: index_feed(state),
             };
             Actor::spawn_linked(Some(cfg.master_name()), Master, args, myself.get_cell())
                 .await?

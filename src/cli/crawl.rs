@@ -13,7 +13,7 @@ use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
-use web_crawler::actors::frontier::{FailureKind, failure_kind};
+use web_crawler::actors::frontier_rules::{FailureKind, failure_kind};
 use web_crawler::actors::outage::utc_time;
 use web_crawler::actors::{AppHandle, ControlRequest, IdleReason, OperationSpec, PageQuery, Store};
 use web_crawler::operations::builtin_operations;
@@ -95,7 +95,7 @@ impl SearchTextArgs {
         }
         let (code, crawled) = crawl(&opts, &[(url, operation)]).await?;
         let store = opts.store.open().await?;
-        let results = store.search_results(Some(&text)).await?;
+        let results = store.text_match_hits(Some(&text)).await?;
         if let Some(crawled) = crawled {
             let doc = serde_json::json!({ "crawl": crawled, "results": results });
             outln!("{}", serde_json::to_string_pretty(&doc)?)?;

@@ -64,11 +64,12 @@ impl ConsoleArgs {
 #[derive(Debug, Args)]
 pub(super) struct AddUrlArgs {
     url: String,
-    /// Attach the search operation with this text.
-    #[arg(long, value_name = "TEXT")]
-    search: Option<String>,
+    /// Attach the paper's search_text operation with this text (`--search`
+    /// is its older spelling, kept for scripts).
+    #[arg(long, value_name = "TEXT", visible_alias = "search")]
+    search_text: Option<String>,
     /// Attach the mirror operation: archive the responses of this URL's crawl.
-    #[arg(long, conflicts_with = "search")]
+    #[arg(long, conflicts_with = "search_text")]
     mirror: bool,
     /// Fetch it again even if it was processed (without it, a URL
     /// already processed is refused with when).
@@ -85,15 +86,19 @@ pub(super) struct AddUrlArgs {
 }
 
 impl AddUrlArgs {
-    pub(super) async fn exec(self) -> Result<ExitCode> {
-        let operation = match self.search {
-            Some(text) => OperationSpec::search_text(text),
+    /// The operation the flags attach: search_text, mirror or none (a crawl).
+    fn operation(&self) -> OperationSpec {
+        match &self.search_text {
+            Some(text) => OperationSpec::search_text(text.clone()),
             None if self.mirror => web_crawler::operations::mirror(),
             None => OperationSpec::crawl(),
-        };
+        }
+    }
+
+    pub(super) async fn exec(self) -> Result<ExitCode> {
         let request = ControlRequest::AddUrl {
             url: self.url.clone(),
-            operation,
+            operation: self.operation(),
             again: self.again,
             every_ms: self
                 .every
@@ -215,5 +220,32 @@ mod tests {
             "out_of_scope"
         );
         assert!(add_url_outcome("u".into(), Ok(ControlReply::Nodes(vec![]))).is_err());
+    }
+
+    #[test]
+    fn add_url_takes_search_text_and_its_older_spelling_search() {
+        use clap::Parser;
+        #[derive(Debug, Parser)]
+        struct Line {
+            #[command(flatten)]
+            add: AddUrlArgs,
+        }
+        let parse = |flags: &[&str]| {
+            let remote = ["--connect", "h:1", "--cookie-file", "c"];
+            let line = ["add-url", "http://a/"].iter().chain(flags).chain(&remote);
+            Line::try_parse_from(line).map(|l| l.add.operation())
+        };
+        for flag in ["--search-text", "--search"] {
+            assert_eq!(
+                parse(&[flag, "rye bread"]).unwrap(),
+                OperationSpec::search_text("rye bread"),
+                "{flag}"
+            );
+        }
+        assert_eq!(
+            parse(&["--mirror"]).unwrap(),
+            web_crawler::operations::mirror()
+        );
+        assert!(parse(&["--search", "rye", "--mirror"]).is_err());
     }
 }

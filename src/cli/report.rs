@@ -10,7 +10,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
-use web_crawler::actors::monitor::{FetchHistory, HistoryQuery, availability, changes};
+use web_crawler::actors::availability::{FetchHistory, HistoryQuery, availability, changes};
 use web_crawler::actors::{PageQuery, TRAP_SAMPLES, now_ms};
 use web_crawler::graph;
 
@@ -34,7 +34,8 @@ pub(super) enum Report {
         list: ListOpts,
     },
     /// Where search-text found its text (the paper's search_results).
-    SearchResults {
+    #[command(name = "search-results")]
+    TextMatchHits {
         /// Only the results for this text (all texts without it).
         text: Option<String>,
         #[command(flatten)]
@@ -114,9 +115,9 @@ impl Report {
                 }
                 Ok(())
             }
-            Report::SearchResults { text, list } => {
+            Report::TextMatchHits { text, list } => {
                 let store = list.store.open().await?;
-                let mut results = store.search_results(text.as_deref()).await?;
+                let mut results = store.text_match_hits(text.as_deref()).await?;
                 list.bound(&mut results);
                 let mut out = std::io::stdout().lock();
                 if list.json {
@@ -385,7 +386,7 @@ mod tests {
             other => panic!("{other:?}"),
         }
         match parse(&["search-results", "rye bread", "--json"]).unwrap() {
-            Report::SearchResults { text, list } => {
+            Report::TextMatchHits { text, list } => {
                 assert_eq!(text.as_deref(), Some("rye bread"));
                 assert!(list.json);
             }
@@ -393,7 +394,7 @@ mod tests {
         }
         assert!(matches!(
             parse(&["search-results"]).unwrap(),
-            Report::SearchResults { text: None, .. }
+            Report::TextMatchHits { text: None, .. }
         ));
         assert!(matches!(parse(&["hosts"]).unwrap(), Report::Hosts { .. }));
         match parse(&["traps", "--json", "--limit", "2"]).unwrap() {

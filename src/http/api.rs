@@ -266,7 +266,7 @@ struct TextParams {
 
 /// Where the paper's `search_text` found its text (every text without one).
 async fn search_text_results(State(api): Shared, Params(p): Params<TextParams>) -> Answer {
-    let request = ControlRequest::SearchResults {
+    let request = ControlRequest::TextMatchHits {
         text: p.text,
         limit: limit(p.limit, 50, 1_000)?,
     };
@@ -275,14 +275,14 @@ async fn search_text_results(State(api): Shared, Params(p): Params<TextParams>) 
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct TextSearch {
+struct TextMatchBody {
     url: String,
     text: String,
 }
 
 /// The paper's `search_text(URL, Text)`: crawl from `url` recording
 /// where `text` stands on each page.
-async fn search_text(State(api): Shared, JsonBody(s): JsonBody<TextSearch>) -> Response {
+async fn search_text(State(api): Shared, JsonBody(s): JsonBody<TextMatchBody>) -> Response {
     if s.text.is_empty() {
         return ApiError::bad_request("text is empty: give the text to look for").into_response();
     }

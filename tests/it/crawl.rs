@@ -272,7 +272,7 @@ async fn search_text_records_where_readers_see_the_text(b: Backend) {
         &[(server.url("/"), OperationSpec::search_text("needle"))],
     )
     .await;
-    let results = store.search_results(Some("needle")).await.unwrap();
+    let results = store.text_match_hits(Some("needle")).await.unwrap();
     assert_eq!(results.len(), 1, "only the page with the text: {results:?}");
     assert_eq!(results[0].url, server.url("/"));
     let visible = "Needle page first needle, then NEEDLE and é needle. x";
@@ -484,11 +484,11 @@ async fn an_embedded_app_reads_pages_results_and_hosts(b: Backend) {
         .collect();
     assert!(failed.contains(&server.url("/gone")), "{failed:?}");
     assert!(!failed.contains(&server.url("/a")), "{failed:?}");
-    let results = control.search_results(Some("alpha"), 1).await.unwrap();
+    let results = control.text_match_hits(Some("alpha"), 1).await.unwrap();
     assert_eq!(results.total, 2, "{results:?}");
     assert_eq!(results.items.len(), 1, "the limit");
     assert_eq!(results.items[0].url, server.url("/"));
-    let at_a = control.search_results(None, 10).await.unwrap();
+    let at_a = control.text_match_hits(None, 10).await.unwrap();
     let a = at_a
         .items
         .iter()

@@ -10,6 +10,8 @@ mod common;
 #[cfg(feature = "cli")]
 mod archive;
 #[cfg(feature = "cli")]
+mod availability;
+#[cfg(feature = "cli")]
 mod cli;
 #[cfg(feature = "cli")]
 mod cluster;
@@ -22,8 +24,6 @@ mod http;
 mod kills;
 #[cfg(feature = "mongodb")]
 mod mongo;
-#[cfg(feature = "cli")]
-mod monitor;
 mod outage;
 mod refusals;
 #[cfg(feature = "cli")]

@@ -5,7 +5,7 @@ use crate::common::backend::Backend;
 use serde_json::json;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
-use web_crawler::actors::monitor::HistoryQuery;
+use web_crawler::actors::availability::HistoryQuery;
 use web_crawler::actors::traps::{TrapClosure, TrapReason, TrapRule, TrapScope};
 use web_crawler::actors::{
     ClaimRequest, CommitBatch, Document, HostRecord, Job, NewLink, OperationSpec, PageQuery,
@@ -971,14 +971,14 @@ async fn records_replace_per_collection_and_key(b: Backend) {
         .commit((pages(NOW + 5, None, vec![p])).into())
         .await
         .unwrap();
-    let results = store.search_results(Some("needle")).await.unwrap();
+    let results = store.text_match_hits(Some("needle")).await.unwrap();
     assert_eq!(results.len(), 1);
     assert_eq!(results[0].url, "http://a/s");
     assert_eq!(results[0].positions, vec![4]);
     assert_eq!(results[0].d_search, NOW + 5);
     assert!(
         store
-            .search_results(Some("other"))
+            .text_match_hits(Some("other"))
             .await
             .unwrap()
             .is_empty()

@@ -443,7 +443,7 @@ pub trait IndexQueue: Send + Sync + fmt::Debug + 'static {
 
 /// A node's index shard: the index and the queue its pages wait in.
 #[derive(Clone, Debug)]
-pub struct Shard {
+pub struct IndexShard {
     pub opener: Arc<dyn IndexOpener>,
     pub queue: Arc<dyn IndexQueue>,
 }

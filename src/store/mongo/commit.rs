@@ -11,7 +11,7 @@ use mongodb::IndexModel;
 use mongodb::bson::{Bson, DateTime, Document, doc};
 use mongodb::options::{IndexOptions, ReturnDocument};
 use std::collections::{HashMap, HashSet};
-use web_crawler_actors::frontier::{LinkDecision, decide_link, dedupe_by_content};
+use web_crawler_actors::frontier_rules::{LinkDecision, decide_link, dedupe_by_content};
 use web_crawler_actors::traps::TrapClosure;
 use web_crawler_actors::{
     ClosedFamily, CommitBatch, CommitSummary, Millis, NewLink, OperationSpec, PageRecord,

@@ -1,7 +1,7 @@
 //! Filters and sort orders of the store's reads.
 
 use mongodb::bson::{Bson, DateTime, Document, doc};
-use web_crawler_actors::monitor::HistoryQuery;
+use web_crawler_actors::availability::HistoryQuery;
 use web_crawler_actors::{PageQuery, ROBOTS_BLOCKED};
 
 /// The filter and sort of the records after `key` in key order (its

@@ -172,7 +172,7 @@ impl Frontier for MongoStore {
             .try_collect()
             .await
             .map_err(backend)?;
-        let chosen = web_crawler_actors::frontier::round_robin(
+        let chosen = web_crawler_actors::frontier_rules::round_robin(
             candidates
                 .iter()
                 .filter_map(|d| Some((d.get("_id")?.clone(), d.get_str("host").ok()?))),

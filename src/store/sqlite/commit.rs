@@ -14,7 +14,7 @@ use super::schema::{
 use crate::kill_points::{self, KillPoint};
 use crate::store::seen::{FileKeys, PendingRow, Seen, SeenWindow, key_hash};
 use rusqlite::{Connection, OptionalExtension, Transaction, params};
-use web_crawler_actors::frontier::{LinkDecision, decide_link, dedupe_by_content};
+use web_crawler_actors::frontier_rules::{LinkDecision, decide_link, dedupe_by_content};
 use web_crawler_actors::traps::TrapClosure;
 use web_crawler_actors::{
     ClosedFamily, CommitBatch, CommitSummary, Document, HandOver, Millis, NewLink, ProcessedPage,

@@ -36,7 +36,7 @@ use std::collections::HashSet;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use web_crawler_actors::monitor::{FetchHistory, HistoryQuery};
+use web_crawler_actors::availability::{FetchHistory, HistoryQuery};
 use web_crawler_actors::{
     BrokenLink, ClaimRequest, ClosedFamily, CommitBatch, CommitSummary, Document, Frontier,
     HandOver, HostRecord, Job, Millis, PageQuery, PageRecord, PendingUrl, ProcessedUrl, Queries,

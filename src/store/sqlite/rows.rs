@@ -12,7 +12,7 @@ use super::schema::{
 use crate::store::seen::SeenWindow;
 use rusqlite::{OptionalExtension, Row, Transaction, named_params, params};
 use std::collections::{BTreeMap, HashMap};
-use web_crawler_actors::monitor::{FetchHistory, HistoryQuery};
+use web_crawler_actors::availability::{FetchHistory, HistoryQuery};
 use web_crawler_actors::traps::{TrapReason, TrapRule, TrapScope};
 use web_crawler_actors::{
     BrokenLink, ClosedFamily, Document, HostRecord, PageQuery, PageRecord, PendingUrl,

@@ -1,4 +1,4 @@
-//! Availability monitoring end to end: `web_crawler start --recrawl-every`
+//! Availability watching end to end: `web_crawler start --recrawl-every`
 //! watching a page that goes down, comes back and changes, with conditional
 //! re-fetches, the history, the reports and the notifications (a command
 //! and a webhook on a loopback receiver).
@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use web_crawler::actors::Queries;
-use web_crawler::actors::monitor::{FetchHistory, HistoryQuery, WATCH_OFF};
+use web_crawler::actors::availability::{FetchHistory, HistoryQuery, WATCH_OFF};
 use web_crawler::store::SqliteStore;
 use web_crawler_testsupport::{Page, TestServer, reserve};
 
@@ -161,7 +161,7 @@ async fn a_watched_page_going_down_coming_back_and_changing() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("watch.db");
     let cookie = dir.path().join("cookie");
-    std::fs::write(&cookie, "monitor-cookie\n").unwrap();
+    std::fs::write(&cookie, "availability-cookie\n").unwrap();
     let told = dir.path().join("told.txt");
     let script = dir.path().join("on-change.sh");
     std::fs::write(
