@@ -260,6 +260,9 @@ pub struct PageQuery {
     pub limit: Option<usize>,
     pub offset: usize,
     pub only_failed: bool,
+    /// Only content duplicates (pages with a `duplicate_of`): which page
+    /// each one's links count for.
+    pub only_duplicates: bool,
     /// The last processed first (the console's `processed N`); by URL
     /// otherwise, a stable order to page through.
     pub newest_first: bool,

@@ -385,6 +385,7 @@ async fn newest_pages(
             limit: Some(limit),
             offset: 0,
             only_failed,
+            only_duplicates: false,
             newest_first: true,
         })
         .await?;

@@ -868,6 +868,7 @@ async fn a_cluster_indexes_what_its_nodes_fetch_and_answers_searches() {
             limit: None,
             offset: 0,
             only_failed: false,
+            only_duplicates: false,
             newest_first: false,
         })
         .await

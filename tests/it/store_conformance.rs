@@ -897,6 +897,17 @@ async fn content_duplicates_recorded_links_not_followed(b: Backend) {
     assert_eq!(pending_urls(&*store).await, vec!["http://a/from-orig"]);
     let copy = store.processed_url("http://b/copy").await.unwrap().unwrap();
     assert_eq!(copy.duplicate_of.as_deref(), Some("http://a/orig"));
+    let duplicates = store
+        .processed(PageQuery {
+            only_duplicates: true,
+            ..PageQuery::default()
+        })
+        .await
+        .unwrap();
+    let listed: Vec<_> = (duplicates.iter())
+        .map(|p| (p.record.url.as_str(), p.duplicate_of.as_deref()))
+        .collect();
+    assert_eq!(listed, [("http://b/copy", Some("http://a/orig"))]);
     // Re-processing the original does not make it a copy of its copy.
     store
         .commit(
