@@ -295,7 +295,8 @@ async fn actor_state(cfg: &CrawlConfig, actor: String) -> Result<ControlReply, C
     }))
 }
 
-/// The master's answer: queued, or refused by the admission rules.
+/// The master's answer: queued (or waiting already), or refused by the
+/// admission rules.
 async fn add_url(
     cfg: &CrawlConfig,
     url: String,
