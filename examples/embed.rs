@@ -34,7 +34,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     // as `already_known`, which is no failure here.
     let known = |e: &AppError| e.code() == Some(RefusalCode::AlreadyKnown);
     match app.add_url(&seed).await {
-        Ok(normalized) => println!("queued {normalized}"),
+        Ok(queued) => println!("queued {}", queued.url),
         Err(e) if known(&e) => println!("{e}"),
         Err(e) => return Err(e.into()),
     }

@@ -10,9 +10,10 @@ use crate::availability::own_interval_ms;
 use crate::behaviour::{LinkPolicy, Operations, Queries};
 use crate::config::{Behaviours, CrawlConfig};
 use crate::frontier_rules::{LinkDecision, decide_link};
-use crate::protocol::{AddUrlError, MASTER_LOG};
-use crate::types::{Job, Millis, NewLink, OperationSpec, ProcessedUrl};
+use crate::protocol::{AddUrlError, MASTER_LOG, Queued};
+use crate::types::{Job, Millis, NewLink, OperationSpec, ProcessedUrl, UrlKey};
 use ractor::RpcReplyPort;
+use std::collections::HashSet;
 use std::sync::Arc;
 
 /// What admits a seed or a sitemap entry on this node.
@@ -27,7 +28,7 @@ pub(crate) struct Admission<'a> {
 }
 
 /// An `add_url` as the master took it: one URL's or a batch's.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub(crate) struct SeedAsk {
     pub(crate) operation: OperationSpec,
     /// Queue it even if it was processed already.
@@ -59,12 +60,34 @@ impl SeedAsk {
             at: self.now,
         })
     }
+
+    /// What this ask came to once its seed (`url`, as queued) is written:
+    /// queued already when the store held it waiting before (pending, or
+    /// being fetched: `waiting`), whatever else is true of it; refused as
+    /// known when it is a plain ask and `processed`, the store's page, was
+    /// processed with its operation and is not due again; added otherwise.
+    /// `processed` need only be read for a plain ask not waiting.
+    pub(crate) fn outcome(
+        &self,
+        url: String,
+        waiting: bool,
+        processed: Option<&ProcessedUrl>,
+        reprocess_after_ms: Option<Millis>,
+    ) -> Result<Queued, AddUrlError> {
+        if !waiting && let Some(plain) = self.plain() {
+            plain.known_already(&url, processed, reprocess_after_ms)?;
+        }
+        Ok(Queued {
+            url,
+            already_queued: waiting,
+        })
+    }
 }
 
 /// An `add_url` admitted: the links the master queues, and its caller,
 /// answered once they are written (`url`: a single URL's, as queued).
 #[derive(Debug)]
-pub(crate) struct Queued {
+pub(crate) struct AdmittedSeeds {
     pub(crate) links: Vec<NewLink>,
     pub(crate) reply: AddUrlReply,
     pub(crate) url: String,
@@ -87,12 +110,12 @@ impl<'a> Admission<'a> {
         &self,
         url: &str,
         ask: &SeedAsk,
-        reply: RpcReplyPort<Result<String, AddUrlError>>,
-    ) -> Option<Queued> {
+        reply: RpcReplyPort<Result<Queued, AddUrlError>>,
+    ) -> Option<AdmittedSeeds> {
         match self.seed(url, ask) {
-            Ok(link) => Some(Queued {
+            Ok(link) => Some(AdmittedSeeds {
                 url: link.url.clone(),
-                reply: AddUrlReply::One(reply, ask.plain()),
+                reply: AddUrlReply::One(reply, ask.clone()),
                 links: vec![link],
             }),
             Err(refused) => {
@@ -110,9 +133,9 @@ impl<'a> Admission<'a> {
         urls: &[String],
         ask: &SeedAsk,
         reply: RpcReplyPort<AddUrlsAnswer>,
-    ) -> Option<Queued> {
+    ) -> Option<AdmittedSeeds> {
         let mut links = Vec::new();
-        let answer: AddUrlsAnswer = (urls.iter())
+        let admitted: Vec<Result<String, AddUrlError>> = (urls.iter())
             .map(|url| {
                 let link = self.seed(url, ask)?;
                 let queued = link.url.clone();
@@ -121,12 +144,18 @@ impl<'a> Admission<'a> {
             })
             .collect();
         if links.is_empty() {
-            let _ = reply.send(answer);
+            let refused = admitted.into_iter().map(|refused| {
+                refused.map(|url| Queued {
+                    url,
+                    already_queued: false,
+                })
+            });
+            let _ = reply.send(refused.collect());
             return None;
         }
-        Some(Queued {
+        Some(AdmittedSeeds {
             links,
-            reply: AddUrlReply::Many(reply, answer, ask.plain()),
+            reply: AddUrlReply::Many(reply, admitted, ask.clone()),
             url: String::new(),
         })
     }
@@ -282,53 +311,69 @@ impl PlainAsk {
     }
 }
 
-/// Each URL of a batch `add_url`: queued as (normalized), or why not.
-pub(crate) type AddUrlsAnswer = Vec<Result<String, AddUrlError>>;
+/// Each URL of a batch `add_url`: queued (normalized, and whether it was
+/// waiting already), or why not.
+pub(crate) type AddUrlsAnswer = Vec<Result<Queued, AddUrlError>>;
 
-/// The reply port of an `add_url` caller: one URL's, or a batch's, which
-/// holds its answer until its seeds are written; with the plain ask to
-/// judge then, if it was one.
+/// The reply port of an `add_url` caller, with its ask, to judge once its
+/// seeds are written: one URL's, or a batch's, which holds each URL as
+/// admitted (as queued, or refused) until then.
 #[derive(Debug)]
 pub(crate) enum AddUrlReply {
-    One(RpcReplyPort<Result<String, AddUrlError>>, Option<PlainAsk>),
-    Many(RpcReplyPort<AddUrlsAnswer>, AddUrlsAnswer, Option<PlainAsk>),
+    One(RpcReplyPort<Result<Queued, AddUrlError>>, SeedAsk),
+    Many(
+        RpcReplyPort<AddUrlsAnswer>,
+        Vec<Result<String, AddUrlError>>,
+        SeedAsk,
+    ),
 }
 
-/// Where a plain ask's page is read once its seed is written.
+/// What the store says of the seeds a cycle wrote: those waiting already,
+/// and, read from it, the page a plain ask's URL had.
 #[derive(Debug)]
-pub(crate) struct ProcessedPages {
+pub(crate) struct WrittenSeeds {
     pub(crate) queries: Arc<dyn Queries>,
     pub(crate) reprocess_after_ms: Option<Millis>,
+    /// The seeds written that were waiting already (the commit's
+    /// [`CommitSummary::seeds_queued_already`](crate::behaviour::CommitSummary)).
+    pub(crate) queued_already: HashSet<UrlKey>,
 }
 
-impl ProcessedPages {
-    /// `url`'s answer, as queued: refused if the store knew it already.
-    async fn judge(&self, url: String, ask: &PlainAsk) -> Result<String, AddUrlError> {
-        let page = match self.queries.processed_url(&url).await {
-            Ok(page) => page,
-            // It is queued: a store that cannot say whether it was
-            // processed already must not make the caller think it refused.
-            Err(error) => {
-                tracing::warn!(target: MASTER_LOG, %url, %error, "add_url: not checked against processed pages");
-                None
+impl WrittenSeeds {
+    /// `url`'s answer, as queued ([`SeedAsk::outcome`]).
+    async fn judge(&self, url: String, ask: &SeedAsk) -> Result<Queued, AddUrlError> {
+        let key = UrlKey {
+            url,
+            operation: ask.operation.clone(),
+        };
+        let waiting = self.queued_already.contains(&key);
+        let url = key.url;
+        let page = if waiting || ask.plain().is_none() {
+            None
+        } else {
+            match self.queries.processed_url(&url).await {
+                Ok(page) => page,
+                // It is queued: a store that cannot say whether it was
+                // processed already must not make the caller think it refused.
+                Err(error) => {
+                    tracing::warn!(target: MASTER_LOG, %url, %error, "add_url: not checked against processed pages");
+                    None
+                }
             }
         };
-        ask.known_already(&url, page.as_ref(), self.reprocess_after_ms)?;
-        Ok(url)
+        ask.outcome(url, waiting, page.as_ref(), self.reprocess_after_ms)
     }
 
     async fn answer(&self, reply: AddUrlReply, url: String) {
         // A caller that stopped waiting is gone: nothing to tell.
         match reply {
-            AddUrlReply::One(reply, None) => drop(reply.send(Ok(url))),
-            AddUrlReply::One(reply, Some(ask)) => drop(reply.send(self.judge(url, &ask).await)),
-            AddUrlReply::Many(reply, answer, None) => drop(reply.send(answer)),
-            AddUrlReply::Many(reply, answer, Some(ask)) => {
-                let mut judged = Vec::with_capacity(answer.len());
-                for queued in answer {
+            AddUrlReply::One(reply, ask) => drop(reply.send(self.judge(url, &ask).await)),
+            AddUrlReply::Many(reply, admitted, ask) => {
+                let mut judged = Vec::with_capacity(admitted.len());
+                for queued in admitted {
                     judged.push(match queued {
                         Ok(url) => self.judge(url, &ask).await,
-                        refused => refused,
+                        Err(refused) => Err(refused),
                     });
                 }
                 drop(reply.send(judged));
@@ -340,7 +385,7 @@ impl ProcessedPages {
 /// Tell `add_url`'s callers their seeds are written (`url`: a single
 /// URL's, as queued), on a task of its own: a plain ask's page is read
 /// from the store first, and the master's mailbox never waits for it.
-pub(crate) fn answer_written(written: Vec<(AddUrlReply, String)>, pages: ProcessedPages) {
+pub(crate) fn answer_written(written: Vec<(AddUrlReply, String)>, pages: WrittenSeeds) {
     if written.is_empty() {
         return;
     }
@@ -443,11 +488,11 @@ mod tests {
         let ops = Operations::new();
         let (tx, _rx) = ractor::concurrency::oneshot();
         let queued = admission(&ops, false).add_url("http://a/x", &crawl_ask(), tx.into());
-        let Some(Queued { links, reply, url }) = queued else {
+        let Some(AdmittedSeeds { links, reply, url }) = queued else {
             panic!("queued");
         };
         assert_eq!((links.len(), url.as_str()), (1, "http://a/x"));
-        assert!(matches!(reply, AddUrlReply::One(_, Some(_))));
+        assert!(matches!(reply, AddUrlReply::One(_, ref ask) if ask.plain().is_some()));
         let (tx, rx) = ractor::concurrency::oneshot();
         let refused = admission(&ops, false).add_url("http://b/x", &crawl_ask(), tx.into());
         assert!(refused.is_none());
@@ -464,14 +509,15 @@ mod tests {
         let (tx, _rx) = ractor::concurrency::oneshot();
         let again = ask(OperationSpec::crawl(), true, None);
         let queued = admission(&ops, false).add_urls(&urls, &again, tx.into());
-        let Some(Queued { links, reply, .. }) = queued else {
+        let Some(AdmittedSeeds { links, reply, .. }) = queued else {
             panic!("queued");
         };
         let queued: Vec<&str> = links.iter().map(|l| l.url.as_str()).collect();
         assert_eq!(queued, ["http://a/1", "http://a/3"]);
-        let AddUrlReply::Many(_, answer, None) = reply else {
-            panic!("a batch's reply, not a plain ask: {reply:?}");
+        let AddUrlReply::Many(_, answer, ask) = reply else {
+            panic!("a batch's reply: {reply:?}");
         };
+        assert!(ask.again);
         assert!(answer[0].is_ok() && answer[1].is_err() && answer[2].is_ok());
         let (tx, rx) = ractor::concurrency::oneshot();
         let others = ["http://b/1", "http://b/2"].map(String::from);
@@ -671,10 +717,11 @@ mod tests {
         }
     }
 
-    fn pages(store: Result<ProcessedUrl, ()>) -> ProcessedPages {
-        ProcessedPages {
+    fn pages(store: Result<ProcessedUrl, ()>) -> WrittenSeeds {
+        WrittenSeeds {
             queries: Arc::new(OnePage(store)),
             reprocess_after_ms: None,
+            queued_already: HashSet::new(),
         }
     }
 
@@ -689,17 +736,24 @@ mod tests {
             Ok("http://a/known".to_string()),
         ];
         let known = pages(Ok(known(OperationSpec::crawl())));
+        let again = ask(OperationSpec::crawl(), true, None);
         known
             .answer(
-                AddUrlReply::One(one_tx.into(), None),
+                AddUrlReply::One(one_tx.into(), again),
                 "http://a/0".to_string(),
             )
             .await;
-        let many = AddUrlReply::Many(many_tx.into(), batch, Some(plain_ask()));
+        let many = AddUrlReply::Many(many_tx.into(), batch, crawl_ask());
         known.answer(many, String::new()).await;
-        assert_eq!(one_rx.await.unwrap().unwrap(), "http://a/0");
+        assert_eq!(
+            one_rx.await.unwrap().unwrap(),
+            Queued {
+                url: "http://a/0".into(),
+                already_queued: false
+            }
+        );
         let answer = many_rx.await.unwrap();
-        assert_eq!(answer[0].as_ref().unwrap(), "http://a/1");
+        assert_eq!(answer[0].as_ref().unwrap().url, "http://a/1");
         assert!(
             matches!(&answer[1], Err(AddUrlError::Rejected { url, .. }) if url == "http://b/x")
         );
@@ -710,9 +764,56 @@ mod tests {
     async fn a_plain_ask_is_answered_queued_when_the_store_cannot_say() {
         let (tx, rx) = ractor::concurrency::oneshot();
         let url = "http://a/known".to_string();
-        let reply = AddUrlReply::One(tx.into(), Some(plain_ask()));
+        let reply = AddUrlReply::One(tx.into(), crawl_ask());
         pages(Err(())).answer(reply, url.clone()).await;
-        assert_eq!(rx.await.unwrap().unwrap(), url);
+        assert_eq!(rx.await.unwrap().unwrap().url, url);
+    }
+
+    #[test]
+    fn a_written_seed_is_added_queued_already_or_known() {
+        let page = known(OperationSpec::crawl());
+        let url = || page.record.url.clone();
+        let queued = |already_queued| Queued {
+            url: url(),
+            already_queued,
+        };
+        // Waiting already: so answered whatever the store knows of its page.
+        let waiting = crawl_ask().outcome(url(), true, Some(&page), None);
+        assert_eq!(waiting.unwrap(), queued(true));
+        let refused = crawl_ask().outcome(url(), false, Some(&page), None);
+        assert!(matches!(refused, Err(AddUrlError::AlreadyKnown { .. })));
+        let again = ask(OperationSpec::crawl(), true, None);
+        let added = again.outcome(url(), false, Some(&page), None);
+        assert_eq!(added.unwrap(), queued(false));
+        let new = crawl_ask().outcome(url(), false, None, None);
+        assert_eq!(new.unwrap(), queued(false));
+    }
+
+    #[tokio::test]
+    async fn a_seed_the_store_held_waiting_is_answered_queued_already() {
+        let mut written = pages(Ok(known(OperationSpec::crawl())));
+        let known = UrlKey {
+            url: "http://a/known".into(),
+            operation: OperationSpec::crawl(),
+        };
+        written.queued_already.insert(known);
+        let (tx, rx) = ractor::concurrency::oneshot();
+        let admitted = vec![
+            Ok("http://a/known".to_string()),
+            Ok("http://a/new".to_string()),
+        ];
+        let many = AddUrlReply::Many(tx.into(), admitted, crawl_ask());
+        written.answer(many, String::new()).await;
+        let waiting: Vec<bool> = (rx.await.unwrap().into_iter())
+            .map(|answer| answer.unwrap().already_queued)
+            .collect();
+        assert_eq!(waiting, [true, false]);
+        // Another operation on the same URL is another unit of work.
+        let (tx, rx) = ractor::concurrency::oneshot();
+        let search = ask(OperationSpec::search_text("x"), false, None);
+        let one = AddUrlReply::One(tx.into(), search);
+        written.answer(one, "http://a/known".to_string()).await;
+        assert!(!rx.await.unwrap().unwrap().already_queued);
     }
 
     fn seed_of(url: &str) -> Result<NewLink, AddUrlError> {

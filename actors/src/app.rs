@@ -7,7 +7,7 @@ use crate::behaviour::index::{IndexShard, SearchAnswer};
 use crate::config::{Behaviours, CrawlConfig, Storage};
 use crate::outage::StoreFailure;
 use crate::protocol::{
-    ChildInfo, ChildRole, IdleReason, IndexerMsg, MasterMsg, PoolMsg, Status, SupMsg,
+    ChildInfo, ChildRole, IdleReason, IndexerMsg, MasterMsg, PoolMsg, Queued, Status, SupMsg,
 };
 use crate::refusal::{Refusal, RefusalCode};
 use crate::remote::ControlClient;
@@ -140,11 +140,12 @@ impl AppHandle {
         self.settings.current()
     }
 
-    /// Queue a URL for a plain crawl. Returns the normalized URL. A URL
+    /// Queue a URL for a plain crawl. Returns the normalized URL, and
+    /// whether it was waiting in the queue already. A URL
     /// processed already (with this operation, not due again) is refused
     /// as [`RefusalCode::AlreadyKnown`], as by every entry point to
     /// `add_url`; only its referral is recorded.
-    pub async fn add_url(&self, url: &str) -> Result<String, AppError> {
+    pub async fn add_url(&self, url: &str) -> Result<Queued, AppError> {
         self.add_url_with(url, OperationSpec::crawl()).await
     }
 
@@ -153,7 +154,7 @@ impl AppHandle {
         &self,
         url: &str,
         operation: OperationSpec,
-    ) -> Result<String, AppError> {
+    ) -> Result<Queued, AppError> {
         self.queue(url, operation, false, None).await
     }
 
@@ -163,7 +164,7 @@ impl AppHandle {
         &self,
         url: &str,
         operation: OperationSpec,
-    ) -> Result<String, AppError> {
+    ) -> Result<Queued, AppError> {
         self.queue(url, operation, true, None).await
     }
 
@@ -178,7 +179,7 @@ impl AppHandle {
         url: &str,
         operation: OperationSpec,
         every: Duration,
-    ) -> Result<String, AppError> {
+    ) -> Result<Queued, AppError> {
         // Refused here: a zero interval would travel as `WATCH_OFF`.
         let every_ms = crate::availability::check_every(every)
             .map_err(|e| AppError::from(ControlError::from(e)))?;
@@ -188,7 +189,7 @@ impl AppHandle {
     /// Stop watching a URL, even at `recrawl_every`: it is fetched once
     /// more (so its stored state says so), then not again until it is
     /// given an interval of its own again.
-    pub async fn unwatch(&self, url: &str, operation: OperationSpec) -> Result<String, AppError> {
+    pub async fn unwatch(&self, url: &str, operation: OperationSpec) -> Result<Queued, AppError> {
         self.queue(url, operation, false, Some(crate::availability::WATCH_OFF))
             .await
     }
@@ -199,7 +200,7 @@ impl AppHandle {
         operation: OperationSpec,
         again: bool,
         every_ms: Option<Millis>,
-    ) -> Result<String, AppError> {
+    ) -> Result<Queued, AppError> {
         let url = url.to_string();
         self.call_master(MASTER_WAIT, move |reply| MasterMsg::AddUrl {
             url: url.clone(),
@@ -214,7 +215,7 @@ impl AppHandle {
 
     /// Paper's `search_text(URL, Text)`: crawl from `url`, recording where
     /// `text` occurs on each page.
-    pub async fn search_text(&self, url: &str, text: &str) -> Result<String, AppError> {
+    pub async fn search_text(&self, url: &str, text: &str) -> Result<Queued, AppError> {
         if text.is_empty() {
             return Err(AppError::Rejected(Refusal::new(
                 RefusalCode::BadOperation,

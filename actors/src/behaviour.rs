@@ -252,6 +252,10 @@ pub struct CommitSummary {
     /// Pages whose body duplicates a page processed before: their links are
     /// not followed and they are not indexed.
     pub duplicates: Vec<String>,
+    /// The batch's seeds that were waiting already (pending, or being
+    /// fetched) before the batch: only their credit (and interval) merged.
+    /// A seed's URL kept `trapped` was not waiting: it is queued now.
+    pub seeds_queued_already: Vec<UrlKey>,
 }
 
 /// Which processed pages to list.
@@ -260,6 +264,9 @@ pub struct PageQuery {
     pub limit: Option<usize>,
     pub offset: usize,
     pub only_failed: bool,
+    /// Only content duplicates (pages with a `duplicate_of`): which page
+    /// each one's links count for.
+    pub only_duplicates: bool,
     /// The last processed first (the console's `processed N`); by URL
     /// otherwise, a stable order to page through.
     pub newest_first: bool,

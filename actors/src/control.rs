@@ -292,7 +292,8 @@ async fn actor_state(cfg: &CrawlConfig, actor: String) -> Result<ControlReply, C
     }))
 }
 
-/// The master's answer: queued, or refused by the admission rules.
+/// The master's answer: queued (or waiting already), or refused by the
+/// admission rules.
 async fn add_url(
     cfg: &CrawlConfig,
     url: String,
@@ -382,6 +383,7 @@ async fn newest_pages(
             limit: Some(limit),
             offset: 0,
             only_failed,
+            only_duplicates: false,
             newest_first: true,
         })
         .await?;

@@ -63,14 +63,14 @@ pub use metrics::{Metrics, NoMetrics};
 pub use outage::{StoreFailure, StoreFailureKind};
 pub use protocol::{
     AddUrlError, ChildInfo, ChildRole, ControlRequest, IdleReason, MAX_BATCH_BYTES, MAX_BATCH_URLS,
-    MAX_MESSAGE_BYTES, MAX_REQUEST_BYTES, NodeInfo, Setting, SlaveReport, Status, node_of,
+    MAX_MESSAGE_BYTES, MAX_REQUEST_BYTES, NodeInfo, Queued, Setting, SlaveReport, Status, node_of,
 };
 pub use refusal::{Refusal, RefusalCode};
 pub use remote::{ControlClient, Remote};
 pub use reply::{
-    ActorState, Added, ControlError, ControlReply, HostPaused, Intensity, Listing, NodeStopping,
-    PageView, Paused, PoolInfo, RestartStrategy, Restarted, SettingChanged, SupSummary,
-    TrapReopened, Tree, UrlOutcome,
+    ActorState, AddOutcome, Added, ControlError, ControlReply, HostPaused, Intensity, Listing,
+    NodeStopping, PageView, Paused, PoolInfo, RestartStrategy, Restarted, SettingChanged,
+    SupSummary, TrapReopened, Tree, UrlOutcome,
 };
 pub use sup::ExitReason;
 pub use types::{

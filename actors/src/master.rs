@@ -13,7 +13,7 @@
 //! keeps its results, claims nothing, asks again and resumes.
 
 use crate::admission::{
-    AddUrlReply, Admission, ProcessedPages, Queued, SeedAsk, SeedReplies, answer_written,
+    AddUrlReply, Admission, AdmittedSeeds, SeedAsk, SeedReplies, WrittenSeeds, answer_written,
 };
 use crate::behaviour::{Frontier, Queries};
 use crate::config::{Behaviours, CrawlConfig};
@@ -27,7 +27,7 @@ use crate::run_stats::RunStats;
 use crate::runtime_settings::RuntimeSettings;
 use crate::status::{LastCounts, MasterFacts, StatusDraft};
 use crate::store_cycle::{RunningCycle, StoreCycle};
-use crate::types::{Job, Millis, now_ms};
+use crate::types::{Job, Millis, UrlKey, now_ms};
 use crate::window::{Flush, Window};
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 use std::sync::Arc;
@@ -269,8 +269,12 @@ impl Actor for Master {
             return Ok(());
         }
         if let Some(running) = state.cycle.take() {
-            if cycle_at_stop(&mut state.window, running.finish().await?, now_ms())? {
-                answer_written(state.seeds.written(), processed_pages(state));
+            let outcome = running.finish().await?;
+            let queued_already = (outcome.as_ref())
+                .map(|result| result.seeds_queued_already.clone())
+                .unwrap_or_default();
+            if cycle_at_stop(&mut state.window, outcome, now_ms())? {
+                answer_written(state.seeds.written(), written_seeds(state, queued_already));
             } else {
                 // One more try below, with everything.
                 state.seeds.cycle_failed();
@@ -279,8 +283,11 @@ impl Actor for Master {
         // Should the store be away, it gets one last try now.
         state.window.ask_store_now();
         if let Some(mut work) = state.window.start_cycle(true, false, false, now_ms()) {
-            state.store_cycle.run(&mut work).await?;
-            answer_written(state.seeds.all(), processed_pages(state));
+            let result = state.store_cycle.run(&mut work).await?;
+            answer_written(
+                state.seeds.all(),
+                written_seeds(state, result.seeds_queued_already),
+            );
         }
         Ok(())
     }
@@ -293,8 +300,8 @@ fn admission(state: &MasterState) -> Admission<'_> {
 
 /// An admitted `add_url`'s links join the batch; its caller waits for
 /// them to be written, in the cycle that starts now.
-fn queue_seeds(state: &mut MasterState, queued: Option<Queued>, now: Millis) {
-    let Some(Queued { links, reply, url }) = queued else {
+fn queue_seeds(state: &mut MasterState, queued: Option<AdmittedSeeds>, now: Millis) {
+    let Some(AdmittedSeeds { links, reply, url }) = queued else {
         return;
     };
     for link in links {
@@ -415,7 +422,8 @@ async fn finish_cycle(state: &mut MasterState) -> Result<(), ActorProcessingErr>
             return Ok(());
         }
     };
-    answer_written(state.seeds.written(), processed_pages(state));
+    let queued_already = std::mem::take(&mut result.seeds_queued_already);
+    answer_written(state.seeds.written(), written_seeds(state, queued_already));
     let live = protocol::live_nodes(&state.cfg.pool_name());
     let after = cycle_done(&mut state.window, &mut result, &live, now);
     for (family, released) in &result.reopened {
@@ -453,12 +461,14 @@ fn give_up(state: &mut MasterState, failure: StoreFailure) -> Result<(), ActorPr
     Ok(())
 }
 
-/// Where the seeds' callers are judged: the store's pages, by the
-/// reprocess interval the settings say now.
-fn processed_pages(state: &MasterState) -> ProcessedPages {
-    ProcessedPages {
+/// What the seeds' callers are judged by: the seeds the cycle found
+/// waiting already, and the store's pages, by the reprocess interval the
+/// settings say now.
+fn written_seeds(state: &MasterState, queued_already: Vec<UrlKey>) -> WrittenSeeds {
+    WrittenSeeds {
         queries: Arc::clone(&state.queries),
         reprocess_after_ms: state.cfg.reprocess_after.map(|d| d.as_millis() as Millis),
+        queued_already: queued_already.into_iter().collect(),
     }
 }
 

@@ -427,6 +427,17 @@ pub struct Status {
 
 // --- the master -----------------------------------------------------------------
 
+/// A URL `add_url` took: as queued (normalized), and whether this ask
+/// queued it or found it waiting already.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Queued {
+    pub url: String,
+    /// It was waiting already (pending, or being fetched) when the ask was
+    /// written: nothing new was queued; its credit (and an interval of its
+    /// own) went to the URL waiting.
+    pub already_queued: bool,
+}
+
 /// Why the master did not queue a URL given to `add_url`.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -497,7 +508,7 @@ impl AddUrlError {
 #[derive(Debug, Serialize, Deserialize)]
 pub(crate) enum MasterMsg {
     /// The paper's `add_url(URL, Operation)`; replies with the admitted URL
-    /// once it is written.
+    /// once it is written, and whether it was waiting already.
     #[serde(skip)]
     AddUrl {
         url: String,
@@ -507,7 +518,7 @@ pub(crate) enum MasterMsg {
         /// Watch it at this interval of its own (ms; queued at once if it
         /// was processed).
         every_ms: Option<Millis>,
-        reply: RpcReplyPort<Result<String, AddUrlError>>,
+        reply: RpcReplyPort<Result<Queued, AddUrlError>>,
     },
     /// `add_url` of many URLs at once (with one operation, not watched):
     /// replies, once the admitted ones are written, with each URL's
@@ -517,7 +528,7 @@ pub(crate) enum MasterMsg {
         urls: Vec<String>,
         operation: OperationSpec,
         again: bool,
-        reply: RpcReplyPort<Vec<Result<String, AddUrlError>>>,
+        reply: RpcReplyPort<Vec<Result<Queued, AddUrlError>>>,
     },
     /// `url` as `add_url` would queue it (normalized), if it would.
     #[serde(skip)]

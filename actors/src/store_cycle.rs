@@ -244,6 +244,8 @@ pub(crate) struct CycleResult {
     /// The trap families reopened, and how many URLs each released
     /// (`None`: the store knows no family of that name).
     pub(crate) reopened: Vec<(String, Option<u64>)>,
+    /// The seeds written that were waiting already ([`CommitSummary`]).
+    pub(crate) seeds_queued_already: Vec<UrlKey>,
 }
 
 /// Run `work`'s steps against `store` for the node `owner`; then the
@@ -283,6 +285,7 @@ async fn run_cycle(
                     tracing::warn!(target: MASTER_LOG, error = %error_chain(&e), "content duplicates stay in the index until the next start");
                 }
                 cluster_query::forget(&format!("web_crawler_indexer@{owner}"), copies);
+                (result.seeds_queued_already).extend_from_slice(&done.seeds_queued_already);
                 (summary, result.claimed) = (done, claimed);
             }
             Ok(Done::FrontierEmpty(empty)) => result.frontier_empty = Some(empty),

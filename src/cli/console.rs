@@ -15,8 +15,8 @@ use web_crawler::actors::Remote;
 use web_crawler::actors::availability::WATCH_OFF;
 use web_crawler::actors::outage::{human_duration, utc_time};
 use web_crawler::actors::{
-    ControlError, ControlReply, ControlRequest, HostListing, Listing, NodeStopping, OperationSpec,
-    Paused, Refusal, RefusalCode, Restarted, Setting, Status,
+    AddOutcome, ControlError, ControlReply, ControlRequest, HostListing, Listing, NodeStopping,
+    OperationSpec, Paused, Refusal, RefusalCode, Restarted, Setting, Status,
 };
 use web_crawler::operations::mirror;
 
@@ -365,6 +365,15 @@ pub(crate) fn rates(s: &Status) -> String {
     )
 }
 
+/// A URL `add_url` took, in words: queued now, or waiting already.
+fn queued_line(url: &str, already_queued: bool) -> String {
+    if already_queued {
+        format!("already queued {url}: waiting to be fetched; nothing new queued")
+    } else {
+        format!("queued {url}")
+    }
+}
+
 /// Human-readable rendering of a reply.
 pub(crate) fn render(reply: &ControlReply) -> String {
     match reply {
@@ -410,12 +419,15 @@ pub(crate) fn render(reply: &ControlReply) -> String {
             }
             out
         }
-        ControlReply::Queued(url) => format!("queued {url}"),
+        ControlReply::Queued(queued) => queued_line(&queued.url, queued.already_queued),
         ControlReply::Added(added) => {
             let mut out = format!("{} queued, {} refused", added.accepted, added.refused);
             for r in &added.results {
                 match (&r.normalized, &r.error) {
-                    (Some(url), _) => out.push_str(&format!("\nqueued {url}")),
+                    (Some(url), _) => {
+                        let waiting = r.outcome == AddOutcome::AlreadyQueued;
+                        out.push_str(&format!("\n{}", queued_line(url, waiting)));
+                    }
                     (None, Some(e)) => {
                         out.push_str(&format!("\nrefused {} ({}): {e}", r.url, e.code))
                     }

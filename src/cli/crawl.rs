@@ -294,6 +294,7 @@ async fn failed_before(store: &dyn Store) -> Result<Vec<(String, OperationSpec, 
             limit: None,
             offset: 0,
             only_failed: true,
+            only_duplicates: false,
             newest_first: false,
         })
         .await?;
@@ -531,6 +532,7 @@ async fn summary(
                 limit: Some(FAILED_SHOWN),
                 offset: 0,
                 only_failed: true,
+                only_duplicates: false,
                 newest_first: false,
             })
             .await?

@@ -121,6 +121,8 @@ impl AddUrlArgs {
         conn.close();
         let outcome = add_url_outcome(self.url, answer)?;
         outln!("{}", serde_json::to_string_pretty(&outcome)?)?;
+        // As without --json: 0 when the URL is in the queue (added, or
+        // waiting already), 1 when it is not (processed, or refused).
         Ok(if outcome.accepted {
             ExitCode::SUCCESS
         } else {
@@ -129,12 +131,12 @@ impl AddUrlArgs {
     }
 }
 
-/// `add-url --json`'s one answer, whatever the outcome: the URL queued,
-/// or refused with its stable code (`already_known`, `out_of_scope`, ...),
+/// `add-url --json`'s one answer, whatever the outcome (`added`,
+/// `already_queued`, `already_processed`, `refused` with its stable code),
 /// as `POST /urls` answers for one URL. A refusal is an answer, on stdout.
 fn add_url_outcome(url: String, answer: Result<ControlReply, ControlError>) -> Result<UrlOutcome> {
     match answer {
-        Ok(ControlReply::Queued(normalized)) => Ok(UrlOutcome::of(url, Ok(normalized))),
+        Ok(ControlReply::Queued(queued)) => Ok(UrlOutcome::of(url, Ok(queued))),
         Ok(other) => bail!("the node answered another request: {other:?}"),
         Err(refused) => Ok(UrlOutcome::of(url, Err(refused))),
     }
@@ -193,16 +195,29 @@ pub(super) async fn one_shot(remote: &RemoteOpts, req: ControlRequest) -> Result
 mod tests {
     use super::*;
     use serde_json::json;
-    use web_crawler::actors::{Refusal, RefusalCode};
+    use web_crawler::actors::{Queued, Refusal, RefusalCode};
 
     #[test]
     fn add_url_json_answers_each_outcome_with_its_code() {
         let as_json = |answer| {
             serde_json::to_value(add_url_outcome("HTTP://a/".into(), answer).unwrap()).unwrap()
         };
+        let queued = |already_queued| {
+            Ok(ControlReply::Queued(Queued {
+                url: "http://a/".into(),
+                already_queued,
+            }))
+        };
         assert_eq!(
-            as_json(Ok(ControlReply::Queued("http://a/".into()))),
-            json!({"url": "HTTP://a/", "accepted": true, "normalized": "http://a/"})
+            as_json(queued(false)),
+            json!({"url": "HTTP://a/", "outcome": "added", "accepted": true, "normalized": "http://a/"})
+        );
+        assert_eq!(
+            as_json(queued(true)),
+            json!({
+                "url": "HTTP://a/", "outcome": "already_queued", "accepted": true,
+                "normalized": "http://a/"
+            })
         );
         // As it crosses the wire from the node.
         let processed = Refusal::new(RefusalCode::AlreadyKnown, "http://a/ was already processed");
@@ -210,14 +225,16 @@ mod tests {
             as_json(Err(ControlError::Refused(processed))),
             json!({
                 "url": "HTTP://a/",
+                "outcome": "already_processed",
                 "accepted": false,
                 "error": {"code": "already_known", "message": "http://a/ was already processed"}
             })
         );
         let scope = Refusal::new(RefusalCode::OutOfScope, "off the crawl's hosts");
+        let refused = as_json(Err(ControlError::Refused(scope)));
         assert_eq!(
-            as_json(Err(ControlError::Refused(scope)))["error"]["code"],
-            "out_of_scope"
+            (&refused["outcome"], &refused["error"]["code"]),
+            (&json!("refused"), &json!("out_of_scope"))
         );
         assert!(add_url_outcome("u".into(), Ok(ControlReply::Nodes(vec![]))).is_err());
     }

@@ -19,8 +19,8 @@ use serde::de::DeserializeOwned;
 use std::sync::Arc;
 use std::time::Duration;
 use web_crawler_actors::{
-    ActorState, Added, ControlError, ControlReply, ControlRequest, OperationSpec, RefusalCode,
-    Setting, UrlOutcome,
+    ActorState, Added, ControlReply, ControlRequest, OperationSpec, RefusalCode, Setting,
+    UrlOutcome,
 };
 
 type Shared = State<Arc<Api>>;
@@ -346,7 +346,7 @@ async fn add_one(api: &Api, url: String, operation: OperationSpec, again: bool) 
         every_ms: None,
     };
     let answer = match api.control.request(&request).await {
-        Ok(ControlReply::Queued(normalized)) => Ok(normalized),
+        Ok(ControlReply::Queued(queued)) => Ok(queued),
         Ok(other) => {
             tracing::error!(?other, "add_url answered with another reply");
             return ApiError::new(RefusalCode::Internal, "the node answered another request")
@@ -382,15 +382,10 @@ async fn add_many(
                 at.push(i);
                 outcomes.push(None);
             }
-            Item::Bad { what, why } => outcomes.push(Some(UrlOutcome {
-                url: what,
-                accepted: false,
-                normalized: None,
-                error: Some(web_crawler_actors::Refusal::new(
-                    RefusalCode::BadRequest,
-                    why,
-                )),
-            })),
+            Item::Bad { what, why } => outcomes.push(Some(UrlOutcome::refused(
+                what,
+                web_crawler_actors::Refusal::new(RefusalCode::BadRequest, why),
+            ))),
         }
     }
     for (n, range) in batches(&urls).into_iter().enumerate() {
@@ -405,7 +400,7 @@ async fn add_many(
             Err(e) if n == 0 => return Err(e.into()),
             Err(e) => urls[range.clone()]
                 .iter()
-                .map(|url| UrlOutcome::of(url.clone(), Err(ControlError::Refused(e.refusal()))))
+                .map(|url| UrlOutcome::refused(url.clone(), e.refusal()))
                 .collect(),
         };
         for (i, outcome) in range.zip(results) {

@@ -706,7 +706,7 @@ async fn a_rust_program_joins_and_sends_add_url() {
         .add_url(&web.seed_url(), OperationSpec::crawl())
         .await
         .unwrap();
-    assert_eq!(queued, web.seed_url());
+    assert_eq!((queued.url, queued.already_queued), (web.seed_url(), false));
     assert!(
         remote
             .add_url("javascript:alert(1)", OperationSpec::crawl())
@@ -759,7 +759,10 @@ async fn a_rust_program_joins_and_sends_add_url() {
     let queued: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(
         queued,
-        serde_json::json!({"url": web.seed_url(), "accepted": true, "normalized": web.seed_url()})
+        serde_json::json!({
+            "url": web.seed_url(), "outcome": "added", "accepted": true,
+            "normalized": web.seed_url()
+        })
     );
     cluster.wait_idle().await;
     assert_eq!(web.servers[0].hits_of("/"), 2, "fetched again");
@@ -777,6 +780,88 @@ async fn a_rust_program_joins_and_sends_add_url() {
     )
     .await;
     assert!(wrong.unwrap_err().to_string().contains("wrong cookie"));
+}
+
+/// #49: `add-url --json` answers each outcome on stdout with its own
+/// `outcome` (added, already_queued, already_processed, refused with the
+/// refusal's code), and exits 0 when the URL is in the queue, 1 when not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn add_url_answers_each_outcome_apart() {
+    let web = GeneratedWeb::start_with(1, 3, 49, Duration::ZERO).await;
+    let cluster = Cluster::start(&[]).await;
+    let seed = web.seed_url();
+    // Paused, the seed stays in the queue for the second ask to find.
+    let paused = cluster.console(&[], "pause\n").await;
+    assert!(paused.status.success(), "{paused:?}");
+    let add = |args: &'static [&'static str]| {
+        let mut all = vec!["add-url", seed.as_str()];
+        all.extend(args);
+        let cluster = &cluster;
+        async move {
+            let out = cluster.cli(&all).await;
+            assert!(out.stderr.is_empty(), "{all:?}: {out:?}");
+            let answer: serde_json::Value = serde_json::from_slice(&out.stdout)
+                .unwrap_or_else(|e| panic!("{all:?}: {e}: {out:?}"));
+            (out.status.code(), answer)
+        }
+    };
+    let (code, added) = add(&["--json"]).await;
+    assert_eq!(
+        (code, &added["outcome"], &added["normalized"]),
+        (
+            Some(0),
+            &serde_json::json!("added"),
+            &serde_json::json!(seed)
+        ),
+        "{added}"
+    );
+    let (code, waiting) = add(&["--json"]).await;
+    assert_eq!(
+        (code, &waiting["outcome"], &waiting["accepted"]),
+        (
+            Some(0),
+            &serde_json::json!("already_queued"),
+            &serde_json::json!(true)
+        ),
+        "{waiting}"
+    );
+    let text = cluster.cli(&["add-url", &seed]).await;
+    assert!(text.status.success(), "{text:?}");
+    assert!(
+        String::from_utf8_lossy(&text.stdout).starts_with(&format!("already queued {seed}")),
+        "{text:?}"
+    );
+    let resumed = cluster.console(&[], "resume\n").await;
+    assert!(resumed.status.success(), "{resumed:?}");
+    cluster.wait_idle().await;
+    assert_eq!(web.servers[0].hits_of("/"), 1, "queued once");
+    let (code, processed) = add(&["--json"]).await;
+    assert_eq!(
+        (code, &processed["outcome"], &processed["error"]["code"]),
+        (
+            Some(1),
+            &serde_json::json!("already_processed"),
+            &serde_json::json!("already_known")
+        ),
+        "{processed}"
+    );
+    let out = cluster
+        .cli(&["add-url", "javascript:alert(1)", "--json"])
+        .await;
+    let refused: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        (
+            out.status.code(),
+            &refused["outcome"],
+            &refused["error"]["code"]
+        ),
+        (
+            Some(1),
+            &serde_json::json!("refused"),
+            &serde_json::json!("invalid_url")
+        ),
+        "{out:?}"
+    );
 }
 
 /// Issue 13's cluster case: a master and two workers on a web whose three
@@ -868,6 +953,7 @@ async fn a_cluster_indexes_what_its_nodes_fetch_and_answers_searches() {
             limit: None,
             offset: 0,
             only_failed: false,
+            only_duplicates: false,
             newest_first: false,
         })
         .await

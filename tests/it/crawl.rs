@@ -1189,7 +1189,8 @@ async fn add_url_of_a_processed_url_is_refused_alike_by_the_rust_api_and_the_con
     assert_eq!(
         app.add_url_again(&seed, OperationSpec::crawl())
             .await
-            .unwrap(),
+            .unwrap()
+            .url,
         seed
     );
     app.wait_idle().await.unwrap();

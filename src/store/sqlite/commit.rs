@@ -14,11 +14,12 @@ use super::schema::{
 use crate::kill_points::{self, KillPoint};
 use crate::store::seen::{FileKeys, PendingRow, Seen, SeenWindow, key_hash};
 use rusqlite::{Connection, OptionalExtension, Transaction, params};
+use std::collections::HashSet;
 use web_crawler_actors::frontier_rules::{LinkDecision, decide_link, dedupe_by_content};
 use web_crawler_actors::traps::TrapClosure;
 use web_crawler_actors::{
     ClosedFamily, CommitBatch, CommitSummary, Document, HandOver, Millis, NewLink, ProcessedPage,
-    Record, TrappedClaim, TrappedLink, duplicate_record,
+    Record, TrappedClaim, TrappedLink, UrlKey, duplicate_record,
 };
 
 /// Keys the file-key filter is sized for at least (about 1.2 MB at 1% false
@@ -109,12 +110,13 @@ impl Commit<'_> {
     /// it (the referral itself is the referrer's list: [`write_referrals`]).
     /// A URL kept `trapped` is pending again: the trap defence admitted
     /// this link to it.
-    fn upsert_link(&mut self, link: &NewLink) -> Result<(), Fail> {
+    fn upsert_link(&mut self, link: &NewLink) -> Result<Upserted, Fail> {
         let key = key_hash(&link.url, &link.operation);
         self.known(key, link)?;
+        let mut untrapped = 0;
         if let Some(Seen::Trapped(row)) = self.seen.get(key).copied() {
             self.seen.insert(key, Seen::Pending(row));
-            let untrapped = (self.tx.prepare_cached(UNTRAP)?).execute(params![row.id, self.now])?;
+            untrapped = (self.tx.prepare_cached(UNTRAP)?).execute(params![row.id, self.now])?;
             self.summary.queued += untrapped as u64;
         }
         match self.seen.get_mut(key) {
@@ -133,14 +135,18 @@ impl Commit<'_> {
                         link.redirect_hops
                     ])?;
                 }
-                Ok(())
+                Ok(if untrapped > 0 {
+                    Upserted::Queued
+                } else {
+                    Upserted::Waiting
+                })
             }
             Some(Seen::Processed { at })
                 if decide_link(Some(*at), link.modified, self.now, self.reprocess_after_ms)
                     == LinkDecision::ReferralOnly =>
             {
                 self.summary.merged += 1;
-                Ok(())
+                Ok(Upserted::ReferralOnly)
             }
             // Unknown, or processed long enough ago to be queued again.
             _ => {
@@ -165,10 +171,22 @@ impl Commit<'_> {
                         depth: link.depth,
                         redirect_hops: link.redirect_hops,
                     }),
-                )
+                )?;
+                Ok(Upserted::Queued)
             }
         }
     }
+}
+
+/// What [`Commit::upsert_link`] did with a link.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Upserted {
+    /// A new pending row, or one kept `trapped` pending again.
+    Queued,
+    /// Merged into the row waiting (pending, or being fetched).
+    Waiting,
+    /// Processed and not due again: only the referral.
+    ReferralOnly,
 }
 
 impl Commit<'_> {
@@ -370,8 +388,23 @@ pub(super) fn apply_commit(
     for trapped in &batch.trapped {
         c.keep_trapped(trapped)?;
     }
+    // A seed waiting behind one queued earlier in this batch was not
+    // waiting before it.
+    let mut seeds_queued = HashSet::new();
     for link in &batch.seeds {
-        c.upsert_link(link)?;
+        let key = UrlKey {
+            url: link.url.clone(),
+            operation: link.operation.clone(),
+        };
+        match c.upsert_link(link)? {
+            Upserted::Queued => {
+                seeds_queued.insert(key);
+            }
+            Upserted::Waiting if !seeds_queued.contains(&key) => {
+                c.summary.seeds_queued_already.push(key);
+            }
+            Upserted::Waiting | Upserted::ReferralOnly => {}
+        }
     }
     for page in &batch.pages {
         let rec = &page.record;

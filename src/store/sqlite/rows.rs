@@ -194,6 +194,7 @@ pub(super) fn processed(
         let mut stmt = tx.prepare_cached(PROCESSED_PAGE)?;
         let mut rows = stmt.query(named_params! {
             ":only_failed": query.only_failed,
+            ":only_duplicates": query.only_duplicates,
             ":newest_first": query.newest_first,
             ":limit": limit_param(query.limit),
             ":offset": i64::try_from(query.offset).unwrap_or(i64::MAX),
@@ -544,6 +545,7 @@ mod tests {
                 limit: Some(2),
                 offset: 1,
                 only_failed: false,
+                only_duplicates: false,
                 newest_first: false,
             })
             .await

@@ -565,6 +565,7 @@ pub(super) const PROCESSED_PAGE: &str = concat!(
     processed_cols!(),
     " FROM processed_urls
     WHERE (:only_failed = 0 OR http_returncode >= 400 OR error IS NOT NULL)
+      AND (:only_duplicates = 0 OR duplicate_of IS NOT NULL)
     ORDER BY CASE WHEN :newest_first THEN d_processed END DESC, url
     LIMIT :limit OFFSET :offset"
 );
