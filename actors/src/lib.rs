@@ -27,6 +27,7 @@ pub mod rate;
 mod refusal;
 pub mod refusals;
 mod remote;
+mod reopen_waiters;
 mod reply;
 mod restarts;
 mod run_stats;

@@ -23,6 +23,7 @@ use crate::node_check::check_nodes;
 use crate::outage::StoreFailure;
 use crate::protocol::{self, IdleReason, MasterMsg, PoolMsg, SlaveReport, Status, SupMsg};
 use crate::rate::RecentRate;
+use crate::reopen_waiters::ReopenWaiters;
 use crate::run_stats::RunStats;
 use crate::runtime_settings::RuntimeSettings;
 use crate::status::{LastCounts, MasterFacts, StatusDraft};
@@ -79,7 +80,7 @@ pub(crate) struct MasterState {
     drain_waiters: Vec<RpcReplyPort<()>>,
     /// Operators who reopened a trap family, answered once the store has
     /// released its URLs.
-    reopen_waiters: Vec<(String, RpcReplyPort<Option<u64>>)>,
+    reopen_waiters: ReopenWaiters<RpcReplyPort<Option<u64>>>,
 }
 
 #[derive(Debug)]
@@ -124,7 +125,7 @@ impl Actor for Master {
             seeds: SeedReplies::default(),
             idle_waiters: Vec::new(),
             drain_waiters: Vec::new(),
-            reopen_waiters: Vec::new(),
+            reopen_waiters: ReopenWaiters::default(),
         })
     }
 
@@ -245,7 +246,7 @@ impl Actor for Master {
             MasterMsg::ReopenTrap { family, reply } => {
                 let lifted = state.window.reopen_trap(&family);
                 tracing::debug!(%family, lifted, "an operator reopens a trap family");
-                state.reopen_waiters.push((family, reply));
+                state.reopen_waiters.wait(family, reply);
                 cycle(state, true, true);
             }
             MasterMsg::Drain { timeout, reply } => drain(state, timeout, reply, now),
@@ -427,11 +428,7 @@ async fn finish_cycle(state: &mut MasterState) -> Result<(), ActorProcessingErr>
     let live = protocol::live_nodes(&state.cfg.pool_name());
     let after = cycle_done(&mut state.window, &mut result, &live, now);
     for (family, released) in &result.reopened {
-        let (answered, waiting) = std::mem::take(&mut state.reopen_waiters)
-            .into_iter()
-            .partition(|(f, _)| f == family);
-        state.reopen_waiters = waiting;
-        for (_, reply) in answered {
+        for reply in state.reopen_waiters.take(family) {
             let _ = reply.send(*released);
         }
     }
