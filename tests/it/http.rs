@@ -730,6 +730,11 @@ async fn curl_adds_urls_to_a_three_node_cluster_and_search_answers_from_every_no
         );
     }
     let roots: Vec<String> = webs.iter().map(|w| w.url("/")).collect();
+    // A worker serves its API once it has joined, a moment after the
+    // master lists its pool: a script waits for the API as this does.
+    Api::new(worker_http)
+        .wait_status(Duration::from_secs(30), |_| true)
+        .await;
 
     // curl, as a script would, at the worker's API.
     let out = tokio::process::Command::new("curl")
