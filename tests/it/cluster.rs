@@ -2265,14 +2265,26 @@ async fn a_worker_stopped_for_good_hands_its_pages_over() {
     }
     // And the cluster answers as before: anchors are kept in the linking
     // page's shard, so those w1's pages gave come back with them, and
-    // those other pages gave them never left.
+    // those other pages gave them never left. Each query finds again the
+    // pages of w1's it found, and keeps all but two of its top ten: a
+    // shard's term statistics count a replaced page until its segment
+    // merges (tantivy's doc_freq counts deleted documents), so scores move
+    // a little between the two answers and near ties may swap.
+    let mut lost = Vec::new();
     let mut changed = Vec::new();
     for q in SHARD_QUERIES {
         let after = answer_urls(&search_json(&cluster, q).await);
-        if after != before[q] {
+        for (_, url) in found_on_w1.iter().filter(|(fq, _)| fq == q) {
+            if !after.contains(url) {
+                lost.push(format!("{q:?}: {url}"));
+            }
+        }
+        let kept = after.iter().filter(|u| before[q].contains(*u)).count();
+        if kept + 2 < before[q].len() {
             changed.push(format!("{q:?}: before {:?}, after {after:?}", before[q]));
         }
     }
+    assert!(lost.is_empty(), "w1's pages not found again: {lost:#?}");
     assert!(
         changed.is_empty(),
         "top tens that changed with w1's hand-over: {changed:#?}"
