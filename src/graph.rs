@@ -299,6 +299,14 @@ impl Graph {
         &self.urls[sel.order[pos as usize] as usize]
     }
 
+    /// The selection's edges as (source, target) URLs, in order: what
+    /// every format but GraphML (which names nodes by position) writes.
+    fn edge_urls<'s>(&'s self, sel: &'s Selection) -> impl Iterator<Item = (&'s str, &'s str)> {
+        sel.edges
+            .iter()
+            .map(|&(from, to)| (self.url_at(sel, from), self.url_at(sel, to)))
+    }
+
     fn write_dot(&self, sel: &Selection, out: &mut dyn Write) -> io::Result<()> {
         writeln!(out, "digraph crawl {{")?;
         writeln!(out, "  node [shape=box, fontsize=10];")?;
@@ -333,13 +341,8 @@ impl Graph {
             }
             writeln!(out, "];")?;
         }
-        for &(from, to) in &sel.edges {
-            writeln!(
-                out,
-                "  {} -> {};",
-                dot_quoted(self.url_at(sel, from)),
-                dot_quoted(self.url_at(sel, to))
-            )?;
+        for (source, target) in self.edge_urls(sel) {
+            writeln!(out, "  {} -> {};", dot_quoted(source), dot_quoted(target))?;
         }
         writeln!(out, "}}")
     }
@@ -397,28 +400,17 @@ impl Graph {
             serde_json::to_writer(&mut *out, &self.node_at(id))?;
         }
         out.write_all(b"\n],\"edges\":[")?;
-        for (i, &(from, to)) in sel.edges.iter().enumerate() {
+        for (i, (source, target)) in self.edge_urls(sel).enumerate() {
             out.write_all(if i == 0 { b"\n" } else { b",\n" })?;
-            serde_json::to_writer(
-                &mut *out,
-                &Edge {
-                    source: self.url_at(sel, from),
-                    target: self.url_at(sel, to),
-                },
-            )?;
+            serde_json::to_writer(&mut *out, &Edge { source, target })?;
         }
         out.write_all(b"\n]}\n")
     }
 
     fn write_csv_edges(&self, sel: &Selection, out: &mut dyn Write) -> io::Result<()> {
         writeln!(out, "Source,Target")?;
-        for &(from, to) in &sel.edges {
-            writeln!(
-                out,
-                "{},{}",
-                csv_field(self.url_at(sel, from)),
-                csv_field(self.url_at(sel, to))
-            )?;
+        for (source, target) in self.edge_urls(sel) {
+            writeln!(out, "{},{}", csv_field(source), csv_field(target))?;
         }
         Ok(())
     }
