@@ -12,9 +12,9 @@ use super::query::{self, ParsedQuery, QueryAnalyzers};
 use super::searchers::Searchers;
 use super::typo::Vocabulary;
 use super::{Ranking, SearchAnswer, SearchError, SearchOptions, err, io_err};
+use tantivy::Term;
 use tantivy::query::Bm25StatisticsProvider;
 use tantivy::schema::Field;
-use tantivy::Term;
 
 const MAX_LIMIT: usize = 1000;
 
