@@ -299,6 +299,12 @@ impl Graph {
         &self.urls[sel.order[pos as usize] as usize]
     }
 
+    /// The selection's nodes, in URL order (GraphML names each by its
+    /// position here).
+    fn nodes<'s>(&'s self, sel: &'s Selection) -> impl Iterator<Item = Node<'s>> {
+        sel.order.iter().map(|&id| self.node_at(id))
+    }
+
     /// The selection's edges as (source, target) URLs, in order: what
     /// every format but GraphML (which names nodes by position) writes.
     fn edge_urls<'s>(&'s self, sel: &'s Selection) -> impl Iterator<Item = (&'s str, &'s str)> {
@@ -310,8 +316,7 @@ impl Graph {
     fn write_dot(&self, sel: &Selection, out: &mut dyn Write) -> io::Result<()> {
         writeln!(out, "digraph crawl {{")?;
         writeln!(out, "  node [shape=box, fontsize=10];")?;
-        for &id in &sel.order {
-            let node = self.node_at(id);
+        for node in self.nodes(sel) {
             write!(
                 out,
                 "  {} [label={}, URL={}, host={}",
@@ -360,8 +365,7 @@ impl Graph {
             )?;
         }
         writeln!(out, r#"  <graph id="crawl" edgedefault="directed">"#)?;
-        for (pos, &id) in sel.order.iter().enumerate() {
-            let node = self.node_at(id);
+        for (pos, node) in self.nodes(sel).enumerate() {
             writeln!(out, r#"    <node id="n{pos}">"#)?;
             let mut data = |key: &str, value: &str| {
                 writeln!(out, r#"      <data key="{key}">{}</data>"#, xml_text(value))
@@ -395,9 +399,9 @@ impl Graph {
 
     fn write_json(&self, sel: &Selection, out: &mut dyn Write) -> io::Result<()> {
         out.write_all(b"{\"nodes\":[")?;
-        for (i, &id) in sel.order.iter().enumerate() {
+        for (i, node) in self.nodes(sel).enumerate() {
             out.write_all(if i == 0 { b"\n" } else { b",\n" })?;
-            serde_json::to_writer(&mut *out, &self.node_at(id))?;
+            serde_json::to_writer(&mut *out, &node)?;
         }
         out.write_all(b"\n],\"edges\":[")?;
         for (i, (source, target)) in self.edge_urls(sel).enumerate() {
@@ -417,8 +421,7 @@ impl Graph {
 
     fn write_csv_nodes(&self, sel: &Selection, out: &mut dyn Write) -> io::Result<()> {
         writeln!(out, "Id,Label,Host,Status,Depth,Fetched,In,Out,Error")?;
-        for &id in &sel.order {
-            let node = self.node_at(id);
+        for node in self.nodes(sel) {
             writeln!(
                 out,
                 "{},{},{},{},{},{},{},{},{}",
