@@ -298,7 +298,7 @@ impl Searchers<'_> {
             .zip(candidates)
             .zip(&urls)
             .map(|((f, addr), url)| {
-                let (text, rest) = (f.text(), learned::rest(f));
+                let (text, rest) = (f.text(), f.rest());
                 let page = RankedPage {
                     score: learned::score(text, best_text, rest),
                     addr,
