@@ -299,11 +299,24 @@ impl Graph {
         &self.urls[sel.order[pos as usize] as usize]
     }
 
+    /// The selection's nodes, in URL order (GraphML names each by its
+    /// position here).
+    fn nodes<'s>(&'s self, sel: &'s Selection) -> impl Iterator<Item = Node<'s>> {
+        sel.order.iter().map(|&id| self.node_at(id))
+    }
+
+    /// The selection's edges as (source, target) URLs, in order: what
+    /// every format but GraphML (which names nodes by position) writes.
+    fn edge_urls<'s>(&'s self, sel: &'s Selection) -> impl Iterator<Item = (&'s str, &'s str)> {
+        sel.edges
+            .iter()
+            .map(|&(from, to)| (self.url_at(sel, from), self.url_at(sel, to)))
+    }
+
     fn write_dot(&self, sel: &Selection, out: &mut dyn Write) -> io::Result<()> {
         writeln!(out, "digraph crawl {{")?;
         writeln!(out, "  node [shape=box, fontsize=10];")?;
-        for &id in &sel.order {
-            let node = self.node_at(id);
+        for node in self.nodes(sel) {
             write!(
                 out,
                 "  {} [label={}, URL={}, host={}",
@@ -333,13 +346,8 @@ impl Graph {
             }
             writeln!(out, "];")?;
         }
-        for &(from, to) in &sel.edges {
-            writeln!(
-                out,
-                "  {} -> {};",
-                dot_quoted(self.url_at(sel, from)),
-                dot_quoted(self.url_at(sel, to))
-            )?;
+        for (source, target) in self.edge_urls(sel) {
+            writeln!(out, "  {} -> {};", dot_quoted(source), dot_quoted(target))?;
         }
         writeln!(out, "}}")
     }
@@ -357,8 +365,7 @@ impl Graph {
             )?;
         }
         writeln!(out, r#"  <graph id="crawl" edgedefault="directed">"#)?;
-        for (pos, &id) in sel.order.iter().enumerate() {
-            let node = self.node_at(id);
+        for (pos, node) in self.nodes(sel).enumerate() {
             writeln!(out, r#"    <node id="n{pos}">"#)?;
             let mut data = |key: &str, value: &str| {
                 writeln!(out, r#"      <data key="{key}">{}</data>"#, xml_text(value))
@@ -392,41 +399,29 @@ impl Graph {
 
     fn write_json(&self, sel: &Selection, out: &mut dyn Write) -> io::Result<()> {
         out.write_all(b"{\"nodes\":[")?;
-        for (i, &id) in sel.order.iter().enumerate() {
+        for (i, node) in self.nodes(sel).enumerate() {
             out.write_all(if i == 0 { b"\n" } else { b",\n" })?;
-            serde_json::to_writer(&mut *out, &self.node_at(id))?;
+            serde_json::to_writer(&mut *out, &node)?;
         }
         out.write_all(b"\n],\"edges\":[")?;
-        for (i, &(from, to)) in sel.edges.iter().enumerate() {
+        for (i, (source, target)) in self.edge_urls(sel).enumerate() {
             out.write_all(if i == 0 { b"\n" } else { b",\n" })?;
-            serde_json::to_writer(
-                &mut *out,
-                &Edge {
-                    source: self.url_at(sel, from),
-                    target: self.url_at(sel, to),
-                },
-            )?;
+            serde_json::to_writer(&mut *out, &Edge { source, target })?;
         }
         out.write_all(b"\n]}\n")
     }
 
     fn write_csv_edges(&self, sel: &Selection, out: &mut dyn Write) -> io::Result<()> {
         writeln!(out, "Source,Target")?;
-        for &(from, to) in &sel.edges {
-            writeln!(
-                out,
-                "{},{}",
-                csv_field(self.url_at(sel, from)),
-                csv_field(self.url_at(sel, to))
-            )?;
+        for (source, target) in self.edge_urls(sel) {
+            writeln!(out, "{},{}", csv_field(source), csv_field(target))?;
         }
         Ok(())
     }
 
     fn write_csv_nodes(&self, sel: &Selection, out: &mut dyn Write) -> io::Result<()> {
         writeln!(out, "Id,Label,Host,Status,Depth,Fetched,In,Out,Error")?;
-        for &id in &sel.order {
-            let node = self.node_at(id);
+        for node in self.nodes(sel) {
             writeln!(
                 out,
                 "{},{},{},{},{},{},{},{},{}",

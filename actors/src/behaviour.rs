@@ -395,6 +395,19 @@ pub struct HandOver {
     pub waiting: u64,
 }
 
+impl HandOver {
+    /// [`HandOver::last`] of a call that read `read` (by URL, in order)
+    /// when asked for `limit`: the last URL when it read all `limit`
+    /// (more may follow); `None` when fewer came back, or none were asked.
+    pub fn last_read(read: &[NewLink], limit: usize) -> Option<String> {
+        if limit > 0 && read.len() == limit {
+            read.last().map(|link| link.url.clone())
+        } else {
+            None
+        }
+    }
+}
+
 /// Read-side queries: what reports, the console and embedding users list.
 /// They never change the store.
 #[async_trait]
@@ -860,5 +873,21 @@ impl Operations {
                 Some(op) => op.validate(spec.args()),
             },
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_hand_over_goes_on_after_a_full_read_only() {
+        let read: Vec<NewLink> = ["http://a/1", "http://a/2"]
+            .into_iter()
+            .map(|url| NewLink::new(url.into(), "a".into(), OperationSpec::crawl(), 0, 1.0))
+            .collect();
+        assert_eq!(HandOver::last_read(&read, 2), Some("http://a/2".into()));
+        assert_eq!(HandOver::last_read(&read, 3), None);
+        assert_eq!(HandOver::last_read(&[], 0), None);
     }
 }

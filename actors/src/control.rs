@@ -57,7 +57,7 @@ impl Actor for Control {
         myself: ActorRef<Self::Msg>,
         args: ControlArgs,
     ) -> Result<Self::State, ActorProcessingErr> {
-        ractor::pg::join(protocol::CONTROL_GROUP.to_string(), vec![myself.get_cell()]);
+        protocol::join(protocol::CONTROL_GROUP, &myself);
         Ok(args)
     }
 

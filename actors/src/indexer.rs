@@ -24,7 +24,9 @@ use crate::behaviour::index::{
 };
 use crate::behaviour::{Record, StoreError, error_chain};
 use crate::fetch_load::{FetchLoad, fetching_cpu_ms};
-use crate::protocol::{IndexerMsg, ReadChunk, SHARD_GROUP, ShardAnswer, ShardRequest, ShardStep};
+use crate::protocol::{
+    self, IndexerMsg, ReadChunk, SHARD_GROUP, ShardAnswer, ShardRequest, ShardStep,
+};
 use crate::types::{IndexCounts, Millis, now_ms};
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 use std::sync::Arc;
@@ -449,7 +451,7 @@ impl Actor for Indexer {
         // indexer left.
         myself.cast(IndexerMsg::Tick)?;
         // Queries across the cluster find this node's shard in the group.
-        ractor::pg::join(SHARD_GROUP.to_string(), vec![myself.get_cell()]);
+        protocol::join(SHARD_GROUP, &myself);
         Ok(IndexerState {
             progress: args.progress,
             thread,

@@ -96,7 +96,7 @@ impl Actor for Master {
         myself: ActorRef<Self::Msg>,
         args: MasterArgs,
     ) -> Result<Self::State, ActorProcessingErr> {
-        ractor::pg::join(protocol::MASTER_GROUP.to_string(), vec![myself.get_cell()]);
+        protocol::join(protocol::MASTER_GROUP, &myself);
         let run = args.run;
         let mut settings = args.settings.subscribe();
         let config = settings.borrow_and_update().clone();

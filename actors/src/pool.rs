@@ -62,7 +62,7 @@ impl Actor for Pool {
         args: PoolArgs,
     ) -> Result<Self::State, ActorProcessingErr> {
         // Like pool:attach/1: the master finds every node's pool in this group.
-        ractor::pg::join(protocol::POOL_GROUP.to_string(), vec![myself.get_cell()]);
+        protocol::join(protocol::POOL_GROUP, &myself);
         let config = args.settings.current();
         Ok(PoolState {
             scheduler: HostScheduler::new(config.politeness()),

@@ -37,6 +37,11 @@ pub fn node_of(actor_name: &str) -> &str {
         .map_or(actor_name, |(_, node)| node)
 }
 
+/// `myself` joins `group`, where the other nodes find it (as `pg:join/2`).
+pub(crate) fn join<M: ractor::Message>(group: &str, myself: &ActorRef<M>) {
+    ractor::pg::join(group.to_string(), vec![myself.get_cell()]);
+}
+
 /// Members of `group` to send to: remote ones, and the local one registered
 /// as `local_name` (other apps may share this process).
 pub(crate) fn members(group: &str, local_name: &str) -> Vec<ActorCell> {

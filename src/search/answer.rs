@@ -3,7 +3,7 @@
 //! cluster (each phase's statistics, [`SearchIndex::shard_stats`], then its
 //! best pages, [`SearchIndex::shard_top`]).
 
-use super::candidates::{ANCHORS_DONE, LIVE_LINKS};
+use super::candidates::{ANCHORS_DONE, LIVE_LINKS, Ranked};
 use super::cluster_stats::{self, ShardHit, ShardPhase, ShardStats, ShardTop, Side, compound_key};
 use super::embed::Embedder;
 use super::index::SearchIndex;
@@ -12,9 +12,9 @@ use super::query::{self, ParsedQuery, QueryAnalyzers};
 use super::searchers::Searchers;
 use super::typo::Vocabulary;
 use super::{Ranking, SearchAnswer, SearchError, SearchOptions, err, io_err};
+use tantivy::Term;
 use tantivy::query::Bm25StatisticsProvider;
 use tantivy::schema::Field;
-use tantivy::{DocAddress, Term};
 
 const MAX_LIMIT: usize = 1000;
 
@@ -22,10 +22,8 @@ impl SearchIndex {
     /// Search. Bad queries are [`SearchError::Query`]; an empty index or a
     /// query matching nothing is an answer with no results.
     pub fn search(&self, query: &str, opts: &SearchOptions) -> Result<SearchAnswer, SearchError> {
-        let mut analyzers = self.analyzers.clone();
-        let mut parsed = query::parse(query, &mut analyzers)?;
+        let (mut analyzers, mut parsed, s) = self.parse(query, None)?;
         let limit = opts.limit.min(MAX_LIMIT);
-        let s = self.searchers(None);
         let mut did_you_mean = None;
         if opts.ranking != Ranking::PlainBm25 {
             (parsed, did_you_mean) = s.corrected(query, parsed, &mut analyzers);
@@ -42,11 +40,7 @@ impl SearchIndex {
             });
         }
         let ranked = match opts.ranking {
-            Ranking::Full | Ranking::Words => {
-                let terms = s.rank_terms(&parsed, &mut analyzers);
-                let ranked = s.full(&parsed, &terms, limit)?;
-                ranked.pages.iter().map(|p| (p.score, p.addr)).collect()
-            }
+            Ranking::Full | Ranking::Words => s.ranked(&parsed, &mut analyzers, limit)?.by_score(),
             Ranking::PlainBm25 => s.plain(&parsed, limit)?,
         };
         let results = s.hits(&parsed, &ranked, &mut analyzers)?;
@@ -66,9 +60,7 @@ impl SearchIndex {
         phase: ShardPhase,
         known: &ShardStats,
     ) -> Result<ShardStats, SearchError> {
-        let mut analyzers = self.analyzers.clone();
-        let parsed = query::parse(query, &mut analyzers)?;
-        let s = self.searchers(Some(known));
+        let (mut analyzers, parsed, s) = self.parse(query, Some(known))?;
         let mut out = ShardStats::default();
         match phase {
             ShardPhase::Vocabulary => s.vocabulary_stats(&parsed, &mut out),
@@ -94,8 +86,7 @@ impl SearchIndex {
             ShardPhase::Candidates => {
                 let (parsed, _) = s.corrected(query, parsed, &mut analyzers);
                 let s = self.embed_query(s, query);
-                let terms = s.rank_terms(&parsed, &mut analyzers);
-                let ranked = s.full(&parsed, &terms, 1)?;
+                let ranked = s.ranked(&parsed, &mut analyzers, 1)?;
                 for (i, url) in ranked.candidates.iter().enumerate() {
                     cluster_stats::sum(&mut out, cluster_stats::candidate_key(url), 1);
                     if let Some(score) = ranked.hit_scores.get(i) {
@@ -121,9 +112,7 @@ impl SearchIndex {
         limit: usize,
         stats: &ShardStats,
     ) -> Result<ShardTop, SearchError> {
-        let mut analyzers = self.analyzers.clone();
-        let parsed = query::parse(query, &mut analyzers)?;
-        let s = self.searchers(Some(stats));
+        let (mut analyzers, parsed, s) = self.parse(query, Some(stats))?;
         let (parsed, did_you_mean) = s.corrected(query, parsed, &mut analyzers);
         let s = self.embed_query(s, query);
         let mut top = ShardTop {
@@ -135,11 +124,8 @@ impl SearchIndex {
         if limit == 0 {
             return Ok(top);
         }
-        let terms = s.rank_terms(&parsed, &mut analyzers);
-        let ranked = s.full(&parsed, &terms, limit)?;
-        let pairs: Vec<(f32, DocAddress)> =
-            ranked.pages.iter().map(|p| (p.score, p.addr)).collect();
-        let hits = s.hits(&parsed, &pairs, &mut analyzers)?;
+        let ranked = s.ranked(&parsed, &mut analyzers, limit)?;
+        let hits = s.hits(&parsed, &ranked.by_score(), &mut analyzers)?;
         top.norm_max = ranked.best_text;
         top.hits = hits
             .into_iter()
@@ -151,6 +137,19 @@ impl SearchIndex {
             })
             .collect();
         Ok(top)
+    }
+
+    /// `query` parsed by this index's analyzers (which a correction parses
+    /// with again), and the searchers that answer it: with `global`, those
+    /// of a query across the cluster.
+    fn parse<'g>(
+        &self,
+        query: &str,
+        global: Option<&'g ShardStats>,
+    ) -> Result<(QueryAnalyzers, ParsedQuery, Searchers<'g>), SearchError> {
+        let mut analyzers = self.analyzers.clone();
+        let parsed = query::parse(query, &mut analyzers)?;
+        Ok((analyzers, parsed, self.searchers(global)))
     }
 
     fn searchers<'g>(&self, global: Option<&'g ShardStats>) -> Searchers<'g> {
@@ -209,6 +208,18 @@ impl SearchIndex {
 }
 
 impl Searchers<'_> {
+    /// The best `limit` pages for `q` by the full ranking, over its rank
+    /// terms.
+    fn ranked(
+        &self,
+        q: &ParsedQuery,
+        analyzers: &mut QueryAnalyzers,
+        limit: usize,
+    ) -> Result<Ranked, SearchError> {
+        let terms = self.rank_terms(q, analyzers);
+        self.full(q, &terms, limit)
+    }
+
     /// The counts BM25 needs of the (corrected) query's terms and of its
     /// compounds, in both indexes, and the compounds' own counts.
     fn term_stats(

@@ -71,6 +71,13 @@ pub(super) struct Ranked {
     pub(super) hit_scores: Vec<f32>,
 }
 
+impl Ranked {
+    /// The pages as (score, address), best first: what hits are made of.
+    pub(super) fn by_score(&self) -> Vec<(f32, DocAddress)> {
+        self.pages.iter().map(|p| (p.score, p.addr)).collect()
+    }
+}
+
 pub(super) struct RankedPage {
     pub(super) score: f32,
     pub(super) addr: DocAddress,
@@ -291,7 +298,7 @@ impl Searchers<'_> {
             .zip(candidates)
             .zip(&urls)
             .map(|((f, addr), url)| {
-                let (text, rest) = (f.text(), learned::rest(f));
+                let (text, rest) = (f.text(), f.rest());
                 let page = RankedPage {
                     score: learned::score(text, best_text, rest),
                     addr,

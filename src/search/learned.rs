@@ -58,6 +58,12 @@ impl Features {
     pub(crate) fn text(&self) -> f32 {
         LEARNED.text(self)
     }
+
+    /// The part of the score that does not depend on the other
+    /// candidates, by the learned model.
+    pub(crate) fn rest(&self) -> f32 {
+        LEARNED.rest(self)
+    }
 }
 
 /// The weight of the text score, which is divided by the best
@@ -70,7 +76,7 @@ pub(crate) fn score_all(candidates: &[Features]) -> Vec<f32> {
     let best_text = best_text(candidates);
     candidates
         .iter()
-        .map(|f| score(f.text(), best_text, rest(f)))
+        .map(|f| score(f.text(), best_text, f.rest()))
         .collect()
 }
 
@@ -80,7 +86,8 @@ pub(crate) fn best_text(candidates: &[Features]) -> f32 {
 }
 
 /// A candidate's score of its text score, the best candidate's (over
-/// every shard, in a query across the cluster) and the [`rest`].
+/// every shard, in a query across the cluster) and the
+/// [`rest`](Features::rest).
 pub(crate) fn score(text: f32, best_text: f32, rest: f32) -> f32 {
     let text = if best_text > 0.0 {
         text / best_text
@@ -88,11 +95,6 @@ pub(crate) fn score(text: f32, best_text: f32, rest: f32) -> f32 {
         0.0
     };
     TEXT_WEIGHT * text + rest
-}
-
-/// The part of a candidate's score that does not depend on the others.
-pub(crate) fn rest(f: &Features) -> f32 {
-    LEARNED.rest(f)
 }
 
 /// The model: field weights inside the text score, the weight of the

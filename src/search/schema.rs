@@ -406,22 +406,18 @@ impl PageFields {
 
     /// The fields of an existing schema; an error names the first missing one.
     pub(crate) fn of(schema: &Schema) -> Result<Self, String> {
-        let f = |name: &str| {
-            schema
-                .get_field(name)
-                .map_err(|_| format!("the pages index has no field {name:?}"))
-        };
+        let f = Lookup::new(schema, "pages");
         Ok(Self {
-            url: f("url")?,
-            title: f("title")?,
-            headings: f("headings")?,
-            body: f("body")?,
-            body_start: schema.get_field("body_start").ok(),
-            url_words: f("url_words")?,
-            spell: f("spell")?,
-            out_links: f("out_links")?,
-            words: f("words")?,
-            vectors: schema.get_field("vectors").ok(),
+            url: f.field("url")?,
+            title: f.field("title")?,
+            headings: f.field("headings")?,
+            body: f.field("body")?,
+            body_start: f.later("body_start"),
+            url_words: f.field("url_words")?,
+            spell: f.field("spell")?,
+            out_links: f.field("out_links")?,
+            words: f.field("words")?,
+            vectors: f.later("vectors"),
         })
     }
 }
@@ -454,19 +450,42 @@ impl AnchorFields {
         b.build()
     }
 
+    /// The fields of an existing schema; an error names the first missing one.
     pub(crate) fn of(schema: &Schema) -> Result<Self, String> {
-        let f = |name: &str| {
-            schema
-                .get_field(name)
-                .map_err(|_| format!("the anchors index has no field {name:?}"))
-        };
+        let f = Lookup::new(schema, "anchors");
         Ok(Self {
-            source: f("source")?,
-            target: f("target")?,
-            text: f("text")?,
-            spell: f("spell")?,
-            context: schema.get_field("context").ok(),
+            source: f.field("source")?,
+            target: f.field("target")?,
+            text: f.field("text")?,
+            spell: f.field("spell")?,
+            context: f.later("context"),
         })
+    }
+}
+
+/// The fields of an existing index's schema, by name: what `PageFields::of`
+/// and `AnchorFields::of` read.
+struct Lookup<'s> {
+    schema: &'s Schema,
+    /// The index's name, for the error.
+    index: &'static str,
+}
+
+impl<'s> Lookup<'s> {
+    fn new(schema: &'s Schema, index: &'static str) -> Self {
+        Self { schema, index }
+    }
+
+    /// A field every index has; the error names it.
+    fn field(&self, name: &str) -> Result<Field, String> {
+        self.schema
+            .get_field(name)
+            .map_err(|_| format!("the {} index has no field {name:?}", self.index))
+    }
+
+    /// A field added in a later version: `None` in an index made before it.
+    fn later(&self, name: &str) -> Option<Field> {
+        self.schema.get_field(name).ok()
     }
 }
 

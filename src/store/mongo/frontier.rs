@@ -364,9 +364,7 @@ impl Frontier for MongoStore {
                     now,
                 )
                 .await?;
-            if links.len() == limit {
-                last = links.last().map(|l| l.url.clone());
-            }
+            last = HandOver::last_read(&links, limit);
             if !links.is_empty() {
                 // Validators first: a crash after them queues the page
                 // again at the next call (from `after`), a merge.

@@ -13,13 +13,13 @@ use super::schema::{
 };
 use crate::kill_points::{self, KillPoint};
 use crate::store::seen::{FileKeys, PendingRow, Seen, SeenWindow, key_hash};
-use rusqlite::{Connection, OptionalExtension, Transaction, params};
+use rusqlite::{Connection, OptionalExtension, ToSql, Transaction, params};
 use std::collections::HashSet;
 use web_crawler_actors::frontier_rules::{LinkDecision, decide_link, dedupe_by_content};
 use web_crawler_actors::traps::TrapClosure;
 use web_crawler_actors::{
     ClosedFamily, CommitBatch, CommitSummary, Document, HandOver, Millis, NewLink, ProcessedPage,
-    Record, TrappedClaim, TrappedLink, UrlKey, duplicate_record,
+    Record, TrapMark, TrappedClaim, TrappedLink, UrlKey, duplicate_record,
 };
 
 /// Keys the file-key filter is sized for at least (about 1.2 MB at 1% false
@@ -150,28 +150,11 @@ impl Commit<'_> {
             }
             // Unknown, or processed long enough ago to be queued again.
             _ => {
-                self.tx.prepare_cached(INSERT_PENDING)?.execute(params![
-                    link.url,
-                    link.operation.key(),
-                    link.host,
-                    self.now,
-                    link.depth,
-                    link.priority,
-                    link.redirect_hops,
-                    link.check_every_ms,
-                ])?;
+                let row = self.insert_row(link, None)?;
                 self.summary.queued += 1;
-                let id = self.tx.last_insert_rowid();
-                self.remember(
-                    key,
-                    Seen::Pending(PendingRow {
-                        id,
-                        stored: link.priority,
-                        unsaved: 0.0,
-                        depth: link.depth,
-                        redirect_hops: link.redirect_hops,
-                    }),
-                )?;
+                if let Some(row) = row {
+                    self.remember(key, Seen::Pending(row))?;
+                }
                 Ok(Upserted::Queued)
             }
         }
@@ -201,33 +184,50 @@ impl Commit<'_> {
         if self.seen.get(key).is_some() {
             return Ok(());
         }
-        let inserted = self.tx.prepare_cached(INSERT_TRAPPED)?.execute(params![
-            link.url,
-            link.operation.key(),
-            link.host,
-            self.now,
-            link.depth,
-            link.priority,
-            link.redirect_hops,
-            link.check_every_ms,
-            trapped.trap.rule.code(),
-            trapped.trap.family,
-        ])?;
-        if inserted == 0 {
+        match self.insert_row(link, Some(&trapped.trap))? {
+            Some(row) => self.remember(key, Seen::Trapped(row)),
             // Known to the file after all (the window forgot it).
-            return Ok(());
+            None => Ok(()),
         }
-        let id = self.tx.last_insert_rowid();
-        self.remember(
-            key,
-            Seen::Trapped(PendingRow {
-                id,
-                stored: link.priority,
-                unsaved: 0.0,
-                depth: link.depth,
-                redirect_hops: link.redirect_hops,
-            }),
-        )
+    }
+
+    /// A new `pending_urls` row for `link`: `pending`, or `trapped` with
+    /// the trap defence's mark. The row as the window knows it; `None`
+    /// when the file held the URL already (nothing was written).
+    fn insert_row(
+        &self,
+        link: &NewLink,
+        trap: Option<&TrapMark>,
+    ) -> Result<Option<PendingRow>, Fail> {
+        let operation = link.operation.key();
+        let rule = trap.map(|t| t.rule.code());
+        let family = trap.map(|t| t.family.as_str());
+        let values: [&dyn ToSql; 10] = [
+            &link.url,
+            &operation,
+            &link.host,
+            &self.now,
+            &link.depth,
+            &link.priority,
+            &link.redirect_hops,
+            &link.check_every_ms,
+            &rule,
+            &family,
+        ];
+        let (sql, values) = match trap {
+            None => (INSERT_PENDING, &values[..8]),
+            Some(_) => (INSERT_TRAPPED, &values[..]),
+        };
+        if self.tx.prepare_cached(sql)?.execute(values)? == 0 {
+            return Ok(None);
+        }
+        Ok(Some(PendingRow {
+            id: self.tx.last_insert_rowid(),
+            stored: link.priority,
+            unsaved: 0.0,
+            depth: link.depth,
+            redirect_hops: link.redirect_hops,
+        }))
     }
 
     /// A claimed URL the trap defence refused: `processing` → `trapped`.
@@ -620,9 +620,7 @@ pub(super) fn hand_over(
             pages.push(page_as_link(row, now)?);
         }
     }
-    let last = (pages.len() == limit && limit > 0)
-        .then(|| pages.last().map(|p| p.url.clone()))
-        .flatten();
+    let last = HandOver::last_read(&pages, limit);
     let queued = queue_again(tx, seen, now, &pages, CLEAR_VALIDATORS)?;
     let waiting: i64 = tx
         .prepare_cached(NODE_PAGE_COUNT)?
