@@ -32,7 +32,7 @@ use bytes::Bytes;
 use std::collections::HashMap;
 use std::net::Ipv4Addr;
 use std::sync::atomic::{AtomicU64, Ordering};
-use web_crawler_testsupport::shared_text::{Kind, SharedTextWeb};
+use web_crawler_testsupport::shared_text::{Kind, SharedTextWeb, mix};
 use web_crawler_testsupport::text_traps::{
     FIRST_DAY, Generated, Quotes, TAGS, day_path, post_meta, two_tags,
 };
@@ -710,7 +710,7 @@ impl Web {
 
     fn render_trap(&self, h: usize, trap: &TrapPage) -> String {
         let pages = self.preset.pages;
-        let salt = hash(self.seed, &[h as u64], "");
+        let salt = mix(self.seed, &[h as u64], "");
         match trap {
             TrapPage::Calendar(y, m) => {
                 let (py, pm) = if *m == 1 { (y - 1, 12) } else { (*y, m - 1) };
@@ -731,16 +731,16 @@ impl Web {
                 // A calendar repeats its template: a month's page says what
                 // the same month said the year before, but for the dates.
                 let title = format!("Events of {y}-{m:02}");
-                trap_html(&title, &links, hash(salt, &[u64::from(*m)], "calendar"))
+                trap_html(&title, &links, mix(salt, &[u64::from(*m)], "calendar"))
             }
             TrapPage::Facets(set) => {
-                let key = hash(salt, &[], &facets_query(set));
+                let key = mix(salt, &[], &facets_query(set));
                 let mut links = Vec::new();
                 for (f, (name, values)) in FACETS.iter().enumerate() {
                     match set.iter().position(|(g, _)| *g == f) {
                         None => {
                             // Two values of this facet, added after the others.
-                            let v1 = (hash(key, &[f as u64], "") % 5) as usize;
+                            let v1 = (mix(key, &[f as u64], "") % 5) as usize;
                             for v in [v1, (v1 + 2) % 5] {
                                 let mut next = set.clone();
                                 next.push((f, v));
@@ -768,17 +768,17 @@ impl Web {
                 };
                 // Filters reorder and trim one listing: the same items' text
                 // whatever the query.
-                trap_html(&title, &links, hash(salt, &[], "shop"))
+                trap_html(&title, &links, mix(salt, &[], "shop"))
             }
             TrapPage::Session(n) => {
                 // The same page whatever its session id; the ids in its links
                 // are new on every view.
                 let view = self.views.fetch_add(1, Ordering::Relaxed);
-                let key = hash(salt, &[*n as u64], "");
+                let key = mix(salt, &[*n as u64], "");
                 let mut links = Vec::new();
                 for k in 0..6u64 {
-                    let m = (hash(key, &[k], "") % SESSION_PAGES as u64) as usize;
-                    let id = hex(hash(salt, &[view, k], "session"));
+                    let m = (mix(key, &[k], "") % SESSION_PAGES as u64) as usize;
+                    let id = hex(mix(salt, &[view, k], "session"));
                     let href = if k % 2 == 0 {
                         format!("/s/{m};jsessionid={id}")
                     } else {
@@ -800,14 +800,14 @@ impl Web {
                     .collect();
                 links.push(("/".to_string(), "home".to_string()));
                 let title = format!("Documentation: {}", DOC_SEGMENTS[last]);
-                trap_html(&title, &links, hash(salt, &[last as u64], "docs"))
+                trap_html(&title, &links, mix(salt, &[last as u64], "docs"))
             }
             TrapPage::Soft404(path) => {
                 // One template; only the links differ, new ones for every path.
-                let key = hash(salt, &[], path);
+                let key = mix(salt, &[], path);
                 let mut links = Vec::new();
                 for k in 0..5u64 {
-                    let r = hash(key, &[k], "");
+                    let r = mix(key, &[k], "");
                     let a = WORDS[(r % WORDS.len() as u64) as usize];
                     let b = WORDS[((r >> 16) % WORDS.len() as u64) as usize];
                     links.push((
@@ -822,15 +822,15 @@ impl Web {
                 let key = match page {
                     Generated::Tags(set) => {
                         let names: Vec<&str> = set.iter().map(|t| TAGS[*t]).collect();
-                        hash(salt, &[], &names.join("+"))
+                        mix(salt, &[], &names.join("+"))
                     }
-                    Generated::Search(query) => hash(salt, &[], &query.join("+")),
-                    Generated::Day(day) => hash(salt, &[*day as u64], "day"),
+                    Generated::Search(query) => mix(salt, &[], &query.join("+")),
+                    Generated::Day(day) => mix(salt, &[*day as u64], "day"),
                 };
                 let mut k = 0;
                 let links = page.links(WORDS, |n| {
                     k += 1;
-                    (hash(key, &[k - 1], "") % n as u64) as usize
+                    (mix(key, &[k - 1], "") % n as u64) as usize
                 });
                 // This web's pages write their link texts in lowercase.
                 let links: Vec<(String, String)> = (links.into_iter())
@@ -1030,7 +1030,7 @@ fn text_trap_meta(preset: Preset, seed: u64, h: usize, i: usize) -> Option<Strin
     if !preset.text || preset.families(h).is_empty() {
         return None;
     }
-    let mut key = hash(seed, &[h as u64, i as u64], "tags");
+    let mut key = mix(seed, &[h as u64, i as u64], "tags");
     let tags = two_tags(|n| {
         let r = (key % n as u64) as usize;
         key >>= 8;
@@ -1051,7 +1051,7 @@ fn trap_entry(preset: Preset, origins: &[String], seed: u64, h: usize, i: usize)
         return None;
     }
     let slot = i / 100;
-    let salt = hash(seed, &[h as u64, i as u64], "entry");
+    let salt = mix(seed, &[h as u64, i as u64], "entry");
     if !preset.families(h).is_empty() {
         let families = preset.families(h);
         return Some(families[slot % families.len()].entry(salt));
@@ -1065,7 +1065,7 @@ fn trap_entry(preset: Preset, origins: &[String], seed: u64, h: usize, i: usize)
 
 /// The name of product `i`, as its page and the lists write it.
 fn product_name(seed: u64, i: usize) -> String {
-    let mut rng = fastrand::Rng::with_seed(hash(seed, &[i as u64], "product"));
+    let mut rng = fastrand::Rng::with_seed(mix(seed, &[i as u64], "product"));
     made_up_word(&mut rng)
 }
 
@@ -1103,7 +1103,7 @@ fn product_list_html(preset: Preset, seed: u64, k: usize) -> String {
 /// Product page `/product/{i}`.
 fn product_html(preset: Preset, seed: u64, i: usize) -> String {
     let n = preset.products();
-    let mut rng = fastrand::Rng::with_seed(hash(seed, &[i as u64], "product"));
+    let mut rng = fastrand::Rng::with_seed(mix(seed, &[i as u64], "product"));
     let title = made_up_word(&mut rng);
     // A vocabulary of its own: no two product pages read alike.
     let vocabulary: Vec<String> = (0..40).map(|_| made_up_word(&mut rng)).collect();
@@ -1176,24 +1176,6 @@ fn trap_html(title: &str, links: &[(String, String)], key: u64) -> String {
     }
     s.push_str("<footer>© the synthetic web</footer></body></html>");
     s
-}
-
-/// FNV-1a over `numbers` and `text`, then splitmix64: a stable hash (std's
-/// may change between releases).
-fn hash(seed: u64, numbers: &[u64], text: &str) -> u64 {
-    let mut x: u64 = 0xcbf2_9ce4_8422_2325 ^ seed;
-    let bytes = numbers
-        .iter()
-        .flat_map(|n| n.to_le_bytes())
-        .chain(text.bytes());
-    for b in bytes {
-        x ^= u64::from(b);
-        x = x.wrapping_mul(0x0100_0000_01b3);
-    }
-    x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    x ^ (x >> 31)
 }
 
 fn hex(x: u64) -> String {
@@ -1801,14 +1783,14 @@ mod tests {
         let mut d = 0;
         for (h, path) in paths {
             let (class, page) = web.serve(h, &path);
-            d = hash(d, &[h as u64, class as u64], &path);
+            d = mix(d, &[h as u64, class as u64], &path);
             if let Some(page) = page {
-                d = hash(
+                d = mix(
                     d,
                     &[u64::from(page.status)],
                     page.location.as_deref().unwrap_or(""),
                 );
-                d = hash(d, &[], &body(&page));
+                d = mix(d, &[], &body(&page));
             }
         }
         d

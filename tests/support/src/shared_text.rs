@@ -877,7 +877,8 @@ fn capitalized(word: &str) -> String {
 
 /// FNV-1a over `numbers` and `text`, then splitmix64: a stable hash (std's
 /// may change between releases), so the web is the same in every build.
-fn mix(seed: u64, numbers: &[u64], text: &str) -> u64 {
+/// The bench's generated webs hash with it too.
+pub fn mix(seed: u64, numbers: &[u64], text: &str) -> u64 {
     let mut x: u64 = 0xcbf2_9ce4_8422_2325 ^ seed;
     let bytes = numbers
         .iter()
