@@ -10,11 +10,12 @@ use super::index::SearchIndex;
 use super::learned;
 use super::query::{self, ParsedQuery, QueryAnalyzers};
 use super::searchers::Searchers;
+use super::snippets::Shown;
 use super::typo::Vocabulary;
 use super::{Ranking, SearchAnswer, SearchError, SearchOptions, err, io_err};
+use tantivy::Term;
 use tantivy::query::Bm25StatisticsProvider;
 use tantivy::schema::Field;
-use tantivy::{DocAddress, Term};
 
 const MAX_LIMIT: usize = 1000;
 
@@ -41,13 +42,21 @@ impl SearchIndex {
                 nodes: None,
             });
         }
-        let ranked = match opts.ranking {
+        let ranked: Vec<Shown> = match opts.ranking {
             Ranking::Full | Ranking::Words => {
                 let terms = s.rank_terms(&parsed, &mut analyzers);
                 let ranked = s.full(&parsed, &terms, limit)?;
-                ranked.pages.iter().map(|p| (p.score, p.addr)).collect()
+                ranked.pages.iter().map(Shown::of).collect()
             }
-            Ranking::PlainBm25 => s.plain(&parsed, limit)?,
+            Ranking::PlainBm25 => s
+                .plain(&parsed, limit)?
+                .into_iter()
+                .map(|(score, addr)| Shown {
+                    score,
+                    addr,
+                    section: None,
+                })
+                .collect(),
         };
         let results = s.hits(&parsed, &ranked, &mut analyzers)?;
         Ok(SearchAnswer {
@@ -137,9 +146,8 @@ impl SearchIndex {
         }
         let terms = s.rank_terms(&parsed, &mut analyzers);
         let ranked = s.full(&parsed, &terms, limit)?;
-        let pairs: Vec<(f32, DocAddress)> =
-            ranked.pages.iter().map(|p| (p.score, p.addr)).collect();
-        let hits = s.hits(&parsed, &pairs, &mut analyzers)?;
+        let shown: Vec<Shown> = ranked.pages.iter().map(Shown::of).collect();
+        let hits = s.hits(&parsed, &shown, &mut analyzers)?;
         top.norm_max = ranked.best_text;
         top.hits = hits
             .into_iter()

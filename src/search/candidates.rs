@@ -76,6 +76,8 @@ pub(super) struct RankedPage {
     pub(super) addr: DocAddress,
     pub(super) text: f32,
     pub(super) rest: f32,
+    /// The page's section that best holds the query (see `sections`).
+    pub(super) section: Option<usize>,
 }
 
 impl Searchers<'_> {
@@ -297,6 +299,7 @@ impl Searchers<'_> {
                     addr,
                     text,
                     rest,
+                    section: f.best_section,
                 };
                 (page, url.as_str())
             })

@@ -5,6 +5,7 @@
 use super::embed::{self, Embedder};
 use super::query::QueryAnalyzers;
 use super::schema::{self, AnchorFields, IndexPart, PageFields};
+use super::sections;
 use super::snippets::SNIPPET_SCAN_BYTES;
 use super::{AnchorDoc, PageDoc, SearchError, err, truncate};
 use std::borrow::Cow;
@@ -396,6 +397,17 @@ impl SearchIndex {
         d.add_text(f.url_words, url_words);
         d.add_u64(f.out_links, u64::from(doc.out_links));
         d.add_u64(f.words, word_count(body));
+        if let (Some(starts), Some(outline)) = (f.section_starts, f.outline)
+            && !doc.sections.is_empty()
+        {
+            let entries = sections::outline(body, &doc.sections, start.len());
+            if !entries.is_empty() {
+                let positions = sections::word_positions(body, &entries);
+                d.add_bytes(starts, &sections::pack_starts(&positions));
+                // Plain strings and numbers: encoding cannot fail.
+                d.add_text(outline, serde_json::to_string(&entries).unwrap_or_default());
+            }
+        }
         if let (Some(field), Some(embedder)) = (f.vectors, &self.page_embedder) {
             // A page the model fails on is still a page: indexed without
             // vectors and a warning, never a crash (the indexer would retry it).
