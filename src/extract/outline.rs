@@ -93,10 +93,14 @@ impl Outline {
     /// A heading `h<level>` opened where the visible text is `at` bytes
     /// long, with its own `id` if it has one.
     pub(super) fn open_heading(&mut self, at: usize, level: u8, id: Option<&str>) {
+        let id = id.map(str::trim).filter(|id| !id.is_empty());
         if !(1..=SECTION_LEVELS).contains(&level) {
+            // An `h5`'s id is still an anchor a later section may take.
+            if let Some(id) = id {
+                self.anchor(id);
+            }
             return;
         }
-        let id = id.map(str::trim).filter(|id| !id.is_empty());
         match self.starts.last_mut() {
             // The heading of a `<section id>` with no text before it.
             Some(last) if last.level == 0 && last.at == at => {
@@ -246,11 +250,14 @@ mod tests {
         o.section(90, "outer");
         o.open_heading(90, 3, Some("own"));
         o.close_heading("Own", 93);
-        // Headings below h4 start nothing; an empty one heads nothing.
+        // Headings below h4 start nothing (their ids are anchors still);
+        // an empty one heads nothing.
         o.open_heading(120, 5, Some("h5"));
         o.close_heading("Small", 125);
         o.open_heading(130, 2, None);
         o.close_heading("", 130);
+        o.open_heading(140, 3, None);
+        o.close_heading("After the h5", 152);
         let s = o.sections(&all_kept(200));
         let got: Vec<(u32, u8, &str, &str)> = s
             .iter()
@@ -262,6 +269,7 @@ mod tests {
                 (0, 2, "Intro", "intro"),
                 (50, 0, "", "bare"),
                 (90, 3, "Own", "own"),
+                (140, 3, "After the h5", "h5"),
             ]
         );
     }

@@ -267,7 +267,9 @@ fn best_section(
 ) -> (Option<usize>, f32, usize) {
     let ranges = sections::word_ranges(starts);
     let counts = sections::term_counts(&ranges, positions);
-    let all = starts.last().copied().unwrap_or(0).max(1) as f32;
+    // The body's positions (stop words included), of which its field norm
+    // counts the indexed words.
+    let positions_in_body = f64::from(starts.last().copied().unwrap_or(0).max(1));
     let measured: Vec<(usize, f32)> = ranges
         .iter()
         .zip(&counts)
@@ -275,7 +277,7 @@ fn best_section(
             let words = if starts.is_empty() {
                 body_words
             } else {
-                (f64::from(range.end - range.start) * f64::from(body_words) / f64::from(all))
+                (f64::from(range.end - range.start) * f64::from(body_words) / positions_in_body)
                     .round() as u32
             };
             let norm = tantivy::fieldnorm::FieldNormReader::fieldnorm_to_id(words);
