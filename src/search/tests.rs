@@ -631,6 +631,38 @@ fn a_result_links_to_the_section_its_words_meet_in_with_a_snippet_from_it() {
 }
 
 #[test]
+fn a_sections_start_is_the_body_position_of_its_first_word() {
+    use tantivy::postings::Postings;
+    let (_dir, index) = index_with(&[conditional_expressions()], &[]);
+    let searcher = index.pages.reader.searcher();
+    let segment = &searcher.segment_readers()[0];
+    let column = segment
+        .fast_fields()
+        .bytes("section_starts")
+        .unwrap()
+        .unwrap();
+    let mut packed = Vec::new();
+    let ord = column.ords().first(0).unwrap();
+    column.ord_to_bytes(ord, &mut packed).unwrap();
+    let starts = sections::unpack_starts(&packed);
+    assert_eq!(starts.len(), 5, "four sections and the body's length");
+    // "9.18.3. NULLIF": its fourth word, in the analyzer's positions.
+    let body = index.pages.fields.body;
+    let mut postings = segment
+        .inverted_index(body)
+        .unwrap()
+        .read_postings(
+            &tantivy::Term::from_field_text(body, "nullif"),
+            tantivy::schema::IndexRecordOption::WithFreqsAndPositions,
+        )
+        .unwrap()
+        .unwrap();
+    let mut positions = Vec::new();
+    postings.positions(&mut positions);
+    assert_eq!(positions[0], starts[3] + 3, "{positions:?} {starts:?}");
+}
+
+#[test]
 fn a_section_past_the_stored_text_has_its_snippet_from_its_opening() {
     let filler = "Words about nothing in particular fill this page. ".repeat(600);
     let page = page_with_sections(
