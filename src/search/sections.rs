@@ -20,8 +20,10 @@ use serde::{Deserialize, Serialize};
 use std::ops::Range;
 
 /// Bytes of a section's opening kept in the outline when the section
-/// starts beyond the body's stored start (its snippet comes from there).
-pub(super) const OPENING_BYTES: usize = 400;
+/// starts beyond the body's stored start (its snippet comes from there):
+/// a snippet's length. On the bench's pages, a heading every ~60 words,
+/// these openings are most of what sections add to the index.
+pub(super) const OPENING_BYTES: usize = 200;
 
 /// One section in a page's stored outline.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
