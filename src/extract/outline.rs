@@ -203,6 +203,17 @@ mod tests {
         }]
     }
 
+    /// `o`'s sections over a text of `len` kept bytes are `want`, each as
+    /// (offset, level, heading, anchor).
+    fn assert_sections(o: Outline, len: usize, want: &[(u32, u8, &str, &str)]) {
+        let s = o.sections(&all_kept(len));
+        let got: Vec<(u32, u8, &str, &str)> = s
+            .iter()
+            .map(|s| (s.offset, s.level, s.heading.as_str(), s.anchor.as_str()))
+            .collect();
+        assert_eq!(got, want);
+    }
+
     #[test]
     fn headings_take_their_own_id_or_the_nearest_before() {
         let mut o = Outline::default();
@@ -214,18 +225,14 @@ mod tests {
         o.open_heading(200, 2, None);
         o.anchor("inner");
         o.close_heading("Inner anchor", 212);
-        let s = o.sections(&all_kept(300));
-        let got: Vec<(u32, u8, &str, &str)> = s
-            .iter()
-            .map(|s| (s.offset, s.level, s.heading.as_str(), s.anchor.as_str()))
-            .collect();
-        assert_eq!(
-            got,
-            [
+        assert_sections(
+            o,
+            300,
+            &[
                 (10, 3, "9.18.1. CASE", "FUNCTIONS-CASE"),
                 (100, 3, "COALESCE", "coalesce"),
                 (200, 2, "Inner anchor", "inner"),
-            ]
+            ],
         );
     }
 
@@ -258,19 +265,15 @@ mod tests {
         o.close_heading("", 130);
         o.open_heading(140, 3, None);
         o.close_heading("After the h5", 152);
-        let s = o.sections(&all_kept(200));
-        let got: Vec<(u32, u8, &str, &str)> = s
-            .iter()
-            .map(|s| (s.offset, s.level, s.heading.as_str(), s.anchor.as_str()))
-            .collect();
-        assert_eq!(
-            got,
-            [
+        assert_sections(
+            o,
+            200,
+            &[
                 (0, 2, "Intro", "intro"),
                 (50, 0, "", "bare"),
                 (90, 3, "Own", "own"),
                 (140, 3, "After the h5", "h5"),
-            ]
+            ],
         );
     }
 
