@@ -34,7 +34,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     // as `already_known`, which is no failure here.
     let known = |e: &AppError| e.code() == Some(RefusalCode::AlreadyKnown);
     match app.add_url(&seed).await {
-        Ok(normalized) => println!("queued {normalized}"),
+        Ok(queued) => println!("queued {}", queued.url),
         Err(e) if known(&e) => println!("{e}"),
         Err(e) => return Err(e.into()),
     }
@@ -57,7 +57,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             page.record.url, page.record.http_returncode
         );
     }
-    for found in control.search_results(Some(&query), 3).await?.items {
+    for found in control.text_match_hits(Some(&query), 3).await?.items {
         println!(
             "{:?} at {} in {}",
             found.text,

@@ -18,7 +18,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     let cluster = Remote::connect(&node, &cookie, Duration::from_secs(10)).await?;
     let queued = cluster.add_url(&url, OperationSpec::crawl()).await?;
-    println!("queued {queued}");
+    let waiting = if queued.already_queued {
+        " (waiting already)"
+    } else {
+        ""
+    };
+    println!("queued {}{waiting}", queued.url);
     let status = cluster.status().await?;
     println!(
         "{} processed, {} pending on {} node(s)",

@@ -21,7 +21,7 @@ use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::io::{self, Write};
 use std::sync::Arc;
-use web_crawler_actors::{PageRecord, Queries, StoreError};
+use web_crawler_actors::{PageQuery, PageRecord, Queries, StoreError};
 
 /// Pages read per store query by [`read_graph`] and [`link_counts`].
 pub const BATCH: usize = 1000;
@@ -543,30 +543,108 @@ pub async fn read_graph(queries: &dyn Queries) -> Result<Graph, StoreError> {
     Ok(graph)
 }
 
-/// The `in` and `out` counts of [`Graph`] for these URLs only, by one pass
-/// over the store that keeps nothing but the counts asked for.
+/// How many links lead to a page and leave it, as `report pages` counts
+/// them.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LinkCounts {
+    /// Processed pages linking to the page itself (its `in` in [`Graph`]).
+    pub in_direct: u32,
+    /// Processed pages linking to one of its content duplicates and not to
+    /// it: a link to a copy (`/index.html` for `/`) leads to the page kept.
+    pub in_via_duplicates: u32,
+    /// Its content duplicates: the pages whose `duplicate_of` it is, by URL.
+    pub duplicates: Vec<String>,
+    /// Distinct URLs it links to.
+    pub out: u32,
+}
+
+impl LinkCounts {
+    /// Processed pages linking to the page or to any of its duplicates,
+    /// each counted once.
+    pub fn links_in(&self) -> u32 {
+        self.in_direct + self.in_via_duplicates
+    }
+}
+
+/// The [`LinkCounts`] of some pages, taken one linking page at a time.
+#[derive(Debug)]
+struct LinkCounter {
+    counts: HashMap<String, LinkCounts>,
+    /// The page each duplicate of a counted page copies.
+    original_of: HashMap<String, String>,
+}
+
+impl LinkCounter {
+    /// Counts for `urls`; `duplicates` are `(duplicate, original)` pairs,
+    /// of which those of the pages counted are kept.
+    fn new(urls: &[&str], duplicates: impl IntoIterator<Item = (String, String)>) -> Self {
+        let mut counts: HashMap<String, LinkCounts> = urls
+            .iter()
+            .map(|u| (u.to_string(), LinkCounts::default()))
+            .collect();
+        let mut original_of = HashMap::new();
+        for (duplicate, original) in duplicates {
+            if let Some(c) = counts.get_mut(&original) {
+                c.duplicates.push(duplicate.clone());
+                original_of.insert(duplicate, original);
+            }
+        }
+        for c in counts.values_mut() {
+            c.duplicates.sort_unstable();
+        }
+        Self {
+            counts,
+            original_of,
+        }
+    }
+
+    fn add_page(&mut self, page: &PageRecord) {
+        let targets = distinct_targets(page);
+        if let Some(c) = self.counts.get_mut(page.url.as_str()) {
+            c.out = targets.len() as u32;
+        }
+        let mut via: Vec<&str> = Vec::new();
+        for &target in &targets {
+            if let Some(c) = self.counts.get_mut(target) {
+                c.in_direct += 1;
+            }
+            if let Some(original) = self.original_of.get(target) {
+                via.push(original);
+            }
+        }
+        via.sort_unstable();
+        via.dedup();
+        for original in via {
+            // `targets` is sorted: a page linking to both counts once.
+            if targets.binary_search(&original).is_err()
+                && let Some(c) = self.counts.get_mut(original)
+            {
+                c.in_via_duplicates += 1;
+            }
+        }
+    }
+}
+
+/// The [`LinkCounts`] of these URLs only, by one pass over the store that
+/// keeps nothing but the counts asked for (and the URLs of their content
+/// duplicates, read first).
 pub async fn link_counts(
     queries: &dyn Queries,
     urls: &[&str],
-) -> Result<HashMap<String, (u32, u32)>, StoreError> {
-    let mut counts: HashMap<String, (u32, u32)> =
-        urls.iter().map(|u| (u.to_string(), (0, 0))).collect();
-    if counts.is_empty() {
-        return Ok(counts);
+) -> Result<HashMap<String, LinkCounts>, StoreError> {
+    if urls.is_empty() {
+        return Ok(HashMap::new());
     }
-    each_page(queries, |page| {
-        let targets = distinct_targets(page);
-        if let Some(c) = counts.get_mut(page.url.as_str()) {
-            c.1 = targets.len() as u32;
-        }
-        for target in targets {
-            if let Some(c) = counts.get_mut(target) {
-                c.0 += 1;
-            }
-        }
-    })
-    .await?;
-    Ok(counts)
+    let duplicates = queries
+        .processed(PageQuery {
+            only_duplicates: true,
+            ..PageQuery::default()
+        })
+        .await?;
+    let pairs = (duplicates.into_iter()).filter_map(|p| Some((p.record.url, p.duplicate_of?)));
+    let mut counter = LinkCounter::new(urls, pairs);
+    each_page(queries, |page| counter.add_page(page)).await?;
+    Ok(counter.counts)
 }
 
 /// Every processed page, in URL order, in batches.
@@ -658,6 +736,47 @@ mod tests {
         let mut again = site();
         again.add_page(&page("http://a/", Some(200), &["http://a/x"]));
         assert_eq!(again.edge_count(), 7);
+    }
+
+    #[test]
+    fn a_pages_links_in_count_those_to_its_duplicates_once_each() {
+        let duplicates = [
+            ("http://a/index.html", "http://a/"),
+            ("http://a/home", "http://a/"),
+            ("http://a/copy-of-x", "http://a/x"),
+        ]
+        .map(|(d, o)| (d.to_string(), o.to_string()));
+        let mut counter = LinkCounter::new(&["http://a/", "http://a/index.html"], duplicates);
+        counter.add_page(&page("http://a/1", Some(200), &["http://a/"]));
+        // Both copies and the page itself: one linking page.
+        counter.add_page(&page(
+            "http://a/2",
+            Some(200),
+            &["http://a/index.html", "http://a/home", "http://a/"],
+        ));
+        counter.add_page(&page("http://a/3", Some(200), &["http://a/index.html"]));
+        counter.add_page(&page(
+            "http://a/4",
+            Some(200),
+            &["http://a/index.html", "http://a/home"],
+        ));
+        // A copy of a page not counted counts for nothing.
+        counter.add_page(&page("http://a/5", Some(200), &["http://a/copy-of-x"]));
+        let home = &counter.counts["http://a/"];
+        assert_eq!(
+            (home.in_direct, home.in_via_duplicates, home.links_in()),
+            (2, 2, 4)
+        );
+        assert_eq!(home.duplicates, ["http://a/home", "http://a/index.html"]);
+        // A duplicate's own row: the pages linking to it.
+        let copy = &counter.counts["http://a/index.html"];
+        assert_eq!((copy.in_direct, copy.in_via_duplicates), (3, 0));
+        assert!(copy.duplicates.is_empty());
+        assert_eq!(
+            counter.original_of.len(),
+            2,
+            "only the counted page's copies"
+        );
     }
 
     #[test]

@@ -42,8 +42,9 @@ pub mod search;
 pub mod store;
 
 mod behaviour_impls;
+mod kill_points;
 #[cfg(test)]
-mod proptest_cases;
+use web_crawler_actors::proptest_cases;
 mod settings;
 
 pub use settings::{Error, Settings, start, start_embedded, start_on, start_worker};

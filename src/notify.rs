@@ -10,7 +10,7 @@ use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use std::time::Duration;
-use web_crawler_actors::monitor::StatusEvent;
+use web_crawler_actors::availability::StatusEvent;
 use web_crawler_actors::{Notifier, async_trait};
 
 /// Attempts at a webhook, and the wait before the first retry (doubling).

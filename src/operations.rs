@@ -3,7 +3,7 @@
 use async_trait::async_trait;
 use web_crawler_actors::{
     Document, Operation, OperationError, OperationOutput, OperationSpec, Operations, PageContext,
-    Record, SEARCH_EXACT as EXACT, SEARCH_OPERATION, SEARCH_RESULTS,
+    Record, SEARCH_RESULTS, TEXT_MATCH_EXACT as EXACT, TEXT_MATCH_OPERATION,
 };
 
 /// The paper's `search_text(URL, Text)` (listing 13): records where `Text`
@@ -15,11 +15,11 @@ use web_crawler_actors::{
 ///
 /// [`OperationSpec::search_text_exact`]: web_crawler_actors::OperationSpec::search_text_exact
 #[derive(Clone, Copy, Debug, Default)]
-pub struct SearchText;
+pub struct TextMatch;
 
 /// The longest text `search_text` looks for, in bytes: a phrase, not a
 /// document (it travels with every URL the crawl reaches).
-pub const MAX_SEARCH_TEXT: usize = 1024;
+pub const MAX_MATCH_TEXT: usize = 1024;
 
 /// Positions kept per page at most, and matches shown with their context.
 const MAX_POSITIONS: usize = 1_000;
@@ -80,16 +80,16 @@ fn context(haystack: &[char], position: usize, len: usize) -> String {
 }
 
 #[async_trait]
-impl Operation for SearchText {
+impl Operation for TextMatch {
     fn name(&self) -> &str {
-        SEARCH_OPERATION
+        TEXT_MATCH_OPERATION
     }
 
     fn validate(&self, args: &[String]) -> Result<(), OperationError> {
         match args {
-            [text] | [text, _] if text.len() > MAX_SEARCH_TEXT => {
+            [text] | [text, _] if text.len() > MAX_MATCH_TEXT => {
                 Err(OperationError::BadArguments(format!(
-                    "the search text is {} bytes long; the limit is {MAX_SEARCH_TEXT}",
+                    "the search text is {} bytes long; the limit is {MAX_MATCH_TEXT}",
                     text.len()
                 )))
             }
@@ -111,7 +111,7 @@ impl Operation for SearchText {
         let exact = args.get(1).is_some_and(|a| a == EXACT);
         let visible = &ctx.extracted.text;
         let mut positions = find_positions(visible, text, exact);
-        // Only pages where the text occurs get a search result.
+        // Only pages where the text occurs get a hit.
         if positions.is_empty() {
             return Ok(OperationOutput::none());
         }
@@ -189,7 +189,7 @@ impl Operation for Mirror {
 /// The operations every node knows.
 pub fn builtin_operations() -> Operations {
     Operations::new()
-        .with(std::sync::Arc::new(SearchText))
+        .with(std::sync::Arc::new(TextMatch))
         .with(std::sync::Arc::new(Mirror))
 }
 
@@ -234,14 +234,14 @@ mod tests {
 
     #[test]
     fn search_needs_one_text() {
-        assert!(SearchText.validate(&["x".into()]).is_ok());
-        assert!(SearchText.validate(&[]).is_err());
-        assert!(SearchText.validate(&["".into()]).is_err());
-        assert!(SearchText.validate(&["a".into(), "b".into()]).is_err());
-        assert!(SearchText.validate(&["a".into(), "exact".into()]).is_ok());
-        assert!(SearchText.validate(&["  ".into()]).is_err());
-        let long = "x".repeat(MAX_SEARCH_TEXT + 1);
-        let err = SearchText.validate(&[long]).unwrap_err().to_string();
+        assert!(TextMatch.validate(&["x".into()]).is_ok());
+        assert!(TextMatch.validate(&[]).is_err());
+        assert!(TextMatch.validate(&["".into()]).is_err());
+        assert!(TextMatch.validate(&["a".into(), "b".into()]).is_err());
+        assert!(TextMatch.validate(&["a".into(), "exact".into()]).is_ok());
+        assert!(TextMatch.validate(&["  ".into()]).is_err());
+        let long = "x".repeat(MAX_MATCH_TEXT + 1);
+        let err = TextMatch.validate(&[long]).unwrap_err().to_string();
         assert!(err.contains("the limit is 1024"), "{err}");
         assert!(
             builtin_operations()

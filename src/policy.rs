@@ -138,15 +138,10 @@ impl CrawlPolicy {
         if self.cfg.max_depth.is_some_and(|max| depth > max) {
             return Err(Rejection::TooDeep);
         }
+        let (host, operation) = (host_key(&url), referrer.operation.clone());
         Ok(NewLink {
-            host: host_key(&url),
-            url: url.into(),
-            operation: referrer.operation.clone(),
-            depth,
-            priority: 0.0,
             redirect_hops,
-            modified: None,
-            check_every_ms: None,
+            ..NewLink::new(url.into(), host, operation, depth, 0.0)
         })
     }
 }
@@ -196,16 +191,8 @@ impl LinkPolicy for CrawlPolicy {
         let url = normalize::normalize(url.trim(), &self.cfg.normalize)
             .map_err(|e| Rejection::Invalid(e.to_string()))?;
         self.check(&url)?;
-        Ok(NewLink {
-            host: host_key(&url),
-            url: url.into(),
-            operation: operation.clone(),
-            depth: 0,
-            priority: 1.0,
-            redirect_hops: 0,
-            modified: None,
-            check_every_ms: None,
-        })
+        let host = host_key(&url);
+        Ok(NewLink::new(url.into(), host, operation.clone(), 0, 1.0))
     }
 
     fn link(&self, referrer: &Job, href: &str, redirect: bool) -> Result<NewLink, Rejection> {

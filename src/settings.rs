@@ -109,15 +109,68 @@ pub async fn start(store: Arc<dyn Store>, settings: Settings) -> Result<AppHandl
 pub async fn start_on(storage: Storage, settings: Settings) -> Result<AppHandle, Error> {
     let behaviours = settings.behaviours()?;
     #[allow(unused_mut)]
-    let (mut storage, mut crawl) = (storage, settings.crawl.clone());
+    let (mut storage, mut crawl, mut noted_dropped) = (storage, settings.crawl.clone(), false);
     #[cfg(feature = "search")]
     if let Some(dir) = &settings.index_dir {
         let shard = shard_in(dir, settings.embedder.clone())?;
         move_earlier_queue(storage.queries.as_ref(), shard.queue.as_ref()).await?;
+        forget_noted_duplicates(storage.queries.as_ref(), Some(shard.queue.as_ref())).await?;
+        noted_dropped = true;
         storage = storage.with_index(shard);
         crawl.index_pages = true;
     }
+    if !noted_dropped {
+        forget_noted_duplicates(storage.queries.as_ref(), None).await?;
+    }
     Ok(App::start(crawl, storage, behaviours).await?)
+}
+
+/// Queue the drop of the pages earlier runs found content duplicates
+/// (noted in [`INDEX_FORGET`] by their commits) that the store still holds
+/// as duplicates, for this node's shard (`queue`; none without an index):
+/// a run killed between such a commit and telling its index left them in
+/// it. Then the notes go. A page the shard does not hold (one another node
+/// fetched: its shard is told at the commit, by a message not kept) drops
+/// nothing.
+async fn forget_noted_duplicates(
+    queries: &dyn web_crawler_actors::Queries,
+    queue: Option<&dyn web_crawler_actors::IndexQueue>,
+) -> Result<(), StoreError> {
+    use web_crawler_actors::{Document, INDEX_FORGET};
+    loop {
+        let notes = queries.first_records(INDEX_FORGET, None, 500).await?;
+        let urls: Vec<String> = notes
+            .iter()
+            .filter_map(|note| note.get("url")?.as_str().map(str::to_string))
+            .collect();
+        if urls.is_empty() {
+            return Ok(());
+        }
+        if let Some(queue) = queue {
+            let mut duplicates = Vec::new();
+            for url in &urls {
+                let page = queries.processed_url(url).await?;
+                if page.is_some_and(|p| p.duplicate_of.is_some()) {
+                    duplicates.push(url.clone());
+                }
+            }
+            if !duplicates.is_empty() {
+                tracing::debug!(
+                    pages = duplicates.len(),
+                    "content duplicates an earlier run found are dropped from the index again"
+                );
+                queue.forget(duplicates).await?;
+            }
+        }
+        let keys: Vec<Document> = urls
+            .into_iter()
+            .map(|url| std::iter::once(("url".to_string(), url.into())).collect())
+            .collect();
+        if queries.delete_records(INDEX_FORGET, &keys).await? == 0 {
+            // Notes keyed otherwise: not ours; leave them.
+            return Ok(());
+        }
+    }
 }
 
 /// Start a worker node's tree: a pool fetching for the cluster's master
@@ -140,9 +193,9 @@ pub async fn start_worker(settings: Settings) -> Result<AppHandle, Error> {
 fn shard_in(
     dir: &Path,
     embedder: Option<Arc<crate::search::Embedder>>,
-) -> Result<web_crawler_actors::Shard, StoreError> {
+) -> Result<web_crawler_actors::IndexShard, StoreError> {
     let queue = crate::store::IndexQueueLog::open(&crate::store::queue_dir_for(dir))?;
-    Ok(web_crawler_actors::Shard {
+    Ok(web_crawler_actors::IndexShard {
         opener: Arc::new(crate::behaviour_impls::IndexDir {
             dir: dir.to_path_buf(),
             embedder,

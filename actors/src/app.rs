@@ -3,15 +3,16 @@
 //! the paper's module exports `add_url/1` and `search_text/2` over
 //! `gen_server:cast`.
 
-use crate::behaviour::index::{SearchAnswer, Shard};
+use crate::behaviour::index::{IndexShard, SearchAnswer};
 use crate::config::{Behaviours, CrawlConfig, Storage};
 use crate::outage::StoreFailure;
 use crate::protocol::{
-    ChildInfo, ChildRole, IdleReason, IndexerMsg, MasterMsg, PoolMsg, Status, SupMsg,
+    ChildInfo, ChildRole, IdleReason, IndexerMsg, MasterMsg, PoolMsg, Queued, Status, SupMsg,
 };
 use crate::refusal::{Refusal, RefusalCode};
 use crate::remote::ControlClient;
 use crate::reply::ControlError;
+use crate::runtime_settings::RuntimeSettings;
 use crate::sup::{ExitReason, Sup, SupArgs};
 use crate::types::{Millis, OperationSpec};
 use ractor::{Actor, ActorRef, RpcReplyPort};
@@ -75,7 +76,7 @@ impl App {
     /// `shard` an indexer that keeps the pages this node fetched.
     pub async fn start_worker(
         config: CrawlConfig,
-        shard: Option<Shard>,
+        shard: Option<IndexShard>,
         behaviours: Behaviours,
     ) -> Result<AppHandle, AppError> {
         Self::start_tree(config, None, shard, behaviours).await
@@ -84,7 +85,7 @@ impl App {
     async fn start_tree(
         config: CrawlConfig,
         storage: Option<Storage>,
-        shard: Option<Shard>,
+        shard: Option<IndexShard>,
         behaviours: Behaviours,
     ) -> Result<AppHandle, AppError> {
         if ActorRef::<SupMsg>::where_is(config.sup_name()).is_some() {
@@ -96,18 +97,20 @@ impl App {
         let (exit_tx, exit_rx) = watch::channel(None);
         let has_master = storage.is_some();
         let shard = shard.or_else(|| storage.as_ref().and_then(|s| s.index.clone()));
+        let sup_name = config.sup_name();
+        let settings = RuntimeSettings::new(config);
         let args = SupArgs {
-            config: config.clone(),
+            settings: settings.clone(),
             storage,
             shard,
             behaviours,
             exit: exit_tx,
         };
-        let (sup, join) = Actor::spawn(Some(config.sup_name()), Sup, args)
+        let (sup, join) = Actor::spawn(Some(sup_name), Sup, args)
             .await
             .map_err(|e| AppError::Start(e.to_string()))?;
         Ok(AppHandle {
-            config,
+            settings,
             has_master,
             sup,
             join: Some(join),
@@ -119,7 +122,8 @@ impl App {
 /// A running app. Dropping it leaves the tree running; call [`AppHandle::stop`].
 #[derive(Debug)]
 pub struct AppHandle {
-    config: CrawlConfig,
+    /// The node's settings, as the tree reads them.
+    settings: RuntimeSettings,
     /// This node runs the master (a worker node runs a pool only).
     has_master: bool,
     sup: ActorRef<SupMsg>,
@@ -131,15 +135,17 @@ pub struct AppHandle {
 const MASTER_WAIT: Duration = Duration::from_secs(10);
 
 impl AppHandle {
-    pub fn config(&self) -> &CrawlConfig {
-        &self.config
+    /// The node's settings now: its config, as an operator's `set` left it.
+    pub fn config(&self) -> CrawlConfig {
+        self.settings.current()
     }
 
-    /// Queue a URL for a plain crawl. Returns the normalized URL. A URL
+    /// Queue a URL for a plain crawl. Returns the normalized URL, and
+    /// whether it was waiting in the queue already. A URL
     /// processed already (with this operation, not due again) is refused
     /// as [`RefusalCode::AlreadyKnown`], as by every entry point to
     /// `add_url`; only its referral is recorded.
-    pub async fn add_url(&self, url: &str) -> Result<String, AppError> {
+    pub async fn add_url(&self, url: &str) -> Result<Queued, AppError> {
         self.add_url_with(url, OperationSpec::crawl()).await
     }
 
@@ -148,7 +154,7 @@ impl AppHandle {
         &self,
         url: &str,
         operation: OperationSpec,
-    ) -> Result<String, AppError> {
+    ) -> Result<Queued, AppError> {
         self.queue(url, operation, false, None).await
     }
 
@@ -158,14 +164,14 @@ impl AppHandle {
         &self,
         url: &str,
         operation: OperationSpec,
-    ) -> Result<String, AppError> {
+    ) -> Result<Queued, AppError> {
         self.queue(url, operation, true, None).await
     }
 
     /// Queue a URL and watch it at an interval of its own (at least
-    /// [`MIN_CHECK_EVERY_MS`](crate::monitor::MIN_CHECK_EVERY_MS)), which
+    /// [`MIN_CHECK_EVERY_MS`](crate::availability::MIN_CHECK_EVERY_MS)), which
     /// the revisit policy adapts as it does `recrawl_every`, on a node
-    /// that watches URLs ([`CrawlConfig::monitoring`]). A URL processed
+    /// that watches URLs ([`CrawlConfig::availability_watch`]). A URL processed
     /// already is fetched again now; a URL watched already takes the new
     /// interval.
     pub async fn add_url_watched(
@@ -173,9 +179,9 @@ impl AppHandle {
         url: &str,
         operation: OperationSpec,
         every: Duration,
-    ) -> Result<String, AppError> {
+    ) -> Result<Queued, AppError> {
         // Refused here: a zero interval would travel as `WATCH_OFF`.
-        let every_ms = crate::monitor::check_every(every)
+        let every_ms = crate::availability::check_every(every)
             .map_err(|e| AppError::from(ControlError::from(e)))?;
         self.queue(url, operation, false, Some(every_ms)).await
     }
@@ -183,8 +189,8 @@ impl AppHandle {
     /// Stop watching a URL, even at `recrawl_every`: it is fetched once
     /// more (so its stored state says so), then not again until it is
     /// given an interval of its own again.
-    pub async fn unwatch(&self, url: &str, operation: OperationSpec) -> Result<String, AppError> {
-        self.queue(url, operation, false, Some(crate::monitor::WATCH_OFF))
+    pub async fn unwatch(&self, url: &str, operation: OperationSpec) -> Result<Queued, AppError> {
+        self.queue(url, operation, false, Some(crate::availability::WATCH_OFF))
             .await
     }
 
@@ -194,7 +200,7 @@ impl AppHandle {
         operation: OperationSpec,
         again: bool,
         every_ms: Option<Millis>,
-    ) -> Result<String, AppError> {
+    ) -> Result<Queued, AppError> {
         let url = url.to_string();
         self.call_master(MASTER_WAIT, move |reply| MasterMsg::AddUrl {
             url: url.clone(),
@@ -209,7 +215,7 @@ impl AppHandle {
 
     /// Paper's `search_text(URL, Text)`: crawl from `url`, recording where
     /// `text` occurs on each page.
-    pub async fn search_text(&self, url: &str, text: &str) -> Result<String, AppError> {
+    pub async fn search_text(&self, url: &str, text: &str) -> Result<Queued, AppError> {
         if text.is_empty() {
             return Err(AppError::Rejected(Refusal::new(
                 RefusalCode::BadOperation,
@@ -230,14 +236,14 @@ impl AppHandle {
     /// A crawl keeps an index when its storage has one
     /// ([`Storage::with_index`]; `web_crawler`'s `Settings::index_dir`).
     ///
-    /// Every live node's shard is asked ([`crate::shards`]); on the master's
+    /// Every live node's shard is asked ([`crate::cluster_query`]); on the master's
     /// node through its control actor, which knows from the store which
     /// nodes hold pages (`nodes.missing` names those that did not answer).
     pub async fn search(&self, query: &str, limit: usize) -> Result<SearchAnswer, AppError> {
         let answer = if self.has_master {
             self.control().search(query, limit).await
         } else {
-            crate::control::search(&self.config, None, query.to_string(), limit).await
+            crate::control::search(&self.config(), None, query.to_string(), limit).await
         };
         answer.map_err(AppError::from)
     }
@@ -247,7 +253,7 @@ impl AppHandle {
     /// fast crawl can leave minutes of it); `Stopped` if the indexer dies
     /// meanwhile.
     pub async fn flush_index(&self) -> Result<(), AppError> {
-        let indexer = ActorRef::<IndexerMsg>::where_is(self.config.indexer_name())
+        let indexer = ActorRef::<IndexerMsg>::where_is(self.config().indexer_name())
             .ok_or_else(|| AppError::from(ControlError::NoIndex))?;
         ractor::call!(indexer, IndexerMsg::CatchUp).map_err(|e| AppError::Stopped(e.to_string()))
     }
@@ -336,7 +342,7 @@ impl AppHandle {
     /// as a [`Remote`](crate::Remote) on a cluster). A worker node's app has
     /// no control actor: its requests fail with [`ControlError::NoControl`](crate::ControlError::NoControl).
     pub fn control(&self) -> ControlClient {
-        ControlClient::named(self.config.control_name(), MASTER_WAIT)
+        ControlClient::named(self.config().control_name(), MASTER_WAIT)
     }
 
     /// Graceful stop: the master stops claiming, running slaves get
@@ -400,7 +406,7 @@ impl AppHandle {
             if let Some(why) = self.failure() {
                 return Err(why);
             }
-            if let Some(master) = ActorRef::<MasterMsg>::where_is(self.config.master_name()) {
+            if let Some(master) = ActorRef::<MasterMsg>::where_is(self.config().master_name()) {
                 return Ok(master);
             }
             if Instant::now() >= deadline {

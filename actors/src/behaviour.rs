@@ -8,8 +8,8 @@
 
 pub(crate) mod index;
 
+use crate::availability::{FetchHistory, HistoryQuery, StatusEvent};
 use crate::hosts::HostSummary;
-use crate::monitor::{FetchHistory, HistoryQuery, StatusEvent};
 use crate::traps::TrapClosure;
 use crate::types::*;
 use async_trait::async_trait;
@@ -252,6 +252,10 @@ pub struct CommitSummary {
     /// Pages whose body duplicates a page processed before: their links are
     /// not followed and they are not indexed.
     pub duplicates: Vec<String>,
+    /// The batch's seeds that were waiting already (pending, or being
+    /// fetched) before the batch: only their credit (and interval) merged.
+    /// A seed's URL kept `trapped` was not waiting: it is queued now.
+    pub seeds_queued_already: Vec<UrlKey>,
 }
 
 /// Which processed pages to list.
@@ -260,6 +264,9 @@ pub struct PageQuery {
     pub limit: Option<usize>,
     pub offset: usize,
     pub only_failed: bool,
+    /// Only content duplicates (pages with a `duplicate_of`): which page
+    /// each one's links count for.
+    pub only_duplicates: bool,
     /// The last processed first (the console's `processed N`); by URL
     /// otherwise, a stable order to page through.
     pub newest_first: bool,
@@ -328,7 +335,7 @@ pub trait Frontier: Send + Sync + fmt::Debug + 'static {
     /// next process takes over at once. Reads still work after it.
     async fn close(&self) {}
 
-    /// Availability monitoring's sweep: queue again up to `limit` watched
+    /// Availability watching's sweep: queue again up to `limit` watched
     /// processed URLs whose next check (`PageRecord::d_next_check`) is due
     /// by `now`, as a link would queue a processed URL (a pending URL only
     /// gains nothing), and clear their next check until they are processed
@@ -432,9 +439,9 @@ pub trait Queries: Send + Sync + fmt::Debug + 'static {
     /// consumer, once it has handled them); returns how many were removed.
     async fn delete_records(&self, collection: &str, keys: &[Document]) -> Result<u64, StoreError>;
 
-    /// The search results stored for `text` (all of them with `None`), by
-    /// URL and text.
-    async fn search_results(&self, text: Option<&str>) -> Result<Vec<SearchResult>, StoreError> {
+    /// Where `search_text` found `text` (every text with `None`): its hits
+    /// in `search_results`, by URL and text.
+    async fn text_match_hits(&self, text: Option<&str>) -> Result<Vec<TextMatchHit>, StoreError> {
         let mut filter = Document::new();
         if let Some(text) = text {
             filter.insert("text".into(), text.into());
@@ -447,7 +454,7 @@ pub trait Queries: Send + Sync + fmt::Debug + 'static {
                 serde_json::from_value(serde_json::Value::Object(doc))
                     .map_err(|e| StoreError::Corrupt(format!("a search result: {e}")))
             })
-            .collect::<Result<Vec<SearchResult>, _>>()?;
+            .collect::<Result<Vec<TextMatchHit>, _>>()?;
         results.sort_by(|a, b| (&a.url, &a.text).cmp(&(&b.url, &b.text)));
         Ok(results)
     }

@@ -1,11 +1,11 @@
 //! Settings of the OTP layer and the behaviours it runs with.
 
-use crate::behaviour::index::Shard;
+use crate::availability::StatusEvent;
+use crate::behaviour::index::IndexShard;
 use crate::behaviour::{
     Archive, Extractor, Fetcher, Frontier, LinkPolicy, Notifier, Operations, Queries, Store,
 };
 use crate::metrics::Metrics;
-use crate::monitor::StatusEvent;
 use crate::protocol::MASTER_LOG;
 use crate::scheduler::Politeness;
 use crate::traps::TrapSettings;
@@ -75,20 +75,21 @@ pub struct CrawlConfig {
     /// Stop claiming after this many pages fetched in this run.
     pub max_pages: Option<u64>,
     /// Re-queue a processed page linked again after this long (the paper's
-    /// availability monitoring); `None` never re-queues.
+    /// availability watching); `None` never re-queues.
     #[serde(rename = "reprocess_after_ms", with = "millis::option")]
     pub reprocess_after: Option<Duration>,
-    /// Availability monitoring (a service): check every processed URL
-    /// again about this often ([`crate::monitor::Revisit`] adapts it to how
+    /// Availability watching (a service): check every processed URL
+    /// again about this often ([`crate::availability::Revisit`] adapts it to how
     /// often the page changes); `None` watches nothing.
     #[serde(rename = "recrawl_every_ms", with = "millis::option")]
     pub recrawl_every: Option<Duration>,
-    /// Availability monitoring runs (a service): the master queues again
+    /// Availability watching runs (a service): the master queues again
     /// the URLs whose check is due — every processed URL with
     /// `recrawl_every`, else the URLs added with an interval of their own
     /// (`add_url … every`). `recrawl_every` turns it on too; a one-shot
     /// crawl leaves it off and checks nothing again.
-    pub monitoring: bool,
+    #[serde(rename = "monitoring")]
+    pub availability_watch: bool,
     /// `fetch_history` entries kept per URL, the newest.
     pub history_keep: usize,
     /// Claimed URLs held by this node and not yet committed, at most (0: 64 ×
@@ -126,7 +127,7 @@ pub struct CrawlConfig {
     pub traps: Option<TrapSettings>,
     /// Hand every HTML page this node fetches to the full-text index (the
     /// `index` operation, [`PageIndex`](crate::PageIndex)); a node keeps
-    /// an index when it has a [`Shard`] (the master's node: its
+    /// an index when it has an [`IndexShard`] (the master's node: its
     /// [`Storage`]'s).
     #[serde(rename = "index")]
     pub index_pages: bool,
@@ -192,7 +193,7 @@ impl Default for CrawlConfig {
             max_pages: None,
             reprocess_after: None,
             recrawl_every: None,
-            monitoring: false,
+            availability_watch: false,
             history_keep: 1_000,
             claim_window: 0,
             per_host_window: 0,
@@ -242,9 +243,9 @@ impl CrawlConfig {
     }
 
     /// Whether the master looks for URLs due to be checked again
-    /// ([`CrawlConfig::monitoring`]).
+    /// ([`CrawlConfig::availability_watch`]).
     pub fn watches(&self) -> bool {
-        self.monitoring || self.recrawl_every.is_some()
+        self.availability_watch || self.recrawl_every.is_some()
     }
 
     /// Registered name of this node's master (`web_crawler_master@NODE`):
@@ -372,7 +373,7 @@ pub struct Storage {
     pub queries: Arc<dyn Queries>,
     /// The full-text index this node keeps and its queue (`None`: it
     /// keeps none).
-    pub index: Option<Shard>,
+    pub index: Option<IndexShard>,
 }
 
 impl Storage {
@@ -393,7 +394,7 @@ impl Storage {
     }
 
     /// Keep a full-text index of the pages crawled: `shard`.
-    pub fn with_index(mut self, shard: Shard) -> Self {
+    pub fn with_index(mut self, shard: IndexShard) -> Self {
         self.index = Some(shard);
         self
     }

@@ -3,11 +3,12 @@
 //! node). It runs on the master's node, joins the control process group,
 //! and answers JSON requests by calling the tree's actors.
 
+use crate::availability::{self, HistoryQuery};
 use crate::behaviour::index::SearchAnswer;
 use crate::behaviour::{PageQuery, Queries};
+use crate::cluster_query::{self, ShardRoster};
 use crate::config::{CrawlConfig, shard_holding};
 use crate::hosts;
-use crate::monitor::{self, HistoryQuery};
 use crate::protocol::{
     self, ChildRole, ControlMsg, ControlRequest, MAX_BATCH_BYTES, MAX_BATCH_URLS,
     MAX_MESSAGE_BYTES, MasterMsg, PoolMsg, Setting, SupMsg,
@@ -18,7 +19,6 @@ use crate::reply::{
     TrapReopened, Tree, UrlOutcome, to_wire,
 };
 use crate::runtime_settings::RuntimeSettings;
-use crate::shards::{self, ShardRoster};
 use crate::types::{Millis, OperationSpec, TRAP_SAMPLES, now_ms};
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 use std::collections::HashMap;
@@ -157,19 +157,16 @@ async fn answer(
             limit,
             offset,
         } => search_page(state, cfg, query, limit, offset).await,
-        ControlRequest::SearchResults { text, limit } => {
-            let results = state.queries.search_results(text.as_deref()).await?;
-            Ok(ControlReply::SearchResults(Listing::first(results, limit)))
+        ControlRequest::TextMatchHits { text, limit } => {
+            let results = state.queries.text_match_hits(text.as_deref()).await?;
+            Ok(ControlReply::TextMatchHits(Listing::first(results, limit)))
         }
         ControlRequest::Availability { host, limit } => {
-            let availability = monitor::availability(&history_of(state, host).await?);
-            Ok(ControlReply::Availability(Listing::first(
-                availability,
-                limit,
-            )))
+            let rows = availability::availability(&history_of(state, host).await?);
+            Ok(ControlReply::Availability(Listing::first(rows, limit)))
         }
         ControlRequest::Changes { host, limit } => {
-            let mut changes = monitor::changes(&history_of(state, host).await?);
+            let mut changes = availability::changes(&history_of(state, host).await?);
             changes.sort_by_key(|e| std::cmp::Reverse(e.at));
             Ok(ControlReply::Changes(Listing::first(changes, limit)))
         }
@@ -295,7 +292,8 @@ async fn actor_state(cfg: &CrawlConfig, actor: String) -> Result<ControlReply, C
     }))
 }
 
-/// The master's answer: queued, or refused by the admission rules.
+/// The master's answer: queued (or waiting already), or refused by the
+/// admission rules.
 async fn add_url(
     cfg: &CrawlConfig,
     url: String,
@@ -385,6 +383,7 @@ async fn newest_pages(
             limit: Some(limit),
             offset: 0,
             only_failed,
+            only_duplicates: false,
             newest_first: true,
         })
         .await?;
@@ -492,7 +491,7 @@ fn to_pools(cfg: &CrawlConfig, msg: impl Fn() -> PoolMsg) -> Vec<String> {
         .collect()
 }
 
-/// A query across the cluster's shards ([`shards::ask_shards`]), merged:
+/// A query across the cluster's shards ([`cluster_query::ask_shards`]), merged:
 /// with the store (on the master's node), the nodes holding pages that
 /// did not answer are named missing, and a page that two shards hold is
 /// listed from the node that fetched it last (the other is told to drop
@@ -511,7 +510,7 @@ pub(crate) async fn search(
     if live.is_empty() {
         return Err(ControlError::NoIndex);
     }
-    let (answered, tops) = shards::ask_shards(&local, &query, limit)
+    let (answered, tops) = cluster_query::ask_shards(&local, &query, limit)
         .await
         .map_err(ControlError::Search)?;
     let mut fetched_by = HashMap::new();
@@ -528,7 +527,7 @@ pub(crate) async fn search(
                     now,
                 );
             }
-            for url in shards::listed_twice(&tops) {
+            for url in cluster_query::listed_twice(&tops) {
                 if let Some(page) = queries.processed_url(&url).await? {
                     fetched_by.insert(url, shard_holding(page.record.node, &cfg.node_name));
                 }
@@ -537,9 +536,9 @@ pub(crate) async fn search(
         }
         None => live,
     };
-    shards::forget(&local, shards::stale_copies(&tops, &fetched_by));
-    let mut answer = shards::merge_tops(tops, limit, &fetched_by);
-    answer.nodes = Some(shards::shard_nodes(&expected, &answered));
+    cluster_query::forget(&local, cluster_query::stale_copies(&tops, &fetched_by));
+    let mut answer = cluster_query::merge_tops(tops, limit, &fetched_by);
+    answer.nodes = Some(cluster_query::shard_nodes(&expected, &answered));
     Ok(answer)
 }
 
@@ -547,7 +546,7 @@ pub(crate) async fn search(
 async fn history_of(
     state: &ControlArgs,
     host: Option<String>,
-) -> Result<Vec<monitor::FetchHistory>, ControlError> {
+) -> Result<Vec<availability::FetchHistory>, ControlError> {
     Ok(state
         .queries
         .fetch_history(HistoryQuery { host, since: None })

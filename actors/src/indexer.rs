@@ -67,14 +67,14 @@ impl IndexProgress {
 /// pages, the counts `status` gives ("indexed N of M"), which they count
 /// in and the node's indexer counts out, and the indexer they tell.
 #[derive(Clone, Debug)]
-pub(crate) struct ShardQueue {
+pub(crate) struct IndexFeed {
     pub(crate) queue: Arc<dyn IndexQueue>,
     pub(crate) progress: Arc<IndexProgress>,
     /// The registered name of the node's indexer.
     pub(crate) indexer: String,
 }
 
-impl ShardQueue {
+impl IndexFeed {
     /// Queue the pages that the [`INDEX_QUEUE`] records among `records`
     /// carry (one that cannot be read is left out, with a warning), count
     /// them in and tell the node's indexer.
@@ -97,10 +97,25 @@ impl ShardQueue {
         let queued = pages.len() as u64;
         self.queue.push(pages).await?;
         self.progress.queued(queued);
+        self.tell_indexer();
+        Ok(())
+    }
+
+    /// Queue the drop of `urls` from this node's shard, behind the pages
+    /// queued before; the indexer, up or not yet, reads it in turn.
+    pub(crate) async fn forget(&self, urls: Vec<String>) -> Result<(), StoreError> {
+        if urls.is_empty() {
+            return Ok(());
+        }
+        self.queue.forget(urls).await?;
+        self.tell_indexer();
+        Ok(())
+    }
+
+    fn tell_indexer(&self) {
         if let Some(actor) = ActorRef::<IndexerMsg>::where_is(self.indexer.clone()) {
             let _ = actor.cast(IndexerMsg::Queued);
         }
-        Ok(())
     }
 }
 

@@ -13,24 +13,23 @@
 //! keeps its results, claims nothing, asks again and resumes.
 
 use crate::admission::{
-    AddUrlReply, AddUrlsAnswer, Admission, PlainAsk, ProcessedPages, SeedReplies, answer_written,
+    AddUrlReply, Admission, AdmittedSeeds, SeedAsk, SeedReplies, WrittenSeeds, answer_written,
 };
 use crate::behaviour::{Frontier, Queries};
 use crate::config::{Behaviours, CrawlConfig};
 use crate::cycle_end::{OnFailure, cycle_at_stop, cycle_done, cycle_failed};
-use crate::indexer::ShardQueue;
+use crate::indexer::IndexFeed;
 use crate::node_check::check_nodes;
 use crate::outage::StoreFailure;
-use crate::protocol::{
-    self, AddUrlError, IdleReason, MasterMsg, PoolMsg, SlaveReport, Status, SupMsg,
-};
+use crate::protocol::{self, IdleReason, MasterMsg, PoolMsg, SlaveReport, Status, SupMsg};
 use crate::rate::RecentRate;
+use crate::reopen_waiters::ReopenWaiters;
 use crate::run_stats::RunStats;
 use crate::runtime_settings::RuntimeSettings;
 use crate::status::{LastCounts, MasterFacts, StatusDraft};
 use crate::store_cycle::{RunningCycle, StoreCycle};
-use crate::types::{Job, Millis, NewLink, OperationSpec, now_ms};
-use crate::window::Window;
+use crate::types::{Job, Millis, UrlKey, now_ms};
+use crate::window::{Flush, Window};
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 use std::sync::Arc;
 use std::time::Duration;
@@ -49,7 +48,7 @@ pub(crate) struct MasterArgs {
     pub(crate) restarts: u32,
     pub(crate) run: Arc<RunStats>,
     /// This node's index queue and its counts, when it keeps an index.
-    pub(crate) indexer: Option<ShardQueue>,
+    pub(crate) index_feed: Option<IndexFeed>,
 }
 
 #[derive(Debug)]
@@ -68,7 +67,6 @@ pub(crate) struct MasterState {
     /// The run's fetched count over the last seconds, for `status`.
     rate: RecentRate,
     myself: ActorRef<MasterMsg>,
-    flush_scheduled: bool,
     /// The store cycle running on its own task.
     cycle: Option<RunningCycle>,
     /// The store's counts last read, for `status` while it is unavailable.
@@ -82,7 +80,7 @@ pub(crate) struct MasterState {
     drain_waiters: Vec<RpcReplyPort<()>>,
     /// Operators who reopened a trap family, answered once the store has
     /// released its URLs.
-    reopen_waiters: Vec<(String, RpcReplyPort<Option<u64>>)>,
+    reopen_waiters: ReopenWaiters<RpcReplyPort<Option<u64>>>,
 }
 
 #[derive(Debug)]
@@ -111,7 +109,7 @@ impl Actor for Master {
             store_cycle: StoreCycle {
                 store: args.store,
                 owner: config.node_name.clone(),
-                indexer: args.indexer,
+                index_feed: args.index_feed,
                 turn: Arc::clone(&run.store_cycle),
             },
             cfg: config,
@@ -121,14 +119,13 @@ impl Actor for Master {
             restarts: args.restarts,
             run,
             myself,
-            flush_scheduled: false,
             cycle: None,
             last_counts: LastCounts::default(),
             gave_up: false,
             seeds: SeedReplies::default(),
             idle_waiters: Vec::new(),
             drain_waiters: Vec::new(),
-            reopen_waiters: Vec::new(),
+            reopen_waiters: ReopenWaiters::default(),
         })
     }
 
@@ -170,22 +167,28 @@ impl Actor for Master {
                 again,
                 every_ms,
                 reply,
-            } => add_url(state, &url, &operation, again, every_ms, reply, now),
+            } => {
+                let ask = SeedAsk::new(operation, again, every_ms, now);
+                let queued = admission(state).add_url(&url, &ask, reply);
+                queue_seeds(state, queued, now);
+            }
             MasterMsg::AddUrls {
                 urls,
                 operation,
                 again,
                 reply,
-            } => add_urls(state, urls, &operation, again, reply, now),
+            } => {
+                let ask = SeedAsk::new(operation, again, None, now);
+                let queued = admission(state).add_urls(&urls, &ask, reply);
+                queue_seeds(state, queued, now);
+            }
             MasterMsg::Normalize { url, reply } => {
-                let crawl = OperationSpec::crawl();
-                let link = state.b.policy.seed(&url, &crawl);
-                let _ = reply.send(link.ok().map(|link| link.url));
+                let _ = reply.send(admission(state).normalized(&url));
             }
             MasterMsg::Report(report) => on_report(state, report, now),
             MasterMsg::HostRecord(record) => {
                 state.window.host_record(record);
-                schedule_flush(state);
+                flush(state, false);
             }
             MasterMsg::Adopt { node, jobs } => {
                 state.window.adopt(&node, jobs);
@@ -198,7 +201,7 @@ impl Actor for Master {
                 state.window.soft_404_probe(&probe_url, simhash);
             }
             MasterMsg::Sitemaps { referrer, urls } => {
-                for link in Admission::of(&state.b, &state.cfg).sitemap(&referrer, urls, now) {
+                for link in admission(state).sitemap(&referrer, urls, now) {
                     state.window.add_link(link, now);
                 }
                 cycle(state, true, true);
@@ -215,11 +218,11 @@ impl Actor for Master {
             }
             MasterMsg::Withdrawn(jobs) => {
                 state.window.withdrawn(jobs, now);
-                schedule_flush(state);
+                flush(state, false);
             }
             MasterMsg::CycleDone => finish_cycle(state).await?,
             MasterMsg::Flush => {
-                state.flush_scheduled = false;
+                state.window.flush_timer_done();
                 cycle(state, true, true);
             }
             MasterMsg::Tick => tick(state, now),
@@ -243,7 +246,7 @@ impl Actor for Master {
             MasterMsg::ReopenTrap { family, reply } => {
                 let lifted = state.window.reopen_trap(&family);
                 tracing::debug!(%family, lifted, "an operator reopens a trap family");
-                state.reopen_waiters.push((family, reply));
+                state.reopen_waiters.wait(family, reply);
                 cycle(state, true, true);
             }
             MasterMsg::Drain { timeout, reply } => drain(state, timeout, reply, now),
@@ -267,8 +270,12 @@ impl Actor for Master {
             return Ok(());
         }
         if let Some(running) = state.cycle.take() {
-            if cycle_at_stop(&mut state.window, running.finish().await?, now_ms())? {
-                answer_written(state.seeds.written(), processed_pages(state));
+            let outcome = running.finish().await?;
+            let queued_already = (outcome.as_ref())
+                .map(|result| result.seeds_queued_already.clone())
+                .unwrap_or_default();
+            if cycle_at_stop(&mut state.window, outcome, now_ms())? {
+                answer_written(state.seeds.written(), written_seeds(state, queued_already));
             } else {
                 // One more try below, with everything.
                 state.seeds.cycle_failed();
@@ -277,84 +284,32 @@ impl Actor for Master {
         // Should the store be away, it gets one last try now.
         state.window.ask_store_now();
         if let Some(mut work) = state.window.start_cycle(true, false, false, now_ms()) {
-            state.store_cycle.run(&mut work).await?;
-            answer_written(state.seeds.all(), processed_pages(state));
+            let result = state.store_cycle.run(&mut work).await?;
+            answer_written(
+                state.seeds.all(),
+                written_seeds(state, result.seeds_queued_already),
+            );
         }
         Ok(())
     }
 }
 
-/// A seed: admitted, it is answered once written (the caller is told it
-/// is durable); refused, at once.
-fn add_url(
-    state: &mut MasterState,
-    url: &str,
-    operation: &OperationSpec,
-    again: bool,
-    every_ms: Option<Millis>,
-    reply: RpcReplyPort<Result<String, AddUrlError>>,
-    now: Millis,
-) {
-    match admit(state, url, operation, again, every_ms, now) {
-        Ok(link) => {
-            let ask = PlainAsk::of(operation, again, every_ms, now);
-            state
-                .seeds
-                .wait(AddUrlReply::One(reply, ask), link.url.clone());
-            state.window.add_seed(link, now);
-            cycle(state, true, true);
-        }
-        Err(e) => {
-            let _ = reply.send(Err(e));
-        }
-    }
+/// What admits seeds and sitemap entries now.
+fn admission(state: &MasterState) -> Admission<'_> {
+    Admission::of(&state.b, &state.cfg, state.window.budget_reached())
 }
 
-/// A batch of `add_url`: every URL admitted or refused on its own, one
-/// answer for all once the admitted ones are written.
-fn add_urls(
-    state: &mut MasterState,
-    urls: Vec<String>,
-    operation: &OperationSpec,
-    again: bool,
-    reply: RpcReplyPort<AddUrlsAnswer>,
-    now: Millis,
-) {
-    let mut answer = Vec::with_capacity(urls.len());
-    for url in &urls {
-        answer.push(admit(state, url, operation, again, None, now).map(|link| {
-            let queued = link.url.clone();
-            state.window.add_seed(link, now);
-            queued
-        }));
+/// An admitted `add_url`'s links join the batch; its caller waits for
+/// them to be written, in the cycle that starts now.
+fn queue_seeds(state: &mut MasterState, queued: Option<AdmittedSeeds>, now: Millis) {
+    let Some(AdmittedSeeds { links, reply, url }) = queued else {
+        return;
+    };
+    for link in links {
+        state.window.add_seed(link, now);
     }
-    if answer.iter().any(Result::is_ok) {
-        let ask = PlainAsk::of(operation, again, None, now);
-        let reply = AddUrlReply::Many(reply, answer, ask);
-        state.seeds.wait(reply, String::new());
-        cycle(state, true, true);
-    } else {
-        let _ = reply.send(answer);
-    }
-}
-
-/// The link `add_url` queues for `url`, or why not: the admission rules,
-/// and a spent page budget.
-fn admit(
-    state: &MasterState,
-    url: &str,
-    operation: &OperationSpec,
-    again: bool,
-    every_ms: Option<Millis>,
-    now: Millis,
-) -> Result<NewLink, AddUrlError> {
-    let link = Admission::of(&state.b, &state.cfg).seed(url, operation, again, every_ms, now)?;
-    match state.cfg.max_pages {
-        Some(max) if state.window.budget_reached() => {
-            Err(AddUrlError::OverBudget { url: link.url, max })
-        }
-        _ => Ok(link),
-    }
+    state.seeds.wait(reply, url);
+    cycle(state, true, true);
 }
 
 /// A slave's result joins the batch: written now if a write is due, else
@@ -368,11 +323,7 @@ fn on_report(state: &mut MasterState, report: SlaveReport, now: Millis) {
         state.b.notify(event);
     }
     state.run.record(&state.window);
-    if due {
-        cycle(state, true, true);
-    } else {
-        schedule_flush(state);
-    }
+    flush(state, due);
 }
 
 /// A pool let go of a host that moves: its URLs go to the host's new node.
@@ -425,12 +376,16 @@ fn drain_step(state: &mut MasterState) {
     }
 }
 
-fn schedule_flush(state: &mut MasterState) {
-    if !state.flush_scheduled {
-        state.flush_scheduled = true;
-        state
-            .myself
-            .send_after(state.cfg.flush_every, || MasterMsg::Flush);
+/// Write what joined the batch now if `due`, else by the flush timer.
+fn flush(state: &mut MasterState, due: bool) {
+    match state.window.flush(due) {
+        Flush::Now => cycle(state, true, true),
+        Flush::StartTimer => {
+            state
+                .myself
+                .send_after(state.cfg.flush_every, || MasterMsg::Flush);
+        }
+        Flush::TimerRunning => {}
     }
 }
 
@@ -468,15 +423,12 @@ async fn finish_cycle(state: &mut MasterState) -> Result<(), ActorProcessingErr>
             return Ok(());
         }
     };
-    answer_written(state.seeds.written(), processed_pages(state));
+    let queued_already = std::mem::take(&mut result.seeds_queued_already);
+    answer_written(state.seeds.written(), written_seeds(state, queued_already));
     let live = protocol::live_nodes(&state.cfg.pool_name());
     let after = cycle_done(&mut state.window, &mut result, &live, now);
     for (family, released) in &result.reopened {
-        let (answered, waiting) = std::mem::take(&mut state.reopen_waiters)
-            .into_iter()
-            .partition(|(f, _)| f == family);
-        state.reopen_waiters = waiting;
-        for (_, reply) in answered {
+        for reply in state.reopen_waiters.take(family) {
             let _ = reply.send(*released);
         }
     }
@@ -506,12 +458,14 @@ fn give_up(state: &mut MasterState, failure: StoreFailure) -> Result<(), ActorPr
     Ok(())
 }
 
-/// Where the seeds' callers are judged: the store's pages, by the
-/// reprocess interval the settings say now.
-fn processed_pages(state: &MasterState) -> ProcessedPages {
-    ProcessedPages {
+/// What the seeds' callers are judged by: the seeds the cycle found
+/// waiting already, and the store's pages, by the reprocess interval the
+/// settings say now.
+fn written_seeds(state: &MasterState, queued_already: Vec<UrlKey>) -> WrittenSeeds {
+    WrittenSeeds {
         queries: Arc::clone(&state.queries),
         reprocess_after_ms: state.cfg.reprocess_after.map(|d| d.as_millis() as Millis),
+        queued_already: queued_already.into_iter().collect(),
     }
 }
 
@@ -533,7 +487,7 @@ fn status(state: &MasterState, reply: RpcReplyPort<Status>) {
         elapsed_ms: state.run.elapsed_ms(),
         live: protocol::live_nodes(&state.cfg.pool_name()),
         last_counts: state.last_counts.read(),
-        index: (state.store_cycle.indexer.as_ref()).map(|shard| shard.progress.counts()),
+        index: (state.store_cycle.index_feed.as_ref()).map(|feed| feed.progress.counts()),
         gave_up: state.gave_up,
     };
     let draft = StatusDraft::new(&state.window, &state.rate, facts, now_ms());

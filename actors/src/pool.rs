@@ -6,9 +6,9 @@
 
 use crate::behaviour::Record;
 use crate::behaviour::index::INDEX_QUEUE;
-use crate::config::{Behaviours, CrawlConfig};
+use crate::config::Behaviours;
 use crate::hosts::MAX_LIVE_HOSTS;
-use crate::indexer::ShardQueue;
+use crate::indexer::IndexFeed;
 use crate::metrics;
 use crate::protocol::{self, MasterMsg, PoolMsg, SlaveReport, SupMsg};
 use crate::runtime_settings::RuntimeSettings;
@@ -21,12 +21,13 @@ use std::time::Duration;
 
 #[derive(Debug)]
 pub(crate) struct PoolArgs {
-    /// The node's settings: a restarted pool starts with what `set` made them.
+    /// The node's settings, read here each time: a restarted pool starts
+    /// with what `set` made them.
     pub(crate) settings: RuntimeSettings,
     pub(crate) behaviours: Behaviours,
     /// On a node that keeps an index shard: where its slaves' pages wait
     /// for it (their text is not sent to the master).
-    pub(crate) shard: Option<ShardQueue>,
+    pub(crate) index_feed: Option<IndexFeed>,
 }
 
 #[derive(Debug)]
@@ -38,8 +39,6 @@ enum Running {
 #[derive(Debug)]
 pub(crate) struct PoolState {
     args: PoolArgs,
-    /// The node's settings when this pool started or last took a `set`.
-    config: CrawlConfig,
     scheduler: HostScheduler,
     slaves: HashMap<ActorId, Running>,
     /// Registered name of the master reports go to.
@@ -68,7 +67,6 @@ impl Actor for Pool {
         Ok(PoolState {
             scheduler: HostScheduler::new(config.politeness()),
             master: config.master_name(),
-            config,
             args,
             slaves: HashMap::new(),
             draining: false,
@@ -102,7 +100,7 @@ impl Actor for Pool {
             PoolMsg::Resync => protocol::cast(
                 &state.master,
                 MasterMsg::Adopt {
-                    node: state.config.node_name.clone(),
+                    node: state.args.settings.current().node_name,
                     jobs: state.scheduler.held(),
                 },
             ),
@@ -156,12 +154,12 @@ impl Actor for Pool {
                     .robots_ready(&host, report.rules, report.unreachable, now_ms());
             }
             PoolMsg::Report(mut report) => {
-                if let Some(shard) = &state.args.shard {
+                if let Some(feed) = &state.args.index_feed {
                     // Queued here before the report leaves: a page the
                     // master has processed is in this node's queue (a
                     // failed write fails the pool, whose restart returns
                     // its URLs to pending).
-                    shard.push_records(&index_records(&mut report)).await?;
+                    feed.push_records(&index_records(&mut report)).await?;
                 }
                 if let SlaveReport::Failed {
                     job,
@@ -179,18 +177,18 @@ impl Actor for Pool {
             }
             PoolMsg::Wake => state.wake_at = None,
             PoolMsg::Hosts { limit, reply } => {
-                let node = &state.config.node_name;
+                let node = state.args.settings.current().node_name;
                 let limit = limit.min(MAX_LIVE_HOSTS);
-                let mut answer = state.scheduler.snapshot(node, now_ms(), limit);
-                answer.index = state.args.shard.as_ref().map(|s| s.progress.counts());
+                let mut answer = state.scheduler.snapshot(&node, now_ms(), limit);
+                answer.index = state.args.index_feed.as_ref().map(|f| f.progress.counts());
                 let _ = reply.send(answer);
                 return Ok(());
             }
             PoolMsg::Set(setting) => {
                 // Written here too: a worker node's settings are its own.
                 state.args.settings.set(&setting);
-                state.config = state.args.settings.current();
-                state.scheduler.set_politeness(state.config.politeness());
+                let politeness = state.args.settings.current().politeness();
+                state.scheduler.set_politeness(politeness);
                 tracing::info!(?setting, "setting changed by an operator");
             }
             PoolMsg::PauseHost { host, paused } => {
@@ -199,7 +197,9 @@ impl Actor for Pool {
             }
             PoolMsg::StopNode => {
                 tracing::warn!("node stopped by an operator");
-                if let Some(sup) = ActorRef::<SupMsg>::where_is(state.config.sup_name()) {
+                if let Some(sup) =
+                    ActorRef::<SupMsg>::where_is(state.args.settings.current().sup_name())
+                {
                     // Not waited for: the supervisor stops this pool too.
                     let (port, _) = ractor::concurrency::oneshot();
                     let _ = sup.cast(SupMsg::Shutdown(port.into()));
@@ -268,7 +268,7 @@ async fn pump(myself: &ActorRef<PoolMsg>, state: &mut PoolState) -> Result<(), A
         protocol::cast(
             &state.master,
             MasterMsg::Released {
-                node: state.config.node_name.clone(),
+                node: state.args.settings.current().node_name,
                 host: released.host,
                 jobs: released.jobs,
                 wait_ms: released.wait_ms,
@@ -298,7 +298,8 @@ async fn pump(myself: &ActorRef<PoolMsg>, state: &mut PoolState) -> Result<(), A
                 &state.master,
                 SlaveReport::RobotsUnreachable {
                     job,
-                    retry_at: now + state.config.robots_retry.as_millis() as Millis,
+                    retry_at: now
+                        + state.args.settings.current().robots_retry.as_millis() as Millis,
                     why,
                 },
             ),
@@ -333,17 +334,18 @@ async fn spawn_slave(
     state: &PoolState,
     task: SlaveTask,
 ) -> Result<ActorId, ActorProcessingErr> {
+    let cfg = state.args.settings.current();
     let args = SlaveArgs {
         task,
         behaviours: state.args.behaviours.clone(),
-        node_name: state.config.node_name.clone(),
+        node_name: cfg.node_name,
         pool: myself.clone(),
         wants: PageWants {
-            simhash: state.config.traps.is_some(),
-            index: state.config.index_pages,
+            simhash: cfg.traps.is_some(),
+            index: cfg.index_pages,
         },
-        sitemaps: state.config.sitemaps,
-        min_delay_ms: state.config.min_delay.as_millis() as u64,
+        sitemaps: cfg.sitemaps,
+        min_delay_ms: cfg.min_delay.as_millis() as u64,
     };
     let (slave, _) = Actor::spawn_linked(None, Slave, args, myself.get_cell()).await?;
     Ok(slave.get_id())

@@ -195,6 +195,42 @@ fn from_wire<T: DeserializeOwned>(msg: SerializedMessage) -> Result<T, BoxedDown
     }
 }
 
+/// Encode a call that crosses nodes: its arguments, and its reply port as
+/// ractor_cluster carries one (the answer comes back as JSON).
+fn call_to_wire<A: Serialize, R: DeserializeOwned + Send + 'static>(
+    variant: &str,
+    args: &A,
+    reply: RpcReplyPort<R>,
+) -> Result<SerializedMessage, BoxedDowncastErr> {
+    Ok(SerializedMessage::Call {
+        variant: variant.to_string(),
+        args: serde_json::to_vec(args).map_err(|_| BoxedDowncastErr)?,
+        reply: reply_to_wire(reply),
+        metadata: None,
+    })
+}
+
+/// Decode a call that crossed nodes as `variant` ([`call_to_wire`]) with
+/// `make`, from its arguments and a reply port that answers the caller.
+fn call_from_wire<M, A: DeserializeOwned, R: Serialize + Send + 'static>(
+    msg: SerializedMessage,
+    variant: &str,
+    make: impl FnOnce(A, RpcReplyPort<R>) -> M,
+) -> Result<M, BoxedDowncastErr> {
+    match msg {
+        SerializedMessage::Call {
+            variant: v,
+            args,
+            reply,
+            ..
+        } if v == variant => Ok(make(
+            serde_json::from_slice(&args).map_err(|_| BoxedDowncastErr)?,
+            reply_from_wire(reply),
+        )),
+        _ => Err(BoxedDowncastErr),
+    }
+}
+
 /// A reply port whose answer, if one comes within `timeout`, goes to
 /// `deliver` (on a task of its own). Unanswered, `deliver` is dropped
 /// uncalled, and with it whatever port it would have answered.
@@ -391,6 +427,17 @@ pub struct Status {
 
 // --- the master -----------------------------------------------------------------
 
+/// A URL `add_url` took: as queued (normalized), and whether this ask
+/// queued it or found it waiting already.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Queued {
+    pub url: String,
+    /// It was waiting already (pending, or being fetched) when the ask was
+    /// written: nothing new was queued; its credit (and an interval of its
+    /// own) went to the URL waiting.
+    pub already_queued: bool,
+}
+
 /// Why the master did not queue a URL given to `add_url`.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -407,7 +454,7 @@ pub enum AddUrlError {
     #[error("{url}: {source}")]
     Interval {
         url: String,
-        source: crate::monitor::IntervalTooShort,
+        source: crate::availability::IntervalTooShort,
     },
     /// The link policy refused it (not a URL, out of scope, filtered...).
     #[error("{}", .rejection.of_url(.url))]
@@ -455,10 +502,14 @@ impl AddUrlError {
     }
 }
 
-#[derive(Debug)]
+/// The master's messages. Those from pools and slaves cross nodes, as
+/// their serde form ([`to_wire`]); a `#[serde(skip)]` one never leaves its
+/// node (a call, whose reply port cannot travel, or the master's own).
+#[derive(Debug, Serialize, Deserialize)]
 pub(crate) enum MasterMsg {
     /// The paper's `add_url(URL, Operation)`; replies with the admitted URL
-    /// once it is written.
+    /// once it is written, and whether it was waiting already.
+    #[serde(skip)]
     AddUrl {
         url: String,
         operation: OperationSpec,
@@ -467,18 +518,20 @@ pub(crate) enum MasterMsg {
         /// Watch it at this interval of its own (ms; queued at once if it
         /// was processed).
         every_ms: Option<Millis>,
-        reply: RpcReplyPort<Result<String, AddUrlError>>,
+        reply: RpcReplyPort<Result<Queued, AddUrlError>>,
     },
     /// `add_url` of many URLs at once (with one operation, not watched):
     /// replies, once the admitted ones are written, with each URL's
     /// outcome in order.
+    #[serde(skip)]
     AddUrls {
         urls: Vec<String>,
         operation: OperationSpec,
         again: bool,
-        reply: RpcReplyPort<Vec<Result<String, AddUrlError>>>,
+        reply: RpcReplyPort<Vec<Result<Queued, AddUrlError>>>,
     },
     /// `url` as `add_url` would queue it (normalized), if it would.
+    #[serde(skip)]
     Normalize {
         url: String,
         reply: RpcReplyPort<Option<String>>,
@@ -515,9 +568,12 @@ pub(crate) enum MasterMsg {
         referrer: Job,
         urls: Vec<String>,
     },
+    #[serde(skip)]
     Status(RpcReplyPort<Status>),
     /// Reply when the crawl has nothing more to do.
+    #[serde(skip)]
     WaitIdle(RpcReplyPort<IdleReason>),
+    #[serde(skip)]
     Pause(bool),
     /// `node`'s pool was restarted: everything it held is gone. From a
     /// worker node's supervisor too, so the master does not hold its URLs
@@ -528,59 +584,35 @@ pub(crate) enum MasterMsg {
     /// An operator stopped `node` (`node stop`, from this node's control
     /// actor): once its pool is gone it has left for good, and its pages
     /// are handed over ([`crate::departures`]).
+    #[serde(skip)]
     NodeStopping {
         node: String,
     },
     /// An operator reopens a trap family (from this node's control actor):
     /// the guard lifts it for good and the store releases its URLs; the
     /// answer is how many (`None`: the store knows no family of that name).
+    #[serde(skip)]
     ReopenTrap {
         family: String,
         reply: RpcReplyPort<Option<u64>>,
     },
     /// Graceful stop: stop claiming, let running slaves finish (up to the
     /// timeout), write everything, return unstarted URLs to pending.
+    #[serde(skip)]
     Drain {
         timeout: Duration,
         reply: RpcReplyPort<()>,
     },
     /// Internal: the store cycle running on its own task finished.
+    #[serde(skip)]
     CycleDone,
     /// Internal: write the batch collected so far (sent to self
     /// `flush_every` after the first result of a batch).
+    #[serde(skip)]
     Flush,
     /// Internal: timers, leases, nodes, recovery.
+    #[serde(skip)]
     Tick,
-}
-
-/// The variants that may cross nodes (from remote pools and slaves).
-#[derive(Serialize, Deserialize)]
-enum MasterWire {
-    Report(SlaveReport),
-    HostRecord(HostRecord),
-    Adopt {
-        node: String,
-        jobs: Vec<Job>,
-    },
-    Unstarted(Vec<Job>),
-    Withdrawn(Vec<Job>),
-    Released {
-        node: String,
-        host: String,
-        jobs: Vec<Job>,
-        wait_ms: u64,
-    },
-    Soft404 {
-        probe_url: String,
-        simhash: crate::traps::PageSimhash,
-    },
-    Sitemaps {
-        referrer: Job,
-        urls: Vec<String>,
-    },
-    PoolRestarted {
-        node: String,
-    },
 }
 
 impl ractor::Message for MasterMsg {
@@ -589,53 +621,11 @@ impl ractor::Message for MasterMsg {
     }
 
     fn serialize(self) -> Result<SerializedMessage, BoxedDowncastErr> {
-        let wire = match self {
-            MasterMsg::Report(r) => MasterWire::Report(r),
-            MasterMsg::HostRecord(h) => MasterWire::HostRecord(h),
-            MasterMsg::Adopt { node, jobs } => MasterWire::Adopt { node, jobs },
-            MasterMsg::Unstarted(jobs) => MasterWire::Unstarted(jobs),
-            MasterMsg::Withdrawn(jobs) => MasterWire::Withdrawn(jobs),
-            MasterMsg::Released {
-                node,
-                host,
-                jobs,
-                wait_ms,
-            } => MasterWire::Released {
-                node,
-                host,
-                jobs,
-                wait_ms,
-            },
-            MasterMsg::Soft404 { probe_url, simhash } => MasterWire::Soft404 { probe_url, simhash },
-            MasterMsg::Sitemaps { referrer, urls } => MasterWire::Sitemaps { referrer, urls },
-            MasterMsg::PoolRestarted { node } => MasterWire::PoolRestarted { node },
-            _ => return Err(BoxedDowncastErr),
-        };
-        to_wire(&wire)
+        to_wire(&self)
     }
 
     fn deserialize(msg: SerializedMessage) -> Result<Self, BoxedDowncastErr> {
-        Ok(match from_wire(msg)? {
-            MasterWire::Report(r) => MasterMsg::Report(r),
-            MasterWire::HostRecord(h) => MasterMsg::HostRecord(h),
-            MasterWire::Adopt { node, jobs } => MasterMsg::Adopt { node, jobs },
-            MasterWire::Unstarted(jobs) => MasterMsg::Unstarted(jobs),
-            MasterWire::Withdrawn(jobs) => MasterMsg::Withdrawn(jobs),
-            MasterWire::Released {
-                node,
-                host,
-                jobs,
-                wait_ms,
-            } => MasterMsg::Released {
-                node,
-                host,
-                jobs,
-                wait_ms,
-            },
-            MasterWire::Soft404 { probe_url, simhash } => MasterMsg::Soft404 { probe_url, simhash },
-            MasterWire::Sitemaps { referrer, urls } => MasterMsg::Sitemaps { referrer, urls },
-            MasterWire::PoolRestarted { node } => MasterMsg::PoolRestarted { node },
-        })
+        from_wire(msg)
     }
 }
 
@@ -675,7 +665,11 @@ pub(crate) fn report(master_name: &str, report: SlaveReport) {
 
 // --- the pool -------------------------------------------------------------------
 
-#[derive(Debug)]
+/// A pool's messages. Those from the master and the control actor cross
+/// nodes, as their serde form ([`to_wire`]), and so does `Hosts`, a call
+/// (by hand: its reply port travels as ractor_cluster's); a
+/// `#[serde(skip)]` one never leaves its node.
+#[derive(Debug, Serialize, Deserialize)]
 pub(crate) enum PoolMsg {
     /// Claimed URLs from the master (possibly on another node).
     Dispatch(Vec<Job>),
@@ -700,6 +694,7 @@ pub(crate) enum PoolMsg {
     },
     /// From a robots slave on this node, with what the host answered for a
     /// path that cannot exist if that was a page (probe URL, simhash).
+    #[serde(skip)]
     RobotsFetched {
         host: String,
         report: Box<RobotsReport>,
@@ -712,11 +707,14 @@ pub(crate) enum PoolMsg {
     /// `Resync` and the report reach it in the order the pool saw them: a
     /// URL is either still held (adopted, its report follows) or already
     /// reported (not adopted, released if the report was lost).
+    #[serde(skip)]
     Report(Box<SlaveReport>),
     /// Internal: a politeness delay ran out.
+    #[serde(skip)]
     Wake,
     /// On a worker node: the master went away. What it handed over and is
     /// not started yet is dropped; its successor hands those URLs out again.
+    #[serde(skip)]
     MasterLost,
     /// An operator changed a setting (console `set`).
     Set(Setting),
@@ -728,6 +726,7 @@ pub(crate) enum PoolMsg {
     /// An operator's `hosts`: what the pool does with its `limit` busiest
     /// hosts now (`HostScheduler::snapshot`). A call, the only one a pool
     /// answers, so the control actor can wait for each node a short while.
+    #[serde(skip)]
     Hosts {
         limit: usize,
         reply: RpcReplyPort<NodeHosts>,
@@ -750,115 +749,49 @@ pub enum Setting {
     Concurrency(usize),
 }
 
-/// The variants that may cross nodes.
-#[derive(Serialize, Deserialize)]
-enum PoolWire {
-    Dispatch(Vec<Job>),
-    Withdraw(Vec<UrlKey>),
-    Resync,
-    Drain,
-    Release(Vec<String>),
-    Handover {
-        host: String,
-        jobs: Vec<Job>,
-        wait_ms: u64,
-    },
-    Set(Setting),
-    PauseHost {
-        host: String,
-        paused: bool,
-    },
-    StopNode,
-}
-
 impl ractor::Message for PoolMsg {
     fn serializable() -> bool {
         true
     }
 
     fn serialize(self) -> Result<SerializedMessage, BoxedDowncastErr> {
-        let wire = match self {
-            PoolMsg::Dispatch(jobs) => PoolWire::Dispatch(jobs),
-            PoolMsg::Withdraw(keys) => PoolWire::Withdraw(keys),
-            PoolMsg::Resync => PoolWire::Resync,
-            PoolMsg::Drain => PoolWire::Drain,
-            PoolMsg::Release(hosts) => PoolWire::Release(hosts),
-            PoolMsg::Handover {
-                host,
-                jobs,
-                wait_ms,
-            } => PoolWire::Handover {
-                host,
-                jobs,
-                wait_ms,
-            },
-            PoolMsg::Set(s) => PoolWire::Set(s),
-            PoolMsg::PauseHost { host, paused } => PoolWire::PauseHost { host, paused },
-            PoolMsg::StopNode => PoolWire::StopNode,
-            PoolMsg::Hosts { limit, reply } => {
-                return Ok(SerializedMessage::Call {
-                    variant: HOSTS_CALL.to_string(),
-                    args: serde_json::to_vec(&limit).map_err(|_| BoxedDowncastErr)?,
-                    reply: reply_to_wire(reply),
-                    metadata: None,
-                });
-            }
-            _ => return Err(BoxedDowncastErr),
-        };
-        to_wire(&wire)
+        match self {
+            PoolMsg::Hosts { limit, reply } => call_to_wire(HOSTS_CALL, &limit, reply),
+            cast => to_wire(&cast),
+        }
     }
 
     fn deserialize(msg: SerializedMessage) -> Result<Self, BoxedDowncastErr> {
-        if let SerializedMessage::Call {
-            variant,
-            args,
-            reply,
-            ..
-        } = msg
-        {
-            return match variant.as_str() {
-                HOSTS_CALL => Ok(PoolMsg::Hosts {
-                    limit: serde_json::from_slice(&args).map_err(|_| BoxedDowncastErr)?,
-                    reply: reply_from_wire(reply),
-                }),
-                _ => Err(BoxedDowncastErr),
-            };
+        match msg {
+            SerializedMessage::Call { .. } => call_from_wire(msg, HOSTS_CALL, |limit, reply| {
+                PoolMsg::Hosts { limit, reply }
+            }),
+            cast => from_wire(cast),
         }
-        Ok(match from_wire(msg)? {
-            PoolWire::Dispatch(jobs) => PoolMsg::Dispatch(jobs),
-            PoolWire::Withdraw(keys) => PoolMsg::Withdraw(keys),
-            PoolWire::Resync => PoolMsg::Resync,
-            PoolWire::Drain => PoolMsg::Drain,
-            PoolWire::Release(hosts) => PoolMsg::Release(hosts),
-            PoolWire::Handover {
-                host,
-                jobs,
-                wait_ms,
-            } => PoolMsg::Handover {
-                host,
-                jobs,
-                wait_ms,
-            },
-            PoolWire::Set(s) => PoolMsg::Set(s),
-            PoolWire::PauseHost { host, paused } => PoolMsg::PauseHost { host, paused },
-            PoolWire::StopNode => PoolMsg::StopNode,
-        })
     }
 }
 
 // --- the indexer ----------------------------------------------------------------
 
-#[derive(Debug)]
+/// An indexer's messages. `Forget` crosses nodes as its serde form
+/// ([`to_wire`]) and `Shard`, a call, by hand; a `#[serde(skip)]` one
+/// never leaves its node.
+#[derive(Debug, Serialize, Deserialize)]
 pub(crate) enum IndexerMsg {
     /// The master wrote pages to the index queue.
+    #[serde(skip)]
     Queued,
     /// Commit if a commit is due.
+    #[serde(skip)]
     Tick,
     /// A read of the queue is done.
+    #[serde(skip)]
     Read(Result<ReadChunk, String>),
     /// A commit is done: how many pages it made durable.
+    #[serde(skip)]
     Committed(Result<u64, String>),
     /// Answer once everything queued is indexed and committed.
+    #[serde(skip)]
     CatchUp(RpcReplyPort<()>),
     /// Remove these pages from the shard: another shard holds a newer
     /// copy of each (its host moved), or the master found them content
@@ -866,6 +799,7 @@ pub(crate) enum IndexerMsg {
     Forget(Vec<String>),
     /// One step of a query across the cluster's shards, from any node (a
     /// call).
+    #[serde(skip)]
     Shard {
         request: ShardRequest,
         reply: RpcReplyPort<Result<ShardAnswer, String>>,
@@ -909,8 +843,6 @@ pub(crate) enum ShardAnswer {
 
 /// The wire variant of `IndexerMsg::Shard`.
 const SHARD_CALL: &str = "shard";
-/// The wire variant of `IndexerMsg::Forget`.
-const FORGET_CAST: &str = "forget";
 
 impl ractor::Message for IndexerMsg {
     fn serializable() -> bool {
@@ -919,36 +851,17 @@ impl ractor::Message for IndexerMsg {
 
     fn serialize(self) -> Result<SerializedMessage, BoxedDowncastErr> {
         match self {
-            IndexerMsg::Forget(urls) => Ok(SerializedMessage::Cast {
-                variant: FORGET_CAST.to_string(),
-                args: serde_json::to_vec(&urls).map_err(|_| BoxedDowncastErr)?,
-                metadata: None,
-            }),
-            IndexerMsg::Shard { request, reply } => Ok(SerializedMessage::Call {
-                variant: SHARD_CALL.to_string(),
-                args: serde_json::to_vec(&request).map_err(|_| BoxedDowncastErr)?,
-                reply: reply_to_wire(reply),
-                metadata: None,
-            }),
-            _ => Err(BoxedDowncastErr),
+            IndexerMsg::Shard { request, reply } => call_to_wire(SHARD_CALL, &request, reply),
+            cast => to_wire(&cast),
         }
     }
 
     fn deserialize(msg: SerializedMessage) -> Result<Self, BoxedDowncastErr> {
         match msg {
-            SerializedMessage::Call {
-                variant,
-                args,
-                reply,
-                ..
-            } if variant == SHARD_CALL => Ok(IndexerMsg::Shard {
-                request: serde_json::from_slice(&args).map_err(|_| BoxedDowncastErr)?,
-                reply: reply_from_wire(reply),
+            SerializedMessage::Call { .. } => call_from_wire(msg, SHARD_CALL, |request, reply| {
+                IndexerMsg::Shard { request, reply }
             }),
-            SerializedMessage::Cast { variant, args, .. } if variant == FORGET_CAST => Ok(
-                IndexerMsg::Forget(serde_json::from_slice(&args).map_err(|_| BoxedDowncastErr)?),
-            ),
-            _ => Err(BoxedDowncastErr),
+            cast => from_wire(cast),
         }
     }
 }
@@ -1023,7 +936,7 @@ pub enum ControlRequest {
     /// Queue a URL. One already processed (with this operation, and not
     /// due again) is refused with when, unless `again`: then it is fetched
     /// again. With `every_ms` the URL is watched at that interval of its
-    /// own (at least [`crate::monitor::MIN_CHECK_EVERY_MS`]); a processed
+    /// own (at least [`crate::availability::MIN_CHECK_EVERY_MS`]); a processed
     /// URL is then fetched again at once, and every `every_ms` after.
     AddUrl {
         url: String,
@@ -1088,8 +1001,9 @@ pub enum ControlRequest {
     },
     /// The paper's `search_results`: where `search_text` found its text
     /// (every text with `None`). Answered as `{"total": N, "items": [the
-    /// first `limit` by URL]}`.
-    SearchResults {
+    /// first `limit` by URL]}`. The wire keeps the paper's name.
+    #[serde(rename = "search_results")]
+    TextMatchHits {
         text: Option<String>,
         limit: usize,
     },
@@ -1104,13 +1018,13 @@ pub enum ControlRequest {
     },
     /// Watched URLs' availability over their `fetch_history` (only `host`'s
     /// with one): checks, uptime, last failure, response times
-    /// (`monitor::Availability`), as `{"total": N, "items": [...]}` by URL.
+    /// (`availability::Availability`), as `{"total": N, "items": [...]}` by URL.
     Availability {
         host: Option<String>,
         limit: usize,
     },
     /// Watched URLs' changes (down, up, another body) from their history
-    /// (`monitor::StatusEvent`), newest first, as `{"total", "items"}`.
+    /// (`availability::StatusEvent`), newest first, as `{"total", "items"}`.
     Changes {
         host: Option<String>,
         limit: usize,
@@ -1158,6 +1072,17 @@ mod tests {
     }
 
     #[test]
+    fn text_match_hits_keep_the_papers_name_on_the_wire() {
+        let ask = ControlRequest::TextMatchHits {
+            text: Some("rye".into()),
+            limit: 5,
+        };
+        let wire = serde_json::to_value(&ask).unwrap();
+        assert_eq!(wire["cmd"], "search_results");
+        assert_eq!(serde_json::from_value::<ControlRequest>(wire).unwrap(), ask);
+    }
+
+    #[test]
     fn node_names_come_from_actor_names() {
         assert_eq!(node_of("web_crawler_pool@worker-1"), "worker-1");
         assert_eq!(node_of("plain"), "plain");
@@ -1202,6 +1127,22 @@ mod tests {
             <PoolMsg as ractor::Message>::deserialize(wire),
             Ok(PoolMsg::Resync)
         ));
+        let set = PoolMsg::Set(Setting::PerHost(3));
+        let wire = ractor::Message::serialize(set).expect("crosses nodes");
+        assert!(matches!(
+            <PoolMsg as ractor::Message>::deserialize(wire),
+            Ok(PoolMsg::Set(Setting::PerHost(3)))
+        ));
+        let forget = IndexerMsg::Forget(vec!["http://h/a".into()]);
+        let wire = ractor::Message::serialize(forget).expect("crosses nodes");
+        assert!(matches!(
+            <IndexerMsg as ractor::Message>::deserialize(wire),
+            Ok(IndexerMsg::Forget(urls)) if urls == ["http://h/a"]
+        ));
+        assert!(ractor::Message::serialize(IndexerMsg::Tick).is_err());
+        // A cast's bytes are not taken for another actor's message.
+        let wire = ractor::Message::serialize(PoolMsg::Resync).unwrap();
+        assert!(<MasterMsg as ractor::Message>::deserialize(wire).is_err());
     }
 
     #[tokio::test]

@@ -2,13 +2,13 @@
 //! -remsh` attaches to a node: its own (client) node, authenticated with the
 //! cookie, and the control actor it calls.
 
+use crate::availability::{Availability, StatusEvent};
 use crate::behaviour::index::SearchAnswer;
 use crate::cluster::{ClusterError, join, start_node};
 use crate::hosts::HostListing;
-use crate::monitor::{Availability, StatusEvent};
-use crate::protocol::{CONTROL_GROUP, ControlMsg, ControlRequest, Status};
+use crate::protocol::{CONTROL_GROUP, ControlMsg, ControlRequest, Queued, Status};
 use crate::reply::{Added, ControlError, ControlReply, Listing, PageView, TrapReopened, from_wire};
-use crate::types::{Millis, OperationSpec, PendingUrl, ProcessedUrl, SearchResult, TrapFamily};
+use crate::types::{Millis, OperationSpec, PendingUrl, ProcessedUrl, TextMatchHit, TrapFamily};
 use ractor::ActorRef;
 use ractor_cluster::NodeServerMessage;
 use serde::de::DeserializeOwned;
@@ -121,13 +121,14 @@ impl ControlClient {
         self.typed(&request).await
     }
 
-    /// `add_url` on the master; returns the normalized URL. A URL already
+    /// `add_url` on the master; returns the normalized URL, and whether
+    /// it was waiting in the queue already. A URL already
     /// processed (with this operation, not due again) is refused with when.
     pub async fn add_url(
         &self,
         url: &str,
         operation: OperationSpec,
-    ) -> Result<String, ControlError> {
+    ) -> Result<Queued, ControlError> {
         self.add(url, operation, false, None).await
     }
 
@@ -136,7 +137,7 @@ impl ControlClient {
         &self,
         url: &str,
         operation: OperationSpec,
-    ) -> Result<String, ControlError> {
+    ) -> Result<Queued, ControlError> {
         self.add(url, operation, true, None).await
     }
 
@@ -147,9 +148,9 @@ impl ControlClient {
         url: &str,
         operation: OperationSpec,
         every: Duration,
-    ) -> Result<String, ControlError> {
+    ) -> Result<Queued, ControlError> {
         // Refused here: a zero interval would travel as `WATCH_OFF`.
-        let every_ms = crate::monitor::check_every(every)?;
+        let every_ms = crate::availability::check_every(every)?;
         self.add(url, operation, false, Some(every_ms)).await
     }
 
@@ -158,8 +159,8 @@ impl ControlClient {
         &self,
         url: &str,
         operation: OperationSpec,
-    ) -> Result<String, ControlError> {
-        self.add(url, operation, false, Some(crate::monitor::WATCH_OFF))
+    ) -> Result<Queued, ControlError> {
+        self.add(url, operation, false, Some(crate::availability::WATCH_OFF))
             .await
     }
 
@@ -169,7 +170,7 @@ impl ControlClient {
         operation: OperationSpec,
         again: bool,
         every_ms: Option<Millis>,
-    ) -> Result<String, ControlError> {
+    ) -> Result<Queued, ControlError> {
         self.typed(&ControlRequest::AddUrl {
             url: url.to_string(),
             operation,
@@ -203,7 +204,7 @@ impl ControlClient {
     }
 
     /// The paper's `search_text(URL, Text)`.
-    pub async fn search_text(&self, url: &str, text: &str) -> Result<String, ControlError> {
+    pub async fn search_text(&self, url: &str, text: &str) -> Result<Queued, ControlError> {
         self.add_url(url, OperationSpec::search_text(text)).await
     }
 
@@ -240,13 +241,13 @@ impl ControlClient {
 
     /// Where `search_text` found its text (only `text`'s results, if given),
     /// by URL.
-    pub async fn search_results(
+    pub async fn text_match_hits(
         &self,
         text: Option<&str>,
         limit: usize,
-    ) -> Result<Listing<SearchResult>, ControlError> {
+    ) -> Result<Listing<TextMatchHit>, ControlError> {
         let text = text.map(str::to_string);
-        self.typed(&ControlRequest::SearchResults { text, limit })
+        self.typed(&ControlRequest::TextMatchHits { text, limit })
             .await
     }
 

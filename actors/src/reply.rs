@@ -5,17 +5,17 @@
 //! `{"ok": REPLY}` or `{"error": "one line"}`, REPLY being the variant's
 //! own JSON (as `--json` prints it).
 
+use crate::availability::{Availability, FetchHistory, IntervalTooShort, StatusEvent};
 use crate::behaviour::StoreError;
 use crate::behaviour::index::SearchAnswer;
 use crate::cluster::ClusterError;
 use crate::config::CrawlConfig;
 use crate::hosts::HostListing;
-use crate::monitor::{Availability, FetchHistory, IntervalTooShort, StatusEvent};
 use crate::protocol::{
-    AddUrlError, ChildInfo, ChildRole, ControlRequest, NodeInfo, Setting, Status,
+    AddUrlError, ChildInfo, ChildRole, ControlRequest, NodeInfo, Queued, Setting, Status,
 };
 use crate::refusal::{Refusal, RefusalCode};
-use crate::types::{PendingUrl, ProcessedUrl, SearchResult, TrapFamily};
+use crate::types::{PendingUrl, ProcessedUrl, TextMatchHit, TrapFamily};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -29,8 +29,9 @@ pub enum ControlReply {
     Nodes(Vec<NodeInfo>),
     Tree(Tree),
     State(ActorState),
-    /// `add_url`: the URL as queued (normalized).
-    Queued(String),
+    /// `add_url`: the URL as queued (normalized), and whether it was
+    /// waiting already.
+    Queued(Queued),
     Pending(Vec<PendingUrl>),
     /// `processed` and `failed`, newest first.
     Pages(Vec<ProcessedUrl>),
@@ -40,7 +41,7 @@ pub enum ControlReply {
     NodeStopping(NodeStopping),
     Restarted(Restarted),
     Search(SearchAnswer),
-    SearchResults(Listing<SearchResult>),
+    TextMatchHits(Listing<TextMatchHit>),
     Availability(Listing<Availability>),
     Changes(Listing<StatusEvent>),
     Hosts(HostListing),
@@ -82,7 +83,7 @@ impl ControlReply {
             }
             ControlRequest::RestartMaster => Self::Restarted(as_(value)?),
             ControlRequest::Search { .. } => Self::Search(as_(value)?),
-            ControlRequest::SearchResults { .. } => Self::SearchResults(as_(value)?),
+            ControlRequest::TextMatchHits { .. } => Self::TextMatchHits(as_(value)?),
             ControlRequest::Availability { .. } => Self::Availability(as_(value)?),
             ControlRequest::Changes { .. } => Self::Changes(as_(value)?),
             ControlRequest::Hosts { .. } => Self::Hosts(as_(value)?),
@@ -219,13 +220,32 @@ impl Added {
     }
 }
 
-/// One URL given to `add_url`: queued as `normalized`, or refused with a
-/// code and why (`{"url", "accepted", "normalized"}` or `{"url",
-/// "accepted", "error": {"code", "message"}}`).
+/// What became of one URL given to `add_url`, a stable word a script
+/// branches on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AddOutcome {
+    /// Queued by this ask.
+    Added,
+    /// Waiting already (pending, or being fetched): nothing new queued.
+    AlreadyQueued,
+    /// Processed already (with this operation) and not due again: nothing
+    /// queued, refused as `already_known`; `again` fetches it again.
+    AlreadyProcessed,
+    /// Refused for another reason: its `error.code` says which.
+    Refused,
+}
+
+/// One URL given to `add_url`: its outcome, and the URL as queued
+/// (`normalized`) or the refusal (`{"url", "outcome", "accepted",
+/// "normalized"}` or `{"url", "outcome", "accepted", "error": {"code",
+/// "message"}}`). `accepted`: the URL is in the queue (added or queued
+/// already).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct UrlOutcome {
     /// The URL as given.
     pub url: String,
+    pub outcome: AddOutcome,
     pub accepted: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub normalized: Option<String>,
@@ -235,20 +255,35 @@ pub struct UrlOutcome {
 
 impl UrlOutcome {
     /// The outcome of `url`'s `add_url`.
-    pub fn of(url: String, answer: Result<String, ControlError>) -> Self {
+    pub fn of(url: String, answer: Result<Queued, ControlError>) -> Self {
         match answer {
-            Ok(normalized) => Self {
+            Ok(queued) => Self {
                 url,
+                outcome: if queued.already_queued {
+                    AddOutcome::AlreadyQueued
+                } else {
+                    AddOutcome::Added
+                },
                 accepted: true,
-                normalized: Some(normalized),
+                normalized: Some(queued.url),
                 error: None,
             },
-            Err(e) => Self {
-                url,
-                accepted: false,
-                normalized: None,
-                error: Some(e.refusal()),
+            Err(e) => Self::refused(url, e.refusal()),
+        }
+    }
+
+    /// `url` refused: processed already (`already_known`), or another
+    /// refusal.
+    pub fn refused(url: String, refusal: Refusal) -> Self {
+        Self {
+            url,
+            outcome: match refusal.code {
+                RefusalCode::AlreadyKnown => AddOutcome::AlreadyProcessed,
+                _ => AddOutcome::Refused,
             },
+            accepted: false,
+            normalized: None,
+            error: Some(refusal),
         }
     }
 }
@@ -441,7 +476,7 @@ mod tests {
             min_delay: Duration::from_millis(1500),
             reprocess_after: None,
             recrawl_every: Some(Duration::from_secs(600)),
-            monitoring: true,
+            availability_watch: true,
             history_keep: 7,
             ..CrawlConfig::default()
         };
@@ -509,10 +544,56 @@ mod tests {
                 again: false,
                 every_ms: None,
             },
-            from_wire(r#"{"ok":"http://a/"}"#).unwrap(),
+            from_wire(r#"{"ok":{"url":"http://a/","already_queued":true}}"#).unwrap(),
         )
         .unwrap();
-        assert!(matches!(queued, ControlReply::Queued(url) if url == "http://a/"));
+        assert!(matches!(
+            queued,
+            ControlReply::Queued(Queued { url, already_queued: true }) if url == "http://a/"
+        ));
+    }
+
+    #[test]
+    fn each_add_url_answer_has_its_outcome() {
+        let queued = |already_queued| {
+            Ok(Queued {
+                url: "http://a/".into(),
+                already_queued,
+            })
+        };
+        let outcome = |answer| UrlOutcome::of("HTTP://a/".into(), answer);
+        let added = outcome(queued(false));
+        assert_eq!(
+            serde_json::to_value(&added).unwrap(),
+            serde_json::json!({
+                "url": "HTTP://a/", "outcome": "added", "accepted": true, "normalized": "http://a/"
+            })
+        );
+        let waiting = outcome(queued(true));
+        assert_eq!(
+            (waiting.outcome, waiting.accepted),
+            (AddOutcome::AlreadyQueued, true)
+        );
+        let processed = outcome(Err(ControlError::AddUrl(AddUrlError::AlreadyKnown {
+            url: "http://a/".into(),
+            processed_at: 0,
+            http_status: Some(200),
+        })));
+        assert_eq!(
+            (processed.outcome, processed.accepted),
+            (AddOutcome::AlreadyProcessed, false)
+        );
+        assert_eq!(processed.error.unwrap().code, RefusalCode::AlreadyKnown);
+        // As a refusal crossed the wire, by its code.
+        let scope = Refusal::new(RefusalCode::OutOfScope, "off the crawl's hosts");
+        let refused = outcome(Err(ControlError::Refused(scope)));
+        assert_eq!(
+            serde_json::to_value(&refused).unwrap(),
+            serde_json::json!({
+                "url": "HTTP://a/", "outcome": "refused", "accepted": false,
+                "error": {"code": "out_of_scope", "message": "off the crawl's hosts"}
+            })
+        );
     }
 
     #[test]

@@ -1,9 +1,10 @@
 //! A node's runtime settings in one place, as OTP keeps an application's
-//! environment: the supervisor creates them from the config the node
-//! started with; the master, every pool (one restarted later too) and the
-//! control actor read them here, and an operator's `set` writes them. A
-//! copy in each actor would be lost with the actor: a restarted pool would
-//! start again from the start config.
+//! environment: the app creates them from the config the node started
+//! with; the supervisor, the master, every pool (one restarted later too),
+//! the control actor and the app's handle read them here, and an
+//! operator's `set` writes them. A copy in each actor would be lost with
+//! the actor (a restarted pool would start again from the start config),
+//! or left behind by a `set`.
 
 use crate::config::CrawlConfig;
 use crate::protocol::Setting;

@@ -6,7 +6,7 @@
 use crate::behaviour::index::{INDEX_TEXT_BYTES, PageText};
 use crate::behaviour::{Archive, FetchedPage, PageContext, ProcessedPage, error_chain};
 use crate::config::Behaviours;
-use crate::frontier::recency_weight;
+use crate::frontier_rules::recency_weight;
 use crate::protocol::{PoolMsg, SlaveReport};
 use crate::types::{Job, PageRecord, now_ms};
 use ractor::{Actor, ActorProcessingErr, ActorRef};

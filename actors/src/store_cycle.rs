@@ -6,11 +6,13 @@
 //! the steps out against the [`Frontier`] on a task of their own.
 
 use crate::behaviour::index::INDEX_QUEUE;
-use crate::behaviour::{ClaimRequest, CommitBatch, CommitSummary, Frontier, HandOver, StoreError};
+use crate::behaviour::{
+    ClaimRequest, CommitBatch, CommitSummary, Frontier, HandOver, StoreError, error_chain,
+};
+use crate::cluster_query;
 use crate::departures::HandOverStep;
-use crate::indexer::ShardQueue;
+use crate::indexer::IndexFeed;
 use crate::protocol::MASTER_LOG;
-use crate::shards;
 use crate::types::{ClosedFamily, Job, Millis, UrlKey, now_ms};
 use std::sync::Arc;
 use std::time::Instant;
@@ -162,7 +164,7 @@ pub(crate) struct StoreCycle {
     pub(crate) owner: String,
     /// Pages a node without a shard of its own sent with their reports
     /// are queued here (a node's pool queues its own).
-    pub(crate) indexer: Option<ShardQueue>,
+    pub(crate) index_feed: Option<IndexFeed>,
     /// One cycle of the run at a time: a cycle outlives a killed master, and
     /// its successor's first (which releases the leases) waits for it, so
     /// a claim that lands late is released too.
@@ -212,7 +214,7 @@ impl StoreCycle {
             self.store.as_ref(),
             &self.owner,
             work,
-            self.indexer.as_ref(),
+            self.index_feed.as_ref(),
         )
         .await
     }
@@ -242,6 +244,8 @@ pub(crate) struct CycleResult {
     /// The trap families reopened, and how many URLs each released
     /// (`None`: the store knows no family of that name).
     pub(crate) reopened: Vec<(String, Option<u64>)>,
+    /// The seeds written that were waiting already ([`CommitSummary`]).
+    pub(crate) seeds_queued_already: Vec<UrlKey>,
 }
 
 /// Run `work`'s steps against `store` for the node `owner`; then the
@@ -251,11 +255,11 @@ async fn run_cycle(
     store: &dyn Frontier,
     owner: &str,
     work: &mut CycleWork,
-    indexer: Option<&ShardQueue>,
+    index_feed: Option<&IndexFeed>,
 ) -> Result<CycleResult, StoreError> {
     let started = Instant::now();
     let pages = work.batch.pages.len();
-    queue_for_index(&mut work.batch, indexer).await?;
+    queue_for_index(&mut work.batch, index_feed).await?;
     // The node that fetched each page (and queued it for its shard), should
     // the commit find it a content duplicate (which one index leaves out).
     let fetched_by: Vec<(String, String)> = work
@@ -270,10 +274,18 @@ async fn run_cycle(
         match run_step(store, owner, &step).await {
             Ok(Done::Nothing) => {}
             Ok(Done::Committed(done, claimed)) => {
-                shards::forget(
-                    &format!("web_crawler_indexer@{owner}"),
-                    shards::duplicates_by_node(&fetched_by, &done.duplicates),
-                );
+                let mut copies = cluster_query::duplicates_by_node(&fetched_by, &done.duplicates);
+                // This node's go to its queue now: a message to its indexer
+                // is lost while the indexer starts (it starts after the
+                // master) and with a kill. Should this fail, the commit's
+                // notes have the next start drop them.
+                if let (Some(feed), Some(own)) = (index_feed, copies.remove(owner))
+                    && let Err(e) = feed.forget(own).await
+                {
+                    tracing::warn!(target: MASTER_LOG, error = %error_chain(&e), "content duplicates stay in the index until the next start");
+                }
+                cluster_query::forget(&format!("web_crawler_indexer@{owner}"), copies);
+                (result.seeds_queued_already).extend_from_slice(&done.seeds_queued_already);
                 (summary, result.claimed) = (done, claimed);
             }
             Ok(Done::FrontierEmpty(empty)) => result.frontier_empty = Some(empty),
@@ -369,11 +381,10 @@ async fn run_step(store: &dyn Frontier, owner: &str, step: &Step) -> Result<Done
 /// batch: the store never holds it. Without an index here it is dropped.
 async fn queue_for_index(
     batch: &mut CommitBatch,
-    indexer: Option<&ShardQueue>,
+    index_feed: Option<&IndexFeed>,
 ) -> Result<(), StoreError> {
-    if let Some(shard) = indexer {
-        shard
-            .push_records(batch.pages.iter().flat_map(|p| &p.records))
+    if let Some(feed) = index_feed {
+        feed.push_records(batch.pages.iter().flat_map(|p| &p.records))
             .await?;
     }
     for page in &mut batch.pages {
@@ -385,6 +396,7 @@ async fn queue_for_index(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::behaviour::index::{IndexQueue, QueuePos, QueueRead, QueuedPage};
     use crate::behaviour::{ProcessedPage, Record};
     use crate::types::StoreCounts;
     use std::sync::Mutex;
@@ -543,11 +555,13 @@ mod tests {
         assert_eq!(kept, [1, 1]);
     }
 
-    /// A store that records its calls and fails the `fail_at`th one.
+    /// A store that records its calls and fails the `fail_at`th one; its
+    /// commits find `duplicates`.
     #[derive(Debug, Default)]
     struct Recording {
         calls: Mutex<Vec<&'static str>>,
         fail_at: Option<usize>,
+        duplicates: Vec<String>,
     }
 
     impl Recording {
@@ -567,7 +581,10 @@ mod tests {
             self.call("claim").map(|()| Vec::new())
         }
         async fn commit(&self, _: Arc<CommitBatch>) -> Result<CommitSummary, StoreError> {
-            self.call("commit").map(|()| CommitSummary::default())
+            self.call("commit").map(|()| CommitSummary {
+                duplicates: self.duplicates.clone(),
+                ..CommitSummary::default()
+            })
         }
         async fn extend_leases(&self, _: &[UrlKey], _: &str, _: Millis) -> Result<(), StoreError> {
             self.call("extend")
@@ -655,5 +672,73 @@ mod tests {
         assert!(work.extend.is_none() && work.sweep.is_none() && work.hand_over.is_none());
         assert_eq!(work.batch.pages.len(), 1);
         assert!(work.claim.is_some() && work.idle_check);
+    }
+
+    /// The drops an index queue was given.
+    #[derive(Debug, Default)]
+    struct Drops(Mutex<Vec<String>>);
+
+    #[async_trait::async_trait]
+    impl IndexQueue for Drops {
+        async fn push(&self, _: Vec<QueuedPage>) -> Result<(), StoreError> {
+            Ok(())
+        }
+        async fn forget(&self, urls: Vec<String>) -> Result<(), StoreError> {
+            self.0.lock().unwrap().extend(urls);
+            Ok(())
+        }
+        async fn read(&self, _: Option<QueuePos>, _: usize) -> Result<QueueRead, StoreError> {
+            unreachable!("the cycle does not read the queue")
+        }
+        async fn done(&self, _: QueuePos) -> Result<(), StoreError> {
+            Ok(())
+        }
+        async fn close(&self) -> Result<(), StoreError> {
+            Ok(())
+        }
+    }
+
+    /// Found by the aimed kills (tests/it/kills.rs): this node's content
+    /// copies were dropped from its shard by a message to its indexer,
+    /// lost while the indexer starts (after the master, so a resumed
+    /// crawl's first commits lost theirs): the copies stayed searchable.
+    /// They now go to the node's queue, read by the indexer whenever it is up.
+    #[tokio::test]
+    async fn this_nodes_copies_are_queued_for_its_shard_with_no_indexer_up() {
+        let fetched = |url: &str, node: &str| {
+            let mut page = page(&[]);
+            page.record.url = url.into();
+            page.record.node = node.into();
+            page
+        };
+        let store = Recording {
+            duplicates: vec!["http://h/copy".into(), "http://h/their-copy".into()],
+            ..Recording::default()
+        };
+        let drops = Arc::new(Drops::default());
+        let feed = IndexFeed {
+            queue: drops.clone(),
+            progress: Default::default(),
+            indexer: "web_crawler_indexer@n1-not-started".into(),
+        };
+        let mut work = CycleWork {
+            batch: CommitBatch {
+                pages: vec![
+                    fetched("http://h/copy", "n1"),
+                    fetched("http://h/original", "n1"),
+                    fetched("http://h/their-copy", "w2"),
+                ],
+                ..CommitBatch::default()
+            },
+            ..CycleWork::default()
+        };
+        run_cycle(&store, "n1", &mut work, Some(&feed))
+            .await
+            .unwrap();
+        assert_eq!(
+            *drops.0.lock().unwrap(),
+            ["http://h/copy"],
+            "another node's copy is its own shard's"
+        );
     }
 }

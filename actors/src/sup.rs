@@ -5,10 +5,10 @@
 //! supervisor stops, taking the app down with the reason.
 
 use crate::behaviour::error_chain;
-use crate::behaviour::index::Shard;
-use crate::config::{Behaviours, CrawlConfig, Storage};
+use crate::behaviour::index::IndexShard;
+use crate::config::{Behaviours, Storage};
 use crate::control::{Control, ControlArgs};
-use crate::indexer::{IndexProgress, Indexer, IndexerArgs, ShardQueue};
+use crate::indexer::{IndexFeed, IndexProgress, Indexer, IndexerArgs};
 use crate::master::{Master, MasterArgs};
 use crate::outage::StoreFailure;
 use crate::pool::{Pool, PoolArgs};
@@ -36,13 +36,15 @@ pub enum ExitReason {
 
 #[derive(Debug)]
 pub(crate) struct SupArgs {
-    pub(crate) config: CrawlConfig,
+    /// The node's runtime settings, which outlive any child: each
+    /// incarnation is handed them.
+    pub(crate) settings: RuntimeSettings,
     /// The store, on the node that runs the master; `None` on a worker node
     /// (a pool only).
     pub(crate) storage: Option<Storage>,
     /// The index shard this node keeps (on the master's node, its
     /// `storage`'s).
-    pub(crate) shard: Option<Shard>,
+    pub(crate) shard: Option<IndexShard>,
     pub(crate) behaviours: Behaviours,
     /// Where the reason the tree stopped is published.
     pub(crate) exit: watch::Sender<Option<ExitReason>>,
@@ -60,8 +62,6 @@ pub(crate) struct SupState {
     children: HashMap<ActorId, Child>,
     recent_restarts: RecentRestarts,
     restarts: HashMap<ChildRole, u32>,
-    /// The node's runtime settings, which outlive any child.
-    settings: RuntimeSettings,
     /// Children killed by an operator's `Restart` (not crashes), with who
     /// to tell once the successor runs.
     asked_to_restart: HashMap<ActorId, RpcReplyPort<bool>>,
@@ -86,7 +86,6 @@ impl Actor for Sup {
         args: SupArgs,
     ) -> Result<Self::State, ActorProcessingErr> {
         let mut state = SupState {
-            settings: RuntimeSettings::new(args.config.clone()),
             args,
             children: HashMap::new(),
             recent_restarts: RecentRestarts::default(),
@@ -232,7 +231,7 @@ impl Actor for Sup {
         }
         if child.role == ChildRole::Pool {
             // To the master on this node or another one (a worker's pool).
-            let cfg = &state.args.config;
+            let cfg = state.args.settings.current();
             protocol::cast(
                 &cfg.master_name(),
                 MasterMsg::PoolRestarted {
@@ -266,7 +265,7 @@ async fn stop_children(state: &SupState, index_first: bool) {
         if index_first
             && role == ChildRole::Indexer
             && let Some(indexer) =
-                ActorRef::<IndexerMsg>::where_is(state.args.config.indexer_name())
+                ActorRef::<IndexerMsg>::where_is(state.args.settings.current().indexer_name())
         {
             let _ = ractor::call_t!(indexer, IndexerMsg::CatchUp, STOP_INDEX_WAIT_MS);
         }
@@ -292,17 +291,17 @@ async fn stop_children(state: &SupState, index_first: bool) {
 }
 
 /// This node's index queue as the pool and the master queue pages in it.
-fn shard_queue(state: &SupState) -> Option<ShardQueue> {
-    state.args.shard.as_ref().map(|s| ShardQueue {
+fn index_feed(state: &SupState) -> Option<IndexFeed> {
+    state.args.shard.as_ref().map(|s| IndexFeed {
         queue: Arc::clone(&s.queue),
         progress: state.index_progress.clone(),
-        indexer: state.args.config.indexer_name(),
+        indexer: state.args.settings.current().indexer_name(),
     })
 }
 
 /// Record a restart; `Some(reason)` when it exceeds the restart intensity.
 fn note_restart(state: &mut SupState, role: ChildRole, why: &str) -> Option<String> {
-    let intensity = state.args.config.restart_intensity;
+    let intensity = state.args.settings.current().restart_intensity;
     if !state.recent_restarts.allow(Instant::now(), intensity) {
         return Some(format!(
             "restart intensity exceeded ({} restart(s) in {:?}): {role:?} exited: {why}",
@@ -319,13 +318,13 @@ async fn start_child(
     role: ChildRole,
 ) -> Result<(), ActorProcessingErr> {
     state.args.behaviours.metrics.started(role);
-    let cfg = &state.args.config;
+    let cfg = state.args.settings.current();
     let cell = match role {
         ChildRole::Pool => {
             let args = PoolArgs {
-                settings: state.settings.clone(),
+                settings: state.args.settings.clone(),
                 behaviours: state.args.behaviours.clone(),
-                shard: shard_queue(state),
+                index_feed: index_feed(state),
             };
             Actor::spawn_linked(Some(cfg.pool_name()), Pool, args, myself.get_cell())
                 .await?
@@ -339,13 +338,13 @@ async fn start_child(
                 .as_ref()
                 .ok_or("a worker node runs no master")?;
             let args = MasterArgs {
-                settings: state.settings.clone(),
+                settings: state.args.settings.clone(),
                 store: Arc::clone(&storage.frontier),
                 queries: Arc::clone(&storage.queries),
                 behaviours: state.args.behaviours.clone(),
                 restarts: state.restarts.get(&role).copied().unwrap_or(0),
                 run: state.run.clone(),
-                indexer: shard_queue(state),
+                index_feed: index_feed(state),
             };
             Actor::spawn_linked(Some(cfg.master_name()), Master, args, myself.get_cell())
                 .await?
@@ -374,7 +373,7 @@ async fn start_child(
                 .as_ref()
                 .ok_or("a worker node runs no control")?;
             let args = ControlArgs {
-                settings: state.settings.clone(),
+                settings: state.args.settings.clone(),
                 queries: Arc::clone(&storage.queries),
                 roster: Default::default(),
             };

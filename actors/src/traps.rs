@@ -336,6 +336,25 @@ impl fmt::Display for TrapReason {
 
 impl std::error::Error for TrapReason {}
 
+/// A page's links as the guard reads them (each URL's key and pattern),
+/// read once for [`TrapGuard::observe_read`] and [`TrapGuard::admit_read`].
+#[derive(Debug)]
+pub struct ReadLinks(Vec<(u64, Parts)>);
+
+impl ReadLinks {
+    pub fn of<I, S>(links: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
+        Self(
+            (links.into_iter())
+                .map(|l| (key(KEY_URL, l.as_ref()), Parts::of(l.as_ref())))
+                .collect(),
+        )
+    }
+}
+
 /// The trap rules' state: see the module docs. Deterministic; all methods
 /// are cheap (a URL parse and a few map lookups) and never block.
 #[derive(Debug)]
@@ -437,12 +456,23 @@ impl TrapGuard {
         I: IntoIterator<Item = S>,
         S: AsRef<str>,
     {
+        self.observe_read(url, simhash, shingles, &ReadLinks::of(links), now)
+    }
+
+    /// [`observe`](Self::observe) of links already read: a page's links
+    /// are read once for `observe` and [`admit_read`](Self::admit_read)
+    /// (reading a link into its pattern was half of the guard's work).
+    pub fn observe_read(
+        &mut self,
+        url: &str,
+        simhash: PageSimhash,
+        shingles: &[u32],
+        links: &ReadLinks,
+        now: Millis,
+    ) -> Option<TrapReason> {
         let parts = Parts::of(url);
-        let links: Vec<(u64, Parts)> = links
-            .into_iter()
-            .map(|l| (key(KEY_URL, l.as_ref()), Parts::of(l.as_ref())))
-            .collect();
-        let (stale, new_pages) = self.stale(&parts, shingles, &links);
+        let links = &links.0;
+        let (stale, new_pages) = self.stale(&parts, shingles, links);
         let family = parts.family();
         // Links leaving the family, by pattern: links back into it are what
         // a trap yields forever.
@@ -616,7 +646,17 @@ impl TrapGuard {
     /// Whether `url` (a candidate link, or a job about to be fetched) may be
     /// fetched. Asking keeps the pattern's record in memory.
     pub fn admit(&mut self, url: &str, now: Millis) -> Result<(), TrapReason> {
-        let parts = Parts::of(url);
+        self.admit_parts(&Parts::of(url), key(KEY_URL, url), now)
+    }
+
+    /// [`admit`](Self::admit) of each of `links`, in their order.
+    pub fn admit_read(&mut self, links: &ReadLinks, now: Millis) -> Vec<Result<(), TrapReason>> {
+        (links.0.iter())
+            .map(|(url, parts)| self.admit_parts(parts, *url, now))
+            .collect()
+    }
+
+    fn admit_parts(&mut self, parts: &Parts, url: u64, now: Millis) -> Result<(), TrapReason> {
         let tick = self.next_tick();
         if let Some(dir) = self.patterns.get_mut(&parts.directory_key()) {
             dir.used = tick;
@@ -658,11 +698,11 @@ impl TrapGuard {
                 && host
                     .session_urls
                     .holder(plain)
-                    .is_some_and(|holder| holder != key(KEY_URL, url))
+                    .is_some_and(|holder| holder != url)
                 && !self.closings.allows(&parts.pattern)
             {
                 return Err(TrapReason::SessionCopy {
-                    pattern: parts.pattern,
+                    pattern: parts.pattern.clone(),
                 });
             }
         }
@@ -728,5 +768,7 @@ fn fmix64(mut k: u64) -> u64 {
     k ^ (k >> 33)
 }
 
+#[cfg(test)]
+mod harness;
 #[cfg(test)]
 mod tests;

@@ -33,15 +33,15 @@ impl OperationSpec {
 
     /// The paper's `search_text(URL, Text)` operation (case-insensitive).
     pub fn search_text(text: impl Into<String>) -> Self {
-        Self(vec![SEARCH_OPERATION.to_string(), text.into()])
+        Self(vec![TEXT_MATCH_OPERATION.to_string(), text.into()])
     }
 
     /// `search_text` matching case exactly.
     pub fn search_text_exact(text: impl Into<String>) -> Self {
         Self(vec![
-            SEARCH_OPERATION.to_string(),
+            TEXT_MATCH_OPERATION.to_string(),
             text.into(),
-            SEARCH_EXACT.to_string(),
+            TEXT_MATCH_EXACT.to_string(),
         ])
     }
 
@@ -76,12 +76,12 @@ impl fmt::Display for OperationSpec {
     }
 }
 
-/// Name of the built-in search operation (paper listing 13).
-pub const SEARCH_OPERATION: &str = "search";
+/// The stored name of the paper's `search_text` operation (listing 13).
+pub const TEXT_MATCH_OPERATION: &str = "search";
 /// The `search_text` argument that makes it match case exactly.
-pub const SEARCH_EXACT: &str = "exact";
+pub const TEXT_MATCH_EXACT: &str = "exact";
 
-/// The collection the search operation's records go to (paper listing 3),
+/// The collection `search_text`'s hits go to (paper listing 3),
 /// counted in [`StoreCounts::search_results`].
 pub const SEARCH_RESULTS: &str = "search_results";
 
@@ -112,10 +112,43 @@ pub struct NewLink {
     #[serde(default)]
     pub modified: Option<Millis>,
     /// The URL's own watch interval (`add_url … every`): it is checked
-    /// again this often (adapted, [`crate::monitor::Revisit`]) instead of
+    /// again this often (adapted, [`crate::availability::Revisit`]) instead of
     /// `recrawl_every`. Only a seed carries one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub check_every_ms: Option<Millis>,
+}
+
+impl NewLink {
+    /// A link to `url` (normalized; `host` its politeness key) to fetch
+    /// with `operation` at `depth` with `priority` credit: no redirect
+    /// behind it, no change date and no watch interval of its own.
+    pub fn new(
+        url: String,
+        host: String,
+        operation: OperationSpec,
+        depth: u32,
+        priority: f64,
+    ) -> Self {
+        Self {
+            url,
+            host,
+            operation,
+            depth,
+            priority,
+            redirect_hops: 0,
+            modified: None,
+            check_every_ms: None,
+        }
+    }
+
+    /// The same link to a page that changed at `at` (epoch ms): a page
+    /// fetched before that is queued again.
+    pub fn changed_at(self, at: Millis) -> Self {
+        Self {
+            modified: Some(at),
+            ..self
+        }
+    }
 }
 
 /// What the last fetch of a processed URL left behind: what a re-check sends
@@ -299,10 +332,10 @@ pub struct HostRecord {
 }
 
 /// A search_results document (the paper's listing 3), as
-/// [`Queries::search_results`](crate::Queries::search_results) reads it
+/// [`Queries::text_match_hits`](crate::Queries::text_match_hits) reads it
 /// back: where `search_text` found its text.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SearchResult {
+pub struct TextMatchHit {
     pub url: String,
     pub text: String,
     /// Character offsets of the matches in the page's visible text.

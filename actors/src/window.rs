@@ -12,7 +12,7 @@
 //! One concern a file, each with its tests: what is claimed (`claims`),
 //! which node fetches a host (`placement`), a restarted master's leases
 //! (`recovery`), reports into the batch (`reports`), watched URLs
-//! (`monitoring`), the trap defence (`trap_defence`), the store cycle and
+//! (`availability`), the trap defence (`trap_defence`), the store cycle and
 //! idleness (`cycle`), the store's outages (`store_outage`), pause and
 //! drain (`drain`).
 
@@ -24,23 +24,23 @@ use crate::traps::TrapGuard;
 use crate::types::{Millis, UrlKey};
 use std::collections::{HashMap, HashSet};
 
+mod availability;
 mod claims;
 mod cycle;
 mod drain;
 #[cfg(test)]
 mod fixtures;
-mod monitoring;
 mod placement;
 mod recovery;
 mod reports;
 mod store_outage;
 mod trap_defence;
 
+use availability::AvailabilityWatch;
 use claims::Claims;
 use cycle::Unwritten;
-pub use cycle::{AfterCycle, idle_reason};
+pub use cycle::{AfterCycle, Flush, idle_reason};
 use drain::Drain;
-use monitoring::Monitoring;
 use placement::Placement;
 pub use placement::{AbandonedMove, MOVE_DEADLINE_MS};
 pub use recovery::RECOVERY_WAIT_MS;
@@ -63,6 +63,8 @@ pub struct Window {
     cycle_running: bool,
     /// A write was asked for while a cycle was running: the next one writes.
     write_deferred: bool,
+    /// The flush timer is running: it writes what waits ([`Window::flush`]).
+    flush_timer: bool,
     last_lease_renewal: Millis,
     fetched: u64,
     errors: u64,
@@ -75,7 +77,7 @@ pub struct Window {
     /// Nodes that left for good, whose pages are handed over to their
     /// hosts' new owners (the node check and the store cycle feed it).
     pub(crate) departures: Departures,
-    monitoring: Monitoring,
+    availability: AvailabilityWatch,
 }
 
 impl Window {
@@ -102,13 +104,14 @@ impl Window {
             release: Vec::new(),
             cycle_running: false,
             write_deferred: false,
+            flush_timer: false,
             last_lease_renewal: now,
             fetched,
             errors,
             paused: false,
             drain: None,
             departures: Departures::default(),
-            monitoring: Monitoring {
+            availability: AvailabilityWatch {
                 next_sweep: now,
                 events: Vec::new(),
                 asked_meanwhile: HashMap::new(),

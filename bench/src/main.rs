@@ -11,6 +11,7 @@
 mod bare_index;
 mod cluster;
 mod latency;
+mod page_cost;
 mod server;
 mod web;
 
@@ -113,6 +114,21 @@ enum Cmd {
         #[arg(long, requires = "ours")]
         no_links: bool,
     },
+    /// What one page costs the crawl's CPU, stage by stage (extraction
+    /// with and without the text the trap defence reads, its reading of
+    /// the text, the trap guard), over the preset's pages: no network, no
+    /// store.
+    PageCost {
+        #[arg(default_value = "large")]
+        preset: String,
+        /// Pages measured (the first of the preset's real pages).
+        #[arg(long, default_value_t = 2000)]
+        pages: usize,
+        /// One stage alone (links, text, read, guard; none: only make the
+        /// pages), for `perf stat -e instructions:u`.
+        #[arg(long)]
+        only: Option<String>,
+    },
     /// Child: spider-rs crawling from the seed over the listed hosts.
     Spider {
         seed: String,
@@ -185,6 +201,14 @@ async fn main() {
                 (true, true) => bare_index::Indexed::OursWithoutLinks,
             };
             bare_index::run(preset, &dir, what);
+        }
+        Cmd::PageCost {
+            preset,
+            pages,
+            only,
+        } => {
+            let named = web::Preset::named(&preset).expect("a preset");
+            page_cost::run(&preset, named, pages, only.as_deref());
         }
         Cmd::FetchLoop {
             urls,

@@ -7,15 +7,19 @@
 //! `write` so that a crash leaves whole members. A file in progress is
 //! `NAME.warc.gz.open` with its index lines in `NAME.cdxj.open`; at
 //! `--warc-max-size` (or [`WarcArchive::close`]) it becomes `NAME.warc.gz`
-//! and `NAME.cdxj`, the index sorted. Files left open by a killed process
-//! are closed by the next writer of the same node name, cut after their
-//! last indexed record. [`ArchiveReader`] reads pages back.
+//! and `NAME.cdxj`, the index sorted (written first: for an instant it
+//! names a file still `.open`). Files left open by a killed process, in
+//! progress or half closed, are closed by the next writer of the same node
+//! name (at its first record, or as its run begins:
+//! [`WarcArchive::resume`]), cut after their last indexed record.
+//! [`ArchiveReader`] reads pages back.
 
 mod read;
 pub mod record;
 
 pub use read::ArchiveReader;
 
+use crate::kill_points::{self, KillPoint};
 use chrono::{DateTime, Utc};
 use flate2::Compression;
 use flate2::write::GzEncoder;
@@ -126,6 +130,19 @@ impl WarcArchive {
     /// Archive one response to a GET of `url` (blocking: file I/O and gzip).
     pub fn write(&self, url: &str, page: &FetchedPage) -> Result<(), WarcError> {
         self.lock().write(url, page, Utc::now())
+    }
+
+    /// Close the files a killed run of this node left open in the
+    /// directory, as the first record would: at the start of a run, so that
+    /// one that archives nothing leaves none open either. Call it only
+    /// while this process holds the crawl (the store's lock): the files of
+    /// a live writer of the same node name would be cut.
+    pub fn resume(&self) -> Result<(), WarcError> {
+        let mut writer = self.lock();
+        if writer.dir.is_dir() {
+            writer.last()?;
+        }
+        Ok(())
     }
 
     /// Close the file in progress (renamed, its index sorted); the next
@@ -380,8 +397,7 @@ impl Writer {
         };
         let line = record::cdxj_line(&parsed, &record::timestamp14(now), &entry);
         let name = file.name.clone();
-        file.warc
-            .write_all(&bytes)
+        kill_points::write_all(KillPoint::WarcWrite, &mut file.warc, &bytes)
             .map_err(io_error(format!("cannot write {name}{OPEN}")))?;
         file.size += bytes.len() as u64;
         // After the records: an index line never points past the file.
@@ -499,32 +515,45 @@ impl Writer {
         }
     }
 
-    /// Close the files a killed process of this node left open.
+    /// Close the files a killed process of this node left open: a file
+    /// in progress, or one whose closing ([`finish`]) was cut short.
     fn recover(&mut self) -> Result<(), WarcError> {
         let suffix = format!("-{}", self.node);
+        let mut names = std::collections::BTreeSet::new();
         for entry in fs::read_dir(&self.dir)
             .map_err(io_error(format!("cannot read {}", self.dir.display())))?
         {
             let entry = entry.map_err(io_error(format!("cannot read {}", self.dir.display())))?;
             let file_name = entry.file_name().to_string_lossy().into_owned();
-            let warc = file_name
-                .strip_suffix(OPEN)
-                .filter(|n| n.ends_with(WARC_EXT) && stem(n).ends_with(&suffix));
-            if let Some(name) = warc {
-                let on_disk = fs::metadata(entry.path())
-                    .map_err(io_error(format!("cannot read {file_name}")))?
-                    .len();
-                // A record an index line points at may be missing after a
-                // power cut (the index reached the disk, the WARC file's
-                // tail did not): the cut is after the last record whole.
-                let end = index_lines(&self.dir.join(format!("{}{CDXJ_EXT}{OPEN}", stem(name))))?
-                    .iter()
-                    .filter_map(|(_, e)| record_end(e))
-                    .filter(|&end| end <= on_disk)
-                    .max();
-                tracing::warn!("closing {file_name}, left open by an earlier run");
-                finish(&self.dir, name, Some(end.unwrap_or(0)))?;
+            let Some(open) = file_name.strip_suffix(OPEN) else {
+                continue;
+            };
+            let stem = open
+                .strip_suffix(WARC_EXT)
+                .or_else(|| open.strip_suffix(CDXJ_EXT));
+            if let Some(stem) = stem.filter(|s| s.ends_with(&suffix)) {
+                names.insert(format!("{stem}{WARC_EXT}"));
             }
+        }
+        for name in names {
+            let open_warc = self.dir.join(format!("{name}{OPEN}"));
+            // A file still open is cut after its last record whole; one
+            // already renamed keeps what it has (its closing was cut short
+            // after the rename), and one removed keeps nothing.
+            let on_disk = [open_warc.as_path(), &self.dir.join(&name)]
+                .into_iter()
+                .find_map(|path| fs::metadata(path).ok())
+                .map_or(0, |m| m.len());
+            // A record an index line points at may be missing after a
+            // power cut (the index reached the disk, the WARC file's
+            // tail did not): the cut is after the last record whole.
+            let end = index_lines(&self.dir.join(format!("{}{CDXJ_EXT}{OPEN}", stem(&name))))?
+                .iter()
+                .filter_map(|(_, e)| record_end(e))
+                .filter(|&end| end <= on_disk)
+                .max();
+            tracing::warn!("closing {name}, left open by an earlier run");
+            finish(&self.dir, &name, Some(end.unwrap_or(0)))?;
         }
         Ok(())
     }
@@ -542,6 +571,9 @@ fn stem(name: &str) -> &str {
 
 /// Close `NAME.warc.gz.open` (cut to `cut` bytes, for one left by a crash;
 /// removed if that leaves no record) and sort its index into `NAME.cdxj`.
+/// A kill at any step leaves what the next run's [`Writer::recover`]
+/// finishes: the index is written before the WARC file is renamed, and
+/// `NAME.cdxj.open` goes last.
 fn finish(dir: &Path, name: &str, cut: Option<u64>) -> Result<(), WarcError> {
     let open_warc = dir.join(format!("{name}{OPEN}"));
     let open_cdxj = dir.join(format!("{}{CDXJ_EXT}{OPEN}", stem(name)));
@@ -553,26 +585,39 @@ fn finish(dir: &Path, name: &str, cut: Option<u64>) -> Result<(), WarcError> {
         .collect();
     if lines.is_empty() {
         for path in [&open_warc, &open_cdxj] {
-            fs::remove_file(path).map_err(io_error(format!("cannot remove {}", path.display())))?;
+            remove_if_there(path)?;
         }
         return Ok(());
     }
-    if let Some(len) = cut {
+    let still_open = open_warc.exists();
+    if let (Some(len), true) = (cut, still_open) {
         OpenOptions::new()
             .write(true)
             .open(&open_warc)
             .and_then(|f| f.set_len(len))
             .map_err(io_error(format!("cannot cut {}", open_warc.display())))?;
     }
-    fs::rename(&open_warc, dir.join(name))
-        .map_err(io_error(format!("cannot rename {}", open_warc.display())))?;
     lines.sort();
     let cdxj = dir.join(format!("{}{CDXJ_EXT}", stem(name)));
     let tmp = dir.join(format!("{}{CDXJ_EXT}.tmp", stem(name)));
     fs::write(&tmp, lines.join("\n") + "\n")
         .and_then(|()| fs::rename(&tmp, &cdxj))
         .map_err(io_error(format!("cannot write {}", cdxj.display())))?;
-    fs::remove_file(&open_cdxj).map_err(io_error(format!("cannot remove {}", open_cdxj.display())))
+    if still_open {
+        fs::rename(&open_warc, dir.join(name))
+            .map_err(io_error(format!("cannot rename {}", open_warc.display())))?;
+    }
+    remove_if_there(&open_cdxj)
+}
+
+/// Remove the file at `path`, if there is one.
+fn remove_if_there(path: &Path) -> Result<(), WarcError> {
+    match fs::remove_file(path) {
+        Err(e) if e.kind() != io::ErrorKind::NotFound => {
+            Err(io_error(format!("cannot remove {}", path.display()))(e))
+        }
+        _ => Ok(()),
+    }
 }
 
 /// The whole lines of an index file that parse (a crash may cut the last),
@@ -720,6 +765,138 @@ mod tests {
             entries.iter().any(|(_, e)| e.mime == "warc/revisit"),
             "{entries:?}"
         );
+    }
+
+    /// Found by the aimed kills (tests/it/kills.rs): a run killed after
+    /// its last fetch, resumed by one with nothing left to fetch, left its
+    /// file open, its tail unread by warcio.
+    #[test]
+    fn a_run_that_archives_nothing_still_closes_what_a_killed_run_left_open() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
+        let killed = WarcArchive::new(dir, "n1", 1 << 30, true);
+        killed.write("http://a.test/1", &page("one")).unwrap();
+        let open = names(dir)
+            .into_iter()
+            .find(|n| n.ends_with(&format!("{WARC_EXT}{OPEN}")))
+            .unwrap();
+        let whole = fs::metadata(dir.join(&open)).unwrap().len();
+        let mut f = OpenOptions::new()
+            .append(true)
+            .open(dir.join(&open))
+            .unwrap();
+        f.write_all(b"\x1f\x8b\x08\x00torn").unwrap();
+        std::mem::forget(killed);
+
+        let next = WarcArchive::new(dir, "n1", 1 << 30, true);
+        next.resume().unwrap();
+        next.close().unwrap();
+        let all = names(dir);
+        assert!(all.iter().all(|n| !n.ends_with(OPEN)), "{all:?}");
+        assert_eq!(all.len(), 2, "the file and its index: {all:?}");
+        let closed = open.strip_suffix(OPEN).unwrap();
+        assert_eq!(
+            fs::metadata(dir.join(closed)).unwrap().len(),
+            whole,
+            "the torn tail is cut"
+        );
+        let reader = ArchiveReader::open(dir).unwrap();
+        assert_eq!(reader.len(), 1);
+        assert_eq!(
+            reader.page("http://a.test/1").unwrap().unwrap().body,
+            b"one"
+        );
+
+        // A directory not made yet is left unmade.
+        let absent = dir.join("not-yet");
+        WarcArchive::new(&absent, "n1", 1 << 30, true)
+            .resume()
+            .unwrap();
+        assert!(!absent.exists());
+    }
+
+    /// Found by the aimed kills: a kill between making a file and its
+    /// index stopped every later run ("cannot remove NAME.cdxj.open"). Each
+    /// state a kill in the middle of opening or closing a file leaves is
+    /// finished by the next run: no file left open, every record whole
+    /// still read.
+    #[test]
+    fn a_kill_while_a_file_opens_or_closes_is_finished_by_the_next_run() {
+        /// What `finish` writes first: the sorted index.
+        fn sort_index(d: &Path, n: &str) {
+            let mut lines: Vec<String> =
+                index_lines(&d.join(format!("{}{CDXJ_EXT}{OPEN}", stem(n))))
+                    .unwrap()
+                    .into_iter()
+                    .map(|(l, _)| l)
+                    .collect();
+            lines.sort();
+            let cdxj = d.join(format!("{}{CDXJ_EXT}", stem(n)));
+            fs::write(cdxj, lines.join("\n") + "\n").unwrap();
+        }
+        fn close(d: &Path, n: &str) {
+            fs::rename(d.join(format!("{n}{OPEN}")), d.join(n)).unwrap();
+        }
+        /// What a kill left (made in a directory from the name of its
+        /// file in progress), and the records the next run reads.
+        type State = (&'static str, fn(&Path, &str), usize);
+        let states: [State; 5] = [
+            (
+                "the file made, its index not yet",
+                |d, n| {
+                    fs::remove_file(d.join(format!("{}{CDXJ_EXT}{OPEN}", stem(n)))).unwrap();
+                    File::create(d.join(format!("{n}{OPEN}"))).unwrap();
+                },
+                0,
+            ),
+            ("the index sorted, the file not renamed", sort_index, 2),
+            (
+                "the file renamed, the open index not removed",
+                |d, n| {
+                    sort_index(d, n);
+                    close(d, n);
+                },
+                2,
+            ),
+            ("the file renamed before its index was written", close, 2),
+            (
+                "an empty file removed, its index not yet",
+                |d, n| fs::remove_file(d.join(format!("{n}{OPEN}"))).unwrap(),
+                0,
+            ),
+        ];
+        for (state, leave, records) in states {
+            let tmp = tempfile::tempdir().unwrap();
+            let dir = tmp.path();
+            let killed = WarcArchive::new(dir, "n1", 1 << 30, true);
+            killed.write("http://a.test/1", &page("one")).unwrap();
+            killed.write("http://a.test/2", &page("two")).unwrap();
+            std::mem::forget(killed);
+            let name = names(dir)
+                .into_iter()
+                .find_map(|n| {
+                    n.strip_suffix(OPEN)
+                        .filter(|n| n.ends_with(WARC_EXT))
+                        .map(str::to_string)
+                })
+                .unwrap();
+            leave(dir, &name);
+
+            let next = WarcArchive::new(dir, "n1", 1 << 30, true);
+            next.resume().unwrap_or_else(|e| panic!("{state}: {e}"));
+            let all = names(dir);
+            assert!(all.iter().all(|n| !n.ends_with(OPEN)), "{state}: {all:?}");
+            assert!(all.iter().all(|n| !n.ends_with(".tmp")), "{state}: {all:?}");
+            let reader = ArchiveReader::open(dir).unwrap();
+            assert_eq!(reader.len(), records, "{state}: {all:?}");
+            if records > 0 {
+                assert_eq!(
+                    reader.page("http://a.test/2").unwrap().unwrap().body,
+                    b"two",
+                    "{state}"
+                );
+            }
+        }
     }
 
     #[test]

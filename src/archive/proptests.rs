@@ -250,6 +250,17 @@ proptest! {
     }
 }
 
+/// A closed archive holding one page, `http://a.test/1` ("one").
+fn one_page_archive() -> tempfile::TempDir {
+    let tmp = tempfile::tempdir().unwrap();
+    let archive = WarcArchive::new(tmp.path(), "n1", 1 << 30, true);
+    archive
+        .write("http://a.test/1", &page(200, b"one".to_vec()))
+        .unwrap();
+    archive.close().unwrap();
+    tmp
+}
+
 /// Found by `damaged_archives_read_back_without_a_panic_and_never_a_wrong_page`:
 /// an index line's length was allocated before it was checked (a length of
 /// 2^64-1 panicked, one past the file's end was an I/O error rather than a
@@ -264,12 +275,7 @@ fn an_index_line_lying_about_its_record_is_a_damaged_record() {
         Lie::Filename("../../etc/passwd".into()),
         Lie::Filename("/dev/zero".into()),
     ] {
-        let tmp = tempfile::tempdir().unwrap();
-        let archive = WarcArchive::new(tmp.path(), "n1", 1 << 30, true);
-        archive
-            .write("http://a.test/1", &page(200, b"one".to_vec()))
-            .unwrap();
-        archive.close().unwrap();
+        let tmp = one_page_archive();
         apply(tmp.path(), &Damage::Lie(Pick(0), lie.clone()));
         let reader = ArchiveReader::open(tmp.path()).unwrap();
         let read = reader.page("http://a.test/1");
@@ -282,12 +288,7 @@ fn an_index_line_lying_about_its_record_is_a_damaged_record() {
 
 #[test]
 fn unreadable_index_lines_are_skipped_and_counted() {
-    let tmp = tempfile::tempdir().unwrap();
-    let archive = WarcArchive::new(tmp.path(), "n1", 1 << 30, true);
-    archive
-        .write("http://a.test/1", &page(200, b"one".to_vec()))
-        .unwrap();
-    archive.close().unwrap();
+    let tmp = one_page_archive();
     let lines = vec![
         (Pick(0), b"\xff\xfe".to_vec()),
         (Pick(0), b"a,test)/ 2024 {\"url\": 1".to_vec()),

@@ -12,23 +12,27 @@ use serde_json::Value;
 use std::io::{BufRead, IsTerminal, Write};
 use std::time::Duration;
 use web_crawler::actors::Remote;
-use web_crawler::actors::monitor::WATCH_OFF;
+use web_crawler::actors::availability::WATCH_OFF;
 use web_crawler::actors::outage::{human_duration, utc_time};
 use web_crawler::actors::{
-    ControlError, ControlReply, ControlRequest, HostListing, Listing, NodeStopping, OperationSpec,
-    Paused, Refusal, RefusalCode, Restarted, Setting, Status,
+    AddOutcome, ControlError, ControlReply, ControlRequest, HostListing, Listing, NodeStopping,
+    OperationSpec, Paused, Refusal, RefusalCode, Restarted, Setting, Status,
 };
 use web_crawler::operations::mirror;
 
 /// Parse an operation given on a command line: nothing (crawl),
-/// `search TEXT...` or `mirror`.
+/// `search_text TEXT...` or `mirror`. `search TEXT...` is the older
+/// spelling of `search_text`, kept for scripts (the console's own
+/// `search QUERY` is the full-text search).
 fn operation(words: &[&str]) -> Result<OperationSpec> {
     match words {
         [] => Ok(OperationSpec::crawl()),
-        ["search", text @ ..] if !text.is_empty() => Ok(OperationSpec::search_text(text.join(" "))),
+        ["search_text" | "search", text @ ..] if !text.is_empty() => {
+            Ok(OperationSpec::search_text(text.join(" ")))
+        }
         ["mirror"] => Ok(mirror()),
         _ => bail!(
-            "unknown operation {:?}: use `search TEXT` or `mirror`",
+            "unknown operation {:?}: use `search_text TEXT` or `mirror`",
             words.join(" ")
         ),
     }
@@ -41,10 +45,11 @@ commands:
   nodes                       each node, its load, hosts owned
   tree                        the supervision tree (supervisor:which_children)
   state ACTOR                 an actor's state (master, sup, config)
-  add_url URL [search TEXT | mirror] [again] [every DURATION|off]
-                              queue a URL (optionally with the search or mirror
-                              operation); `again` fetches it even if processed;
-                              `every 30s` (10min, 1h; 1s at the least) watches it
+  add_url URL [search_text TEXT | mirror] [again] [every DURATION|off]
+                              queue a URL (optionally with the search_text or mirror
+                              operation; `search TEXT` is an older spelling of
+                              `search_text TEXT`); `again` fetches it even if
+                              processed; `every 30s` (10min, 1h; 1s at the least) watches it
                               at that interval, over --recrawl-every, `every off`
                               not at all (a processed URL is fetched again now)
   search_text URL TEXT        crawl from URL recording where TEXT occurs
@@ -85,7 +90,7 @@ fn confirmed(answer: &str) -> bool {
     matches!(answer.trim().to_ascii_lowercase().as_str(), "yes" | "y")
 }
 
-/// At most this many search results (and hosts, by default) in one answer.
+/// At most this many of `search_text`'s hits (and hosts, by default) in one answer.
 const LISTED: usize = 50;
 
 /// What one console line asks for.
@@ -173,7 +178,7 @@ fn parse_line(line: &str) -> Result<Line> {
         ["page", url] => ControlRequest::Page {
             url: url.to_string(),
         },
-        ["results", text @ ..] => ControlRequest::SearchResults {
+        ["results", text @ ..] => ControlRequest::TextMatchHits {
             text: (!text.is_empty()).then(|| text.join(" ")),
             limit: LISTED,
         },
@@ -246,7 +251,7 @@ const USAGE: &[(&str, Option<&str>, &str)] = &[
     (
         "add_url",
         Some("a URL"),
-        "add_url URL [search TEXT | mirror] [again] [every DURATION|off]",
+        "add_url URL [search_text TEXT | mirror] [again] [every DURATION|off]",
     ),
     (
         "search_text",
@@ -360,6 +365,15 @@ pub(crate) fn rates(s: &Status) -> String {
     )
 }
 
+/// A URL `add_url` took, in words: queued now, or waiting already.
+fn queued_line(url: &str, already_queued: bool) -> String {
+    if already_queued {
+        format!("already queued {url}: waiting to be fetched; nothing new queued")
+    } else {
+        format!("queued {url}")
+    }
+}
+
 /// Human-readable rendering of a reply.
 pub(crate) fn render(reply: &ControlReply) -> String {
     match reply {
@@ -405,12 +419,15 @@ pub(crate) fn render(reply: &ControlReply) -> String {
             }
             out
         }
-        ControlReply::Queued(url) => format!("queued {url}"),
+        ControlReply::Queued(queued) => queued_line(&queued.url, queued.already_queued),
         ControlReply::Added(added) => {
             let mut out = format!("{} queued, {} refused", added.accepted, added.refused);
             for r in &added.results {
                 match (&r.normalized, &r.error) {
-                    (Some(url), _) => out.push_str(&format!("\nqueued {url}")),
+                    (Some(url), _) => {
+                        let waiting = r.outcome == AddOutcome::AlreadyQueued;
+                        out.push_str(&format!("\n{}", queued_line(url, waiting)));
+                    }
                     (None, Some(e)) => {
                         out.push_str(&format!("\nrefused {} ({}): {e}", r.url, e.code))
                     }
@@ -486,7 +503,7 @@ pub(crate) fn render(reply: &ControlReply) -> String {
             }));
             out
         }
-        ControlReply::SearchResults(results) => counted(results, |r| {
+        ControlReply::TextMatchHits(results) => counted(results, |r| {
             let positions: Vec<String> = r.positions.iter().map(u64::to_string).collect();
             format!("{}\t{:?}\t{}", r.url, r.text, positions.join(","))
         }),
@@ -810,15 +827,20 @@ mod tests {
     fn lines_parse_to_requests() {
         assert_eq!(parse_line("  ").unwrap(), Line::Empty);
         assert_eq!(parse_line("quit").unwrap(), Line::Quit);
-        assert_eq!(
-            parse_line("add_url http://a/ search two words").unwrap(),
-            Line::Request(ControlRequest::AddUrl {
-                url: "http://a/".into(),
-                operation: OperationSpec::search_text("two words"),
-                again: false,
-                every_ms: None,
-            })
-        );
+        // `search` is the older spelling of `search_text`: both queue the
+        // paper's operation, not a full-text search.
+        for spelling in ["search_text", "search"] {
+            assert_eq!(
+                parse_line(&format!("add_url http://a/ {spelling} two words")).unwrap(),
+                Line::Request(ControlRequest::AddUrl {
+                    url: "http://a/".into(),
+                    operation: OperationSpec::search_text("two words"),
+                    again: false,
+                    every_ms: None,
+                }),
+                "{spelling}"
+            );
+        }
         assert_eq!(
             parse_line("pending 5").unwrap(),
             Line::Request(ControlRequest::Pending { limit: 5 })
@@ -913,14 +935,14 @@ mod tests {
         assert!(parse_line("search").is_err());
         assert_eq!(
             parse_line("results").unwrap(),
-            Line::Request(ControlRequest::SearchResults {
+            Line::Request(ControlRequest::TextMatchHits {
                 text: None,
                 limit: LISTED
             })
         );
         assert_eq!(
             parse_line("results  two   words").unwrap(),
-            Line::Request(ControlRequest::SearchResults {
+            Line::Request(ControlRequest::TextMatchHits {
                 text: Some("two words".into()),
                 limit: LISTED
             })
@@ -1065,7 +1087,7 @@ mod tests {
         assert_eq!(said("search"), "search needs words: search QUERY");
         assert_eq!(
             said("add_url"),
-            "add_url needs a URL: add_url URL [search TEXT | mirror] [again] [every DURATION|off]"
+            "add_url needs a URL: add_url URL [search_text TEXT | mirror] [again] [every DURATION|off]"
         );
         assert_eq!(
             said("search_text http://a/"),
@@ -1208,7 +1230,7 @@ mod tests {
         let results = serde_json::json!({"total": 3, "items": [
             {"url": "http://a/", "text": "rye", "positions": [0, 12], "d_search": 1},
         ]});
-        let req = ControlRequest::SearchResults {
+        let req = ControlRequest::TextMatchHits {
             text: None,
             limit: 1,
         };

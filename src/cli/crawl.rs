@@ -13,7 +13,7 @@ use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
-use web_crawler::actors::frontier::{FailureKind, failure_kind};
+use web_crawler::actors::frontier_rules::{FailureKind, failure_kind};
 use web_crawler::actors::outage::utc_time;
 use web_crawler::actors::{AppHandle, ControlRequest, IdleReason, OperationSpec, PageQuery, Store};
 use web_crawler::operations::builtin_operations;
@@ -95,7 +95,7 @@ impl SearchTextArgs {
         }
         let (code, crawled) = crawl(&opts, &[(url, operation)]).await?;
         let store = opts.store.open().await?;
-        let results = store.search_results(Some(&text)).await?;
+        let results = store.text_match_hits(Some(&text)).await?;
         if let Some(crawled) = crawled {
             let doc = serde_json::json!({ "crawl": crawled, "results": results });
             outln!("{}", serde_json::to_string_pretty(&doc)?)?;
@@ -179,6 +179,8 @@ async fn crawl(
         .archive(opts.store.archive_dir(), &settings.crawl.node_name);
     settings.archive = Some(archive.clone());
     let store = opts.store.open_for_crawl().await?;
+    // The store's lock is held: the archive's files are this run's to mend.
+    archive.resume()?;
     opts.trap_allow.reopen(store.as_ref()).await?;
     let failed_before = failed_before(&*store).await?;
     let started = Instant::now();
@@ -292,6 +294,7 @@ async fn failed_before(store: &dyn Store) -> Result<Vec<(String, OperationSpec, 
             limit: None,
             offset: 0,
             only_failed: true,
+            only_duplicates: false,
             newest_first: false,
         })
         .await?;
@@ -529,6 +532,7 @@ async fn summary(
                 limit: Some(FAILED_SHOWN),
                 offset: 0,
                 only_failed: true,
+                only_duplicates: false,
                 newest_first: false,
             })
             .await?

@@ -61,6 +61,7 @@ async fn rebuild_index(
             limit: None,
             offset: 0,
             only_failed: false,
+            only_duplicates: false,
             newest_first: false,
         })
         .await?;

@@ -12,8 +12,8 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
+use web_crawler::actors::availability::check_every;
 use web_crawler::actors::cluster;
-use web_crawler::actors::monitor::check_every;
 use web_crawler::actors::{ControlClient, OperationSpec, RestartIntensity};
 use web_crawler::http::{HttpConfig, HttpServer};
 use web_crawler::notify::Notify;
@@ -43,7 +43,7 @@ pub(super) struct StartArgs {
     #[command(flatten)]
     supervision: SupervisionOpts,
     #[command(flatten)]
-    monitor: MonitorOpts,
+    availability: AvailabilityOpts,
 }
 
 impl StartArgs {
@@ -53,7 +53,7 @@ impl StartArgs {
             seeds: self.urls,
             store_outage_limit: self.store_outage_limit,
             intensity: self.supervision.intensity(),
-            monitor: &self.monitor,
+            availability: &self.availability,
             trap_allow: &self.trap_allow,
         });
         serve_node(&self.node, master, &self.tuning, None).await
@@ -185,9 +185,9 @@ fn read_token(path: &Path) -> Result<String> {
     Ok(token)
 }
 
-/// `start`'s availability monitoring.
+/// `start`'s availability watching.
 #[derive(Debug, Args)]
-struct MonitorOpts {
+struct AvailabilityOpts {
     /// Watch every processed URL: fetch it again about this often
     /// (conditionally; adapted to how often it changes, within half and
     /// four times this), e.g. `30s`, `10min`, `1h` (1s at the least). A
@@ -207,14 +207,14 @@ struct MonitorOpts {
     webhook: Option<url::Url>,
 }
 
-impl MonitorOpts {
+impl AvailabilityOpts {
     fn apply(&self, settings: &mut Settings) -> Result<()> {
         if let Some(every) = self.recrawl_every {
             check_every(every).map_err(|e| anyhow::anyhow!("--recrawl-every: {e}"))?;
         }
         // A service: URLs added with an interval of their own are watched
         // even without --recrawl-every.
-        settings.crawl.monitoring = true;
+        settings.crawl.availability_watch = true;
         settings.crawl.recrawl_every = self.recrawl_every;
         settings.crawl.history_keep = self.history_keep;
         if self.on_change.is_some() || self.webhook.is_some() {
@@ -232,7 +232,7 @@ struct MasterOpts<'a> {
     seeds: Vec<String>,
     store_outage_limit: Duration,
     intensity: RestartIntensity,
-    monitor: &'a MonitorOpts,
+    availability: &'a AvailabilityOpts,
     trap_allow: &'a TrapAllowOpts,
 }
 
@@ -254,7 +254,7 @@ async fn serve_node(
         check_seeds(&settings, m.seeds.iter().map(|u| (u.as_str(), &crawl)))?;
         settings.crawl.store_outage_limit = m.store_outage_limit;
         settings.crawl.restart_intensity = m.intensity;
-        m.monitor.apply(&mut settings)?;
+        m.availability.apply(&mut settings)?;
     }
     let metrics = match node.metrics {
         Some(addr) => Some(prometheus::serve_for_node(addr, &node.name, &mut settings).await?),

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 use web_crawler::actors::Millis;
-use web_crawler::actors::monitor::{WATCH_OFF, check_every};
+use web_crawler::actors::availability::{WATCH_OFF, check_every};
 
 /// `--limit N`: a count of results or rows, 1 at the least (0 would ask
 /// for nothing and print "No results").

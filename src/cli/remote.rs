@@ -64,11 +64,12 @@ impl ConsoleArgs {
 #[derive(Debug, Args)]
 pub(super) struct AddUrlArgs {
     url: String,
-    /// Attach the search operation with this text.
-    #[arg(long, value_name = "TEXT")]
-    search: Option<String>,
+    /// Attach the paper's search_text operation with this text (`--search`
+    /// is its older spelling, kept for scripts).
+    #[arg(long, value_name = "TEXT", visible_alias = "search")]
+    search_text: Option<String>,
     /// Attach the mirror operation: archive the responses of this URL's crawl.
-    #[arg(long, conflicts_with = "search")]
+    #[arg(long, conflicts_with = "search_text")]
     mirror: bool,
     /// Fetch it again even if it was processed (without it, a URL
     /// already processed is refused with when).
@@ -85,15 +86,19 @@ pub(super) struct AddUrlArgs {
 }
 
 impl AddUrlArgs {
-    pub(super) async fn exec(self) -> Result<ExitCode> {
-        let operation = match self.search {
-            Some(text) => OperationSpec::search_text(text),
+    /// The operation the flags attach: search_text, mirror or none (a crawl).
+    fn operation(&self) -> OperationSpec {
+        match &self.search_text {
+            Some(text) => OperationSpec::search_text(text.clone()),
             None if self.mirror => web_crawler::operations::mirror(),
             None => OperationSpec::crawl(),
-        };
+        }
+    }
+
+    pub(super) async fn exec(self) -> Result<ExitCode> {
         let request = ControlRequest::AddUrl {
             url: self.url.clone(),
-            operation,
+            operation: self.operation(),
             again: self.again,
             every_ms: self
                 .every
@@ -116,6 +121,8 @@ impl AddUrlArgs {
         conn.close();
         let outcome = add_url_outcome(self.url, answer)?;
         outln!("{}", serde_json::to_string_pretty(&outcome)?)?;
+        // As without --json: 0 when the URL is in the queue (added, or
+        // waiting already), 1 when it is not (processed, or refused).
         Ok(if outcome.accepted {
             ExitCode::SUCCESS
         } else {
@@ -124,12 +131,12 @@ impl AddUrlArgs {
     }
 }
 
-/// `add-url --json`'s one answer, whatever the outcome: the URL queued,
-/// or refused with its stable code (`already_known`, `out_of_scope`, ...),
+/// `add-url --json`'s one answer, whatever the outcome (`added`,
+/// `already_queued`, `already_processed`, `refused` with its stable code),
 /// as `POST /urls` answers for one URL. A refusal is an answer, on stdout.
 fn add_url_outcome(url: String, answer: Result<ControlReply, ControlError>) -> Result<UrlOutcome> {
     match answer {
-        Ok(ControlReply::Queued(normalized)) => Ok(UrlOutcome::of(url, Ok(normalized))),
+        Ok(ControlReply::Queued(queued)) => Ok(UrlOutcome::of(url, Ok(queued))),
         Ok(other) => bail!("the node answered another request: {other:?}"),
         Err(refused) => Ok(UrlOutcome::of(url, Err(refused))),
     }
@@ -188,16 +195,29 @@ pub(super) async fn one_shot(remote: &RemoteOpts, req: ControlRequest) -> Result
 mod tests {
     use super::*;
     use serde_json::json;
-    use web_crawler::actors::{Refusal, RefusalCode};
+    use web_crawler::actors::{Queued, Refusal, RefusalCode};
 
     #[test]
     fn add_url_json_answers_each_outcome_with_its_code() {
         let as_json = |answer| {
             serde_json::to_value(add_url_outcome("HTTP://a/".into(), answer).unwrap()).unwrap()
         };
+        let queued = |already_queued| {
+            Ok(ControlReply::Queued(Queued {
+                url: "http://a/".into(),
+                already_queued,
+            }))
+        };
         assert_eq!(
-            as_json(Ok(ControlReply::Queued("http://a/".into()))),
-            json!({"url": "HTTP://a/", "accepted": true, "normalized": "http://a/"})
+            as_json(queued(false)),
+            json!({"url": "HTTP://a/", "outcome": "added", "accepted": true, "normalized": "http://a/"})
+        );
+        assert_eq!(
+            as_json(queued(true)),
+            json!({
+                "url": "HTTP://a/", "outcome": "already_queued", "accepted": true,
+                "normalized": "http://a/"
+            })
         );
         // As it crosses the wire from the node.
         let processed = Refusal::new(RefusalCode::AlreadyKnown, "http://a/ was already processed");
@@ -205,15 +225,44 @@ mod tests {
             as_json(Err(ControlError::Refused(processed))),
             json!({
                 "url": "HTTP://a/",
+                "outcome": "already_processed",
                 "accepted": false,
                 "error": {"code": "already_known", "message": "http://a/ was already processed"}
             })
         );
         let scope = Refusal::new(RefusalCode::OutOfScope, "off the crawl's hosts");
+        let refused = as_json(Err(ControlError::Refused(scope)));
         assert_eq!(
-            as_json(Err(ControlError::Refused(scope)))["error"]["code"],
-            "out_of_scope"
+            (&refused["outcome"], &refused["error"]["code"]),
+            (&json!("refused"), &json!("out_of_scope"))
         );
         assert!(add_url_outcome("u".into(), Ok(ControlReply::Nodes(vec![]))).is_err());
+    }
+
+    #[test]
+    fn add_url_takes_search_text_and_its_older_spelling_search() {
+        use clap::Parser;
+        #[derive(Debug, Parser)]
+        struct Line {
+            #[command(flatten)]
+            add: AddUrlArgs,
+        }
+        let parse = |flags: &[&str]| {
+            let remote = ["--connect", "h:1", "--cookie-file", "c"];
+            let line = ["add-url", "http://a/"].iter().chain(flags).chain(&remote);
+            Line::try_parse_from(line).map(|l| l.add.operation())
+        };
+        for flag in ["--search-text", "--search"] {
+            assert_eq!(
+                parse(&[flag, "rye bread"]).unwrap(),
+                OperationSpec::search_text("rye bread"),
+                "{flag}"
+            );
+        }
+        assert_eq!(
+            parse(&["--mirror"]).unwrap(),
+            web_crawler::operations::mirror()
+        );
+        assert!(parse(&["--search", "rye", "--mirror"]).is_err());
     }
 }

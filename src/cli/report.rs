@@ -10,7 +10,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
-use web_crawler::actors::monitor::{FetchHistory, HistoryQuery, availability, changes};
+use web_crawler::actors::availability::{FetchHistory, HistoryQuery, availability, changes};
 use web_crawler::actors::{PageQuery, TRAP_SAMPLES, now_ms};
 use web_crawler::graph;
 
@@ -21,9 +21,11 @@ pub(super) enum Report {
     ///
     /// `links`: the links the page holds, as found (each distinct http(s)
     /// URL, nofollow and off-scope ones included, and each href that is no
-    /// http(s) URL, such as mailto:); `in`: processed pages linking to it;
-    /// `out`: the distinct URLs of its links the crawl took (in scope, past
-    /// --allow/--deny, --max-depth and the trap defence, not nofollow).
+    /// http(s) URL, such as mailto:); `in`: processed pages linking to it
+    /// or to one of its content duplicates (a copy such as /index.html of
+    /// /: its note says how it adds up); `out`: the distinct URLs of its
+    /// links the crawl took (in scope, past --allow/--deny, --max-depth and
+    /// the trap defence, not nofollow).
     Pages {
         #[command(flatten)]
         list: ListOpts,
@@ -34,7 +36,8 @@ pub(super) enum Report {
         list: ListOpts,
     },
     /// Where search-text found its text (the paper's search_results).
-    SearchResults {
+    #[command(name = "search-results")]
+    TextMatchHits {
         /// Only the results for this text (all texts without it).
         text: Option<String>,
         #[command(flatten)]
@@ -114,9 +117,9 @@ impl Report {
                 }
                 Ok(())
             }
-            Report::SearchResults { text, list } => {
+            Report::TextMatchHits { text, list } => {
                 let store = list.store.open().await?;
-                let mut results = store.search_results(text.as_deref()).await?;
+                let mut results = store.text_match_hits(text.as_deref()).await?;
                 list.bound(&mut results);
                 let mut out = std::io::stdout().lock();
                 if list.json {
@@ -269,7 +272,8 @@ impl From<GraphFormat> for graph::Format {
 }
 
 /// `report pages`: each page with its links in (processed pages linking to
-/// it) and out (distinct URLs it links to), the site graph's counts.
+/// it or to one of its content duplicates) and out (distinct URLs it links
+/// to).
 async fn report_pages(list: &ListOpts) -> Result<()> {
     let store = list.store.open().await?;
     let pages = store
@@ -280,15 +284,18 @@ async fn report_pages(list: &ListOpts) -> Result<()> {
         .await?;
     let urls: Vec<&str> = pages.iter().map(|p| p.record.url.as_str()).collect();
     let counts = graph::link_counts(store.as_ref(), &urls).await?;
-    let count = |url: &str| counts.get(url).copied().unwrap_or_default();
+    let count = |url: &str| counts.get(url).cloned().unwrap_or_default();
     let mut out = std::io::stdout().lock();
     if list.json {
         let mut rows = Vec::with_capacity(pages.len());
         for p in &pages {
             let mut row = serde_json::to_value(p)?;
-            let (links_in, links_out) = count(&p.record.url);
-            row["in"] = links_in.into();
-            row["out"] = links_out.into();
+            let c = count(&p.record.url);
+            row["in"] = c.links_in().into();
+            row["in_direct"] = c.in_direct.into();
+            row["in_via_duplicates"] = c.in_via_duplicates.into();
+            row["duplicates"] = c.duplicates.into();
+            row["out"] = c.out.into();
             rows.push(row);
         }
         writeln!(out, "{}", serde_json::to_string_pretty(&rows)?)?;
@@ -297,25 +304,45 @@ async fn report_pages(list: &ListOpts) -> Result<()> {
     writeln!(out, "status\ttype\tsize\tlinks\tin\tout\turl\tnote")?;
     for p in &pages {
         let r = &p.record;
+        let c = count(&r.url);
         let note = r
             .error
             .clone()
             .or_else(|| r.redirect_to.as_ref().map(|t| format!("→ {t}")))
             .or_else(|| p.duplicate_of.as_ref().map(|d| format!("duplicate of {d}")))
+            .or_else(|| links_in_note(&c))
             .unwrap_or_default();
-        let (links_in, links_out) = count(&r.url);
         writeln!(
             out,
-            "{}\t{}\t{}\t{}\t{links_in}\t{links_out}\t{}\t{}",
+            "{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}",
             r.http_returncode.map_or("-".into(), |c| c.to_string()),
             r.content_type.as_deref().unwrap_or("-"),
             r.content_length.map_or("-".into(), |c| c.to_string()),
             r.links_count,
+            c.links_in(),
+            c.out,
             r.url,
             note
         )?;
     }
     Ok(())
+}
+
+/// How a page's `in` adds up when its content duplicates have links of
+/// their own: `in 1 + 526 via http://a/index.html`.
+fn links_in_note(c: &graph::LinkCounts) -> Option<String> {
+    const NAMED: usize = 3;
+    if c.in_via_duplicates == 0 {
+        return None;
+    }
+    let mut via = c.duplicates[..c.duplicates.len().min(NAMED)].join(", ");
+    if c.duplicates.len() > NAMED {
+        via.push_str(&format!(" and {} more", c.duplicates.len() - NAMED));
+    }
+    Some(format!(
+        "in {} + {} via {via}",
+        c.in_direct, c.in_via_duplicates
+    ))
 }
 
 /// `report traps`: each closed family, why and when, and what it refused;
@@ -385,7 +412,7 @@ mod tests {
             other => panic!("{other:?}"),
         }
         match parse(&["search-results", "rye bread", "--json"]).unwrap() {
-            Report::SearchResults { text, list } => {
+            Report::TextMatchHits { text, list } => {
                 assert_eq!(text.as_deref(), Some("rye bread"));
                 assert!(list.json);
             }
@@ -393,7 +420,7 @@ mod tests {
         }
         assert!(matches!(
             parse(&["search-results"]).unwrap(),
-            Report::SearchResults { text: None, .. }
+            Report::TextMatchHits { text: None, .. }
         ));
         assert!(matches!(parse(&["hosts"]).unwrap(), Report::Hosts { .. }));
         match parse(&["traps", "--json", "--limit", "2"]).unwrap() {
@@ -441,5 +468,27 @@ mod tests {
             GraphFormat::value_variants().len(),
             graph::Format::ALL.len()
         );
+    }
+
+    #[test]
+    fn a_pages_note_says_how_its_in_adds_up() {
+        let mut c = graph::LinkCounts {
+            in_direct: 1,
+            in_via_duplicates: 526,
+            duplicates: vec!["http://a/index.html".into()],
+            out: 3,
+        };
+        assert_eq!(
+            links_in_note(&c).as_deref(),
+            Some("in 1 + 526 via http://a/index.html")
+        );
+        c.duplicates = (1..=5).map(|i| format!("http://a/{i}")).collect();
+        assert_eq!(
+            links_in_note(&c).as_deref(),
+            Some("in 1 + 526 via http://a/1, http://a/2, http://a/3 and 2 more")
+        );
+        // Copies nobody links to change nothing.
+        c.in_via_duplicates = 0;
+        assert_eq!(links_in_note(&c), None);
     }
 }

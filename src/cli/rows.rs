@@ -66,7 +66,7 @@ pub(super) fn trapped_by_rule(counts: &web_crawler::actors::StoreCounts) -> Opti
 pub(super) const AVAILABILITY_HEADER: &str = "url\tchecks\tuptime\tp50_ms\tp95_ms\tlast_failure";
 
 /// One URL's availability.
-pub(super) fn availability_row(a: &web_crawler::actors::monitor::Availability) -> String {
+pub(super) fn availability_row(a: &web_crawler::actors::availability::Availability) -> String {
     let failure = match (a.last_failure, &a.last_failure_reason) {
         (Some(at), Some(why)) => format!("{} ({why})", utc_time(at)),
         (Some(at), None) => utc_time(at),
@@ -82,7 +82,7 @@ pub(super) fn availability_row(a: &web_crawler::actors::monitor::Availability) -
 pub(super) const CHANGES_HEADER: &str = "at\turl\tchange\tstatus\treason";
 
 /// One change of a watched URL.
-pub(super) fn change_row(e: &web_crawler::actors::monitor::StatusEvent) -> String {
+pub(super) fn change_row(e: &web_crawler::actors::availability::StatusEvent) -> String {
     let code = |c: Option<u16>| c.map_or("-".to_string(), |c| c.to_string());
     format!(
         "{}\t{}\t{}\t{} -> {}\t{}",

@@ -706,7 +706,13 @@ mod tests {
         rt.block_on(async {
             let c = cache.clone();
             tokio::spawn(async move { c.resolve("stuck.example").await });
-            tokio::time::sleep(Duration::from_millis(50)).await;
+            // Until the spawned lookup is under way (a bounded wait).
+            for _ in 0..1_000 {
+                if !cache.state().pending.is_empty() {
+                    break;
+                }
+                tokio::task::yield_now().await;
+            }
         });
         assert_eq!(cache.state().pending.len(), 1);
         drop(rt);

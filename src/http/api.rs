@@ -19,8 +19,8 @@ use serde::de::DeserializeOwned;
 use std::sync::Arc;
 use std::time::Duration;
 use web_crawler_actors::{
-    ActorState, Added, ControlError, ControlReply, ControlRequest, OperationSpec, RefusalCode,
-    Setting, UrlOutcome,
+    ActorState, Added, ControlReply, ControlRequest, OperationSpec, RefusalCode, Setting,
+    UrlOutcome,
 };
 
 type Shared = State<Arc<Api>>;
@@ -266,7 +266,7 @@ struct TextParams {
 
 /// Where the paper's `search_text` found its text (every text without one).
 async fn search_text_results(State(api): Shared, Params(p): Params<TextParams>) -> Answer {
-    let request = ControlRequest::SearchResults {
+    let request = ControlRequest::TextMatchHits {
         text: p.text,
         limit: limit(p.limit, 50, 1_000)?,
     };
@@ -275,14 +275,14 @@ async fn search_text_results(State(api): Shared, Params(p): Params<TextParams>) 
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct TextSearch {
+struct TextMatchBody {
     url: String,
     text: String,
 }
 
 /// The paper's `search_text(URL, Text)`: crawl from `url` recording
 /// where `text` stands on each page.
-async fn search_text(State(api): Shared, JsonBody(s): JsonBody<TextSearch>) -> Response {
+async fn search_text(State(api): Shared, JsonBody(s): JsonBody<TextMatchBody>) -> Response {
     if s.text.is_empty() {
         return ApiError::bad_request("text is empty: give the text to look for").into_response();
     }
@@ -346,7 +346,7 @@ async fn add_one(api: &Api, url: String, operation: OperationSpec, again: bool) 
         every_ms: None,
     };
     let answer = match api.control.request(&request).await {
-        Ok(ControlReply::Queued(normalized)) => Ok(normalized),
+        Ok(ControlReply::Queued(queued)) => Ok(queued),
         Ok(other) => {
             tracing::error!(?other, "add_url answered with another reply");
             return ApiError::new(RefusalCode::Internal, "the node answered another request")
@@ -382,15 +382,10 @@ async fn add_many(
                 at.push(i);
                 outcomes.push(None);
             }
-            Item::Bad { what, why } => outcomes.push(Some(UrlOutcome {
-                url: what,
-                accepted: false,
-                normalized: None,
-                error: Some(web_crawler_actors::Refusal::new(
-                    RefusalCode::BadRequest,
-                    why,
-                )),
-            })),
+            Item::Bad { what, why } => outcomes.push(Some(UrlOutcome::refused(
+                what,
+                web_crawler_actors::Refusal::new(RefusalCode::BadRequest, why),
+            ))),
         }
     }
     for (n, range) in batches(&urls).into_iter().enumerate() {
@@ -405,7 +400,7 @@ async fn add_many(
             Err(e) if n == 0 => return Err(e.into()),
             Err(e) => urls[range.clone()]
                 .iter()
-                .map(|url| UrlOutcome::of(url.clone(), Err(ControlError::Refused(e.refusal()))))
+                .map(|url| UrlOutcome::refused(url.clone(), e.refusal()))
                 .collect(),
         };
         for (i, outcome) in range.zip(results) {

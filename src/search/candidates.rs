@@ -305,7 +305,7 @@ impl Searchers<'_> {
             })
             .collect();
         // Ties by URL: the order of pages that score alike is the same
-        // whichever shards hold them (see `shards::merge_tops`).
+        // whichever shards hold them (see `cluster_query::merge_tops`).
         order.sort_by(|(a, a_url), (b, b_url)| b.score.total_cmp(&a.score).then(a_url.cmp(b_url)));
         order.truncate(limit);
         let pages = order.into_iter().map(|(page, _)| page).collect();

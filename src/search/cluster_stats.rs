@@ -26,10 +26,8 @@
 //! one shard asks for its best pages at once) a shard answers as the
 //! index alone.
 //!
-//! "Shard" names three more things in the actors crate: `shards.rs`, the
-//! coordinator that asks every node's index in these phases and merges
-//! their best pages; `Shard`, a node's index and the queue its pages wait
-//! in; `ShardQueue`, the pool's and the master's handle on that queue.
+//! The actors crate's `cluster_query.rs` asks every node's shard in these
+//! phases and merges their best pages.
 
 use super::typo::Vocabulary;
 use std::collections::BTreeMap;

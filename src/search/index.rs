@@ -8,6 +8,7 @@ use super::schema::{self, AnchorFields, IndexPart, PageFields};
 use super::sections;
 use super::snippets::SNIPPET_SCAN_BYTES;
 use super::{AnchorDoc, PageDoc, SearchError, err, truncate};
+use crate::kill_points::{self, KillPoint};
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fmt;
@@ -502,7 +503,10 @@ impl SearchIndex {
     pub fn commit(&mut self) -> Result<(), SearchError> {
         fn commit_part<F>(part: &mut Part<F>) -> Result<(), SearchError> {
             let writer = part.writer.as_mut().ok_or(SearchError::ReadOnly)?;
-            writer.commit().map_err(err("commit"))?;
+            let prepared = writer.prepare_commit().map_err(err("commit"))?;
+            // #47's aimed kills: the segments written, `meta.json` not.
+            kill_points::reached(KillPoint::IndexCommit);
+            prepared.commit().map_err(err("commit"))?;
             part.reader.reload().map_err(err("reload after commit"))
         }
         let (pages, anchors) = (&mut self.pages, &mut self.anchors);

@@ -838,7 +838,7 @@ fn sharded_search(shards: &[&SearchIndex], q: &str) -> SearchAnswer {
         .enumerate()
         .map(|(i, s)| (format!("n{i}"), s.shard_top(q, 20, &stats).unwrap()))
         .collect();
-    web_crawler_actors::shards::merge_tops(tops, 10, &Default::default())
+    web_crawler_actors::cluster_query::merge_tops(tops, 10, &Default::default())
 }
 
 /// Pages of three sites, about overlapping things in varied words; each
@@ -957,7 +957,7 @@ fn shards_answer_as_one_index_over_their_pages() {
     // statistics: it answers as the index does.
     for q in ["rotate logs", "replca streaming", "how to locks"] {
         let top = all.shard_top(q, 10, &ShardStats::default()).unwrap();
-        let alone = web_crawler_actors::shards::merge_tops(
+        let alone = web_crawler_actors::cluster_query::merge_tops(
             vec![("n".to_string(), top)],
             10,
             &Default::default(),

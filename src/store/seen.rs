@@ -11,7 +11,7 @@
 use fastbloom::BloomFilter;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
-use web_crawler_actors::frontier::credit_due;
+use web_crawler_actors::frontier_rules::credit_due;
 use web_crawler_actors::{Millis, OperationSpec};
 use xxhash_rust::xxh3::Xxh3;
 
@@ -35,7 +35,7 @@ pub(crate) struct PendingRow {
     pub(crate) id: i64,
     /// Credit as written in the row.
     pub(crate) stored: f64,
-    /// Credit merged in since, not yet written (see `frontier::credit_due`).
+    /// Credit merged in since, not yet written (see `frontier_rules::credit_due`).
     pub(crate) unsaved: f64,
     pub(crate) depth: u32,
     pub(crate) redirect_hops: u32,

@@ -75,7 +75,7 @@ fn site() -> HashMap<String, Page> {
 
 /// The python that has warcio: `WEB_CRAWLER_TEST_WARC_PYTHON` (set by
 /// scripts/test.sh), or scripts/warc-tools.sh run now. Never skipped.
-fn warc_python() -> String {
+pub(crate) fn warc_python() -> String {
     static PYTHON: OnceLock<String> = OnceLock::new();
     PYTHON
         .get_or_init(|| {

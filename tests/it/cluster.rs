@@ -36,6 +36,50 @@ fn addr(ip: Ipv4Addr) -> SocketAddr {
     }
 }
 
+/// What a worker node says once its own side of the join is done: the
+/// master lists its pool a little sooner, and a master killed between the
+/// two fails the worker's join instead of leaving it without a master.
+const JOINED: &str = "joined the cluster at";
+
+/// A process's stderr, collected line by line as it comes.
+#[derive(Clone, Default)]
+struct Log(Arc<Mutex<String>>);
+
+impl Log {
+    fn of(stderr: tokio::process::ChildStderr) -> Log {
+        let log = Log::default();
+        let collected = log.clone();
+        tokio::spawn(async move {
+            let mut lines = tokio::io::AsyncBufReadExt::lines(tokio::io::BufReader::new(stderr));
+            while let Ok(Some(line)) = lines.next_line().await {
+                let mut text = collected.0.lock().unwrap();
+                text.push_str(&line);
+                text.push('\n');
+            }
+        });
+        log
+    }
+
+    fn text(&self) -> String {
+        self.0.lock().unwrap().clone()
+    }
+
+    /// Lines so far that contain `what`.
+    fn lines_with(&self, what: &str) -> usize {
+        self.0
+            .lock()
+            .unwrap()
+            .lines()
+            .filter(|l| l.contains(what))
+            .count()
+    }
+
+    /// Wait (at most 20 s) until `n` lines contain `what`.
+    async fn wait_lines(&self, what: &str, n: usize) -> bool {
+        wait_for(Duration::from_secs(20), || self.lines_with(what) >= n).await
+    }
+}
+
 pub(crate) struct Cluster {
     dir: tempfile::TempDir,
     cookie: PathBuf,
@@ -124,19 +168,25 @@ impl Cluster {
         extra: &[&str],
         stderr: Stdio,
     ) -> Child {
+        self.worker_command(name, ip, extra)
+            .stderr(stderr)
+            .spawn()
+            .unwrap()
+    }
+
+    /// The command that starts a worker node joining the master.
+    fn worker_command(&self, name: &str, ip: Ipv4Addr, extra: &[&str]) -> Command {
         let listen = addr(ip);
-        bin()
-            // Its index shard, NAME.index, is made in the working directory.
-            .current_dir(self.dir.path())
+        let mut cmd = bin();
+        // Its index shard, NAME.index, is made in the working directory.
+        cmd.current_dir(self.dir.path())
             .args(["node", "--name", name, "--listen", &listen.to_string()])
             .arg("--cookie-file")
             .arg(&self.cookie)
             .args(["--join", &self.master_addr.to_string()])
             .args(["--scope", "any", "--delay-ms", "0", "--concurrency", "4"])
-            .args(extra)
-            .stderr(stderr)
-            .spawn()
-            .unwrap()
+            .args(extra);
+        cmd
     }
 
     /// A console attached to the master's node, fed `script` on a pipe
@@ -197,6 +247,25 @@ impl Cluster {
         for _ in 0..100 {
             if let Some(s) = self.status().await
                 && s["nodes"].as_array().map(Vec::len) == Some(n)
+            {
+                return true;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        false
+    }
+
+    /// Wait until the master's window counts `n` live nodes: it learns of
+    /// a node's arrival or departure at its tick, later than `status` lists
+    /// the pools, and sizes its claims by the nodes it knows (the default
+    /// window a node, 64 × `--concurrency 4`). Hosts go only to nodes it
+    /// knows; a node gone has its URLs back to pending then.
+    pub(crate) async fn wait_window(&self, n: u64) -> bool {
+        const NODE_WINDOW: u64 = 64 * 4;
+        for _ in 0..100 {
+            if let Some(s) = self.status().await
+                && s["nodes"].as_array().map(|n| n.len() as u64) == Some(n)
+                && s["window"].as_u64() == Some(n * NODE_WINDOW)
             {
                 return true;
             }
@@ -637,7 +706,7 @@ async fn a_rust_program_joins_and_sends_add_url() {
         .add_url(&web.seed_url(), OperationSpec::crawl())
         .await
         .unwrap();
-    assert_eq!(queued, web.seed_url());
+    assert_eq!((queued.url, queued.already_queued), (web.seed_url(), false));
     assert!(
         remote
             .add_url("javascript:alert(1)", OperationSpec::crawl())
@@ -690,7 +759,10 @@ async fn a_rust_program_joins_and_sends_add_url() {
     let queued: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(
         queued,
-        serde_json::json!({"url": web.seed_url(), "accepted": true, "normalized": web.seed_url()})
+        serde_json::json!({
+            "url": web.seed_url(), "outcome": "added", "accepted": true,
+            "normalized": web.seed_url()
+        })
     );
     cluster.wait_idle().await;
     assert_eq!(web.servers[0].hits_of("/"), 2, "fetched again");
@@ -708,6 +780,88 @@ async fn a_rust_program_joins_and_sends_add_url() {
     )
     .await;
     assert!(wrong.unwrap_err().to_string().contains("wrong cookie"));
+}
+
+/// #49: `add-url --json` answers each outcome on stdout with its own
+/// `outcome` (added, already_queued, already_processed, refused with the
+/// refusal's code), and exits 0 when the URL is in the queue, 1 when not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn add_url_answers_each_outcome_apart() {
+    let web = GeneratedWeb::start_with(1, 3, 49, Duration::ZERO).await;
+    let cluster = Cluster::start(&[]).await;
+    let seed = web.seed_url();
+    // Paused, the seed stays in the queue for the second ask to find.
+    let paused = cluster.console(&[], "pause\n").await;
+    assert!(paused.status.success(), "{paused:?}");
+    let add = |args: &'static [&'static str]| {
+        let mut all = vec!["add-url", seed.as_str()];
+        all.extend(args);
+        let cluster = &cluster;
+        async move {
+            let out = cluster.cli(&all).await;
+            assert!(out.stderr.is_empty(), "{all:?}: {out:?}");
+            let answer: serde_json::Value = serde_json::from_slice(&out.stdout)
+                .unwrap_or_else(|e| panic!("{all:?}: {e}: {out:?}"));
+            (out.status.code(), answer)
+        }
+    };
+    let (code, added) = add(&["--json"]).await;
+    assert_eq!(
+        (code, &added["outcome"], &added["normalized"]),
+        (
+            Some(0),
+            &serde_json::json!("added"),
+            &serde_json::json!(seed)
+        ),
+        "{added}"
+    );
+    let (code, waiting) = add(&["--json"]).await;
+    assert_eq!(
+        (code, &waiting["outcome"], &waiting["accepted"]),
+        (
+            Some(0),
+            &serde_json::json!("already_queued"),
+            &serde_json::json!(true)
+        ),
+        "{waiting}"
+    );
+    let text = cluster.cli(&["add-url", &seed]).await;
+    assert!(text.status.success(), "{text:?}");
+    assert!(
+        String::from_utf8_lossy(&text.stdout).starts_with(&format!("already queued {seed}")),
+        "{text:?}"
+    );
+    let resumed = cluster.console(&[], "resume\n").await;
+    assert!(resumed.status.success(), "{resumed:?}");
+    cluster.wait_idle().await;
+    assert_eq!(web.servers[0].hits_of("/"), 1, "queued once");
+    let (code, processed) = add(&["--json"]).await;
+    assert_eq!(
+        (code, &processed["outcome"], &processed["error"]["code"]),
+        (
+            Some(1),
+            &serde_json::json!("already_processed"),
+            &serde_json::json!("already_known")
+        ),
+        "{processed}"
+    );
+    let out = cluster
+        .cli(&["add-url", "javascript:alert(1)", "--json"])
+        .await;
+    let refused: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        (
+            out.status.code(),
+            &refused["outcome"],
+            &refused["error"]["code"]
+        ),
+        (
+            Some(1),
+            &serde_json::json!("refused"),
+            &serde_json::json!("invalid_url")
+        ),
+        "{out:?}"
+    );
 }
 
 /// Issue 13's cluster case: a master and two workers on a web whose three
@@ -799,6 +953,7 @@ async fn a_cluster_indexes_what_its_nodes_fetch_and_answers_searches() {
             limit: None,
             offset: 0,
             only_failed: false,
+            only_duplicates: false,
             newest_first: false,
         })
         .await
@@ -860,11 +1015,24 @@ async fn a_cluster_indexes_what_its_nodes_fetch_and_answers_searches() {
 async fn a_worker_rejoins_a_restarted_master_and_fetches_again() {
     let web = GeneratedWeb::start_with(8, 20, 14, Duration::from_millis(10)).await;
     let mut cluster = Cluster::start_on(Ipv4Addr::new(127, 0, 9, 21), &[]).await;
-    let _w1 = cluster.worker("w1", Ipv4Addr::new(127, 0, 9, 11));
+    let mut w1 = cluster
+        .worker_command("w1", Ipv4Addr::new(127, 0, 9, 11), &[])
+        .env("RUST_LOG", "warn,web_crawler_actors::cluster=debug")
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let log = Log::of(w1.stderr.take().unwrap());
     assert!(cluster.wait_nodes(2).await, "two pools");
+    assert!(log.wait_lines(JOINED, 1).await, "{}", log.text());
     cluster.kill_master().await;
-    // Down long enough for the worker to notice and retry a few times.
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    // Down until the worker has noticed and tried to reconnect twice.
+    assert!(
+        log.wait_lines("the master is unreachable; reconnecting", 1)
+            .await
+            && log.wait_lines("the master is still unreachable", 2).await,
+        "the worker notices and retries: {}",
+        log.text()
+    );
     cluster.restart_master();
     assert!(
         cluster.wait_nodes(2).await,
@@ -883,23 +1051,25 @@ async fn a_worker_rejoins_a_restarted_master_and_fetches_again() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_worker_without_its_master_exits_after_the_grace() {
     let mut cluster = Cluster::start(&[]).await;
-    let worker = cluster.worker_with(
+    let mut worker = cluster.worker_with(
         "w1",
         Ipv4Addr::new(127, 0, 9, 12),
         &["--master-grace", "2"],
         Stdio::piped(),
     );
+    let log = Log::of(worker.stderr.take().unwrap());
     assert!(cluster.wait_nodes(2).await, "two pools");
+    assert!(log.wait_lines(JOINED, 1).await, "{}", log.text());
     cluster.kill_master().await;
-    let out = tokio::time::timeout(Duration::from_secs(30), worker.wait_with_output())
+    let status = tokio::time::timeout(Duration::from_secs(30), worker.wait())
         .await
         .expect("the worker gives up")
         .unwrap();
-    assert!(!out.status.success(), "{:?}", out.status);
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!status.success(), "{status:?}");
     assert!(
-        stderr.contains("unreachable for 2 s") && stderr.contains("--master-grace"),
-        "{stderr}"
+        log.wait_lines("unreachable for 2 s", 1).await && log.text().contains("--master-grace"),
+        "{}",
+        log.text()
     );
 }
 
@@ -920,7 +1090,8 @@ async fn a_second_node_with_a_taken_name_is_refused_and_the_first_keeps_running(
         "{stderr}"
     );
     assert!(first.try_wait().unwrap().is_none(), "the first w1 runs on");
-    tokio::time::sleep(Duration::from_secs(1)).await;
+    // The second was refused before it joined: the master's nodes are as
+    // they were.
     let status = cluster.status().await.unwrap();
     let nodes: Vec<&str> = status["nodes"]
         .as_array()
@@ -1149,7 +1320,24 @@ async fn operators_pause_a_host_change_settings_watch_top_and_stop_a_node() {
     })
     .await;
     assert!(b_done, "b crawled: {:?}", b.hits());
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // a's seed is at a pool, which holds it and starts nothing of it.
+    let remote = cluster.remote().await;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let listing = remote.hosts(10).await.unwrap();
+        let held = listing.items.iter().any(|h| {
+            h.host == a_host
+                && h.live
+                    .as_ref()
+                    .is_some_and(|l| l.paused && l.queued >= 1 && l.in_flight == 0)
+        });
+        if held {
+            break;
+        }
+        assert!(Instant::now() < deadline, "a held, paused: {listing:#?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    remote.close();
     assert_eq!(
         a.total_hits(),
         0,
@@ -1237,26 +1425,7 @@ async fn the_master_logs_joins_and_leaves_and_status_says_the_rate_now() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let log = Arc::new(Mutex::new(String::new()));
-    let mut lines =
-        tokio::io::AsyncBufReadExt::lines(tokio::io::BufReader::new(master.stderr.take().unwrap()));
-    let collected = Arc::clone(&log);
-    tokio::spawn(async move {
-        while let Ok(Some(line)) = lines.next_line().await {
-            let mut log = collected.lock().unwrap();
-            log.push_str(&line);
-            log.push('\n');
-        }
-    });
-    let logged = |what: &'static str| {
-        let log = Arc::clone(&log);
-        async move {
-            wait_for(Duration::from_secs(20), || {
-                log.lock().unwrap().lines().any(|l| l.contains(what))
-            })
-            .await
-        }
-    };
+    let log = Log::of(master.stderr.take().unwrap());
     let mut cluster = Cluster {
         dir,
         cookie,
@@ -1268,9 +1437,9 @@ async fn the_master_logs_joins_and_leaves_and_status_says_the_rate_now() {
     let mut w1 = cluster.worker("w1", Ipv4Addr::new(127, 0, 28, 2));
     assert!(cluster.wait_nodes(2).await, "the worker joined");
     assert!(
-        logged("node w1 joined the cluster; ").await,
+        log.wait_lines("node w1 joined the cluster; ", 1).await,
         "the join is logged: {}",
-        log.lock().unwrap()
+        log.text()
     );
 
     cluster.add_url(&site.url("/")).await;
@@ -1299,11 +1468,11 @@ async fn the_master_logs_joins_and_leaves_and_status_says_the_rate_now() {
     w1.start_kill().unwrap();
     w1.wait().await.unwrap();
     assert!(
-        logged("node w1 left the cluster; ").await,
+        log.wait_lines("node w1 left the cluster; ", 1).await,
         "the leave is logged: {}",
-        log.lock().unwrap()
+        log.text()
     );
-    let log = log.lock().unwrap().clone();
+    let log = log.text();
     assert_eq!(log.matches("node w1 joined").count(), 1, "one line: {log}");
     assert_eq!(log.matches("node w1 left").count(), 1, "one line: {log}");
 }
@@ -1878,11 +2047,10 @@ async fn a_worker_killed_mid_crawl_indexes_its_backlog_when_started_again() {
     }
     w1.start_kill().unwrap();
     w1.wait().await.unwrap();
-    assert!(cluster.wait_nodes(1).await, "the master noticed");
-    // A few of the master's ticks, so that it has returned what w1 held to
-    // pending before a node of the same name is back (else those URLs wait
-    // for their leases).
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    // The master's window lets w1 go, and returns what it held to pending,
+    // before a node of the same name is back (else those URLs wait for
+    // their leases).
+    assert!(cluster.wait_window(1).await, "the master noticed");
     let queue = queue_dir_for(&shard);
     let waiting = queue_waiting_bytes(&queue).unwrap();
     let indexed = SearchIndex::open_read_only(&shard).map_or(0, |s| s.page_count());
@@ -1932,15 +2100,13 @@ async fn a_worker_stopped_for_good_hands_its_pages_over() {
     use web_crawler::search::SearchIndex;
     // Slow enough pages that the hand-over takes a few seconds to watch.
     let (_servers, roots) = sharded_web(35, Duration::from_millis(150)).await;
-    let mut cluster = Cluster::start_on(Ipv4Addr::new(127, 0, 36, 1), &[]).await;
+    let cluster = Cluster::start_on(Ipv4Addr::new(127, 0, 36, 1), &[]).await;
     let mut w1 = cluster.worker("w1", Ipv4Addr::new(127, 0, 36, 2));
     let _w2 = cluster.worker("w2", Ipv4Addr::new(127, 0, 36, 3));
-    assert!(cluster.wait_nodes(3).await, "three pools");
-    // `status` lists the pools as they are; the master's window learns of
-    // a node at its next tick (200 ms) and gives hosts only to nodes it
-    // knows, for good: a seed claimed before then left w1 without a host
-    // on a loaded machine.
-    tokio::time::sleep(Duration::from_secs(1)).await;
+    // The master's window knows all three before the seed is claimed: it
+    // gives hosts only to nodes it knows, for good, and a seed claimed
+    // before then left w1 without a host on a loaded machine.
+    assert!(cluster.wait_window(3).await, "three pools");
     cluster.add_url(&roots[0]).await;
     cluster.wait_idle().await;
     let store = SqliteStore::open(&cluster.db()).unwrap();

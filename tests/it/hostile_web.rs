@@ -136,7 +136,8 @@ pub(crate) async fn trapped(store: &dyn Store) -> Vec<(String, String)> {
         .collect()
 }
 
-const MONTHS: &[&str] = &[
+/// The months' names, for test calendars.
+pub(crate) const MONTHS: &[&str] = &[
     "January",
     "February",
     "March",

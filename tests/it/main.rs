@@ -10,6 +10,8 @@ mod common;
 #[cfg(feature = "cli")]
 mod archive;
 #[cfg(feature = "cli")]
+mod availability;
+#[cfg(feature = "cli")]
 mod cli;
 #[cfg(feature = "cli")]
 mod cluster;
@@ -18,10 +20,10 @@ mod generated_web;
 mod hostile_web;
 #[cfg(feature = "cli")]
 mod http;
+#[cfg(feature = "cli")]
+mod kills;
 #[cfg(feature = "mongodb")]
 mod mongo;
-#[cfg(feature = "cli")]
-mod monitor;
 mod outage;
 mod refusals;
 #[cfg(feature = "cli")]

@@ -104,7 +104,7 @@ async fn crawl_on(backend: &Backend, server: &TestServer) -> (Summary, Vec<(Stri
         );
     }
     let results = store
-        .search_results(None)
+        .text_match_hits(None)
         .await
         .unwrap()
         .into_iter()

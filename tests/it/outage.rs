@@ -16,7 +16,7 @@ use std::collections::HashMap;
 use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 use web_crawler::actors::{
     AppError, ClaimRequest, CommitBatch, CommitSummary, ExitReason, Frontier, Job, Storage, Store,
@@ -105,6 +105,8 @@ const REFUSED: u8 = 2;
 struct Switched {
     inner: Arc<dyn Store>,
     mode: AtomicU8,
+    /// Frontier calls that failed so.
+    failed_calls: AtomicU64,
 }
 
 impl Switched {
@@ -112,7 +114,12 @@ impl Switched {
         Arc::new(Self {
             inner,
             mode: AtomicU8::new(UP),
+            failed_calls: AtomicU64::new(0),
         })
+    }
+
+    fn failed_calls(&self) -> u64 {
+        self.failed_calls.load(Ordering::SeqCst)
     }
 
     fn set(&self, mode: u8) {
@@ -125,7 +132,11 @@ impl Switched {
 
     fn check(&self) -> Result<(), StoreError> {
         let why = std::io::Error::from(std::io::ErrorKind::ConnectionRefused);
-        match self.mode.load(Ordering::SeqCst) {
+        let mode = self.mode.load(Ordering::SeqCst);
+        if mode != UP {
+            self.failed_calls.fetch_add(1, Ordering::SeqCst);
+        }
+        match mode {
             UNAVAILABLE => Err(StoreError::unavailable("injected outage", why)),
             REFUSED => Err(StoreError::refused(
                 "injected: the disk is full",
@@ -251,9 +262,17 @@ async fn an_unavailable_store_is_waited_for_and_nothing_is_fetched_twice(b: Back
         "{away:?}"
     );
     // It claims nothing while the store is away: the slaves finish what
-    // they hold, and no more.
-    tokio::time::sleep(Duration::from_millis(1_500)).await;
-    let still = app.status().await.unwrap();
+    // they hold, and no more, while the master asks the store again twice.
+    let asked = store.failed_calls();
+    let still = eventually(
+        Duration::from_secs(30),
+        "the slaves done, and the store asked twice more",
+        || async {
+            let status = app.status().await.unwrap();
+            (status.requests_in_flight == 0 && store.failed_calls() >= asked + 2).then_some(status)
+        },
+    )
+    .await;
     assert_eq!(still.store_unreachable_since, away.store_unreachable_since);
     assert!(
         server.total_hits() <= hits_then + away.in_flight as u32,

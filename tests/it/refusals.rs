@@ -6,7 +6,7 @@
 //! was refused; a restarted crawl refuses a closed family at once.
 
 use crate::common::coverage::assert_all_real_fetched;
-use crate::hostile_web::{hits_under, real_pages, settings, trapped};
+use crate::hostile_web::{MONTHS, hits_under, real_pages, settings, trapped};
 use std::collections::HashMap;
 use std::net::Ipv4Addr;
 use std::sync::Arc;
@@ -38,20 +38,6 @@ fn month_path(y: i32, m: i32) -> String {
 }
 
 fn calendar() -> HashMap<String, Page> {
-    const MONTHS: [&str; 12] = [
-        "January",
-        "February",
-        "March",
-        "April",
-        "May",
-        "June",
-        "July",
-        "August",
-        "September",
-        "October",
-        "November",
-        "December",
-    ];
     let shifted = |y: i32, m: i32| {
         let (y, m) = (y + (m - 1).div_euclid(12), (m - 1).rem_euclid(12) + 1);
         YEARS.contains(&y).then(|| month_path(y, m))

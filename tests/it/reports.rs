@@ -658,6 +658,94 @@ async fn the_console_lists_search_results_and_hosts(backend: Backend) {
     assert!(text.contains("... 1 more (2 in all)"), "hosts 1: {text}");
 }
 
+/// #49: a home page whose links mostly go to its copy `/index.html`
+/// (the same bytes, so recorded as its content duplicate) counts them in
+/// `report pages`: `in` is every page linking to it or to its copy, once
+/// each, and the note and `--json` say how that adds up.
+async fn report_pages_counts_links_to_a_pages_duplicates(backend: Backend) {
+    let listener = reserve(Ipv4Addr::new(127, 0, 28, 41));
+    let home = "<html><head><title>home</title></head><body><p>the home page</p>\
+                <a href=\"/a\">a</a> <a href=\"/b\">b</a> <a href=\"/c\">c</a> \
+                <a href=\"/d\">d</a></body></html>";
+    let linking = |links: &[&str]| {
+        let links: String = (links.iter())
+            .map(|l| format!("<a href=\"{l}\">home</a> "))
+            .collect();
+        Page::html(format!("<html><body><p>{links}</p></body></html>"))
+    };
+    let site = TestServer::serve(
+        listener,
+        HashMap::from([
+            ("/".to_string(), Page::html(home)),
+            ("/index.html".to_string(), Page::html(home)),
+            // Only /a links to / itself, and to its copy too.
+            ("/a".to_string(), linking(&["/", "/index.html"])),
+            ("/b".to_string(), linking(&["/index.html"])),
+            ("/c".to_string(), linking(&["/index.html"])),
+            ("/d".to_string(), linking(&["/index.html"])),
+        ]),
+    )
+    .await;
+    ok(
+        &[
+            "crawl",
+            &site.url("/"),
+            "--delay-ms",
+            "0",
+            "--no-index",
+            "--quiet",
+        ],
+        &backend,
+    )
+    .await;
+    assert_all_real_fetched(&site, ["/", "/index.html", "/a", "/b", "/c", "/d"]);
+    let (root, copy) = (site.url("/"), site.url("/index.html"));
+    let pages: Value =
+        serde_json::from_str(&ok(&["report", "pages", "--json"], &backend).await).unwrap();
+    let row = |url: &str| {
+        (pages.as_array().unwrap().iter())
+            .find(|p| p["url"] == url)
+            .unwrap_or_else(|| panic!("{url} in {pages:#}"))
+            .clone()
+    };
+    let kept = row(&root);
+    assert_eq!(
+        (
+            &kept["in"],
+            &kept["in_direct"],
+            &kept["in_via_duplicates"],
+            &kept["duplicates"]
+        ),
+        (
+            &serde_json::json!(4),
+            &serde_json::json!(1),
+            &serde_json::json!(3),
+            &serde_json::json!([copy])
+        ),
+        "/ is linked by /a, and through its copy by /b, /c and /d: {kept:#}"
+    );
+    let duplicate = row(&copy);
+    assert_eq!(duplicate["duplicate_of"], root, "{duplicate:#}");
+    assert_eq!(duplicate["in"], 4, "the copy's own links in: {duplicate:#}");
+    let table = ok(&["report", "pages"], &backend).await;
+    let line = |url: &str| {
+        let columns: Vec<String> = (table.lines())
+            .map(|l| l.split('\t').map(str::to_string).collect::<Vec<_>>())
+            .find(|c| c.get(6).map(String::as_str) == Some(url))
+            .unwrap_or_else(|| panic!("{url} in {table}"));
+        columns
+    };
+    let kept = line(&root);
+    assert_eq!(kept[4], "4", "in: {table}");
+    assert_eq!(kept[7], format!("in 1 + 3 via {copy}"), "note: {table}");
+    assert_eq!(line(&copy)[7], format!("duplicate of {root}"), "{table}");
+}
+
+on_both_backends!(
+    pages_in_through_duplicates,
+    report_pages_counts_links_to_a_pages_duplicates
+);
+
 on_both_backends!(graph_and_reports, the_graph_and_reports_of_a_two_host_crawl);
 on_both_backends!(
     console_results_and_hosts,

@@ -28,7 +28,8 @@ use web_crawler::actors::Store;
 use web_crawler::policy::Scope;
 use web_crawler::store::SqliteStore;
 use web_crawler::{IdleReason, Settings, start};
-use web_crawler_testsupport::shared_text::{GENERATORS, SharedTextWeb};
+use web_crawler_testsupport::shared_text::SharedTextWeb;
+use web_crawler_testsupport::text_traps::GENERATORS;
 use web_crawler_testsupport::{TestServer, reserve};
 
 /// A crawl that has not ended by then has failed. In a debug build the

@@ -5,27 +5,24 @@ use crate::common::backend::Backend;
 use serde_json::json;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
-use web_crawler::actors::monitor::HistoryQuery;
+use web_crawler::actors::availability::HistoryQuery;
 use web_crawler::actors::traps::{TrapClosure, TrapReason, TrapRule, TrapScope};
 use web_crawler::actors::{
-    ClaimRequest, CommitBatch, Document, HostRecord, Job, NewLink, OperationSpec, PageQuery,
-    PageRecord, PendingUrl, ProcessedPage, Record, Retry, SEARCH_RESULTS, Store, TRAPPED, TrapMark,
-    TrappedClaim, TrappedLink, UrlKey,
+    ClaimRequest, CommitBatch, CommitSummary, Document, HostRecord, Job, NewLink, OperationSpec,
+    PageQuery, PageRecord, PendingUrl, ProcessedPage, Record, Retry, SEARCH_RESULTS, Store,
+    TRAPPED, TrapMark, TrappedClaim, TrappedLink, UrlKey,
 };
 
 const NOW: i64 = 1_700_000_000_000;
 
 fn link(url: &str, depth: u32, priority: f64) -> NewLink {
-    NewLink {
-        url: url.to_string(),
-        host: host_of(url),
-        operation: OperationSpec::crawl(),
+    NewLink::new(
+        url.into(),
+        host_of(url),
+        OperationSpec::crawl(),
         depth,
         priority,
-        redirect_hops: 0,
-        modified: None,
-        check_every_ms: None,
-    }
+    )
 }
 
 fn host_of(url: &str) -> String {
@@ -136,6 +133,72 @@ async fn upsert_and_referral_merge(b: Backend) {
         .await
         .unwrap();
     assert_eq!(store.pending(10).await.unwrap().len(), 2);
+}
+
+/// #49: a commit names the seeds that were waiting already (pending or
+/// being fetched) before it, so `add_url` can answer `already_queued`; a
+/// seed queued now, by this batch or out of `trapped`, is not named, nor
+/// one processed (only its referral is recorded).
+async fn seeds_waiting_already_are_named(b: Backend) {
+    let store = b.open().await;
+    let named = |s: CommitSummary| -> Vec<String> {
+        let mut urls: Vec<String> = s.seeds_queued_already.into_iter().map(|k| k.url).collect();
+        urls.sort();
+        urls
+    };
+    let first = seeds(NOW, vec![link("http://a/1", 0, 1.0)]);
+    assert!(named(store.commit(first.into()).await.unwrap()).is_empty());
+    // Twice in one batch: queued by it, not waiting before.
+    let twice = seeds(
+        NOW + 1,
+        vec![
+            link("http://a/1", 0, 1.0),
+            link("http://a/2", 0, 1.0),
+            link("http://a/2", 0, 1.0),
+        ],
+    );
+    assert_eq!(
+        named(store.commit(twice.into()).await.unwrap()),
+        ["http://a/1"]
+    );
+    // Being fetched is waiting too.
+    let claimed = store.claim(claim_req(NOW + 2, 10, 10)).await.unwrap();
+    assert_eq!(claimed.len(), 2);
+    let again = seeds(NOW + 3, vec![link("http://a/2", 0, 1.0)]);
+    assert_eq!(
+        named(store.commit(again.into()).await.unwrap()),
+        ["http://a/2"]
+    );
+    // Another operation on the same URL is another unit of work.
+    let mut other = link("http://a/2", 0, 1.0);
+    other.operation = OperationSpec::search_text("t");
+    let other = seeds(NOW + 3, vec![other]);
+    assert!(named(store.commit(other.into()).await.unwrap()).is_empty());
+    // Kept trapped: queued by the seed.
+    let trapped = CommitBatch {
+        now: NOW + 4,
+        trapped: vec![refused("http://a/tag/x/", TrapRule::Stale, "a/tag/")],
+        ..CommitBatch::default()
+    };
+    store.commit(trapped.into()).await.unwrap();
+    let seed = seeds(NOW + 5, vec![link("http://a/tag/x/", 0, 1.0)]);
+    assert!(named(store.commit(seed.into()).await.unwrap()).is_empty());
+    assert_eq!(
+        pending_row(&*store, "http://a/tag/x/")
+            .await
+            .unwrap()
+            .status,
+        "pending"
+    );
+    // Processed and not due again: only its referral.
+    let done = pages(
+        NOW + 6,
+        None,
+        vec![page("http://a/done", 200, Some(1), vec![])],
+    );
+    store.commit(done.into()).await.unwrap();
+    let seed = seeds(NOW + 7, vec![link("http://a/done", 0, 1.0)]);
+    assert!(named(store.commit(seed.into()).await.unwrap()).is_empty());
 }
 
 /// A directory the trap defence closed: `a/tag/` under rule 6.
@@ -889,9 +952,28 @@ async fn content_duplicates_recorded_links_not_followed(b: Backend) {
         .await
         .unwrap();
     assert_eq!(s.duplicates, vec!["http://b/copy".to_string()]);
+    // Noted for the index with the page, should the process die before
+    // the index is told (drained by the next start).
+    let notes = store
+        .first_records(web_crawler::actors::INDEX_FORGET, None, 10)
+        .await
+        .unwrap();
+    let noted: Vec<_> = notes.iter().map(|n| n["url"].clone()).collect();
+    assert_eq!(noted, vec![json!("http://b/copy")]);
     assert_eq!(pending_urls(&*store).await, vec!["http://a/from-orig"]);
     let copy = store.processed_url("http://b/copy").await.unwrap().unwrap();
     assert_eq!(copy.duplicate_of.as_deref(), Some("http://a/orig"));
+    let duplicates = store
+        .processed(PageQuery {
+            only_duplicates: true,
+            ..PageQuery::default()
+        })
+        .await
+        .unwrap();
+    let listed: Vec<_> = (duplicates.iter())
+        .map(|p| (p.record.url.as_str(), p.duplicate_of.as_deref()))
+        .collect();
+    assert_eq!(listed, [("http://b/copy", Some("http://a/orig"))]);
     // Re-processing the original does not make it a copy of its copy.
     store
         .commit(
@@ -966,14 +1048,14 @@ async fn records_replace_per_collection_and_key(b: Backend) {
         .commit((pages(NOW + 5, None, vec![p])).into())
         .await
         .unwrap();
-    let results = store.search_results(Some("needle")).await.unwrap();
+    let results = store.text_match_hits(Some("needle")).await.unwrap();
     assert_eq!(results.len(), 1);
     assert_eq!(results[0].url, "http://a/s");
     assert_eq!(results[0].positions, vec![4]);
     assert_eq!(results[0].d_search, NOW + 5);
     assert!(
         store
-            .search_results(Some("other"))
+            .text_match_hits(Some("other"))
             .await
             .unwrap()
             .is_empty()
@@ -1358,6 +1440,7 @@ async fn a_departed_nodes_pages_are_handed_over(b: Backend) {
 }
 
 on_both_backends!(upsert_and_referral_merge_, upsert_and_referral_merge);
+on_both_backends!(seeds_waiting_already, seeds_waiting_already_are_named);
 on_both_backends!(
     trapped_urls,
     refused_urls_are_kept_with_their_family_and_released_by_it

@@ -28,6 +28,8 @@
 //! excerpts of older posts reachable only through it.
 //!
 //! Each web is one host on 127.0.24.x, built deterministically from a seed.
+//! The generators are `web_crawler_testsupport::text_traps`, which the
+//! shared-text web and the benchmark's `-text-traps` presets serve too.
 
 use crate::hostile_web::{hits_under, settings, trapped};
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
@@ -38,6 +40,9 @@ use std::time::{Duration, Instant};
 use web_crawler::actors::Store;
 use web_crawler::store::SqliteStore;
 use web_crawler::{IdleReason, Settings, start};
+use web_crawler_testsupport::text_traps::{
+    FIRST_DAY, GENERATORS, Generated, Quotes, TAGS, post_meta,
+};
 use web_crawler_testsupport::{Page, TestServer, reserve};
 
 /// A crawl that has not ended by then has failed. The largest web here
@@ -46,20 +51,10 @@ use web_crawler_testsupport::{Page, TestServer, reserve};
 /// not hold the suite for long.
 const DEADLINE: Duration = Duration::from_secs(120);
 
-/// Where the generators answer (targets starting so).
-const GENERATORS: [&str; 3] = ["/tag/", "/search", "/day/"];
-
 const SYLLABLES: &[&str] = &[
     "ka", "lo", "mi", "ne", "ru", "sa", "ti", "vo", "ze", "bra", "cle", "dri", "fo", "gu", "ha",
     "jo", "ki", "lu", "mo", "nu", "pe", "qua", "ri", "so", "tu", "vi", "wa", "xe", "yo", "zu",
     "ar", "el", "in", "on", "us",
-];
-
-const TAGS: [&str; 30] = [
-    "python", "rust", "web", "cache", "index", "search", "linux", "network", "database", "testing",
-    "design", "security", "cloud", "mobile", "audio", "games", "travel", "cooking", "garden",
-    "music", "books", "photo", "math", "physics", "history", "art", "film", "health", "news",
-    "river",
 ];
 
 /// Blog articles, and articles per archive page.
@@ -88,8 +83,6 @@ struct Site {
     front: String,
     /// Links `/` gives to the host's other sections.
     entries: Vec<(String, String)>,
-    /// The day the blog's articles start from, as a day number.
-    first_day: i64,
     rng: fastrand::Rng,
 }
 
@@ -148,7 +141,6 @@ impl Site {
             slugs: HashSet::new(),
             front: String::new(),
             entries: Vec::new(),
-            first_day: days_from_civil(2023, 6, 1),
             rng,
         };
         let articles: Vec<(String, String, Vec<String>)> =
@@ -161,7 +153,7 @@ impl Site {
             });
         }
         for (i, (slug, title, paragraphs)) in articles.iter().enumerate() {
-            let mut main = site.post_meta(site.first_day + i as i64);
+            let mut main = site.post_meta(FIRST_DAY + i as i64);
             main.push_str(&paragraphs_html(paragraphs));
             main.push_str("<p>");
             if i > 0 {
@@ -293,24 +285,15 @@ impl Site {
 
     /// A post's date and tags, linking its day and 2–3 tag pages.
     fn post_meta(&mut self, day: i64) -> String {
-        let date = day_path(day);
         let count = 2 + self.rng.usize(..2);
-        let mut tags: Vec<&str> = Vec::new();
+        let mut tags = Vec::new();
         while tags.len() < count {
-            let t = TAGS[self.rng.usize(..TAGS.len())];
+            let t = self.rng.usize(..TAGS.len());
             if !tags.contains(&t) {
                 tags.push(t);
             }
         }
-        let tags: Vec<String> = tags
-            .iter()
-            .map(|t| format!("<a href=\"/tag/{t}/\">{t}</a>"))
-            .collect();
-        format!(
-            "<p class=\"meta\">Posted on <a href=\"{date}\">{}</a>, tagged {}</p>",
-            &date[5..15],
-            tags.join(", ")
-        )
+        post_meta(day, &tags)
     }
 
     /// The generator pages the real pages link (the tag, search and day
@@ -333,104 +316,20 @@ impl Site {
         if let Some(page) = self.pages.get(target) {
             return page.clone();
         }
-        if let Some(tags) = parse_tags(target) {
-            let mut rng = fastrand::Rng::with_seed(stable_hash(target));
-            let mut links = Vec::new();
-            for _ in 0..5 {
-                let t = TAGS[rng.usize(..TAGS.len())];
-                if !tags.contains(&t) {
-                    let narrower = format!("{}+{t}", tags.join("+"));
-                    links.push((format!("/tag/{narrower}/"), narrower.replace('+', " + ")));
-                }
-            }
-            if tags.len() > 1 {
-                for t in &tags {
-                    let broader: Vec<&str> = tags.iter().copied().filter(|u| u != t).collect();
-                    links.push((format!("/tag/{}/", broader.join("+")), broader.join(" + ")));
-                }
-            }
-            let title = format!("Posts tagged {}", tags.join(" + "));
-            return self.generated(target, &title, "Narrow down", &links);
-        }
-        if let Some(query) = parse_search(target) {
-            let mut rng = fastrand::Rng::with_seed(stable_hash(target));
-            let links: Vec<(String, String)> = (0..5)
-                .map(|_| {
-                    let w = &self.words[rng.usize(..self.words.len())];
-                    (
-                        format!("/search?q={}+{w}", query.join("+")),
-                        format!("{} {w}", query.join(" ")),
-                    )
-                })
-                .collect();
-            let title = format!("Search results for {}", query.join(" "));
-            return self.generated(target, &title, "Related searches", &links);
-        }
-        if let Some(day) = parse_day(target) {
-            let (y, m, d) = civil_from_days(day);
-            let next_month = if m == 12 {
-                days_from_civil(y + 1, 1, d.min(28))
-            } else {
-                days_from_civil(y, m + 1, d.min(28))
-            };
-            let links = [
-                (day - 1, "Previous day"),
-                (day + 1, "Next day"),
-                (day - 7, "Previous week"),
-                (day + 7, "Next week"),
-                (next_month, "Next month"),
-            ]
-            .map(|(day, text)| (day_path(day), text.to_string()));
-            let title = format!("Events on {}", &target[5..15]);
-            return self.generated(target, &title, "Other days", &links);
-        }
-        Page::not_found()
-    }
-
-    /// A generator's page: 3–5 excerpts of 20–60 words copied from
-    /// paragraphs of real pages (each under its page's title, linking
-    /// it), "more posts" up to ten real pages linked, and the family's
-    /// own links; drawn from the target, so the same every time.
-    fn generated(
-        &self,
-        target: &str,
-        title: &str,
-        heading: &str,
-        family: &[(String, String)],
-    ) -> Page {
+        let Some(generated) = Generated::parse(target) else {
+            return Page::not_found();
+        };
+        let mut rng = fastrand::Rng::with_seed(stable_hash(target));
+        let links = generated.links(&self.words, |n| rng.usize(..n));
+        // The excerpts from a generator of their own.
         let mut rng = fastrand::Rng::with_seed(stable_hash(target) ^ 0x5eed);
-        let mut main = String::new();
-        let mut linked = HashSet::new();
-        for _ in 0..3 + rng.usize(..3) {
-            let s = &self.sources[rng.usize(..self.sources.len())];
-            let paragraph: Vec<&str> = s.paragraphs[rng.usize(..s.paragraphs.len())]
-                .split(' ')
-                .collect();
-            let n = (20 + rng.usize(..41)).min(paragraph.len());
-            let at = rng.usize(..=paragraph.len() - n);
-            write!(
-                main,
-                "<article><h2><a href=\"{}\">{}</a></h2><p>… {} …</p></article>",
-                s.path,
-                s.title,
-                paragraph[at..at + n].join(" ")
-            )
-            .unwrap();
-            linked.insert(s.path.as_str());
-        }
-        main.push_str("<h2>More posts</h2><ul>");
-        while linked.len() < 10 {
-            let s = &self.sources[rng.usize(..self.sources.len())];
-            if linked.insert(s.path.as_str()) {
-                write!(main, "<li><a href=\"{}\">{}</a></li>", s.path, s.title).unwrap();
-            }
-        }
-        write!(main, "</ul><h2>{heading}</h2><ul>").unwrap();
-        for (href, text) in family {
-            write!(main, "<li><a href=\"{href}\">{text}</a></li>").unwrap();
-        }
-        main.push_str("</ul>");
-        page(title, &main)
+        let sources = &self.sources;
+        let quotes = Quotes::draw(&mut rng, sources.len(), |i| {
+            sources[i].paragraphs.iter().map(String::as_str).collect()
+        });
+        let source = |i: usize| (sources[i].path.as_str(), sources[i].title.as_str());
+        let main = quotes.html(source, "More posts", generated.heading(), &links);
+        page(&generated.title(), &main)
     }
 
     /// (a) `count` products `/product/<n>`, each with a text of its own and
@@ -490,7 +389,7 @@ impl Site {
             let mut main = String::new();
             for k in 0..per_page {
                 let (slug, title, paragraphs) = self.post(150..301);
-                let day = self.first_day - ((n - 1) * per_page + k + 1) as i64;
+                let day = FIRST_DAY - ((n - 1) * per_page + k + 1) as i64;
                 let mut post = self.post_meta(day);
                 post.push_str(&paragraphs_html(&paragraphs));
                 write!(
@@ -642,79 +541,6 @@ impl Site {
         self.add_real("/forum/".into(), "Forum", &index);
         self.entries.push(("/forum/".into(), "Forum".into()));
     }
-}
-
-/// `/tag/a+b+…/`: one or more distinct tags of [`TAGS`].
-fn parse_tags(target: &str) -> Option<Vec<&'static str>> {
-    let list = target.strip_prefix("/tag/")?.strip_suffix('/')?;
-    let list = list.replace("%2B", "+").replace("%2b", "+");
-    let mut tags: Vec<&'static str> = Vec::new();
-    for t in list.split('+') {
-        let tag = *TAGS.iter().find(|x| **x == t)?;
-        if tags.contains(&tag) {
-            return None;
-        }
-        tags.push(tag);
-    }
-    Some(tags)
-}
-
-/// `/search?q=a+b+…`: one or more lowercase words.
-fn parse_search(target: &str) -> Option<Vec<String>> {
-    let q = target.strip_prefix("/search?q=")?.replace("%20", "+");
-    let words: Vec<String> = q.split('+').map(str::to_string).collect();
-    words
-        .iter()
-        .all(|w| !w.is_empty() && w.bytes().all(|b| b.is_ascii_lowercase()))
-        .then_some(words)
-}
-
-/// `/day/YYYY-MM-DD/`, any real date of the years 1000–9999, as a day number.
-fn parse_day(target: &str) -> Option<i64> {
-    let date = target.strip_prefix("/day/")?.strip_suffix('/')?;
-    let mut parts = date.split('-');
-    let (y, m, d) = (parts.next()?, parts.next()?, parts.next()?);
-    if parts.next().is_some() || y.len() != 4 || m.len() != 2 || d.len() != 2 {
-        return None;
-    }
-    let digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
-    if !(digits(y) && digits(m) && digits(d)) {
-        return None;
-    }
-    let (y, m, d): (i64, i64, i64) = (y.parse().ok()?, m.parse().ok()?, d.parse().ok()?);
-    if y < 1000 || !(1..=12).contains(&m) || !(1..=31).contains(&d) {
-        return None;
-    }
-    let day = days_from_civil(y, m, d);
-    (civil_from_days(day) == (y, m, d)).then_some(day)
-}
-
-/// `/day/YYYY-MM-DD/` of a day number.
-fn day_path(day: i64) -> String {
-    let (y, m, d) = civil_from_days(day);
-    format!("/day/{y:04}-{m:02}-{d:02}/")
-}
-
-/// Days since 1970-01-01 of a proleptic Gregorian date.
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let doy = (153 * ((m + 9) % 12) + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
-
-fn civil_from_days(z: i64) -> (i64, i64, i64) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    (yoe + era * 400 + i64::from(m <= 2), m, d)
 }
 
 /// FNV-1a: a generator page is drawn from its target, the same in every run.

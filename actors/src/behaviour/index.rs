@@ -21,6 +21,27 @@ use std::sync::Arc;
 /// The store collection pages wait in until the index has committed them.
 pub const INDEX_QUEUE: &str = "index_queue";
 
+/// The store collection a commit notes each page it finds a content
+/// duplicate in, in the commit itself. The master tells the index to drop
+/// such a page once the commit is done; a kill in between would leave it
+/// indexed for good, so the next start reads this collection, drops from
+/// its shard the pages the store still holds as duplicates, and empties it
+/// (see [`duplicate_record`]). A run's notes, one small record a copy,
+/// wait for that start.
+pub const INDEX_FORGET: &str = "index_forget";
+
+/// The [`INDEX_FORGET`] record of `url`, keyed by it.
+pub fn duplicate_record(url: &str) -> Record {
+    let mut key = Document::new();
+    key.insert("url".into(), url.into());
+    Record {
+        collection: INDEX_FORGET.to_string(),
+        key,
+        fields: Document::new(),
+        stamp: None,
+    }
+}
+
 /// Bytes of a page's visible text that are indexed, at most.
 pub const INDEX_TEXT_BYTES: usize = 256 * 1024;
 
@@ -483,7 +504,7 @@ pub trait IndexQueue: Send + Sync + fmt::Debug + 'static {
 
 /// A node's index shard: the index and the queue its pages wait in.
 #[derive(Clone, Debug)]
-pub struct Shard {
+pub struct IndexShard {
     pub opener: Arc<dyn IndexOpener>,
     pub queue: Arc<dyn IndexQueue>,
 }

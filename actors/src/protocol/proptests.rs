@@ -120,11 +120,11 @@ proptest! {
         let answer = if refused {
             Err(ControlError::MasterRestarting)
         } else {
-            Ok(ControlReply::Queued(queued.clone()))
+            Ok(ControlReply::Queued(Queued { url: queued.clone(), already_queued: false }))
         };
         let text = to_wire(&answer);
         match from_wire(&text) {
-            Ok(value) => prop_assert_eq!(value, serde_json::Value::String(queued)),
+            Ok(value) => prop_assert_eq!(value, serde_json::json!({"url": queued, "already_queued": false})),
             Err(ControlError::Refused(r)) => prop_assert!(refused, "{:?}", r),
             Err(e) => prop_assert!(false, "{:?}", e),
         }

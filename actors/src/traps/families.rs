@@ -319,23 +319,9 @@ impl TrapGuard {
 
 #[cfg(test)]
 mod tests {
+    use super::super::harness::{T0, close_items};
     use super::super::{Parts, TrapSettings, directory};
     use super::*;
-
-    const T0: Millis = 1_700_000_000_000;
-
-    /// 24 identical pages under `t.test/item/{n}`: that pattern closes.
-    fn close_items(g: &mut TrapGuard) {
-        for n in 0..24 {
-            g.observe(
-                &format!("http://t.test/item/{n}"),
-                42.into(),
-                &[],
-                [] as [&str; 0],
-                T0,
-            );
-        }
-    }
 
     #[test]
     fn rules_have_stable_codes_and_scopes() {

@@ -213,3 +213,70 @@ pub(super) fn evict<V>(map: &mut HashMap<u64, V>, max: usize, used: impl Fn(&V) 
     let cutoff = ticks[map.len() - keep - 1];
     map.retain(|_, v| used(v) > cutoff);
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::harness::*;
+    use super::*;
+
+    #[test]
+    fn memory_is_bounded_and_a_used_trap_stays_closed() {
+        let mut g = TrapGuard::new(TrapSettings {
+            max_patterns: 64,
+            max_hosts: 8,
+            kept_hashes: 4,
+            kept_links: 4,
+            ..TrapSettings::default()
+        });
+        // Close one pattern.
+        close_items(&mut g);
+        assert!(g.admit("http://t.test/item/1", T0).is_err());
+        let mut rng = Rng(1);
+        for i in 0..2_000u64 {
+            let url = format!("http://h{}.test/{}/x", i % 100, words_for(i as u32));
+            let links: Vec<String> = (0..8)
+                .map(|k| format!("http://o.test/{}", words_for(k * 1000 + i as u32)))
+                .collect();
+            g.observe(&url, PageSimhash::from(rng.next()), &[], &links, T0);
+            // The trap keeps being linked to, so it keeps being asked about.
+            assert!(g.admit("http://t.test/item/77", T0).is_err());
+            assert!(g.tracked_patterns() <= 64);
+            assert!(g.tracked_hosts() <= 8);
+        }
+        assert!(
+            g.patterns
+                .values()
+                .all(|t| t.kept.items.len() <= 4 && t.outward.items.len() <= 4)
+        );
+        assert!(g.hosts.values().all(|h| h.kept.items.len() <= 4));
+    }
+
+    #[test]
+    fn closures_lift_after_the_reopen_time() {
+        let mut g = guard();
+        let day = g.settings().reopen_after_ms.unwrap();
+        close_items(&mut g);
+        assert!(g.admit("http://t.test/item/1", T0 + day - 1).is_err());
+        assert_eq!(g.admit("http://t.test/item/1", T0 + day), Ok(()));
+        // Its kept page is remembered: it closes again within a window.
+        let later = T0 + day;
+        let closes = (0..24).position(|n| {
+            g.observe(
+                &format!("http://t.test/item/{}", 100 + n),
+                42.into(),
+                &[],
+                [] as [&str; 0],
+                later,
+            )
+            .is_some()
+        });
+        assert!(closes.is_some_and(|n| n < 24), "{closes:?}");
+
+        let mut g = TrapGuard::new(TrapSettings {
+            reopen_after_ms: None,
+            ..TrapSettings::default()
+        });
+        close_items(&mut g);
+        assert!(g.admit("http://t.test/item/1", Millis::MAX).is_err());
+    }
+}

@@ -216,8 +216,21 @@ pub(super) fn without_session(host: &str, path: &str, query: Option<&str>) -> Op
         let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
         is_session_param(name, value)
     };
+    // Most URLs carry none: found without building the plain URL (a
+    // string for every link of every page: an eighth of the guard's
+    // instructions).
+    let in_path = || {
+        path.contains(';')
+            && path
+                .split('/')
+                .flat_map(|segment| segment.split(';').skip(1))
+                .any(is_session)
+    };
+    let in_query = || query.is_some_and(|q| q.split('&').any(is_session));
+    if !in_path() && !in_query() {
+        return None;
+    }
     let mut plain = String::with_capacity(host.len() + path.len() + 8);
-    let mut found = false;
     plain.push_str(host);
     for (i, segment) in path.split('/').enumerate() {
         if i > 0 {
@@ -225,30 +238,22 @@ pub(super) fn without_session(host: &str, path: &str, query: Option<&str>) -> Op
         }
         let mut params = segment.split(';');
         plain.push_str(params.next().unwrap_or(""));
-        for param in params {
-            if is_session(param) {
-                found = true;
-            } else {
-                plain.push(';');
-                plain.push_str(param);
-            }
+        for param in params.filter(|p| !is_session(p)) {
+            plain.push(';');
+            plain.push_str(param);
         }
     }
     if let Some(query) = query {
         let kept: Vec<&str> = query
             .split('&')
-            .filter(|pair| {
-                let session = is_session(pair);
-                found |= session;
-                !session && !pair.is_empty()
-            })
+            .filter(|pair| !is_session(pair) && !pair.is_empty())
             .collect();
         if !kept.is_empty() {
             plain.push('?');
             plain.push_str(&kept.join("&"));
         }
     }
-    found.then(|| key(KEY_PLAIN_URL, &plain))
+    Some(key(KEY_PLAIN_URL, &plain))
 }
 
 /// Whether `name=value` carries a session: a session parameter's name,
@@ -344,6 +349,10 @@ pub(super) fn abstract_value(value: &str, out: &mut String) {
 /// base64-like tokens (16+ characters with a digit and both cases).
 pub(super) fn is_id(value: &str) -> bool {
     let b = value.as_bytes();
+    if b.len() < 8 {
+        // Under eight hex digits, and under sixteen characters.
+        return false;
+    }
     let hex_digits = b.iter().filter(|c| c.is_ascii_hexdigit()).count();
     let hex_like = hex_digits >= 8
         && b.iter().all(|&c| c.is_ascii_hexdigit() || c == b'-')

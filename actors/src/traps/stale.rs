@@ -195,7 +195,7 @@ mod tests {
     }
 
     // Whole crawls of webs whose pages share text, through the guard.
-    use crate::traps::tests::*;
+    use crate::traps::harness::*;
     use crate::traps::{TrapGuard, TrapReason, TrapSettings};
 
     /// A blog as the held-out one: 300 articles of their own text,
@@ -616,9 +616,10 @@ mod tests {
     fn rule_6_memory_stays_within_its_cap() {
         let blog = Blog::new();
         let c = crawl(guard(), &[&format!("{BLOG}/")], |u| blog.page(u));
-        // A few hundred pages: a hundred KB or so.
+        // A few hundred pages: the first generations of its two sketches
+        // (8 and 32 KB each, some 180 KB in all).
         assert!(
-            c.guard.sketch_bytes() <= 128 * 1024,
+            c.guard.sketch_bytes() <= 256 * 1024,
             "{}",
             c.guard.sketch_bytes()
         );

@@ -61,13 +61,44 @@ pub fn read_page(shown: &str, own: &str, shingles: bool) -> (PageSimhash, Vec<u3
     } else {
         SIMHASH_TEXT_BYTES
     };
-    let (words, head) = words_until(&own[..own.floor_char_boundary(limit)], SIMHASH_TEXT_BYTES);
+    thread_local! {
+        // A page's words, up to 64 KB of text's worth (about 90 KB): one
+        // buffer a thread, not an allocation of that size a page, which
+        // glibc's arenas served at a lock and a search of their free lists.
+        static WORDS: std::cell::RefCell<Vec<u64>> = const { std::cell::RefCell::new(Vec::new()) };
+    }
+    WORDS.with_borrow_mut(|words| {
+        let head = words_until(
+            &own[..own.floor_char_boundary(limit)],
+            SIMHASH_TEXT_BYTES,
+            words,
+        );
+        read_words(shown, own, words, head, shingles)
+    })
+}
+
+/// [`read_page`] once its own text's words are read: `head` of them start
+/// in the first [`SIMHASH_TEXT_BYTES`].
+fn read_words(
+    shown: &str,
+    own: &str,
+    words: &[u64],
+    head: usize,
+    shingles: bool,
+) -> (PageSimhash, Vec<u32>) {
+    let own_simhash = simhash_of_words(&words[..head]);
+    // A page without chrome shows its own text first: the same words, one
+    // simhash (the last word cut at the limit aside).
     let simhash = PageSimhash {
-        shown: simhash(shown),
-        own: simhash_of_words(&words[..head]),
+        shown: if own.starts_with(shown) {
+            own_simhash
+        } else {
+            simhash(shown)
+        },
+        own: own_simhash,
     };
     let sampled = if shingles {
-        novelty::shingles_of_words(&words)
+        novelty::shingles_of_words(words)
     } else {
         Vec::new()
     };
@@ -117,7 +148,9 @@ pub(super) const MAX_FEATURES: usize = 256;
 /// hashed as they are read (no string per word); a word with a digit in it
 /// is the one number word.
 pub(super) fn words_of(text: &str) -> Vec<u64> {
-    words_until(text, usize::MAX).0
+    let mut words = Vec::new();
+    words_until(text, usize::MAX, &mut words);
+    words
 }
 
 /// For each bit of a 64-bit hash, how many of `hashes` have it set.
@@ -156,10 +189,12 @@ pub(super) fn bit_counts(hashes: &[u64]) -> [u32; 64] {
     ones
 }
 
-/// [`words_of`], and how many of the words start before byte `mark`.
-pub(super) fn words_until(text: &str, mark: usize) -> (Vec<u64>, usize) {
+/// [`words_of`] into `words` (cleared first); returns how many of the
+/// words start before byte `mark`.
+pub(super) fn words_until(text: &str, mark: usize, words: &mut Vec<u64>) -> usize {
     let number = fmix64(fnv1a(FNV_OFFSET, b"#"));
-    let mut words = Vec::with_capacity(text.len() / 6);
+    words.clear();
+    words.reserve(text.len() / 6);
     let mut before_mark = None;
     let bytes = text.as_bytes();
     let mut i = 0;
@@ -173,12 +208,8 @@ pub(super) fn words_until(text: &str, mark: usize) -> (Vec<u64>, usize) {
         // branch on its length (word lengths are random, and branches on
         // them were most of the cost).
         let x = load_padded(bytes, i);
-        let Kinds {
-            lower,
-            upper,
-            digit,
-        } = Kinds::of(x);
-        let alnum = lower | upper | digit;
+        let Kinds { letter, digit } = Kinds::of(x);
+        let alnum = letter | digit;
         let non_ascii = x & HIGH_BITS;
         let n = ((!alnum & HIGH_BITS).trailing_zeros() / 8) as usize;
         if n < 8 && (x >> (8 * n)) & 0x80 == 0 {
@@ -190,8 +221,9 @@ pub(super) fn words_until(text: &str, mark: usize) -> (Vec<u64>, usize) {
                 if digit & word != 0 {
                     words.push(number);
                 } else {
-                    // Capitals to small letters: 0x20 where the flag is 0x80.
-                    let small = (x + ((upper & word) >> 2)) & word;
+                    // Capitals to small letters: 0x20 set where the flag
+                    // is 0x80 (small letters have it).
+                    let small = (x | ((letter & word) >> 2)) & word;
                     words.push(hash_short(small, n));
                 }
             }
@@ -207,15 +239,14 @@ pub(super) fn words_until(text: &str, mark: usize) -> (Vec<u64>, usize) {
             continue;
         }
         if n == 8
-            && let Some(next) = medium_word(bytes, i, x, upper, digit, number, &mut words)
+            && let Some(next) = medium_word(bytes, i, x, letter, digit, number, words)
         {
             i = next;
             continue;
         }
-        i = long_word(text, i, number, &mut words);
+        i = long_word(text, i, number, words);
     }
-    let before_mark = before_mark.unwrap_or(words.len());
-    (words, before_mark)
+    before_mark.unwrap_or(words.len())
 }
 
 /// A word of 8 to 15 ASCII letters and digits at `i` (whose first eight
@@ -229,18 +260,17 @@ pub(super) fn medium_word(
     bytes: &[u8],
     i: usize,
     x: u64,
-    upper: u64,
+    letter: u64,
     digit: u64,
     number: u64,
     words: &mut Vec<u64>,
 ) -> Option<usize> {
     let y = load_padded(bytes, i + 8);
     let Kinds {
-        lower: lower_y,
-        upper: upper_y,
+        letter: letter_y,
         digit: digit_y,
     } = Kinds::of(y);
-    let alnum_y = lower_y | upper_y | digit_y;
+    let alnum_y = letter_y | digit_y;
     let m = ((!alnum_y & HIGH_BITS).trailing_zeros() / 8) as usize;
     if m == 8 || (y >> (8 * m)) & 0x80 != 0 {
         return None;
@@ -249,8 +279,8 @@ pub(super) fn medium_word(
     if digit != 0 || digit_y & tail != 0 {
         words.push(number);
     } else {
-        let head = x + (upper >> 2);
-        let rest = (y + ((upper_y & tail) >> 2)) & tail;
+        let head = x | (letter >> 2);
+        let rest = (y | ((letter_y & tail) >> 2)) & tail;
         let h = ((FNV_OFFSET ^ (8 + m) as u64) ^ head)
             .wrapping_mul(0x9e37_79b9_7f4a_7c15)
             .rotate_left(29);
@@ -321,14 +351,13 @@ pub(super) fn long_word(text: &str, start: usize, number: u64, words: &mut Vec<u
 pub(super) fn ascii_run(bytes: &[u8], i: &mut usize) -> u8 {
     let mut kinds = 0;
     loop {
-        let Kinds {
-            lower,
-            upper,
-            digit,
-        } = Kinds::of(load_padded(bytes, *i));
+        let x = load_padded(bytes, *i);
+        let Kinds { letter, digit } = Kinds::of(x);
+        let upper = between(x, b'A' - 1, b'Z' + 1);
+        let lower = letter & !upper;
         // The first byte that is none of them (a separator, a non-ASCII
         // byte, or the zeros past the end) ends the run.
-        let stop = !(lower | upper | digit) & HIGH_BITS;
+        let stop = !(letter | digit) & HIGH_BITS;
         let n = (stop.trailing_zeros() / 8) as usize;
         let run = if n == 8 {
             u64::MAX
@@ -347,11 +376,10 @@ pub(super) fn ascii_run(bytes: &[u8], i: &mut usize) -> u8 {
     }
 }
 
-/// The high bit of each byte of an eight-byte load that is a small
-/// letter, a capital or a digit (ASCII; none of them for a non-ASCII byte).
+/// The high bit of each byte of an eight-byte load that is a letter or a
+/// digit (ASCII; neither for a non-ASCII byte).
 pub(super) struct Kinds {
-    pub(super) lower: u64,
-    pub(super) upper: u64,
+    pub(super) letter: u64,
     pub(super) digit: u64,
 }
 
@@ -359,8 +387,9 @@ impl Kinds {
     #[inline]
     pub(super) fn of(x: u64) -> Self {
         Self {
-            lower: between(x, b'a' - 1, b'z' + 1),
-            upper: between(x, b'A' - 1, b'Z' + 1),
+            // 0x20 set makes capitals small letters and moves no other
+            // ASCII byte into a..z: one range test for both cases.
+            letter: between(x | (LOW_BITS * 0x20), b'a' - 1, b'z' + 1),
             digit: between(x, b'0' - 1, b'9' + 1),
         }
     }
@@ -450,7 +479,7 @@ pub fn hamming(a: u64, b: u64) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::traps::tests::{Rng, vocabulary, words};
+    use crate::traps::harness::{Rng, vocabulary, words};
     use crate::traps::{TrapSettings, shingles};
 
     #[test]
@@ -638,6 +667,11 @@ mod tests {
         let (alone, none) = read_page(&shown, &own, false);
         assert_eq!(alone, hash);
         assert!(none.is_empty());
+        // A page without chrome shows its own text first: one simhash
+        // serves both, within a bit or two of the shown text's own.
+        let chromeless = read_page(&own[..SIMHASH_TEXT_BYTES], &own, false).0;
+        assert_eq!(chromeless.shown, chromeless.own);
+        assert!(hamming(chromeless.shown, simhash(&own[..SIMHASH_TEXT_BYTES])) <= 2);
     }
 
     #[test]

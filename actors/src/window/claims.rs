@@ -126,8 +126,8 @@ impl Window {
     pub(super) fn forget(&mut self, key: &UrlKey) -> Option<Assigned> {
         // Not fetched after all (released, retried): the ask stands in
         // the pending row it was written to.
-        if !self.monitoring.asked_meanwhile.is_empty() {
-            self.monitoring.asked_meanwhile.remove(key);
+        if !self.availability.asked_meanwhile.is_empty() {
+            self.availability.asked_meanwhile.remove(key);
         }
         let assigned = self.claims.outstanding.remove(key)?;
         decrement(&mut self.claims.per_host, &assigned.job.host);

@@ -27,6 +27,17 @@ pub struct AfterCycle {
     pub recovered: Option<Outage>,
 }
 
+/// When what joined the batch is written ([`Window::flush`]).
+#[derive(Debug, PartialEq, Eq)]
+pub enum Flush {
+    /// A write is due: start a cycle now.
+    Now,
+    /// Start the flush timer (`flush_every`), which writes it.
+    StartTimer,
+    /// The timer running writes it.
+    TimerRunning,
+}
+
 /// What the store has not been given yet: the batch of writes and the jobs
 /// whose results it holds, and those the running cycle writes.
 #[derive(Debug, Default)]
@@ -63,6 +74,26 @@ impl Window {
         reported >= self.cfg.flush_at()
             || (reported > 0 && reported >= self.claims.outstanding.len())
             || !self.unwritten.batch.seeds.is_empty()
+    }
+
+    /// Something joined the batch; `due`: a write is due
+    /// ([`Window::write_due`], as [`Window::on_report`] says). Else it is
+    /// written within `flush_every` of the first thing that waits, on one
+    /// timer at a time.
+    pub fn flush(&mut self, due: bool) -> Flush {
+        if due {
+            Flush::Now
+        } else if std::mem::replace(&mut self.flush_timer, true) {
+            Flush::TimerRunning
+        } else {
+            Flush::StartTimer
+        }
+    }
+
+    /// The flush timer went off (or a drain's, which ends the same way):
+    /// the next thing that waits starts it again.
+    pub fn flush_timer_done(&mut self) {
+        self.flush_timer = false;
     }
 
     /// The next store cycle's work, if there is any, none is running and the
@@ -303,22 +334,27 @@ mod tests {
     #[test]
     fn a_seed_is_written_in_the_next_cycle() {
         let mut w = running(cfg(), &["a"]);
-        w.add_seed(
-            NewLink {
-                url: "http://h/".into(),
-                host: "h".into(),
-                operation: OperationSpec::crawl(),
-                depth: 0,
-                priority: 1.0,
-                redirect_hops: 0,
-                modified: None,
-                check_every_ms: None,
-            },
-            T0,
+        let seed = NewLink::new(
+            "http://h/".into(),
+            "h".into(),
+            OperationSpec::crawl(),
+            0,
+            1.0,
         );
+        w.add_seed(seed, T0);
         assert!(w.write_due());
         let work = w.start_cycle(false, false, false, T0).unwrap();
         assert_eq!(work.batch.seeds.len(), 1);
+    }
+
+    #[test]
+    fn what_waits_is_written_at_once_when_due_else_by_one_timer() {
+        let mut w = running(cfg(), &["a"]);
+        assert_eq!(w.flush(false), Flush::StartTimer);
+        assert_eq!(w.flush(false), Flush::TimerRunning, "one timer at a time");
+        assert_eq!(w.flush(true), Flush::Now, "a due write does not wait");
+        w.flush_timer_done();
+        assert_eq!(w.flush(false), Flush::StartTimer);
     }
 
     #[test]

@@ -99,14 +99,5 @@ pub(super) fn b_joins(w: &mut Window) -> Vec<Move> {
 }
 
 pub(super) fn link(url: &str) -> NewLink {
-    NewLink {
-        url: url.to_string(),
-        host: "h".into(),
-        operation: OperationSpec::crawl(),
-        depth: 2,
-        priority: 0.1,
-        redirect_hops: 0,
-        modified: None,
-        check_every_ms: None,
-    }
+    NewLink::new(url.to_string(), "h".into(), OperationSpec::crawl(), 2, 0.1)
 }

@@ -39,8 +39,11 @@ impl Window {
     /// batch should be written now rather than at the next flush.
     pub fn on_report(&mut self, mut report: SlaveReport, now: Millis) -> bool {
         // Almost always empty: no key is built for every report.
-        if !self.monitoring.asked_meanwhile.is_empty()
-            && let Some(every) = self.monitoring.asked_meanwhile.remove(&report.job().key())
+        if !self.availability.asked_meanwhile.is_empty()
+            && let Some(every) = self
+                .availability
+                .asked_meanwhile
+                .remove(&report.job().key())
         {
             report.job_mut().check_every_ms = Some(every);
         }
@@ -52,7 +55,7 @@ impl Window {
             SlaveReport::Page { job, mut page } => {
                 self.fetched += 1;
                 self.guard_links(&mut page, job.last.is_none(), now);
-                self.monitor(&job, &mut page, now);
+                self.track_availability(&job, &mut page, now);
                 self.unwritten.batch.pages.push(*page);
             }
             SlaveReport::RobotsBlocked { job } => {
@@ -122,7 +125,7 @@ impl Window {
                     }
                     let error = format!("failed after {attempt} attempt(s): {reason}");
                     let mut page = self.failed_page(job.clone(), status, error);
-                    self.monitor(&job, &mut page, now);
+                    self.track_availability(&job, &mut page, now);
                     self.unwritten.batch.pages.push(page);
                 }
             }

@@ -5,7 +5,7 @@
 
 use super::Window;
 use crate::behaviour::{ProcessedPage, TrappedClaim, TrappedLink};
-use crate::traps::{TrapClosure, TrapGuard, TrapReason, TrapRule};
+use crate::traps::{ReadLinks, TrapClosure, TrapGuard, TrapReason, TrapRule};
 use crate::types::{ClosedFamily, Job, Millis, NewLink, TrapMark, UrlKey};
 use std::collections::{HashMap, HashSet};
 
@@ -73,14 +73,9 @@ impl Window {
             self.announce(&soft, now);
             return;
         }
+        let links = ReadLinks::of(page.links.iter().map(|l| l.url.as_str()));
         if let Some(hash) = page.simhash.filter(|_| first) {
-            traps.observe(
-                &page.record.url,
-                hash,
-                &page.shingles,
-                page.links.iter().map(|l| l.url.as_str()),
-                now,
-            );
+            traps.observe_read(&page.record.url, hash, &page.shingles, &links, now);
             let mut closed = false;
             for closure in traps.take_closures() {
                 tracing::info!(reason = %closure.reason, "crawler trap closed");
@@ -102,13 +97,14 @@ impl Window {
             }
         }
         let mut reasons = Vec::new();
+        let mut verdicts = traps.admit_read(&links, now).into_iter();
         let refused: Vec<NewLink> = (page.links)
-            .extract_if(.., |l| match traps.admit(&l.url, now) {
-                Ok(()) => false,
-                Err(reason) => {
+            .extract_if(.., |_| match verdicts.next() {
+                Some(Err(reason)) => {
                     reasons.push(reason);
                     true
                 }
+                _ => false,
             })
             .collect();
         self.traps.trapped += refused.len() as u64;

@@ -2,7 +2,7 @@
 //! operation, in the batch's order.
 
 use super::documents::{
-    bson_doc, closure_doc, history_doc, host_doc, millis, processed_doc, strings,
+    bson_doc, closure_doc, history_doc, host_doc, millis, operation_of, processed_doc, strings,
 };
 use super::errors::{backend, corrupt, is_duplicate_key};
 use super::{MongoStore, PENDING, PROCESSING, TRAPPED};
@@ -11,11 +11,11 @@ use mongodb::IndexModel;
 use mongodb::bson::{Bson, DateTime, Document, doc};
 use mongodb::options::{IndexOptions, ReturnDocument};
 use std::collections::{HashMap, HashSet};
-use web_crawler_actors::frontier::{LinkDecision, decide_link, dedupe_by_content};
+use web_crawler_actors::frontier_rules::{LinkDecision, decide_link, dedupe_by_content};
 use web_crawler_actors::traps::TrapClosure;
 use web_crawler_actors::{
     ClosedFamily, CommitBatch, CommitSummary, Millis, NewLink, OperationSpec, PageRecord,
-    ProcessedPage, Record, StoreError, TrappedClaim, TrappedLink,
+    ProcessedPage, Record, StoreError, TrappedClaim, TrappedLink, UrlKey, duplicate_record,
 };
 impl MongoStore {
     /// Apply a batch (see [`CommitBatch`]): each write is one idempotent
@@ -45,17 +45,24 @@ impl MongoStore {
         for trapped in &batch.trapped {
             self.keep_trapped(trapped, None, &processed, now).await?;
         }
+        let trapped_seeds = self.trapped(&batch.seeds).await?;
         self.untrap(&batch.seeds, now, &mut summary).await?;
         for link in merge_links(&batch.seeds) {
-            self.upsert_link(
-                &link,
-                None,
-                &mut processed,
-                now,
-                batch.reprocess_after_ms,
-                &mut summary,
-            )
-            .await?;
+            let upserted = self
+                .upsert_link(
+                    &link,
+                    None,
+                    &mut processed,
+                    now,
+                    batch.reprocess_after_ms,
+                    &mut summary,
+                )
+                .await?;
+            let key = (link.url, link.operation);
+            if upserted == Upserted::Waiting && !trapped_seeds.contains(&key) {
+                let (url, operation) = key;
+                summary.seeds_queued_already.push(UrlKey { url, operation });
+            }
         }
         for page in &batch.pages {
             self.commit_page(
@@ -197,6 +204,35 @@ impl MongoStore {
         Ok(())
     }
 
+    /// The keys of `links` kept `trapped` now: queued by the links, not
+    /// waiting before them.
+    async fn trapped(
+        &self,
+        links: &[NewLink],
+    ) -> Result<HashSet<(String, OperationSpec)>, StoreError> {
+        if links.is_empty() {
+            return Ok(HashSet::new());
+        }
+        let urls: Vec<&str> = links.iter().map(|l| l.url.as_str()).collect();
+        let found: Vec<Document> = self
+            .pending
+            .find(doc! { "url": { "$in": urls }, "status": TRAPPED })
+            .projection(doc! { "url": 1, "operation": 1 })
+            .await
+            .map_err(backend)?
+            .try_collect()
+            .await
+            .map_err(backend)?;
+        (found.iter())
+            .map(|d| {
+                Ok((
+                    d.get_str("url").map_err(corrupt)?.to_string(),
+                    operation_of(d)?,
+                ))
+            })
+            .collect()
+    }
+
     /// Admitted links whose URLs are kept `trapped` (their family lifted,
     /// or the refusal was their referrer's, a soft 404's): pending again,
     /// in one call.
@@ -259,7 +295,7 @@ impl MongoStore {
         now: Millis,
         reprocess_after_ms: Option<Millis>,
         summary: &mut CommitSummary,
-    ) -> Result<(), StoreError> {
+    ) -> Result<Upserted, StoreError> {
         let op_key = link.operation.key();
         let done = processed
             .get(&link.url)
@@ -271,6 +307,7 @@ impl MongoStore {
                 if let Some(referrer) = referrer {
                     self.add_processed_referral(&link.url, referrer).await?;
                 }
+                Ok(Upserted::ReferralOnly)
             }
             LinkDecision::Queue => {
                 let filter = doc! { "url": &link.url, "op_key": &op_key };
@@ -308,14 +345,17 @@ impl MongoStore {
                         .map_err(backend)?,
                     other => other.map_err(backend)?,
                 };
+                // The driver's UpdateResult: `upserted_id` is set only
+                // when the upsert inserted a document.
                 if result.upserted_id.is_some() {
                     summary.queued += 1;
+                    Ok(Upserted::Queued)
                 } else {
                     summary.merged += 1;
+                    Ok(Upserted::Waiting)
                 }
             }
         }
-        Ok(())
     }
 
     /// Add a referral to a processed page and keep `referral_count` equal to
@@ -423,6 +463,9 @@ impl MongoStore {
         let duplicate_of = self.duplicate_of(record).await?;
         if duplicate_of.is_some() {
             summary.duplicates.push(record.url.clone());
+            // Before the page: a crash between leaves the page to process again.
+            self.write_record(&duplicate_record(&record.url), now)
+                .await?;
         } else {
             self.untrap(&page.links, now, summary).await?;
             for link in merge_links(&page.links) {
@@ -590,6 +633,18 @@ impl MongoStore {
 pub(super) struct ProcessedState {
     op_key: String,
     d_processed: Millis,
+}
+
+/// What [`MongoStore::upsert_link`] did with a link.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Upserted {
+    /// A new pending document.
+    Queued,
+    /// Merged into the document waiting (pending, being fetched, or kept
+    /// `trapped`).
+    Waiting,
+    /// Processed and not due again: only the referral.
+    ReferralOnly,
 }
 
 /// Links of one page (or the seeds) merged by (url, operation): one upsert

@@ -3,7 +3,7 @@
 
 use super::errors::corrupt;
 use mongodb::bson::{Bson, DateTime, Document, doc};
-use web_crawler_actors::monitor::FetchHistory;
+use web_crawler_actors::availability::FetchHistory;
 use web_crawler_actors::traps::{TrapRule, TrapScope};
 use web_crawler_actors::{
     BrokenLink, ClosedFamily, Document as JsonDoc, HostRecord, Job, LastFetch, Millis,

@@ -1,7 +1,7 @@
 //! Filters and sort orders of the store's reads.
 
 use mongodb::bson::{Bson, DateTime, Document, doc};
-use web_crawler_actors::monitor::HistoryQuery;
+use web_crawler_actors::availability::HistoryQuery;
 use web_crawler_actors::{PageQuery, ROBOTS_BLOCKED};
 
 /// The filter and sort of the records after `key` in key order (its
@@ -26,13 +26,22 @@ pub(super) fn after_key(key: &Document) -> (Document, Document) {
 }
 
 /// The filter and sort of a page listing: failed pages only (an error
-/// status or an error), newest first.
+/// status or an error), content duplicates only, newest first. The
+/// filter's top-level fields must all hold (MongoDB's implicit AND).
 pub(super) fn processed_pages(query: &PageQuery) -> (Document, Document) {
-    let filter = if query.only_failed {
-        doc! { "$or": [ { "http_returncode": { "$gte": 400 } }, { "error": { "$exists": true } } ] }
-    } else {
-        doc! {}
-    };
+    let mut filter = Document::new();
+    if query.only_failed {
+        filter.insert(
+            "$or",
+            vec![
+                doc! { "http_returncode": { "$gte": 400 } },
+                doc! { "error": { "$exists": true } },
+            ],
+        );
+    }
+    if query.only_duplicates {
+        filter.insert("duplicate_of", doc! { "$exists": true });
+    }
     let order = if query.newest_first {
         doc! { "d_processed": -1, "_id": 1 }
     } else {
@@ -92,6 +101,11 @@ mod tests {
         });
         assert_eq!(filter.get_array("$or").unwrap().len(), 2);
         assert_eq!(order, doc! { "d_processed": -1, "_id": 1 });
+        let (filter, _) = processed_pages(&PageQuery {
+            only_duplicates: true,
+            ..PageQuery::default()
+        });
+        assert_eq!(filter, doc! { "duplicate_of": { "$exists": true } });
     }
 
     #[test]

@@ -41,16 +41,11 @@ impl MongoStore {
         pages
             .iter()
             .map(|d| {
-                Ok(NewLink {
-                    url: d.get_str("_id").map_err(corrupt)?.to_string(),
-                    host: text(d, "host").unwrap_or_default(),
-                    operation: operation_of(d)?,
-                    depth: int(d, "depth").unwrap_or(0) as u32,
-                    priority: 1.0,
-                    redirect_hops: 0,
-                    modified: Some(now),
-                    check_every_ms: None,
-                })
+                let url = d.get_str("_id").map_err(corrupt)?.to_string();
+                let host = text(d, "host").unwrap_or_default();
+                let depth = int(d, "depth").unwrap_or(0) as u32;
+                let link = NewLink::new(url, host, operation_of(d)?, depth, 1.0);
+                Ok(link.changed_at(now))
             })
             .collect()
     }
@@ -177,7 +172,7 @@ impl Frontier for MongoStore {
             .try_collect()
             .await
             .map_err(backend)?;
-        let chosen = web_crawler_actors::frontier::round_robin(
+        let chosen = web_crawler_actors::frontier_rules::round_robin(
             candidates
                 .iter()
                 .filter_map(|d| Some((d.get("_id")?.clone(), d.get_str("host").ok()?))),

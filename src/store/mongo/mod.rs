@@ -157,15 +157,12 @@ mod test_support {
     use web_crawler_actors::{NewLink, OperationSpec};
 
     pub(super) fn link(url: &str, depth: u32, priority: f64) -> NewLink {
-        NewLink {
-            url: url.into(),
-            host: "h".into(),
-            operation: OperationSpec::crawl(),
+        NewLink::new(
+            url.into(),
+            "h".into(),
+            OperationSpec::crawl(),
             depth,
             priority,
-            redirect_hops: 0,
-            modified: None,
-            check_every_ms: None,
-        }
+        )
     }
 }

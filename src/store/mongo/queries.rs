@@ -13,7 +13,7 @@ use futures_util::TryStreamExt;
 use mongodb::Collection;
 use mongodb::bson::{Document, doc};
 use std::collections::HashMap;
-use web_crawler_actors::monitor::{FetchHistory, HistoryQuery};
+use web_crawler_actors::availability::{FetchHistory, HistoryQuery};
 use web_crawler_actors::{
     BrokenLink, Document as JsonDoc, Frontier, HostRecord, PageQuery, PageRecord, PendingUrl,
     ProcessedUrl, Queries, StoreError, TrapFamily,

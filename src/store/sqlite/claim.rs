@@ -10,7 +10,7 @@ use crate::store::seen::{Seen, SeenWindow, key_hash};
 use rusqlite::{OptionalExtension, Transaction, params};
 use std::collections::{HashMap, HashSet};
 use web_crawler_actors::LastFetch;
-use web_crawler_actors::frontier::round_robin;
+use web_crawler_actors::frontier_rules::round_robin;
 use web_crawler_actors::{ClaimRequest, Job, Millis, OperationSpec, UrlKey, now_ms};
 
 // --- claim ------------------------------------------------------------------

@@ -11,13 +11,15 @@ use super::schema::{
     TRAP_CLAIMED, TRIM_HISTORY, UNTRAP, WRITE_CLOSURE, WRITE_HISTORY, WRITE_HOST, WRITE_PROCESSED,
     WRITE_RECORD,
 };
+use crate::kill_points::{self, KillPoint};
 use crate::store::seen::{FileKeys, PendingRow, Seen, SeenWindow, key_hash};
 use rusqlite::{Connection, OptionalExtension, Transaction, params};
-use web_crawler_actors::frontier::{LinkDecision, decide_link, dedupe_by_content};
+use std::collections::HashSet;
+use web_crawler_actors::frontier_rules::{LinkDecision, decide_link, dedupe_by_content};
 use web_crawler_actors::traps::TrapClosure;
 use web_crawler_actors::{
     ClosedFamily, CommitBatch, CommitSummary, Document, HandOver, Millis, NewLink, ProcessedPage,
-    Record, TrappedClaim, TrappedLink,
+    Record, TrappedClaim, TrappedLink, UrlKey, duplicate_record,
 };
 
 /// Keys the file-key filter is sized for at least (about 1.2 MB at 1% false
@@ -108,12 +110,13 @@ impl Commit<'_> {
     /// it (the referral itself is the referrer's list: [`write_referrals`]).
     /// A URL kept `trapped` is pending again: the trap defence admitted
     /// this link to it.
-    fn upsert_link(&mut self, link: &NewLink) -> Result<(), Fail> {
+    fn upsert_link(&mut self, link: &NewLink) -> Result<Upserted, Fail> {
         let key = key_hash(&link.url, &link.operation);
         self.known(key, link)?;
+        let mut untrapped = 0;
         if let Some(Seen::Trapped(row)) = self.seen.get(key).copied() {
             self.seen.insert(key, Seen::Pending(row));
-            let untrapped = (self.tx.prepare_cached(UNTRAP)?).execute(params![row.id, self.now])?;
+            untrapped = (self.tx.prepare_cached(UNTRAP)?).execute(params![row.id, self.now])?;
             self.summary.queued += untrapped as u64;
         }
         match self.seen.get_mut(key) {
@@ -132,14 +135,18 @@ impl Commit<'_> {
                         link.redirect_hops
                     ])?;
                 }
-                Ok(())
+                Ok(if untrapped > 0 {
+                    Upserted::Queued
+                } else {
+                    Upserted::Waiting
+                })
             }
             Some(Seen::Processed { at })
                 if decide_link(Some(*at), link.modified, self.now, self.reprocess_after_ms)
                     == LinkDecision::ReferralOnly =>
             {
                 self.summary.merged += 1;
-                Ok(())
+                Ok(Upserted::ReferralOnly)
             }
             // Unknown, or processed long enough ago to be queued again.
             _ => {
@@ -164,10 +171,22 @@ impl Commit<'_> {
                         depth: link.depth,
                         redirect_hops: link.redirect_hops,
                     }),
-                )
+                )?;
+                Ok(Upserted::Queued)
             }
         }
     }
+}
+
+/// What [`Commit::upsert_link`] did with a link.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Upserted {
+    /// A new pending row, or one kept `trapped` pending again.
+    Queued,
+    /// Merged into the row waiting (pending, or being fetched).
+    Waiting,
+    /// Processed and not due again: only the referral.
+    ReferralOnly,
 }
 
 impl Commit<'_> {
@@ -369,8 +388,23 @@ pub(super) fn apply_commit(
     for trapped in &batch.trapped {
         c.keep_trapped(trapped)?;
     }
+    // A seed waiting behind one queued earlier in this batch was not
+    // waiting before it.
+    let mut seeds_queued = HashSet::new();
     for link in &batch.seeds {
-        c.upsert_link(link)?;
+        let key = UrlKey {
+            url: link.url.clone(),
+            operation: link.operation.clone(),
+        };
+        match c.upsert_link(link)? {
+            Upserted::Queued => {
+                seeds_queued.insert(key);
+            }
+            Upserted::Waiting if !seeds_queued.contains(&key) => {
+                c.summary.seeds_queued_already.push(key);
+            }
+            Upserted::Waiting | Upserted::ReferralOnly => {}
+        }
     }
     for page in &batch.pages {
         let rec = &page.record;
@@ -399,6 +433,7 @@ pub(super) fn apply_commit(
         };
         if dup.is_some() {
             c.summary.duplicates.push(rec.url.clone());
+            write_record(tx, &duplicate_record(&rec.url), now)?;
         } else {
             for link in &page.links {
                 c.upsert_link(link)?;
@@ -474,6 +509,8 @@ pub(super) fn apply_commit(
             sitemaps,
         ])?;
     }
+    // #47's aimed kills: the whole batch written, the transaction open.
+    kill_points::reached(KillPoint::StoreCommit);
     Ok(summary)
 }
 
@@ -531,16 +568,10 @@ pub(super) fn requeue_due(
 /// A processed page's row (URL, operation, host, depth) as a link that
 /// says the page changed at `now`.
 fn page_as_link(row: &rusqlite::Row<'_>, now: Millis) -> Result<NewLink, Fail> {
-    Ok(NewLink {
-        url: row.get(0)?,
-        operation: operation_col(row, 1, "processed_urls")?,
-        host: row.get(2)?,
-        depth: row.get(3)?,
-        priority: 1.0,
-        redirect_hops: 0,
-        modified: Some(now),
-        check_every_ms: None,
-    })
+    let url = row.get(0)?;
+    let operation = operation_col(row, 1, "processed_urls")?;
+    let link = NewLink::new(url, row.get(2)?, operation, row.get(3)?, 1.0);
+    Ok(link.changed_at(now))
 }
 
 /// Queue `links` ([`Commit::upsert_link`]), then run `clear` on each one's

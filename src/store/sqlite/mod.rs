@@ -36,7 +36,7 @@ use std::collections::HashSet;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use web_crawler_actors::monitor::{FetchHistory, HistoryQuery};
+use web_crawler_actors::availability::{FetchHistory, HistoryQuery};
 use web_crawler_actors::{
     BrokenLink, ClaimRequest, ClosedFamily, CommitBatch, CommitSummary, Document, Frontier,
     HandOver, HostRecord, Job, Millis, PageQuery, PageRecord, PendingUrl, ProcessedUrl, Queries,
@@ -571,16 +571,13 @@ mod test_support {
     }
 
     pub(super) fn link(url: &str, depth: u32, priority: f64) -> NewLink {
-        NewLink {
-            url: url.to_string(),
-            host: host_of(url),
-            operation: OperationSpec::crawl(),
+        NewLink::new(
+            url.into(),
+            host_of(url),
+            OperationSpec::crawl(),
             depth,
             priority,
-            redirect_hops: 0,
-            modified: None,
-            check_every_ms: None,
-        }
+        )
     }
 
     pub(super) fn key(url: &str) -> UrlKey {

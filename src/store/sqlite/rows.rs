@@ -12,7 +12,7 @@ use super::schema::{
 use crate::store::seen::SeenWindow;
 use rusqlite::{OptionalExtension, Row, Transaction, named_params, params};
 use std::collections::{BTreeMap, HashMap};
-use web_crawler_actors::monitor::{FetchHistory, HistoryQuery};
+use web_crawler_actors::availability::{FetchHistory, HistoryQuery};
 use web_crawler_actors::traps::{TrapReason, TrapRule, TrapScope};
 use web_crawler_actors::{
     BrokenLink, ClosedFamily, Document, HostRecord, PageQuery, PageRecord, PendingUrl,
@@ -194,6 +194,7 @@ pub(super) fn processed(
         let mut stmt = tx.prepare_cached(PROCESSED_PAGE)?;
         let mut rows = stmt.query(named_params! {
             ":only_failed": query.only_failed,
+            ":only_duplicates": query.only_duplicates,
             ":newest_first": query.newest_first,
             ":limit": limit_param(query.limit),
             ":offset": i64::try_from(query.offset).unwrap_or(i64::MAX),
@@ -544,6 +545,7 @@ mod tests {
                 limit: Some(2),
                 offset: 1,
                 only_failed: false,
+                only_duplicates: false,
                 newest_first: false,
             })
             .await

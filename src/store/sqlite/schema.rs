@@ -174,7 +174,7 @@ pub(super) fn init(conn: &mut Connection) -> Result<(), Fail> {
     Ok(())
 }
 
-/// Version 2 kept search results in a table of their own; version 3 keeps
+/// Version 2 kept `search_results` in a table of their own; version 3 keeps
 /// every operation's records in `records` (created by [`SCHEMA`]).
 const MIGRATE_2_TO_3: &str = "
 INSERT INTO records (collection, key, document, d_record)
@@ -187,7 +187,7 @@ DROP TABLE search_results;
 UPDATE meta SET value = 3 WHERE key = 'schema_version';
 ";
 
-/// Version 4 adds availability monitoring: the last response's validators
+/// Version 4 adds availability watching: the last response's validators
 /// and the next check on processed pages (`fetch_history` is created by
 /// [`SCHEMA`]). Columns already there are left as they are.
 fn migrate_3_to_4(tx: &rusqlite::Transaction<'_>) -> Result<(), Fail> {
@@ -565,6 +565,7 @@ pub(super) const PROCESSED_PAGE: &str = concat!(
     processed_cols!(),
     " FROM processed_urls
     WHERE (:only_failed = 0 OR http_returncode >= 400 OR error IS NOT NULL)
+      AND (:only_duplicates = 0 OR duplicate_of IS NOT NULL)
     ORDER BY CASE WHEN :newest_first THEN d_processed END DESC, url
     LIMIT :limit OFFSET :offset"
 );
@@ -874,7 +875,7 @@ mod tests {
         assert_eq!(version, SCHEMA_VERSION);
     }
 
-    /// A version 2 file's search results become records, keyed as a record
+    /// A version 2 file's `search_results` become records, keyed as a record
     /// written now would be (so a re-processed page replaces, not adds).
     #[tokio::test]
     async fn a_version_2_file_is_migrated() {

@@ -11,6 +11,10 @@
 //! - [`shared_text`]: a generated multi-host web whose pages share their
 //!   paragraphs, beside text-rich URL generators (no server: the tests and
 //!   the benchmark serve it).
+//! - [`text_traps`]: the text-rich URL generators (tags, site search,
+//!   days) that the integration tests' blog, the shared-text web and the
+//!   benchmark's `-text-traps` presets serve: which URLs they answer, their
+//!   links, and what their pages quote.
 //!
 //! Everything listens on loopback (127.0.0.0/8) only. Each accept loop takes
 //! at most [`MAX_CONNECTIONS`] connections and is aborted, with the
@@ -19,6 +23,7 @@
 
 pub mod raw;
 pub mod shared_text;
+pub mod text_traps;
 
 use bytes::Bytes;
 use http_body_util::Full;

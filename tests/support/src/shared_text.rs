@@ -25,9 +25,10 @@
 //!   2–6 of other sections, 1–3 pages of other hosts, in varied textual
 //!   forms (absolute, root-relative, relative, with fragments); at low
 //!   rates a robots-disallowed `/private/N` and a broken `/missing/N`.
-//! - On a tenth of the hosts (`h % 10 == 5`) three generators answer any
-//!   URL of their shape: tag intersections `/tag/a+b/`, site search
-//!   `/search?q=w1+w2`, days `/day/YYYY-MM-DD/`. Each of their pages is
+//! - On a tenth of the hosts (`h % 10 == 5`) three generators
+//!   ([`crate::text_traps`]) answer any URL of their shape: tag
+//!   intersections `/tag/a+b/`, site search `/search?q=w1+w2`, days
+//!   `/day/YYYY-MM-DD/`. Each of their pages is
 //!   3–5 excerpts (20–60 consecutive words of a paragraph of one of the
 //!   host's content pages, under a link to it), links to ten content pages,
 //!   and the family's own links. Every real page of such a host links its
@@ -39,6 +40,7 @@
 //! each request, the same every time. Everything is drawn from the seed.
 
 use crate::Page;
+use crate::text_traps::{FIRST_DAY, Generated, Quotes, TAGS, day_path, post_meta, two_tags};
 use bytes::Bytes;
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -62,17 +64,6 @@ const SYLLABLES: &[&str] = &[
     "jo", "ki", "lu", "mo", "nu", "pe", "qua", "ri", "so", "tu", "vi", "wa", "xe", "yo", "zu",
     "ar", "el", "in", "on", "us",
 ];
-
-/// The tags of the tag generator.
-pub const TAGS: [&str; 30] = [
-    "python", "rust", "web", "cache", "index", "search", "linux", "network", "database", "testing",
-    "design", "security", "cloud", "mobile", "audio", "games", "travel", "cooking", "garden",
-    "music", "books", "photo", "math", "physics", "history", "art", "film", "health", "news",
-    "river",
-];
-
-/// Where the generators answer (targets starting so), on trap hosts.
-pub const GENERATORS: [&str; 3] = ["/tag/", "/search?", "/day/"];
 
 /// How a host names its sections and pages.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -286,10 +277,7 @@ impl SharedTextWeb {
 
     /// Whether `target` is a generator's page on host `h`.
     pub fn is_trap(&self, h: usize, target: &str) -> bool {
-        self.hosts[h].trap
-            && (parse_tags(target).is_some()
-                || parse_search(target).is_some()
-                || parse_day(target).is_some())
+        self.hosts[h].trap && Generated::parse(target).is_some()
     }
 
     pub fn kind(&self, h: usize, target: &str) -> Kind {
@@ -500,11 +488,11 @@ impl SharedTextWeb {
         let mut real = Vec::new();
         let mut sources = Vec::new();
         // Day of a trap host's real page: its place on the host.
-        let mut day = DAY_ONE;
+        let mut day = FIRST_DAY;
         let mut meta = |rng: &mut fastrand::Rng| -> String {
             day += 1;
             if trap {
-                day_meta(rng, day)
+                post_meta(day, &two_tags(|n| rng.usize(..n)))
             } else {
                 String::new()
             }
@@ -719,8 +707,7 @@ impl SharedTextWeb {
         let n = h + slot;
         let entry = match n % 3 {
             0 => {
-                let a = rng.usize(..TAGS.len());
-                let b = (a + 1 + rng.usize(..TAGS.len() - 1)) % TAGS.len();
+                let [a, b] = two_tags(|n| rng.usize(..n));
                 format!("/tag/{}+{}/", TAGS[a], TAGS[b])
             }
             1 => format!(
@@ -728,7 +715,7 @@ impl SharedTextWeb {
                 self.word(&mut *rng),
                 self.word(&mut *rng)
             ),
-            _ => day_path(DAY_ONE + rng.usize(..365) as i64),
+            _ => day_path(FIRST_DAY + rng.usize(..365) as i64),
         };
         if h % 10 == 5 {
             return Some(entry);
@@ -751,106 +738,20 @@ impl SharedTextWeb {
 
     /// A generator's page for `target` on trap host `h`, if it has that shape.
     fn generated(&self, h: usize, target: &str) -> Option<String> {
-        let key = mix(self.seed, &[h as u64], target);
-        let mut rng = fastrand::Rng::with_seed(key);
-        if let Some(tags) = parse_tags(target) {
-            let mut links = Vec::new();
-            for _ in 0..5 {
-                let t = TAGS[rng.usize(..TAGS.len())];
-                if !tags.contains(&t) {
-                    let narrower = format!("{}+{t}", tags.join("+"));
-                    links.push((format!("/tag/{narrower}/"), narrower.replace('+', " + ")));
-                }
-            }
-            if tags.len() > 1 {
-                for t in &tags {
-                    let broader: Vec<&str> = tags.iter().copied().filter(|u| u != t).collect();
-                    links.push((format!("/tag/{}/", broader.join("+")), broader.join(" + ")));
-                }
-            }
-            let title = format!("Posts tagged {}", tags.join(" + "));
-            return Some(self.excerpts(h, &mut rng, &title, "Narrow down", &links));
-        }
-        if let Some(query) = parse_search(target) {
-            let links: Vec<(String, String)> = (0..5)
-                .map(|_| {
-                    let w = self.word(&mut rng);
-                    (
-                        format!("/search?q={}+{w}", query.join("+")),
-                        format!("{} {w}", query.join(" ")),
-                    )
-                })
-                .collect();
-            let title = format!("Search results for {}", query.join(" "));
-            return Some(self.excerpts(h, &mut rng, &title, "Related searches", &links));
-        }
-        let day = parse_day(target)?;
-        let (y, m, d) = civil_from_days(day);
-        let next_month = if m == 12 {
-            days_from_civil(y + 1, 1, d.min(28))
-        } else {
-            days_from_civil(y, m + 1, d.min(28))
-        };
-        let links = [
-            (day - 1, "Previous day"),
-            (day + 1, "Next day"),
-            (day - 7, "Previous week"),
-            (day + 7, "Next week"),
-            (next_month, "Next month"),
-        ]
-        .map(|(day, text)| (day_path(day), text.to_string()));
-        let title = format!("Events on {y:04}-{m:02}-{d:02}");
-        Some(self.excerpts(h, &mut rng, &title, "Other days", &links))
-    }
-
-    /// 3–5 excerpts of 20–60 consecutive words of a paragraph of a content
-    /// page of host `h`, each under a link to its page; links to ten
-    /// content pages in all; then `heading` over the family's `links`.
-    fn excerpts(
-        &self,
-        h: usize,
-        rng: &mut fastrand::Rng,
-        title: &str,
-        heading: &str,
-        links: &[(String, String)],
-    ) -> String {
+        let generated = Generated::parse(target)?;
+        let mut rng = fastrand::Rng::with_seed(mix(self.seed, &[h as u64], target));
+        let links = generated.links(&self.words, |n| rng.usize(..n));
         let sources = &self.hosts[h].sources;
-        let mut main = format!("<h1>{title}</h1>");
-        let mut linked: Vec<usize> = Vec::new();
-        for _ in 0..3 + rng.usize(..3) {
-            let i = rng.usize(..sources.len());
-            let s = &sources[i];
-            let p = s.paragraphs[rng.usize(..s.paragraphs.len())];
-            let words: Vec<&str> = self.paragraphs[p as usize].split(' ').collect();
-            let n = (20 + rng.usize(..41)).min(words.len());
-            let at = rng.usize(..=words.len() - n);
-            write!(
-                main,
-                "<article><h2><a href=\"{}\">{}</a></h2><p>… {} …</p></article>",
-                s.path,
-                s.title,
-                words[at..at + n].join(" ")
-            )
-            .unwrap();
-            if !linked.contains(&i) {
-                linked.push(i);
-            }
-        }
-        main.push_str("<h2>More pages</h2><ul>");
-        while linked.len() < 10.min(sources.len()) {
-            let i = rng.usize(..sources.len());
-            if !linked.contains(&i) {
-                linked.push(i);
-                let s = &sources[i];
-                write!(main, "<li><a href=\"{}\">{}</a></li>", s.path, s.title).unwrap();
-            }
-        }
-        write!(main, "</ul><h2>{heading}</h2><ul>").unwrap();
-        for (href, text) in links {
-            write!(main, "<li><a href=\"{href}\">{text}</a></li>").unwrap();
-        }
-        main.push_str("</ul>");
-        page(title, "Search and archives", &main, "")
+        let quotes = Quotes::draw(&mut rng, sources.len(), |i| {
+            (sources[i].paragraphs.iter())
+                .map(|p| self.paragraphs[*p as usize].as_str())
+                .collect()
+        });
+        let source = |i: usize| (sources[i].path.as_str(), sources[i].title.as_str());
+        let text = quotes.html(source, "More pages", generated.heading(), &links);
+        let title = generated.title();
+        let main = format!("<h1>{title}</h1>{text}");
+        Some(page(&title, "Search and archives", &main, ""))
     }
 }
 
@@ -895,23 +796,6 @@ fn page(title: &str, site: &str, main: &str, aside: &str) -> String {
         "<!doctype html><html><head><meta charset=\"utf-8\"><title>{title} | {site}</title></head>\
          <body><main>{main}</main><aside>{aside}</aside>\
          <footer>{site}. All rights reserved.</footer></body></html>"
-    )
-}
-
-/// What every real page of a trap host carries, as a blog's article does:
-/// its day and two tags.
-fn day_meta(rng: &mut fastrand::Rng, day: i64) -> String {
-    let a = rng.usize(..TAGS.len());
-    let b = (a + 1 + rng.usize(..TAGS.len() - 1)) % TAGS.len();
-    let path = day_path(day);
-    format!(
-        "<p class=\"meta\">Posted on <a href=\"{path}\">{}</a>, tagged \
-         <a href=\"/tag/{}/\">{}</a>, <a href=\"/tag/{}/\">{}</a></p>",
-        &path[5..15],
-        TAGS[a],
-        TAGS[a],
-        TAGS[b],
-        TAGS[b]
     )
 }
 
@@ -989,88 +873,6 @@ fn capitalized(word: &str) -> String {
         .next()
         .map(|c| c.to_ascii_uppercase().to_string() + chars.as_str())
         .unwrap_or_default()
-}
-
-/// `/tag/a+b+…/`: one or more distinct tags of [`TAGS`].
-fn parse_tags(target: &str) -> Option<Vec<&'static str>> {
-    let list = target.strip_prefix("/tag/")?.strip_suffix('/')?;
-    let list = list.replace("%2B", "+").replace("%2b", "+");
-    let mut tags: Vec<&'static str> = Vec::new();
-    for t in list.split('+') {
-        let tag = *TAGS.iter().find(|x| **x == t)?;
-        if tags.contains(&tag) {
-            return None;
-        }
-        tags.push(tag);
-    }
-    Some(tags)
-}
-
-/// `/search?q=a+b+…`: one or more lowercase words.
-fn parse_search(target: &str) -> Option<Vec<String>> {
-    let q = target.strip_prefix("/search?q=")?.replace("%20", "+");
-    let words: Vec<String> = q.split('+').map(str::to_string).collect();
-    words
-        .iter()
-        .all(|w| !w.is_empty() && w.bytes().all(|b| b.is_ascii_lowercase()))
-        .then_some(words)
-}
-
-/// `/day/YYYY-MM-DD/`, any real date of the years 1000–9999, as a day number.
-fn parse_day(target: &str) -> Option<i64> {
-    let date = target.strip_prefix("/day/")?.strip_suffix('/')?;
-    let b = date.as_bytes();
-    if b.len() != 10
-        || b[4] != b'-'
-        || b[7] != b'-'
-        || !date
-            .bytes()
-            .enumerate()
-            .all(|(i, c)| i == 4 || i == 7 || c.is_ascii_digit())
-    {
-        return None;
-    }
-    let (y, m, d): (i64, i64, i64) = (
-        date[..4].parse().ok()?,
-        date[5..7].parse().ok()?,
-        date[8..].parse().ok()?,
-    );
-    if y < 1000 || !(1..=12).contains(&m) || !(1..=31).contains(&d) {
-        return None;
-    }
-    let day = days_from_civil(y, m, d);
-    (civil_from_days(day) == (y, m, d)).then_some(day)
-}
-
-/// `/day/YYYY-MM-DD/` of a day number.
-fn day_path(day: i64) -> String {
-    let (y, m, d) = civil_from_days(day);
-    format!("/day/{y:04}-{m:02}-{d:02}/")
-}
-
-/// The day before a trap host's first real page.
-const DAY_ONE: i64 = days_from_civil(2023, 6, 1);
-
-/// Days since 1970-01-01 of a proleptic Gregorian date.
-const fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let doy = (153 * ((m + 9) % 12) + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
-
-fn civil_from_days(z: i64) -> (i64, i64, i64) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    (yoe + era * 400 + i64::from(m <= 2), m, d)
 }
 
 /// FNV-1a over `numbers` and `text`, then splitmix64: a stable hash (std's

@@ -1,25 +1,25 @@
-//! Availability monitoring's part of the window: what a fetch of a watched
+//! Availability watching's part of the window: what a fetch of a watched
 //! URL changed, when it is due again, intervals asked while it is fetched,
 //! and when the store is asked for watched URLs due.
 
 use super::Window;
-use crate::behaviour::ProcessedPage;
-use crate::monitor::{
+use crate::availability::{
     Change, Check, Revisit, StatusEvent, interval_ms, is_up, previous_interval, revisit_for,
     transition,
 };
+use crate::behaviour::ProcessedPage;
 use crate::types::{Job, Millis, NewLink, PageRecord, UrlKey};
 use std::collections::HashMap;
 
-/// How often availability monitoring looks for watched URLs due, and how
+/// How often availability watching looks for watched URLs due, and how
 /// many it queues at least each time (else a window's worth).
 const SWEEP_EVERY_MS: Millis = 1_000;
 const SWEEP_MIN: usize = 256;
 
-/// Availability monitoring's part of the window.
+/// Availability watching's part of the window.
 #[derive(Debug)]
-pub(super) struct Monitoring {
-    /// When availability monitoring next looks for watched URLs due.
+pub(super) struct AvailabilityWatch {
+    /// When availability watching next looks for watched URLs due.
     pub(super) next_sweep: Millis,
     /// Changes of watched URLs not yet taken for notification.
     pub(super) events: Vec<StatusEvent>,
@@ -55,10 +55,10 @@ impl Window {
         revisit_for(own, self.cfg.recrawl_every.map(interval_ms))
     }
 
-    /// Availability monitoring for a fetch of `job`: what it changed
+    /// Availability watching for a fetch of `job`: what it changed
     /// against the URL's last fetch (an event to tell), and, when the URL
     /// is watched, when it is due again.
-    pub(super) fn monitor(&mut self, job: &Job, page: &mut ProcessedPage, now: Millis) {
+    pub(super) fn track_availability(&mut self, job: &Job, page: &mut ProcessedPage, now: Millis) {
         let check = Check {
             http_returncode: page.record.http_returncode,
             content_hash: page.record.content_hash,
@@ -79,7 +79,7 @@ impl Window {
         );
         let record = &page.record;
         if let Some(change) = change {
-            self.monitoring.events.push(StatusEvent {
+            self.availability.events.push(StatusEvent {
                 url: record.url.clone(),
                 change,
                 previous_returncode: job.last.as_ref().and_then(|l| l.http_returncode),
@@ -92,7 +92,7 @@ impl Window {
 
     /// The changes of watched URLs reported since the last call.
     pub fn take_events(&mut self) -> Vec<StatusEvent> {
-        std::mem::take(&mut self.monitoring.events)
+        std::mem::take(&mut self.availability.events)
     }
 
     /// `link`'s URL was given the interval `every` of its own. If it is
@@ -119,7 +119,7 @@ impl Window {
             // A new interval of its own starts over.
             Some(page) => schedule(&mut page.record, Some(every), revisit, None, None, now),
             None => {
-                self.monitoring.asked_meanwhile.insert(key, every);
+                self.availability.asked_meanwhile.insert(key, every);
             }
         }
     }
@@ -129,7 +129,7 @@ impl Window {
     /// draining or waiting for the store).
     pub(super) fn sweep_due(&mut self, now: Millis) -> Option<usize> {
         if !self.cfg.watches()
-            || now < self.monitoring.next_sweep
+            || now < self.availability.next_sweep
             || self.paused
             || self.drain.is_some()
             || self.recovery.is_some()
@@ -137,7 +137,7 @@ impl Window {
         {
             return None;
         }
-        self.monitoring.next_sweep = now + SWEEP_EVERY_MS;
+        self.availability.next_sweep = now + SWEEP_EVERY_MS;
         Some(self.cfg.effective_claim_window().max(SWEEP_MIN))
     }
 }
@@ -151,7 +151,7 @@ mod tests {
 
     #[test]
     fn watched_urls_get_their_next_check_and_their_changes_are_told() {
-        use crate::monitor::Change;
+        use crate::availability::Change;
         use crate::types::LastFetch;
         let cfg = CrawlConfig {
             recrawl_every: Some(Duration::from_secs(10)),
@@ -193,9 +193,9 @@ mod tests {
     /// whether the result is still to come or waits in the batch.
     #[test]
     fn an_interval_asked_while_the_url_is_fetched_goes_with_its_result() {
-        use crate::monitor::WATCH_OFF;
+        use crate::availability::WATCH_OFF;
         let service = CrawlConfig {
-            monitoring: true,
+            availability_watch: true,
             recrawl_every: Some(Duration::from_secs(60)),
             ..cfg()
         };
@@ -205,8 +205,7 @@ mod tests {
         w.on_report(page(&reported), T0);
         let asked = |j: &Job, every| NewLink {
             check_every_ms: Some(every),
-            modified: Some(T0 + 100),
-            ..link(&j.url)
+            ..link(&j.url).changed_at(T0 + 100)
         };
         w.add_seed(asked(&fetching, 2_000), T0 + 100);
         w.add_seed(asked(&reported, WATCH_OFF), T0 + 100);
@@ -238,7 +237,7 @@ mod tests {
         );
         assert_eq!(work.batch.seeds.len(), 3, "the asks are written too");
         assert!(
-            w.monitoring.asked_meanwhile.is_empty(),
+            w.availability.asked_meanwhile.is_empty(),
             "nothing was fetching {}",
             idle.url
         );
@@ -250,7 +249,7 @@ mod tests {
     fn a_url_with_an_interval_of_its_own_is_watched_at_it() {
         use crate::types::LastFetch;
         let service = CrawlConfig {
-            monitoring: true,
+            availability_watch: true,
             ..cfg()
         };
         let mut w = running(service.clone(), &["a"]);

@@ -1,5 +1,7 @@
-//! The paper's `add_pending_url` rules that a store applies to each link, as
-//! pure functions (both backends call them, so they agree).
+//! The rules a [`Frontier`](crate::Frontier) store applies, as pure
+//! functions (both backends call them, so they agree): the paper's
+//! `add_pending_url` rules for each link, the credit a link carries, which
+//! pending URLs a claim takes, and how a failed page is judged.
 
 use crate::types::{Millis, PageRecord, ROBOTS_BLOCKED};
 use std::collections::{HashMap, VecDeque};

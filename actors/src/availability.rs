@@ -1,4 +1,4 @@
-//! Availability monitoring, the paper's first use of its robot besides
+//! Availability watching, the paper's first use of its robot besides
 //! finding text: when a watched URL is due again (the revisit policy), what
 //! a fetch changed (the status transition), and what the availability report
 //! makes of a URL's history. Pure functions of their inputs and `now`.

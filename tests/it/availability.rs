@@ -1,4 +1,4 @@
-//! Availability monitoring end to end: `web_crawler start --recrawl-every`
+//! Availability watching end to end: `web_crawler start --recrawl-every`
 //! watching a page that goes down, comes back and changes, with conditional
 //! re-fetches, the history, the reports and the notifications (a command
 //! and a webhook on a loopback receiver).
@@ -10,10 +10,10 @@ use std::path::Path;
 use std::process::Stdio;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use web_crawler::actors::Queries;
-use web_crawler::actors::monitor::{FetchHistory, HistoryQuery, WATCH_OFF};
+use web_crawler::actors::availability::{FetchHistory, HistoryQuery, WATCH_OFF};
 use web_crawler::store::SqliteStore;
 use web_crawler_testsupport::{Page, TestServer, reserve};
 
@@ -161,7 +161,7 @@ async fn a_watched_page_going_down_coming_back_and_changing() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("watch.db");
     let cookie = dir.path().join("cookie");
-    std::fs::write(&cookie, "monitor-cookie\n").unwrap();
+    std::fs::write(&cookie, "availability-cookie\n").unwrap();
     let told = dir.path().join("told.txt");
     let script = dir.path().join("on-change.sh");
     std::fs::write(
@@ -347,11 +347,22 @@ async fn a_watched_page_going_down_coming_back_and_changing() {
     assert_eq!(changes[0]["http_returncode"], 500);
 }
 
-/// A page fetched by a node: counts its fetches.
+/// A page fetched by a node: counts its fetches, and when `once` was last.
 #[derive(Default)]
 struct Hits {
     watched: AtomicU32,
     once: AtomicU32,
+    once_last: Mutex<Option<Instant>>,
+}
+
+impl Hits {
+    /// Wait (at most 30 s) until `once` is fetched after `at`.
+    async fn once_fetched_after(&self, at: Instant) -> bool {
+        wait_for(Duration::from_secs(30), || {
+            self.once_last.lock().unwrap().is_some_and(|last| last > at)
+        })
+        .await
+    }
 }
 
 fn start_watch_node(db: &Path, cookie: &Path, listen: &str) -> tokio::process::Child {
@@ -420,6 +431,9 @@ async fn a_url_added_with_every_is_watched_at_its_own_interval() {
                 _ => return Page::not_found(),
             };
             counter.fetch_add(1, Ordering::SeqCst);
+            if req.uri().path() == "/once" {
+                *hits.once_last.lock().unwrap() = Some(Instant::now());
+            }
             Page::new(
                 200,
                 &[("content-type", "text/html")],
@@ -496,17 +510,32 @@ async fn a_url_added_with_every_is_watched_at_its_own_interval() {
     .await;
     assert!(watched_too, "once: {:?}", hits.once);
 
-    // `off`: fetched once more at most (a check may be queued already),
-    // then no more. Its interval had grown to 4 s at most (4 × 1 s, the
-    // page never changes) and due URLs are looked for each second, so a
-    // URL still watched is fetched within 6 s.
+    // `off`: fetched once more at most (a check may be queued already: it
+    // leaves pending_urls once written), then no more. Its interval had
+    // grown to 4 s at most (4 × 1 s, the page never changes) and due URLs
+    // are looked for each second, so a URL still watched is fetched within
+    // 6 s: `once`, watched still, fetched later than that says the node
+    // looked for due URLs since.
+    const DUE_WITHIN: Duration = Duration::from_secs(6);
     let (ok, said) = add_url(&listen, &cookie, &[&watched, "--every", "off"]).await;
     assert!(ok, "{said}");
     let unwatched_at = hits.watched.load(Ordering::SeqCst);
-    tokio::time::sleep(Duration::from_secs(6)).await;
+    let store = SqliteStore::open(&db).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while store
+        .pending(100)
+        .await
+        .unwrap()
+        .iter()
+        .any(|p| p.url == watched)
+    {
+        assert!(Instant::now() < deadline, "its last check is written");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
     let settled = hits.watched.load(Ordering::SeqCst);
     assert!(settled <= unwatched_at + 2, "{unwatched_at} then {settled}");
-    tokio::time::sleep(Duration::from_secs(6)).await;
+    let looked = hits.once_fetched_after(Instant::now() + DUE_WITHIN).await;
+    assert!(looked, "once is watched still: {:?}", hits.once);
     assert_eq!(
         hits.watched.load(Ordering::SeqCst),
         settled,
@@ -515,7 +544,6 @@ async fn a_url_added_with_every_is_watched_at_its_own_interval() {
 
     node.start_kill().unwrap();
     node.wait().await.unwrap();
-    let store = SqliteStore::open(&db).unwrap();
     let page = store.processed_url(&once).await.unwrap().unwrap();
     assert_eq!(page.record.check_every_ms, Some(1_000));
     let page = store.processed_url(&watched).await.unwrap().unwrap();
