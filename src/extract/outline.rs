@@ -147,20 +147,26 @@ impl Outline {
     /// visible text it kept (in order): a section is kept when its
     /// heading's text is (a `<section>` without a heading: when any of its
     /// text is), at the offset its start maps to.
-    pub(super) fn sections(self, kept: &[Kept]) -> Vec<SectionStart> {
-        let mut out = Vec::new();
-        for (i, start) in self.starts.iter().enumerate() {
+    pub(super) fn sections(mut self, kept: &[Kept]) -> Vec<SectionStart> {
+        let mut out = Vec::with_capacity(self.starts.len());
+        for i in 0..self.starts.len() {
+            let next_at = self.starts.get(i + 1).map_or(usize::MAX, |next| next.at);
+            let start = &mut self.starts[i];
             if start.level == 0 && !start.own {
                 continue;
             }
             let until = if start.level == 0 {
-                self.starts.get(i + 1).map_or(usize::MAX, |next| next.at)
+                next_at
             } else {
                 start.heading_end
             };
+            // The kept parts are in order and apart: the first ending past
+            // the start is the only one that can hold it (a binary search,
+            // not a scan a section: a long page has hundreds of each).
+            let first = kept.partition_point(|k| k.visible + k.len <= start.at);
             let Some(part) = kept
-                .iter()
-                .find(|k| k.visible + k.len > start.at && k.visible < until.max(start.at + 1))
+                .get(first)
+                .filter(|k| k.visible < until.max(start.at + 1))
             else {
                 continue;
             };
@@ -171,8 +177,9 @@ impl Outline {
             out.push(SectionStart {
                 offset,
                 level: start.level,
-                heading: start.heading.clone(),
-                anchor: start.anchor.clone(),
+                // Each start is read once: its strings move.
+                heading: std::mem::take(&mut start.heading),
+                anchor: std::mem::take(&mut start.anchor),
             });
         }
         out

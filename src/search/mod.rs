@@ -92,6 +92,7 @@ mod sections;
 mod snippets;
 mod typo;
 mod vocabulary;
+mod word_count;
 
 #[cfg(test)]
 mod tests;
@@ -152,7 +153,7 @@ const CONTEXT_HUB: f32 = 0.5;
 /// links (an index, a table of contents) get none: the words around one
 /// of its links are the labels of the others.
 pub fn add_contexts(page: &PageDoc, links: &mut [AnchorDoc]) {
-    let hub = rank::hubness(u64::from(page.out_links), index::word_count(&page.body));
+    let hub = rank::hubness(u64::from(page.out_links), word_count::word_count(&page.body));
     if hub >= CONTEXT_HUB {
         return;
     }

@@ -389,7 +389,7 @@ pub(crate) struct PageFields {
     /// (`sections::pack_starts`); `None` in an index made before them.
     pub(crate) section_starts: Option<Field>,
     /// The sections' headings, anchors and late openings, stored
-    /// (`sections::OutlineEntry` as JSON); with `section_starts`.
+    /// (`sections::pack_outline`); with `section_starts`.
     pub(crate) outline: Option<Field>,
 }
 
@@ -408,7 +408,7 @@ impl PageFields {
         b.add_u64_field("words", FAST);
         b.add_bytes_field("vectors", FAST);
         b.add_bytes_field("section_starts", FAST);
-        b.add_text_field("outline", STORED);
+        b.add_bytes_field("outline", STORED);
         b.build()
     }
 

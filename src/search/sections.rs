@@ -7,98 +7,135 @@
 //! The index keeps two things of a page with sections: where each starts
 //! as a word position of the body (a fast field, [`pack_starts`]), so a
 //! query measures each section from the body's postings it reads anyway;
-//! and the outline (stored, [`OutlineEntry`]), read for the results shown:
-//! their headings, anchors, and the opening of each section beyond the
-//! stored start of the body, for its snippet.
+//! and the outline (stored, packed by [`pack_outline`]), read for the
+//! results shown: their headings, anchors, and the opening of each
+//! section beyond the stored start of the body, for its snippet. Both are
+//! made in passes the page's indexing has anyway: the positions while its
+//! words are counted (`word_count::body_words`), the outline as bytes
+//! copied from the page's own strings.
 //!
 //! Section 0 is the text before the first heading (the page's lead);
 //! section `i` ≥ 1 starts at outline entry `i - 1`.
 
 use super::SectionStart;
-use super::schema::next_word;
-use serde::{Deserialize, Serialize};
 use std::ops::Range;
 
 /// Bytes of a section's opening kept in the outline when the section
 /// starts beyond the body's stored start (its snippet comes from there):
-/// a snippet's length. On the bench's pages, a heading every ~60 words,
-/// these openings are most of what sections add to the index.
+/// a snippet's length.
 pub(super) const OPENING_BYTES: usize = 200;
 
-/// One section in a page's stored outline.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+/// One section in a page's stored outline, as read back.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(super) struct OutlineEntry {
     /// Byte offset in the body.
-    #[serde(rename = "o")]
     pub(super) offset: u32,
-    #[serde(rename = "l")]
     pub(super) level: u8,
-    #[serde(rename = "h")]
     pub(super) heading: String,
-    #[serde(rename = "a", default, skip_serializing_if = "String::is_empty")]
     pub(super) anchor: String,
     /// The section's first [`OPENING_BYTES`], when the stored start of the
     /// body does not hold it.
-    #[serde(rename = "t", default, skip_serializing_if = "String::is_empty")]
     pub(super) opening: String,
 }
 
-/// The outline of `body` as stored: its sections that start inside it,
-/// with the opening of those from `stored` bytes on.
-pub(super) fn outline(body: &str, sections: &[SectionStart], stored: usize) -> Vec<OutlineEntry> {
-    let inside: Vec<&SectionStart> = sections
+/// A stored outline that does not read back (a damaged index).
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[error("a page's stored outline ends inside an entry, or holds a string that is not UTF-8")]
+pub(super) struct DamagedOutline;
+
+/// The sections of `body` that start inside it (a body cut by the index's
+/// limit loses those past the cut).
+pub(super) fn inside<'s>(body: &str, sections: &'s [SectionStart]) -> Vec<&'s SectionStart> {
+    sections
         .iter()
         .filter(|s| (s.offset as usize) < body.len() && body.is_char_boundary(s.offset as usize))
-        .collect();
-    inside
-        .iter()
-        .enumerate()
-        .map(|(i, s)| {
-            let at = s.offset as usize;
-            let end = inside.get(i + 1).map_or(body.len(), |n| n.offset as usize);
-            let opening = if at >= stored {
-                let text = &body[at..end];
-                text[..text.floor_char_boundary(OPENING_BYTES)].to_string()
-            } else {
-                String::new()
-            };
-            OutlineEntry {
-                offset: s.offset,
-                level: s.level,
-                heading: s.heading.clone(),
-                anchor: s.anchor.clone(),
-                opening,
-            }
-        })
         .collect()
 }
 
-/// The word position (as the body's analyzer counts them: every word,
-/// stop words included) of each section's first word, then the body's
-/// word count: one pass over the body up to its last section.
-pub(super) fn word_positions(body: &str, outline: &[OutlineEntry]) -> Vec<u32> {
-    let mut out = Vec::with_capacity(outline.len() + 1);
-    let mut words = 0u32;
-    let mut next = next_word(body, 0);
-    for entry in outline {
-        while let Some((from, to)) = next {
-            if from >= entry.offset as usize {
-                break;
-            }
-            words += 1;
-            next = next_word(body, to);
+/// The outline of `body`'s sections (from [`inside`]) as stored: for each,
+/// its offset (a varint), its level (a byte), then its heading, its anchor
+/// and its opening (each a varint length and the bytes; the opening is
+/// empty unless the section starts at or past `stored`, the bytes of the
+/// body stored for snippets). A few bytes a section besides its strings.
+pub(super) fn pack_outline(body: &str, sections: &[&SectionStart], stored: usize) -> Vec<u8> {
+    let strings: usize = sections.iter().map(|s| s.heading.len() + s.anchor.len()).sum();
+    let mut out = Vec::with_capacity(strings + 8 * sections.len());
+    for (i, s) in sections.iter().enumerate() {
+        let at = s.offset as usize;
+        let opening = if at >= stored {
+            let end = sections.get(i + 1).map_or(body.len(), |n| n.offset as usize);
+            let text = &body[at..end.max(at)];
+            &text[..text.floor_char_boundary(OPENING_BYTES)]
+        } else {
+            ""
+        };
+        push_varint(&mut out, s.offset);
+        out.push(s.level);
+        for text in [s.heading.as_str(), s.anchor.as_str(), opening] {
+            push_varint(&mut out, u32::try_from(text.len()).unwrap_or(u32::MAX));
+            out.extend_from_slice(text.as_bytes());
         }
-        out.push(words);
     }
-    while let Some((_, to)) = next {
-        words += 1;
-        next = next_word(body, to);
-    }
-    out.push(words);
     out
 }
 
-/// [`word_positions`] as the fast field holds them.
+/// The entries [`pack_outline`] packed.
+pub(super) fn unpack_outline(mut bytes: &[u8]) -> Result<Vec<OutlineEntry>, DamagedOutline> {
+    let mut out = Vec::new();
+    while !bytes.is_empty() {
+        let offset = take_varint(&mut bytes)?;
+        let (&level, rest) = bytes.split_first().ok_or(DamagedOutline)?;
+        bytes = rest;
+        let heading = take_string(&mut bytes)?;
+        let anchor = take_string(&mut bytes)?;
+        let opening = take_string(&mut bytes)?;
+        out.push(OutlineEntry {
+            offset,
+            level,
+            heading,
+            anchor,
+            opening,
+        });
+    }
+    Ok(out)
+}
+
+/// LEB128: seven bits a byte, the low ones first, the high bit set on
+/// all bytes but the last.
+fn push_varint(out: &mut Vec<u8>, mut n: u32) {
+    while n >= 0x80 {
+        out.push((n as u8) | 0x80);
+        n >>= 7;
+    }
+    out.push(n as u8);
+}
+
+fn take_varint(bytes: &mut &[u8]) -> Result<u32, DamagedOutline> {
+    let mut n = 0u32;
+    for shift in (0..35).step_by(7) {
+        let (&b, rest) = bytes.split_first().ok_or(DamagedOutline)?;
+        *bytes = rest;
+        // A fifth byte's bits past 32 are lost: only damage makes them.
+        n |= u32::from(b & 0x7f) << shift;
+        if b < 0x80 {
+            return Ok(n);
+        }
+    }
+    Err(DamagedOutline)
+}
+
+fn take_string(bytes: &mut &[u8]) -> Result<String, DamagedOutline> {
+    let len = take_varint(bytes)? as usize;
+    if len > bytes.len() {
+        return Err(DamagedOutline);
+    }
+    let (text, rest) = bytes.split_at(len);
+    *bytes = rest;
+    String::from_utf8(text.to_vec()).map_err(|_| DamagedOutline)
+}
+
+/// The sections' word positions (`word_count::body_words`) as the fast
+/// field holds them.
 pub(super) fn pack_starts(positions: &[u32]) -> Vec<u8> {
     positions.iter().flat_map(|p| p.to_le_bytes()).collect()
 }
@@ -211,23 +248,9 @@ mod tests {
     }
 
     #[test]
-    fn sections_start_at_the_word_positions_of_their_offsets() {
-        let body = "Lead words. CASE the case expression. COALESCE returns the first";
-        let sections: Vec<SectionStart> = ["CASE", "COALESCE"]
-            .iter()
-            .map(|h| SectionStart {
-                offset: body.find(h).unwrap() as u32,
-                level: 3,
-                heading: (*h).into(),
-                anchor: h.to_lowercase(),
-            })
-            .collect();
-        let outline = outline(body, &sections, usize::MAX);
-        assert_eq!(outline.len(), 2);
-        let starts = word_positions(body, &outline);
-        // "Lead words." is words 0-1; "CASE the case expression." 2-5;
-        // "COALESCE returns the first" 6-9.
-        assert_eq!(starts, [2, 6, 10]);
+    fn section_starts_pack_into_the_word_ranges_of_the_sections() {
+        // Sections at words 2 and 6 of 10.
+        let starts = [2, 6, 10];
         assert_eq!(unpack_starts(&pack_starts(&starts)), starts);
         assert_eq!(word_ranges(&starts), [0..2, 2..6, 6..10]);
         let whole = Range {
@@ -238,7 +261,7 @@ mod tests {
     }
 
     #[test]
-    fn the_outline_keeps_openings_of_sections_past_the_stored_text_only() {
+    fn the_outline_reads_back_with_openings_of_sections_past_the_stored_text_only() {
         let body = format!(
             "{} Late heading {}",
             "early ".repeat(10),
@@ -255,7 +278,7 @@ mod tests {
             SectionStart {
                 offset: late,
                 level: 2,
-                heading: "Late heading".into(),
+                heading: "Late heading — über".into(),
                 anchor: String::new(),
             },
             // Past the body (cut by the index's limit): left out.
@@ -266,11 +289,29 @@ mod tests {
                 anchor: String::new(),
             },
         ];
-        let outline = outline(&body, &sections, 30);
-        assert_eq!(outline.len(), 2);
-        assert_eq!(outline[0].opening, "");
+        let inside = inside(&body, &sections);
+        assert_eq!(inside.len(), 2);
+        let packed = pack_outline(&body, &inside, 30);
+        let outline = unpack_outline(&packed).unwrap();
+        assert_eq!(
+            outline[0],
+            entry(0, 2, "Early", "early"),
+            "no opening: the stored text holds it"
+        );
+        assert_eq!(outline[1].offset, late);
+        assert_eq!(outline[1].heading, "Late heading — über");
         assert!(outline[1].opening.starts_with("Late heading late late"));
         assert_eq!(outline[1].opening.len(), OPENING_BYTES);
+        // A few bytes a section besides its strings.
+        let strings = "Earlyearly".len() + "Late heading — über".len() + OPENING_BYTES;
+        assert!(packed.len() <= strings + 2 * 6, "{}", packed.len());
+        // Cut anywhere but between its entries, it is damaged, never misread.
+        let reads: Vec<usize> = (1..packed.len())
+            .filter(|&cut| unpack_outline(&packed[..cut]).is_ok())
+            .collect();
+        assert_eq!(reads.len(), 1, "{reads:?}");
+        assert_eq!(unpack_outline(&packed[..reads[0]]).unwrap(), outline[..1]);
+        assert_eq!(unpack_outline(&[]), Ok(Vec::new()));
     }
 
     #[test]

@@ -81,10 +81,12 @@ impl Searchers<'_> {
             let url = text(pf.url);
             let body = text(pf.body_start.unwrap_or(pf.body));
             let scan = truncate(&body, SNIPPET_SCAN_BYTES);
+            // A damaged outline costs the result its section, not its page.
             let outline: Vec<OutlineEntry> = pf
                 .outline
-                .map(text)
-                .and_then(|json| serde_json::from_str(&json).ok())
+                .and_then(|f| doc.get_first(f))
+                .and_then(|v| v.as_bytes())
+                .and_then(|packed| sections::unpack_outline(packed).ok())
                 .unwrap_or_default();
             let cut = |text: &str| {
                 let found = generator.snippet(text);
