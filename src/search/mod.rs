@@ -153,7 +153,10 @@ const CONTEXT_HUB: f32 = 0.5;
 /// links (an index, a table of contents) get none: the words around one
 /// of its links are the labels of the others.
 pub fn add_contexts(page: &PageDoc, links: &mut [AnchorDoc]) {
-    let hub = rank::hubness(u64::from(page.out_links), word_count::word_count(&page.body));
+    let hub = rank::hubness(
+        u64::from(page.out_links),
+        word_count::word_count(&page.body),
+    );
     if hub >= CONTEXT_HUB {
         return;
     }

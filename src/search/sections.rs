@@ -58,12 +58,17 @@ pub(super) fn inside<'s>(body: &str, sections: &'s [SectionStart]) -> Vec<&'s Se
 /// empty unless the section starts at or past `stored`, the bytes of the
 /// body stored for snippets). A few bytes a section besides its strings.
 pub(super) fn pack_outline(body: &str, sections: &[&SectionStart], stored: usize) -> Vec<u8> {
-    let strings: usize = sections.iter().map(|s| s.heading.len() + s.anchor.len()).sum();
+    let strings: usize = sections
+        .iter()
+        .map(|s| s.heading.len() + s.anchor.len())
+        .sum();
     let mut out = Vec::with_capacity(strings + 8 * sections.len());
     for (i, s) in sections.iter().enumerate() {
         let at = s.offset as usize;
         let opening = if at >= stored {
-            let end = sections.get(i + 1).map_or(body.len(), |n| n.offset as usize);
+            let end = sections
+                .get(i + 1)
+                .map_or(body.len(), |n| n.offset as usize);
             let text = &body[at..end.max(at)];
             &text[..text.floor_char_boundary(OPENING_BYTES)]
         } else {
