@@ -51,6 +51,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 headings: vec![text(&mut rng, 3), text(&mut rng, 4)],
                 body: text(&mut rng, if hub { 200 } else { 300 }),
                 out_links: if hub { 150 } else { 20 },
+                ..PageDoc::default()
             };
             index.add_page(&doc)?;
             let links: Vec<AnchorDoc> = (0..5)

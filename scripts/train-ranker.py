@@ -39,7 +39,7 @@ import sys
 import tempfile
 import urllib.parse
 
-FIELDS = ["title", "headings", "body", "url", "anchor", "context"]
+FIELDS = ["title", "headings", "body", "url", "anchor", "context", "section"]
 SIGNALS = [
     "coverage",
     "answers",
@@ -51,12 +51,13 @@ SIGNALS = [
     "anchor_coverage",
     "length",
     "similarity",
+    "section_coverage",
 ]
 # learned.rs's HAND_SET: rank.rs's weights before any were learned.
 HAND_SET = {
-    "fields": [0.6, 0.4, 1.0, 0.3, 0.5, 0.6],
+    "fields": [0.6, 0.4, 1.0, 0.3, 0.5, 0.6, 0.1],
     "text": 0.35,
-    "signals": [0.20, 0.20, 0.15, 0.05, -0.25, 0.0, 0.0, 0.0, 0.0, 0.2],
+    "signals": [0.20, 0.20, 0.15, 0.05, -0.25, 0.0, 0.0, 0.0, 0.0, 0.2, 0.0],
 }
 # The body's field weight stays 1: the text score is divided by the best
 # candidate's, so only the field weights' ratios matter.

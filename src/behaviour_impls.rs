@@ -110,6 +110,7 @@ mod index {
                 body,
                 anchors,
                 links_found,
+                sections,
             } = page;
             let doc = PageDoc {
                 url,
@@ -117,6 +118,7 @@ mod index {
                 headings,
                 body,
                 out_links: links_found,
+                sections,
             };
             self.add_page(&doc).map_err(index_error)?;
             let mut links: Vec<AnchorDoc> = anchors

@@ -678,6 +678,9 @@ pub struct ExtractedPage {
     /// The page's own visible text (without script, style, nav, footer or
     /// the site's chrome); only as much as was asked for.
     pub text: String,
+    /// Where `text`'s sections start (its headings `h1`–`h4` and
+    /// `<section id>`s), in order.
+    pub sections: Vec<SectionStart>,
     /// The start of the visible text as a reader sees it, chrome and link
     /// lists included, up to [`SIMHASH_TEXT_BYTES`](crate::traps::SIMHASH_TEXT_BYTES):
     /// what the trap defence's simhash compares (templates show there: a
@@ -702,6 +705,23 @@ pub struct ExtractedPage {
     /// What could not be read, in one line (a broken or oversized
     /// sitemap): recorded as the page's error; its readable links count.
     pub problem: Option<String>,
+}
+
+/// Where a section of a page's own text starts: at a heading (`h1`–`h4`)
+/// or a `<section>` with an `id`. What search ranks a long page's parts by
+/// and links its answers to (`page#anchor`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct SectionStart {
+    /// Byte offset of the section in the page's text (a char boundary).
+    pub offset: u32,
+    /// 1–4 for `h1`–`h4`; 0 for a `<section id>` with no heading of its own.
+    pub level: u8,
+    /// The heading's text (empty for level 0).
+    pub heading: String,
+    /// The fragment that links to it: the heading's (or its `<section>`'s)
+    /// own `id`, else the nearest `id` or `<a name>` before it; empty when
+    /// none precedes it.
+    pub anchor: String,
 }
 
 /// The extract behaviour: body → text and links.

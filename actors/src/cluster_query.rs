@@ -330,6 +330,8 @@ mod tests {
                 snippet: String::new(),
                 score: 0.0,
                 highlights: Vec::new(),
+                section_url: None,
+                heading_path: Vec::new(),
             },
             norm,
             rest,

@@ -54,8 +54,8 @@ pub use behaviour::{
     Archive, ArchiveError, BoxError, ClaimRequest, CommitBatch, CommitSummary, Document,
     ExtractedPage, Extractor, FetchFailure, FetchedPage, Fetcher, Frontier, HandOver, LinkPolicy,
     Notifier, Operation, OperationError, OperationOutput, Operations, PageContext, PageQuery,
-    ProcessedPage, Queries, Record, Rejection, Retry, RobotsReport, RobotsRules, Store, StoreError,
-    TrappedClaim, TrappedLink, WhyUnreachable, error_chain,
+    ProcessedPage, Queries, Record, Rejection, Retry, RobotsReport, RobotsRules, SectionStart,
+    Store, StoreError, TrappedClaim, TrappedLink, WhyUnreachable, error_chain,
 };
 pub use cluster_query::SHARD_DEADLINE;
 pub use config::{Behaviours, CrawlConfig, RestartIntensity, Storage};

@@ -116,16 +116,16 @@ enum Cmd {
     },
     /// What one page costs the crawl's CPU, stage by stage (extraction
     /// with and without the text the trap defence reads, its reading of
-    /// the text, the trap guard), over the preset's pages: no network, no
-    /// store.
+    /// the text, the trap guard; extraction for the index and indexing),
+    /// over the preset's pages: no network, no store.
     PageCost {
         #[arg(default_value = "large")]
         preset: String,
         /// Pages measured (the first of the preset's real pages).
         #[arg(long, default_value_t = 2000)]
         pages: usize,
-        /// One stage alone (links, text, read, guard; none: only make the
-        /// pages), for `perf stat -e instructions:u`.
+        /// One stage alone (links, text, read, guard, index-text, index;
+        /// none: only make the pages), for `perf stat -e instructions:u`.
         #[arg(long)]
         only: Option<String>,
     },

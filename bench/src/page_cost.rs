@@ -4,9 +4,12 @@
 //! the visible text the trap defence reads, the trap defence's reading of
 //! that text (`traps::read_page`: simhashes and sampled shingles), and the
 //! master's trap guard over the page and its links (`observe_read`, then
-//! `admit_read` of its links, as the master does). Each stage runs over the
-//! same pages in turn, several rounds; the fastest round of each is
-//! printed, in µs per page.
+//! `admit_read` of its links, as the master does). Then what an indexed
+//! crawl adds: the extractor collecting the text the index takes (up to
+//! `INDEX_TEXT_BYTES`, with the page's outline), and the page's way
+//! through the index (queued as a record, read back, added to an index
+//! of its own, committed). Each stage runs over the same pages in turn,
+//! several rounds; the fastest round of each is printed, in µs per page.
 //!
 //! `--only STAGE` runs one stage alone, for `perf stat -e instructions:u`
 //! (a count this shared machine's load does not move; `--only none` is
@@ -15,13 +18,15 @@
 use crate::web::{Preset, Web};
 use std::time::Instant;
 use web_crawler::actors::traps::{self, ReadLinks, TrapGuard, TrapSettings};
-use web_crawler::actors::{ExtractedPage, Extractor, FetchedPage};
+use web_crawler::actors::{
+    ExtractedPage, Extractor, FetchedPage, INDEX_TEXT_BYTES, PageIndex, PageText, QueuedPage,
+};
 
 /// Rounds per stage; the fastest counts (the machine is shared).
 const ROUNDS: usize = 5;
 
 /// The stages, in the order they are printed.
-pub const STAGES: [&str; 4] = ["links", "text", "read", "guard"];
+pub const STAGES: [&str; 6] = ["links", "text", "read", "guard", "index-text", "index"];
 
 pub fn run(name: &str, preset: Preset, pages: usize, only: Option<&str>) {
     // Pages made on request: only those measured are made.
@@ -62,6 +67,10 @@ pub fn run(name: &str, preset: Preset, pages: usize, only: Option<&str>) {
         .iter()
         .map(|e| traps::read_page(&e.visible_head, &e.text, true))
         .collect();
+    let for_index: Vec<ExtractedPage> = fetched
+        .iter()
+        .map(|(url, page)| extractor.extract(url, page, INDEX_TEXT_BYTES))
+        .collect();
 
     let stage = |which: &str| -> f64 {
         match which {
@@ -91,6 +100,26 @@ pub fn run(name: &str, preset: Preset, pages: usize, only: Option<&str>) {
                     std::hint::black_box(guard.admit_read(&links, 0));
                 }
             }),
+            "index-text" => fastest(n, || {
+                for (url, page) in &fetched {
+                    std::hint::black_box(extractor.extract(url, page, INDEX_TEXT_BYTES));
+                }
+            }),
+            "index" => fastest(n, || {
+                // A new index each round, as the crawl's first.
+                let dir = tempfile::tempdir().expect("a directory for the index");
+                let mut index =
+                    web_crawler::search::SearchIndex::open(dir.path()).expect("open the index");
+                for ((url, _), e) in fetched.iter().zip(&for_index) {
+                    let Some(text) = PageText::of(url, e) else {
+                        continue;
+                    };
+                    let queued = QueuedPage::of_record(&text.into_record()).expect("queued");
+                    let page = queued.text().expect("read back");
+                    PageIndex::add(&mut index, page).expect("add");
+                }
+                PageIndex::commit(&mut index).expect("commit");
+            }),
             _ => 0.0,
         }
     };
@@ -98,7 +127,7 @@ pub fn run(name: &str, preset: Preset, pages: usize, only: Option<&str>) {
         println!("{only}: {:.1} µs per page", stage(only));
         return;
     }
-    let [links_only, with_text, reading, guard] = STAGES.map(stage);
+    let [links_only, with_text, reading, guard, index_text, indexing] = STAGES.map(stage);
     let body_kb = fetched.iter().map(|(_, p)| p.body.len()).sum::<usize>() as f64 / n as f64 / 1e3;
     let text_kb = extracted.iter().map(|e| e.text.len()).sum::<usize>() as f64 / n as f64 / 1e3;
     let links = extracted.iter().map(|e| e.links.len()).sum::<usize>() as f64 / n as f64;
@@ -116,6 +145,8 @@ pub fn run(name: &str, preset: Preset, pages: usize, only: Option<&str>) {
         "| trap defence in all (text collected, read, guard) | {defence:.1} ({:.0}% of links-only extraction) |",
         100.0 * defence / links_only
     );
+    println!("| extract, links and the index's text (outline included) | {index_text:.1} |");
+    println!("| index (queued, read back, added, committed) | {indexing:.1} |");
 }
 
 /// The fastest of [`ROUNDS`] runs of `round`, in µs per page.

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 use web_crawler::search::{
-    Ranking, SearchAnswer, SearchError, SearchIndex, SearchOptions, index_dir_for,
+    Ranking, SearchAnswer, SearchError, SearchHit, SearchIndex, SearchOptions, index_dir_for,
 };
 use web_crawler::store::SqliteStore;
 
@@ -195,11 +195,25 @@ fn print_answer(answer: &SearchAnswer, query: &str, json: bool) -> Result<()> {
         };
         writeln!(out, "{:>2}. {title}", i + 1)?;
         writeln!(out, "    {}  (score {:.3})", hit.url, hit.score)?;
+        if let Some(line) = section_line(hit) {
+            writeln!(out, "    {line}")?;
+        }
         if !hit.snippet.is_empty() {
             writeln!(out, "    {}", marked(&hit.snippet, &hit.highlights, bold))?;
         }
     }
     Ok(())
+}
+
+/// The section a result's snippet is from, when it is not the page's top:
+/// `§ Heading › Subheading  URL#anchor`.
+fn section_line(hit: &SearchHit) -> Option<String> {
+    let link = hit.section_url.as_deref().filter(|link| *link != hit.url)?;
+    Some(if hit.heading_path.is_empty() {
+        format!("§ {link}")
+    } else {
+        format!("§ {}  {link}", hit.heading_path.join(" › "))
+    })
 }
 
 /// The snippet with its matched terms in bold (on a terminal).
@@ -282,5 +296,28 @@ mod tests {
         let bread = [std::ops::Range { start: 4, end: 9 }];
         assert_eq!(marked("rye bread", &bread, false), "rye bread");
         assert_eq!(marked("rye bread", &bread, true), "rye \x1b[1mbread\x1b[0m");
+    }
+
+    #[test]
+    fn a_section_below_the_pages_top_gets_a_line_of_its_own() {
+        let hit = |section_url: Option<&str>, path: &[&str]| SearchHit {
+            url: "http://h/f.html".into(),
+            title: "Functions".into(),
+            snippet: String::new(),
+            score: 1.0,
+            highlights: Vec::new(),
+            section_url: section_url.map(str::to_string),
+            heading_path: path.iter().map(|h| h.to_string()).collect(),
+        };
+        assert_eq!(
+            section_line(&hit(Some("http://h/f.html#c"), &["Functions", "COALESCE"])).as_deref(),
+            Some("§ Functions › COALESCE  http://h/f.html#c")
+        );
+        assert_eq!(
+            section_line(&hit(Some("http://h/f.html#c"), &[])).as_deref(),
+            Some("§ http://h/f.html#c")
+        );
+        assert_eq!(section_line(&hit(Some("http://h/f.html"), &[])), None);
+        assert_eq!(section_line(&hit(None, &[])), None);
     }
 }

@@ -15,6 +15,7 @@
 //! leave almost nothing (a page that is all links, or marked oddly), the
 //! whole visible text stays.
 
+use super::outline::Kept;
 use std::ops::Range;
 
 /// Open containers tracked, at most: deeper nesting is not followed (its
@@ -49,6 +50,7 @@ pub(super) enum BlockName {
     Cell,
     Row,
     Term,
+    Section,
     Other(u64),
 }
 
@@ -66,6 +68,7 @@ impl BlockName {
             b"td" | b"th" => Self::Cell,
             b"tr" => Self::Row,
             b"dt" | b"dd" => Self::Term,
+            b"section" => Self::Section,
             _ => Self::Other(name.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
                 (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
             })),
@@ -281,7 +284,8 @@ impl Blocks {
     /// bytes: its main region's blocks when they hold
     /// [`MIN_CONTENT_BYTES`] or more, else all its content blocks; all of
     /// `text` when those hold less than that and less than a tenth of it.
-    pub(super) fn content(self, text: String, limit: usize) -> String {
+    /// With it, the parts of `text` it holds, in order.
+    pub(super) fn content(self, text: String, limit: usize) -> (String, Vec<Kept>) {
         let main: usize = self.kept.iter().filter(|b| b.1).map(|b| b.0.len()).sum();
         let only_main = main >= MIN_CONTENT_BYTES;
         let ranges: Vec<&Range<usize>> = self
@@ -294,14 +298,22 @@ impl Blocks {
         if kept < MIN_CONTENT_BYTES && kept * 10 < text.len() {
             let mut text = text;
             text.truncate(text.floor_char_boundary(limit));
-            return text;
+            let whole = Kept {
+                visible: 0,
+                own: 0,
+                len: text.len(),
+            };
+            return (text, vec![whole]);
         }
         let mut out = String::with_capacity(kept.min(limit));
+        let mut parts = Vec::with_capacity(ranges.len());
         for r in ranges {
-            let part = text[(*r).clone()].trim();
+            let whole = &text[(*r).clone()];
+            let part = whole.trim();
             if part.is_empty() {
                 continue;
             }
+            let lead = whole.len() - whole.trim_start().len();
             let space = usize::from(!out.is_empty());
             let room = limit.saturating_sub(out.len() + space);
             let part = if part.len() > room {
@@ -315,12 +327,17 @@ impl Blocks {
             if space == 1 {
                 out.push(' ');
             }
+            parts.push(Kept {
+                visible: r.start + lead,
+                own: out.len(),
+                len: part.len(),
+            });
             out.push_str(part);
             if out.len() + 1 >= limit {
                 break;
             }
         }
-        out
+        (out, parts)
     }
 }
 
@@ -412,7 +429,7 @@ mod tests {
         b.text(14, false);
         b.end(text.len(), &r);
         assert_eq!(
-            b.content(text.clone(), usize::MAX),
+            b.content(text.clone(), usize::MAX).0,
             format!("{para} Sidebar words")
         );
 
@@ -421,7 +438,7 @@ mod tests {
         let mut b = Blocks::default();
         b.text(links.len(), true);
         b.end(links.len(), &r);
-        assert_eq!(b.content(links.clone(), usize::MAX), links);
+        assert_eq!(b.content(links.clone(), usize::MAX).0, links);
 
         // The main region's blocks win over the rest; the limit holds.
         let body = "x ".repeat(150);
@@ -437,11 +454,11 @@ mod tests {
             b
         };
         assert_eq!(
-            intro_then_main().content(text.clone(), usize::MAX),
+            intro_then_main().content(text.clone(), usize::MAX).0,
             body.trim()
         );
         assert_eq!(
-            intro_then_main().content(text.clone(), 21),
+            intro_then_main().content(text.clone(), 21).0,
             "x x x x x x x x x x x"
         );
 
@@ -461,7 +478,7 @@ mod tests {
         b.text(side.len(), false);
         b.end(text.len(), &regions);
         assert_eq!(
-            b.content(text, usize::MAX),
+            b.content(text, usize::MAX).0,
             format!("{title} {}", main.trim())
         );
     }

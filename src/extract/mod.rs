@@ -15,6 +15,7 @@ use crate::normalize::NormalizeOptions;
 
 mod boilerplate;
 mod charset;
+mod outline;
 #[cfg(test)]
 mod proptests;
 pub mod sitemap;
@@ -52,6 +53,8 @@ pub struct Extracted {
     pub title: Option<String>,
     /// h1..h6 text, in order, whitespace-collapsed
     pub headings: Vec<String>,
+    /// Where `text`'s sections start (see `outline`), in order.
+    pub sections: Vec<web_crawler_actors::SectionStart>,
     /// The page's own visible text: whitespace collapsed to single spaces,
     /// excluding script, style, noscript, template, nav, footer, head
     /// content, svg, and the site's chrome (sidebars, menus, breadcrumbs,
@@ -185,6 +188,7 @@ impl web_crawler_actors::Extractor for HtmlExtractor {
             title: found.title,
             headings: found.headings,
             text: found.text,
+            sections: found.sections,
             visible_head: found.visible_head,
             document,
             content_hash,

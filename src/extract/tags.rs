@@ -172,11 +172,12 @@ pub(super) fn attr_of(tag: Tag, name: &[u8]) -> Option<Attr> {
         (Tag::A | Tag::Area | Tag::Link | Tag::Base, b"href") => Some(Attr::Href),
         (Tag::A | Tag::Area | Tag::Link, b"rel") => Some(Attr::Rel),
         (Tag::Frame | Tag::IFrame, b"src") => Some(Attr::Src),
-        (Tag::Meta, b"name") => Some(Attr::Name),
+        (Tag::Meta | Tag::A, b"name") => Some(Attr::Name),
         (Tag::Meta, b"content") => Some(Attr::Content),
         // What a block says it is (main content or chrome: `boilerplate`).
         (Tag::Block, b"class") => Some(Attr::Class),
-        (Tag::Block, b"id") => Some(Attr::Id),
+        // Also where a link into the page goes (a section's anchor).
+        (_, b"id") => Some(Attr::Id),
         (Tag::Block, b"role") => Some(Attr::Role),
         _ => None,
     }

@@ -13,6 +13,7 @@ use html5gum::{Emitter, Error as TokenizerError, ForwardingEmitter, Span, State,
 use url::Url;
 
 use super::boilerplate::{BlockName, Blocks, Regions, region_of};
+use super::outline::Outline;
 use super::tags::{Attr, Tag, attr_of, breaks_out_of_foreign, breaks_words, classify, state_after};
 use super::{Extracted, ExtractedLink, LinkSource};
 use crate::normalize::{NormalizeOptions, resolve};
@@ -297,6 +298,10 @@ struct Extractor<'a> {
     title: Collector,
     heading: Collector,
     headings: Vec<String>,
+    /// The level of the heading whose start tag is being read (1–6).
+    heading_level: u8,
+    /// Where the page's sections start (collected with the visible text).
+    outline: Outline,
     title_result: Option<String>,
     title_done: bool,
     in_title: bool,
@@ -351,6 +356,8 @@ impl<'a> Extractor<'a> {
             title: Collector::default(),
             heading: Collector::default(),
             headings: Vec::new(),
+            heading_level: 0,
+            outline: Outline::default(),
             title_result: None,
             title_done: false,
             in_title: false,
@@ -413,6 +420,9 @@ impl<'a> Extractor<'a> {
                 let tag = classify(name);
                 self.tag = Some(tag);
                 self.block = (tag == Tag::Block).then(|| BlockName::of(name));
+                if tag == Tag::Heading {
+                    self.heading_level = name[1] - b'0';
+                }
                 self.tag_breaks_out = self.in_foreign() && breaks_out_of_foreign(name);
                 self.attr = None;
                 self.href.reset();
@@ -504,9 +514,23 @@ impl<'a> Extractor<'a> {
                 // A heading start tag implicitly closes an open heading.
                 self.close_heading();
                 self.heading_open = self.text_visible();
+                if self.heading_open && !foreign && self.text_limit > 0 {
+                    let at = self.text.buf.len();
+                    self.outline
+                        .open_heading(at, self.heading_level, self.id.get());
+                }
             }
             Tag::Block if !foreign && self.text_limit > 0 => {
                 if let Some(name) = self.block.take() {
+                    if let Some(id) = self.id.get()
+                        && self.text_visible()
+                    {
+                        if name == BlockName::Section {
+                            self.outline.section(self.text.buf.len(), id);
+                        } else {
+                            self.outline.anchor(id);
+                        }
+                    }
                     self.end_block();
                     let region = region_of(
                         name,
@@ -515,6 +539,13 @@ impl<'a> Extractor<'a> {
                         self.role.get().unwrap_or(""),
                     );
                     self.regions.open(name, region);
+                }
+            }
+            Tag::A | Tag::Other if !foreign && self.text_limit > 0 && self.text_visible() => {
+                // Targets of links into the page: the nearest before a
+                // heading is where a link to its section goes.
+                if let Some(id) = self.id.get().or(self.name.get().filter(|_| tag == Tag::A)) {
+                    self.outline.anchor(id);
                 }
             }
             _ => {}
@@ -626,6 +657,7 @@ impl<'a> Extractor<'a> {
         }
         self.heading_open = false;
         let h = self.heading.take();
+        self.outline.close_heading(&h, self.text.buf.len());
         if !h.is_empty() {
             self.headings.push(h);
         }
@@ -710,7 +742,8 @@ impl<'a> Extractor<'a> {
         let visible = self.text.take();
         let head = visible.floor_char_boundary(web_crawler_actors::traps::SIMHASH_TEXT_BYTES);
         let visible_head = visible[..head].to_string();
-        let text = std::mem::take(&mut self.blocks).content(visible, self.text_limit);
+        let (text, kept) = std::mem::take(&mut self.blocks).content(visible, self.text_limit);
+        let sections = std::mem::take(&mut self.outline).sections(&kept);
         let base = self.base.as_ref().unwrap_or(self.page_url);
         let mut invalid_links = 0;
         let mut links: Vec<ExtractedLink> = Vec::with_capacity(self.raw_links.len());
@@ -769,6 +802,7 @@ impl<'a> Extractor<'a> {
         Extracted {
             title: self.title_result,
             headings: self.headings,
+            sections,
             text,
             visible_head,
             links,
@@ -890,6 +924,95 @@ mod tests {
 
     /// "Привет" in windows-1251.
     const PRIVET_1251: &[u8] = b"\xCF\xF0\xE8\xE2\xE5\xF2";
+
+    /// `(offset, level, heading, anchor)` of each section, and the text
+    /// each starts with.
+    fn sections(e: &Extracted) -> Vec<(u8, &str, &str, &str)> {
+        e.sections
+            .iter()
+            .map(|s| {
+                let at = &e.text[s.offset as usize..];
+                (
+                    s.level,
+                    s.heading.as_str(),
+                    s.anchor.as_str(),
+                    &at[..at.floor_char_boundary(12)],
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn docbook_sections_start_at_their_headings_with_their_divs_ids() {
+        // The PostgreSQL manual's shape: the id on the section's div, the
+        // navigation in a table of its own, an index term's anchor inside.
+        let para = "Text of the section that says enough to be the page's own. ".repeat(4);
+        let html = format!(
+            "<html><head><title>9.18. Conditional Expressions</title></head><body>\
+             <div class=\"navheader\"><table><tr><th>9.18. Conditional Expressions</th></tr>\
+             <tr><td><a href=\"a.html\">Prev</a></td></tr></table></div>\
+             <div class=\"sect1\" id=\"FUNCTIONS-CONDITIONAL\"><div class=\"titlepage\"><div><div>\
+             <h2 class=\"title\">9.18. Conditional Expressions</h2></div></div></div><p>Lead {para}</p>\
+             <div class=\"sect2\" id=\"FUNCTIONS-CASE\"><div class=\"titlepage\"><div><div>\
+             <h3 class=\"title\">9.18.1. CASE</h3></div></div></div><p>Case {para}</p>\
+             <a id=\"id-1.5.8.24.8.2\" class=\"indexterm\"></a><p>More {para}</p></div>\
+             <div class=\"sect2\" id=\"FUNCTIONS-COALESCE-NVL-IFNULL\"><div class=\"titlepage\"><div><div>\
+             <h3 class=\"title\">9.18.2. COALESCE</h3></div></div></div><p>Coalesce {para}</p></div>\
+             <h5>A small heading</h5><p>Small {para}</p></div>\
+             <div class=\"navfooter\"><h3>Footer heading</h3></div></body></html>"
+        );
+        let e = ex(&html);
+        assert_eq!(
+            sections(&e),
+            [
+                (
+                    2,
+                    "9.18. Conditional Expressions",
+                    "FUNCTIONS-CONDITIONAL",
+                    "9.18. Condit"
+                ),
+                (3, "9.18.1. CASE", "FUNCTIONS-CASE", "9.18.1. CASE"),
+                (
+                    3,
+                    "9.18.2. COALESCE",
+                    "FUNCTIONS-COALESCE-NVL-IFNULL",
+                    "9.18.2. COAL"
+                ),
+            ]
+        );
+    }
+
+    #[test]
+    fn sphinx_and_markdown_sections_take_the_section_or_heading_id() {
+        let para = "Words of this part of the page, plenty of them to keep. ".repeat(4);
+        let html = format!(
+            "<html><head><title>csv</title></head><body>\
+             <div class=\"sphinxsidebar\" role=\"navigation\"><h3>Table of Contents</h3></div>\
+             <div role=\"main\"><section id=\"module-csv\"><h1>csv — CSV File Reading\
+             <a class=\"headerlink\" href=\"#module-csv\">¶</a></h1><p>{para}</p>\
+             <section id=\"dialects\"><h2>Dialects<a class=\"headerlink\" href=\"#dialects\">¶</a></h2>\
+             <p>{para}</p></section></section>\
+             <h2 id=\"usage\">Usage</h2><p>{para}</p>\
+             <h3><a name=\"old-style\"></a>Old style</h3><p>{para}</p>\
+             <h3>No anchor of its own</h3><p>{para}</p></div></body></html>"
+        );
+        let e = ex(&html);
+        let got: Vec<(u8, &str, &str)> = sections(&e).iter().map(|s| (s.0, s.1, s.2)).collect();
+        assert_eq!(
+            got,
+            [
+                (1, "csv — CSV File Reading", "module-csv"),
+                (2, "Dialects", "dialects"),
+                (2, "Usage", "usage"),
+                (3, "Old style", "old-style"),
+                (3, "No anchor of its own", "old-style"),
+            ]
+        );
+        assert!(e.text.starts_with("csv"), "{:?}", &e.text[..40]);
+        // No text wanted: no outline either.
+        let none = extract_html(&html, &page(), &NormalizeOptions::default(), 0);
+        assert!(none.sections.is_empty());
+    }
 
     #[test]
     fn title_headings_text_separation() {

@@ -557,6 +557,37 @@ mod tests {
     }
 
     #[test]
+    fn the_openapi_document_names_every_field_of_a_search_result() {
+        let doc: serde_json::Value = serde_json::from_str(OPENAPI_JSON).unwrap();
+        let result = &doc["paths"]["/search"]["get"]["responses"]["200"]["content"]["application/json"]
+            ["schema"]["properties"]["results"]["items"]["properties"];
+        let documented: BTreeSet<&str> = result
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        // Every optional field present.
+        let hit = crate::search::SearchHit {
+            url: "http://h/f.html".into(),
+            title: "F".into(),
+            snippet: "s".into(),
+            score: 1.0,
+            highlights: vec![std::ops::Range { start: 0, end: 1 }],
+            section_url: Some("http://h/f.html#s".into()),
+            heading_path: vec!["F".into()],
+        };
+        let json = serde_json::to_value(hit).unwrap();
+        let sent: BTreeSet<&str> = json
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        assert_eq!(documented, sent);
+    }
+
+    #[test]
     fn every_refusal_code_is_documented_with_its_status() {
         let doc: serde_json::Value = serde_json::from_str(OPENAPI_JSON).unwrap();
         let codes: BTreeSet<String> = doc["components"]["schemas"]["RefusalCode"]["enum"]

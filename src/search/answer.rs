@@ -10,6 +10,7 @@ use super::index::SearchIndex;
 use super::learned;
 use super::query::{self, ParsedQuery, QueryAnalyzers};
 use super::searchers::Searchers;
+use super::snippets::Shown;
 use super::typo::Vocabulary;
 use super::{Ranking, SearchAnswer, SearchError, SearchOptions, err, io_err};
 use tantivy::Term;
@@ -39,9 +40,19 @@ impl SearchIndex {
                 nodes: None,
             });
         }
-        let ranked = match opts.ranking {
-            Ranking::Full | Ranking::Words => s.ranked(&parsed, &mut analyzers, limit)?.by_score(),
-            Ranking::PlainBm25 => s.plain(&parsed, limit)?,
+        let ranked: Vec<Shown> = match opts.ranking {
+            Ranking::Full | Ranking::Words => {
+                Shown::all(&s.ranked(&parsed, &mut analyzers, limit)?)
+            }
+            Ranking::PlainBm25 => s
+                .plain(&parsed, limit)?
+                .into_iter()
+                .map(|(score, addr)| Shown {
+                    score,
+                    addr,
+                    section: None,
+                })
+                .collect(),
         };
         let results = s.hits(&parsed, &ranked, &mut analyzers)?;
         Ok(SearchAnswer {
@@ -125,7 +136,7 @@ impl SearchIndex {
             return Ok(top);
         }
         let ranked = s.ranked(&parsed, &mut analyzers, limit)?;
-        let hits = s.hits(&parsed, &ranked.by_score(), &mut analyzers)?;
+        let hits = s.hits(&parsed, &Shown::all(&ranked), &mut analyzers)?;
         top.norm_max = ranked.best_text;
         top.hits = hits
             .into_iter()

@@ -71,18 +71,13 @@ pub(super) struct Ranked {
     pub(super) hit_scores: Vec<f32>,
 }
 
-impl Ranked {
-    /// The pages as (score, address), best first: what hits are made of.
-    pub(super) fn by_score(&self) -> Vec<(f32, DocAddress)> {
-        self.pages.iter().map(|p| (p.score, p.addr)).collect()
-    }
-}
-
 pub(super) struct RankedPage {
     pub(super) score: f32,
     pub(super) addr: DocAddress,
     pub(super) text: f32,
     pub(super) rest: f32,
+    /// The page's section that best holds the query (see `sections`).
+    pub(super) section: Option<usize>,
 }
 
 impl Searchers<'_> {
@@ -304,6 +299,7 @@ impl Searchers<'_> {
                     addr,
                     text,
                     rest,
+                    section: f.best_section,
                 };
                 (page, url.as_str())
             })

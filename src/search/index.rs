@@ -5,7 +5,9 @@
 use super::embed::{self, Embedder};
 use super::query::QueryAnalyzers;
 use super::schema::{self, AnchorFields, IndexPart, PageFields};
+use super::sections;
 use super::snippets::SNIPPET_SCAN_BYTES;
+use super::word_count;
 use super::{AnchorDoc, PageDoc, SearchError, err, truncate};
 use crate::kill_points::{self, KillPoint};
 use std::borrow::Cow;
@@ -396,7 +398,23 @@ impl SearchIndex {
         d.add_text(f.spell, schema::SPELL_FROM_TEXT);
         d.add_text(f.url_words, url_words);
         d.add_u64(f.out_links, u64::from(doc.out_links));
-        d.add_u64(f.words, word_count(body));
+        // The sections' word positions come from the pass that counts
+        // the body's words.
+        let sections = match (f.section_starts, f.outline) {
+            (Some(_), Some(_)) => sections::inside(body, &doc.sections),
+            _ => Vec::new(),
+        };
+        let words = word_count::body_words(body, sections.iter().map(|s| s.offset as usize));
+        d.add_u64(f.words, words.spaced);
+        if let (Some(starts), Some(outline)) = (f.section_starts, f.outline)
+            && !sections.is_empty()
+        {
+            d.add_bytes(starts, &sections::pack_starts(&words.positions));
+            d.add_bytes(
+                outline,
+                &sections::pack_outline(body, &sections, start.len()),
+            );
+        }
         if let (Some(field), Some(embedder)) = (f.vectors, &self.page_embedder) {
             // A page the model fails on is still a page: indexed without
             // vectors and a warning, never a crash (the indexer would retry it).
@@ -522,61 +540,9 @@ impl SearchIndex {
     }
 }
 
-/// Words of `text`, split at ASCII white space (other white space is rare
-/// in page text, and the count only feeds the hub penalty): the bytes that
-/// start a word, counted in runs of 255 into a byte each, which the
-/// compiler turns into vector code. It runs twice for every page on the
-/// index thread; a loop carrying "in a word" from byte to byte went at
-/// 0.5 GB/s, this at 4.5.
-pub(super) fn word_count(text: &str) -> u64 {
-    fn space(b: u8) -> bool {
-        (b == b' ') | (b == b'\n') | (b == b'\t') | (b == b'\r') | (b == 0x0C)
-    }
-    let bytes = text.as_bytes();
-    let Some(&first) = bytes.first() else {
-        return 0;
-    };
-    let mut starts = u64::from(!space(first));
-    for (before, at) in bytes.chunks(255).zip(bytes[1..].chunks(255)) {
-        let mut run = 0u8;
-        for (&b, &a) in before.iter().zip(at) {
-            run += u8::from(space(b) & !space(a));
-        }
-        starts += u64::from(run);
-    }
-    starts
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn words_are_counted_between_spaces() {
-        assert_eq!(word_count(""), 0);
-        assert_eq!(word_count("  one\ttwo\n three  "), 3);
-        assert_eq!(word_count("héllo wörld"), 2);
-        assert_eq!(
-            word_count("a\u{b}b\u{c}c\rd"),
-            3,
-            "vertical tab is not ASCII white space"
-        );
-        // As splitting does, over texts longer than a run and cut anywhere.
-        let parts = ["alpha", " ", "\n\t", "délta", "x", "  ", "\r", "\u{c}"];
-        let mut seed = 7_u64;
-        let mut text = String::new();
-        while text.len() < 3_000 {
-            seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
-            text.push_str(parts[(seed >> 33) as usize % parts.len()]);
-        }
-        for start in (0..600).map(|i| text.floor_char_boundary(i * 3)) {
-            for len in [0, 1, 254, 255, 256, 511, 2_000] {
-                let piece = &text[start..text.floor_char_boundary(start + len)];
-                let split = piece.split_ascii_whitespace().count() as u64;
-                assert_eq!(word_count(piece), split, "{piece:?}");
-            }
-        }
-    }
 
     #[test]
     fn pages_in_flight_wait_for_one_to_be_indexed() {

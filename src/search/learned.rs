@@ -51,6 +51,15 @@ pub(crate) struct Features {
     /// The best cosine between the query's vector and the page's passages'
     /// (0 without vectors).
     pub(crate) similarity: f32,
+    /// BM25 of the query terms in the page's best section (see
+    /// `sections`): the whole body's for a page without headings.
+    pub(crate) section: f32,
+    /// Share of the query's terms in that section, 0..=1.
+    pub(crate) section_coverage: f32,
+    /// Which section that is (0: the text before the first heading);
+    /// `None` for a page whose sections hold none of the terms and are
+    /// all empty.
+    pub(crate) best_section: Option<usize>,
 }
 
 impl Features {
@@ -101,14 +110,15 @@ pub(crate) fn score(text: f32, best_text: f32, rest: f32) -> f32 {
 /// normalised text score, and one weight per [`signals`] entry.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(crate) struct Model {
-    /// Title, headings, body, URL words, anchor text, anchor context.
+    /// Title, headings, body, URL words, anchor text, anchor context,
+    /// best section.
     pub(crate) fields: [f32; FIELDS],
     pub(crate) text: f32,
     pub(crate) signals: [f32; SIGNALS],
 }
 
-pub(crate) const FIELDS: usize = 6;
-pub(crate) const SIGNALS: usize = 10;
+pub(crate) const FIELDS: usize = 7;
+pub(crate) const SIGNALS: usize = 11;
 
 /// Names of the [`signals`], in order (the training script's too).
 pub(crate) const SIGNAL_NAMES: [&str; SIGNALS] = [
@@ -122,6 +132,7 @@ pub(crate) const SIGNAL_NAMES: [&str; SIGNALS] = [
     "anchor_coverage",
     "length",
     "similarity",
+    "section_coverage",
 ];
 
 /// The hand-set ranking of `rank.rs` before the model was learned, as a
@@ -134,19 +145,24 @@ pub(crate) const HAND_SET: Model = Model {
         rank::URL,
         rank::ANCHOR,
         rank::CONTEXT,
+        rank::SECTION,
     ],
     text: 0.35,
-    signals: [0.20, 0.20, 0.15, 0.05, -0.25, 0.0, 0.0, 0.0, 0.0, 0.2],
+    signals: [0.20, 0.20, 0.15, 0.05, -0.25, 0.0, 0.0, 0.0, 0.0, 0.2, 0.0],
 };
 
 /// The weights in force: what `scripts/train-ranker.py` prints. Today the
 /// hand-set ones: the fitted weights lost its cross-validation on the tune
 /// split (0.800 against 0.813 MRR@10; bench/README.md, "A learned ranker").
+/// With sections (bench/README.md, "Sections"), the fitted weights left
+/// the section's at 0; a sweep of it alone won the cross-validation.
 pub(crate) const LEARNED: Model = HAND_SET;
 
 /// A candidate's field BM25s in [`Model::fields`] order.
 pub(crate) fn fields(f: &Features) -> [f32; FIELDS] {
-    [f.title, f.headings, f.body, f.url, f.anchor, f.context]
+    [
+        f.title, f.headings, f.body, f.url, f.anchor, f.context, f.section,
+    ]
 }
 
 /// A candidate's signals, each 0..=1, in [`SIGNAL_NAMES`] order.
@@ -162,6 +178,7 @@ pub(crate) fn signals(f: &Features) -> [f32; SIGNALS] {
         f.anchor_coverage,
         length(f.words),
         f.similarity,
+        f.section_coverage,
     ]
 }
 
@@ -226,7 +243,7 @@ fn dump_to(path: &std::path::Path, urls: &[String], features: &[Features]) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rank::{ANCHOR, BODY, CONTEXT, HEADINGS, TITLE, URL, link_prior};
+    use rank::{ANCHOR, BODY, CONTEXT, HEADINGS, SECTION, TITLE, URL, link_prior};
 
     #[test]
     fn the_hand_set_model_scores_as_rank_did() {
@@ -266,6 +283,7 @@ mod tests {
             out_links: u64::MAX,
             words: u64::MAX,
             similarity: 1.0,
+            section_coverage: 1.0,
             ..Features::default()
         };
         for s in signals(&extreme)
@@ -426,7 +444,12 @@ mod tests {
     fn title_and_url_weights_stay_below_the_body() {
         const {
             assert!(
-                TITLE < BODY && HEADINGS < BODY && URL < BODY && ANCHOR < BODY && CONTEXT < BODY
+                TITLE < BODY
+                    && HEADINGS < BODY
+                    && URL < BODY
+                    && ANCHOR < BODY
+                    && CONTEXT < BODY
+                    && SECTION < BODY
             )
         };
         let text = Features {
@@ -436,10 +459,12 @@ mod tests {
             url: 1.0,
             anchor: 1.0,
             context: 1.0,
+            section: 1.0,
             ..Features::default()
         }
         .text();
-        assert!((text - (BODY + TITLE + HEADINGS + URL + ANCHOR + CONTEXT)).abs() < 1e-6);
+        let all = BODY + TITLE + HEADINGS + URL + ANCHOR + CONTEXT + SECTION;
+        assert!((text - all).abs() < 1e-6);
     }
 
     #[test]

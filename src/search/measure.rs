@@ -7,6 +7,7 @@ use super::learned::Features;
 use super::query::RankTerms;
 use super::rank;
 use super::searchers::{Searchers, first_strs};
+use super::sections;
 use super::{SearchError, err, io_err, on_two_threads};
 use std::collections::{BTreeMap, HashMap};
 use tantivy::postings::Postings;
@@ -173,6 +174,13 @@ impl Searchers<'_> {
                 Some(_) => fast.bytes("vectors").map_err(err("read"))?,
                 None => None,
             };
+            let section_starts = match pf.section_starts {
+                Some(_) => fast.bytes("section_starts").map_err(err("read"))?,
+                None => None,
+            };
+            let body_norms = segment
+                .get_fieldnorms_reader(pf.body)
+                .map_err(err("read"))?;
             let mut packed = Vec::new();
             for (j, (doc, i)) in docs.iter().enumerate() {
                 let feat = &mut feats[j];
@@ -210,6 +218,26 @@ impl Searchers<'_> {
                     rank::proximity(&lists, rank_terms.slots)
                 };
                 feat.proximity = prox(2).max(0.5 * prox(0)).max(0.5 * prox(1));
+                packed.clear();
+                if let Some(column) = &section_starts
+                    && let Some(ord) = column.ords().first(*doc)
+                {
+                    column
+                        .ord_to_bytes(ord, &mut packed)
+                        .map_err(io_err("read"))?;
+                }
+                let starts = sections::unpack_starts(&packed);
+                let body_words = body_norms.fieldnorm(*doc);
+                let (best, score, held) = best_section(
+                    &starts,
+                    &positions[j][2],
+                    body_words,
+                    &weights[2],
+                    rank_terms,
+                );
+                feat.best_section = best;
+                feat.section = score;
+                feat.section_coverage = rank::coverage(held, rank_terms.slots);
             }
             let measured: Vec<(usize, Features)> =
                 docs.iter().map(|(_, i)| *i).zip(feats).collect();
@@ -222,5 +250,53 @@ impl Searchers<'_> {
             }
         }
         Ok((out, urls))
+    }
+}
+
+/// The section of a page (its [`sections::unpack_starts`]) that best
+/// holds the query, its BM25 and the query slots it holds. `positions`:
+/// each term's positions in the body; `body_words`: the body's length as
+/// BM25 counts it (its field norm: indexed words, stop words left out),
+/// shared out among the sections by their share of the body's positions.
+fn best_section(
+    starts: &[u32],
+    positions: &[Vec<u32>],
+    body_words: u32,
+    weights: &[Option<Bm25Weight>],
+    rank_terms: &RankTerms,
+) -> (Option<usize>, f32, usize) {
+    let ranges = sections::word_ranges(starts);
+    let counts = sections::term_counts(&ranges, positions);
+    // The body's positions (stop words included), of which its field norm
+    // counts the indexed words.
+    let positions_in_body = f64::from(starts.last().copied().unwrap_or(0).max(1));
+    let measured: Vec<(usize, f32)> = ranges
+        .iter()
+        .zip(&counts)
+        .map(|(range, counts)| {
+            let words = if starts.is_empty() {
+                body_words
+            } else {
+                (f64::from(range.end - range.start) * f64::from(body_words) / positions_in_body)
+                    .round() as u32
+            };
+            let norm = tantivy::fieldnorm::FieldNormReader::fieldnorm_to_id(words);
+            let score = counts
+                .iter()
+                .zip(weights)
+                .filter(|(n, _)| **n > 0)
+                .filter_map(|(n, w)| w.as_ref().map(|w| w.score(norm, *n)))
+                .sum();
+            let held = rank_terms
+                .held_slots(|ti| counts[ti] > 0)
+                .iter()
+                .filter(|h| **h)
+                .count();
+            (held, score)
+        })
+        .collect();
+    match sections::best(&measured, &ranges) {
+        Some(i) => (Some(i), measured[i].1, measured[i].0),
+        None => (None, 0.0, 0),
     }
 }

@@ -34,7 +34,9 @@
 //! left out of that search). Last, each candidate is
 //! measured from the postings and fast fields (no stored document is read)
 //! and re-scored: per-field BM25 with the body weighted above title,
-//! anchor context, anchor text, headings and URL; the share of query terms
+//! anchor context, anchor text, headings and URL, and a little of its best
+//! section's (the part under one heading that holds most of the query's
+//! terms, scored as a document of its own: see `sections`); the share of query terms
 //! the page (or its links' text and context) covers
 //! and the share its own body holds (a "How to …" title alone does not
 //! answer the question); how close together the terms sit; a small,
@@ -42,7 +44,8 @@
 //! tables of contents, generated listings — which have many links and few
 //! words of their own per link, and which plain BM25 ranks too high. Only
 //! the results returned are read from the store, for their title and a
-//! snippet. The rules are in `rank.rs`, the weights in `learned.rs`
+//! snippet, cut from that best section, which the result links to
+//! (`page#anchor`, [`SearchHit::section_url`], with its heading path). The rules are in `rank.rs`, the weights in `learned.rs`
 //! (fitted by `scripts/train-ranker.py`, kept hand-set while fitting
 //! does not beat them).
 //!
@@ -85,9 +88,11 @@ mod query;
 mod rank;
 mod schema;
 mod searchers;
+mod sections;
 mod snippets;
 mod typo;
 mod vocabulary;
+mod word_count;
 
 #[cfg(test)]
 mod tests;
@@ -109,6 +114,9 @@ pub struct PageDoc {
     pub body: String,
     /// Number of links on the page (for the hub penalty).
     pub out_links: u32,
+    /// Where `body`'s sections start: what a long page is ranked and
+    /// linked to by, a section at a time.
+    pub sections: Vec<SectionStart>,
 }
 
 /// One link of a page: its anchor text and the page it points to.
@@ -145,7 +153,10 @@ const CONTEXT_HUB: f32 = 0.5;
 /// links (an index, a table of contents) get none: the words around one
 /// of its links are the labels of the others.
 pub fn add_contexts(page: &PageDoc, links: &mut [AnchorDoc]) {
-    let hub = rank::hubness(u64::from(page.out_links), index::word_count(&page.body));
+    let hub = rank::hubness(
+        u64::from(page.out_links),
+        word_count::word_count(&page.body),
+    );
     if hub >= CONTEXT_HUB {
         return;
     }
@@ -204,7 +215,7 @@ impl SearchOptions {
 
 /// The answer and its results are the tree's own types, so an answer reads
 /// the same from this index, from a running node and over the wire.
-pub use web_crawler_actors::{SearchAnswer, SearchHit};
+pub use web_crawler_actors::{SearchAnswer, SearchHit, SectionStart};
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 

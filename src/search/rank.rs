@@ -17,7 +17,9 @@
 //!
 //! Field weights inside `text`: body 1.0, title 0.6, anchor context (the
 //! words around the links to the page) 0.6, anchor text 0.5, headings 0.4,
-//! URL words 0.3. Each field's BM25 is normalised by that
+//! URL words 0.3, and the page's best section 0.1 (the section that holds
+//! most of the query, scored as a document of its own length, so a long
+//! page whose words meet in one section gains on one that spreads them). Each field's BM25 is normalised by that
 //! field's own average length, so a short title already scores high per
 //! term; weights below the body's keep a title (or a URL) from deciding
 //! alone, and `answers` rewards the page whose text holds the terms.
@@ -31,6 +33,10 @@ pub(crate) const HEADINGS: f32 = 0.4;
 pub(crate) const URL: f32 = 0.3;
 /// The words around the links to the page (anchor context).
 pub(crate) const CONTEXT: f32 = 0.6;
+/// The page's best section (see `sections`): its BM25 beside the whole
+/// body's. Chosen on the tune split (0.1, 0.25 and 0.5 all won its
+/// cross-validation against none, 0.1 most on the whole split).
+pub(crate) const SECTION: f32 = 0.1;
 
 /// Share of `n` query terms matched.
 pub(crate) fn coverage(matched: usize, n: usize) -> f32 {

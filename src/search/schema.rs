@@ -130,7 +130,7 @@ struct EnglishWordsStream<'a> {
 
 /// The next run of alphanumeric chars in `text` from byte `at`, as
 /// tantivy's `SimpleTokenizer` splits: ASCII by byte, the rest by char.
-fn next_word(text: &str, mut at: usize) -> Option<(usize, usize)> {
+pub(crate) fn next_word(text: &str, mut at: usize) -> Option<(usize, usize)> {
     let bytes = text.as_bytes();
     let alnum_at = |i: usize| -> (bool, usize) {
         let b = bytes[i];
@@ -385,6 +385,12 @@ pub(crate) struct PageFields {
     /// The page's passage vectors, packed (`crawl --semantic`); `None` in
     /// an index made before them.
     pub(crate) vectors: Option<Field>,
+    /// Where the body's sections start, as word positions
+    /// (`sections::pack_starts`); `None` in an index made before them.
+    pub(crate) section_starts: Option<Field>,
+    /// The sections' headings, anchors and late openings, stored
+    /// (`sections::pack_outline`); with `section_starts`.
+    pub(crate) outline: Option<Field>,
 }
 
 impl PageFields {
@@ -401,6 +407,8 @@ impl PageFields {
         b.add_u64_field("out_links", FAST);
         b.add_u64_field("words", FAST);
         b.add_bytes_field("vectors", FAST);
+        b.add_bytes_field("section_starts", FAST);
+        b.add_bytes_field("outline", STORED);
         b.build()
     }
 
@@ -418,6 +426,8 @@ impl PageFields {
             out_links: f.field("out_links")?,
             words: f.field("words")?,
             vectors: f.later("vectors"),
+            section_starts: f.later("section_starts"),
+            outline: f.later("outline"),
         })
     }
 }

@@ -1,9 +1,12 @@
 //! The results as shown: each ranked page's title, URL and snippet (the
 //! window of its text holding the most different query words, with them
-//! highlighted).
+//! highlighted), and for a page with headings the section the snippet is
+//! from, as a link and a heading path.
 
+use super::candidates::{Ranked, RankedPage};
 use super::query::{ParsedQuery, QueryAnalyzers};
 use super::searchers::Searchers;
+use super::sections::{self, OutlineEntry};
 use super::{SearchError, SearchHit, err, on_two_threads, truncate};
 use std::collections::BTreeMap;
 use std::ops::Range;
@@ -17,12 +20,36 @@ pub(super) const SNIPPET_SCAN_BYTES: usize = 24 * 1024;
 
 const SNIPPET_CHARS: usize = 200;
 
+/// A ranked page to show.
+pub(super) struct Shown {
+    pub(super) score: f32,
+    pub(super) addr: DocAddress,
+    /// Its section that best holds the query (see `sections`); `None`:
+    /// the one its snippet over the whole page falls in.
+    pub(super) section: Option<usize>,
+}
+
+impl Shown {
+    pub(super) fn of(page: &RankedPage) -> Self {
+        Self {
+            score: page.score,
+            addr: page.addr,
+            section: page.section,
+        }
+    }
+
+    /// Every ranked page, best first.
+    pub(super) fn all(ranked: &Ranked) -> Vec<Self> {
+        ranked.pages.iter().map(Self::of).collect()
+    }
+}
+
 impl Searchers<'_> {
-    /// Title, URL and snippet of the ranked pages.
+    /// Title, URL, snippet and section of the ranked pages.
     pub(super) fn hits(
         &self,
         q: &ParsedQuery,
-        ranked: &[(f32, DocAddress)],
+        ranked: &[Shown],
         analyzers: &mut QueryAnalyzers,
     ) -> Result<Vec<SearchHit>, SearchError> {
         if ranked.is_empty() {
@@ -48,45 +75,101 @@ impl Searchers<'_> {
         );
         // Reading a stored page and cutting its snippet: ten at once on two threads.
         on_two_threads(ranked.len(), |k| {
-            let (score, addr) = &ranked[k];
-            let doc: TantivyDocument = self.pages.doc(*addr).map_err(err("read a page"))?;
+            let shown = &ranked[k];
+            let doc: TantivyDocument = self.pages.doc(shown.addr).map_err(err("read a page"))?;
             let text = |f: Field| {
                 doc.get_first(f)
                     .and_then(|v| v.as_str())
                     .unwrap_or_default()
                     .to_string()
             };
+            let url = text(pf.url);
             let body = text(pf.body_start.unwrap_or(pf.body));
             let scan = truncate(&body, SNIPPET_SCAN_BYTES);
-            let found = generator.snippet(scan);
-            let at = found.fragment_range().start;
-            let marks: Vec<Range<usize>> = found
-                .highlighted()
-                .iter()
-                .map(|r| r.start + at..r.end + at)
-                .collect();
-            let (snippet, highlights) = if marks.is_empty() {
-                (truncate_chars(&body, SNIPPET_CHARS), Vec::new())
-            } else {
-                let w = snippet_window(scan, &marks, SNIPPET_CHARS);
+            // A damaged outline costs the result its section, not its page.
+            let outline: Vec<OutlineEntry> = pf
+                .outline
+                .and_then(|f| doc.get_first(f))
+                .and_then(|v| v.as_bytes())
+                .and_then(|packed| sections::unpack_outline(packed).ok())
+                .unwrap_or_default();
+            let cut = |text: &str| {
+                let found = generator.snippet(text);
+                let at = found.fragment_range().start;
+                let marks: Vec<Range<usize>> = found
+                    .highlighted()
+                    .iter()
+                    .map(|r| r.start + at..r.end + at)
+                    .collect();
+                if marks.is_empty() {
+                    return (truncate_chars(text, SNIPPET_CHARS), Vec::new(), None);
+                }
+                let w = snippet_window(text, &marks, SNIPPET_CHARS);
                 let inside = marks
                     .iter()
                     .filter(|m| m.start >= w.start && m.end <= w.end)
                     .map(|m| m.start - w.start..m.end - w.start)
                     .collect();
-                (scan[w].to_string(), inside)
+                // Where the shown matches start: the window may open in
+                // the section before.
+                let first = marks.iter().find(|m| m.start >= w.start).map(|m| m.start);
+                (text[w].to_string(), inside, first)
+            };
+            let (snippet, highlights, section) = match shown.section {
+                _ if outline.is_empty() => {
+                    let (snippet, highlights, _) = cut(scan);
+                    (snippet, highlights, None)
+                }
+                Some(i) => {
+                    let (snippet, highlights, _) = cut(section_text(scan, &outline, i));
+                    (snippet, highlights, Some(i))
+                }
+                None => {
+                    let (snippet, highlights, at) = cut(scan);
+                    let at = at.unwrap_or(0);
+                    let i = outline.iter().filter(|e| e.offset as usize <= at).count();
+                    (snippet, highlights, Some(i))
+                }
+            };
+            let (section_url, heading_path) = match section {
+                Some(i) if i > 0 => (
+                    Some(sections::section_url(&url, &outline[i - 1].anchor)),
+                    sections::heading_path(&outline, i - 1),
+                ),
+                Some(_) => (Some(url.clone()), Vec::new()),
+                None => (None, Vec::new()),
             };
             let (snippet, highlights) = collapse_whitespace(&snippet, &highlights);
             Ok(SearchHit {
-                url: text(pf.url),
+                url,
                 title: collapse_whitespace(&text(pf.title), &[]).0,
                 snippet,
-                score: *score,
+                score: shown.score,
                 highlights,
+                section_url,
+                heading_path,
             })
         })
         .into_iter()
         .collect()
+    }
+}
+
+/// The text of section `i` of a page (0: its lead; `i` ≥ 1: outline
+/// entry `i - 1`'s) out of the stored start of its body, `scan`, or the
+/// opening the outline keeps of a section beyond it.
+fn section_text<'t>(scan: &'t str, outline: &'t [OutlineEntry], i: usize) -> &'t str {
+    let start = match i {
+        0 => 0,
+        i => outline.get(i - 1).map_or(scan.len(), |e| e.offset as usize),
+    };
+    let end = outline
+        .get(i)
+        .map_or(scan.len(), |e| (e.offset as usize).min(scan.len()));
+    match outline.get(i.wrapping_sub(1)) {
+        Some(entry) if start >= scan.len() => &entry.opening,
+        _ if start < end => &scan[start..end],
+        _ => "",
     }
 }
 

@@ -515,6 +515,195 @@ fn the_answer_serializes_to_the_documented_json() {
     let marked = &snippet[start.unwrap() as usize..end.unwrap() as usize];
     assert_eq!(marked.to_lowercase(), "rye", "{hit:?}");
     assert!(json["did_you_mean"].is_null());
+    // A page with headings adds its section; `url` stays the page's.
+    let (_dir, index) = index_with(&[conditional_expressions()], &[]);
+    let json = serde_json::to_value(search(&index, "coalesce")).unwrap();
+    let hit = json["results"][0].as_object().unwrap();
+    let mut keys: Vec<&String> = hit.keys().collect();
+    keys.sort();
+    assert_eq!(
+        keys,
+        [
+            "heading_path",
+            "highlights",
+            "score",
+            "section_url",
+            "snippet",
+            "title",
+            "url"
+        ]
+    );
+    assert_eq!(hit["url"], "https://pg.example/functions-conditional.html");
+}
+
+/// A reference page of `parts` (heading, anchor, text) in order, as the
+/// extractor gives it: each heading starts its part of the body.
+fn page_with_sections(url: &str, title: &str, parts: &[(&str, &str, &str)]) -> PageDoc {
+    let mut body = String::new();
+    let mut sections = Vec::new();
+    for (heading, anchor, text) in parts {
+        if !body.is_empty() {
+            body.push(' ');
+        }
+        sections.push(SectionStart {
+            offset: body.len() as u32,
+            level: if sections.is_empty() { 2 } else { 3 },
+            heading: (*heading).into(),
+            anchor: (*anchor).into(),
+        });
+        body.push_str(&format!("{heading} {text}"));
+    }
+    PageDoc {
+        headings: parts.iter().map(|p| p.0.to_string()).collect(),
+        sections,
+        ..page(url, title, &body)
+    }
+}
+
+fn conditional_expressions() -> PageDoc {
+    let filler = "Words about other conditional forms and their evaluation order. ".repeat(30);
+    page_with_sections(
+        "https://pg.example/functions-conditional.html",
+        "9.18. Conditional Expressions",
+        &[
+            (
+                "9.18. Conditional Expressions",
+                "FUNCTIONS-CONDITIONAL",
+                "This section describes the conditional expressions.",
+            ),
+            (
+                "9.18.1. CASE",
+                "FUNCTIONS-CASE",
+                &format!("The CASE expression is a generic conditional. {filler}"),
+            ),
+            (
+                "9.18.2. COALESCE",
+                "FUNCTIONS-COALESCE",
+                &format!(
+                    "COALESCE returns the first of its arguments that is not null; it is often used to substitute a default value for null values. {filler}"
+                ),
+            ),
+            (
+                "9.18.3. NULLIF",
+                "FUNCTIONS-NULLIF",
+                &format!("NULLIF returns a null value if its two arguments are equal. {filler}"),
+            ),
+        ],
+    )
+}
+
+#[test]
+fn a_result_links_to_the_section_its_words_meet_in_with_a_snippet_from_it() {
+    let (_dir, index) = index_with(&[conditional_expressions()], &[]);
+    let hit = &search(&index, "substitute a default value for null").results[0];
+    assert_eq!(hit.url, "https://pg.example/functions-conditional.html");
+    assert_eq!(
+        hit.section_url.as_deref(),
+        Some("https://pg.example/functions-conditional.html#FUNCTIONS-COALESCE")
+    );
+    assert_eq!(
+        hit.heading_path,
+        ["9.18. Conditional Expressions", "9.18.2. COALESCE"]
+    );
+    assert!(
+        hit.snippet.contains("substitute a default value"),
+        "{hit:?}"
+    );
+    assert!(!hit.snippet.contains("CASE"), "{hit:?}");
+    // The section's own heading counts for it: its first word is the
+    // section's first position.
+    let hit = &search(&index, "nullif").results[0];
+    assert_eq!(
+        hit.heading_path.last().map(String::as_str),
+        Some("9.18.3. NULLIF")
+    );
+    assert!(hit.snippet.starts_with("9.18.3. NULLIF"), "{hit:?}");
+    // A match in the title alone: the first section with text.
+    let hit = &search(&index, "expressions").results[0];
+    assert!(hit.section_url.is_some(), "{hit:?}");
+    // The plain ranking links to the section its snippet is from.
+    let plain = SearchOptions::default().ranking(Ranking::PlainBm25);
+    let hit = &index.search("nullif", &plain).unwrap().results[0];
+    assert_eq!(
+        hit.heading_path.last().map(String::as_str),
+        Some("9.18.3. NULLIF")
+    );
+}
+
+#[test]
+fn a_sections_start_is_the_body_position_of_its_first_word() {
+    use tantivy::postings::Postings;
+    let (_dir, index) = index_with(&[conditional_expressions()], &[]);
+    let searcher = index.pages.reader.searcher();
+    let segment = &searcher.segment_readers()[0];
+    let column = segment
+        .fast_fields()
+        .bytes("section_starts")
+        .unwrap()
+        .unwrap();
+    let mut packed = Vec::new();
+    let ord = column.ords().first(0).unwrap();
+    column.ord_to_bytes(ord, &mut packed).unwrap();
+    let starts = sections::unpack_starts(&packed);
+    assert_eq!(starts.len(), 5, "four sections and the body's length");
+    // "9.18.3. NULLIF": its fourth word, in the analyzer's positions.
+    let body = index.pages.fields.body;
+    let mut postings = segment
+        .inverted_index(body)
+        .unwrap()
+        .read_postings(
+            &tantivy::Term::from_field_text(body, "nullif"),
+            tantivy::schema::IndexRecordOption::WithFreqsAndPositions,
+        )
+        .unwrap()
+        .unwrap();
+    let mut positions = Vec::new();
+    postings.positions(&mut positions);
+    assert_eq!(positions[0], starts[3] + 3, "{positions:?} {starts:?}");
+}
+
+#[test]
+fn a_section_past_the_stored_text_has_its_snippet_from_its_opening() {
+    let filler = "Words about nothing in particular fill this page. ".repeat(600);
+    let page = page_with_sections(
+        "https://bake.example/long",
+        "Long",
+        &[
+            ("Start", "start", &filler),
+            (
+                "Rye crumb",
+                "rye",
+                "The rye crumb is dense and keeps for a week.",
+            ),
+        ],
+    );
+    let (_dir, index) = index_with(&[page], &[]);
+    let hit = &search(&index, "rye crumb").results[0];
+    assert_eq!(
+        hit.section_url.as_deref(),
+        Some("https://bake.example/long#rye")
+    );
+    assert!(
+        hit.snippet.starts_with("Rye crumb The rye crumb"),
+        "{hit:?}"
+    );
+    let marked: Vec<&str> = hit
+        .highlights
+        .iter()
+        .map(|r| &hit.snippet[r.clone()])
+        .collect();
+    assert!(
+        marked.iter().any(|m| m.eq_ignore_ascii_case("crumb")),
+        "{hit:?}"
+    );
+}
+
+#[test]
+fn a_page_without_headings_answers_as_before() {
+    let (_dir, index) = index_with(&bakery(), &[]);
+    let hit = &search(&index, "rye").results[0];
+    assert_eq!(hit.section_url, None);
+    assert!(hit.heading_path.is_empty());
 }
 
 #[test]

@@ -507,6 +507,95 @@ async fn snippets_carry_no_site_chrome() {
     app.stop(Duration::from_secs(5)).await.unwrap();
 }
 
+/// A long reference page in Sphinx's shape: each part a `<section id>`
+/// with its heading and permalink, the sidebar's headings beside them.
+fn reference_site() -> HashMap<String, Page> {
+    let filler = "The module keeps its rows as lists of strings and reads them lazily. ".repeat(12);
+    let section = |id: &str, level: u8, heading: &str, text: &str| {
+        format!(
+            "<section id=\"{id}\"><h{level}>{heading}<a class=\"headerlink\" href=\"#{id}\">¶</a>\
+             </h{level}><p>{text} {filler}</p>"
+        )
+    };
+    let page = format!(
+        "<!doctype html><html><head><title>csv — CSV File Reading and Writing</title></head><body>\
+         <div class=\"body\" role=\"main\">{}{}</section>{}</section>{}</section></section></div>\
+         <div class=\"sphinxsidebar\" role=\"navigation\"><h3>Table of Contents</h3>\
+         <ul><li><a href=\"#dialects\">Dialects</a></li></ul></div></body></html>",
+        section(
+            "module-csv",
+            1,
+            "csv — CSV File Reading and Writing",
+            "Tabular data in comma separated values."
+        ),
+        section(
+            "module-contents",
+            2,
+            "Module Contents",
+            "The reader and writer functions."
+        ),
+        section(
+            "dialects",
+            2,
+            "Dialects and Formatting Parameters",
+            "A dialect groups the quoting character, the delimiter and the line terminator \
+             a spreadsheet program uses.",
+        ),
+        section(
+            "examples",
+            2,
+            "Examples",
+            "Reading a file with the reader function."
+        ),
+    );
+    HashMap::from([
+        (
+            "/".to_string(),
+            html("Docs", "", "<a href=\"/csv.html\">csv</a>"),
+        ),
+        ("/csv.html".to_string(), Page::html(page)),
+    ])
+}
+
+/// A result links to the section its words meet in (`page#anchor`, with
+/// its heading path) and shows a snippet from it; `url` stays the page's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_result_links_to_its_section_with_a_snippet_from_it() {
+    let server = TestServer::start(Ipv4Addr::new(127, 0, 12, 7), reference_site()).await;
+    let index = tempfile::tempdir().unwrap();
+    let backend = Backend::sqlite();
+    let app = start(backend.open().await, settings(&index.path().join("ix")))
+        .await
+        .unwrap();
+    crawl_and_flush(&app, &server.url("/")).await;
+    let answer = app.search("quoting character delimiter", 10).await.unwrap();
+    let first = answer.results.first().expect("a result");
+    assert_eq!(first.url, server.url("/csv.html"), "{answer:?}");
+    assert_eq!(
+        first.section_url.as_deref(),
+        Some(format!("{}#dialects", server.url("/csv.html")).as_str()),
+        "{first:?}"
+    );
+    assert_eq!(
+        first.heading_path,
+        [
+            "csv — CSV File Reading and Writing",
+            "Dialects and Formatting Parameters"
+        ]
+    );
+    assert!(first.snippet.contains("quoting character"), "{first:?}");
+    assert!(!first.snippet.contains("Table of Contents"), "{first:?}");
+    // A page without headings links to no section.
+    let answer = app.search("docs", 10).await.unwrap();
+    let home = answer
+        .results
+        .iter()
+        .find(|h| h.url == server.url("/"))
+        .expect("the home page");
+    assert_eq!(home.section_url, None, "{home:?}");
+    app.stop(Duration::from_secs(5)).await.unwrap();
+}
+
 /// The sentence model: in `WEB_CRAWLER_TEST_MODEL_DIR` (set by
 /// scripts/test.sh), or installed now by scripts/models.sh. Never skipped.
 fn embedder() -> std::sync::Arc<web_crawler::search::Embedder> {

@@ -11,7 +11,7 @@
 //! it read done: a page processed is indexed exactly once across crashes
 //! of either (a page fetched again after a crash replaces its copy).
 
-use crate::behaviour::{Document, ExtractedPage, Record, StoreError};
+use crate::behaviour::{Document, ExtractedPage, Record, SectionStart, StoreError};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::error::Error as StdError;
@@ -62,6 +62,21 @@ pub struct PageText {
     pub anchors: Vec<Anchor>,
     /// Every link the page has, text or not (hub pages have many).
     pub links_found: u32,
+    /// Where `body`'s sections start (offsets into `body`). A page queued
+    /// by a version before sections has none ([`unpack_bytes`]).
+    #[serde(default)]
+    pub sections: Vec<SectionStart>,
+}
+
+/// A [`PageText`] as versions before sections packed it.
+#[derive(Deserialize)]
+struct PageTextBeforeSections {
+    url: String,
+    title: String,
+    headings: Vec<String>,
+    body: String,
+    anchors: Vec<Anchor>,
+    links_found: u32,
 }
 
 /// One link's anchor text: what the referring page calls `target`.
@@ -95,6 +110,15 @@ impl PageText {
             .text
             .strip_prefix(title.as_str())
             .map_or(page.text.as_str(), str::trim_start);
+        let cut = u32::try_from(page.text.len() - body.len()).unwrap_or(u32::MAX);
+        let sections = page
+            .sections
+            .iter()
+            .map(|s| SectionStart {
+                offset: s.offset.saturating_sub(cut),
+                ..s.clone()
+            })
+            .collect();
         Some(Self {
             url: url.to_string(),
             headings: page.headings.clone(),
@@ -102,6 +126,7 @@ impl PageText {
             title,
             anchors,
             links_found: u32::try_from(page.links_found).unwrap_or(u32::MAX),
+            sections,
         })
     }
 
@@ -165,7 +190,35 @@ fn unpack_bytes(compressed: &[u8]) -> Result<PageText, String> {
     }
     let bytes = lz4_flex::block::decompress_size_prepended(compressed)
         .map_err(|e| format!("a queued page does not decompress: {e}"))?;
-    postcard::from_bytes(&bytes).map_err(|e| format!("a queued page: {e}"))
+    // A block cut in its last literals decompresses short: the earlier
+    // layout below would read it as a page without sections.
+    if bytes.len() != claimed {
+        return Err(format!(
+            "a queued page decompresses to {} of its {claimed} bytes: damaged",
+            bytes.len()
+        ));
+    }
+    postcard::from_bytes(&bytes)
+        .or_else(|e| {
+            let PageTextBeforeSections {
+                url,
+                title,
+                headings,
+                body,
+                anchors,
+                links_found,
+            } = postcard::from_bytes(&bytes).map_err(|_| e)?;
+            Ok(PageText {
+                url,
+                title,
+                headings,
+                body,
+                anchors,
+                links_found,
+                sections: Vec::new(),
+            })
+        })
+        .map_err(|e: postcard::Error| format!("a queued page: {e}"))
 }
 
 /// One result of a query.
@@ -181,6 +234,14 @@ pub struct SearchHit {
     /// Byte ranges of `snippet` holding query terms (to mark them).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub highlights: Vec<std::ops::Range<usize>>,
+    /// The section the snippet is from, as a link: `url#anchor` (the
+    /// page itself when no anchor precedes the section). Absent for a page
+    /// without headings.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub section_url: Option<String>,
+    /// That section's headings, from the page's top level down to its own.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub heading_path: Vec<String>,
 }
 
 /// The answer to a query: ranked results, and the corrected query when
@@ -520,6 +581,54 @@ mod tests {
         doc.insert(PACKED.into(), "not base64!".into());
         let err = QueuedPage::of_document(&doc).unwrap_err();
         assert!(err.contains("base64"), "{err}");
+    }
+
+    #[test]
+    fn sections_follow_the_body_and_a_page_packed_before_them_still_reads() {
+        let mut p = page();
+        p.sections = vec![SectionStart {
+            offset: "Install ".len() as u32,
+            level: 2,
+            heading: "Steps".into(),
+            anchor: "steps".into(),
+        }];
+        let text = PageText::of("http://h/", &p).unwrap();
+        assert_eq!(text.sections[0].offset, 0, "the title cut from the body");
+        let queued = QueuedPage::of_record(&text.clone().into_record()).unwrap();
+        assert_eq!(queued.text().unwrap(), text);
+        // The packed form as versions before sections made it.
+        #[derive(Serialize)]
+        struct Earlier<'a> {
+            url: &'a str,
+            title: &'a str,
+            headings: &'a [String],
+            body: &'a str,
+            anchors: &'a [Anchor],
+            links_found: u32,
+        }
+        let earlier = Earlier {
+            url: "",
+            title: &text.title,
+            headings: &text.headings,
+            body: &text.body,
+            anchors: &text.anchors,
+            links_found: text.links_found,
+        };
+        let bytes = postcard::to_stdvec(&earlier).unwrap();
+        let packed = lz4_flex::block::compress_prepend_size(&bytes);
+        let read = QueuedPage {
+            url: "http://h/".into(),
+            packed,
+        }
+        .text()
+        .unwrap();
+        assert_eq!(
+            read,
+            PageText {
+                sections: Vec::new(),
+                ..text
+            }
+        );
     }
 
     #[test]

@@ -20,15 +20,29 @@ fn page_text() -> impl Strategy<Value = PageText> {
             0..4,
         ),
         any::<u32>(),
+        prop::collection::vec(
+            (any::<u32>(), 0u8..5, "\\PC{0,20}", "\\PC{0,10}").prop_map(
+                |(offset, level, heading, anchor)| SectionStart {
+                    offset,
+                    level,
+                    heading,
+                    anchor,
+                },
+            ),
+            0..4,
+        ),
     )
-        .prop_map(|(title, headings, body, anchors, links_found)| PageText {
-            url: String::new(),
-            title,
-            headings,
-            body,
-            anchors,
-            links_found,
-        })
+        .prop_map(
+            |(title, headings, body, anchors, links_found, sections)| PageText {
+                url: String::new(),
+                title,
+                headings,
+                body,
+                anchors,
+                links_found,
+                sections,
+            },
+        )
 }
 
 proptest! {
