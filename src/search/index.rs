@@ -267,6 +267,13 @@ fn open_part<F>(
             writer.set_merge_policy(Box::new(super::merges::CappedMerges {
                 max_docs: merge_max_docs,
             }));
+            // A process killed inside a commit leaves the files it wrote
+            // before `meta.json` (a segment's `.del` at the next opstamp);
+            // the same commit made again would find them there and fail.
+            writer
+                .garbage_collect_files()
+                .wait()
+                .map_err(err("remove the files a stopped commit left"))?;
             Some(writer)
         }
     };
