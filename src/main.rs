@@ -4,32 +4,29 @@ mod cli;
 
 use clap::Parser;
 
-/// glibc's allocator, held small: at most two malloc arenas (glibc's
-/// default is eight per core, each holding its own freed memory), freed
-/// memory above 128 KiB at the top of an arena given back at once (the
-/// threshold otherwise grows to 32 MiB after large frees), and 4 MiB of
-/// pad on each growth so that the indexer's churn does not fault pages in
-/// and out at every step. On the bench's small web (two runs each): 155–162
-/// MB peak with the index and 68 MB without, at 9.8–9.9 CPU-s; mimalloc
-/// (used before): 210–221 and 102–106 MB at 9.6–9.8 CPU-s; glibc's
-/// defaults: 195 and 72 MB.
-fn hold_the_heap_small() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    #[allow(unsafe_code)]
-    // SAFETY: mallopt sets allocator options; it runs first in `main`,
-    // before any other thread exists.
-    unsafe {
-        libc::mallopt(libc::M_ARENA_MAX, 2);
-        libc::mallopt(libc::M_TRIM_THRESHOLD, 128 * 1024);
-        libc::mallopt(libc::M_TOP_PAD, 4 * 1024 * 1024);
-    }
-}
+/// jemalloc for the whole process, SQLite's C allocations included: glibc's
+/// arenas spent a sixth of the crawl's CPU on the page buffers' churn
+/// (`_int_malloc`, `malloc_consolidate`, arena locks). On the large bench web
+/// (bench/README, 2026-11-29) it took the `--no-index` crawl from 64–72 to
+/// 53–59 CPU-s and the indexed one's anonymous peak from 191 to 178 MB.
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
+/// jemalloc's options, read before `main` runs: two arenas (its default,
+/// four a core, held 7–10 MB more at the peak for no speed), freed pages
+/// returned after 300 ms by a background thread rather than by the
+/// threads that free them, and not kept lazily after that.
+#[allow(unsafe_code)]
+// SAFETY: jemalloc reads this symbol as its `const char *malloc_conf`: a
+// pointer to a NUL-terminated string, which a reference to a byte array is.
+#[unsafe(export_name = "malloc_conf")]
+pub static MALLOC_CONF: &[u8; 69] =
+    b"background_thread:true,narenas:2,dirty_decay_ms:300,muzzy_decay_ms:0\0";
 
 /// What is logged without `RUST_LOG`.
 const DEFAULT_LOG: &str = "warn,web_crawler_actors::master=info,ractor_cluster=error";
 
 fn main() -> std::process::ExitCode {
-    hold_the_heap_small();
     let args = match cli::Cli::try_parse() {
         Ok(args) => args,
         Err(e) => return cli::usage(&e),
