@@ -155,10 +155,11 @@ pub(super) struct TuningOpts {
     /// Don't add the pages to the full-text index (`web_crawler search`).
     #[arg(long)]
     no_index: bool,
-    /// Give each indexed page vectors of its opening passages (the
+    /// Give each indexed page vectors of its sections (up to 8: the
     /// all-MiniLM-L6-v2 sentence model, installed by `scripts/models.sh`),
-    /// so that `search` also finds pages that answer in other words. About
-    /// 0.3 CPU-seconds a page: for sites of a few thousand pages.
+    /// so that `search` also finds pages that answer in other words, and
+    /// links to the section nearest the question. A few tenths of a
+    /// CPU-second a page: for sites of a few thousand pages.
     #[arg(long, conflicts_with = "no_index")]
     semantic: bool,
     #[command(flatten)]

@@ -68,7 +68,7 @@ impl SearchArgs {
         }
         let dir = index.clone().unwrap_or_else(|| index_dir_for(&db));
         let index = match SearchIndex::open_read_only(&dir) {
-            Ok(index) => index,
+            Ok(index) => index.for_one_query(),
             Err(SearchError::NoIndex { .. }) => {
                 let store = index.is_none().then(|| (db.as_path(), StorePath::of(&db)));
                 bail!("{}", no_index(&dir, store));

@@ -174,6 +174,16 @@ impl SearchIndex {
         }
     }
 
+    /// The installed model: the part of it `query` needs when this handle
+    /// answers one query, else all of it.
+    fn load_model(&self, query: &str) -> Result<Embedder, super::EmbedError> {
+        if self.one_query {
+            Embedder::installed_for(query)
+        } else {
+            Embedder::installed()
+        }
+    }
+
     /// `s` with the vector of `query` (as typed: a word the site lacks, which
     /// the words' ranking corrects, is still a word to the model), when the
     /// index holds page vectors:
@@ -185,7 +195,7 @@ impl SearchIndex {
         }
         let embedder = self
             .query_embedder
-            .get_or_init(|| match Embedder::installed() {
+            .get_or_init(|| match self.load_model(query) {
                 Ok(embedder) => Some(std::sync::Arc::new(embedder)),
                 Err(why) => {
                     tracing::warn!(%why, "the index holds page vectors; searching by words alone");

@@ -146,6 +146,8 @@ pub struct SearchIndex {
     /// across the cluster asks each shard twice (its candidates, then its
     /// top pages), and a pass is most of a query's time.
     pub(super) last_query: std::sync::Arc<std::sync::Mutex<Option<EmbeddedQuery>>>,
+    /// This handle answers one query ([`for_one_query`](Self::for_one_query)).
+    pub(super) one_query: bool,
 }
 
 /// A query and its vector.
@@ -332,6 +334,7 @@ impl SearchIndex {
             page_embedder: None,
             query_embedder: Default::default(),
             last_query: Default::default(),
+            one_query: false,
         })
     }
 
@@ -348,6 +351,18 @@ impl SearchIndex {
             page_embedder: None,
             query_embedder: self.query_embedder.clone(),
             last_query: self.last_query.clone(),
+            one_query: false,
+        }
+    }
+
+    /// This handle answers one query (a `search` process): over an index
+    /// with page vectors, the query's vector is made with only the part
+    /// of the model it needs loaded (see `Embedder::installed_for`),
+    /// half the model's bytes and most of such a process's time.
+    pub fn for_one_query(self) -> Self {
+        Self {
+            one_query: true,
+            ..self
         }
     }
 
@@ -423,10 +438,18 @@ impl SearchIndex {
             );
         }
         if let (Some(field), Some(embedder)) = (f.vectors, &self.page_embedder) {
+            let passages = embed::section_passages(&doc.title, body, &sections);
+            let texts: Vec<&str> = passages.iter().map(|(_, t)| t.as_str()).collect();
             // A page the model fails on is still a page: indexed without
             // vectors and a warning, never a crash (the indexer would retry it).
-            match embedder.passages(&doc.title, body) {
-                Ok(vectors) => d.add_bytes(field, &embed::pack(&vectors)),
+            match embedder.passages(&texts) {
+                Ok(vectors) => {
+                    d.add_bytes(field, &embed::pack(&vectors));
+                    if let Some(of) = f.vector_sections {
+                        let numbers: Vec<u16> = passages.iter().map(|(i, _)| *i).collect();
+                        d.add_bytes(of, &embed::pack_sections(&numbers));
+                    }
+                }
                 Err(why) => tracing::warn!(url = %doc.url, %why, "indexed without vectors"),
             }
         }

@@ -170,9 +170,12 @@ impl Searchers<'_> {
             let fast = segment.fast_fields();
             let out_links = fast.u64("out_links").map_err(err("read"))?;
             let words = fast.u64("words").map_err(err("read"))?;
-            let vectors = match &self.query_vector {
-                Some(_) => fast.bytes("vectors").map_err(err("read"))?,
-                None => None,
+            let (vectors, vector_sections) = match &self.query_vector {
+                Some(_) => (
+                    fast.bytes("vectors").map_err(err("read"))?,
+                    fast.bytes("vector_sections").map_err(err("read"))?,
+                ),
+                None => (None, None),
             };
             let section_starts = match pf.section_starts {
                 Some(_) => fast.bytes("section_starts").map_err(err("read"))?,
@@ -186,6 +189,8 @@ impl Searchers<'_> {
                 let feat = &mut feats[j];
                 feat.out_links = out_links.first(*doc).unwrap_or(0);
                 feat.words = words.first(*doc).unwrap_or(0);
+                // The section of the nearest passage, when the index says.
+                let mut nearest_section = None;
                 if let (Some(query), Some(vectors)) = (&self.query_vector, &vectors) {
                     packed.clear();
                     if let Some(ord) = vectors.ords().first(*doc) {
@@ -193,7 +198,20 @@ impl Searchers<'_> {
                             .ord_to_bytes(ord, &mut packed)
                             .map_err(io_err("read"))?;
                     }
-                    feat.similarity = embed::best_similarity(query, &packed);
+                    if let Some((k, sim)) = embed::nearest(query, &packed) {
+                        feat.similarity = sim;
+                        packed.clear();
+                        if let Some(column) = &vector_sections
+                            && let Some(ord) = column.ords().first(*doc)
+                        {
+                            column
+                                .ord_to_bytes(ord, &mut packed)
+                                .map_err(io_err("read"))?;
+                        }
+                        nearest_section = embed::unpack_sections(&packed)
+                            .get(k)
+                            .map(|&i| usize::from(i));
+                    }
                 }
                 let anchor = anchors.get(urls[*i].as_str());
                 if let Some(a) = anchor {
@@ -235,7 +253,12 @@ impl Searchers<'_> {
                     &weights[2],
                     rank_terms,
                 );
-                feat.best_section = best;
+                // A section holding every word of the query is the answer
+                // by them; else the one nearest in meaning is.
+                feat.best_section = match nearest_section {
+                    Some(i) if held < rank_terms.slots && i < starts.len().max(1) => Some(i),
+                    _ => best,
+                };
                 feat.section = score;
                 feat.section_coverage = rank::coverage(held, rank_terms.slots);
             }

@@ -51,8 +51,10 @@
 //!
 //! With vectors (pages indexed through [`SearchIndex::with_embedder`], a
 //! `crawl --semantic`), the query as typed is embedded too ([`Embedder`]):
-//! the pages whose best passage is nearest to it join the candidates, and
-//! that cosine is one more signal. [`Ranking::Words`] is the same ranking
+//! the pages whose best passage (a passage a section) is nearest to it
+//! join the candidates, that cosine is one more signal, and when no
+//! section holds every word of the query, the nearest passage's section
+//! is the one the result links to. [`Ranking::Words`] is the same ranking
 //! without them.
 //!
 //! [`Ranking::PlainBm25`] is the baseline the project measures against:

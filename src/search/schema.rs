@@ -385,6 +385,10 @@ pub(crate) struct PageFields {
     /// The page's passage vectors, packed (`crawl --semantic`); `None` in
     /// an index made before them.
     pub(crate) vectors: Option<Field>,
+    /// The section of each of `vectors` (`embed::pack_sections`); `None`
+    /// in an index made before vectors were of sections (of the page's
+    /// opening then).
+    pub(crate) vector_sections: Option<Field>,
     /// Where the body's sections start, as word positions
     /// (`sections::pack_starts`); `None` in an index made before them.
     pub(crate) section_starts: Option<Field>,
@@ -407,6 +411,7 @@ impl PageFields {
         b.add_u64_field("out_links", FAST);
         b.add_u64_field("words", FAST);
         b.add_bytes_field("vectors", FAST);
+        b.add_bytes_field("vector_sections", FAST);
         b.add_bytes_field("section_starts", FAST);
         b.add_bytes_field("outline", STORED);
         b.build()
@@ -426,6 +431,7 @@ impl PageFields {
             out_links: f.field("out_links")?,
             words: f.field("words")?,
             vectors: f.later("vectors"),
+            vector_sections: f.later("vector_sections"),
             section_starts: f.later("section_starts"),
             outline: f.later("outline"),
         })

@@ -209,18 +209,22 @@ pub(super) fn best(measured: &[(usize, f32)], ranges: &[Range<u32>]) -> Option<u
     best
 }
 
-/// The headings above and of outline entry `i`: each earlier heading of a
-/// higher level (smaller number) than the one after it, from the top down.
-/// A `<section>` without a heading has its parent's path.
-pub(super) fn heading_path(outline: &[OutlineEntry], i: usize) -> Vec<String> {
-    let mut path: Vec<&OutlineEntry> = Vec::new();
-    for entry in outline.iter().take(i + 1).filter(|e| e.level > 0) {
-        while path.last().is_some_and(|top| top.level >= entry.level) {
+/// The headings above and of entry `i` of an outline given as each
+/// entry's (level, heading): each earlier heading of a higher level
+/// (smaller number) than the one after it, from the top down. A
+/// `<section>` without a heading (level 0) has its parent's path.
+pub(super) fn heading_path<'a>(
+    outline: impl IntoIterator<Item = (u8, &'a str)>,
+    i: usize,
+) -> Vec<&'a str> {
+    let mut path: Vec<(u8, &str)> = Vec::new();
+    for (level, heading) in outline.into_iter().take(i + 1).filter(|e| e.0 > 0) {
+        while path.last().is_some_and(|top| top.0 >= level) {
             path.pop();
         }
-        path.push(entry);
+        path.push((level, heading));
     }
-    path.into_iter().map(|e| e.heading.clone()).collect()
+    path.into_iter().map(|e| e.1).collect()
 }
 
 /// The link to a section: the page's URL with `anchor` as its fragment
@@ -351,6 +355,12 @@ mod tests {
             entry(40, 0, "", "bare"),
             entry(50, 2, "Strings", "s"),
         ];
+        let heading_path = |outline: &[OutlineEntry], i| -> Vec<String> {
+            heading_path(outline.iter().map(|e| (e.level, e.heading.as_str())), i)
+                .into_iter()
+                .map(str::to_string)
+                .collect()
+        };
         assert_eq!(heading_path(&outline, 0), ["Functions"]);
         assert_eq!(
             heading_path(&outline, 3),

@@ -134,7 +134,13 @@ impl Searchers<'_> {
             let (section_url, heading_path) = match section {
                 Some(i) if i > 0 => (
                     Some(sections::section_url(&url, &outline[i - 1].anchor)),
-                    sections::heading_path(&outline, i - 1),
+                    sections::heading_path(
+                        outline.iter().map(|e| (e.level, e.heading.as_str())),
+                        i - 1,
+                    )
+                    .into_iter()
+                    .map(str::to_string)
+                    .collect(),
                 ),
                 Some(_) => (Some(url.clone()), Vec::new()),
                 None => (None, Vec::new()),
