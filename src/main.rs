@@ -7,8 +7,9 @@ use clap::Parser;
 /// jemalloc for the whole process, SQLite's C allocations included: glibc's
 /// arenas spent a sixth of the crawl's CPU on the page buffers' churn
 /// (`_int_malloc`, `malloc_consolidate`, arena locks). On the large bench web
-/// (bench/README, 2026-11-29) it took the `--no-index` crawl from 64–72 to
-/// 53–59 CPU-s and the indexed one's anonymous peak from 191 to 178 MB.
+/// (bench/README, 2026-11-29, two quiet alternated pairs) it took the
+/// `--no-index` crawl from 66–75 to 53–57 CPU-s, for about 22 MB more
+/// anonymous memory at the peak (150–155 MB).
 #[global_allocator]
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
