@@ -96,6 +96,11 @@ pub struct HostScheduler {
     in_flight: usize,
     /// Hosts an operator paused: nothing of them starts, robots.txt included.
     paused: HashSet<String>,
+    /// A poll has work that takes no free slot: jobs to check against their
+    /// host's robots.txt, an unreachable host's queue to hand back. Without
+    /// it a poll at `max_in_flight` has nothing to do and skips the walk
+    /// over every host (most polls of a busy crawl).
+    settle: bool,
 }
 
 impl HostScheduler {
@@ -106,6 +111,7 @@ impl HostScheduler {
             active: VecDeque::new(),
             in_flight: 0,
             paused: HashSet::new(),
+            settle: false,
         }
     }
 
@@ -113,6 +119,7 @@ impl HostScheduler {
     /// from now on follows it; what runs finishes.
     pub fn set_politeness(&mut self, cfg: Politeness) {
         self.cfg = cfg;
+        self.settle = true;
     }
 
     /// Pause or resume one host: its queued jobs wait, running ones finish.
@@ -121,6 +128,7 @@ impl HostScheduler {
             self.paused.insert(host.to_string());
         } else {
             self.paused.remove(host);
+            self.settle = true;
         }
     }
 
@@ -152,6 +160,7 @@ impl HostScheduler {
         if slot.queue.len() == 1 {
             self.active.push_back(host);
         }
+        self.settle = true;
     }
 
     fn slot(&mut self, host: &str) -> &mut HostSlot {
@@ -230,6 +239,7 @@ impl HostScheduler {
                 expires_at: now.saturating_add(ttl),
             };
             slot.vetted = 0;
+            self.settle = true;
         }
     }
 
@@ -403,6 +413,11 @@ impl HostScheduler {
     /// Decide what may start at `now`. Returns the actions and the time of
     /// the next wake-up when something is waiting on a delay.
     pub fn poll(&mut self, now: Millis) -> (Vec<Action>, Option<Millis>) {
+        if self.in_flight >= self.cfg.max_in_flight && !self.settle {
+            // Nothing can start, and a slot freed polls again.
+            return (Vec::new(), None);
+        }
+        self.settle = false;
         let mut actions = Vec::new();
         let mut wake: Option<Millis> = None;
         let mut progress = true;
@@ -715,6 +730,27 @@ mod tests {
         s.robots_ready("a", rules("/6", None), None, 0);
         let (a, _) = s.poll(0);
         assert!(matches!(&a[..], [Action::Blocked(j)] if j.url.ends_with("/6")));
+    }
+
+    #[test]
+    fn at_the_global_limit_disallowed_and_unreachable_jobs_still_settle_at_once() {
+        let mut s = sched(2, 2, 0);
+        for h in ["a", "b"] {
+            s.push(job(h, "/1"));
+        }
+        assert_eq!(s.poll(0).0.len(), 2, "two robots fetches fill the pool");
+        s.robots_ready("a", rules("/private", None), None, 0);
+        let (a, wake) = s.poll(0);
+        assert!(a.is_empty() && wake.is_none(), "nothing can start: {a:?}");
+        s.push(job("a", "/private/x"));
+        let (a, _) = s.poll(0);
+        assert!(matches!(&a[..], [Action::Blocked(j)] if j.url.ends_with("/private/x")));
+        s.robots_ready("b", rules("", None), Some(WhyUnreachable::Refused), 0);
+        let (a, _) = s.poll(0);
+        assert!(matches!(&a[..], [Action::Unreachable(..)]), "{a:?}");
+        // A slot frees: the allowed job starts.
+        s.robots_done();
+        assert_eq!(runs(&s.poll(0).0), vec!["http://a/1"]);
     }
 
     #[test]

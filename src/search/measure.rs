@@ -191,23 +191,11 @@ impl Searchers<'_> {
                 feat.words = words.first(*doc).unwrap_or(0);
                 // The section of the nearest passage, when the index says.
                 let mut nearest_section = None;
-                if let (Some(query), Some(vectors)) = (&self.query_vector, &vectors) {
-                    packed.clear();
-                    if let Some(ord) = vectors.ords().first(*doc) {
-                        vectors
-                            .ord_to_bytes(ord, &mut packed)
-                            .map_err(io_err("read"))?;
-                    }
+                if let Some(query) = &self.query_vector {
+                    column_bytes(vectors.as_ref(), *doc, &mut packed)?;
                     if let Some((k, sim)) = embed::nearest(query, &packed) {
                         feat.similarity = sim;
-                        packed.clear();
-                        if let Some(column) = &vector_sections
-                            && let Some(ord) = column.ords().first(*doc)
-                        {
-                            column
-                                .ord_to_bytes(ord, &mut packed)
-                                .map_err(io_err("read"))?;
-                        }
+                        column_bytes(vector_sections.as_ref(), *doc, &mut packed)?;
                         nearest_section = embed::unpack_sections(&packed)
                             .get(k)
                             .map(|&i| usize::from(i));
@@ -236,14 +224,7 @@ impl Searchers<'_> {
                     rank::proximity(&lists, rank_terms.slots)
                 };
                 feat.proximity = prox(2).max(0.5 * prox(0)).max(0.5 * prox(1));
-                packed.clear();
-                if let Some(column) = &section_starts
-                    && let Some(ord) = column.ords().first(*doc)
-                {
-                    column
-                        .ord_to_bytes(ord, &mut packed)
-                        .map_err(io_err("read"))?;
-                }
+                column_bytes(section_starts.as_ref(), *doc, &mut packed)?;
                 let starts = sections::unpack_starts(&packed);
                 let body_words = body_norms.fieldnorm(*doc);
                 let (best, score, held) = best_section(
@@ -322,4 +303,20 @@ fn best_section(
         Some(i) => (Some(i), measured[i].1, measured[i].0),
         None => (None, 0.0, 0),
     }
+}
+
+/// `doc`'s value in a bytes column, into `out` (emptied first, and left
+/// empty where the index has no such column or the page no value).
+fn column_bytes(
+    column: Option<&tantivy::columnar::BytesColumn>,
+    doc: DocId,
+    out: &mut Vec<u8>,
+) -> Result<(), SearchError> {
+    out.clear();
+    if let Some(column) = column
+        && let Some(ord) = column.ords().first(doc)
+    {
+        column.ord_to_bytes(ord, out).map_err(io_err("read"))?;
+    }
+    Ok(())
 }

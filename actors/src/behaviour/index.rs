@@ -52,7 +52,6 @@ pub const INDEX_ANCHORS: usize = 256;
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct PageText {
     /// In a queue record, the record's key holds the URL.
-    #[serde(default)]
     pub url: String,
     pub title: String,
     pub headings: Vec<String>,
@@ -64,7 +63,6 @@ pub struct PageText {
     pub links_found: u32,
     /// Where `body`'s sections start (offsets into `body`). A page queued
     /// by a version before sections has none ([`unpack_bytes`]).
-    #[serde(default)]
     pub sections: Vec<SectionStart>,
 }
 

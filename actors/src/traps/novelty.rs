@@ -172,7 +172,12 @@ impl Bits {
     }
 
     fn full(&self) -> bool {
-        self.keys * BITS_PER_KEY >= self.words.len() * 64
+        self.room() == 0
+    }
+
+    /// Keys it takes before it is full.
+    fn room(&self) -> usize {
+        (self.words.len() * 64 / BITS_PER_KEY).saturating_sub(self.keys)
     }
 }
 
@@ -211,31 +216,45 @@ impl SeenSketch {
     #[cfg(test)]
     pub(super) fn insert(&mut self, key: u64) {
         if !self.contains(key) {
-            self.insert_new(key);
+            self.insert_new(&[key]);
         }
     }
 
-    /// Add a key [`Self::contains`] just said is not there (a link seen
-    /// twice on one page is added twice: harmless).
-    pub(super) fn insert_new(&mut self, key: u64) {
-        let full = self.generations.back().is_none_or(Bits::full);
-        if full {
-            // Four times the last one's size: while it grows nothing is
-            // forgotten (the sizes sum to under 4/3 of the newest), and a
-            // look-up of a new key probes six generations on the way to 8
-            // MB, not eleven; at the cap, the oldest generations go.
-            let words = self
-                .generations
-                .back()
-                .map_or(FIRST_WORDS, |g| g.words.len() * GROWTH)
-                .min(self.max_words);
-            self.generations.push_back(Bits::with_words(words));
-            while self.words() > 2 * self.max_words {
-                self.generations.pop_front();
+    /// Add keys [`Self::unseen`] just said are not there (a link seen
+    /// twice on one page is added twice: harmless). A page's keys at once:
+    /// each goes to a random word of megabytes, and a tight loop lets those
+    /// misses overlap (one call a key was a twentieth of the crawl's CPU).
+    pub(super) fn insert_new(&mut self, keys: &[u64]) {
+        let mut rest = keys;
+        while !rest.is_empty() {
+            if self.generations.back().is_none_or(Bits::full) {
+                self.grow();
             }
+            let newest = self
+                .generations
+                .back_mut()
+                .expect("a generation was just made");
+            let (now, later) = rest.split_at(newest.room().clamp(1, rest.len()));
+            for &key in now {
+                newest.set(hashes_of(key));
+            }
+            rest = later;
         }
-        if let Some(newest) = self.generations.back_mut() {
-            newest.set(hashes_of(key));
+    }
+
+    /// A new newest generation, four times the last one's size: while they
+    /// grow nothing is forgotten (the sizes sum to under 4/3 of the
+    /// newest), and a look-up of a new key probes six generations on the
+    /// way to 8 MB, not eleven; at the cap, the oldest generations go.
+    fn grow(&mut self) {
+        let words = self
+            .generations
+            .back()
+            .map_or(FIRST_WORDS, |g| g.words.len() * GROWTH)
+            .min(self.max_words);
+        self.generations.push_back(Bits::with_words(words));
+        while self.words() > 2 * self.max_words {
+            self.generations.pop_front();
         }
     }
 

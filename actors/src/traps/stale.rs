@@ -71,18 +71,19 @@ impl TrapGuard {
         // generator's snippets fetched before the pages they are of would
         // otherwise make its later pages look like copies of its own.
         let mut next = new.iter().peekable();
+        let mut learned = Vec::with_capacity(2 * new.len());
         for (&k, &s) in keys.iter().zip(shingles) {
             if next.next_if_eq(&&k).is_some() {
-                self.text_seen.insert_new(k);
+                learned.push(k);
                 if !listing {
-                    self.text_seen.insert_new(text_key(directory, s));
+                    learned.push(text_key(directory, s));
                 }
             }
         }
+        self.text_seen.insert_new(&learned);
         let new_pages = unseen.iter().any(|(_, l)| l.pattern != parts.pattern);
-        for (url, _) in unseen {
-            self.links_seen.insert_new(url);
-        }
+        let urls: Vec<u64> = unseen.iter().map(|(url, _)| *url).collect();
+        self.links_seen.insert_new(&urls);
         (verdict, new_pages)
     }
 
