@@ -106,6 +106,25 @@ impl Commit<'_> {
         Ok(())
     }
 
+    /// [`Self::known`] for the links the window does not hold and the file
+    /// may, in the URL index's order: the lookups then walk the index's
+    /// pages once instead of each reading a page at random (at a million
+    /// pages most links were such lookups, a fifth of the crawl's CPU).
+    fn look_up_in_order<'l>(
+        &mut self,
+        links: impl Iterator<Item = &'l NewLink>,
+    ) -> Result<(), Fail> {
+        let mut wanted: Vec<(&NewLink, u64)> = links
+            .map(|link| (link, key_hash(&link.url, &link.operation)))
+            .filter(|&(_, key)| self.seen.get(key).is_none() && self.seen.may_be_in_file(key))
+            .collect();
+        wanted.sort_unstable_by(|a, b| a.0.url.cmp(&b.0.url));
+        for (link, key) in wanted {
+            self.known(key, link)?;
+        }
+        Ok(())
+    }
+
     /// The paper's `add_pending_url` for one link, as [`decide_link`] rules
     /// it (the referral itself is the referrer's list: [`write_referrals`]).
     /// A URL kept `trapped` is pending again: the trap defence admitted
@@ -310,6 +329,11 @@ pub(super) fn write_credit(
     tx: &Transaction<'_>,
     credit: impl IntoIterator<Item = (i64, f64)>,
 ) -> Result<(), Fail> {
+    // In the table's order: a window's worth of rows (at a million pages
+    // a fifth of the crawl's CPU went here) in one pass over the pages
+    // they share, not a random page each.
+    let mut credit: Vec<(i64, f64)> = credit.into_iter().collect();
+    credit.sort_unstable_by_key(|&(id, _)| id);
     let mut merge = tx.prepare_cached(MERGE_PENDING)?;
     for (id, unsaved) in credit {
         merge.execute(params![id, unsaved, u32::MAX, u32::MAX])?;
@@ -406,6 +430,11 @@ pub(super) fn apply_commit(
             Upserted::Waiting | Upserted::ReferralOnly => {}
         }
     }
+    c.look_up_in_order(batch.pages.iter().flat_map(|page| {
+        page.links
+            .iter()
+            .chain(page.trapped.iter().map(|t| &t.link))
+    }))?;
     for page in &batch.pages {
         let rec = &page.record;
         write_history(tx, page, now, batch.history_keep)?;
