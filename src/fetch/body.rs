@@ -7,7 +7,7 @@ use std::time::Duration;
 use brotli::DecompressorWriter;
 use flate2::write::{DeflateDecoder, GzDecoder, ZlibDecoder};
 use http_body_util::BodyExt;
-use hyper::body::Incoming;
+use hyper::body::{Body, Incoming};
 use hyper::header::{self, HeaderMap};
 use tokio::time::{Instant, timeout_at};
 
@@ -32,13 +32,19 @@ pub(super) async fn read_body(
 ) -> Result<(Vec<u8>, bool), FetchError> {
     let coding = content_coding(headers);
     let mut decoder = BodyDecoder::new(coding, max_body);
+    // hyper's size hint is the body's `Content-Length` when it has one.
     if coding == Coding::Identity
-        && let Some(len) = declared_length(headers)
+        && let Some(len) = body.size_hint().exact()
     {
         // The whole body in one allocation: grown by doubling, a 30 KB page
         // was copied twice on its way in. Up to a bound, as the header may
         // promise what never comes.
-        decoder.reserve(len.min(max_body).min(PRESIZE_MAX));
+        decoder.reserve(
+            usize::try_from(len)
+                .unwrap_or(usize::MAX)
+                .min(max_body)
+                .min(PRESIZE_MAX),
+        );
     }
     let mut raw_len = 0usize;
     let mut truncated = false;
@@ -74,17 +80,6 @@ enum Coding {
     Gzip,
     Deflate,
     Brotli,
-}
-
-/// The body's `Content-Length`, when it is one number.
-fn declared_length(headers: &HeaderMap) -> Option<usize> {
-    headers
-        .get(header::CONTENT_LENGTH)?
-        .to_str()
-        .ok()?
-        .trim()
-        .parse()
-        .ok()
 }
 
 /// The body's content coding. Only a single coding is undone; a stack of

@@ -107,9 +107,9 @@ impl Commit<'_> {
     }
 
     /// [`Self::known`] for the links the window does not hold and the file
-    /// may, in the URL index's order: the lookups then walk the index's
-    /// pages once instead of each reading a page at random (at a million
-    /// pages most links were such lookups, a fifth of the crawl's CPU).
+    /// may, in the URL index's order, so that the lookups walk the index's
+    /// pages in turn (at a million pages most links are such lookups; the
+    /// order saved 2-4% there: the rows found are still read at random).
     fn look_up_in_order<'l>(
         &mut self,
         links: impl Iterator<Item = &'l NewLink>,
