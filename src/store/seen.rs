@@ -349,6 +349,18 @@ mod tests {
     }
 
     #[test]
+    fn the_store_window_fills_its_tables_without_slack() {
+        let half = crate::store::sqlite::SEEN_WINDOW / 2;
+        let table = generation(half);
+        assert_eq!(table.capacity(), half, "no bucket paid for and unused");
+        let mut w = SeenWindow::new(crate::store::sqlite::SEEN_WINDOW, FileKeys::new(0, 16));
+        for key in 0..half as u64 - 1 {
+            w.insert(key, Seen::Processed { at: 1 });
+        }
+        assert_eq!(w.young.capacity(), half, "a full generation never grew");
+    }
+
+    #[test]
     fn updating_an_old_key_does_not_grow_the_window() {
         let mut w = SeenWindow::new(4, FileKeys::new(0, 16));
         w.insert(1, pending(1));
