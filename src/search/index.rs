@@ -23,11 +23,8 @@ use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyError, Term}
 const MAX_BODY_BYTES: usize = 1 << 20;
 
 /// The writers' arenas: what the index holds in memory before it writes a
-/// segment (tantivy's minimum is 15 MB a thread). The pages writer's is
-/// the largest single part of an indexed crawl's anonymous memory; 40 MB
-/// rather than 48 keeps a million-page crawl within its budget (bench/README,
-/// "The million with the index").
-const PAGES_WRITER_BYTES: usize = 40_000_000;
+/// segment (tantivy's minimum is 15 MB a thread).
+const PAGES_WRITER_BYTES: usize = 48_000_000;
 const ANCHORS_WRITER_BYTES: usize = 16_000_000;
 /// The most documents a merge makes ([`merges`](super::merges)): about
 /// 80 MB of a pages segment (8–40 KB of text a page), 30 MB of anchors.

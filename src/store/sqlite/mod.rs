@@ -44,11 +44,12 @@ use web_crawler_actors::{
 };
 
 /// Keys the seen window holds: two generations of half as many, each table
-/// allocated at full size when the generation starts (6.4 MiB each). Half
-/// is 7/8 of 2^17: a hash table holds at most 7/8 of its buckets, and
-/// 2^17 keys a generation made tables of 2^18 buckets, twice the memory
-/// for an eighth more keys.
-pub(crate) const SEEN_WINDOW: usize = 2 * (7 << 14);
+/// allocated at full size when the generation starts (12.8 MiB each). Half
+/// is 7/8 of 2^18, what a table of 2^18 buckets holds (a hash table holds
+/// at most 7/8 of its buckets): 2^17 keys a generation took the same
+/// tables and left 43% of them unused, and a link the window has forgotten
+/// costs a lookup in the file (bench/README, "A million pages").
+pub(crate) const SEEN_WINDOW: usize = 2 * (7 << 15);
 
 // --- the store --------------------------------------------------------------
 
