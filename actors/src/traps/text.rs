@@ -203,7 +203,7 @@ pub(super) fn words_until(text: &str, mark: usize, words: &mut Vec<u64>) -> usiz
     let mut scalar_until = 0;
     while i < bytes.len() {
         if i >= scalar_until {
-            match ascii_block(bytes, i, mark, number, words, &mut before_mark) {
+            match ascii_block(text, i, mark, number, words, &mut before_mark) {
                 BlockRead::Done(next) => {
                     i = next;
                     continue;
@@ -284,13 +284,14 @@ enum BlockRead {
 /// (reading a page's text took 10% less). The hashes are the
 /// word-at-a-time reading's.
 fn ascii_block(
-    bytes: &[u8],
+    text: &str,
     at: usize,
     mark: usize,
     number: u64,
     words: &mut Vec<u64>,
     before_mark: &mut Option<usize>,
 ) -> BlockRead {
+    let bytes = text.as_bytes();
     let mut alnum = 0u64;
     let mut digits = 0u64;
     let mut high = 0u64;
@@ -336,20 +337,11 @@ fn ascii_block(
             let rest = small(load_padded(bytes, start + 8)) & tail;
             words.push(hash_medium(head, rest, n - 8));
         } else {
-            words.push(word_hash_small_ascii(&bytes[start..start + n]));
+            long_word(text, start, number, words);
         }
         starts &= starts - 1;
     }
     BlockRead::Done(at + BLOCK)
-}
-
-/// [`word_hash`] of ASCII letters with any capitals made small.
-fn word_hash_small_ascii(word: &[u8]) -> u64 {
-    if word.iter().any(u8::is_ascii_uppercase) {
-        word_hash(&word.to_ascii_lowercase())
-    } else {
-        word_hash(word)
-    }
 }
 
 /// The high bit of each byte of `flags` as one bit a byte: byte k's at
