@@ -44,7 +44,7 @@ use web_crawler_actors::{
 };
 
 /// Keys the seen window holds: two generations of half as many, each table
-/// allocated at full size when the generation starts (12.8 MiB each). Half
+/// allocated at full size when the generation starts (12.8 MB each). Half
 /// is 7/8 of 2^18, what a table of 2^18 buckets holds (a hash table holds
 /// at most 7/8 of its buckets): 2^17 keys a generation took the same
 /// tables and left 43% of them unused, and a link the window has forgotten
