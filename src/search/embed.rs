@@ -476,8 +476,8 @@ impl Weights {
 /// twice the memory, most of a search process's start (mapping the file
 /// instead takes `unsafe`). The tensors are read on two threads, half the
 /// bytes each: most of a read is the kernel giving the buffers their pages
-/// (four fifths of the 33 ms the model's 41 MB take on one), and two cores
-/// do that in half the time.
+/// (three quarters of the ~33 ms the model's 41 MB take on one), and two
+/// cores do that in half the time.
 fn read_weights(
     path: &Path,
     wanted: impl Fn(&str) -> bool,
